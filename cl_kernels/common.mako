@@ -1,0 +1,73 @@
+//CL//
+## Shared prelude for every clperiod kernel.
+##
+## Render parameters (all required, strict_undefined):
+##   real    -- "float" or "double": the arithmetic type of the kernel
+##
+## Provides: the fp64 pragma (only for double kernels), the ``real_t`` typedef,
+## ``REAL_NEG_INF`` and the range-reduced ``sincos_cycles`` below.
+<%def name="prelude(real)">
+% if real == "double":
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+% endif
+typedef ${real} real_t;
+#define REAL_NEG_INF (-INFINITY)
+#define TWO_PI_R ((real_t) 6.283185307179586476925286766559)
+${sincos_cycles(real)}
+</%def>
+
+## sin(2*pi*r), cos(2*pi*r) for |r| <= 0.5 (r in cycles, already reduced).
+## Quadrant reduction to |x| <= 1/8 cycle, then Taylor polynomials in theta =
+## 2*pi*x (|theta| <= pi/4) whose truncation error is below half an ulp of the
+## type: degree 9/10 for float, 17/18 for double.
+<%def name="sincos_cycles(real)">
+<%
+    import math
+    n_sin, n_cos = (5, 6) if real == "float" else (9, 10)
+    sin_coeffs = [(-1) ** j / math.factorial(2 * j + 1) for j in range(n_sin)]
+    cos_coeffs = [(-1) ** j / math.factorial(2 * j) for j in range(n_cos)]
+    suffix = "f" if real == "float" else ""
+%>
+inline void sincos_cycles(const real_t r, real_t *s_out, real_t *c_out)
+{
+    const real_t q = rint(4 * r);
+    const real_t th = TWO_PI_R * (r - (real_t) 0.25 * q);
+    const real_t th2 = th * th;
+    real_t ps = (real_t) ${repr(sin_coeffs[-1])}${suffix};
+% for a in reversed(sin_coeffs[:-1]):
+    ps = ps * th2 + (real_t) ${repr(a)}${suffix};
+% endfor
+    real_t pc = (real_t) ${repr(cos_coeffs[-1])}${suffix};
+% for a in reversed(cos_coeffs[:-1]):
+    pc = pc * th2 + (real_t) ${repr(a)}${suffix};
+% endfor
+    const real_t s = ps * th;
+    const real_t c = pc;
+    const int quadrant = ((int) q) & 3;
+    *s_out = quadrant == 0 ? s : quadrant == 1 ? c : quadrant == 2 ? -s : -c;
+    *c_out = quadrant == 0 ? c : quadrant == 1 ? -s : quadrant == 2 ? -c : s;
+}
+</%def>
+
+## Work-group arg-max over (value, index) pairs held in local memory.
+## Larger value wins; equal values: the smaller index wins (first maximum);
+## NaN never wins. Leaves the winner in slot 0. ``n`` must be a power of two
+## and equal the work-group size.
+<%def name="argmax_pairs(n)">
+inline void wg_argmax(__local real_t *val, __local int *idx, const int lid)
+{
+% for stride in [2 ** p for p in reversed(range(n.bit_length() - 1))]:
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid < ${stride}) {
+        const real_t v2 = val[lid + ${stride}];
+        const int i2 = idx[lid + ${stride}];
+        const real_t v1 = val[lid];
+        if (v2 > v1 || (v2 == v1 && i2 < idx[lid])) {
+            val[lid] = v2;
+            idx[lid] = i2;
+        }
+    }
+% endfor
+    barrier(CLK_LOCAL_MEM_FENCE);
+}
+</%def>

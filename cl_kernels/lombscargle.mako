@@ -1,0 +1,307 @@
+//CL//
+## Lomb-Scargle periodogram tiles and the per-object top-k merge.
+##
+## Render parameters (strict_undefined):
+##   real           "float" | "double"
+##   wg             work-group size (power of two)
+##   m              frequencies per work-item (a contiguous strip)
+##   use_local      stage point data through local memory (tiled, culsp-style)
+##                  instead of reading it from global memory
+##   fit_mean       floating-mean model (generalized LS) -> also accumulate C, S
+##   normalization  "standard" | "model" | "log" | "psd"
+##   recurrence     "chebyshev" (2 FMAs per step) | "rotation" (4 multiplies)
+##   top_k          number of distinct peaks kept per object
+##   write_power    also write the periodogram
+##
+## Work decomposition: one work-group per (object, frequency tile). A tile is
+## wg*m consecutive grid frequencies starting one bin before its first owned
+## bin; tiles overlap by two bins so every owned bin sees both neighbours,
+## which the peak test needs. Work-item l evaluates the strip
+## k0 = tile_first + l*m ... k0 + m - 1: one exact range-reduced sincos per
+## point seeds the strip, a trigonometric recurrence over the strip gives the
+## other m - 1 frequencies (exact re-seeding every m bins).
+##
+## Point data (host-prepared, per object, weights normalised to sum 1 and y
+## centred when the model asks for it):
+##   fp64: pt_t = t - epoch;  fp32: pt_a = frac(fmin*t), (pt_bh + pt_bl) =
+##   frac(df*t) as a double-single pair, so phases stay accurate to ~1e-7
+##   cycles for any epoch;  pt_cd, pt_sd = cos, sin(2 pi df t);  pt_w = w;
+##   pt_wy = w*y.
+<%namespace name="common" file="common.mako"/>
+${common.prelude(real)}
+${common.argmax_pairs(wg)}
+<%
+    tile_len = wg * m
+    owned = tile_len - 2
+    fp64 = real == "double"
+%>
+#define WG ${wg}
+#define M ${m}
+#define TILE ${tile_len}
+#define OWNED ${owned}
+#define TOP_K ${top_k}
+
+// Peak test for bin li of the local power array: strictly above the left
+// neighbour, not below the right one (so a plateau reports its first bin);
+// neighbours outside the grid or NaN count as -inf.
+inline int is_peak(__local const real_t *p, const int li, const int k, const int nf)
+{
+    const real_t v = p[li];
+    if (isnan(v))
+        return 0;
+    const int left_ok = (k == 0) || !(p[li - 1] >= v);
+    const int right_ok = (k == nf - 1) || !(p[li + 1] > v);
+    return left_ok && right_ok;
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void ls_tiles(
+% if fp64:
+    __global const double *restrict pt_t,
+    const double fmin, const double df,
+% else:
+    __global const float *restrict pt_a,
+    __global const float *restrict pt_bh,
+    __global const float *restrict pt_bl,
+% endif
+    __global const real_t *restrict pt_cd,
+    __global const real_t *restrict pt_sd,
+    __global const real_t *restrict pt_w,
+    __global const real_t *restrict pt_wy,
+    __global const int *restrict obj_start,
+    __global const int *restrict obj_n,
+    __global const real_t *restrict obj_yy,     // sum w y'^2 (w normalised)
+    __global const real_t *restrict obj_scale,  // psd factor (1/2 sum dy^-2 y'^2)
+    const int nf, const int n_tiles, const int tile_offset, const int tiles_in_launch,
+    const int chunk_k0, const int chunk_nf,
+    __global real_t *restrict power,            // (objects, chunk_nf) when write_power
+    __global real_t *restrict part_val,         // (objects, n_tiles, TOP_K)
+    __global int *restrict part_idx)
+{
+    const int lid = get_local_id(0);
+    const int group = get_group_id(0);
+    const int obj = group / tiles_in_launch;
+    const int tile = tile_offset + group % tiles_in_launch;
+    const int start = obj_start[obj];
+    const int n = obj_n[obj];
+    const int tile_first = tile * OWNED - 1;
+    const int k0 = tile_first + lid * M;
+
+    __local real_t l_pow[TILE];
+    __local real_t l_val[WG];
+    __local int l_idx[WG];
+% if use_local:
+%   if fp64:
+    __local double l_t[WG];
+%   else:
+    __local float l_a[WG], l_bh[WG], l_bl[WG];
+%   endif
+    __local real_t l_cd[WG], l_sd[WG], l_w[WG], l_wy[WG];
+% endif
+
+% for j in range(m):
+    real_t aC${j} = 0, aS${j} = 0, aCC${j} = 0, aCS${j} = 0, aYC${j} = 0, aYS${j} = 0;
+% endfor
+
+% if fp64:
+    const double f0 = fmin + (double) k0 * df;
+% else:
+    const float kf = (float) k0;
+% endif
+
+    for (int base = 0; base < n; base += WG) {
+        const int count = min(WG, n - base);
+% if use_local:
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (lid < count) {
+            const int g = start + base + lid;
+%   if fp64:
+            l_t[lid] = pt_t[g];
+%   else:
+            l_a[lid] = pt_a[g]; l_bh[lid] = pt_bh[g]; l_bl[lid] = pt_bl[g];
+%   endif
+            l_cd[lid] = pt_cd[g]; l_sd[lid] = pt_sd[g];
+            l_w[lid] = pt_w[g]; l_wy[lid] = pt_wy[g];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+<% src = lambda name: "l_%s[i]" % name %>
+% else:
+        const int off = start + base;
+<% src = lambda name: "pt_%s[off + i]" % name %>
+% endif
+        for (int i = 0; i < count; ++i) {
+            // exact seed of the strip: phase in cycles, reduced to [-1/2, 1/2]
+% if fp64:
+            const double tt = ${src("t")};
+            const double ph = f0 * tt;
+            const double r = fma(f0, tt, -rint(ph));
+% else:
+            // k0*(bh + bl) + a in double-single: p + e is k0*bh exactly
+            const float bh = ${src("bh")};
+            const float p = kf * bh;
+            const float e = fma(kf, bh, -p);
+            float r = (p - rint(p)) + (e + fma(kf, ${src("bl")}, ${src("a")}));
+            r -= rint(r);
+% endif
+            real_t s, c;
+            sincos_cycles(r, &s, &c);
+            const real_t cd = ${src("cd")}, sd = ${src("sd")};
+            const real_t w = ${src("w")}, wy = ${src("wy")};
+% if recurrence == "chebyshev":
+            const real_t two_cd = cd + cd;
+            real_t c_prev = 0, s_prev = 0;
+% endif
+% for j in range(m):
+            {
+                const real_t wc = w * c;
+%   if fit_mean:
+                aC${j} += wc;
+                aS${j} = fma(w, s, aS${j});
+%   endif
+                aCC${j} = fma(wc, c, aCC${j});
+                aCS${j} = fma(wc, s, aCS${j});
+                aYC${j} = fma(wy, c, aYC${j});
+                aYS${j} = fma(wy, s, aYS${j});
+            }
+%   if j < m - 1:
+%     if recurrence == "rotation" or j == 0:
+            {
+                const real_t c_next = c * cd - s * sd;
+                const real_t s_next = s * cd + c * sd;
+%       if recurrence == "chebyshev":
+                c_prev = c; s_prev = s;
+%       endif
+                c = c_next; s = s_next;
+            }
+%     else:
+            {
+                const real_t c_next = fma(two_cd, c, -c_prev);
+                const real_t s_next = fma(two_cd, s, -s_prev);
+                c_prev = c; s_prev = s;
+                c = c_next; s = s_next;
+            }
+%     endif
+%   endif
+% endfor
+        }
+    }
+
+    // power of each strip bin from the 2x2 normal equations (tau-free form of
+    // the Zechmeister-Kuerster / Scargle periodogram): p = b' A^-1 b / YY
+    const real_t yy = obj_yy[obj];
+% if normalization == "psd":
+    const real_t scale = obj_scale[obj];
+% endif
+% for j in range(m):
+    {
+        real_t cc = aCC${j}, ss = 1 - aCC${j}, cs = aCS${j};
+%   if fit_mean:
+        cc -= aC${j} * aC${j};
+        ss -= aS${j} * aS${j};
+        cs -= aC${j} * aS${j};
+%   endif
+        const real_t yc = aYC${j}, ys = aYS${j};
+        const real_t z = (ss * yc * yc - 2 * cs * yc * ys + cc * ys * ys)
+                         / ((cc * ss - cs * cs) * yy);
+%   if normalization == "standard":
+        l_pow[lid * M + ${j}] = z;
+%   elif normalization == "model":
+        l_pow[lid * M + ${j}] = z / (1 - z);
+%   elif normalization == "log":
+        l_pow[lid * M + ${j}] = -log1p(-z);
+%   else:
+        l_pow[lid * M + ${j}] = z * scale;
+%   endif
+    }
+% endfor
+    barrier(CLK_LOCAL_MEM_FENCE);
+
+% if write_power:
+    // coalesced write of the owned bins
+    for (int li = lid; li < TILE; li += WG) {
+        const int k = tile_first + li;
+        if (li >= 1 && li <= OWNED && k < nf)
+            power[(long) obj * chunk_nf + (k - chunk_k0)] = l_pow[li];
+    }
+% endif
+
+    // top-k distinct peaks among the owned bins of this tile
+    int taken[TOP_K];
+    for (int r = 0; r < TOP_K; ++r) {
+        real_t best = REAL_NEG_INF;
+        int best_k = INT_MAX;
+        for (int j = 0; j < M; ++j) {
+            const int li = lid * M + j;
+            const int k = tile_first + li;
+            if (li < 1 || li > OWNED || k < 0 || k >= nf)
+                continue;
+            int skip = 0;
+            for (int q = 0; q < r; ++q)
+                skip |= (taken[q] == k);
+            if (skip || !is_peak(l_pow, li, k, nf))
+                continue;
+            if (l_pow[li] > best) {
+                best = l_pow[li];
+                best_k = k;
+            }
+        }
+        l_val[lid] = best;
+        l_idx[lid] = best_k;
+        wg_argmax(l_val, l_idx, lid);
+        taken[r] = l_idx[0];
+        if (lid == 0) {
+            const long slot = ((long) obj * n_tiles + tile) * TOP_K + r;
+            part_val[slot] = l_val[0];
+            part_idx[slot] = l_idx[0];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+}
+
+// Merge the per-tile candidate lists of every object into its top-k peaks.
+// One work-group per object; candidates (value, k) with k == INT_MAX are empty.
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void ls_merge_topk(
+    __global const real_t *restrict part_val,
+    __global const int *restrict part_idx,
+    const int n_tiles,
+    __global real_t *restrict best_val,        // (objects, TOP_K)
+    __global int *restrict best_idx)
+{
+    const int lid = get_local_id(0);
+    const int obj = get_group_id(0);
+    const long n_cand = (long) n_tiles * TOP_K;
+    __global const real_t *val = part_val + (long) obj * n_cand;
+    __global const int *idx = part_idx + (long) obj * n_cand;
+    __local real_t l_val[WG];
+    __local int l_idx[WG];
+    int taken[TOP_K];
+    for (int r = 0; r < TOP_K; ++r) {
+        real_t best = REAL_NEG_INF;
+        int best_k = INT_MAX;
+        for (long c = lid; c < n_cand; c += WG) {
+            const int k = idx[c];
+            if (k == INT_MAX)
+                continue;
+            int skip = 0;
+            for (int q = 0; q < r; ++q)
+                skip |= (taken[q] == k);
+            if (skip)
+                continue;
+            const real_t v = val[c];
+            if (v > best || (v == best && k < best_k)) {
+                best = v;
+                best_k = k;
+            }
+        }
+        l_val[lid] = best;
+        l_idx[lid] = best_k;
+        wg_argmax(l_val, l_idx, lid);
+        taken[r] = l_idx[0];
+        if (lid == 0) {
+            best_val[obj * TOP_K + r] = l_val[0];
+            best_idx[obj * TOP_K + r] = l_idx[0];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+}

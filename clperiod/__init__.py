@@ -1,0 +1,34 @@
+"""clperiod: period searches and time-domain kernels for any OpenCL device.
+
+>>> import clperiod
+>>> cat = clperiod.Catalog.from_arrays(ids, t, y, dy)            # doctest: +SKIP
+>>> grid = clperiod.FrequencyGrid.from_range(0.1, 10, 330_000)   # doctest: +SKIP
+>>> result = clperiod.lombscargle(cat, grid)                     # doctest: +SKIP
+>>> result.period                                                # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+
+from .catalog import Catalog, Status
+from .device import DeviceInfo, list_devices, select_devices
+from .grid import FrequencyGrid
+from .lombscargle import LombScargleResult, lombscargle
+
+try:
+    __version__ = version("clperiod")
+except PackageNotFoundError:  # running from a source tree that is not installed
+    __version__ = "0+unknown"
+
+__all__ = [
+    "Catalog",
+    "DeviceInfo",
+    "FrequencyGrid",
+    "LombScargleResult",
+    "Status",
+    "list_devices",
+    "lombscargle",
+    "select_devices",
+    "__version__",
+]

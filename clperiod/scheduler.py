@@ -1,0 +1,84 @@
+"""Run independent work items on one or several devices.
+
+One host thread per device pulls the next item from a shared queue (dynamic
+assignment, so ragged batches balance themselves); results come back in input
+order. pyopencl releases the GIL while it waits for a device, so the threads
+overlap. With one device the items run in the calling thread.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from .device import DeviceInfo
+
+__all__ = ["run_on_devices"]
+
+Item = TypeVar("Item")
+Result = TypeVar("Result")
+
+
+def run_on_devices(
+    devices: Sequence[DeviceInfo],
+    items: Sequence[Item],
+    work: Callable[[DeviceInfo, Item], Result],
+    progress: Callable[[int], None] | None = None,
+) -> list[Result]:
+    """Apply ``work(device, item)`` to every item, spreading items over devices.
+
+    Parameters
+    ----------
+    devices
+        Devices to use; each gets one worker thread.
+    items
+        Independent work items.
+    work
+        Called once per item with the device that runs it.
+    progress
+        Optional callback, called with 1 after each finished item.
+
+    Returns
+    -------
+    list
+        ``work`` results in the order of ``items``. The first exception raised
+        by any worker is re-raised after all workers stopped.
+    """
+    if len(devices) == 1 or len(items) <= 1:
+        results = []
+        for item in items:
+            results.append(work(devices[0], item))
+            if progress:
+                progress(1)
+        return results
+
+    todo: queue.SimpleQueue[int] = queue.SimpleQueue()
+    for index in range(len(items)):
+        todo.put(index)
+    out: list = [None] * len(items)
+    errors: list[BaseException] = []
+
+    def worker(device: DeviceInfo) -> None:
+        while not errors:
+            try:
+                index = todo.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                out[index] = work(device, items[index])
+            except BaseException as error:  # re-raised in the caller
+                errors.append(error)
+                return
+            if progress:
+                progress(1)
+
+    threads = [threading.Thread(target=worker, args=(d,), daemon=True) for d in devices]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
+    return out

@@ -1,0 +1,314 @@
+"""Lomb-Scargle on the OpenCL device against SciPy and astropy."""
+
+from __future__ import annotations
+
+import importlib
+import itertools
+
+import numpy as np
+import pytest
+import scipy.signal
+from astropy.timeseries import LombScargle
+
+import clperiod
+from clperiod import Catalog, FrequencyGrid, Status, lombscargle
+from clperiod.io import load_example
+
+LS_MODULE = importlib.import_module("clperiod.lombscargle")
+NORMALIZATIONS = ["standard", "model", "log", "psd"]
+
+
+def simulated(rng, n=200, baseline=80.0, epoch=58000.0, period=2.7, dy=True):
+    t = epoch + np.sort(rng.uniform(0, baseline, n))
+    y = 12.0 + 0.4 * np.sin(2 * np.pi * t / period + 0.3) + rng.normal(0, 0.2, n)
+    err = rng.uniform(0.1, 0.3, n) if dy else None
+    return t, y, err
+
+
+def astropy_power(t, y, dy, freq, **kwargs):
+    """astropy's exact 'cython' GLS, fed times relative to the first one.
+
+    The periodogram is invariant to a time shift; shifting removes the phase
+    rounding error (~1e-16 * f * t) that raw MJD/JD times cause in astropy's
+    own evaluation, so the reference is accurate to ~1e-13.
+    """
+    return LombScargle(t - t[0], y, dy, **kwargs).power(freq, method="cython")
+
+
+def peaks_reference(power, k):
+    """Indices of the k highest local maxima (first of equal maxima)."""
+    p = np.where(np.isnan(power), -np.inf, power)
+    left = np.concatenate([[-np.inf], p[:-1]])
+    right = np.concatenate([p[1:], [-np.inf]])
+    idx = np.flatnonzero((p > left) & (p >= right))
+    order = np.lexsort((idx, -p[idx]))
+    return idx[order][:k]
+
+
+def assert_rel(actual, expected, rtol):
+    rel = np.abs(actual - expected) / np.abs(expected)
+    assert np.nanmax(rel) <= rtol, f"max relative error {np.nanmax(rel):.3g} > {rtol:.1g}"
+
+
+# {{{ exactness against the references
+
+
+@pytest.mark.parametrize("normalization", NORMALIZATIONS)
+@pytest.mark.parametrize("fit_mean,center_data", [(True, True), (False, True), (False, False)])
+@pytest.mark.parametrize("memory", ["local", "global"])
+def test_generalized_fp64_matches_astropy(rng, normalization, fit_mean, center_data, memory):
+    t, y, dy = simulated(rng)
+    grid = FrequencyGrid.from_step(0.005, 0.0031, 3001)
+    result = lombscargle(
+        t, grid, y, dy, normalization=normalization, fit_mean=fit_mean,
+        center_data=center_data, periodogram=True, memory=memory,
+    )
+    expected = astropy_power(
+        t, y, dy, grid.frequencies(), fit_mean=fit_mean, center_data=center_data,
+        normalization=normalization,
+    )
+    assert_rel(result.power[0], expected, 1e-9)
+    assert result.frequency_best[0] == grid.frequencies()[np.argmax(expected)]
+
+
+@pytest.mark.parametrize("memory", ["local", "global"])
+def test_standard_fp64_matches_scipy(rng, memory):
+    t, y, _ = simulated(rng, n=150)
+    y = y - y.mean()
+    grid = FrequencyGrid.from_range(0.02, 6.0, 4000)
+    omega = 2 * np.pi * grid.frequencies()
+    raw = lombscargle(t, grid, y, method="standard", normalization=None, periodogram=True,
+                      memory=memory)
+    assert_rel(raw.power[0], scipy.signal.lombscargle(t - t[0], y, omega), 1e-9)
+    normed = lombscargle(t, grid, y, method="standard", periodogram=True, memory=memory)
+    expected = scipy.signal.lombscargle(t - t[0], y, omega, normalize=True)
+    assert_rel(normed.power[0], expected, 1e-9)
+
+
+def test_real_light_curve_fp64_matches_astropy():
+    cat = load_example("8205_errors")
+    t, y, dy = cat.lightcurve(0)
+    grid = FrequencyGrid.from_range(0.5, 24.0, 1500)
+    result = lombscargle(cat, grid, periodogram=True)
+    assert_rel(result.power[0], astropy_power(t, y, dy, grid.frequencies()), 1e-9)
+
+
+@pytest.mark.parametrize("memory", ["local", "global"])
+def test_fp32_power_tolerance_and_best_frequency(rng, memory):
+    t, y, dy = simulated(rng, n=400, epoch=2_458_000.0)  # raw JD epochs
+    grid = FrequencyGrid.from_step(0.01, 0.0011, 6000)
+    result = lombscargle(t, grid, y, dy, precision="fp32", periodogram=True, memory=memory)
+    expected = astropy_power(t, y, dy, grid.frequencies())
+    assert result.power.dtype == np.float32
+    # documented fp32 tolerance: 2e-5 absolute on the standard normalization
+    assert np.max(np.abs(result.power[0] - expected)) < 2e-5
+    assert result.frequency_best[0] == grid.frequencies()[np.argmax(expected)]
+
+
+# }}}
+
+# {{{ variants, catalogs, peaks
+
+
+def test_variants_and_catalog_agree(rng):
+    lcs = [simulated(rng, n=n, period=p) for n, p in [(40, 1.3), (333, 0.71), (7, 2.0), (129, 5.5)]]
+    cat = Catalog.from_lightcurves(lcs, ids=["a", "b", "c", "d"])
+    grid = FrequencyGrid.from_range(0.05, 3.0, 2500)
+    runs = {
+        (precision, memory): lombscargle(cat, grid, precision=precision, memory=memory,
+                                         periodogram=True, top_k=3)
+        for precision, memory in itertools.product(["fp64", "fp32"], ["local", "global"])
+    }
+    base = runs["fp64", "local"]
+    for (precision, _), run in runs.items():
+        tol = 1e-12 if precision == "fp64" else 2e-5
+        np.testing.assert_allclose(run.power, base.power, atol=tol)
+        np.testing.assert_array_equal(run.status, base.status)
+    for k, (t, y, dy) in enumerate(lcs):
+        single = lombscargle(t, grid, y, dy, periodogram=True, top_k=3)
+        np.testing.assert_array_equal(single.power[0], base.power[k])
+        np.testing.assert_array_equal(single.top_k_frequency[0], base.top_k_frequency[k])
+    assert list(base.ids) == ["a", "b", "c", "d"]
+
+
+def test_top_k_are_distinct_peaks(rng):
+    t, y, dy = simulated(rng, n=90)
+    grid = FrequencyGrid.from_range(0.01, 5.0, 3000)
+    result = lombscargle(t, grid, y, dy, periodogram=True, top_k=7)
+    expected = peaks_reference(result.power[0], 7)
+    np.testing.assert_array_equal(result.top_k_frequency[0], grid.frequencies()[expected])
+    np.testing.assert_array_equal(result.top_k_power[0], result.power[0][expected])
+    assert result.period[0] == result.top_k_period[0, 0]
+
+
+def test_more_peaks_requested_than_exist():
+    t = np.linspace(0, 10, 50)
+    y = np.sin(2 * np.pi * 0.3 * t)
+    grid = FrequencyGrid.from_range(0.1, 0.5, 6)  # few bins, at most 3 peaks
+    result = lombscargle(t, grid, y, method="standard", periodogram=True, top_k=5)
+    n_found = np.count_nonzero(~np.isnan(result.top_k_frequency[0]))
+    assert n_found == len(peaks_reference(result.power[0], 5))
+    assert np.isnan(result.top_k_frequency[0, n_found:]).all()
+
+
+def test_deterministic_and_inputs_untouched(rng):
+    t, y, dy = simulated(rng, n=120)
+    copies = [a.copy() for a in (t, y, dy)]
+    grid = FrequencyGrid.from_range(0.1, 4.0, 2000)
+    first = lombscargle(t, grid, y, dy, precision="fp32", periodogram=True)
+    second = lombscargle(t, grid, y, dy, precision="fp32", periodogram=True)
+    np.testing.assert_array_equal(first.power, second.power)
+    for original, now in zip(copies, (t, y, dy)):
+        np.testing.assert_array_equal(original, now)
+
+
+def test_small_memory_budget_batches_and_chunks(rng, monkeypatch):
+    lcs = [simulated(rng, n=60 + 10 * k, period=1 + 0.1 * k) for k in range(9)]
+    cat = Catalog.from_lightcurves(lcs)
+    grid = FrequencyGrid.from_range(0.05, 3.0, 5000)
+    full = lombscargle(cat, grid, periodogram=True, top_k=2)
+    info = clperiod.select_devices()[0]
+    tiny = type(info)(**{**info.__dict__, "global_mem": 40_000, "max_alloc": 20_000})
+    monkeypatch.setattr(LS_MODULE, "select_devices", lambda _: [tiny])
+    from clperiod import planning
+
+    calls = []
+    original = planning.plan_batches
+
+    def spy(*args, **kwargs):
+        batches = original(*args, **kwargs)
+        calls.append(batches)
+        return batches
+
+    monkeypatch.setattr(LS_MODULE, "plan_batches", spy)
+    split = lombscargle(cat, grid, periodogram=True, top_k=2)
+    assert len(calls[0]) > 1 and any(len(b.tile_chunks) > 1 for b in calls[0])
+    np.testing.assert_array_equal(split.power, full.power)
+    np.testing.assert_array_equal(split.top_k_frequency, full.top_k_frequency)
+
+
+# }}}
+
+# {{{ real data
+
+
+def test_ida_half_rotation_period():
+    cat = load_example("ida")
+    grid = FrequencyGrid.from_range(1.0, 30.0, 200_000)  # per day; times are JD
+    for precision in ("fp64", "fp32"):
+        result = lombscargle(cat, grid, method="standard", precision=precision)
+        hours = result.period[0] * 24
+        assert abs(hours - 4.63 / 2) < 0.05, hours
+
+
+def test_8205_period():
+    cat = load_example("8205_errors")
+    grid = FrequencyGrid.from_range(0.5, 24.0, 200_000)
+    for precision in ("fp64", "fp32"):
+        result = lombscargle(cat, grid, precision=precision)
+        assert abs(result.period[0] - 0.5647) < 0.001
+
+
+def test_stripe82_fp32_agrees_with_fp64():
+    cat = load_example("stripe82")
+    grid = FrequencyGrid.from_range(0.1, 10.0, 330_000)
+    fp64 = lombscargle(cat, grid)
+    fp32 = lombscargle(cat, grid, precision="fp32")
+    assert cat.n_objects == 136
+    agree = np.isclose(fp32.period, fp64.period, rtol=1e-6)
+    assert agree.mean() >= 0.99, agree.mean()
+
+
+# }}}
+
+# {{{ statistics
+
+
+@pytest.mark.parametrize("normalization", NORMALIZATIONS)
+def test_false_alarm_probability_matches_astropy(rng, normalization):
+    t, y, dy = simulated(rng, n=70)
+    grid = FrequencyGrid.auto(t)
+    result = lombscargle(t, grid, y, dy, normalization=normalization)
+    ls = LombScargle(t, y, dy, normalization=normalization)
+    expected = ls.false_alarm_probability(
+        result.power_best[0], maximum_frequency=grid.fmax, method="baluev"
+    )
+    np.testing.assert_allclose(result.false_alarm_probability()[0], expected, rtol=1e-8)
+
+
+# }}}
+
+# {{{ bad input
+
+
+def test_degenerate_objects_get_status_and_nan(rng):
+    good = simulated(rng, n=80)
+    flat = (np.arange(20.0), np.full(20, 3.0), np.ones(20))
+    short = (np.arange(3.0), np.arange(3.0), np.ones(3))
+    cat = Catalog.from_lightcurves([good, flat, short, good])
+    grid = FrequencyGrid.from_range(0.1, 2.0, 500)
+    result = lombscargle(cat, grid, periodogram=True)
+    assert list(result.status) == [Status.OK, Status.ZERO_VARIANCE, Status.TOO_FEW_POINTS, Status.OK]
+    assert np.isnan(result.period[1:3]).all() and np.isnan(result.power[1:3]).all()
+    assert np.isnan(result.false_alarm_probability()[1:3]).all()
+    single = lombscargle(*good[:1], grid, *good[1:], periodogram=True)
+    np.testing.assert_array_equal(result.power[3], single.power[0])
+
+
+def test_nan_policy(rng):
+    t, y, dy = simulated(rng, n=50)
+    y = y.copy()
+    y[7] = np.nan
+    grid = FrequencyGrid.from_range(0.1, 2.0, 100)
+    with pytest.raises(ValueError, match="7"):
+        lombscargle(t, grid, y, dy)
+    dropped = lombscargle(t, grid, y, dy, nan_policy="omit", periodogram=True)
+    keep = np.arange(50) != 7
+    clean = lombscargle(t[keep], grid, y[keep], dy[keep], periodogram=True)
+    np.testing.assert_array_equal(dropped.power, clean.power)
+
+
+@pytest.mark.parametrize(
+    "kwargs,error",
+    [
+        (dict(method="fast"), ValueError),
+        (dict(normalization="scipy"), ValueError),
+        (dict(precision="fp16"), ValueError),
+        (dict(memory="texture"), ValueError),
+        (dict(top_k=0), ValueError),
+        (dict(top_k=65), ValueError),
+        (dict(top_k=1.5), TypeError),
+        (dict(method="standard"), ValueError),  # dy given with the unweighted method
+    ],
+)
+def test_bad_options(rng, kwargs, error):
+    t, y, dy = simulated(rng, n=30)
+    with pytest.raises(error):
+        lombscargle(t, FrequencyGrid.from_range(0.1, 1.0, 10), y, dy, **kwargs)
+
+
+def test_bad_arrays(rng):
+    t, y, dy = simulated(rng, n=30)
+    grid = FrequencyGrid.from_range(0.1, 1.0, 10)
+    with pytest.raises(ValueError):
+        lombscargle(t, grid, y[:-1], dy)
+    with pytest.raises(ValueError):
+        lombscargle(t, grid, y, -dy)
+    with pytest.raises(ValueError):
+        lombscargle(t, grid)
+    with pytest.raises(TypeError):
+        lombscargle(t, (0.1, 1.0, 10), y, dy)
+
+
+def test_fp64_on_device_without_fp64(monkeypatch, rng):
+    info = clperiod.select_devices()[0]
+    no_fp64 = type(info)(**{**info.__dict__, "fp64": False})
+    monkeypatch.setattr(LS_MODULE, "select_devices", lambda _: [no_fp64])
+    t, y, dy = simulated(rng, n=30)
+    grid = FrequencyGrid.from_range(0.1, 1.0, 10)
+    with pytest.raises(ValueError, match="double precision"):
+        lombscargle(t, grid, y, dy)
+    assert lombscargle(t, grid, y, dy, precision="fp32").status[0] == Status.OK
+
+
+# }}}
