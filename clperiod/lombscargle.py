@@ -224,31 +224,23 @@ def lombscargle(
                     "use precision='fp32' or another device"
                 )
     prepared = _prepare(catalog, grid, options)
-    n_obj = catalog.n_objects
-    top_val = np.full((n_obj, options.top_k), np.nan)
-    top_freq = np.full((n_obj, options.top_k), np.nan)
-    power = None
-    if periodogram:
-        power = np.full((n_obj, grid.nf), np.nan, dtype=options.dtype)
-    valid = prepared.objects
+    shape = _kernel_shape(devices, options)
+    batches = _plan(devices, shape, prepared, grid, options)
+    power = _result_array(devices, (catalog.n_objects, grid.nf), options) if periodogram else None
+    results = run_on_devices(
+        devices,
+        batches,
+        lambda info, batch: _run_batch(info, batch, shape, prepared, grid, options, power, profile),
+    )
+    top_val = np.concatenate([vals for vals, _, _ in results])
+    top_idx = np.concatenate([idx for _, idx, _ in results])
+    found = top_idx != _NO_PEAK
+    top_val = np.where(found, top_val, np.nan)
+    top_freq = np.where(found, grid.fmin + top_idx * grid.df, np.nan)
     timings: dict[str, float] = {}
-    if len(valid):
-        shape = _kernel_shape(devices, options)
-        batches = _plan(devices, shape, prepared, grid, options)
-        results = run_on_devices(
-            devices,
-            batches,
-            lambda info, batch: _run_batch(info, batch, shape, prepared, grid, options, profile),
-        )
-        for batch, (vals, idx, pgram, events) in zip(batches, results):
-            for name, seconds in events.items():
-                timings[name] = timings.get(name, 0.0) + seconds
-            rows = valid[batch.obj_start : batch.obj_stop]
-            found = idx != _NO_PEAK
-            top_val[rows] = np.where(found, vals, np.nan)
-            top_freq[rows] = np.where(found, grid.fmin + idx * grid.df, np.nan)
-            if power is not None:
-                power[rows] = pgram
+    for _, _, seconds in results:
+        for name, value in seconds.items():
+            timings[name] = timings.get(name, 0.0) + value
     return LombScargleResult(
         ids=catalog.ids,
         frequency_best=top_freq[:, 0].copy(),
@@ -340,59 +332,60 @@ def _as_catalog(cat_or_t, y, dy, method, nan_policy) -> Catalog:
 
 @dataclass(frozen=True)
 class _Prepared:
-    """Per-point and per-object device inputs for the valid objects."""
+    """Per-point and per-object device inputs.
 
-    objects: np.ndarray  # catalog indices of the objects sent to the device
-    status: np.ndarray  # per catalog object
-    offsets: np.ndarray  # (n_valid + 1,) rows of each valid object in the arrays below
+    Every catalog object is kept, so batches map to contiguous result rows;
+    objects that are not OK get zero rows and ``yy = NaN``, which makes the
+    kernel write NaN powers and report no peak for them.
+    """
+
+    status: np.ndarray  # per object
+    offsets: np.ndarray  # (n_objects + 1,) rows of each object in the arrays below
     point_arrays: dict[str, np.ndarray]
-    yy: np.ndarray  # sum wn*y'^2 per valid object
-    psd_scale: np.ndarray  # 1/2 sum w*y'^2 per valid object
+    yy: np.ndarray  # sum wn*y'^2 per object
+    psd_scale: np.ndarray  # 1/2 sum w*y'^2 per object
 
 
 def _segment_sum(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """Sums of ``values`` over the non-empty segments given by ``offsets``."""
-    return np.add.reduceat(values, offsets[:-1]) if len(values) else np.zeros(0)
+    """Per-object sums of ``values`` (segments given by ``offsets``; empty -> 0)."""
+    sums = np.zeros(len(offsets) - 1)
+    nonempty = np.flatnonzero(np.diff(offsets) > 0)
+    if len(nonempty):
+        sums[nonempty] = np.add.reduceat(values, offsets[:-1][nonempty])
+    return sums
 
 
 def _prepare(catalog: Catalog, grid: FrequencyGrid, options: _Options) -> _Prepared:
-    lengths = catalog.lengths
     status = np.full(catalog.n_objects, Status.OK, dtype=np.int8)
-    status[lengths < options.min_points] = Status.TOO_FEW_POINTS
-    objects = np.flatnonzero(status == Status.OK)
-    rows = np.concatenate(
-        [np.arange(catalog.offsets[k], catalog.offsets[k + 1]) for k in objects]
-    ) if len(objects) else np.zeros(0, dtype=np.int64)
-    offsets = np.concatenate([[0], np.cumsum(lengths[objects])]).astype(np.int64)
-    owner = np.repeat(np.arange(len(objects)), lengths[objects])
+    status[catalog.lengths < options.min_points] = Status.TOO_FEW_POINTS
+    offsets = catalog.offsets.astype(np.int64)
+    owner = np.repeat(np.arange(catalog.n_objects), catalog.lengths)
 
-    t = catalog.t[rows]
-    y = catalog.y[rows]
+    t, y = catalog.t, catalog.y
     use_dy = options.method == "generalized" and catalog.dy is not None
-    w = catalog.dy[rows] ** -2.0 if use_dy else np.ones_like(t)
-    w_sum = _segment_sum(w, offsets)
-    wn = w / w_sum[owner]
-    if options.fit_mean or options.center_data:
-        y = y - _segment_sum(wn * y, offsets)[owner]
-    yy = _segment_sum(wn * y * y, offsets)
-    raw_second_moment = _segment_sum(wn * catalog.y[rows] ** 2, offsets)
-    flat = yy <= (64 * np.finfo(np.float64).eps) ** 2 * raw_second_moment
-    if flat.any():
-        status[objects[flat]] = Status.ZERO_VARIANCE
-        keep = ~flat
-        keep_rows = keep[owner]
-        objects, t, y, w, wn, owner = (
-            objects[keep], t[keep_rows], y[keep_rows], w[keep_rows], wn[keep_rows], owner[keep_rows]
-        )
-        yy = yy[keep]
-        offsets = np.concatenate([[0], np.cumsum(lengths[objects])]).astype(np.int64)
-        owner = np.repeat(np.arange(len(objects)), lengths[objects])
+    w = catalog.dy**-2.0 if use_dy else np.ones_like(t)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        wn = w / _segment_sum(w, offsets)[owner]
+        if options.fit_mean or options.center_data:
+            y = y - _segment_sum(wn * y, offsets)[owner]
+        yy = _segment_sum(wn * y * y, offsets)
+        second_moment = _segment_sum(wn * catalog.y**2, offsets)
+    flat = (status == Status.OK) & (yy <= (64 * np.finfo(np.float64).eps) ** 2 * second_moment)
+    status[flat] = Status.ZERO_VARIANCE
 
+    keep = (status == Status.OK)[owner]
+    lengths = np.where(status == Status.OK, catalog.lengths, 0)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    owner, t, y, w, wn = owner[keep], t[keep], y[keep], w[keep], wn[keep]
+    yy = np.where(status == Status.OK, yy, np.nan)
     psd_scale = 0.5 * _segment_sum(w * y * y, offsets)
-    epoch = 0.5 * (
-        np.minimum.reduceat(t, offsets[:-1]) + np.maximum.reduceat(t, offsets[:-1])
-    )[owner] if len(t) else np.zeros(0)
-    tr = t - epoch
+
+    epoch = np.zeros(catalog.n_objects)
+    ok = np.flatnonzero(status == Status.OK)
+    if len(ok):
+        first = offsets[ok]
+        epoch[ok] = 0.5 * (np.minimum.reduceat(t, first) + np.maximum.reduceat(t, first))
+    tr = t - epoch[owner]
     dtype = options.dtype
     step = 2 * np.pi * grid.df * tr
     arrays = {
@@ -410,7 +403,7 @@ def _prepare(catalog: Catalog, grid: FrequencyGrid, options: _Options) -> _Prepa
         arrays.update(
             a=a.astype(np.float32), bh=b_hi, bl=(b - b_hi.astype(np.float64)).astype(np.float32)
         )
-    return _Prepared(objects, status, offsets, arrays, yy, psd_scale)
+    return _Prepared(status, offsets, arrays, yy, psd_scale)
 
 
 def _wrap(cycles: np.ndarray) -> np.ndarray:
@@ -425,8 +418,11 @@ def _wrap(cycles: np.ndarray) -> np.ndarray:
 
 def _kernel_shape(devices: list[DeviceInfo], options: _Options) -> KernelShape:
     """One launch shape for all devices of a run (batches may go to any of them)."""
+    # Measured (bench/results): 16 frequencies per work-item amortise the exact
+    # seed sincos best on both the H100 and PoCL; GPUs want 128-wide groups,
+    # PoCL small ones (it vectorises across work-items and loops the rest).
     gpu = all(info.kind == "gpu" for info in devices)
-    return KernelShape(wg=128 if gpu else 64, m=16 if gpu and not options.fp64 else 8)
+    return KernelShape(wg=128 if gpu else 16, m=16)
 
 
 def _kernel_params(info: DeviceInfo, shape: KernelShape, options: _Options) -> dict:
@@ -439,7 +435,7 @@ def _kernel_params(info: DeviceInfo, shape: KernelShape, options: _Options) -> d
         use_local=use_local,
         fit_mean=options.fit_mean,
         normalization=options.normalization,
-        recurrence="chebyshev" if options.fp64 else "rotation",
+        recurrence="chebyshev",
         top_k=options.top_k,
         write_power=options.periodogram,
     )
@@ -465,6 +461,27 @@ def _plan(devices, shape, prepared, grid, options) -> list[Batch]:
 _POINT_ORDER = {True: ("t",), False: ("a", "bh", "bl")}
 
 
+def _result_array(devices: list[DeviceInfo], shape: tuple[int, int], options: _Options):
+    """Host array for the periodograms: pinned (page-locked) when one device runs
+    everything, so device-to-host copies run at the full bus speed and land in
+    place; ordinary memory otherwise or when pinning fails."""
+    dtype = options.dtype
+    nbytes = shape[0] * shape[1] * np.dtype(dtype).itemsize
+    if len(devices) == 1 and nbytes:
+        info = devices[0]
+        flags = cl.mem_flags.READ_WRITE | cl.mem_flags.ALLOC_HOST_PTR
+        try:
+            pinned = cl.Buffer(get_context(info), flags, nbytes)
+            array, _ = cl.enqueue_map_buffer(
+                get_queue(info), pinned, cl.map_flags.READ | cl.map_flags.WRITE,
+                0, shape, dtype, is_blocking=True,
+            )
+            return array
+        except cl.Error:
+            pass
+    return np.empty(shape, dtype=dtype)
+
+
 def _run_batch(
     info: DeviceInfo,
     batch: Batch,
@@ -472,22 +489,27 @@ def _run_batch(
     prepared: _Prepared,
     grid: FrequencyGrid,
     options: _Options,
+    power: np.ndarray | None,
     profile: bool = False,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, dict[str, float]]:
+) -> tuple[np.ndarray, np.ndarray, dict[str, float]]:
     """Evaluate one batch on ``info``.
 
-    Returns top-k values and grid indices, the periodograms (or None) and
-    kernel/transfer times when ``profile`` is set.
+    Periodogram chunks are copied into ``power`` (rows of the batch) on a second
+    queue while the next chunk computes. Returns the top-k values and grid
+    indices of the batch's objects and, when ``profile`` is set, the summed
+    kernel and copy times.
     """
     context = get_context(info)
     queue = get_queue(info, profiling=profile)
-    events: dict[str, list[cl.Event]] = {"tiles_s": [], "merge_s": [], "copy_s": []}
+    copy_queue = get_queue(info, profiling=profile, role="copy")
     tiles, merge = kernels.get_kernels(
         context, "lombscargle", ("ls_tiles", "ls_merge_topk"), **_kernel_params(info, shape, options)
     )
     dtype = options.dtype
+    itemsize = np.dtype(dtype).itemsize
     k = options.top_k
-    r0, r1 = prepared.offsets[batch.obj_start], prepared.offsets[batch.obj_stop]
+    o0, o1 = batch.obj_start, batch.obj_stop
+    r0, r1 = prepared.offsets[o0], prepared.offsets[o1]
     n_obj = batch.n_objects
     n_tiles = shape.n_tiles(grid.nf)
     mf = cl.mem_flags
@@ -500,49 +522,43 @@ def _run_batch(
     if options.fp64:
         phases += [np.float64(grid.fmin), np.float64(grid.df)]
     points = [upload(prepared.point_arrays[name][r0:r1]) for name in ("cd", "sd", "w", "wy")]
-    starts = (prepared.offsets[batch.obj_start : batch.obj_stop] - r0).astype(np.int32)
     objs = [
-        upload(starts),
-        upload(np.diff(prepared.offsets[batch.obj_start : batch.obj_stop + 1]).astype(np.int32)),
-        upload(prepared.yy[batch.obj_start : batch.obj_stop].astype(dtype)),
-        upload(prepared.psd_scale[batch.obj_start : batch.obj_stop].astype(dtype)),
+        upload((prepared.offsets[o0:o1] - r0).astype(np.int32)),
+        upload(np.diff(prepared.offsets[o0 : o1 + 1]).astype(np.int32)),
+        upload(prepared.yy[o0:o1].astype(dtype)),
+        upload(prepared.psd_scale[o0:o1].astype(dtype)),
     ]
-    itemsize = np.dtype(dtype).itemsize
     part_val = cl.Buffer(context, mf.READ_WRITE, n_obj * n_tiles * k * itemsize)
     part_idx = cl.Buffer(context, mf.READ_WRITE, n_obj * n_tiles * k * 4)
-    pgram = None
-    chunk_buffers: list[cl.Buffer] = []
-    if options.periodogram:
-        pgram = np.empty((n_obj, grid.nf), dtype=dtype)
+    events: dict[str, list[cl.Event]] = {"tiles_s": [], "merge_s": [], "copy_s": []}
+    if power is None:
+        outputs = [cl.Buffer(context, mf.READ_WRITE, itemsize)]
+    else:
         largest = max(count for _, count in batch.tile_chunks) * shape.owned
-        chunk_buffers = [
+        outputs = [
             cl.Buffer(context, mf.WRITE_ONLY, n_obj * largest * itemsize)
             for _ in range(min(2, len(batch.tile_chunks)))
         ]
-    dummy = cl.Buffer(context, mf.READ_WRITE, itemsize)
-    copies: list[cl.Event] = [None, None]
+    pending: list[cl.Event | None] = [None] * len(outputs)
     for number, (first, count) in enumerate(batch.tile_chunks):
         k0 = first * shape.owned
         chunk_nf = min(count * shape.owned, grid.nf - k0)
-        slot = number % 2
-        out = chunk_buffers[slot] if options.periodogram else dummy
-        if copies[slot] is not None:
-            copies[slot].wait()
+        slot = number % len(outputs)
         tiles.set_args(
             *phases, *points, *objs,
             np.int32(grid.nf), np.int32(n_tiles), np.int32(first), np.int32(count),
-            np.int32(k0), np.int32(chunk_nf), out, part_val, part_idx,
+            np.int32(k0), np.int32(chunk_nf), outputs[slot], part_val, part_idx,
         )
-        events["tiles_s"].append(
-            cl.enqueue_nd_range_kernel(queue, tiles, (n_obj * count * shape.wg,), (shape.wg,))
+        wait = [pending[slot]] if pending[slot] is not None else None
+        done = cl.enqueue_nd_range_kernel(
+            queue, tiles, (n_obj * count * shape.wg,), (shape.wg,), wait_for=wait
         )
-        if options.periodogram:
-            host = np.empty((n_obj, chunk_nf), dtype=dtype)
-            copies[slot] = cl.enqueue_copy(queue, host, out, is_blocking=False)
-            events["copy_s"].append(copies[slot])
-            copies[slot].wait()
-            pgram[:, k0 : k0 + chunk_nf] = host
-            copies[slot] = None
+        events["tiles_s"].append(done)
+        if power is not None:
+            pending[slot] = _copy_rows(
+                copy_queue, power, outputs[slot], o0, n_obj, k0, chunk_nf, done
+            )
+            events["copy_s"].append(pending[slot])
     best_val = cl.Buffer(context, mf.WRITE_ONLY, n_obj * k * itemsize)
     best_idx = cl.Buffer(context, mf.WRITE_ONLY, n_obj * k * 4)
     merge.set_args(part_val, part_idx, np.int32(n_tiles), best_val, best_idx)
@@ -553,13 +569,30 @@ def _run_batch(
     idx = np.empty((n_obj, k), dtype=np.int32)
     cl.enqueue_copy(queue, vals, best_val)
     cl.enqueue_copy(queue, idx, best_idx, is_blocking=True)
+    copy_queue.finish()
     seconds = {}
     if profile:
         seconds = {
             name: sum(1e-9 * (e.profile.end - e.profile.start) for e in evs)
             for name, evs in events.items()
         }
-    return vals.astype(np.float64), idx, pgram, seconds
+    return vals.astype(np.float64), idx, seconds
+
+
+def _copy_rows(queue, power, buffer, row0, n_rows, k0, chunk_nf, after) -> cl.Event:
+    """Enqueue the copy of a (n_rows, chunk_nf) device block into ``power``."""
+    nf = power.shape[1]
+    if chunk_nf == nf:
+        target = power[row0 : row0 + n_rows]
+        return cl.enqueue_copy(queue, target, buffer, is_blocking=False, wait_for=[after])
+    itemsize = power.itemsize
+    return cl.enqueue_copy(
+        queue, power, buffer,
+        buffer_origin=(0, 0, 0), host_origin=(k0 * itemsize, row0, 0),
+        region=(chunk_nf * itemsize, n_rows, 1),
+        buffer_pitches=(chunk_nf * itemsize,), host_pitches=(nf * itemsize,),
+        is_blocking=False, wait_for=[after],
+    )
 
 
 # }}}

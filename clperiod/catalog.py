@@ -1,0 +1,412 @@
+"""The one data model of clperiod: a ragged catalog of light curves.
+
+A :class:`Catalog` holds ``n_objects`` light curves as flat float64 arrays
+``t``, ``y`` and (optionally) ``dy`` plus an ``offsets`` array: the rows of
+object ``k`` are ``offsets[k]:offsets[k + 1]``.  A single light curve is a
+catalog of one object, so every algorithm has one data path.
+
+All host arrays are C-contiguous, read-only copies of the caller's data:
+inputs are never mutated and a catalog cannot be changed after it is built.
+"""
+
+from __future__ import annotations
+
+import enum
+import operator
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+NAN_POLICIES = ("raise", "omit")
+
+
+class Status(enum.IntEnum):
+    """Per-object status of an algorithm result."""
+
+    OK = 0
+    TOO_FEW_POINTS = 1
+    ZERO_VARIANCE = 2
+    NOT_FINITE = 3
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Catalog:
+    """Ragged light curves: object ids, row offsets and flat t/y/dy.
+
+    Build one with :meth:`from_arrays` (long format), :meth:`from_lightcurves`
+    or :meth:`from_single`; those validate the values.  The constructor
+    itself only checks the structure and is meant for internal use.
+
+    Attributes
+    ----------
+    ids : ndarray
+        ``(n_objects,)`` object ids (any dtype), in first-appearance order.
+    offsets : ndarray
+        ``(n_objects + 1,)`` int64; ``offsets[0] == 0`` and object ``k``
+        owns rows ``offsets[k]:offsets[k + 1]``.
+    t, y : ndarray
+        Flat float64 times and values.
+    dy : ndarray or None
+        Flat float64 uncertainties (all > 0), or None.
+    n_dropped : int
+        Rows dropped by ``nan_policy="omit"`` when the catalog was built.
+    """
+
+    ids: np.ndarray
+    offsets: np.ndarray
+    t: np.ndarray
+    y: np.ndarray
+    dy: np.ndarray | None = None
+    n_dropped: int = 0
+
+    def __post_init__(self) -> None:
+        ids = _readonly(np.asarray(self.ids))
+        offsets = _readonly(np.asarray(self.offsets), np.int64)
+        t = _readonly(self.t, np.float64)
+        y = _readonly(self.y, np.float64)
+        dy = None if self.dy is None else _readonly(self.dy, np.float64)
+        _check_structure(ids, offsets, t, y, dy)
+        for name, value in (("ids", ids), ("offsets", offsets), ("t", t), ("y", y), ("dy", dy)):
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "n_dropped", operator.index(self.n_dropped))
+
+    # ------------------------------------------------------------------ builders
+    @classmethod
+    def from_arrays(
+        cls,
+        ids: Any,
+        t: Any,
+        y: Any,
+        dy: Any = None,
+        *,
+        nan_policy: str = "raise",
+    ) -> Catalog:
+        """Build a catalog from long-format columns.
+
+        Parameters
+        ----------
+        ids : array_like
+            ``(n_rows,)`` object id of every row.  The rows of one object must
+            be contiguous: objects are the runs of equal ids, in file order.
+        t, y : array_like
+            ``(n_rows,)`` times and values (real numbers; ints are converted).
+        dy : array_like, optional
+            ``(n_rows,)`` uncertainties, all > 0.
+        nan_policy : {"raise", "omit"}
+            What to do with rows whose t, y or dy is not finite: raise a
+            ValueError, or drop them (an object may be left with 0 rows).
+
+        Returns
+        -------
+        Catalog
+
+        Raises
+        ------
+        TypeError
+            Complex, boolean, object or string values.
+        ValueError
+            Non-1-D or mismatched columns, an empty catalog, an id that
+            appears in two separate runs, non-finite values (with
+            ``nan_policy="raise"``) or ``dy <= 0``; messages name the object
+            id, the row index within the object and the value.
+        """
+        _check_nan_policy(nan_policy)
+        ids = _as_1d("ids", ids)
+        columns = _columns(t, y, dy)
+        _check_lengths({"ids": ids, **columns})
+        if ids.size == 0:
+            raise ValueError("empty catalog: no rows given")
+        starts = np.flatnonzero(np.concatenate(([True], ids[1:] != ids[:-1])))
+        run_ids = ids[starts]
+        repeat = _first_repeat(run_ids)
+        if repeat is not None:
+            first, again = starts[repeat[0]], starts[repeat[1]]
+            raise ValueError(
+                f"object id {_show(run_ids[repeat[0]])} appears again at row {again} after "
+                f"other objects (its first run starts at row {first}); the rows of one "
+                "object must be contiguous"
+            )
+        offsets = np.append(starts, ids.size)
+        return _build(cls, run_ids, offsets, columns, nan_policy)
+
+    @classmethod
+    def from_lightcurves(
+        cls,
+        lightcurves: Iterable[Sequence[Any]],
+        ids: Any = None,
+        *,
+        nan_policy: str = "raise",
+    ) -> Catalog:
+        """Build a catalog from separate light curves.
+
+        Parameters
+        ----------
+        lightcurves : iterable of tuples
+            Each item is ``(t, y)`` or ``(t, y, dy)``; all items must have
+            the same form.
+        ids : array_like, optional
+            One unique id per light curve; default ``0 .. K-1``.
+        nan_policy : {"raise", "omit"}
+            See :meth:`from_arrays`.
+
+        Returns
+        -------
+        Catalog
+
+        Raises
+        ------
+        TypeError, ValueError
+            As :meth:`from_arrays`; also for items that are not 2- or
+            3-tuples, a mix of both forms, or duplicate ids.
+        """
+        _check_nan_policy(nan_policy)
+        items = [tuple(item) for item in lightcurves]
+        if not items:
+            raise ValueError("empty catalog: no light curves given")
+        ids = np.arange(len(items)) if ids is None else _as_1d("ids", ids).copy()
+        if ids.size != len(items):
+            raise ValueError(f"got {ids.size} ids for {len(items)} light curves")
+        repeat = _first_repeat(ids)
+        if repeat is not None:
+            raise ValueError(
+                f"duplicate object id {_show(ids[repeat[0]])} (light curves {repeat[0]} "
+                f"and {repeat[1]})"
+            )
+        if any(len(item) not in (2, 3) for item in items):
+            raise ValueError("each light curve must be a (t, y) or (t, y, dy) tuple")
+        if len({len(item) == 3 and item[2] is not None for item in items}) > 1:
+            raise ValueError("give dy for every light curve or for none")
+        parts = [_columns(*item, copy=False) for item in items]  # concatenate copies
+        for object_id, part in zip(ids, parts):
+            _check_lengths(part, f" of object {_show(object_id)}")
+        lengths = [part["t"].size for part in parts]
+        if sum(lengths) == 0:
+            raise ValueError("empty catalog: every light curve has 0 rows")
+        offsets = np.concatenate(([0], np.cumsum(lengths)))
+        columns = {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
+        return _build(cls, ids, offsets, columns, nan_policy)
+
+    @classmethod
+    def from_single(
+        cls,
+        t: Any,
+        y: Any,
+        dy: Any = None,
+        *,
+        nan_policy: str = "raise",
+        id: Any = 0,
+    ) -> Catalog:
+        """Build a catalog of one light curve (what the API does for arrays).
+
+        Parameters
+        ----------
+        t, y : array_like
+            Times and values.
+        dy : array_like, optional
+            Uncertainties, all > 0.
+        nan_policy : {"raise", "omit"}
+            See :meth:`from_arrays`.
+        id : scalar, optional
+            The object id, default 0.
+
+        Returns
+        -------
+        Catalog
+        """
+        item = (t, y) if dy is None else (t, y, dy)
+        return cls.from_lightcurves([item], ids=[id], nan_policy=nan_policy)
+
+    # ------------------------------------------------------------------ access
+    @property
+    def n_objects(self) -> int:
+        """Number of objects."""
+        return self.ids.size
+
+    @property
+    def lengths(self) -> np.ndarray:
+        """Rows per object, int64."""
+        return np.diff(self.offsets)
+
+    def __len__(self) -> int:
+        return self.n_objects
+
+    def __repr__(self) -> str:
+        lengths = self.lengths if self.n_objects else np.zeros(1, dtype=np.int64)
+        dropped = f", n_dropped={self.n_dropped}" if self.n_dropped else ""
+        return (
+            f"Catalog(n_objects={self.n_objects}, rows={self.t.size}, "
+            f"length=[{lengths.min()}, {lengths.max()}], "
+            f"dy={'yes' if self.dy is not None else 'no'}{dropped})"
+        )
+
+    def lightcurve(self, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """Read-only views ``(t, y, dy)`` of object ``k`` (dy is None if absent).
+
+        Parameters
+        ----------
+        k : int
+            Object index, ``0 <= k < n_objects``.
+        """
+        k = operator.index(k)
+        if not 0 <= k < self.n_objects:
+            raise IndexError(f"object index {k} out of range for {self.n_objects} objects")
+        rows = slice(self.offsets[k], self.offsets[k + 1])
+        dy = None if self.dy is None else self.dy[rows]
+        return self.t[rows], self.y[rows], dy
+
+    def subset(self, indices: Any) -> Catalog:
+        """A new catalog of the objects ``indices`` (ints or a boolean mask), in that order."""
+        indices = np.asarray(indices)
+        if indices.dtype == bool:
+            if indices.shape != (self.n_objects,):
+                raise ValueError(f"boolean mask must have shape ({self.n_objects},)")
+            indices = np.flatnonzero(indices)
+        elif indices.size == 0:
+            indices = np.zeros(0, dtype=np.int64)
+        indices = indices.astype(np.int64, casting="safe").ravel()
+        if indices.size and (indices.min() < 0 or indices.max() >= self.n_objects):
+            raise IndexError(f"object indices out of range for {self.n_objects} objects")
+        lengths = self.lengths[indices]
+        offsets = np.concatenate(([0], np.cumsum(lengths)))
+        rows = _ranges(self.offsets[indices], lengths)
+        dy = None if self.dy is None else self.dy[rows]
+        return type(self)(self.ids[indices], offsets, self.t[rows], self.y[rows], dy)
+
+    def baselines(self) -> np.ndarray:
+        """Per-object ``max(t) - min(t)``; NaN for objects with 0 rows."""
+        low, high = self._t_range()
+        return high - low
+
+    def epochs(self) -> np.ndarray:
+        """Per-object reference epoch ``0.5 * (min(t) + max(t))``; NaN for 0 rows."""
+        low, high = self._t_range()
+        return 0.5 * (low + high)
+
+    def _t_range(self) -> tuple[np.ndarray, np.ndarray]:
+        low = np.full(self.n_objects, np.nan)
+        high = np.full(self.n_objects, np.nan)
+        filled = self.lengths > 0
+        if filled.any():
+            # Empty objects own no rows, so reducing from each non-empty start
+            # to the next one covers exactly that object's rows.
+            starts = self.offsets[:-1][filled]
+            low[filled] = np.minimum.reduceat(self.t, starts)
+            high[filled] = np.maximum.reduceat(self.t, starts)
+        return low, high
+
+
+# ---------------------------------------------------------------------- helpers
+def _readonly(array: Any, dtype: type | None = None) -> np.ndarray:
+    """``array`` as a read-only C-contiguous array, copied unless already one."""
+    array = np.asarray(array)
+    done = array.flags.c_contiguous and not array.flags.writeable
+    if done and (dtype is None or array.dtype == dtype):
+        return array
+    out = np.array(array, dtype=dtype, order="C", copy=True)
+    out.setflags(write=False)
+    return out
+
+
+def _check_structure(ids, offsets, t, y, dy) -> None:
+    if ids.ndim != 1 or t.ndim != 1:
+        raise ValueError("ids, t, y and dy must be 1-D")
+    if offsets.shape != (ids.size + 1,):
+        raise ValueError("offsets must have shape (n_objects + 1,)")
+    if offsets[0] != 0 or offsets[-1] != t.size or np.any(np.diff(offsets) < 0):
+        raise ValueError("offsets must rise from 0 to the number of rows")
+    for name, column in (("y", y), ("dy", dy)):
+        if column is not None and column.shape != t.shape:
+            raise ValueError(f"{name} has shape {column.shape}, t has {t.shape}")
+
+
+def _check_nan_policy(nan_policy: str) -> None:
+    if nan_policy not in NAN_POLICIES:
+        raise ValueError(f"nan_policy must be one of {NAN_POLICIES}, got {nan_policy!r}")
+
+
+def _as_1d(name: str, values: Any) -> np.ndarray:
+    array = np.asarray(values)
+    if array.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {array.shape}")
+    return array
+
+
+def _as_real(name: str, values: Any, copy: bool) -> np.ndarray:
+    """``values`` as float64 1-D (a copy if ``copy``); ints are accepted, other kinds are not."""
+    array = _as_1d(name, values)
+    if array.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must be real numbers, got dtype {array.dtype}")
+    return np.array(array, dtype=np.float64, order="C", copy=True if copy else None)
+
+
+def _columns(t: Any, y: Any, dy: Any = None, *, copy: bool = True) -> dict[str, np.ndarray]:
+    """Validated float64 columns t, y (and dy if given)."""
+    named = {"t": t, "y": y} if dy is None else {"t": t, "y": y, "dy": dy}
+    return {name: _as_real(name, values, copy) for name, values in named.items()}
+
+
+def _check_lengths(columns: dict[str, np.ndarray], where: str = "") -> None:
+    sizes = {name: array.size for name, array in columns.items()}
+    if len(set(sizes.values())) > 1:
+        shown = ", ".join(f"{name}={size}" for name, size in sizes.items())
+        raise ValueError(f"mismatched lengths{where}: {shown}")
+
+
+def _first_repeat(values: np.ndarray) -> tuple[int, int] | None:
+    """Positions ``(i, j)``, ``i < j``, of the first value that occurs twice, or None."""
+    _, first, counts = np.unique(values, return_index=True, return_counts=True)
+    if np.all(counts == 1):
+        return None
+    i = int(first[counts > 1].min())
+    j = int(np.flatnonzero(values == values[i])[1])
+    return i, j
+
+
+def _build(cls, ids, offsets, columns, nan_policy: str) -> Catalog:
+    """Validate the values of flat columns, apply ``nan_policy`` and make the catalog."""
+    offsets = np.asarray(offsets, dtype=np.int64)
+    finite = np.logical_and.reduce([np.isfinite(column) for column in columns.values()])
+    if nan_policy == "raise":
+        for name, column in columns.items():
+            _raise_at(f"non-finite {name} in", ~np.isfinite(column), column, ids, offsets)
+    if "dy" in columns:
+        dy = columns["dy"]
+        _raise_at("dy <= 0 in", finite & (dy <= 0), dy, ids, offsets)
+    n_dropped = int(finite.size - np.count_nonzero(finite))
+    if n_dropped:
+        owner = np.repeat(np.arange(ids.size), np.diff(offsets))
+        kept = np.bincount(owner[finite], minlength=ids.size)
+        offsets = np.concatenate(([0], np.cumsum(kept)))
+        columns = {name: column[finite] for name, column in columns.items()}
+    for column in columns.values():
+        column.setflags(write=False)  # our own copies: lock them instead of copying again
+    return cls(ids, offsets, columns["t"], columns["y"], columns.get("dy"), n_dropped)
+
+
+def _raise_at(what: str, bad: np.ndarray, column: np.ndarray, ids, offsets) -> None:
+    """Raise a ValueError naming the first bad row by object id and index within it."""
+    if not bad.any():
+        return
+    row = int(np.argmax(bad))
+    k = int(np.searchsorted(offsets, row, side="right")) - 1
+    raise ValueError(
+        f"{what} object {_show(ids[k])} at row {row - offsets[k]} of that object "
+        f"(row {row} overall): {float(column[row])!r}"
+    )
+
+
+def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Concatenated ``arange(s, s + n)`` for every (start, length)."""
+    total = int(lengths.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    ends = np.cumsum(lengths)
+    shift = np.repeat(starts - (ends - lengths), lengths)
+    return np.arange(total, dtype=np.int64) + shift
+
+
+def _show(object_id: Any) -> str:
+    """``repr`` of an id as a plain Python value."""
+    return repr(object_id.item() if isinstance(object_id, np.generic) else object_id)

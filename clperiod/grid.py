@@ -1,0 +1,250 @@
+"""Uniform frequency grids ``f_k = fmin + k * df``, ``k = 0 .. nf - 1``.
+
+Frequencies are ordinary (cycles per time unit).  Three ways to choose one:
+
+* :meth:`FrequencyGrid.from_range` -- the papers' semantics: ``nf`` points
+  from ``fmin`` with step ``(fmax - fmin) / nf``, so ``fmax`` is excluded;
+* :meth:`FrequencyGrid.auto` -- astropy's ``LombScargle.autofrequency``;
+* :meth:`FrequencyGrid.richards` -- the Richards et al. (2011) rule used by
+  gpu_lomb_scargle (``df = 0.1 / T_max``).
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .catalog import Catalog
+
+MAX_NF = 2**31 - 1  # frequency indices are int32 on the device
+
+
+@dataclass(frozen=True)
+class FrequencyGrid:
+    """A uniform grid of ``nf`` ordinary frequencies ``fmin + k * df``.
+
+    Attributes
+    ----------
+    fmin : float
+        First frequency, >= 0.
+    df : float
+        Step, > 0.
+    nf : int
+        Number of frequencies, ``1 <= nf <= 2**31 - 1``.
+    """
+
+    fmin: float
+    df: float
+    nf: int
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "fmin", float(self.fmin))
+        object.__setattr__(self, "df", float(self.df))
+        object.__setattr__(self, "nf", operator.index(self.nf))
+        if not (math.isfinite(self.fmin) and math.isfinite(self.df)):
+            raise ValueError(f"fmin and df must be finite, got fmin={self.fmin}, df={self.df}")
+        if self.fmin < 0:
+            raise ValueError(f"fmin must be >= 0, got {self.fmin}")
+        if self.df <= 0:
+            raise ValueError(f"df must be > 0, got {self.df}")
+        if not 1 <= self.nf <= MAX_NF:
+            raise ValueError(f"nf must be in [1, {MAX_NF}], got {self.nf}")
+        if not math.isfinite(self.fmax):
+            raise ValueError(f"the last frequency overflows: fmin={self.fmin}, df={self.df}")
+
+    # ------------------------------------------------------------------ builders
+    @classmethod
+    def from_range(cls, fmin: float, fmax: float, nf: int) -> FrequencyGrid:
+        """``nf`` frequencies from ``fmin`` up to, but excluding, ``fmax``.
+
+        Parameters
+        ----------
+        fmin, fmax : float
+            Bounds, ``0 <= fmin < fmax``; ``df = (fmax - fmin) / nf``.
+        nf : int
+            Number of frequencies.
+
+        Returns
+        -------
+        FrequencyGrid
+        """
+        fmin, fmax, nf = float(fmin), float(fmax), operator.index(nf)
+        if not (math.isfinite(fmin) and math.isfinite(fmax)):
+            raise ValueError(f"fmin and fmax must be finite, got {fmin}, {fmax}")
+        if fmax <= fmin:
+            raise ValueError(f"fmax must be > fmin, got fmin={fmin}, fmax={fmax}")
+        if nf < 1:
+            raise ValueError(f"nf must be >= 1, got {nf}")
+        return cls(fmin, (fmax - fmin) / nf, nf)
+
+    @classmethod
+    def from_step(cls, fmin: float, df: float, nf: int) -> FrequencyGrid:
+        """``nf`` frequencies ``fmin + k * df``."""
+        return cls(fmin, df, nf)
+
+    @classmethod
+    def auto(
+        cls,
+        catalog_or_t: Catalog | Any,
+        samples_per_peak: float = 5,
+        nyquist_factor: float = 5,
+        minimum_frequency: float | None = None,
+        maximum_frequency: float | None = None,
+    ) -> FrequencyGrid:
+        """The grid of astropy's ``LombScargle.autofrequency``.
+
+        With ``T = max(t) - min(t)`` and ``n`` points::
+
+            df   = 1 / T / samples_per_peak
+            fmin = minimum_frequency or 0.5 * df
+            fmax = maximum_frequency or nyquist_factor * 0.5 * n / T
+            nf   = 1 + round((fmax - fmin) / df)
+
+        For a catalog ``T`` is the largest per-object baseline and ``n`` the
+        largest object length, so one grid resolves every object.
+
+        Parameters
+        ----------
+        catalog_or_t : Catalog or array_like
+            A catalog, or the times of one light curve.
+        samples_per_peak : float
+            Grid points across a peak of width ``1 / T``.
+        nyquist_factor : float
+            Multiple of the average Nyquist frequency used as the upper limit.
+        minimum_frequency, maximum_frequency : float, optional
+            Override the limits.
+
+        Returns
+        -------
+        FrequencyGrid
+            Its :attr:`fmax` equals astropy's
+            ``autofrequency(..., return_freq_limits=True)[1]``.
+        """
+        if not (samples_per_peak > 0 and nyquist_factor > 0):
+            raise ValueError("samples_per_peak and nyquist_factor must be > 0")
+        baseline, n_samples = _baseline_and_size(catalog_or_t)
+        df = 1.0 / baseline / samples_per_peak
+        fmin = 0.5 * df if minimum_frequency is None else minimum_frequency
+        if maximum_frequency is None:
+            maximum_frequency = nyquist_factor * (0.5 * n_samples / baseline)
+        nf = 1 + int(np.round((maximum_frequency - fmin) / df))
+        return cls(fmin, df, nf)
+
+    @classmethod
+    def richards(cls, catalog_or_t: Catalog | Any, fmin: float, fmax: float) -> FrequencyGrid:
+        """The Richards et al. (2011) rule of gpu_lomb_scargle.
+
+        ``T = t_last - t_first`` per object in row order (rows are assumed
+        time-sorted), ``T_max`` the largest, ``nf = int((fmax - fmin) /
+        (0.1 / T_max))``, then :meth:`from_range` (so the final step is
+        ``(fmax - fmin) / nf``, marginally above ``0.1 / T_max``).
+
+        Parameters
+        ----------
+        catalog_or_t : Catalog or array_like
+            A catalog, or the times of one light curve.
+        fmin, fmax : float
+            Bounds; ``fmax`` is excluded.
+
+        Returns
+        -------
+        FrequencyGrid
+        """
+        t_max = _richards_baseline(catalog_or_t)
+        nf = int((fmax - fmin) / (0.1 / t_max))
+        return cls.from_range(fmin, fmax, nf)
+
+    # ------------------------------------------------------------------ access
+    @property
+    def fmax(self) -> float:
+        """The last evaluated frequency, ``fmin + df * (nf - 1)``."""
+        return self.fmin + self.df * (self.nf - 1)
+
+    def __len__(self) -> int:
+        return self.nf
+
+    def frequencies(self) -> np.ndarray:
+        """All ``nf`` frequencies, float64."""
+        return self.fmin + self.df * np.arange(self.nf)
+
+    def periods(self) -> np.ndarray:
+        """``1 / frequencies()`` (``inf`` where the frequency is 0)."""
+        with np.errstate(divide="ignore"):
+            return 1.0 / self.frequencies()
+
+    def frequency(self, k: Any) -> np.ndarray | float:
+        """Frequency of index ``k`` (int or int array), ``fmin + k * df``."""
+        index = np.asarray(k)
+        if index.dtype.kind not in "iu":
+            raise TypeError(f"frequency indices must be integers, got dtype {index.dtype}")
+        if np.any((index < 0) | (index >= self.nf)):
+            raise IndexError(f"frequency index out of range [0, {self.nf})")
+        value = self.fmin + self.df * index
+        return float(value) if value.ndim == 0 else value
+
+    def chunks(self, max_nf: int) -> list[tuple[int, FrequencyGrid]]:
+        """Cut the grid into consecutive pieces of at most ``max_nf`` frequencies.
+
+        Parameters
+        ----------
+        max_nf : int
+            Largest piece, >= 1.
+
+        Returns
+        -------
+        list of (int, FrequencyGrid)
+            ``(start, piece)`` in order; ``piece`` has ``fmin = fmin + start *
+            df`` and the same ``df`` (its frequencies equal the parent's up to
+            rounding of that sum).
+        """
+        max_nf = operator.index(max_nf)
+        if max_nf < 1:
+            raise ValueError(f"max_nf must be >= 1, got {max_nf}")
+        return [
+            (start, type(self)(self.fmin + start * self.df, self.df, min(max_nf, self.nf - start)))
+            for start in range(0, self.nf, max_nf)
+        ]
+
+
+def _times(catalog_or_t: Catalog | Any) -> np.ndarray:
+    t = np.asarray(catalog_or_t)
+    if t.dtype.kind not in "iuf":
+        raise TypeError(f"expected a Catalog or real times, got dtype {t.dtype}")
+    if t.ndim != 1:
+        raise ValueError(f"times must be 1-D, got shape {t.shape}")
+    t = t.astype(np.float64, copy=False)
+    if t.size == 0 or not np.all(np.isfinite(t)):
+        raise ValueError("times must be a non-empty array of finite values")
+    return t
+
+
+def _positive(baseline: float) -> float:
+    if not baseline > 0:
+        raise ValueError(f"the time baseline must be > 0, got {baseline}")
+    return float(baseline)
+
+
+def _baseline_and_size(catalog_or_t: Catalog | Any) -> tuple[float, int]:
+    """Largest ``max(t) - min(t)`` and largest length (one object or a catalog)."""
+    if isinstance(catalog_or_t, Catalog):
+        baselines = catalog_or_t.baselines()
+        baseline = np.nanmax(baselines) if np.any(np.isfinite(baselines)) else np.nan
+        return _positive(baseline), int(catalog_or_t.lengths.max())
+    t = _times(catalog_or_t)
+    return _positive(t.max() - t.min()), t.size
+
+
+def _richards_baseline(catalog_or_t: Catalog | Any) -> float:
+    """Largest ``t_last - t_first`` in row order."""
+    if isinstance(catalog_or_t, Catalog):
+        filled = catalog_or_t.lengths > 0
+        first = catalog_or_t.offsets[:-1][filled]
+        last = catalog_or_t.offsets[1:][filled] - 1
+        spans = catalog_or_t.t[last] - catalog_or_t.t[first]
+        return _positive(spans.max() if spans.size else np.nan)
+    t = _times(catalog_or_t)
+    return _positive(t[-1] - t[0])

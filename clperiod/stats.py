@@ -1,0 +1,384 @@
+"""Periodogram normalizations and false-alarm probabilities.
+
+The false-alarm probability (FAP) of a peak of height ``z`` is the chance
+that pure Gaussian noise gives a periodogram maximum at least that high.
+The ``baluev``, ``davies`` and ``naive`` approximations follow astropy's
+``_statistics.py`` (Baluev 2008, Table 1, with ``dH = 1`` and ``dK = 3``);
+``townsend`` is eq. 3 of Townsend (2010) with the number of grid frequencies
+as the number of independent trials:
+
+    FAP = 1 - (1 - fap_single(z)) ** nf,  fap_single = (1 - z_std) ** ((N - 3) / 2)
+
+where ``fap_single`` is written in the periodogram's own normalization
+(for ``psd`` it is the chi-square(2) tail ``exp(-z)``, as in astropy).
+
+Normalizations, from the standard power ``z = (chi2_0 - chi2) / chi2_0``:
+``standard`` ``z``; ``model`` ``z / (1 - z)``; ``log`` ``-ln(1 - z)``;
+``psd`` ``z * YY / 2`` with ``YY = sum(dy**-2 * (y - ybar)**2)``.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import optimize
+from scipy.special import gammaln
+
+NORMALIZATIONS = ("standard", "model", "log", "psd")
+FAP_METHODS = ("baluev", "davies", "naive", "townsend")
+_DH = 1  # parameters of the null hypothesis (the mean)
+_DK = 3  # parameters of the periodic model (mean, sine, cosine)
+
+
+# ---------------------------------------------------------------- normalizations
+def weighted_sum_of_squares(y: Any, dy: Any = None, *, center: bool = True) -> float:
+    """``sum(dy**-2 * (y - ybar)**2)``, the ``YY`` that scales the psd power.
+
+    Parameters
+    ----------
+    y : array_like
+        Values.
+    dy : array_like, optional
+        Uncertainties (weights ``dy**-2``, unnormalized); default all 1.
+    center : bool
+        Subtract the weighted mean ``ybar`` first (astropy does when
+        ``fit_mean`` or ``center_data``); else ``ybar = 0``.
+
+    Returns
+    -------
+    float
+    """
+    y = np.asarray(y, dtype=np.float64)
+    w = np.ones_like(y) if dy is None else np.asarray(dy, dtype=np.float64) ** -2.0
+    if center:
+        y = y - np.dot(w, y) / w.sum()
+    return float(np.dot(w, y * y))
+
+
+def normalize(
+    p_standard: Any, normalization: str, *, yy_weighted_sum: float | None = None
+) -> np.ndarray:
+    """Convert standard-normalized power ``z`` (in [0, 1]) to ``normalization``.
+
+    Parameters
+    ----------
+    p_standard : array_like
+        Standard-normalized power.
+    normalization : {"standard", "model", "log", "psd"}
+        Target normalization.
+    yy_weighted_sum : float, optional
+        :func:`weighted_sum_of_squares` of the data; required for ``psd``.
+
+    Returns
+    -------
+    ndarray
+        Power in the target normalization (``model`` and ``log`` are
+        ``inf`` at ``z = 1``).
+    """
+    z = np.asarray(p_standard, dtype=np.float64)
+    _check_normalization(normalization, yy_weighted_sum)
+    with np.errstate(divide="ignore"):
+        if normalization == "model":
+            return z / (1.0 - z)
+        if normalization == "log":
+            return -np.log1p(-z)
+    if normalization == "psd":
+        return 0.5 * z * yy_weighted_sum
+    return z.copy()
+
+
+def standard_from(
+    power: Any, normalization: str, yy_weighted_sum: float | None = None
+) -> np.ndarray:
+    """Inverse of :func:`normalize`: standard power from ``normalization``.
+
+    Parameters
+    ----------
+    power : array_like
+        Power in ``normalization``.
+    normalization : {"standard", "model", "log", "psd"}
+        Its normalization.
+    yy_weighted_sum : float, optional
+        :func:`weighted_sum_of_squares` of the data; required for ``psd``.
+
+    Returns
+    -------
+    ndarray
+        Standard-normalized power.
+    """
+    p = np.asarray(power, dtype=np.float64)
+    _check_normalization(normalization, yy_weighted_sum)
+    if normalization == "model":
+        return p / (1.0 + p)
+    if normalization == "log":
+        return -np.expm1(-p)
+    if normalization == "psd":
+        return 2.0 * p / yy_weighted_sum
+    return p.copy()
+
+
+def _check_normalization(normalization: str, yy_weighted_sum: float | None) -> None:
+    _check_name(normalization)
+    if normalization == "psd" and yy_weighted_sum is None:
+        raise ValueError("normalization='psd' needs yy_weighted_sum")
+
+
+def _check_name(normalization: str) -> None:
+    if normalization not in NORMALIZATIONS:
+        raise ValueError(f"normalization must be one of {NORMALIZATIONS}, got {normalization!r}")
+
+
+# ------------------------------------------------------------ false alarms
+@dataclass(frozen=True)
+class _Null:
+    """What the FAP of one periodogram depends on."""
+
+    n: int  # data points
+    normalization: str
+    method: str
+    trials: float  # independent frequencies: nf (townsend), else fmax * (max t - min t)
+    bandwidth: float  # W = fmax * T_eff (baluev, davies); NaN otherwise
+
+
+def false_alarm_probability(
+    z: Any,
+    *,
+    n: int,
+    fmax: float,
+    t: Any = None,
+    dy: Any = None,
+    normalization: str = "standard",
+    method: str = "baluev",
+    nterms: int = 1,
+    fit_mean: bool = True,
+    center_data: bool = True,
+    nf: int | None = None,
+) -> np.ndarray:
+    """False-alarm probability of periodogram maxima ``z`` under pure noise.
+
+    Parameters
+    ----------
+    z : array_like
+        Peak heights in ``normalization`` (as astropy's
+        ``LombScargle.false_alarm_probability``).
+    n : int
+        Number of data points of the light curve.
+    fmax : float
+        Highest frequency searched (astropy uses the last grid frequency).
+    t : array_like, optional
+        The ``n`` times; required except for ``townsend``.
+    dy : array_like, optional
+        Uncertainties; they weight the effective baseline (baluev, davies).
+    normalization : {"standard", "model", "log", "psd"}
+        Normalization of ``z``.
+    method : {"baluev", "davies", "naive", "townsend"}
+        ``baluev`` (default): Baluev's alias-free approximation;
+        ``davies``: the Davies upper bound; ``naive``: ``fmax * T``
+        independent frequencies; ``townsend``: ``nf`` independent frequencies.
+    nterms : int
+        Only 1 is implemented.
+    fit_mean, center_data : bool
+        At least one must be True (the statistics assume centered data).
+    nf : int, optional
+        Number of grid frequencies; required for ``townsend``.
+
+    Returns
+    -------
+    ndarray or float
+        Same shape as ``z``; NaN when ``n <= 3`` (no degrees of freedom
+        left for the noise model).
+
+    Raises
+    ------
+    ValueError
+        Unknown normalization or method, inconsistent inputs.
+    NotImplementedError
+        ``nterms != 1`` or ``fit_mean = center_data = False``.
+    """
+    null = _null(n, fmax, t, dy, normalization, method, nterms, fit_mean, center_data, nf)
+    return _fap(null, np.asarray(z, dtype=np.float64))[()]
+
+
+def false_alarm_level(
+    fap: Any,
+    *,
+    n: int,
+    fmax: float,
+    t: Any = None,
+    dy: Any = None,
+    normalization: str = "standard",
+    method: str = "baluev",
+    nterms: int = 1,
+    fit_mean: bool = True,
+    center_data: bool = True,
+    nf: int | None = None,
+) -> np.ndarray:
+    """Peak height whose false-alarm probability is ``fap``.
+
+    The inverse of :func:`false_alarm_probability` (same arguments): closed
+    forms for ``naive`` and ``townsend``; for ``baluev`` and ``davies`` the
+    root nearest the naive level, bracketed and solved with Brent's method.
+
+    Parameters
+    ----------
+    fap : array_like
+        False-alarm probabilities, ``0 < fap < 1``.
+
+    Returns
+    -------
+    ndarray or float
+        Levels in ``normalization``, same shape as ``fap``; NaN when
+        ``n <= 3``.
+    """
+    null = _null(n, fmax, t, dy, normalization, method, nterms, fit_mean, center_data, nf)
+    p = np.asarray(fap, dtype=np.float64)
+    if not np.all((p > 0) & (p < 1)):
+        raise ValueError("false-alarm probabilities must lie in (0, 1)")
+    if null.n <= _DK:
+        return np.full(p.shape, np.nan)[()]
+    if method in ("naive", "townsend"):
+        return _inverse_trials(null, p)[()]
+    levels = [_solve_level(null, float(pi)) for pi in p.flat]
+    return np.array(levels, dtype=np.float64).reshape(p.shape)[()]
+
+
+def _null(n, fmax, t, dy, normalization, method, nterms, fit_mean, center_data, nf) -> _Null:
+    """Validate the FAP arguments and reduce the data to what the method needs."""
+    _check_name(normalization)
+    if method not in FAP_METHODS:
+        raise ValueError(f"method must be one of {FAP_METHODS}, got {method!r}")
+    if nterms != 1:
+        raise NotImplementedError("false-alarm probabilities are implemented for nterms=1 only")
+    if not (fit_mean or center_data):
+        raise NotImplementedError(
+            "false-alarm probabilities are implemented only for centered data "
+            "(fit_mean or center_data)"
+        )
+    n = operator.index(n)
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    fmax = float(fmax)
+    if not (math.isfinite(fmax) and fmax > 0):
+        raise ValueError(f"fmax must be finite and > 0, got {fmax}")
+    if method == "townsend":
+        if nf is None or operator.index(nf) < 1:
+            raise ValueError("method='townsend' needs nf >= 1 (the number of grid frequencies)")
+        return _Null(n, normalization, method, float(nf), math.nan)
+    t, w = _times_and_weights(t, dy, n)
+    trials = fmax * float(t.max() - t.min())
+    if method == "naive":
+        return _Null(n, normalization, method, trials, math.nan)
+    # Weighted variance of t, centered first (astropy uses E[t^2] - E[t]^2,
+    # which is the same value but loses digits for large epochs such as JD).
+    mean = np.dot(w, t) / w.sum()
+    variance = np.dot(w, (t - mean) ** 2) / w.sum()
+    return _Null(n, normalization, method, trials, fmax * math.sqrt(4 * math.pi * variance))
+
+
+def _times_and_weights(t: Any, dy: Any, n: int) -> tuple[np.ndarray, np.ndarray]:
+    if t is None:
+        raise ValueError("t is required for the baluev, davies and naive methods")
+    t = np.asarray(t, dtype=np.float64)
+    if t.shape != (n,):
+        raise ValueError(f"t must have shape ({n},), got {t.shape}")
+    if dy is None:
+        return t, np.ones_like(t)
+    dy = np.asarray(dy, dtype=np.float64)
+    if dy.shape != t.shape:
+        raise ValueError(f"dy must have shape {t.shape}, got {dy.shape}")
+    return t, dy**-2.0
+
+
+def _fap(null: _Null, z: np.ndarray) -> np.ndarray:
+    if null.n <= _DK:
+        return np.full(z.shape, np.nan)
+    single = _fap_single(z, null.n, null.normalization)
+    if null.method in ("naive", "townsend"):
+        # 1 - (1 - single) ** trials, accurate for small single.
+        with np.errstate(divide="ignore"):
+            return -np.expm1(null.trials * np.log1p(-single))
+    tau = _tau_davies(z, null)
+    if null.method == "davies":
+        return single + tau
+    # baluev: 1 - (1 - single) * exp(-tau), accurate for small values.
+    return -np.expm1(-tau) + single * np.exp(-tau)
+
+
+def _inverse_trials(null: _Null, p: np.ndarray) -> np.ndarray:
+    """Closed-form inverse of the naive and townsend FAPs."""
+    single = -np.expm1(np.log1p(-p) / null.trials)
+    return _inverse_fap_single(single, null.n, null.normalization)
+
+
+def _solve_level(null: _Null, p: float) -> float:
+    """Root of ``FAP(z) = p`` nearest the naive level (baluev, davies).
+
+    The FAP is 1 at ``z = 0`` and falls to 0 at the top of the range, but it
+    need not be monotonic for small ``z``; bracketing outward from the naive
+    level (``null.trials`` independent frequencies) picks the root that
+    astropy's solver, started there, converges to.
+    """
+    lower, upper = 0.0, (1.0 if null.normalization == "standard" else math.inf)
+    start = float(_inverse_trials(null, np.asarray(p)))
+    start = min(max(start, np.nextafter(lower, 1.0)), np.nextafter(upper, 0.0))
+
+    def excess(z: float) -> float:
+        return float(_fap(null, np.asarray(z))) - p
+
+    low = high = start
+    for _ in range(2000):
+        if excess(high) < 0:
+            break
+        high = 0.5 * (high + upper) if upper < math.inf else 2.0 * high
+    for _ in range(2000):
+        if excess(low) > 0:
+            break
+        low = 0.5 * (low + lower)
+    if not excess(low) > 0 > excess(high):
+        raise ValueError(f"could not bracket the false-alarm level for fap={p}")
+    return optimize.brentq(excess, low, high, xtol=1e-300, rtol=4 * np.finfo(float).eps)
+
+
+def _fap_single(z: np.ndarray, n: int, normalization: str) -> np.ndarray:
+    """Single-frequency FAP, Baluev (2008) Table 1."""
+    nk = n - _DK
+    if normalization == "psd":
+        return np.exp(-z)
+    if normalization == "standard":
+        return (1 - z) ** (0.5 * nk)
+    if normalization == "model":
+        return (1 + z) ** (-0.5 * nk)
+    return np.exp(-0.5 * nk * z)
+
+
+def _inverse_fap_single(p: np.ndarray, n: int, normalization: str) -> np.ndarray:
+    nk = n - _DK
+    with np.errstate(divide="ignore"):
+        if normalization == "psd":
+            return -np.log(p)
+        if normalization == "standard":
+            return 1 - p ** (2 / nk)
+        if normalization == "model":
+            return -1 + p ** (-2 / nk)
+        return -2 / nk * np.log(p)
+
+
+def _tau_davies(z: np.ndarray, null: _Null) -> np.ndarray:
+    """The tau term of the Davies bound, Baluev (2008) Table 1."""
+    nh, nk, w = null.n - _DH, null.n - _DK, null.bandwidth
+    if null.normalization == "psd":
+        return w * np.exp(-z) * np.sqrt(z)
+    if null.normalization == "standard":
+        return _gamma(nh) * w * (1 - z) ** (0.5 * (nk - 1)) * np.sqrt(0.5 * nh * z)
+    if null.normalization == "model":
+        return _gamma(nk) * w * (1 + z) ** (-0.5 * nk) * np.sqrt(0.5 * nk * z)
+    return _gamma(nk) * w * np.exp(-0.5 * z * (nk - 0.5)) * np.sqrt(nk * np.sinh(0.5 * z))
+
+
+def _gamma(n: int) -> float:
+    """``sqrt(2 / n) * Gamma(n / 2) / Gamma((n - 1) / 2)``."""
+    return math.sqrt(2 / n) * math.exp(gammaln(n / 2) - gammaln((n - 1) / 2))

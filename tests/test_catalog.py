@@ -1,0 +1,249 @@
+"""Tests of clperiod.catalog: building, validation, immutability and access."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from clperiod.catalog import Catalog, Status
+
+
+@pytest.fixture
+def long_format():
+    rng = np.random.default_rng(0)
+    ids = np.array([7, 7, 7, 3, 3, 9, 9, 9, 9])
+    t = np.array([0.0, 1.0, 2.5, 10.0, 11.0, 5.0, 6.0, 8.0, 9.5])
+    y = rng.normal(size=ids.size)
+    dy = rng.uniform(0.1, 0.2, size=ids.size)
+    return ids, t, y, dy
+
+
+def test_status_values():
+    assert [int(s) for s in Status] == [0, 1, 2, 3]
+    assert Status.OK == 0 and Status(2) is Status.ZERO_VARIANCE
+
+
+def test_from_arrays_groups_runs_in_order(long_format):
+    ids, t, y, dy = long_format
+    cat = Catalog.from_arrays(ids, t, y, dy)
+    np.testing.assert_array_equal(cat.ids, [7, 3, 9])
+    np.testing.assert_array_equal(cat.offsets, [0, 3, 5, 9])
+    np.testing.assert_array_equal(cat.lengths, [3, 2, 4])
+    assert cat.n_objects == len(cat) == 3
+    assert cat.offsets.dtype == np.int64
+    for column, source in ((cat.t, t), (cat.y, y), (cat.dy, dy)):
+        assert column.dtype == np.float64 and column.flags.c_contiguous
+        np.testing.assert_array_equal(column, source)
+    assert cat.n_dropped == 0
+
+
+def test_lightcurve_views_and_round_trip(long_format):
+    ids, t, y, dy = long_format
+    cat = Catalog.from_arrays(ids, t, y, dy)
+    lightcurves = [cat.lightcurve(k) for k in range(cat.n_objects)]
+    again = Catalog.from_lightcurves(lightcurves, ids=cat.ids)
+    for name in ("ids", "offsets", "t", "y", "dy"):
+        np.testing.assert_array_equal(getattr(again, name), getattr(cat, name))
+    tk, yk, dyk = cat.lightcurve(1)
+    np.testing.assert_array_equal(tk, [10.0, 11.0])
+    assert np.shares_memory(tk, cat.t)
+    with pytest.raises(IndexError):
+        cat.lightcurve(3)
+
+
+def test_from_lightcurves_default_ids_and_no_dy():
+    cat = Catalog.from_lightcurves([([0, 1, 2], [1, 2, 3]), (np.arange(5.0), np.ones(5))])
+    np.testing.assert_array_equal(cat.ids, [0, 1])
+    assert cat.dy is None
+    assert cat.lightcurve(0)[2] is None
+    np.testing.assert_array_equal(cat.lengths, [3, 5])
+
+
+def test_from_lightcurves_bad_items():
+    with pytest.raises(ValueError, match="tuple"):
+        Catalog.from_lightcurves([([0.0, 1.0],)])
+    with pytest.raises(ValueError, match="every light curve or for none"):
+        Catalog.from_lightcurves([([0.0], [1.0], [0.1]), ([0.0], [1.0])])
+    with pytest.raises(ValueError, match="2 ids for 1"):
+        Catalog.from_lightcurves([([0.0], [1.0])], ids=[1, 2])
+    assert Catalog.from_lightcurves([([0.0], [1.0], None)]).dy is None
+
+
+def test_from_single_round_trip():
+    t = np.array([3.0, 1.0, 2.0])
+    cat = Catalog.from_single(t, [1.0, 2.0, 3.0], [0.1, 0.2, 0.3], id="star")
+    assert cat.ids.tolist() == ["star"]
+    np.testing.assert_array_equal(cat.offsets, [0, 3])
+    got_t, got_y, got_dy = cat.lightcurve(0)
+    np.testing.assert_array_equal(got_t, t)
+    np.testing.assert_array_equal(got_dy, [0.1, 0.2, 0.3])
+    assert Catalog.from_single(t, t).ids.tolist() == [0]
+
+
+def test_string_ids_kept():
+    cat = Catalog.from_arrays(["b", "b", "a"], [0, 1, 2], [1, 2, 3])
+    assert cat.ids.tolist() == ["b", "a"]
+
+
+def test_id_reappearing_later_is_an_error():
+    with pytest.raises(ValueError, match=r"object id 1 appears again at row 3"):
+        Catalog.from_arrays([1, 1, 2, 1], [0, 1, 2, 3], [0, 0, 0, 0])
+
+
+def test_duplicate_ids_in_from_lightcurves():
+    lc = ([0.0, 1.0], [1.0, 2.0])
+    with pytest.raises(ValueError, match="duplicate object id 'x'"):
+        Catalog.from_lightcurves([lc, lc], ids=["x", "x"])
+
+
+@pytest.mark.parametrize("column", ["t", "y", "dy"])
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_raises_with_id_row_and_value(long_format, column, bad):
+    ids, t, y, dy = long_format
+    arrays = {"t": t.copy(), "y": y.copy(), "dy": dy.copy()}
+    arrays[column][6] = bad  # object 9, its row 1
+    with pytest.raises(ValueError) as info:
+        Catalog.from_arrays(ids, **arrays)
+    message = str(info.value)
+    assert f"non-finite {column}" in message
+    assert "object 9" in message and "row 1 of that object" in message
+    assert repr(float(bad)) in message
+
+
+def test_omit_drops_exactly_the_bad_rows(long_format):
+    ids, t, y, dy = long_format
+    t, y, dy = t.copy(), y.copy(), dy.copy()
+    t[0], y[4], dy[3], y[6] = np.nan, np.inf, np.nan, -np.inf
+    cat = Catalog.from_arrays(ids, t, y, dy, nan_policy="omit")
+    keep = np.ones(ids.size, bool)
+    keep[[0, 3, 4, 6]] = False
+    assert cat.n_dropped == 4
+    np.testing.assert_array_equal(cat.ids, [7, 3, 9])
+    np.testing.assert_array_equal(cat.lengths, [2, 0, 3])  # object 3 kept with 0 rows
+    np.testing.assert_array_equal(cat.t, t[keep])
+    np.testing.assert_array_equal(cat.y, y[keep])
+    np.testing.assert_array_equal(cat.dy, dy[keep])
+    assert "n_dropped=4" in repr(cat)
+    assert np.isnan(cat.baselines()[1]) and np.isnan(cat.epochs()[1])
+
+
+def test_nan_policy_is_checked(long_format):
+    ids, t, y, _ = long_format
+    with pytest.raises(ValueError, match="nan_policy"):
+        Catalog.from_arrays(ids, t, y, nan_policy="drop")
+
+
+@pytest.mark.parametrize("value", [0.0, -1.0])
+def test_non_positive_dy(long_format, value):
+    ids, t, y, dy = long_format
+    dy = dy.copy()
+    dy[4] = value  # object 3, its row 1
+    for policy in ("raise", "omit"):
+        with pytest.raises(ValueError, match=rf"dy <= 0 in object 3 at row 1 .*{value!r}"):
+            Catalog.from_arrays(ids, t, y, dy, nan_policy=policy)
+
+
+def test_mismatched_lengths(long_format):
+    ids, t, y, dy = long_format
+    with pytest.raises(ValueError, match="mismatched lengths"):
+        Catalog.from_arrays(ids, t, y[:-1], dy)
+    with pytest.raises(ValueError, match="mismatched lengths"):
+        Catalog.from_arrays(ids[:-1], t, y)
+    with pytest.raises(ValueError, match="mismatched lengths of object 'a'"):
+        Catalog.from_lightcurves([([0, 1], [1])], ids=["a"])
+
+
+def test_empty_inputs():
+    with pytest.raises(ValueError, match="empty"):
+        Catalog.from_arrays([], [], [])
+    with pytest.raises(ValueError, match="empty"):
+        Catalog.from_lightcurves([])
+    with pytest.raises(ValueError, match="empty"):
+        Catalog.from_single([], [])
+
+
+def test_two_dimensional_input():
+    with pytest.raises(ValueError, match="1-D"):
+        Catalog.from_arrays(np.zeros(4), np.zeros((2, 2)), np.zeros(4))
+    with pytest.raises(ValueError, match="1-D"):
+        Catalog.from_single(np.zeros((3, 1)), np.zeros(3))
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [np.ones(3, complex), np.ones(3, bool), np.array([1.0, None, 2.0]), np.array(["1", "2", "3"])],
+)
+def test_wrong_dtype_is_type_error(bad):
+    with pytest.raises(TypeError, match="real numbers"):
+        Catalog.from_arrays([0, 0, 0], bad, np.ones(3))
+    with pytest.raises(TypeError, match="real numbers"):
+        Catalog.from_single(np.arange(3.0), np.ones(3), bad)
+
+
+def test_integer_input_is_converted():
+    t = np.array([1, 2, 3], np.int32)
+    y = np.array([4, 5, 6], np.uint8)
+    cat = Catalog.from_arrays([1, 1, 2], t, y, [1, 1, 2])
+    assert cat.t.dtype == cat.y.dtype == cat.dy.dtype == np.float64
+    np.testing.assert_array_equal(cat.y, [4.0, 5.0, 6.0])
+
+
+def test_float32_and_non_contiguous_input():
+    t = np.arange(20.0)[::2]
+    cat = Catalog.from_single(t, t.astype(np.float32))
+    assert cat.t.flags.c_contiguous and cat.y.dtype == np.float64
+    np.testing.assert_array_equal(cat.t, t)
+
+
+def test_inputs_not_mutated_and_outputs_read_only(long_format):
+    ids, t, y, dy = long_format
+    t[2] = np.nan
+    saved = [a.copy() for a in (ids, t, y, dy)]
+    cat = Catalog.from_arrays(ids, t, y, dy, nan_policy="omit")
+    for before, after in zip(saved, (ids, t, y, dy)):
+        np.testing.assert_array_equal(before, after)
+    for array in (cat.ids, cat.offsets, cat.t, cat.y, cat.dy, cat.lightcurve(0)[0]):
+        assert not array.flags.writeable
+        with pytest.raises(ValueError):
+            array[0] = array[0]
+    with pytest.raises(AttributeError):
+        cat.t = np.zeros(3)
+
+
+def test_later_changes_to_inputs_do_not_leak(long_format):
+    ids, t, y, dy = long_format
+    t = t.copy()
+    cat = Catalog.from_arrays(ids, t, y, dy)
+    t[0] = 123.0
+    assert cat.t[0] == 0.0
+    assert not np.shares_memory(cat.t, t)
+
+
+def test_baselines_epochs_and_repr(long_format):
+    ids, t, y, dy = long_format
+    cat = Catalog.from_arrays(ids, t, y, dy)
+    np.testing.assert_array_equal(cat.baselines(), [2.5, 1.0, 4.5])
+    np.testing.assert_array_equal(cat.epochs(), [1.25, 10.5, 7.25])
+    assert repr(cat) == "Catalog(n_objects=3, rows=9, length=[2, 4], dy=yes)"
+
+
+def test_subset(long_format):
+    ids, t, y, dy = long_format
+    cat = Catalog.from_arrays(ids, t, y, dy)
+    sub = cat.subset([2, 0])
+    np.testing.assert_array_equal(sub.ids, [9, 7])
+    np.testing.assert_array_equal(sub.offsets, [0, 4, 7])
+    np.testing.assert_array_equal(sub.t, np.concatenate([t[5:], t[:3]]))
+    np.testing.assert_array_equal(sub.dy, np.concatenate([dy[5:], dy[:3]]))
+    masked = cat.subset(np.array([False, True, False]))
+    np.testing.assert_array_equal(masked.t, [10.0, 11.0])
+    assert cat.subset([]).n_objects == 0
+    with pytest.raises(IndexError):
+        cat.subset([3])
+
+
+def test_constructor_checks_structure():
+    with pytest.raises(ValueError, match="offsets"):
+        Catalog(np.array([0, 1]), np.array([0, 2, 1]), np.zeros(1), np.zeros(1))
+    with pytest.raises(ValueError, match="offsets must have shape"):
+        Catalog(np.array([0]), np.array([0, 1, 2]), np.zeros(2), np.zeros(2))

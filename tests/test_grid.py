@@ -1,0 +1,162 @@
+"""Tests of clperiod.grid: construction, astropy autofrequency, Richards rule, chunks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from astropy.timeseries import LombScargle
+
+from clperiod.catalog import Catalog
+from clperiod.grid import FrequencyGrid
+
+SDSS = Path("/work/shared/data/lightcurves/SDSS_stripe82_band_z.txt")
+
+
+@pytest.fixture(scope="module")
+def times():
+    rng = np.random.default_rng(42)
+    return np.sort(rng.uniform(55000.0, 55130.0, size=97))
+
+
+def test_from_range_excludes_endpoint():
+    grid = FrequencyGrid.from_range(0.1, 10.0, 330)
+    f = grid.frequencies()
+    assert grid.df == (10.0 - 0.1) / 330
+    assert f.size == len(grid) == 330 and f.dtype == np.float64
+    assert f[0] == 0.1 and f[-1] < 10.0
+    np.testing.assert_allclose(f[-1] + grid.df, 10.0, rtol=1e-15)
+    assert grid.fmax == f[-1]
+    np.testing.assert_array_equal(grid.periods(), 1.0 / f)
+
+
+def test_from_step_and_frequency():
+    grid = FrequencyGrid.from_step(0.0, 0.25, 5)
+    np.testing.assert_array_equal(grid.frequencies(), [0.0, 0.25, 0.5, 0.75, 1.0])
+    assert grid.periods()[0] == np.inf
+    assert grid.frequency(3) == 0.75 and isinstance(grid.frequency(3), float)
+    np.testing.assert_array_equal(grid.frequency(np.array([0, 4])), [0.0, 1.0])
+    with pytest.raises(IndexError):
+        grid.frequency(5)
+    with pytest.raises(IndexError):
+        grid.frequency(-1)
+    with pytest.raises(TypeError):
+        grid.frequency(1.5)
+
+
+@pytest.mark.parametrize(
+    "spp, nyq, fmin, fmax",
+    [
+        (5, 5, None, None),
+        (10, 2, None, None),
+        (3.3, 7.5, None, None),
+        (5, 5, 0.05, None),
+        (5, 5, None, 3.0),
+        (7, 1, 0.2, 4.4),
+        (1, 1, 0.0, 1.0),
+    ],
+)
+def test_auto_matches_astropy(times, spp, nyq, fmin, fmax):
+    ls = LombScargle(times, np.sin(times))
+    kwargs = dict(
+        samples_per_peak=spp, nyquist_factor=nyq, minimum_frequency=fmin, maximum_frequency=fmax
+    )
+    expected = ls.autofrequency(**kwargs)
+    grid = FrequencyGrid.auto(times, **kwargs)
+    assert grid.nf == expected.size
+    np.testing.assert_array_equal(grid.frequencies(), expected)
+    assert (grid.fmin, grid.fmax) == ls.autofrequency(**kwargs, return_freq_limits=True)
+
+
+def test_auto_for_a_catalog_uses_largest_baseline_and_length(times):
+    short = times[:30] - times[0]  # shorter baseline, fewer points
+    long_ = np.linspace(0.0, 200.0, 50)  # longest baseline, not the most points
+    cat = Catalog.from_lightcurves([(short, short), (long_, long_), (times, times)])
+    grid = FrequencyGrid.auto(cat)
+    df = 1.0 / 200.0 / 5
+    assert grid.df == df and grid.fmin == 0.5 * df
+    assert grid.nf == 1 + int(np.round((5 * 0.5 * times.size / 200.0 - 0.5 * df) / df))
+
+
+def test_auto_accepts_int_times_and_rejects_degenerate():
+    assert FrequencyGrid.auto(np.arange(10)).df == 1.0 / 9 / 5
+    with pytest.raises(ValueError, match="baseline"):
+        FrequencyGrid.auto(np.ones(5))
+    with pytest.raises(ValueError, match="nf"):
+        FrequencyGrid.auto(np.arange(10.0), minimum_frequency=2.0, maximum_frequency=1.0)
+    with pytest.raises(ValueError):
+        FrequencyGrid.auto(np.arange(10.0), samples_per_peak=0)
+    with pytest.raises(ValueError, match="finite"):
+        FrequencyGrid.auto(np.array([0.0, np.nan, 2.0]))
+    with pytest.raises(TypeError):
+        FrequencyGrid.auto(np.arange(3) + 0j)
+
+
+def test_richards_paper_example():
+    # gpu_lomb_scargle Example 9: T_max = 119.989583 gives N_f = 11878 on [0.1, 10].
+    grid = FrequencyGrid.richards(np.array([0.0, 50.0, 119.989583]), 0.1, 10.0)
+    assert grid.nf == 11878
+    assert grid.df == 9.9 / 11878
+
+
+def test_richards_uses_row_order():
+    t = np.array([5.0, 0.0, 10.0, 7.0])  # t_last - t_first = 2, not max - min = 10
+    assert FrequencyGrid.richards(t, 1.0, 2.0).nf == int(1.0 / (0.1 / 2.0))
+
+
+def test_richards_on_sdss_stripe82():
+    data = np.loadtxt(SDSS, delimiter=",")
+    cat = Catalog.from_arrays(data[:, 0].astype(np.int64), data[:, 1], data[:, 2], data[:, 3])
+    assert cat.n_objects == 136 and cat.t.size == 7064
+    spans = [t[-1] - t[0] for t in (cat.lightcurve(k)[0] for k in range(cat.n_objects))]
+    t_max = max(spans)
+    grid = FrequencyGrid.richards(cat, 0.1, 10.0)
+    nf = int((10.0 - 0.1) / (0.1 / t_max))
+    assert grid.nf == nf
+    assert grid.fmin == 0.1 and grid.df == (10.0 - 0.1) / nf
+    assert 0.1 / t_max <= grid.df < 0.1 / t_max * (1 + 1.0 / nf)  # from_range rounds df up
+
+
+@pytest.mark.parametrize("nf, max_nf", [(10, 3), (10, 10), (10, 25), (1, 1), (1000, 7)])
+def test_chunks_cover_the_grid(nf, max_nf):
+    grid = FrequencyGrid.from_range(0.5, 3.0, nf)
+    pieces = grid.chunks(max_nf)
+    starts = [start for start, _ in pieces]
+    sizes = [piece.nf for _, piece in pieces]
+    assert starts == list(np.cumsum([0] + sizes[:-1]))
+    assert sum(sizes) == nf and max(sizes) <= max_nf and min(sizes) >= 1
+    joined = np.concatenate([piece.frequencies() for _, piece in pieces])
+    np.testing.assert_allclose(joined, grid.frequencies(), rtol=1e-14)
+    assert all(piece.df == grid.df for _, piece in pieces)
+    with pytest.raises(ValueError):
+        grid.chunks(0)
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: FrequencyGrid(np.nan, 0.1, 10),
+        lambda: FrequencyGrid(0.1, np.inf, 10),
+        lambda: FrequencyGrid(-0.1, 0.1, 10),
+        lambda: FrequencyGrid(0.1, 0.0, 10),
+        lambda: FrequencyGrid(0.1, -0.1, 10),
+        lambda: FrequencyGrid(0.1, 0.1, 0),
+        lambda: FrequencyGrid(0.1, 0.1, 2**31),
+        lambda: FrequencyGrid.from_range(1.0, 1.0, 10),
+        lambda: FrequencyGrid.from_range(2.0, 1.0, 10),
+        lambda: FrequencyGrid.from_range(0.1, np.inf, 10),
+        lambda: FrequencyGrid.from_range(0.1, 1.0, 0),
+        lambda: FrequencyGrid.richards(np.arange(10.0), 1.0, 1.001),  # nf = 0
+    ],
+)
+def test_invalid_grids_raise(build):
+    with pytest.raises(ValueError):
+        build()
+
+
+def test_nf_must_be_an_integer():
+    with pytest.raises(TypeError):
+        FrequencyGrid(0.1, 0.1, 10.5)
+    assert FrequencyGrid(0.1, 0.1, np.int64(3)).nf == 3
+    assert FrequencyGrid(0.1, 0.1, 2**31 - 1).nf == 2**31 - 1
