@@ -17,9 +17,16 @@
 ## wg*m consecutive grid frequencies starting one bin before its first owned
 ## bin; tiles overlap by two bins so every owned bin sees both neighbours,
 ## which the peak test needs. Work-item l evaluates the strip
-## k0 = tile_first + l*m ... k0 + m - 1: one exact range-reduced sincos per
-## point seeds the strip, a trigonometric recurrence over the strip gives the
-## other m - 1 frequencies (exact re-seeding every m bins).
+## k0 = tile_first + l*m ... k0 + m - 1: an exact phase seeds the strip, a
+## trigonometric recurrence over the strip gives the other m - 1 frequencies
+## (exact re-seeding every m bins).
+##
+## Seeds: the global variant evaluates one range-reduced sincos per (point,
+## strip). The local variant stages TP points at a time and builds, per point,
+## two small tables of exact unit phasors, NB of exp(2 pi i f_{tile_first +
+## b m} t) and NA of exp(2 pi i (a NB m df) t) with NA*NB = wg; the seed of
+## strip l = a NB + b is one complex product of the two, so the work-group
+## pays NA + NB sincos per point instead of wg.
 ##
 ## Point data (host-prepared, per object, weights normalised to sum 1 and y
 ## centred when the model asks for it):
@@ -34,12 +41,41 @@ ${common.argmax_pairs(wg)}
     tile_len = wg * m
     owned = tile_len - 2
     fp64 = real == "double"
+    nb = min(wg, 16)
+    na = wg // nb
+    tp = 32
 %>
 #define WG ${wg}
 #define M ${m}
 #define TILE ${tile_len}
 #define OWNED ${owned}
 #define TOP_K ${top_k}
+#define NB ${nb}
+#define NA ${na}
+#define TP ${tp}
+
+## Phase in cycles, reduced to [-1/2, 1/2], of grid index ``k`` (an int
+## expression) at point ``g`` (an index into the point arrays); with
+## offset=False the grid origin fmin is left out, i.e. the phase of k*df.
+<%def name="phase(k, g, offset)">
+% if fp64:
+        {
+            const double f = ${"fmin + " if offset else ""}(double) (${k}) * df;
+            const double tt = pt_t[${g}];
+            r = fma(f, tt, -rint(f * tt));
+        }
+% else:
+        {
+            // k*(bh + bl) [+ a] in double-single: p + e is k*bh exactly
+            const float kf = (float) (${k});
+            const float bh = pt_bh[${g}];
+            const float p = kf * bh;
+            const float e = fma(kf, bh, -p);
+            r = (p - rint(p)) + (e + fma(kf, pt_bl[${g}], ${"pt_a[%s]" % g if offset else "0.0f"}));
+            r -= rint(r);
+        }
+% endif
+</%def>
 
 // Peak test for bin li of the local power array: strictly above the left
 // neighbour, not below the right one (so a plateau reports its first bin);
@@ -91,60 +127,55 @@ void ls_tiles(
     __local real_t l_val[WG];
     __local int l_idx[WG];
 % if use_local:
-%   if fp64:
-    __local double l_t[WG];
-%   else:
-    __local float l_a[WG], l_bh[WG], l_bl[WG];
-%   endif
-    __local real_t l_cd[WG], l_sd[WG], l_w[WG], l_wy[WG];
+    __local real_t l_cd[TP], l_sd[TP], l_w[TP], l_wy[TP];
+    __local real_t l_t2c[TP * NB], l_t2s[TP * NB], l_t1c[TP * NA], l_t1s[TP * NA];
+    const int col_b = lid % NB, col_a = lid / NB;
 % endif
 
 % for j in range(m):
     real_t aC${j} = 0, aS${j} = 0, aCC${j} = 0, aCS${j} = 0, aYC${j} = 0, aYS${j} = 0;
 % endfor
 
-% if fp64:
-    const double f0 = fmin + (double) k0 * df;
-% else:
-    const float kf = (float) k0;
-% endif
-
-    for (int base = 0; base < n; base += WG) {
-        const int count = min(WG, n - base);
 % if use_local:
+    for (int base = 0; base < n; base += TP) {
+        const int count = min(TP, n - base);
         barrier(CLK_LOCAL_MEM_FENCE);
-        if (lid < count) {
-            const int g = start + base + lid;
-%   if fp64:
-            l_t[lid] = pt_t[g];
-%   else:
-            l_a[lid] = pt_a[g]; l_bh[lid] = pt_bh[g]; l_bl[lid] = pt_bl[g];
-%   endif
-            l_cd[lid] = pt_cd[g]; l_sd[lid] = pt_sd[g];
-            l_w[lid] = pt_w[g]; l_wy[lid] = pt_wy[g];
+        for (int q = lid; q < count; q += WG) {
+            const int g = start + base + q;
+            l_cd[q] = pt_cd[g]; l_sd[q] = pt_sd[g];
+            l_w[q] = pt_w[g]; l_wy[q] = pt_wy[g];
+        }
+        for (int e = lid; e < count * (NA + NB); e += WG) {
+            const int p = e / (NA + NB), j = e % (NA + NB);
+            const int g = start + base + p;
+            real_t r, s, c;
+            if (j < NB) {
+${phase("tile_first + j * M", "g", True)}
+                sincos_cycles(r, &s, &c);
+                l_t2c[p * NB + j] = c; l_t2s[p * NB + j] = s;
+            } else {
+${phase("(j - NB) * NB * M", "g", False)}
+                sincos_cycles(r, &s, &c);
+                l_t1c[p * NA + j - NB] = c; l_t1s[p * NA + j - NB] = s;
+            }
         }
         barrier(CLK_LOCAL_MEM_FENCE);
 <% src = lambda name: "l_%s[i]" % name %>
+        for (int i = 0; i < count; ++i) {
+            const real_t bc = l_t2c[i * NB + col_b], bs = l_t2s[i * NB + col_b];
+            const real_t ac = l_t1c[i * NA + col_a], as = l_t1s[i * NA + col_a];
+            real_t c = bc * ac - bs * as;
+            real_t s = bs * ac + bc * as;
 % else:
+    for (int base = 0; base < n; base += WG) {
+        const int count = min(WG, n - base);
         const int off = start + base;
 <% src = lambda name: "pt_%s[off + i]" % name %>
-% endif
         for (int i = 0; i < count; ++i) {
-            // exact seed of the strip: phase in cycles, reduced to [-1/2, 1/2]
-% if fp64:
-            const double tt = ${src("t")};
-            const double ph = f0 * tt;
-            const double r = fma(f0, tt, -rint(ph));
-% else:
-            // k0*(bh + bl) + a in double-single: p + e is k0*bh exactly
-            const float bh = ${src("bh")};
-            const float p = kf * bh;
-            const float e = fma(kf, bh, -p);
-            float r = (p - rint(p)) + (e + fma(kf, ${src("bl")}, ${src("a")}));
-            r -= rint(r);
-% endif
-            real_t s, c;
+            real_t r, s, c;
+${phase("k0", "off + i", True)}
             sincos_cycles(r, &s, &c);
+% endif
             const real_t cd = ${src("cd")}, sd = ${src("sd")};
             const real_t w = ${src("w")}, wy = ${src("wy")};
 % if recurrence == "chebyshev":
