@@ -108,15 +108,16 @@ void ls_tiles(
     __global const int *restrict obj_n,
     __global const real_t *restrict obj_yy,     // sum w y'^2 (w normalised)
     __global const real_t *restrict obj_scale,  // psd factor (1/2 sum dy^-2 y'^2)
-    const int nf, const int n_tiles, const int tile_offset, const int tiles_in_launch,
-    const int chunk_k0, const int chunk_nf,
-    __global real_t *restrict power,            // (objects, chunk_nf) when write_power
+    const int nf, const int n_tiles, const int obj_base, const int tile_offset,
+    const int tiles_in_launch, const int chunk_k0, const int chunk_nf,
+    __global real_t *restrict power,            // (launch objects, chunk_nf) if write_power
     __global real_t *restrict part_val,         // (objects, n_tiles, TOP_K)
     __global int *restrict part_idx)
 {
     const int lid = get_local_id(0);
     const int group = get_group_id(0);
-    const int obj = group / tiles_in_launch;
+    const int row = group / tiles_in_launch;    // object within this launch
+    const int obj = obj_base + row;
     const int tile = tile_offset + group % tiles_in_launch;
     const int start = obj_start[obj];
     const int n = obj_n[obj];
@@ -252,7 +253,7 @@ ${phase("k0", "off + i", True)}
     for (int li = lid; li < TILE; li += WG) {
         const int k = tile_first + li;
         if (li >= 1 && li <= OWNED && k < nf)
-            power[(long) obj * chunk_nf + (k - chunk_k0)] = l_pow[li];
+            power[(long) row * chunk_nf + (k - chunk_k0)] = l_pow[li];
     }
 % endif
 

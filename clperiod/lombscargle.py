@@ -25,7 +25,7 @@ from . import kernels, stats
 from .catalog import Catalog, Status
 from .device import DeviceInfo, get_context, get_queue, select_devices
 from .grid import FrequencyGrid
-from .planning import Batch, KernelShape, plan_batches
+from .planning import PINNED_POOL, Batch, KernelShape, plan_batches
 from .scheduler import run_on_devices
 
 __all__ = ["lombscargle", "LombScargleResult"]
@@ -422,7 +422,9 @@ def _kernel_shape(devices: list[DeviceInfo], options: _Options) -> KernelShape:
     # seed sincos best on both the H100 and PoCL; GPUs want 128-wide groups,
     # PoCL small ones (it vectorises across work-items and loops the rest).
     gpu = all(info.kind == "gpu" for info in devices)
-    return KernelShape(wg=128 if gpu else 16, m=16)
+    if not gpu:
+        return KernelShape(wg=16, m=16)
+    return KernelShape(wg=128 if options.fp64 else 256, m=16)
 
 
 def _kernel_params(info: DeviceInfo, shape: KernelShape, options: _Options) -> dict:
@@ -462,24 +464,12 @@ _POINT_ORDER = {True: ("t",), False: ("a", "bh", "bl")}
 
 
 def _result_array(devices: list[DeviceInfo], shape: tuple[int, int], options: _Options):
-    """Host array for the periodograms: pinned (page-locked) when one device runs
-    everything, so device-to-host copies run at the full bus speed and land in
-    place; ordinary memory otherwise or when pinning fails."""
-    dtype = options.dtype
-    nbytes = shape[0] * shape[1] * np.dtype(dtype).itemsize
-    if len(devices) == 1 and nbytes:
-        info = devices[0]
-        flags = cl.mem_flags.READ_WRITE | cl.mem_flags.ALLOC_HOST_PTR
-        try:
-            pinned = cl.Buffer(get_context(info), flags, nbytes)
-            array, _ = cl.enqueue_map_buffer(
-                get_queue(info), pinned, cl.map_flags.READ | cl.map_flags.WRITE,
-                0, shape, dtype, is_blocking=True,
-            )
-            return array
-        except cl.Error:
-            pass
-    return np.empty(shape, dtype=dtype)
+    """Host array for the periodograms: recycled page-locked memory when one
+    device runs everything (copies then run at bus speed and land in place),
+    ordinary memory otherwise."""
+    if len(devices) == 1:
+        return PINNED_POOL.empty(devices[0], shape, options.dtype)
+    return np.empty(shape, dtype=options.dtype)
 
 
 def _run_batch(
@@ -534,29 +524,31 @@ def _run_batch(
     if power is None:
         outputs = [cl.Buffer(context, mf.READ_WRITE, itemsize)]
     else:
-        largest = max(count for _, count in batch.tile_chunks) * shape.owned
+        largest = max((c.obj_hi - c.obj_lo) * c.tile_count for c in batch.chunks) * shape.owned
         outputs = [
-            cl.Buffer(context, mf.WRITE_ONLY, n_obj * largest * itemsize)
-            for _ in range(min(2, len(batch.tile_chunks)))
+            cl.Buffer(context, mf.WRITE_ONLY, largest * itemsize)
+            for _ in range(min(2, len(batch.chunks)))
         ]
     pending: list[cl.Event | None] = [None] * len(outputs)
-    for number, (first, count) in enumerate(batch.tile_chunks):
-        k0 = first * shape.owned
-        chunk_nf = min(count * shape.owned, grid.nf - k0)
+    for number, chunk in enumerate(batch.chunks):
+        rows = chunk.obj_hi - chunk.obj_lo
+        k0 = chunk.tile_first * shape.owned
+        chunk_nf = min(chunk.tile_count * shape.owned, grid.nf - k0)
         slot = number % len(outputs)
         tiles.set_args(
             *phases, *points, *objs,
-            np.int32(grid.nf), np.int32(n_tiles), np.int32(first), np.int32(count),
+            np.int32(grid.nf), np.int32(n_tiles), np.int32(chunk.obj_lo),
+            np.int32(chunk.tile_first), np.int32(chunk.tile_count),
             np.int32(k0), np.int32(chunk_nf), outputs[slot], part_val, part_idx,
         )
         wait = [pending[slot]] if pending[slot] is not None else None
         done = cl.enqueue_nd_range_kernel(
-            queue, tiles, (n_obj * count * shape.wg,), (shape.wg,), wait_for=wait
+            queue, tiles, (rows * chunk.tile_count * shape.wg,), (shape.wg,), wait_for=wait
         )
         events["tiles_s"].append(done)
         if power is not None:
-            pending[slot] = _copy_rows(
-                copy_queue, power, outputs[slot], o0, n_obj, k0, chunk_nf, done
+            pending[slot] = _copy_block(
+                copy_queue, power, outputs[slot], o0 + chunk.obj_lo, rows, k0, chunk_nf, done
             )
             events["copy_s"].append(pending[slot])
     best_val = cl.Buffer(context, mf.WRITE_ONLY, n_obj * k * itemsize)
@@ -579,20 +571,13 @@ def _run_batch(
     return vals.astype(np.float64), idx, seconds
 
 
-def _copy_rows(queue, power, buffer, row0, n_rows, k0, chunk_nf, after) -> cl.Event:
-    """Enqueue the copy of a (n_rows, chunk_nf) device block into ``power``."""
-    nf = power.shape[1]
-    if chunk_nf == nf:
-        target = power[row0 : row0 + n_rows]
-        return cl.enqueue_copy(queue, target, buffer, is_blocking=False, wait_for=[after])
-    itemsize = power.itemsize
-    return cl.enqueue_copy(
-        queue, power, buffer,
-        buffer_origin=(0, 0, 0), host_origin=(k0 * itemsize, row0, 0),
-        region=(chunk_nf * itemsize, n_rows, 1),
-        buffer_pitches=(chunk_nf * itemsize,), host_pitches=(nf * itemsize,),
-        is_blocking=False, wait_for=[after],
-    )
+def _copy_block(queue, power, buffer, row0, n_rows, k0, chunk_nf, after) -> cl.Event:
+    """Enqueue the copy of a device block into ``power[row0:row0+n_rows, k0:k0+chunk_nf]``.
+
+    Chunks are whole rows or a part of a single row, so the target is contiguous.
+    """
+    target = power[row0 : row0 + n_rows, k0 : k0 + chunk_nf]
+    return cl.enqueue_copy(queue, target, buffer, is_blocking=False, wait_for=[after])
 
 
 # }}}
