@@ -11,6 +11,7 @@ Returned periodograms live in recycled page-locked host memory
 
 from __future__ import annotations
 
+import ctypes
 import threading
 import weakref
 from dataclasses import dataclass
@@ -198,54 +199,61 @@ class PinnedPool:
     """Page-locked host arrays, recycled across calls.
 
     Device-to-host copies into page-locked memory run at the full bus speed,
-    but page-locking is slow (about 0.4 s per GB on an H100 host), so buffers
-    are kept: an array handed out returns its buffer to the pool when the last
-    view of it is garbage-collected, and the next request of a similar size
-    reuses it. This is what makes repeated catalog runs that return
-    periodograms transfer-bound rather than allocation-bound.
+    but page-locking is slow (about 0.4 s per GB on an H100 host) and so is
+    mapping and unmapping, so buffers are allocated and mapped once and kept.
+    An array handed out is a view of such a mapping through a small ctypes
+    block; when the last numpy view of it is garbage-collected the block dies
+    and the buffer returns to the pool for the next request of a similar size.
     """
 
     def __init__(self, max_free: int = 4):
-        self._free: dict[int, list[cl.Buffer]] = {}
+        self._free: dict[int, list[np.ndarray]] = {}
         self._lock = threading.Lock()
         self._max_free = max_free
+        self._buffers: dict[int, cl.Buffer] = {}  # mapping address -> buffer (kept alive)
 
     def empty(self, info: DeviceInfo, shape: tuple[int, ...], dtype) -> np.ndarray:
-        """A page-locked array of ``shape`` (falls back to ordinary memory)."""
+        """A page-locked array of ``shape`` (ordinary memory if pinning fails)."""
         dtype = np.dtype(dtype)
         nbytes = int(np.prod(shape)) * dtype.itemsize
         if nbytes == 0:
             return np.empty(shape, dtype=dtype)
         context = get_context(info)
         key = context.int_ptr
-        buffer = self._take(key, nbytes)
-        try:
-            if buffer is None:
+        mapped = self._take(key, nbytes)
+        if mapped is None:
+            try:
                 flags = cl.mem_flags.READ_WRITE | cl.mem_flags.ALLOC_HOST_PTR
                 buffer = cl.Buffer(context, flags, nbytes)
-            mapped, _ = cl.enqueue_map_buffer(
-                get_queue(info, role="pinned"), buffer, cl.map_flags.READ | cl.map_flags.WRITE,
-                0, (buffer.size,), np.uint8, is_blocking=True,
-            )
-        except cl.Error:
-            return np.empty(shape, dtype=dtype)
-        weakref.finalize(mapped, self._give_back, key, buffer)
-        return mapped[:nbytes].view(dtype).reshape(shape)
+                mapped, _ = cl.enqueue_map_buffer(
+                    get_queue(info, role="pinned"), buffer,
+                    cl.map_flags.READ | cl.map_flags.WRITE, 0, (nbytes,), np.uint8,
+                    is_blocking=True,
+                )
+            except cl.Error:
+                return np.empty(shape, dtype=dtype)
+            with self._lock:
+                self._buffers[mapped.ctypes.data] = buffer
+        block = (ctypes.c_char * nbytes).from_address(mapped.ctypes.data)
+        weakref.finalize(block, self._give_back, key, mapped)
+        return np.frombuffer(block, dtype=dtype).reshape(shape)
 
-    def _take(self, key: int, nbytes: int) -> cl.Buffer | None:
+    def _take(self, key: int, nbytes: int) -> np.ndarray | None:
         with self._lock:
             free = self._free.get(key, [])
-            fits = [b for b in free if nbytes <= b.size <= 2 * nbytes]
+            fits = [m for m in free if nbytes <= m.nbytes <= 2 * nbytes]
             if not fits:
                 return None
-            best = min(fits, key=lambda b: b.size)
+            best = min(fits, key=lambda m: m.nbytes)
             free.remove(best)
             return best
 
-    def _give_back(self, key: int, buffer: cl.Buffer) -> None:
+    def _give_back(self, key: int, mapped: np.ndarray) -> None:
         with self._lock:
             free = self._free.setdefault(key, [])
-            free.append(buffer)
+            free.append(mapped)
+            for dropped in free[: -self._max_free]:
+                self._buffers.pop(dropped.ctypes.data, None)
             del free[: -self._max_free]
 
 

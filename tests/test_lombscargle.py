@@ -211,6 +211,7 @@ def test_pinned_pool_recycles_buffers():
     view = first[3]
     del first
     assert pool._take(clperiod.device.get_context(info).int_ptr, 8000) is None  # view alive
+    assert view[0] == 1.0
     del view
     again = pool.empty(info, (10, 100), np.float64)
     assert again.__array_interface__["data"][0] == address
