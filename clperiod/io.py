@@ -1,0 +1,272 @@
+"""Read light-curve files into a :class:`~clperiod.catalog.Catalog`.
+
+Two layouts are supported:
+
+* the reference papers' CSV layout (:func:`read_lightcurve_csv`): no header,
+  one observation per line, ``objId, t, y`` or ``objId, t, y, dy`` separated
+  by a comma and optional spaces, the rows of one object contiguous;
+* long-format tables with a header (:func:`read_catalog`): CSV, or Parquet
+  when pyarrow (or pandas) is installed.
+
+The light curves bundled with clperiod (see ``clperiod/data/README.md``) are
+found with :func:`example_path` and loaded with :func:`load_example`.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import os
+import warnings
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+
+from .catalog import Catalog
+
+__all__ = ["EXAMPLES", "example_path", "load_example", "read_catalog", "read_lightcurve_csv"]
+
+#: Bundled example light curves: name -> file in ``clperiod/data``.
+EXAMPLES: dict[str, str] = {
+    "ida": "243_normalized_ztf_filter2.txt",
+    "8205": "8205_normalized.txt",
+    "8205_errors": "8205_normalized_with_error.txt",
+    "stripe82": "SDSS_stripe82_band_z.txt",
+}
+
+_PARQUET_SUFFIXES = (".parquet", ".pq")
+
+
+def example_path(name: str) -> Path:
+    """Path of a bundled example light-curve file.
+
+    Parameters
+    ----------
+    name : {"ida", "8205", "8205_errors", "stripe82"}
+        ``"ida"``: asteroid (243) Ida, ZTF r band, 29 points, t in JD.
+        ``"8205"`` / ``"8205_errors"``: a synthetic asteroid with a ZTF-like
+        cadence, 3555 points, without / with uncertainties.
+        ``"stripe82"``: 136 RR Lyrae stars of SDSS Stripe 82 (z band,
+        magnitudes with uncertainties, t in MJD).
+
+    Returns
+    -------
+    pathlib.Path
+
+    Raises
+    ------
+    ValueError
+        Unknown name.
+    """
+    try:
+        filename = EXAMPLES[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown example {name!r}; choose one of {', '.join(map(repr, EXAMPLES))}"
+        ) from None
+    return Path(__file__).resolve().parent / "data" / filename
+
+
+def load_example(name: str) -> Catalog:
+    """Load a bundled example as a :class:`Catalog` (see :func:`example_path`)."""
+    return read_lightcurve_csv(example_path(name))
+
+
+def read_lightcurve_csv(
+    path: str | os.PathLike[str],
+    *,
+    with_errors: bool | None = None,
+    nan_policy: str = "raise",
+) -> Catalog:
+    """Read a file in the papers' layout: ``objId, t, y[, dy]`` per line.
+
+    Fields are separated by a comma and optional spaces; there is no header
+    (lines starting with ``#`` are skipped). Rows of one object must be
+    contiguous. A ``.gz`` file is decompressed on the fly.
+
+    Parameters
+    ----------
+    path : path-like
+        The file.
+    with_errors : bool, optional
+        ``None`` (default): use the fourth column as ``dy`` when the file has
+        four columns. ``True``: require it. ``False``: ignore it if present.
+    nan_policy : {"raise", "omit"}
+        Passed to :meth:`Catalog.from_arrays`.
+
+    Returns
+    -------
+    Catalog
+        Object ids are integers when every id is an integer, else strings.
+
+    Raises
+    ------
+    ValueError
+        Not 3 or 4 columns, ``with_errors=True`` without a ``dy`` column,
+        unparsable numbers (the message names the row and column), or the
+        catalog checks of :meth:`Catalog.from_arrays`.
+    """
+    path = Path(path)
+    n_columns = len(_first_record(path).split(","))
+    if n_columns not in (3, 4):
+        raise ValueError(
+            f"{path}: expected 3 (objId, t, y) or 4 (objId, t, y, dy) comma-separated "
+            f"columns, found {n_columns}"
+        )
+    if with_errors and n_columns == 3:
+        raise ValueError(f"{path}: with_errors=True but the file has no dy column")
+    use_dy = n_columns == 4 and with_errors is not False
+    ids = _loadtxt(path, dtype=str, delimiter=",", usecols=0)
+    values = _load_columns(path, (1, 2, 3) if use_dy else (1, 2), delimiter=",")
+    dy = values[:, 2] if use_dy else None
+    return Catalog.from_arrays(
+        _object_ids(ids), values[:, 0], values[:, 1], dy, nan_policy=nan_policy
+    )
+
+
+def read_catalog(
+    path: str | os.PathLike[str],
+    id_col: str = "id",
+    t_col: str = "t",
+    y_col: str = "y",
+    dy_col: str | None = None,
+    *,
+    delimiter: str = ",",
+    sort: bool = False,
+    nan_policy: str = "raise",
+) -> Catalog:
+    """Read a long-format table (one row per observation, with a header).
+
+    Parameters
+    ----------
+    path : path-like
+        A CSV file with a header line (``.gz`` allowed), or a Parquet file
+        (suffix ``.parquet`` or ``.pq``; needs pyarrow, or pandas with a
+        Parquet engine).
+    id_col, t_col, y_col : str
+        Column names of the object id, time and value.
+    dy_col : str, optional
+        Column name of the uncertainties; None reads no uncertainties.
+    delimiter : str
+        CSV field separator.
+    sort : bool
+        Stable-sort the rows by object id first, for files whose objects are
+        not contiguous (the order of objects then follows the sorted ids).
+    nan_policy : {"raise", "omit"}
+        Passed to :meth:`Catalog.from_arrays`.
+
+    Returns
+    -------
+    Catalog
+
+    Raises
+    ------
+    ValueError
+        A named column is missing (the message lists the columns found), or
+        the catalog checks of :meth:`Catalog.from_arrays` fail (e.g. an
+        object's rows are not contiguous and ``sort`` is False).
+    ImportError
+        A Parquet file and neither pyarrow nor pandas is installed.
+    """
+    path = Path(path)
+    names = [id_col, t_col, y_col] + ([dy_col] if dy_col is not None else [])
+    if path.suffix.lower() in _PARQUET_SUFFIXES:
+        columns = _read_parquet(path, names)
+    else:
+        columns = _read_csv(path, names, delimiter)
+    ids = columns[0] if columns[0].dtype.kind in "iuf" else _object_ids(columns[0])
+    if sort:
+        order = np.argsort(ids, kind="stable")
+        columns = [column[order] for column in columns]
+        ids = ids[order]
+    dy = columns[3] if dy_col is not None else None
+    return Catalog.from_arrays(ids, columns[1], columns[2], dy, nan_policy=nan_policy)
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def _missing(path: Path, names: list[str], found: list[str]) -> None:
+    absent = [name for name in names if name not in found]
+    if absent:
+        raise ValueError(f"{path}: no column(s) {absent}; the file has columns {found}")
+
+
+def _read_csv(path: Path, names: list[str], delimiter: str) -> list[np.ndarray]:
+    with _open_text(path) as handle:
+        header = next(csv.reader(handle, delimiter=delimiter), None)
+    if header is None:
+        raise ValueError(f"{path}: empty file")
+    header = [name.strip() for name in header]
+    _missing(path, names, header)
+    index = [header.index(name) for name in names]
+    options = {"delimiter": delimiter, "skiprows": 1, "quotechar": '"'}
+    ids = _loadtxt(path, dtype=str, usecols=index[0], **options)
+    values = _load_columns(path, tuple(index[1:]), **options)
+    return [ids, *values.T]
+
+
+def _read_parquet(path: Path, names: list[str]) -> list[np.ndarray]:
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        pq = None
+    if pq is not None:
+        schema_names = pq.read_schema(path).names
+        _missing(path, names, schema_names)
+        table = pq.read_table(path, columns=names)
+        return [table.column(name).to_numpy() for name in names]
+    try:
+        import pandas as pd
+    except ImportError:
+        raise ImportError(
+            f"reading the Parquet file {path} needs pyarrow (pip install pyarrow) or pandas "
+            "with a Parquet engine"
+        ) from None
+    frame = pd.read_parquet(path)
+    _missing(path, names, list(frame.columns))
+    return [frame[name].to_numpy() for name in names]
+
+
+def _first_record(path: Path) -> str:
+    """The first line that is neither blank nor a ``#`` comment."""
+    with _open_text(path) as handle:
+        for line in handle:
+            text = line.split("#", 1)[0].strip()
+            if text:
+                return text
+    raise ValueError(f"{path}: no data rows")
+
+
+def _open_text(path: Path) -> IO[str]:
+    """Open a text file, decompressing ``.gz`` files."""
+    if path.suffix == ".gz":
+        return gzip.open(path, "rt")
+    return open(path)
+
+
+def _object_ids(raw: np.ndarray) -> np.ndarray:
+    """Integer ids when every id is an integer literal, else the stripped strings."""
+    ids = np.char.strip(raw.astype(str))
+    try:
+        return ids.astype(np.int64)
+    except (ValueError, OverflowError):
+        return ids
+
+
+def _loadtxt(path: Path, **kwargs: Any) -> np.ndarray:
+    """``np.loadtxt`` (at least 1-D) with the file named in parse errors."""
+    with warnings.catch_warnings():
+        # NumPy notes that comment/blank lines do not count towards its
+        # internal chunk size; irrelevant here.
+        warnings.filterwarnings("ignore", message="Input line", category=UserWarning)
+        try:
+            return np.loadtxt(path, ndmin=1, **kwargs)
+        except ValueError as error:
+            raise ValueError(f"{path}: {error}") from None
+
+
+def _load_columns(path: Path, columns: tuple[int, ...], **kwargs: Any) -> np.ndarray:
+    """Float64 columns of a delimited text file, shape (rows, len(columns))."""
+    return _loadtxt(path, dtype=np.float64, usecols=columns, **kwargs).reshape(-1, len(columns))
