@@ -241,12 +241,10 @@ class PinnedPool:
     def _take(self, key: int, nbytes: int) -> np.ndarray | None:
         with self._lock:
             free = self._free.get(key, [])
-            fits = [m for m in free if nbytes <= m.nbytes <= 2 * nbytes]
+            fits = [i for i, m in enumerate(free) if nbytes <= m.nbytes <= 2 * nbytes]
             if not fits:
                 return None
-            best = min(fits, key=lambda m: m.nbytes)
-            free.remove(best)
-            return best
+            return free.pop(min(fits, key=lambda i: free[i].nbytes))
 
     def _give_back(self, key: int, mapped: np.ndarray) -> None:
         with self._lock:

@@ -213,9 +213,13 @@ def test_pinned_pool_recycles_buffers():
     assert pool._take(clperiod.device.get_context(info).int_ptr, 8000) is None  # view alive
     assert view[0] == 1.0
     del view
+    other = pool.empty(info, (3, 100), np.float64)  # too small to take the 8000-byte buffer
     again = pool.empty(info, (10, 100), np.float64)
     assert again.__array_interface__["data"][0] == address
     assert again.shape == (10, 100) and again.dtype == np.float64
+    assert other.__array_interface__["data"][0] != address
+    del other, again
+    assert pool.empty(info, (9, 100), np.float64).__array_interface__["data"][0] == address
 
 
 # }}}
