@@ -5,7 +5,8 @@
 ##   real    -- "float" or "double": the arithmetic type of the kernel
 ##
 ## Provides: the fp64 pragma (only for double kernels), the ``real_t`` typedef,
-## ``REAL_NEG_INF`` and the range-reduced ``sincos_cycles`` below.
+## ``REAL_NEG_INF``, ``KAHAN_ADD`` (compensated summation) and the
+## range-reduced ``sincos_cycles`` below.
 <%def name="prelude(real)">
 % if real == "double":
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
@@ -13,6 +14,14 @@
 typedef ${real} real_t;
 #define REAL_NEG_INF (-INFINITY)
 #define TWO_PI_R ((real_t) 6.283185307179586476925286766559)
+// Kahan-compensated accumulation: sum += x, with the running rounding error
+// kept in comp (the build must not use -cl-fast-relaxed-math / -cl-unsafe-math).
+#define KAHAN_ADD(sum, comp, x) do { \
+        const real_t kahan_y = (x) - (comp); \
+        const real_t kahan_t = (sum) + kahan_y; \
+        (comp) = (kahan_t - (sum)) - kahan_y; \
+        (sum) = kahan_t; \
+    } while (0)
 ${sincos_cycles(real)}
 </%def>
 

@@ -12,6 +12,9 @@
 ##   recurrence     "chebyshev" (2 FMAs per step) | "rotation" (4 multiplies)
 ##   top_k          number of distinct peaks kept per object
 ##   write_power    also write the periodogram
+##   compensated    sum each staged block of points into block accumulators and
+##                  add those to the totals with Kahan compensation, so the
+##                  rounding error does not grow with the number of points
 ##
 ## Work decomposition: one work-group per (object, frequency tile). A tile is
 ## wg*m consecutive grid frequencies starting one bin before its first owned
@@ -133,13 +136,25 @@ void ls_tiles(
     const int col_b = lid % NB, col_a = lid / NB;
 % endif
 
+<%
+    sums = ("C", "S", "CC", "CS", "YC", "YS") if fit_mean else ("CC", "CS", "YC", "YS")
+    acc = "b" if compensated else "a"   # the accumulators the point loop adds into
+%>
 % for j in range(m):
-    real_t aC${j} = 0, aS${j} = 0, aCC${j} = 0, aCS${j} = 0, aYC${j} = 0, aYS${j} = 0;
+    real_t ${", ".join("a%s%d = 0" % (x, j) for x in sums)};
+%   if compensated:
+    real_t ${", ".join("e%s%d = 0" % (x, j) for x in sums)};
+%   endif
 % endfor
 
 % if use_local:
     for (int base = 0; base < n; base += TP) {
         const int count = min(TP, n - base);
+% if compensated:
+%   for j in range(m):
+        real_t ${", ".join("b%s%d = 0" % (x, j) for x in sums)};
+%   endfor
+% endif
         barrier(CLK_LOCAL_MEM_FENCE);
         for (int q = lid; q < count; q += WG) {
             const int g = start + base + q;
@@ -170,6 +185,11 @@ ${phase("(j - NB) * NB * M", "g", False)}
 % else:
     for (int base = 0; base < n; base += WG) {
         const int count = min(WG, n - base);
+% if compensated:
+%   for j in range(m):
+        real_t ${", ".join("b%s%d = 0" % (x, j) for x in sums)};
+%   endfor
+% endif
         const int off = start + base;
 <% src = lambda name: "pt_%s[off + i]" % name %>
         for (int i = 0; i < count; ++i) {
@@ -187,13 +207,13 @@ ${phase("k0", "off + i", True)}
             {
                 const real_t wc = w * c;
 %   if fit_mean:
-                aC${j} += wc;
-                aS${j} = fma(w, s, aS${j});
+                ${acc}C${j} += wc;
+                ${acc}S${j} = fma(w, s, ${acc}S${j});
 %   endif
-                aCC${j} = fma(wc, c, aCC${j});
-                aCS${j} = fma(wc, s, aCS${j});
-                aYC${j} = fma(wy, c, aYC${j});
-                aYS${j} = fma(wy, s, aYS${j});
+                ${acc}CC${j} = fma(wc, c, ${acc}CC${j});
+                ${acc}CS${j} = fma(wc, s, ${acc}CS${j});
+                ${acc}YC${j} = fma(wy, c, ${acc}YC${j});
+                ${acc}YS${j} = fma(wy, s, ${acc}YS${j});
             }
 %   if j < m - 1:
 %     if recurrence == "rotation" or j == 0:
@@ -216,6 +236,13 @@ ${phase("k0", "off + i", True)}
 %   endif
 % endfor
         }
+% if compensated:
+%   for j in range(m):
+%     for x in sums:
+        KAHAN_ADD(a${x}${j}, e${x}${j}, b${x}${j});
+%     endfor
+%   endfor
+% endif
     }
 
     // power of each strip bin from the 2x2 normal equations (tau-free form of

@@ -224,13 +224,16 @@ def lombscargle(
                     "use precision='fp32' or another device"
                 )
     prepared = _prepare(catalog, grid, options)
-    shape = _kernel_shape(devices, options)
+    compensated = _compensated(options, prepared)
+    shape = _kernel_shape(devices, options, compensated)
     batches = _plan(devices, shape, prepared, grid, options)
     power = _result_array(devices, (catalog.n_objects, grid.nf), options) if periodogram else None
     results = run_on_devices(
         devices,
         batches,
-        lambda info, batch: _run_batch(info, batch, shape, prepared, grid, options, power, profile),
+        lambda info, batch: _run_batch(
+            info, batch, shape, compensated, prepared, grid, options, power, profile
+        ),
     )
     top_val = np.concatenate([vals for vals, _, _ in results])
     top_idx = np.concatenate([idx for _, idx, _ in results])
@@ -416,7 +419,19 @@ def _wrap(cycles: np.ndarray) -> np.ndarray:
 # {{{ device work
 
 
-def _kernel_shape(devices: list[DeviceInfo], options: _Options) -> KernelShape:
+#: fp32 runs with an object longer than this sum in Kahan-compensated blocks
+#: (uncompensated fp32 sums lose ~N*eps; below this the error stays < 1e-6).
+COMPENSATE_ABOVE = 16384
+
+
+def _compensated(options: _Options, prepared: _Prepared) -> bool:
+    """Whether the fp32 kernel sums in Kahan-compensated blocks (long objects)."""
+    return not options.fp64 and int(np.diff(prepared.offsets).max(initial=0)) > COMPENSATE_ABOVE
+
+
+def _kernel_shape(
+    devices: list[DeviceInfo], options: _Options, compensated: bool
+) -> KernelShape:
     """One launch shape for all devices of a run (batches may go to any of them)."""
     # Measured (bench/results): 16 frequencies per work-item amortise the exact
     # seed sincos best on both the H100 and PoCL; GPUs want 128-wide groups,
@@ -424,10 +439,14 @@ def _kernel_shape(devices: list[DeviceInfo], options: _Options) -> KernelShape:
     gpu = all(info.kind == "gpu" for info in devices)
     if not gpu:
         return KernelShape(wg=16, m=16)
+    if compensated:  # three accumulator sets: halve the strip to stay in registers
+        return KernelShape(wg=256, m=8)
     return KernelShape(wg=128 if options.fp64 else 256, m=16)
 
 
-def _kernel_params(info: DeviceInfo, shape: KernelShape, options: _Options) -> dict:
+def _kernel_params(
+    info: DeviceInfo, shape: KernelShape, options: _Options, compensated: bool
+) -> dict:
     """Template parameters of the tile kernel on ``info``."""
     use_local = info.kind == "gpu" if options.memory == "auto" else options.memory == "local"
     return dict(
@@ -440,6 +459,7 @@ def _kernel_params(info: DeviceInfo, shape: KernelShape, options: _Options) -> d
         recurrence="chebyshev",
         top_k=options.top_k,
         write_power=options.periodogram,
+        compensated=compensated,
     )
 
 
@@ -476,6 +496,7 @@ def _run_batch(
     info: DeviceInfo,
     batch: Batch,
     shape: KernelShape,
+    compensated: bool,
     prepared: _Prepared,
     grid: FrequencyGrid,
     options: _Options,
@@ -493,7 +514,10 @@ def _run_batch(
     queue = get_queue(info, profiling=profile)
     copy_queue = get_queue(info, profiling=profile, role="copy")
     tiles, merge = kernels.get_kernels(
-        context, "lombscargle", ("ls_tiles", "ls_merge_topk"), **_kernel_params(info, shape, options)
+        context,
+        "lombscargle",
+        ("ls_tiles", "ls_merge_topk"),
+        **_kernel_params(info, shape, options, compensated),
     )
     dtype = options.dtype
     itemsize = np.dtype(dtype).itemsize

@@ -106,6 +106,22 @@ def test_fp32_power_tolerance_and_best_frequency(rng, memory):
     assert result.frequency_best[0] == grid.frequencies()[np.argmax(expected)]
 
 
+def test_fp32_long_light_curve_compensated(rng, monkeypatch):
+    t, y, dy = simulated(rng, n=20_000, baseline=1500.0, epoch=2_458_000.0, period=0.61)
+    grid = FrequencyGrid.from_range(0.1, 5.0, 1000)
+    expected = astropy_power(t, y, dy, grid.frequencies())
+    errors = {}
+    for threshold in (10**9, 1000):  # plain fp32 sums, then Kahan-compensated blocks
+        monkeypatch.setattr(LS_MODULE, "COMPENSATE_ABOVE", threshold)
+        for memory in ("local", "global"):
+            result = lombscargle(t, grid, y, dy, precision="fp32", periodogram=True, memory=memory)
+            errors[threshold, memory] = np.max(np.abs(result.power[0] - expected))
+            assert result.frequency_best[0] == grid.frequencies()[np.argmax(expected)]
+    for memory in ("local", "global"):
+        assert errors[1000, memory] < 1e-8
+        assert errors[1000, memory] < errors[10**9, memory] / 5
+
+
 # }}}
 
 # {{{ variants, catalogs, peaks
