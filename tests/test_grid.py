@@ -11,7 +11,7 @@ from astropy.timeseries import LombScargle
 from clperiod.catalog import Catalog
 from clperiod.grid import FrequencyGrid
 
-SDSS = Path("/work/shared/data/lightcurves/SDSS_stripe82_band_z.txt")
+SDSS = Path(__file__).resolve().parents[1] / "clperiod" / "data" / "SDSS_stripe82_band_z.txt"
 
 
 @pytest.fixture(scope="module")
