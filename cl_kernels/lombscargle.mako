@@ -9,7 +9,6 @@
 ##                  instead of reading it from global memory
 ##   fit_mean       floating-mean model (generalized LS) -> also accumulate C, S
 ##   normalization  "standard" | "model" | "log" | "psd"
-##   recurrence     "chebyshev" (2 FMAs per step) | "rotation" (4 multiplies)
 ##   top_k          number of distinct peaks kept per object
 ##   write_power    also write the periodogram
 ##   compensated    sum each staged block of points into block accumulators and
@@ -199,10 +198,8 @@ ${phase("k0", "off + i", True)}
 % endif
             const real_t cd = ${src("cd")}, sd = ${src("sd")};
             const real_t w = ${src("w")}, wy = ${src("wy")};
-% if recurrence == "chebyshev":
             const real_t two_cd = cd + cd;
             real_t c_prev = 0, s_prev = 0;
-% endif
 % for j in range(m):
             {
                 const real_t wc = w * c;
@@ -215,24 +212,20 @@ ${phase("k0", "off + i", True)}
                 ${acc}YC${j} = fma(wy, c, ${acc}YC${j});
                 ${acc}YS${j} = fma(wy, s, ${acc}YS${j});
             }
-%   if j < m - 1:
-%     if recurrence == "rotation" or j == 0:
-            {
+%   if j == 0 and m > 1:
+            {   // first step: exact rotation by (cos d, sin d)
                 const real_t c_next = c * cd - s * sd;
                 const real_t s_next = s * cd + c * sd;
-%       if recurrence == "chebyshev":
                 c_prev = c; s_prev = s;
-%       endif
                 c = c_next; s = s_next;
             }
-%     else:
-            {
+%   elif j < m - 1:
+            {   // Chebyshev recurrence: x[k+1] = 2 cos(d) x[k] - x[k-1]
                 const real_t c_next = fma(two_cd, c, -c_prev);
                 const real_t s_next = fma(two_cd, s, -s_prev);
                 c_prev = c; s_prev = s;
                 c = c_next; s = s_next;
             }
-%     endif
 %   endif
 % endfor
         }

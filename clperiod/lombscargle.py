@@ -456,7 +456,6 @@ def _kernel_params(
         use_local=use_local,
         fit_mean=options.fit_mean,
         normalization=options.normalization,
-        recurrence="chebyshev",
         top_k=options.top_k,
         write_power=options.periodogram,
         compensated=compensated,

@@ -1,0 +1,125 @@
+"""Kernel engine: template rendering, program caching, build errors; scheduler."""
+
+from __future__ import annotations
+
+import importlib
+import threading
+import time
+
+import numpy as np
+import pytest
+from mako.exceptions import TopLevelLookupException
+
+import clperiod
+from clperiod import kernels
+from clperiod.device import get_context
+from clperiod.scheduler import run_on_devices
+
+LS_PARAMS = dict(
+    real="double", wg=16, m=4, use_local=True, fit_mean=True, normalization="standard",
+    top_k=1, write_power=False, compensated=False,
+)
+
+
+@pytest.fixture
+def context():
+    return get_context(clperiod.select_devices()[0])
+
+
+def test_render_variants_differ_and_need_every_parameter():
+    fp64 = kernels.render("lombscargle", **LS_PARAMS)
+    fp32 = kernels.render("lombscargle", **{**LS_PARAMS, "real": "float"})
+    assert "cl_khr_fp64" in fp64 and "typedef double real_t" in fp64
+    assert "cl_khr_fp64" not in fp32 and "typedef float real_t" in fp32
+    incomplete = dict(LS_PARAMS)
+    del incomplete["top_k"]
+    with pytest.raises(NameError):  # strict_undefined: missing parameters fail at render time
+        kernels.render("lombscargle", **incomplete)
+    with pytest.raises(TopLevelLookupException):
+        kernels.render("no_such_template")
+
+
+def test_programs_cached_per_context_and_variant(context):
+    first = kernels.get_program(context, "lombscargle", **LS_PARAMS)
+    again = kernels.get_program(context, "lombscargle", **LS_PARAMS)
+    other = kernels.get_program(context, "lombscargle", **{**LS_PARAMS, "top_k": 2})
+    assert first is again and first is not other
+    tiles, = kernels.get_kernels(context, "lombscargle", ("ls_tiles",), **LS_PARAMS)
+    assert kernels.get_kernels(context, "lombscargle", ("ls_tiles",), **LS_PARAMS)[0] is tiles
+    seen = []
+    thread = threading.Thread(
+        target=lambda: seen.append(
+            kernels.get_kernels(context, "lombscargle", ("ls_tiles",), **LS_PARAMS)[0]
+        )
+    )
+    thread.start()
+    thread.join()
+    assert seen[0] is not tiles  # kernel objects are per thread
+
+
+def test_build_failure_reports_log_and_source(context, monkeypatch):
+    broken = "__kernel void k(__global float *x) { x[0] = undefined_name; }\n"
+    monkeypatch.setattr(kernels, "render", lambda template, **params: broken)
+    with pytest.raises(kernels.KernelBuildError) as info:
+        kernels.get_program(context, "broken_for_test", flag=True)
+    message = str(info.value)
+    assert "broken_for_test" in message and "build log" in message
+    path = message.split("rendered source: ")[1].split()[0]
+    with open(path) as handle:
+        assert handle.read() == broken
+
+
+def test_scheduler_keeps_order_and_spreads_items():
+    info = clperiod.select_devices()[0]
+    devices = [info, type(info)(**{**info.__dict__, "device_index": info.device_index})]
+    used = []
+
+    def work(device, item):
+        used.append(id(device))
+        time.sleep(0.002)  # let both workers take items
+        return item * item
+
+    assert run_on_devices(devices, list(range(50)), work) == [k * k for k in range(50)]
+    assert len(set(used)) == 2
+    assert run_on_devices(devices[:1], [3, 1, 2], work) == [9, 1, 4]
+
+
+def test_scheduler_reraises_worker_errors():
+    info = clperiod.select_devices()[0]
+
+    def work(device, item):
+        if item == 7:
+            raise ArithmeticError("item 7")
+        return item
+
+    with pytest.raises(ArithmeticError, match="item 7"):
+        run_on_devices([info, info], list(range(20)), work)
+    with pytest.raises(ArithmeticError):
+        run_on_devices([info], list(range(20)), work)
+
+
+def test_lombscargle_batches_on_two_workers_match_one(rng, monkeypatch):
+    """Batches spread over two worker threads give the single-worker result."""
+    info = clperiod.select_devices()[0]
+    small = type(info)(**{**info.__dict__, "global_mem": 60_000, "max_alloc": 30_000})
+    lcs = []
+    for k in range(8):
+        t = np.sort(rng.uniform(0, 50, 40 + 9 * k))
+        lcs.append((t, np.sin(t * (1 + k)) + rng.normal(0, 0.1, len(t)), np.full(len(t), 0.1)))
+    cat = clperiod.Catalog.from_lightcurves(lcs)
+    grid = clperiod.FrequencyGrid.from_range(0.05, 2.0, 700)
+    one = clperiod.lombscargle(cat, grid, device=info, periodogram=True, top_k=2)
+    ls_module = importlib.import_module("clperiod.lombscargle")
+    threads = set()
+    original = ls_module._run_batch
+
+    def spy(*args, **kwargs):
+        threads.add(threading.get_ident())
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(ls_module, "select_devices", lambda _: [small, small])
+    monkeypatch.setattr(ls_module, "_run_batch", spy)
+    two = clperiod.lombscargle(cat, grid, periodogram=True, top_k=2)
+    assert len(threads) == 2
+    np.testing.assert_array_equal(one.power, two.power)
+    np.testing.assert_array_equal(one.top_k_frequency, two.top_k_frequency)
