@@ -11,6 +11,7 @@
 ##   normalization  "standard" | "model" | "log" | "psd"
 ##   top_k          number of distinct peaks kept per object
 ##   write_power    also write the periodogram
+##   points_per_tile  observations staged per local-memory tile (local variant)
 ##   compensated    sum each staged block of points into block accumulators and
 ##                  add those to the totals with Kahan compensation, so the
 ##                  rounding error does not grow with the number of points
@@ -45,7 +46,7 @@ ${common.argmax_pairs(wg)}
     fp64 = real == "double"
     nb = min(wg, 16)
     na = wg // nb
-    tp = 32
+    tp = points_per_tile
 %>
 #define WG ${wg}
 #define M ${m}

@@ -14,6 +14,7 @@ Kuerster (2009) used by SciPy and astropy.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field
 from typing import Literal, get_args
@@ -154,6 +155,7 @@ def lombscargle(
     device=None,
     nan_policy: Literal["raise", "omit"] = "raise",
     profile: bool = False,
+    progress: bool = False,
 ) -> LombScargleResult:
     """Lomb-Scargle periodogram search of a light curve or a catalog.
 
@@ -198,6 +200,9 @@ def lombscargle(
     profile
         Time the kernels with OpenCL profiling events; the sums are reported
         in ``result.timings`` (seconds).
+    progress
+        Show a tqdm progress bar over the device batches (needs the
+        ``progress`` extra, ``pip install clperiod[progress]``).
 
     Returns
     -------
@@ -228,13 +233,15 @@ def lombscargle(
     shape = _kernel_shape(devices, options, compensated)
     batches = _plan(devices, shape, prepared, grid, options)
     power = _result_array(devices, (catalog.n_objects, grid.nf), options) if periodogram else None
-    results = run_on_devices(
-        devices,
-        batches,
-        lambda info, batch: _run_batch(
-            info, batch, shape, compensated, prepared, grid, options, power, profile
-        ),
-    )
+    with _progress_bar(progress, len(batches)) as bar:
+        results = run_on_devices(
+            devices,
+            batches,
+            lambda info, batch: _run_batch(
+                info, batch, shape, compensated, prepared, grid, options, power, profile
+            ),
+            progress=bar.update if bar is not None else None,
+        )
     top_val = np.concatenate([vals for vals, _, _ in results])
     top_idx = np.concatenate([idx for _, idx, _ in results])
     found = top_idx != _NO_PEAK
@@ -313,6 +320,22 @@ class _Options:
             int(top_k),
             bool(periodogram),
         )
+
+
+@contextlib.contextmanager
+def _progress_bar(enabled: bool, total: int):
+    """A tqdm bar over ``total`` batches, or None when disabled."""
+    if not enabled:
+        yield None
+        return
+    try:
+        from tqdm.auto import tqdm
+    except ImportError as error:
+        raise ImportError(
+            "progress=True needs tqdm: pip install clperiod[progress]"
+        ) from error
+    with tqdm(total=total, unit="batch", desc="lombscargle") as bar:
+        yield bar
 
 
 def _check_choice(name: str, value, kind) -> None:
@@ -459,6 +482,7 @@ def _kernel_params(
         top_k=options.top_k,
         write_power=options.periodogram,
         compensated=compensated,
+        points_per_tile=32,
     )
 
 

@@ -17,7 +17,7 @@ from clperiod.scheduler import run_on_devices
 
 LS_PARAMS = dict(
     real="double", wg=16, m=4, use_local=True, fit_mean=True, normalization="standard",
-    top_k=1, write_power=False, compensated=False,
+    top_k=1, write_power=False, compensated=False, points_per_tile=32,
 )
 
 

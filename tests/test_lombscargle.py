@@ -94,6 +94,14 @@ def test_real_light_curve_fp64_matches_astropy():
     assert_rel(result.power[0], astropy_power(t, y, dy, grid.frequencies()), 1e-9)
 
 
+def test_real_light_curve_standard_matches_scipy():
+    t, y, _ = load_example("ida").lightcurve(0)
+    grid = FrequencyGrid.from_range(1.0, 30.0, 5000)
+    result = lombscargle(t, grid, y, method="standard", normalization=None, periodogram=True)
+    expected = scipy.signal.lombscargle(t - t[0], y, 2 * np.pi * grid.frequencies())
+    assert_rel(result.power[0], expected, 1e-9)
+
+
 @pytest.mark.parametrize("memory", ["local", "global"])
 def test_fp32_power_tolerance_and_best_frequency(rng, memory):
     t, y, dy = simulated(rng, n=400, epoch=2_458_000.0)  # raw JD epochs
@@ -236,6 +244,14 @@ def test_pinned_pool_recycles_buffers():
     assert other.__array_interface__["data"][0] != address
     del other, again
     assert pool.empty(info, (9, 100), np.float64).__array_interface__["data"][0] == address
+
+
+def test_progress_bar_counts_batches(rng, capsys):
+    pytest.importorskip("tqdm")
+    cat = Catalog.from_lightcurves([simulated(rng, n=30) for _ in range(3)])
+    result = lombscargle(cat, FrequencyGrid.from_range(0.1, 2.0, 200), progress=True)
+    assert "1/1" in capsys.readouterr().err
+    assert (result.status == Status.OK).all()
 
 
 # }}}
