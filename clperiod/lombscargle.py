@@ -552,7 +552,8 @@ def _run_batch(
     mf = cl.mem_flags
 
     def upload(array: np.ndarray) -> cl.Buffer:
-        array = np.ascontiguousarray(array)
+        # a batch of degenerate objects has no points: OpenCL buffers cannot be empty
+        array = np.ascontiguousarray(array if len(array) else np.zeros(1, array.dtype))
         return cl.Buffer(context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=array)
 
     phases = [upload(prepared.point_arrays[name][r0:r1]) for name in _POINT_ORDER[options.fp64]]

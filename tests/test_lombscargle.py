@@ -322,6 +322,14 @@ def test_degenerate_objects_get_status_and_nan(rng):
     np.testing.assert_array_equal(result.power[3], single.power[0])
 
 
+def test_catalog_of_only_degenerate_objects():
+    grid = FrequencyGrid.from_range(0.1, 2.0, 100)
+    result = lombscargle(np.arange(3.0), grid, np.arange(3.0), periodogram=True, top_k=2)
+    assert result.status[0] == Status.TOO_FEW_POINTS
+    assert np.isnan(result.period).all() and np.isnan(result.top_k_power).all()
+    assert np.isnan(result.power).all()
+
+
 def test_nan_policy(rng):
     t, y, dy = simulated(rng, n=50)
     y = y.copy()
