@@ -1,0 +1,1 @@
+"""Independent pure NumPy/Python reference implementations used by the test suite."""
