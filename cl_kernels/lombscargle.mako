@@ -202,17 +202,11 @@ ${phase("k0", "off + i", True)}
             const real_t two_cd = cd + cd;
             real_t c_prev = 0, s_prev = 0;
 % for j in range(m):
-            {
-                const real_t wc = w * c;
-%   if fit_mean:
-                ${acc}C${j} += wc;
-                ${acc}S${j} = fma(w, s, ${acc}S${j});
-%   endif
-                ${acc}CC${j} = fma(wc, c, ${acc}CC${j});
-                ${acc}CS${j} = fma(wc, s, ${acc}CS${j});
-                ${acc}YC${j} = fma(wy, c, ${acc}YC${j});
-                ${acc}YS${j} = fma(wy, s, ${acc}YS${j});
-            }
+<%
+    # advance the phasor first and accumulate the saved one, so the
+    # accumulations of bin j overlap the recurrence latency of bin j + 1
+    cur_c, cur_s = ("c_prev", "s_prev") if j < m - 1 else ("c", "s")
+%>
 %   if j == 0 and m > 1:
             {   // first step: exact rotation by (cos d, sin d)
                 const real_t c_next = c * cd - s * sd;
@@ -228,6 +222,17 @@ ${phase("k0", "off + i", True)}
                 c = c_next; s = s_next;
             }
 %   endif
+            {
+                const real_t wc = w * ${cur_c};
+%   if fit_mean:
+                ${acc}C${j} += wc;
+                ${acc}S${j} = fma(w, ${cur_s}, ${acc}S${j});
+%   endif
+                ${acc}CC${j} = fma(wc, ${cur_c}, ${acc}CC${j});
+                ${acc}CS${j} = fma(wc, ${cur_s}, ${acc}CS${j});
+                ${acc}YC${j} = fma(wy, ${cur_c}, ${acc}YC${j});
+                ${acc}YS${j} = fma(wy, ${cur_s}, ${acc}YS${j});
+            }
 % endfor
         }
 % if compensated:
