@@ -164,18 +164,14 @@ class _Run:
         return cl.Buffer(self.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
                          hostbuf=array)
 
-    def _outputs(self, nf: int):
-        total = nf * len(self.catalog.t)
-        base = self._upload((nf * self.catalog.offsets[:-1]).astype(np.int64))
-        phase = cl_array.empty(self.queue, total, self.dtype)
-        index = cl_array.empty(self.queue, total, np.int32)
-        return base, phase, index
-
     def bitonic(self, k0: int, nf: int) -> tuple[np.ndarray, np.ndarray]:
         (kernel,) = kernels.get_kernels(
             self.context, "sort", ("fold_sort_local",), real=self.real, wg=_WG, nmax=BITONIC_MAX
         )
-        base, phase, order = self._outputs(nf)
+        total = nf * len(self.catalog.t)
+        base = self._upload((nf * self.catalog.offsets[:-1]).astype(np.int64))
+        phase = cl_array.empty(self.queue, total, self.dtype)
+        order = cl_array.empty(self.queue, total, np.int32)
         kernel.set_args(*self.phase_args, *self.objs, base, np.int32(k0), np.int32(nf),
                         phase.data, order.data)
         groups = self.catalog.n_objects * nf
@@ -186,9 +182,17 @@ class _Run:
         (kernel,) = kernels.get_kernels(
             self.context, "sort", ("fold",), real=self.real, wg=_WG, nmax=BITONIC_MAX
         )
-        base, phase, index = self._outputs(nf)
-        seg = cl_array.empty(self.queue, phase.size, np.int32)
         n_obj = self.catalog.n_objects
+        n_seg = n_obj * nf
+        total = nf * len(self.catalog.t)
+        # pyopencl's scan asserts when an array is short compared with its
+        # interval count (3 per compute unit) on wide GPUs: pad with entries
+        # that sort last (phase +inf, segment n_seg) and drop them afterwards.
+        padded = max(total, 2 * (3 * self.info.compute_units) ** 2)
+        base = self._upload((nf * self.catalog.offsets[:-1]).astype(np.int64))
+        phase = cl_array.empty(self.queue, padded, self.dtype).fill(np.inf)
+        index = cl_array.zeros(self.queue, padded, np.int32)
+        seg = cl_array.empty(self.queue, padded, np.int32).fill(n_seg)
         longest = int(self.catalog.lengths.max())
         kernel.set_args(*self.phase_args, *self.objs, base, np.int32(k0), np.int32(nf),
                         np.int32(n_obj), phase.data, index.data, seg.data)
@@ -196,10 +200,9 @@ class _Run:
         by_phase, by_segment = _radix_sorters(self.context, self.real)
         (phase, index, seg), _ = by_phase(phase, index, seg, queue=self.queue,
                                           key_bits=64 if self.fp64 else 32)
-        seg_bits = max(1, int(n_obj * nf - 1).bit_length())
         (phase, index, seg), _ = by_segment(phase, index, seg, queue=self.queue,
-                                            key_bits=seg_bits)
-        return phase.get(), index.get()
+                                            key_bits=int(n_seg).bit_length())
+        return phase[:total].get(), index[:total].get()
 
 
 @functools.cache
