@@ -389,7 +389,7 @@ def _prepare(catalog: Catalog, grid: FrequencyGrid, options: _Options) -> _Prepa
 
     t, y = catalog.t, catalog.y
     use_dy = options.method == "generalized" and catalog.dy is not None
-    w = catalog.dy**-2.0 if use_dy else np.ones_like(t)
+    w = 1.0 / (catalog.dy * catalog.dy) if use_dy else np.ones_like(t)
     with np.errstate(invalid="ignore", divide="ignore"):
         wn = w / _segment_sum(w, offsets)[owner]
         if options.fit_mean or options.center_data:
