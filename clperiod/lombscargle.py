@@ -39,6 +39,8 @@ Memory = Literal["auto", "local", "global"]
 #: Largest ``top_k`` (peaks are kept in private arrays of this length).
 MAX_TOP_K = 64
 _NO_PEAK = np.iinfo(np.int32).max
+#: Largest grid: frequency indices (plus a tile of halo) must fit an int32.
+MAX_NF = 2**31 - 2**16
 
 
 @dataclass(frozen=True)
@@ -220,6 +222,9 @@ def lombscargle(
     )
     if not isinstance(grid, FrequencyGrid):
         raise TypeError(f"grid must be a FrequencyGrid, got {type(grid).__name__}")
+    if grid.nf > MAX_NF:
+        raise ValueError(f"grids of more than {MAX_NF} frequencies are not supported "
+                         f"(int32 frequency indices); split the range, got nf={grid.nf}")
     devices = select_devices(device)
     if options.fp64:
         for info in devices:

@@ -373,6 +373,8 @@ def test_bad_arrays(rng):
         lombscargle(t, grid)
     with pytest.raises(TypeError):
         lombscargle(t, (0.1, 1.0, 10), y, dy)
+    with pytest.raises(ValueError, match="nf"):
+        lombscargle(t, FrequencyGrid.from_step(0.1, 1e-9, 2**31 - 1), y, dy)
 
 
 def test_fp64_on_device_without_fp64(monkeypatch, rng):
