@@ -211,6 +211,15 @@ def test_small_memory_budget_batches_and_chunks(rng, monkeypatch):
     np.testing.assert_array_equal(split.top_k_frequency, full.top_k_frequency)
 
 
+def test_object_larger_than_the_device_is_a_clear_error(rng, monkeypatch):
+    info = clperiod.select_devices()[0]
+    tiny = type(info)(**{**info.__dict__, "global_mem": 4_000, "max_alloc": 2_000})
+    monkeypatch.setattr(LS_MODULE, "select_devices", lambda _: [tiny])
+    t, y, dy = simulated(rng, n=500)
+    with pytest.raises(MemoryError, match="500 points"):
+        lombscargle(t, FrequencyGrid.from_range(0.1, 1.0, 100), y, dy)
+
+
 def test_periodogram_overlap_chunks_of_rows(rng, monkeypatch):
     cat = Catalog.from_lightcurves([simulated(rng, n=30 + k, period=1 + k) for k in range(20)])
     grid = FrequencyGrid.from_range(0.05, 3.0, 3000)
