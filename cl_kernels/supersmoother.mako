@@ -1,0 +1,178 @@
+//CL//
+## SuperSmoother building blocks: running weighted-line windows and the
+## single-pass "generalized validation" smoother (seed spec §2.2, §4).
+##
+## Render parameters (strict_undefined):
+##   real    "float" | "double"
+##
+## The smoother is a Mako def over accessor expressions, so the same code can
+## read sorted points from global memory (``sp_smooth_batch`` below) or from
+## local memory inside a fused fold-sort-smooth kernel.
+<%namespace name="common" file="common.mako"/>
+${common.prelude(real)}
+<%
+    def lit(value):
+        """A literal of the kernel's real type."""
+        return repr(float(value)) + ("f" if real == "float" else "")
+%>
+
+// Running statistics of a weighted straight-line fit to a moving window:
+// total weight, weighted means and centred sums (spec §2.2; vyy for §4.2).
+typedef struct {
+    real_t wt, xbar, ybar, vxx, vxy, vyy;
+} window_t;
+
+inline void win_seed(window_t *s, const real_t xi, const real_t eta, const real_t om)
+{
+    s->wt = om; s->xbar = xi; s->ybar = eta;
+    s->vxx = 0; s->vxy = 0; s->vyy = 0;
+}
+
+// Add a point: means first, then the sums with the new means.
+inline void win_add(window_t *s, const real_t xi, const real_t eta, const real_t om)
+{
+    const real_t wold = s->wt;
+    s->wt = wold + om;
+    if (s->wt > 0) {
+        s->xbar = (wold * s->xbar + om * xi) / s->wt;
+        s->ybar = (wold * s->ybar + om * eta) / s->wt;
+    }
+    if (wold > 0) {
+        const real_t c = s->wt * om * (xi - s->xbar) / wold;
+        s->vxx += c * (xi - s->xbar);
+        s->vxy += c * (eta - s->ybar);
+        s->vyy += s->wt * om * (eta - s->ybar) * (eta - s->ybar) / wold;
+    }
+}
+
+// Remove a point: sums first with the old means, then the means.
+inline void win_remove(window_t *s, const real_t xi, const real_t eta, const real_t om)
+{
+    const real_t wold = s->wt;
+    s->wt = wold - om;
+    if (s->wt > 0) {
+        const real_t c = wold * om * (xi - s->xbar) / s->wt;
+        s->vxx -= c * (xi - s->xbar);
+        s->vxy -= c * (eta - s->ybar);
+        s->vyy -= wold * om * (eta - s->ybar) * (eta - s->ybar) / s->wt;
+        s->xbar = (wold * s->xbar - om * xi) / s->wt;
+        s->ybar = (wold * s->ybar - om * eta) / s->wt;
+    }
+}
+
+inline real_t win_slope(const window_t *s, const real_t vsml)
+{
+    return s->vxx > vsml ? s->vxy / s->vxx : (real_t) 0;
+}
+
+// Leverage per unit weight: 1/wt + (x - xbar)^2 / vxx, each term guarded.
+inline real_t win_hat(const window_t *s, const real_t xj, const real_t vsml)
+{
+    real_t h = s->wt > 0 ? 1 / s->wt : (real_t) 0;
+    if (s->vxx > vsml)
+        h += (xj - s->xbar) * (xj - s->xbar) / s->vxx;
+    return h;
+}
+
+## Single-pass smoother of n points sorted by phase x in [0, 1) (spec §4).
+## X(i), Y(i), W(i) are accessor expression templates with "{}" for the index
+## (0 <= index < n); OUT is an assignment template "{j}" / "{v}" that stores
+## the smoothed value v of point j. Periodic windows wrap once: a point taken
+## from below index 0 enters with x - 1, from above n - 1 with x + 1.
+<%def name="single_pass(X, Y, W, n, alpha, OUT)">
+    {
+        const int sp_n = ${n};
+        const int sp_alpha = (int) fmin(fmax((real_t) (${alpha}), (real_t) 0), (real_t) 10);
+        // h = max(2, floor(span n / 2 + 1/2)) for spans 0.05, 0.2, 0.5, in
+        // integers (equal to the reference's double expression for every n)
+        int sp_h[3];
+        sp_h[0] = max(2, (sp_n + 20) / 40);
+        sp_h[1] = max(2, (sp_n + 5) / 10);
+        sp_h[2] = max(2, (sp_n + 2) / 4);
+        if (sp_n <= 9) {
+            // h0 = h1 = h2 = 2: the blend is 0/0 (spec §4.4)
+            for (int j = 0; j < sp_n; ++j) {
+                const real_t v = NAN;
+                ${OUT.format(j="j", v="v")};
+            }
+        } else {
+            const real_t scale = ${X.format("3 * (sp_n / 4) - 1")} - ${X.format("sp_n / 4 - 1")};
+            const real_t vsml = ${lit(1e-6)} * scale * scale;
+            window_t win[3];
+            for (int k = 0; k < 3; ++k) {
+                const int hk = sp_h[k];
+                int i = -hk - 1 + sp_n;
+                win_seed(&win[k], ${X.format("i")} - 1, ${Y.format("i")}, ${W.format("i")});
+                for (int v = -hk; v < hk; ++v) {
+                    const int u = v < 0 ? v + sp_n : v;
+                    const real_t shift = v < 0 ? (real_t) -1 : (real_t) 0;
+                    win_add(&win[k], ${X.format("u")} + shift, ${Y.format("u")}, ${W.format("u")});
+                }
+            }
+            for (int j = 0; j < sp_n; ++j) {
+                for (int k = 0; k < 3; ++k) {
+                    const int leaving = j - sp_h[k] - 1;
+                    const int uo = leaving < 0 ? leaving + sp_n : leaving;
+                    win_remove(&win[k], ${X.format("uo")} + (leaving < 0 ? (real_t) -1 : (real_t) 0),
+                               ${Y.format("uo")}, ${W.format("uo")});
+                    const int entering = j + sp_h[k];
+                    const int ui = entering >= sp_n ? entering - sp_n : entering;
+                    win_add(&win[k], ${X.format("ui")} + (entering >= sp_n ? (real_t) 1 : (real_t) 0),
+                            ${Y.format("ui")}, ${W.format("ui")});
+                }
+                const real_t xj = ${X.format("j")}, wj = ${W.format("j")};
+                real_t fit[3], score[3];
+                for (int k = 0; k < 3; ++k) {
+                    const real_t b = win_slope(&win[k], vsml);
+                    fit[k] = b * (xj - win[k].xbar) + win[k].ybar;
+                    real_t r = win[0].vyy - 2 * b * win[0].vxy + b * b * win[0].vxx;
+                    if (k > 0) {
+                        const real_t d = win[k].ybar - win[0].ybar - b * (win[k].xbar - win[0].xbar);
+                        r += d * d * win[0].wt;
+                    }
+                    const real_t gap = 1 - wj * win_hat(&win[k], xj, vsml);
+                    score[k] = fabs(r) / (gap * gap);
+                }
+                real_t gmin = ${lit(1e20)}, big_h = (real_t) sp_h[2];
+                for (int k = 0; k < 3; ++k) {
+                    if (score[k] < gmin) {
+                        gmin = score[k];
+                        big_h = (real_t) (sp_h[1] + sp_h[k]) / 2;
+                    }
+                }
+                real_t ratio = sqrt(gmin / score[2]);
+                if (ratio < ${lit(1e-7)})  // a NaN ratio stays NaN, as in the reference code
+                    ratio = ${lit(1e-7)};
+                big_h += (sp_h[2] - big_h) * pow(ratio, (real_t) (10 - sp_alpha));
+                real_t f = big_h - sp_h[1];
+                real_t v;
+                if (f < 0) {
+                    f = f / (real_t) (sp_h[0] - sp_h[1]);
+                    v = (1 - f) * fit[1] + f * fit[0];
+                } else {
+                    f = f / (real_t) (sp_h[2] - sp_h[1]);
+                    v = (1 - f) * fit[1] + f * fit[2];
+                }
+                ${OUT.format(j="j", v="v")};
+            }
+        }
+    }
+</%def>
+
+// One work-item per problem: problem p holds points offsets[p] .. offsets[p+1]
+// of x (sorted phases), y and w; smo receives the smoothed values.
+__kernel void sp_smooth_batch(
+    __global const real_t *restrict x,
+    __global const real_t *restrict y,
+    __global const real_t *restrict w,
+    __global const int *restrict offsets,
+    const int n_problems,
+    const real_t alpha,
+    __global real_t *restrict smo)
+{
+    const int p = get_global_id(0);
+    if (p >= n_problems)
+        return;
+    const int o = offsets[p];
+${single_pass("x[o + ({})]", "y[o + ({})]", "w[o + ({})]", "offsets[p + 1] - o", "alpha", "smo[o + {j}] = {v}")}
+}

@@ -1,0 +1,110 @@
+"""SuperSmoother smoothing kernels on the device (building blocks of the search).
+
+:func:`single_pass_smooth` runs the single-pass "generalized validation"
+SuperSmoother (seed spec §4) on many independent problems at once, one
+work-item each: points already sorted by phase in ``[0, 1)``, periodic
+windows. The same code (a Mako def in ``cl_kernels/supersmoother.mako``) is
+meant to be inlined into the fused fold-sort-smooth period-search kernel.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+import pyopencl as cl
+
+from . import kernels
+from .device import get_context, get_queue, select_devices
+
+__all__ = ["single_pass_smooth"]
+
+
+def single_pass_smooth(
+    x: np.ndarray,
+    y: np.ndarray,
+    w: np.ndarray,
+    offsets: np.ndarray,
+    alpha: float = 9.0,
+    *,
+    precision: Literal["fp64", "fp32"] = "fp64",
+    device=None,
+) -> np.ndarray:
+    """Smooth every problem ``offsets[p]:offsets[p+1]`` of ``(x, y, w)``.
+
+    Parameters
+    ----------
+    x
+        Phases in ``[0, 1)``, ascending within each problem.
+    y, w
+        Ordinates and weights (``w > 0``).
+    offsets
+        ``(n_problems + 1,)`` problem boundaries, ``offsets[0] = 0``.
+    alpha
+        Bass enhancement in ``[0, 10]``; truncated to an integer (spec §4.1).
+    precision
+        ``"fp64"`` or ``"fp32"``.
+    device
+        Device selection; the first selected device is used.
+
+    Returns
+    -------
+    ndarray
+        The smoothed values (NaN for problems of at most 9 points, spec §4.4).
+
+    Raises
+    ------
+    ValueError
+        Mismatched lengths, bad offsets, unsorted or out-of-range phases,
+        non-positive or non-finite weights, alpha outside [0, 10], fp64 on a
+        device without it.
+    """
+    x, y, w = (np.asarray(a, dtype=np.float64) for a in (x, y, w))
+    offsets = np.asarray(offsets, dtype=np.int64)
+    _validate(x, y, w, offsets, alpha, precision)
+    info = select_devices(device)[0]
+    fp64 = precision == "fp64"
+    if fp64 and not info.fp64:
+        raise ValueError(f"precision='fp64' needs double precision, which {info.label} lacks")
+    dtype = np.float64 if fp64 else np.float32
+    out = np.empty(len(x), dtype=dtype)
+    if len(x) == 0:
+        return out
+    context, queue = get_context(info), get_queue(info)
+    (kernel,) = kernels.get_kernels(
+        context, "supersmoother", ("sp_smooth_batch",), real="double" if fp64 else "float"
+    )
+    mf = cl.mem_flags
+    buffers = [
+        cl.Buffer(context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=np.ascontiguousarray(a))
+        for a in (x.astype(dtype), y.astype(dtype), w.astype(dtype), offsets.astype(np.int32))
+    ]
+    smo = cl.Buffer(context, mf.WRITE_ONLY, out.nbytes)
+    n_problems = len(offsets) - 1
+    kernel.set_args(*buffers, np.int32(n_problems), dtype(alpha), smo)
+    cl.enqueue_nd_range_kernel(queue, kernel, (n_problems,), None)
+    cl.enqueue_copy(queue, out, smo, is_blocking=True)
+    return out
+
+
+def _validate(x, y, w, offsets, alpha, precision) -> None:
+    if precision not in ("fp64", "fp32"):
+        raise ValueError(f"precision must be 'fp64' or 'fp32', got {precision!r}")
+    if not (x.ndim == y.ndim == w.ndim == 1) or not (len(x) == len(y) == len(w)):
+        raise ValueError("x, y and w must be 1-D arrays of one length")
+    if offsets.ndim != 1 or len(offsets) < 1 or offsets[0] != 0 or offsets[-1] != len(x):
+        raise ValueError("offsets must start at 0 and end at len(x)")
+    if np.any(np.diff(offsets) < 0):
+        raise ValueError("offsets must be non-decreasing")
+    if not (np.isfinite(x).all() and np.isfinite(y).all() and np.isfinite(w).all()):
+        raise ValueError("x, y and w must be finite")
+    if np.any((x < 0) | (x >= 1)):
+        raise ValueError("phases x must lie in [0, 1)")
+    if np.any(w <= 0):
+        raise ValueError("the single-pass smoother needs weights w > 0")
+    inside = np.ones(max(len(x) - 1, 0), dtype=bool)
+    inside[offsets[1:-1][offsets[1:-1] > 0] - 1] = False  # no order across problem boundaries
+    if np.any(np.diff(x)[inside] < 0):
+        raise ValueError("phases must be ascending within each problem")
+    if not 0 <= alpha <= 10:
+        raise ValueError(f"alpha must be in [0, 10], got {alpha}")
