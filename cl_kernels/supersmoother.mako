@@ -4,6 +4,8 @@
 ##
 ## Render parameters (strict_undefined):
 ##   real    "float" | "double"
+##   wg      work-group size of the fused search (frequencies per group)
+##   nmax    most points per light curve in the fused search (power of two)
 ##
 ## The smoother is a Mako def over accessor expressions, so the same code can
 ## read sorted points from global memory (``sp_smooth_batch`` below) or from
@@ -175,4 +177,118 @@ __kernel void sp_smooth_batch(
         return;
     const int o = offsets[p];
 ${single_pass("x[o + ({})]", "y[o + ({})]", "w[o + ({})]", "offsets[p + 1] - o", "alpha", "smo[o + {j}] = {v}")}
+}
+
+<%def name="fold_phase_fn()">
+// Phase in [0, 1) of grid index k at point g (as in sort.mako).
+% if real == "double":
+inline double sp_fold(__global const double *pt_t, const int g, const double fmin,
+                      const double df, const int k)
+{
+    const double f = fmin + (double) k * df;
+    const double tt = pt_t[g];
+    double r = fma(tt, f, -floor(tt * f));
+% else:
+inline float sp_fold(__global const float *pt_a, __global const float *pt_bh,
+                     __global const float *pt_bl, const int g, const int k)
+{
+    const float kf = (float) k;
+    const float bh = pt_bh[g];
+    const float p = kf * bh;
+    const float e = fma(kf, bh, -p);
+    float r = (p - floor(p)) + (e + fma(kf, pt_bl[g], pt_a[g]));
+    r -= floor(r);
+% endif
+    if (r < 0)
+        r += 1;
+    if (r >= 1)
+        r -= 1;
+    return r;
+}
+</%def>
+${fold_phase_fn()}
+
+#define SP_WG ${wg}
+#define SP_NMAX ${nmax}
+#define KEY_SHIFT 16
+// phases are quantised to 48 (fp64) or 32 (fp32) bits for the sort keys;
+// both are exact for fp32 phases and within 2^-48 for fp64 ones
+#define PHASE_SCALE ${"281474976710656.0" if real == "double" else "4294967296.0f"}
+
+// Single-pass SuperSmoother periodogram, fused: one work-group per (object,
+// block of SP_WG frequencies), one work-item per frequency. Each work-item
+// folds the object's points into its own slice of local memory as packed keys
+// (48-bit phase | 16-bit index: a stable order), sorts the slice with a
+// sequential bitonic network, and sweeps the smoother over it, accumulating
+// chi^2 on the fly; phases never reach global memory. Slices are interleaved
+// (element i of work-item l at i * SP_WG + l) so accesses hit distinct banks.
+__kernel __attribute__((reqd_work_group_size(SP_WG, 1, 1)))
+void sp_search_local(
+% if real == "double":
+    __global const double *restrict pt_t, const double grid_fmin, const double grid_df,
+% else:
+    __global const float *restrict pt_a, __global const float *restrict pt_bh,
+    __global const float *restrict pt_bl,
+% endif
+    __global const real_t *restrict pt_y,
+    __global const real_t *restrict pt_w,
+    __global const int *restrict obj_start,
+    __global const int *restrict obj_n,
+    __global const real_t *restrict obj_chi0,
+    const int blocks_per_object, const int nf, const real_t alpha,
+    __global real_t *restrict power)
+{
+    __local ulong l_key[SP_NMAX * SP_WG];
+    __local real_t l_y[SP_NMAX], l_w[SP_NMAX];
+    const int lid = get_local_id(0);
+    const int obj = get_group_id(0) / blocks_per_object;
+    const int k = (get_group_id(0) % blocks_per_object) * SP_WG + lid;
+    const int start = obj_start[obj], n = obj_n[obj];
+    for (int i = lid; i < n; i += SP_WG) {
+        l_y[i] = pt_y[start + i];
+        l_w[i] = pt_w[start + i];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (k >= nf)
+        return;  // no barrier follows
+    int n_pad = 1;
+    while (n_pad < n)
+        n_pad <<= 1;
+    for (int i = 0; i < n_pad; ++i) {
+        ulong key = ULONG_MAX;
+        if (i < n) {
+% if real == "double":
+            const double ph = sp_fold(pt_t, start + i, grid_fmin, grid_df, k);
+% else:
+            const float ph = sp_fold(pt_a, pt_bh, pt_bl, start + i, k);
+% endif
+            key = (convert_ulong(ph * PHASE_SCALE) << KEY_SHIFT) | (ulong) i;
+        }
+        l_key[i * SP_WG + lid] = key;
+    }
+    for (int size = 2; size <= n_pad; size <<= 1) {
+        for (int stride = size >> 1; stride > 0; stride >>= 1) {
+            for (int i = 0; i < n_pad / 2; ++i) {
+                const int lo = 2 * i - (i & (stride - 1));
+                const int hi = lo + stride;
+                const ulong a = l_key[lo * SP_WG + lid], b = l_key[hi * SP_WG + lid];
+                if ((a > b) == ((lo & size) == 0)) {
+                    l_key[lo * SP_WG + lid] = b;
+                    l_key[hi * SP_WG + lid] = a;
+                }
+            }
+        }
+    }
+    real_t chi2 = 0;
+<%
+    key = "l_key[({}) * SP_WG + lid]"
+    X = "((real_t) (%s >> KEY_SHIFT) / PHASE_SCALE)" % key
+    Y = "l_y[(int) (%s & 0xFFFF)]" % key
+    W = "l_w[(int) (%s & 0xFFFF)]" % key
+    OUT = ("{{ const real_t res = %s - {v}; chi2 += %s * res * res; }}"
+           % (Y.replace("{}", "{j}"), W.replace("{}", "{j}")))
+%>
+${single_pass(X, Y, W, "n", "alpha", OUT)}
+    const real_t chi0 = obj_chi0[obj];
+    power[(long) obj * nf + k] = (real_t) 0.5 * n * (chi0 - chi2 / n) / chi0;
 }

@@ -22,7 +22,7 @@ from mako.lookup import TemplateLookup
 
 __all__ = ["KernelBuildError", "kernel_dir", "render", "get_kernels"]
 
-_LOG_LINE = re.compile(r"<(?:source|kernel)>:(\d+):|:(\d+):\d+: (?:error|warning)")
+_LOG_LINE = re.compile(r"<(?:source|kernel)>:(\d+):|\.cl:(\d+):\d+:")
 
 
 class KernelBuildError(RuntimeError):

@@ -1,10 +1,11 @@
-"""SuperSmoother smoothing kernels on the device (building blocks of the search).
+"""SuperSmoother kernels on the device (building blocks of the period search).
 
 :func:`single_pass_smooth` runs the single-pass "generalized validation"
 SuperSmoother (seed spec §4) on many independent problems at once, one
 work-item each: points already sorted by phase in ``[0, 1)``, periodic
-windows. The same code (a Mako def in ``cl_kernels/supersmoother.mako``) is
-meant to be inlined into the fused fold-sort-smooth period-search kernel.
+windows. :func:`single_pass_periodogram` inlines the same smoother (a Mako def
+in ``cl_kernels/supersmoother.mako``) into a fused fold-sort-smooth kernel for
+light curves that fit local memory.
 """
 
 from __future__ import annotations
@@ -15,9 +16,19 @@ import numpy as np
 import pyopencl as cl
 
 from . import kernels
+from .catalog import Catalog
 from .device import get_context, get_queue, select_devices
+from .grid import FrequencyGrid
 
-__all__ = ["single_pass_smooth"]
+__all__ = ["single_pass_smooth", "single_pass_periodogram", "FUSED_MAX_POINTS"]
+
+#: Longest light curve of the fused (local-memory) search kernel.
+FUSED_MAX_POINTS = 128
+_WG = 32
+
+
+def _params(fp64: bool) -> dict:
+    return dict(real="double" if fp64 else "float", wg=_WG, nmax=FUSED_MAX_POINTS)
 
 
 def single_pass_smooth(
@@ -72,7 +83,7 @@ def single_pass_smooth(
         return out
     context, queue = get_context(info), get_queue(info)
     (kernel,) = kernels.get_kernels(
-        context, "supersmoother", ("sp_smooth_batch",), real="double" if fp64 else "float"
+        context, "supersmoother", ("sp_smooth_batch",), **_params(fp64)
     )
     mf = cl.mem_flags
     buffers = [
@@ -108,3 +119,77 @@ def _validate(x, y, w, offsets, alpha, precision) -> None:
         raise ValueError("phases must be ascending within each problem")
     if not 0 <= alpha <= 10:
         raise ValueError(f"alpha must be in [0, 10], got {alpha}")
+
+
+def single_pass_periodogram(
+    catalog: Catalog,
+    grid: FrequencyGrid,
+    alpha: float = 9.0,
+    *,
+    precision: Literal["fp64", "fp32"] = "fp64",
+    device=None,
+) -> np.ndarray:
+    """Single-pass SuperSmoother periodogram of every object (fused kernel).
+
+    Folds (phase of ``t - t0``, ``t0`` = earliest time), sorts (stable) and
+    smooths in local memory, one work-item per (object, frequency), and
+    returns ``power = (n/2)(chi0 - chi2)/chi0`` (spec §3.5) with shape
+    ``(n_objects, nf)``. Objects may have at most :data:`FUSED_MAX_POINTS`
+    points (longer ones need the global-memory path) and need ``dy``.
+    """
+    if catalog.dy is None:
+        raise ValueError("the SuperSmoother search needs uncertainties dy")
+    if int(catalog.lengths.max(initial=0)) > FUSED_MAX_POINTS:
+        raise ValueError(f"the fused kernel holds at most {FUSED_MAX_POINTS} points per object")
+    if not 0 <= alpha <= 10:
+        raise ValueError(f"alpha must be in [0, 10], got {alpha}")
+    info = select_devices(device)[0]
+    fp64 = precision == "fp64"
+    if precision not in ("fp64", "fp32"):
+        raise ValueError(f"precision must be 'fp64' or 'fp32', got {precision!r}")
+    if fp64 and not info.fp64:
+        raise ValueError(f"precision='fp64' needs double precision, which {info.label} lacks")
+    dtype = np.float64 if fp64 else np.float32
+    n_obj = catalog.n_objects
+    lengths = catalog.lengths
+    owner = np.repeat(np.arange(n_obj), lengths)
+    starts = catalog.offsets[:-1]
+    w = 1.0 / (catalog.dy * catalog.dy)
+    nonempty = lengths > 0
+    t0 = np.zeros(n_obj)
+    t0[nonempty] = np.minimum.reduceat(catalog.t, starts[nonempty])
+    tau = catalog.t - t0[owner]
+    w_sum = np.bincount(owner, w, n_obj)
+    ybar = np.bincount(owner, w * catalog.y, n_obj) / w_sum
+    chi0 = np.bincount(owner, w * (catalog.y - ybar[owner]) ** 2, n_obj) / np.maximum(lengths, 1)
+
+    context, queue = get_context(info), get_queue(info)
+    (kernel,) = kernels.get_kernels(context, "supersmoother", ("sp_search_local",),
+                                    **_params(fp64))
+    mf = cl.mem_flags
+
+    def upload(array):
+        array = np.ascontiguousarray(array if len(array) else np.zeros(1, array.dtype))
+        return cl.Buffer(context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=array)
+
+    if fp64:
+        phase_args = [upload(tau), np.float64(grid.fmin), np.float64(grid.df)]
+    else:
+        a = grid.fmin * tau - np.round(grid.fmin * tau)
+        b = grid.df * tau - np.round(grid.df * tau)
+        b_hi = b.astype(np.float32)
+        phase_args = [upload(a.astype(np.float32)), upload(b_hi),
+                      upload((b - b_hi).astype(np.float32))]
+    power = np.empty((n_obj, grid.nf), dtype=dtype)
+    out = cl.Buffer(context, mf.WRITE_ONLY, max(power.nbytes, 1))
+    blocks = -(-grid.nf // _WG)
+    # the buffers must outlive the launch: keep them referenced until the copy below
+    inputs = [
+        *phase_args, upload(catalog.y.astype(dtype)), upload(w.astype(dtype)),
+        upload(starts.astype(np.int32)), upload(lengths.astype(np.int32)),
+        upload(chi0.astype(dtype)),
+    ]
+    kernel.set_args(*inputs, np.int32(blocks), np.int32(grid.nf), dtype(alpha), out)
+    cl.enqueue_nd_range_kernel(queue, kernel, (n_obj * blocks * _WG,), (_WG,))
+    cl.enqueue_copy(queue, power, out, is_blocking=True)
+    return power
