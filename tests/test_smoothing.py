@@ -94,3 +94,37 @@ def test_fused_periodogram_matches_reference(rng, precision):
         else:
             assert np.median(np.abs(power[k] - expected)) < 1e-3 * len(t)
             assert np.argmax(power[k]) == np.argmax(expected)
+
+
+@pytest.mark.parametrize("periodic", [True, False])
+@pytest.mark.parametrize("alpha", [0.0, 5.5, 9.0, 10.0])
+@pytest.mark.parametrize("kind", ["random", "ties"])
+def test_supsmu_fp64_matches_reference(rng, periodic, alpha, kind):
+    from clperiod.smoothing import supsmu_smooth
+
+    lengths = [5, 6, 10, 24, 25, 57, 81, 200, 4]
+    xs, ys, ws, offsets = problems(rng, lengths, kind)
+    smo = supsmu_smooth(np.concatenate(xs), np.concatenate(ys), np.concatenate(ws), offsets,
+                        alpha, periodic=periodic)
+    for p, n in enumerate(lengths):
+        got = smo[offsets[p]:offsets[p + 1]]
+        if n < 5:
+            assert np.isnan(got).all()
+            continue
+        expected = ref.supsmu(xs[p], ys[p], ws[p], 2 if periodic else 1, 0.0, alpha)
+        np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-12)
+
+
+def test_supsmu_all_equal_abscissae_and_fp32(rng):
+    from clperiod.smoothing import supsmu_smooth
+
+    x = np.concatenate([np.full(8, 0.25), np.sort(rng.uniform(0, 1, 60))])
+    y = rng.normal(size=68)
+    w = rng.uniform(0.5, 2, 68)
+    offsets = np.array([0, 8, 68])
+    smo = supsmu_smooth(x, y, w, offsets)
+    np.testing.assert_allclose(smo[:8], np.sum(w[:8] * y[:8]) / np.sum(w[:8]), rtol=1e-12)
+    smo32 = supsmu_smooth(x, y, w, offsets, precision="fp32")
+    expected = ref.supsmu(x[8:], y[8:], w[8:], 2, 0.0, 9.0)
+    assert np.median(np.abs(smo32[8:] - expected)) < 1e-5
+    assert np.max(np.abs(smo32[8:] - expected)) < 1e-2
