@@ -70,32 +70,7 @@ def single_pass_smooth(
         non-positive or non-finite weights, alpha outside [0, 10], fp64 on a
         device without it.
     """
-    x, y, w = (np.asarray(a, dtype=np.float64) for a in (x, y, w))
-    offsets = np.asarray(offsets, dtype=np.int64)
-    _validate(x, y, w, offsets, alpha, precision)
-    info = select_devices(device)[0]
-    fp64 = precision == "fp64"
-    if fp64 and not info.fp64:
-        raise ValueError(f"precision='fp64' needs double precision, which {info.label} lacks")
-    dtype = np.float64 if fp64 else np.float32
-    out = np.empty(len(x), dtype=dtype)
-    if len(x) == 0:
-        return out
-    context, queue = get_context(info), get_queue(info)
-    (kernel,) = kernels.get_kernels(
-        context, "supersmoother", ("sp_smooth_batch",), **_params(fp64)
-    )
-    mf = cl.mem_flags
-    buffers = [
-        cl.Buffer(context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=np.ascontiguousarray(a))
-        for a in (x.astype(dtype), y.astype(dtype), w.astype(dtype), offsets.astype(np.int32))
-    ]
-    smo = cl.Buffer(context, mf.WRITE_ONLY, out.nbytes)
-    n_problems = len(offsets) - 1
-    kernel.set_args(*buffers, np.int32(n_problems), dtype(alpha), smo)
-    cl.enqueue_nd_range_kernel(queue, kernel, (n_problems,), None)
-    cl.enqueue_copy(queue, out, smo, is_blocking=True)
-    return out
+    return _smooth_batch("sp_smooth_batch", x, y, w, offsets, alpha, precision, device)
 
 
 def supsmu_smooth(
@@ -117,6 +92,17 @@ def supsmu_smooth(
     semantics: no tied-x post-pass, no widening of the scale pair. Problems of
     fewer than 5 points give NaN.
     """
+    return _smooth_batch(
+        "supsmu_batch", x, y, w, offsets, alpha, precision, device, iper=2 if periodic else 1
+    )
+
+
+def _smooth_batch(name, x, y, w, offsets, alpha, precision, device, iper=None) -> np.ndarray:
+    """Validate, upload and run one of the per-problem smoother kernels.
+
+    ``iper`` (the original smoother's mode) is passed, with its 8n scratch
+    buffer, only to ``supsmu_batch``.
+    """
     x, y, w = (np.asarray(a, dtype=np.float64) for a in (x, y, w))
     offsets = np.asarray(offsets, dtype=np.int64)
     _validate(x, y, w, offsets, alpha, precision)
@@ -129,18 +115,20 @@ def supsmu_smooth(
     if len(x) == 0:
         return out
     context, queue = get_context(info), get_queue(info)
-    (kernel,) = kernels.get_kernels(context, "supersmoother", ("supsmu_batch",), **_params(fp64))
+    (kernel,) = kernels.get_kernels(context, "supersmoother", (name,), **_params(fp64))
     mf = cl.mem_flags
     buffers = [
         cl.Buffer(context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=np.ascontiguousarray(a))
         for a in (x.astype(dtype), y.astype(dtype), w.astype(dtype), offsets.astype(np.int32))
     ]
-    scratch = cl.Buffer(context, mf.READ_WRITE, 8 * out.nbytes)
     smo = cl.Buffer(context, mf.WRITE_ONLY, out.nbytes)
-    n_problems = len(offsets) - 1
-    kernel.set_args(*buffers, np.int32(n_problems), np.int32(2 if periodic else 1), dtype(alpha),
-                    scratch, smo)
-    cl.enqueue_nd_range_kernel(queue, kernel, (n_problems,), None)
+    n_problems = np.int32(len(offsets) - 1)
+    if iper is None:
+        kernel.set_args(*buffers, n_problems, dtype(alpha), smo)
+    else:
+        scratch = cl.Buffer(context, mf.READ_WRITE, 8 * out.nbytes)
+        kernel.set_args(*buffers, n_problems, np.int32(iper), dtype(alpha), scratch, smo)
+    cl.enqueue_nd_range_kernel(queue, kernel, (int(n_problems),), None)
     cl.enqueue_copy(queue, out, smo, is_blocking=True)
     return out
 
