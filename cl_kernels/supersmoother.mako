@@ -408,3 +408,45 @@ __kernel void supsmu_batch(
 }
 
 // }}}
+
+// {{{ search helpers for the per-problem (global-memory) smoothers
+
+// Segment (o, j) of a fold-sort launch: gather y and w in phase order.
+__kernel void gather_sorted(
+    __global const int *restrict order,
+    __global const real_t *restrict y, __global const real_t *restrict w,
+    __global const int *restrict obj_start, __global const int *restrict obj_n,
+    __global const long *restrict out_base, const int nf,
+    __global real_t *restrict ys, __global real_t *restrict ws)
+{
+    const int obj = get_global_id(0) / nf, j = get_global_id(0) % nf;
+    const int start = obj_start[obj], n = obj_n[obj];
+    const long base = out_base[obj] + (long) j * n;
+    for (int i = 0; i < n; ++i) {
+        const int src = start + order[base + i];
+        ys[base + i] = y[src];
+        ws[base + i] = w[src];
+    }
+}
+
+// power = (n/2)(chi0 - chi2)/chi0 with chi2 = sum w (y - smo)^2 / n (spec §3.5).
+__kernel void chi2_power(
+    __global const real_t *restrict ys, __global const real_t *restrict ws,
+    __global const real_t *restrict smo,
+    __global const int *restrict obj_n, __global const long *restrict out_base,
+    __global const real_t *restrict obj_chi0, const int nf, const int k0, const int nf_all,
+    __global real_t *restrict power)
+{
+    const int obj = get_global_id(0) / nf, j = get_global_id(0) % nf;
+    const int n = obj_n[obj];
+    const long base = out_base[obj] + (long) j * n;
+    real_t chi2 = 0;
+    for (int i = 0; i < n; ++i) {
+        const real_t r = ys[base + i] - smo[base + i];
+        chi2 += ws[base + i] * r * r;
+    }
+    const real_t chi0 = obj_chi0[obj];
+    power[(long) obj * nf_all + k0 + j] = (real_t) 0.5 * n * (chi0 - chi2 / n) / chi0;
+}
+
+// }}}

@@ -20,7 +20,13 @@ from .catalog import Catalog
 from .device import get_context, get_queue, select_devices
 from .grid import FrequencyGrid
 
-__all__ = ["single_pass_smooth", "supsmu_smooth", "single_pass_periodogram", "FUSED_MAX_POINTS"]
+__all__ = [
+    "single_pass_smooth",
+    "supsmu_smooth",
+    "single_pass_periodogram",
+    "original_periodogram",
+    "FUSED_MAX_POINTS",
+]
 
 #: Longest light curve of the fused (local-memory) search kernel.
 FUSED_MAX_POINTS = 128
@@ -172,59 +178,148 @@ def single_pass_periodogram(
     ``(n_objects, nf)``. Objects may have at most :data:`FUSED_MAX_POINTS`
     points (longer ones need the global-memory path) and need ``dy``.
     """
-    if catalog.dy is None:
-        raise ValueError("the SuperSmoother search needs uncertainties dy")
-    if int(catalog.lengths.max(initial=0)) > FUSED_MAX_POINTS:
-        raise ValueError(f"the fused kernel holds at most {FUSED_MAX_POINTS} points per object")
-    if not 0 <= alpha <= 10:
-        raise ValueError(f"alpha must be in [0, 10], got {alpha}")
+    _check_search(catalog, alpha, precision, FUSED_MAX_POINTS)
     info = select_devices(device)[0]
     fp64 = precision == "fp64"
-    if precision not in ("fp64", "fp32"):
-        raise ValueError(f"precision must be 'fp64' or 'fp32', got {precision!r}")
     if fp64 and not info.fp64:
         raise ValueError(f"precision='fp64' needs double precision, which {info.label} lacks")
     dtype = np.float64 if fp64 else np.float32
-    n_obj = catalog.n_objects
-    lengths = catalog.lengths
-    owner = np.repeat(np.arange(n_obj), lengths)
-    starts = catalog.offsets[:-1]
-    w = 1.0 / (catalog.dy * catalog.dy)
-    nonempty = lengths > 0
-    t0 = np.zeros(n_obj)
-    t0[nonempty] = np.minimum.reduceat(catalog.t, starts[nonempty])
-    tau = catalog.t - t0[owner]
-    w_sum = np.bincount(owner, w, n_obj)
-    ybar = np.bincount(owner, w * catalog.y, n_obj) / w_sum
-    chi0 = np.bincount(owner, w * (catalog.y - ybar[owner]) ** 2, n_obj) / np.maximum(lengths, 1)
-
     context, queue = get_context(info), get_queue(info)
     (kernel,) = kernels.get_kernels(context, "supersmoother", ("sp_search_local",),
                                     **_params(fp64))
-    mf = cl.mem_flags
-
-    def upload(array):
-        array = np.ascontiguousarray(array if len(array) else np.zeros(1, array.dtype))
-        return cl.Buffer(context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=array)
-
-    if fp64:
-        phase_args = [upload(tau), np.float64(grid.fmin), np.float64(grid.df)]
-    else:
-        a = grid.fmin * tau - np.round(grid.fmin * tau)
-        b = grid.df * tau - np.round(grid.df * tau)
-        b_hi = b.astype(np.float32)
-        phase_args = [upload(a.astype(np.float32)), upload(b_hi),
-                      upload((b - b_hi).astype(np.float32))]
+    search = _SearchInputs(context, catalog, grid, fp64)
+    n_obj = catalog.n_objects
     power = np.empty((n_obj, grid.nf), dtype=dtype)
-    out = cl.Buffer(context, mf.WRITE_ONLY, max(power.nbytes, 1))
+    out = cl.Buffer(context, cl.mem_flags.WRITE_ONLY, max(power.nbytes, 1))
     blocks = -(-grid.nf // _WG)
-    # the buffers must outlive the launch: keep them referenced until the copy below
-    inputs = [
-        *phase_args, upload(catalog.y.astype(dtype)), upload(w.astype(dtype)),
-        upload(starts.astype(np.int32)), upload(lengths.astype(np.int32)),
-        upload(chi0.astype(dtype)),
-    ]
-    kernel.set_args(*inputs, np.int32(blocks), np.int32(grid.nf), dtype(alpha), out)
+    kernel.set_args(*search.phase_args, search.y, search.w, search.starts, search.lengths,
+                    search.chi0, np.int32(blocks), np.int32(grid.nf), dtype(alpha), out)
     cl.enqueue_nd_range_kernel(queue, kernel, (n_obj * blocks * _WG,), (_WG,))
     cl.enqueue_copy(queue, power, out, is_blocking=True)
     return power
+
+
+def original_periodogram(
+    catalog: Catalog,
+    grid: FrequencyGrid,
+    alpha: float = 9.0,
+    *,
+    periodic: bool = True,
+    precision: Literal["fp64", "fp32"] = "fp64",
+    device=None,
+) -> np.ndarray:
+    """Friedman SuperSmoother periodogram of every object, device-resident.
+
+    Per batch of frequencies: fold and sort (``sort.mako``, local memory, at
+    most :data:`clperiod.sort.BITONIC_MAX` points per object), gather y and w
+    in phase order, smooth every (object, frequency) problem with
+    ``supsmu_batch`` (global scratch) and reduce chi^2 to
+    ``power = (n/2)(chi0 - chi2)/chi0``. ``periodic=False`` is Friedman's
+    interval mode. Returns ``(n_objects, nf)``.
+    """
+    from .sort import BITONIC_MAX
+
+    _check_search(catalog, alpha, precision, BITONIC_MAX)
+    info = select_devices(device)[0]
+    fp64 = precision == "fp64"
+    if fp64 and not info.fp64:
+        raise ValueError(f"precision='fp64' needs double precision, which {info.label} lacks")
+    dtype = np.float64 if fp64 else np.float32
+    context, queue = get_context(info), get_queue(info)
+    real = "double" if fp64 else "float"
+    (fold_sort,) = kernels.get_kernels(context, "sort", ("fold_sort_local",), real=real,
+                                       wg=_SORT_WG, nmax=BITONIC_MAX)
+    gather, smooth, chi2 = kernels.get_kernels(
+        context, "supersmoother", ("gather_sorted", "supsmu_batch", "chi2_power"), **_params(fp64)
+    )
+    search = _SearchInputs(context, catalog, grid, fp64)
+    n_obj, n_points = catalog.n_objects, len(catalog.t)
+    itemsize = np.dtype(dtype).itemsize
+    per_point_frequency = 12 * itemsize + 4  # phase, y, w, smo, 8 scratch; order
+    budget = min(info.global_mem // 4, info.max_alloc // (8 * itemsize) * per_point_frequency)
+    batch = int(max(1, min(grid.nf, budget // max(1, per_point_frequency * n_points))))
+    power = cl.Buffer(context, cl.mem_flags.WRITE_ONLY, max(n_obj * grid.nf * itemsize, 1))
+    rw = cl.mem_flags.READ_WRITE
+    for k0 in range(0, grid.nf, batch):
+        nf = min(batch, grid.nf - k0)
+        total = max(nf * n_points, 1)
+        base = search.upload((nf * catalog.offsets[:-1]).astype(np.int64))
+        phase, ys, ws, smo = (cl.Buffer(context, rw, total * itemsize) for _ in range(4))
+        order = cl.Buffer(context, rw, total * 4)
+        scratch = cl.Buffer(context, rw, 8 * total * itemsize)
+        problems = search.upload(
+            np.concatenate([[0], np.cumsum(np.repeat(catalog.lengths, nf))]).astype(np.int32)
+        )
+        fold_sort.set_args(*search.phase_args, search.starts, search.lengths, base,
+                           np.int32(k0), np.int32(nf), phase, order)
+        cl.enqueue_nd_range_kernel(queue, fold_sort, (n_obj * nf * _SORT_WG,), (_SORT_WG,))
+        gather.set_args(order, search.y, search.w, search.starts, search.lengths, base,
+                        np.int32(nf), ys, ws)
+        cl.enqueue_nd_range_kernel(queue, gather, (n_obj * nf,), None)
+        smooth.set_args(phase, ys, ws, problems, np.int32(n_obj * nf),
+                        np.int32(2 if periodic else 1), dtype(alpha), scratch, smo)
+        cl.enqueue_nd_range_kernel(queue, smooth, (n_obj * nf,), None)
+        chi2.set_args(ys, ws, smo, search.lengths, base, search.chi0, np.int32(nf),
+                      np.int32(k0), np.int32(grid.nf), power)
+        cl.enqueue_nd_range_kernel(queue, chi2, (n_obj * nf,), None)
+        queue.finish()  # the batch buffers are released at the next iteration
+    out = np.empty((n_obj, grid.nf), dtype=dtype)
+    cl.enqueue_copy(queue, out, power, is_blocking=True)
+    return out
+
+
+_SORT_WG = 128
+
+
+def _check_search(catalog: Catalog, alpha: float, precision: str, max_points: int) -> None:
+    if catalog.dy is None:
+        raise ValueError("the SuperSmoother search needs uncertainties dy")
+    if int(catalog.lengths.max(initial=0)) > max_points:
+        raise ValueError(f"this kernel holds at most {max_points} points per object")
+    if not 0 <= alpha <= 10:
+        raise ValueError(f"alpha must be in [0, 10], got {alpha}")
+    if precision not in ("fp64", "fp32"):
+        raise ValueError(f"precision must be 'fp64' or 'fp32', got {precision!r}")
+
+
+class _SearchInputs:
+    """Per-point and per-object device inputs of a SuperSmoother search.
+
+    Times relative to each object's earliest one (float64, or double-single
+    phase inputs for fp32), y, weights ``w = 1/dy^2``, offsets, lengths and
+    ``chi0 = sum w (y - ybar_w)^2 / n`` (spec §3.1).
+    """
+
+    def __init__(self, context: cl.Context, catalog: Catalog, grid: FrequencyGrid, fp64: bool):
+        self.context = context
+        dtype = np.float64 if fp64 else np.float32
+        n_obj, lengths = catalog.n_objects, catalog.lengths
+        owner = np.repeat(np.arange(n_obj), lengths)
+        starts = catalog.offsets[:-1]
+        w = 1.0 / (catalog.dy * catalog.dy)
+        nonempty = lengths > 0
+        t0 = np.zeros(n_obj)
+        t0[nonempty] = np.minimum.reduceat(catalog.t, starts[nonempty])
+        tau = catalog.t - t0[owner]
+        w_sum = np.bincount(owner, w, n_obj)
+        ybar = np.bincount(owner, w * catalog.y, n_obj) / w_sum
+        chi0 = np.bincount(owner, w * (catalog.y - ybar[owner]) ** 2, n_obj)
+        chi0 /= np.maximum(lengths, 1)
+        if fp64:
+            self.phase_args = [self.upload(tau), np.float64(grid.fmin), np.float64(grid.df)]
+        else:
+            a = grid.fmin * tau - np.round(grid.fmin * tau)
+            b = grid.df * tau - np.round(grid.df * tau)
+            b_hi = b.astype(np.float32)
+            self.phase_args = [self.upload(a.astype(np.float32)), self.upload(b_hi),
+                               self.upload((b - b_hi).astype(np.float32))]
+        self.y = self.upload(catalog.y.astype(dtype))
+        self.w = self.upload(w.astype(dtype))
+        self.starts = self.upload(starts.astype(np.int32))
+        self.lengths = self.upload(lengths.astype(np.int32))
+        self.chi0 = self.upload(chi0.astype(dtype))
+
+    def upload(self, array: np.ndarray) -> cl.Buffer:
+        array = np.ascontiguousarray(array if len(array) else np.zeros(1, array.dtype))
+        return cl.Buffer(self.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
+                         hostbuf=array)
