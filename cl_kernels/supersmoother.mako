@@ -295,44 +295,118 @@ ${single_pass(X, Y, W, "n", "alpha", OUT)}
 
 // {{{ Friedman's original SuperSmoother (spec §2.2-§2.3), one work-item per problem
 
+// Element i of a problem's array lives at ptr[i * stride]: stride 1 for
+// contiguous problems, the number of problems of a block for the coalesced
+// [point][problem] layout of the search (neighbouring work-items then touch
+// neighbouring addresses).
+#define AT(ptr, i) (ptr)[(long) (i) * stride]
+
 // Running-line smooth of v over sorted x with half-width h (spec §2.2):
 // periodic (windows wrap, x shifted by -1/+1) or interval mode. Writes smo and,
 // when acvr is not null, the absolute leave-one-out residuals.
 void smooth_pass(__global const real_t *x, __global const real_t *v, __global const real_t *w,
-                 const int n, const int h, const int periodic, const real_t vsml,
-                 __global real_t *smo, __global real_t *acvr)
+                 const int n, const int stride, const int h, const int periodic,
+                 const real_t vsml, __global real_t *smo, __global real_t *acvr)
 {
     window_t win;
     win_seed(&win, 0, 0, 0);
     const int first = periodic ? -h - 1 : 0, last = periodic ? h : 2 * h + 1;
     for (int i = first; i < last; ++i) {
         const int u = i < 0 ? i + n : i;
-        win_add(&win, x[u] - (i < 0 ? (real_t) 1 : (real_t) 0), v[u], w[u]);
+        win_add(&win, AT(x, u) - (i < 0 ? (real_t) 1 : (real_t) 0), AT(v, u), AT(w, u));
     }
     for (int j = 0; j < n; ++j) {
         const int leaving = j - h - 1, entering = j + h;
         if (periodic || (leaving >= 0 && entering <= n - 1)) {
             const int uo = leaving < 0 ? leaving + n : leaving;
-            win_remove(&win, x[uo] - (leaving < 0 ? (real_t) 1 : (real_t) 0), v[uo], w[uo]);
+            win_remove(&win, AT(x, uo) - (leaving < 0 ? (real_t) 1 : (real_t) 0), AT(v, uo),
+                       AT(w, uo));
             const int ui = entering >= n ? entering - n : entering;
-            win_add(&win, x[ui] + (entering >= n ? (real_t) 1 : (real_t) 0), v[ui], w[ui]);
+            win_add(&win, AT(x, ui) + (entering >= n ? (real_t) 1 : (real_t) 0), AT(v, ui),
+                    AT(w, ui));
         }
-        const real_t fit = win_slope(&win, vsml) * (x[j] - win.xbar) + win.ybar;
-        smo[j] = fit;
+        const real_t xj = AT(x, j);
+        const real_t fit = win_slope(&win, vsml) * (xj - win.xbar) + win.ybar;
+        AT(smo, j) = fit;
         if (acvr) {
-            const real_t d = 1 - w[j] * win_hat(&win, x[j], vsml);
+            const real_t d = 1 - AT(w, j) * win_hat(&win, xj, vsml);
             if (d > 0)
-                acvr[j] = fabs(v[j] - fit) / d;
+                AT(acvr, j) = fabs(AT(v, j) - fit) / d;
             else
-                acvr[j] = j > 0 ? acvr[j - 1] : (real_t) 0;
+                AT(acvr, j) = j > 0 ? AT(acvr, j - 1) : (real_t) 0;
         }
     }
 }
 
-// supsmu with automatic span (spec §2.3, GPU-port semantics: no tied-x
-// post-pass, no scale widening). Problem p: points offsets[p] .. offsets[p+1];
-// scratch holds 8 values per point. Problems of fewer than 5 points get NaN
-// (the woofer window would not fit, spec §9.9).
+// supsmu with automatic span of one problem (spec §2.3, GPU-port semantics: no
+// tied-x post-pass, no scale widening). scratch holds 8 arrays of the same
+// layout as x, the k-th starting at scratch + k * sep. Problems of fewer than
+// 5 points get NaN (the woofer window would not fit, spec §9.9).
+void supsmu_one(__global const real_t *px, __global const real_t *py,
+                __global const real_t *pw, const int n, const int stride, const int iper,
+                const real_t alpha, __global real_t *scratch, const long sep,
+                __global real_t *out)
+{
+    if (n < 5) {
+        for (int j = 0; j < n; ++j)
+            AT(out, j) = NAN;
+        return;
+    }
+    if (AT(px, n - 1) <= AT(px, 0)) {  // all abscissae equal: the weighted mean
+        real_t sy = 0, sw = 0;
+        for (int j = 0; j < n; ++j) {
+            sy += AT(pw, j) * AT(py, j);
+            sw += AT(pw, j);
+        }
+        for (int j = 0; j < n; ++j)
+            AT(out, j) = sw > 0 ? sy / sw : (real_t) 0;
+        return;
+    }
+    __global real_t *fit = scratch, *res = scratch + 3 * sep;    // F_k at fit + k sep
+    __global real_t *a = scratch + 6 * sep, *b = scratch + 7 * sep;
+    const real_t scale = AT(px, 3 * (n / 4) - 1) - AT(px, n / 4 - 1);
+    const real_t vsml = ${lit(1e-6)} * scale * scale;
+    const int periodic = iper == 2 && !(AT(px, 0) < 0 || AT(px, n - 1) > 1);
+    const int h[3] = {max(2, (n + 20) / 40), max(2, (n + 5) / 10), max(2, (n + 2) / 4)};
+    const real_t span[3] = {${lit(0.05)}, ${lit(0.2)}, ${lit(0.5)}};
+    for (int k = 0; k < 3; ++k) {
+        smooth_pass(px, py, pw, n, stride, h[k], periodic, vsml, fit + k * sep, a);
+        smooth_pass(px, a, pw, n, stride, h[1], periodic, vsml, res + k * sep, 0);
+    }
+    for (int j = 0; j < n; ++j) {  // span per point, with bass enhancement
+        real_t s = NAN, resmin = ${lit(1e20)};
+        for (int k = 0; k < 3; ++k) {
+            const real_t r = AT(res + k * sep, j);
+            if (r < resmin) {
+                resmin = r;
+                s = span[k];
+            }
+        }
+        const real_t r2 = AT(res + 2 * sep, j);
+        if (alpha > 0 && alpha <= 10 && resmin < r2 && resmin > 0)
+            s += (span[2] - s) * pow(fmax(${lit(1e-7)}, resmin / r2), 10 - alpha);
+        AT(a, j) = s;
+    }
+    smooth_pass(px, a, pw, n, stride, h[1], periodic, vsml, b, 0);
+    for (int j = 0; j < n; ++j) {  // interpolate the fits at the smoothed span
+        real_t s = AT(b, j);
+        if (s <= span[0])
+            s = span[0];
+        if (s >= span[2])
+            s = span[2];
+        real_t phi;
+        if (s < span[1]) {
+            phi = (span[1] - s) / (span[1] - span[0]);
+            AT(a, j) = (1 - phi) * AT(fit + sep, j) + phi * AT(fit, j);
+        } else {
+            phi = (s - span[1]) / (span[2] - span[1]);
+            AT(a, j) = (1 - phi) * AT(fit + sep, j) + phi * AT(fit + 2 * sep, j);
+        }
+    }
+    smooth_pass(px, a, pw, n, stride, h[0], periodic, vsml, out, 0);
+}
+
+// Contiguous problems: problem p holds points offsets[p] .. offsets[p+1].
 __kernel void supsmu_batch(
     __global const real_t *restrict x,
     __global const real_t *restrict y,
@@ -346,86 +420,48 @@ __kernel void supsmu_batch(
     if (p >= n_problems)
         return;
     const int o = offsets[p], n = offsets[p + 1] - o;
-    __global const real_t *px = x + o, *py = y + o, *pw = w + o;
-    __global real_t *out = smo + o;
-    if (n < 5) {
-        for (int j = 0; j < n; ++j)
-            out[j] = NAN;
-        return;
-    }
-    if (px[n - 1] <= px[0]) {  // all abscissae equal: the weighted mean
-        real_t sy = 0, sw = 0;
-        for (int j = 0; j < n; ++j) {
-            sy += pw[j] * py[j];
-            sw += pw[j];
-        }
-        for (int j = 0; j < n; ++j)
-            out[j] = sw > 0 ? sy / sw : (real_t) 0;
-        return;
-    }
-    __global real_t *fit = scratch + 8 * (long) o;      // 3n: F_k
-    __global real_t *res = fit + 3 * n;                 // 3n: R_k
-    __global real_t *a = res + 3 * n, *b = a + n;      // n each
-    const real_t scale = px[3 * (n / 4) - 1] - px[n / 4 - 1];
-    const real_t vsml = ${lit(1e-6)} * scale * scale;
-    const int periodic = iper == 2 && !(px[0] < 0 || px[n - 1] > 1);
-    const int h[3] = {max(2, (n + 20) / 40), max(2, (n + 5) / 10), max(2, (n + 2) / 4)};
-    const real_t span[3] = {${lit(0.05)}, ${lit(0.2)}, ${lit(0.5)}};
-    for (int k = 0; k < 3; ++k) {
-        smooth_pass(px, py, pw, n, h[k], periodic, vsml, fit + k * n, a);
-        smooth_pass(px, a, pw, n, h[1], periodic, vsml, res + k * n, 0);
-    }
-    for (int j = 0; j < n; ++j) {  // span per point, with bass enhancement
-        real_t s = NAN, resmin = ${lit(1e20)};
-        for (int k = 0; k < 3; ++k) {
-            if (res[k * n + j] < resmin) {
-                resmin = res[k * n + j];
-                s = span[k];
-            }
-        }
-        const real_t r2 = res[2 * n + j];
-        if (alpha > 0 && alpha <= 10 && resmin < r2 && resmin > 0)
-            s += (span[2] - s) * pow(fmax(${lit(1e-7)}, resmin / r2), 10 - alpha);
-        a[j] = s;
-    }
-    smooth_pass(px, a, pw, n, h[1], periodic, vsml, b, 0);
-    for (int j = 0; j < n; ++j) {  // interpolate the fits at the smoothed span
-        real_t s = b[j];
-        if (s <= span[0])
-            s = span[0];
-        if (s >= span[2])
-            s = span[2];
-        real_t phi;
-        if (s < span[1]) {
-            phi = (span[1] - s) / (span[1] - span[0]);
-            a[j] = (1 - phi) * fit[n + j] + phi * fit[j];
-        } else {
-            phi = (s - span[1]) / (span[2] - span[1]);
-            a[j] = (1 - phi) * fit[n + j] + phi * fit[2 * n + j];
-        }
-    }
-    smooth_pass(px, a, pw, n, h[0], periodic, vsml, out, 0);
+    supsmu_one(x + o, y + o, w + o, n, 1, iper, alpha, scratch + 8 * (long) o, n, smo + o);
 }
+
+// Search layout: frequency j of object obj, point i at out_base[obj] + i*nf + j
+// (coalesced: work-items j, j+1 read neighbouring addresses); scratch holds 8
+// such arrays of `total` values each.
+__kernel void supsmu_search(
+    __global const real_t *restrict x, __global const real_t *restrict y,
+    __global const real_t *restrict w,
+    __global const int *restrict obj_n, __global const long *restrict out_base,
+    const int nf, const long total, const int iper, const real_t alpha,
+    __global real_t *restrict scratch, __global real_t *restrict smo)
+{
+    const int obj = get_global_id(0) / nf, j = get_global_id(0) % nf;
+    const long at = out_base[obj] + j;
+    supsmu_one(x + at, y + at, w + at, obj_n[obj], nf, iper, alpha, scratch + at, total,
+               smo + at);
+}
+
+#undef AT
 
 // }}}
 
 // {{{ search helpers for the per-problem (global-memory) smoothers
 
-// Segment (o, j) of a fold-sort launch: gather y and w in phase order.
+// Segment (o, j) of a fold-sort launch (row layout base + j*n + i): gather
+// phases, y and w in phase order into the coalesced layout base + i*nf + j.
 __kernel void gather_sorted(
-    __global const int *restrict order,
+    __global const real_t *restrict phase, __global const int *restrict order,
     __global const real_t *restrict y, __global const real_t *restrict w,
     __global const int *restrict obj_start, __global const int *restrict obj_n,
     __global const long *restrict out_base, const int nf,
-    __global real_t *restrict ys, __global real_t *restrict ws)
+    __global real_t *restrict xs, __global real_t *restrict ys, __global real_t *restrict ws)
 {
     const int obj = get_global_id(0) / nf, j = get_global_id(0) % nf;
     const int start = obj_start[obj], n = obj_n[obj];
-    const long base = out_base[obj] + (long) j * n;
+    const long row = out_base[obj] + (long) j * n, col = out_base[obj] + j;
     for (int i = 0; i < n; ++i) {
-        const int src = start + order[base + i];
-        ys[base + i] = y[src];
-        ws[base + i] = w[src];
+        const int src = start + order[row + i];
+        xs[col + (long) i * nf] = phase[row + i];
+        ys[col + (long) i * nf] = y[src];
+        ws[col + (long) i * nf] = w[src];
     }
 }
 
@@ -439,11 +475,12 @@ __kernel void chi2_power(
 {
     const int obj = get_global_id(0) / nf, j = get_global_id(0) % nf;
     const int n = obj_n[obj];
-    const long base = out_base[obj] + (long) j * n;
+    const long col = out_base[obj] + j;
     real_t chi2 = 0;
     for (int i = 0; i < n; ++i) {
-        const real_t r = ys[base + i] - smo[base + i];
-        chi2 += ws[base + i] * r * r;
+        const long at = col + (long) i * nf;
+        const real_t r = ys[at] - smo[at];
+        chi2 += ws[at] * r * r;
     }
     const real_t chi0 = obj_chi0[obj];
     power[(long) obj * nf_all + k0 + j] = (real_t) 0.5 * n * (chi0 - chi2 / n) / chi0;

@@ -211,9 +211,10 @@ def original_periodogram(
     """Friedman SuperSmoother periodogram of every object, device-resident.
 
     Per batch of frequencies: fold and sort (``sort.mako``, local memory, at
-    most :data:`clperiod.sort.BITONIC_MAX` points per object), gather y and w
-    in phase order, smooth every (object, frequency) problem with
-    ``supsmu_batch`` (global scratch) and reduce chi^2 to
+    most :data:`clperiod.sort.BITONIC_MAX` points per object), gather phases,
+    y and w in phase order into a coalesced [point][frequency] layout, smooth
+    every (object, frequency) problem with ``supsmu_search`` (global scratch
+    in the same layout) and reduce chi^2 to
     ``power = (n/2)(chi0 - chi2)/chi0``. ``periodic=False`` is Friedman's
     interval mode. Returns ``(n_objects, nf)``.
     """
@@ -230,12 +231,12 @@ def original_periodogram(
     (fold_sort,) = kernels.get_kernels(context, "sort", ("fold_sort_local",), real=real,
                                        wg=_SORT_WG, nmax=BITONIC_MAX)
     gather, smooth, chi2 = kernels.get_kernels(
-        context, "supersmoother", ("gather_sorted", "supsmu_batch", "chi2_power"), **_params(fp64)
+        context, "supersmoother", ("gather_sorted", "supsmu_search", "chi2_power"), **_params(fp64)
     )
     search = _SearchInputs(context, catalog, grid, fp64)
     n_obj, n_points = catalog.n_objects, len(catalog.t)
     itemsize = np.dtype(dtype).itemsize
-    per_point_frequency = 12 * itemsize + 4  # phase, y, w, smo, 8 scratch; order
+    per_point_frequency = 13 * itemsize + 4  # phase, x, y, w, smo, 8 scratch; order
     budget = min(info.global_mem // 4, info.max_alloc // (8 * itemsize) * per_point_frequency)
     batch = int(max(1, min(grid.nf, budget // max(1, per_point_frequency * n_points))))
     power = cl.Buffer(context, cl.mem_flags.WRITE_ONLY, max(n_obj * grid.nf * itemsize, 1))
@@ -244,19 +245,16 @@ def original_periodogram(
         nf = min(batch, grid.nf - k0)
         total = max(nf * n_points, 1)
         base = search.upload((nf * catalog.offsets[:-1]).astype(np.int64))
-        phase, ys, ws, smo = (cl.Buffer(context, rw, total * itemsize) for _ in range(4))
+        phase, xs, ys, ws, smo = (cl.Buffer(context, rw, total * itemsize) for _ in range(5))
         order = cl.Buffer(context, rw, total * 4)
         scratch = cl.Buffer(context, rw, 8 * total * itemsize)
-        problems = search.upload(
-            np.concatenate([[0], np.cumsum(np.repeat(catalog.lengths, nf))]).astype(np.int32)
-        )
         fold_sort.set_args(*search.phase_args, search.starts, search.lengths, base,
                            np.int32(k0), np.int32(nf), phase, order)
         cl.enqueue_nd_range_kernel(queue, fold_sort, (n_obj * nf * _SORT_WG,), (_SORT_WG,))
-        gather.set_args(order, search.y, search.w, search.starts, search.lengths, base,
-                        np.int32(nf), ys, ws)
+        gather.set_args(phase, order, search.y, search.w, search.starts, search.lengths, base,
+                        np.int32(nf), xs, ys, ws)
         cl.enqueue_nd_range_kernel(queue, gather, (n_obj * nf,), None)
-        smooth.set_args(phase, ys, ws, problems, np.int32(n_obj * nf),
+        smooth.set_args(xs, ys, ws, search.lengths, base, np.int32(nf), np.int64(total),
                         np.int32(2 if periodic else 1), dtype(alpha), scratch, smo)
         cl.enqueue_nd_range_kernel(queue, smooth, (n_obj * nf,), None)
         chi2.set_args(ys, ws, smo, search.lengths, base, search.chi0, np.int32(nf),
