@@ -153,7 +153,6 @@ def false_alarm_probability(
     dy: Any = None,
     normalization: str = "standard",
     method: str = "baluev",
-    nterms: int = 1,
     fit_mean: bool = True,
     center_data: bool = True,
     nf: int | None = None,
@@ -179,10 +178,10 @@ def false_alarm_probability(
         ``baluev`` (default): Baluev's alias-free approximation;
         ``davies``: the Davies upper bound; ``naive``: ``fmax * T``
         independent frequencies; ``townsend``: ``nf`` independent frequencies.
-    nterms : int
-        Only 1 is implemented.
     fit_mean, center_data : bool
-        At least one must be True (the statistics assume centered data).
+        At least one must be True: these null distributions (Baluev 2008, as
+        in astropy) describe centered data of a one-term model; the
+        uncentered case has no implementation here or in astropy.
     nf : int, optional
         Number of grid frequencies; required for ``townsend``.
 
@@ -197,9 +196,9 @@ def false_alarm_probability(
     ValueError
         Unknown normalization or method, inconsistent inputs.
     NotImplementedError
-        ``nterms != 1`` or ``fit_mean = center_data = False``.
+        ``fit_mean = center_data = False`` (as astropy).
     """
-    null = _null(n, fmax, t, dy, normalization, method, nterms, fit_mean, center_data, nf)
+    null = _null(n, fmax, t, dy, normalization, method, fit_mean, center_data, nf)
     return _fap(null, np.asarray(z, dtype=np.float64))[()]
 
 
@@ -212,7 +211,6 @@ def false_alarm_level(
     dy: Any = None,
     normalization: str = "standard",
     method: str = "baluev",
-    nterms: int = 1,
     fit_mean: bool = True,
     center_data: bool = True,
     nf: int | None = None,
@@ -234,7 +232,7 @@ def false_alarm_level(
         Levels in ``normalization``, same shape as ``fap``; NaN when
         ``n <= 3``.
     """
-    null = _null(n, fmax, t, dy, normalization, method, nterms, fit_mean, center_data, nf)
+    null = _null(n, fmax, t, dy, normalization, method, fit_mean, center_data, nf)
     p = np.asarray(fap, dtype=np.float64)
     if not np.all((p > 0) & (p < 1)):
         raise ValueError("false-alarm probabilities must lie in (0, 1)")
@@ -246,13 +244,11 @@ def false_alarm_level(
     return np.array(levels, dtype=np.float64).reshape(p.shape)[()]
 
 
-def _null(n, fmax, t, dy, normalization, method, nterms, fit_mean, center_data, nf) -> _Null:
+def _null(n, fmax, t, dy, normalization, method, fit_mean, center_data, nf) -> _Null:
     """Validate the FAP arguments and reduce the data to what the method needs."""
     _check_name(normalization)
     if method not in FAP_METHODS:
         raise ValueError(f"method must be one of {FAP_METHODS}, got {method!r}")
-    if nterms != 1:
-        raise NotImplementedError("false-alarm probabilities are implemented for nterms=1 only")
     if not (fit_mean or center_data):
         raise NotImplementedError(
             "false-alarm probabilities are implemented only for centered data "

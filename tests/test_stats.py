@@ -178,7 +178,7 @@ def test_argument_errors(data):
     with pytest.raises(NotImplementedError):
         stats.false_alarm_probability(0.3, fit_mean=False, center_data=False, **base)
     with pytest.raises(NotImplementedError):
-        stats.false_alarm_level(0.1, nterms=2, **base)
+        stats.false_alarm_level(0.1, fit_mean=False, center_data=False, **base)
     assert stats.false_alarm_probability(0.3, fit_mean=False, center_data=True, **base) > 0
     with pytest.raises(ValueError, match="t is required"):
         stats.false_alarm_probability(0.3, n=t.size, fmax=FMAX)
