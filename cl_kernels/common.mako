@@ -80,3 +80,37 @@ inline void wg_argmax(__local real_t *val, __local int *idx, const int lid)
     barrier(CLK_LOCAL_MEM_FENCE);
 }
 </%def>
+
+## fold_phase(...): phase in [0, 1) of grid index k at point g, in cycles,
+## for the fold-and-sort kernels. fp64 uses times relative to the object's
+## start with an exact FMA residual; fp32 the double-single inputs
+## a + k (bh + bl) of FrequencyGrid.phase_inputs (~1e-7-cycle phases for any
+## epoch).
+<%def name="fold_phase(real)">
+// Phase in [0, 1) of grid index k at point g.
+% if real == "double":
+inline double fold_phase(__global const double *pt_t, const int g, const double fmin,
+                         const double df, const int k)
+{
+    const double f = fmin + (double) k * df;
+    const double tt = pt_t[g];
+    double r = fma(tt, f, -floor(tt * f));
+% else:
+inline float fold_phase(__global const float *pt_a, __global const float *pt_bh,
+                        __global const float *pt_bl, const int g, const int k)
+{
+    const float kf = (float) k;
+    const float bh = pt_bh[g];
+    const float p = kf * bh;
+    const float e = fma(kf, bh, -p);
+    float r = (p - floor(p)) + (e + fma(kf, pt_bl[g], pt_a[g]));
+    r -= floor(r);
+% endif
+    // rounding can leave r just outside [0, 1)
+    if (r < 0)
+        r += 1;
+    if (r >= 1)
+        r -= 1;
+    return r;
+}
+</%def>

@@ -18,32 +18,7 @@ ${common.prelude(real)}
 #define WG ${wg}
 #define NMAX ${nmax}
 
-// Phase in [0, 1) of grid index k at point g.
-% if fp64:
-inline double fold_phase(__global const double *pt_t, const int g, const double fmin,
-                         const double df, const int k)
-{
-    const double f = fmin + (double) k * df;
-    const double tt = pt_t[g];
-    double r = fma(tt, f, -floor(tt * f));
-% else:
-inline float fold_phase(__global const float *pt_a, __global const float *pt_bh,
-                        __global const float *pt_bl, const int g, const int k)
-{
-    const float kf = (float) k;
-    const float bh = pt_bh[g];
-    const float p = kf * bh;
-    const float e = fma(kf, bh, -p);
-    float r = (p - floor(p)) + (e + fma(kf, pt_bl[g], pt_a[g]));
-    r -= floor(r);
-% endif
-    // rounding can leave r just outside [0, 1)
-    if (r < 0)
-        r += 1;
-    if (r >= 1)
-        r -= 1;
-    return r;
-}
+${common.fold_phase(real)}
 
 // (phase, index) lexicographic order: a stable ascending sort by phase.
 inline int before(const real_t pa, const int ia, const real_t pb, const int ib)

@@ -179,34 +179,7 @@ __kernel void sp_smooth_batch(
 ${single_pass("x[o + ({})]", "y[o + ({})]", "w[o + ({})]", "offsets[p + 1] - o", "alpha", "smo[o + {j}] = {v}")}
 }
 
-<%def name="fold_phase_fn()">
-// Phase in [0, 1) of grid index k at point g (as in sort.mako).
-% if real == "double":
-inline double sp_fold(__global const double *pt_t, const int g, const double fmin,
-                      const double df, const int k)
-{
-    const double f = fmin + (double) k * df;
-    const double tt = pt_t[g];
-    double r = fma(tt, f, -floor(tt * f));
-% else:
-inline float sp_fold(__global const float *pt_a, __global const float *pt_bh,
-                     __global const float *pt_bl, const int g, const int k)
-{
-    const float kf = (float) k;
-    const float bh = pt_bh[g];
-    const float p = kf * bh;
-    const float e = fma(kf, bh, -p);
-    float r = (p - floor(p)) + (e + fma(kf, pt_bl[g], pt_a[g]));
-    r -= floor(r);
-% endif
-    if (r < 0)
-        r += 1;
-    if (r >= 1)
-        r -= 1;
-    return r;
-}
-</%def>
-${fold_phase_fn()}
+${common.fold_phase(real)}
 
 #define SP_WG ${wg}
 #define SP_NMAX ${nmax}
@@ -258,9 +231,9 @@ void sp_search_local(
         ulong key = ULONG_MAX;
         if (i < n) {
 % if real == "double":
-            const double ph = sp_fold(pt_t, start + i, grid_fmin, grid_df, k);
+            const double ph = fold_phase(pt_t, start + i, grid_fmin, grid_df, k);
 % else:
-            const float ph = sp_fold(pt_a, pt_bh, pt_bl, start + i, k);
+            const float ph = fold_phase(pt_a, pt_bh, pt_bl, start + i, k);
 % endif
             key = (convert_ulong(ph * PHASE_SCALE) << KEY_SHIFT) | (ulong) i;
         }

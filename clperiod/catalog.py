@@ -279,6 +279,10 @@ class Catalog:
         low, high = self._t_range()
         return high - low
 
+    def start_times(self) -> np.ndarray:
+        """Per-object earliest time ``min(t)``; NaN for objects with 0 rows."""
+        return self._t_range()[0]
+
     def epochs(self) -> np.ndarray:
         """Per-object reference epoch ``0.5 * (min(t) + max(t))``; NaN for 0 rows."""
         low, high = self._t_range()

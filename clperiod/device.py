@@ -45,6 +45,8 @@ __all__ = [
     "describe",
     "get_context",
     "get_queue",
+    "require_fp64",
+    "upload",
     "list_devices",
     "select_devices",
     "skipped_devices",
@@ -570,6 +572,22 @@ def get_queue(
             props = cl.command_queue_properties.PROFILING_ENABLE if profiling else 0
             _queues[key] = cl.CommandQueue(context, info.device, properties=props)
         return _queues[key]
+
+
+def require_fp64(info: DeviceInfo) -> None:
+    """Raise a ValueError naming ``info`` unless it supports double precision."""
+    if not info.fp64:
+        raise ValueError(
+            f"precision='fp64' needs double precision, which {info.label} lacks; "
+            "use precision='fp32' or another device"
+        )
+
+
+def upload(context: cl.Context, array: np.ndarray) -> cl.Buffer:
+    """A read-only device copy of ``array`` (one element if empty: OpenCL
+    buffers cannot be empty)."""
+    array = np.ascontiguousarray(array if len(array) else np.zeros(1, array.dtype))
+    return cl.Buffer(context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=array)
 
 
 # --------------------------------------------------------------------------- report

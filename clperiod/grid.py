@@ -167,6 +167,21 @@ class FrequencyGrid:
     def __len__(self) -> int:
         return self.nf
 
+    def phase_inputs(self, tau: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """fp32 phase inputs of times ``tau`` (float64, relative to an epoch).
+
+        Returns float32 ``a = frac(fmin * tau)`` and the double-single pair
+        ``b_hi + b_lo = frac(df * tau)`` (fractions in [-1/2, 1/2)), from which
+        fp32 kernels form the phase of grid index k as ``a + k (b_hi + b_lo)``
+        to ~1e-7 cycles whatever the size of the times.
+        """
+        a = self.fmin * tau
+        b = self.df * tau
+        a -= np.round(a)
+        b -= np.round(b)
+        b_hi = b.astype(np.float32)
+        return a.astype(np.float32), b_hi, (b - b_hi).astype(np.float32)
+
     def frequencies(self) -> np.ndarray:
         """All ``nf`` frequencies, float64."""
         return self.fmin + self.df * np.arange(self.nf)

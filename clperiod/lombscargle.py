@@ -24,7 +24,7 @@ import pyopencl as cl
 
 from . import kernels, stats
 from .catalog import Catalog, Status
-from .device import DeviceInfo, get_context, get_queue, select_devices
+from .device import DeviceInfo, get_context, get_queue, require_fp64, select_devices, upload
 from .grid import FrequencyGrid
 from .planning import PINNED_POOL, Batch, KernelShape, plan_batches
 from .scheduler import run_on_devices
@@ -228,11 +228,7 @@ def lombscargle(
     devices = select_devices(device)
     if options.fp64:
         for info in devices:
-            if not info.fp64:
-                raise ValueError(
-                    f"precision='fp64' needs double precision, which {info.label} lacks; "
-                    "use precision='fp32' or another device"
-                )
+            require_fp64(info)
     prepared = _prepare(catalog, grid, options)
     compensated = _compensated(options, prepared)
     shape = _kernel_shape(devices, options, compensated)
@@ -411,12 +407,7 @@ def _prepare(catalog: Catalog, grid: FrequencyGrid, options: _Options) -> _Prepa
     yy = np.where(status == Status.OK, yy, np.nan)
     psd_scale = 0.5 * _segment_sum(w * y * y, offsets)
 
-    epoch = np.zeros(catalog.n_objects)
-    ok = np.flatnonzero(status == Status.OK)
-    if len(ok):
-        first = offsets[ok]
-        epoch[ok] = 0.5 * (np.minimum.reduceat(t, first) + np.maximum.reduceat(t, first))
-    tr = t - epoch[owner]
+    tr = t - catalog.epochs()[owner]
     dtype = options.dtype
     step = 2 * np.pi * grid.df * tr
     arrays = {
@@ -428,18 +419,8 @@ def _prepare(catalog: Catalog, grid: FrequencyGrid, options: _Options) -> _Prepa
     if options.fp64:
         arrays["t"] = tr
     else:
-        a = _wrap(grid.fmin * tr)
-        b = _wrap(grid.df * tr)
-        b_hi = b.astype(np.float32)
-        arrays.update(
-            a=a.astype(np.float32), bh=b_hi, bl=(b - b_hi.astype(np.float64)).astype(np.float32)
-        )
+        arrays["a"], arrays["bh"], arrays["bl"] = grid.phase_inputs(tr)
     return _Prepared(status, offsets, arrays, yy, psd_scale)
-
-
-def _wrap(cycles: np.ndarray) -> np.ndarray:
-    """Reduce phases in cycles to [-1/2, 1/2)."""
-    return cycles - np.round(cycles)
 
 
 # }}}
@@ -556,20 +537,16 @@ def _run_batch(
     n_tiles = shape.n_tiles(grid.nf)
     mf = cl.mem_flags
 
-    def upload(array: np.ndarray) -> cl.Buffer:
-        # a batch of degenerate objects has no points: OpenCL buffers cannot be empty
-        array = np.ascontiguousarray(array if len(array) else np.zeros(1, array.dtype))
-        return cl.Buffer(context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=array)
-
-    phases = [upload(prepared.point_arrays[name][r0:r1]) for name in _POINT_ORDER[options.fp64]]
+    rows = prepared.point_arrays
+    phases = [upload(context, rows[name][r0:r1]) for name in _POINT_ORDER[options.fp64]]
     if options.fp64:
         phases += [np.float64(grid.fmin), np.float64(grid.df)]
-    points = [upload(prepared.point_arrays[name][r0:r1]) for name in ("cd", "sd", "w", "wy")]
+    points = [upload(context, rows[name][r0:r1]) for name in ("cd", "sd", "w", "wy")]
     objs = [
-        upload((prepared.offsets[o0:o1] - r0).astype(np.int32)),
-        upload(np.diff(prepared.offsets[o0 : o1 + 1]).astype(np.int32)),
-        upload(prepared.yy[o0:o1].astype(dtype)),
-        upload(prepared.psd_scale[o0:o1].astype(dtype)),
+        upload(context, (prepared.offsets[o0:o1] - r0).astype(np.int32)),
+        upload(context, np.diff(prepared.offsets[o0 : o1 + 1]).astype(np.int32)),
+        upload(context, prepared.yy[o0:o1].astype(dtype)),
+        upload(context, prepared.psd_scale[o0:o1].astype(dtype)),
     ]
     part_val = cl.Buffer(context, mf.READ_WRITE, n_obj * n_tiles * k * itemsize)
     part_idx = cl.Buffer(context, mf.READ_WRITE, n_obj * n_tiles * k * 4)

@@ -17,8 +17,9 @@ import pyopencl as cl
 
 from . import kernels
 from .catalog import Catalog
-from .device import get_context, get_queue, select_devices
+from .device import get_context, get_queue, require_fp64, select_devices
 from .grid import FrequencyGrid
+from .sort import BITONIC_MAX, FoldInputs
 
 __all__ = [
     "single_pass_smooth",
@@ -31,6 +32,21 @@ __all__ = [
 #: Longest light curve of the fused (local-memory) search kernel.
 FUSED_MAX_POINTS = 128
 _WG = 32
+
+
+class _Target:
+    """The device, precision and queue of one call."""
+
+    def __init__(self, precision: str, device):
+        if precision not in ("fp64", "fp32"):
+            raise ValueError(f"precision must be 'fp64' or 'fp32', got {precision!r}")
+        self.info = select_devices(device)[0]
+        self.fp64 = precision == "fp64"
+        if self.fp64:
+            require_fp64(self.info)
+        self.dtype = np.float64 if self.fp64 else np.float32
+        self.context = get_context(self.info)
+        self.queue = get_queue(self.info)
 
 
 def _params(fp64: bool) -> dict:
@@ -111,17 +127,13 @@ def _smooth_batch(name, x, y, w, offsets, alpha, precision, device, iper=None) -
     """
     x, y, w = (np.asarray(a, dtype=np.float64) for a in (x, y, w))
     offsets = np.asarray(offsets, dtype=np.int64)
-    _validate(x, y, w, offsets, alpha, precision)
-    info = select_devices(device)[0]
-    fp64 = precision == "fp64"
-    if fp64 and not info.fp64:
-        raise ValueError(f"precision='fp64' needs double precision, which {info.label} lacks")
-    dtype = np.float64 if fp64 else np.float32
+    _validate(x, y, w, offsets, alpha)
+    run = _Target(precision, device)
+    dtype, context, queue = run.dtype, run.context, run.queue
     out = np.empty(len(x), dtype=dtype)
     if len(x) == 0:
         return out
-    context, queue = get_context(info), get_queue(info)
-    (kernel,) = kernels.get_kernels(context, "supersmoother", (name,), **_params(fp64))
+    (kernel,) = kernels.get_kernels(context, "supersmoother", (name,), **_params(run.fp64))
     mf = cl.mem_flags
     buffers = [
         cl.Buffer(context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=np.ascontiguousarray(a))
@@ -139,9 +151,7 @@ def _smooth_batch(name, x, y, w, offsets, alpha, precision, device, iper=None) -
     return out
 
 
-def _validate(x, y, w, offsets, alpha, precision) -> None:
-    if precision not in ("fp64", "fp32"):
-        raise ValueError(f"precision must be 'fp64' or 'fp32', got {precision!r}")
+def _validate(x, y, w, offsets, alpha) -> None:
     if not (x.ndim == y.ndim == w.ndim == 1) or not (len(x) == len(y) == len(w)):
         raise ValueError("x, y and w must be 1-D arrays of one length")
     if offsets.ndim != 1 or len(offsets) < 1 or offsets[0] != 0 or offsets[-1] != len(x):
@@ -178,13 +188,9 @@ def single_pass_periodogram(
     ``(n_objects, nf)``. Objects may have at most :data:`FUSED_MAX_POINTS`
     points (longer ones need the global-memory path) and need ``dy``.
     """
-    _check_search(catalog, alpha, precision, FUSED_MAX_POINTS)
-    info = select_devices(device)[0]
-    fp64 = precision == "fp64"
-    if fp64 and not info.fp64:
-        raise ValueError(f"precision='fp64' needs double precision, which {info.label} lacks")
-    dtype = np.float64 if fp64 else np.float32
-    context, queue = get_context(info), get_queue(info)
+    _check_search(catalog, alpha, FUSED_MAX_POINTS)
+    run = _Target(precision, device)
+    fp64, dtype, context, queue = run.fp64, run.dtype, run.context, run.queue
     (kernel,) = kernels.get_kernels(context, "supersmoother", ("sp_search_local",),
                                     **_params(fp64))
     search = _SearchInputs(context, catalog, grid, fp64)
@@ -218,15 +224,9 @@ def original_periodogram(
     ``power = (n/2)(chi0 - chi2)/chi0``. ``periodic=False`` is Friedman's
     interval mode. Returns ``(n_objects, nf)``.
     """
-    from .sort import BITONIC_MAX
-
-    _check_search(catalog, alpha, precision, BITONIC_MAX)
-    info = select_devices(device)[0]
-    fp64 = precision == "fp64"
-    if fp64 and not info.fp64:
-        raise ValueError(f"precision='fp64' needs double precision, which {info.label} lacks")
-    dtype = np.float64 if fp64 else np.float32
-    context, queue = get_context(info), get_queue(info)
+    _check_search(catalog, alpha, BITONIC_MAX)
+    run = _Target(precision, device)
+    info, fp64, dtype, context, queue = run.info, run.fp64, run.dtype, run.context, run.queue
     real = "double" if fp64 else "float"
     (fold_sort,) = kernels.get_kernels(context, "sort", ("fold_sort_local",), real=real,
                                        wg=_SORT_WG, nmax=BITONIC_MAX)
@@ -269,55 +269,28 @@ def original_periodogram(
 _SORT_WG = 128
 
 
-def _check_search(catalog: Catalog, alpha: float, precision: str, max_points: int) -> None:
+def _check_search(catalog: Catalog, alpha: float, max_points: int) -> None:
     if catalog.dy is None:
         raise ValueError("the SuperSmoother search needs uncertainties dy")
     if int(catalog.lengths.max(initial=0)) > max_points:
         raise ValueError(f"this kernel holds at most {max_points} points per object")
     if not 0 <= alpha <= 10:
         raise ValueError(f"alpha must be in [0, 10], got {alpha}")
-    if precision not in ("fp64", "fp32"):
-        raise ValueError(f"precision must be 'fp64' or 'fp32', got {precision!r}")
 
 
-class _SearchInputs:
-    """Per-point and per-object device inputs of a SuperSmoother search.
-
-    Times relative to each object's earliest one (float64, or double-single
-    phase inputs for fp32), y, weights ``w = 1/dy^2``, offsets, lengths and
-    ``chi0 = sum w (y - ybar_w)^2 / n`` (spec §3.1).
-    """
+class _SearchInputs(FoldInputs):
+    """Fold inputs plus y, weights ``w = 1/dy^2`` and per-object
+    ``chi0 = sum w (y - ybar_w)^2 / n`` (spec §3.1) of a SuperSmoother search."""
 
     def __init__(self, context: cl.Context, catalog: Catalog, grid: FrequencyGrid, fp64: bool):
-        self.context = context
+        super().__init__(context, catalog, grid, fp64)
         dtype = np.float64 if fp64 else np.float32
         n_obj, lengths = catalog.n_objects, catalog.lengths
         owner = np.repeat(np.arange(n_obj), lengths)
-        starts = catalog.offsets[:-1]
         w = 1.0 / (catalog.dy * catalog.dy)
-        nonempty = lengths > 0
-        t0 = np.zeros(n_obj)
-        t0[nonempty] = np.minimum.reduceat(catalog.t, starts[nonempty])
-        tau = catalog.t - t0[owner]
-        w_sum = np.bincount(owner, w, n_obj)
-        ybar = np.bincount(owner, w * catalog.y, n_obj) / w_sum
+        ybar = np.bincount(owner, w * catalog.y, n_obj) / np.bincount(owner, w, n_obj)
         chi0 = np.bincount(owner, w * (catalog.y - ybar[owner]) ** 2, n_obj)
         chi0 /= np.maximum(lengths, 1)
-        if fp64:
-            self.phase_args = [self.upload(tau), np.float64(grid.fmin), np.float64(grid.df)]
-        else:
-            a = grid.fmin * tau - np.round(grid.fmin * tau)
-            b = grid.df * tau - np.round(grid.df * tau)
-            b_hi = b.astype(np.float32)
-            self.phase_args = [self.upload(a.astype(np.float32)), self.upload(b_hi),
-                               self.upload((b - b_hi).astype(np.float32))]
         self.y = self.upload(catalog.y.astype(dtype))
         self.w = self.upload(w.astype(dtype))
-        self.starts = self.upload(starts.astype(np.int32))
-        self.lengths = self.upload(lengths.astype(np.int32))
         self.chi0 = self.upload(chi0.astype(dtype))
-
-    def upload(self, array: np.ndarray) -> cl.Buffer:
-        array = np.ascontiguousarray(array if len(array) else np.zeros(1, array.dtype))
-        return cl.Buffer(self.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
-                         hostbuf=array)

@@ -22,10 +22,10 @@ from pyopencl.algorithm import RadixSort
 
 from . import kernels
 from .catalog import Catalog
-from .device import DeviceInfo, get_context, get_queue, select_devices
+from .device import DeviceInfo, get_context, get_queue, require_fp64, select_devices, upload
 from .grid import FrequencyGrid
 
-__all__ = ["FoldedSorted", "fold_and_sort", "SortMethod"]
+__all__ = ["FoldedSorted", "FoldInputs", "fold_and_sort", "SortMethod"]
 
 SortMethod = Literal["auto", "bitonic", "radix"]
 
@@ -95,8 +95,8 @@ def fold_and_sort(
         raise ValueError(f"method must be one of {get_args(SortMethod)}, got {method!r}")
     info = select_devices(device)[0]
     fp64 = precision == "fp64"
-    if fp64 and not info.fp64:
-        raise ValueError(f"precision='fp64' needs double precision, which {info.label} lacks")
+    if fp64:
+        require_fp64(info)
     lengths = catalog.lengths
     longest = int(lengths.max(initial=0))
     if method == "auto":
@@ -127,52 +127,50 @@ def _scatter(chunk: np.ndarray, out: np.ndarray, catalog: Catalog, nf_all: int, 
         out[dst : dst + nf * n] = chunk[src : src + nf * n]
 
 
+class FoldInputs:
+    """Device inputs of the fold kernels: phase arguments and object layout.
+
+    Times are taken relative to each object's earliest one; fp64 kernels get
+    them as float64 with ``fmin`` and ``df``, fp32 kernels the double-single
+    phase inputs of :meth:`FrequencyGrid.phase_inputs`.
+    """
+
+    def __init__(self, context: cl.Context, catalog: Catalog, grid: FrequencyGrid, fp64: bool):
+        self.context = context
+        owner = np.repeat(np.arange(catalog.n_objects), catalog.lengths)
+        tau = catalog.t - catalog.start_times()[owner]
+        if fp64:
+            self.phase_args = [self.upload(tau), np.float64(grid.fmin), np.float64(grid.df)]
+        else:
+            self.phase_args = [self.upload(a) for a in grid.phase_inputs(tau)]
+        self.starts = self.upload(catalog.offsets[:-1].astype(np.int32))
+        self.lengths = self.upload(catalog.lengths.astype(np.int32))
+
+    def upload(self, array: np.ndarray) -> cl.Buffer:
+        return upload(self.context, array)
+
+
 class _Run:
-    """Device inputs of one fold-and-sort call."""
+    """One fold-and-sort call on one device."""
 
     def __init__(self, info: DeviceInfo, catalog: Catalog, grid: FrequencyGrid, fp64: bool):
-        self.info, self.catalog, self.grid, self.fp64 = info, catalog, grid, fp64
+        self.info, self.catalog = info, catalog
         self.context = get_context(info)
         self.queue = get_queue(info)
         self.real = "double" if fp64 else "float"
         self.dtype = np.float64 if fp64 else np.float32
-        owner = np.repeat(np.arange(catalog.n_objects), catalog.lengths)
-        t0 = np.minimum.reduceat(catalog.t, catalog.offsets[:-1][catalog.lengths > 0])
-        first = np.zeros(catalog.n_objects)
-        first[catalog.lengths > 0] = t0
-        tau = catalog.t - first[owner]
-        if fp64:
-            points = [self._upload(tau)]
-            self.phase_args = [*points, np.float64(grid.fmin), np.float64(grid.df)]
-        else:
-            a = grid.fmin * tau - np.round(grid.fmin * tau)
-            b = grid.df * tau - np.round(grid.df * tau)
-            b_hi = b.astype(np.float32)
-            points = [
-                self._upload(a.astype(np.float32)),
-                self._upload(b_hi),
-                self._upload((b - b_hi).astype(np.float32)),
-            ]
-            self.phase_args = points
-        self.objs = [
-            self._upload(catalog.offsets[:-1].astype(np.int32)),
-            self._upload(catalog.lengths.astype(np.int32)),
-        ]
-
-    def _upload(self, array: np.ndarray) -> cl.Buffer:
-        array = np.ascontiguousarray(array if len(array) else np.zeros(1, array.dtype))
-        return cl.Buffer(self.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
-                         hostbuf=array)
+        self.fold = FoldInputs(self.context, catalog, grid, fp64)
+        self.fp64 = fp64
 
     def bitonic(self, k0: int, nf: int) -> tuple[np.ndarray, np.ndarray]:
         (kernel,) = kernels.get_kernels(
             self.context, "sort", ("fold_sort_local",), real=self.real, wg=_WG, nmax=BITONIC_MAX
         )
         total = nf * len(self.catalog.t)
-        base = self._upload((nf * self.catalog.offsets[:-1]).astype(np.int64))
+        base = self.fold.upload((nf * self.catalog.offsets[:-1]).astype(np.int64))
         phase = cl_array.empty(self.queue, total, self.dtype)
         order = cl_array.empty(self.queue, total, np.int32)
-        kernel.set_args(*self.phase_args, *self.objs, base, np.int32(k0), np.int32(nf),
+        kernel.set_args(*self.fold.phase_args, self.fold.starts, self.fold.lengths, base, np.int32(k0), np.int32(nf),
                         phase.data, order.data)
         groups = self.catalog.n_objects * nf
         cl.enqueue_nd_range_kernel(self.queue, kernel, (groups * _WG,), (_WG,))
@@ -189,12 +187,12 @@ class _Run:
         # interval count (3 per compute unit) on wide GPUs: pad with entries
         # that sort last (phase +inf, segment n_seg) and drop them afterwards.
         padded = max(total, 2 * (3 * self.info.compute_units) ** 2)
-        base = self._upload((nf * self.catalog.offsets[:-1]).astype(np.int64))
+        base = self.fold.upload((nf * self.catalog.offsets[:-1]).astype(np.int64))
         phase = cl_array.empty(self.queue, padded, self.dtype).fill(np.inf)
         index = cl_array.zeros(self.queue, padded, np.int32)
         seg = cl_array.empty(self.queue, padded, np.int32).fill(n_seg)
         longest = int(self.catalog.lengths.max())
-        kernel.set_args(*self.phase_args, *self.objs, base, np.int32(k0), np.int32(nf),
+        kernel.set_args(*self.fold.phase_args, self.fold.starts, self.fold.lengths, base, np.int32(k0), np.int32(nf),
                         np.int32(n_obj), phase.data, index.data, seg.data)
         cl.enqueue_nd_range_kernel(self.queue, kernel, (longest, n_obj, nf), None)
         by_phase, by_segment = _radix_sorters(self.context, self.real)
