@@ -81,21 +81,18 @@ inline void wg_argmax(__local real_t *val, __local int *idx, const int lid)
 }
 </%def>
 
-## fold_phase(...): phase in [0, 1) of grid index k at point g, in cycles,
-## for the fold-and-sort kernels. fp64 uses times relative to the object's
-## start with an exact FMA residual; fp32 the double-single inputs
-## a + k (bh + bl) of FrequencyGrid.phase_inputs (~1e-7-cycle phases for any
-## epoch).
-<%def name="fold_phase(real)">
-// Phase in [0, 1) of grid index k at point g.
-% if real == "double":
-inline double fold_phase(__global const double *pt_t, const int g, const double fmin,
-                         const double df, const int k)
-{
-    const double f = fmin + (double) k * df;
-    const double tt = pt_t[g];
-    double r = fma(tt, f, -floor(tt * f));
-% else:
+## fold_phase(real, compat): phase in [0, 1) of grid index k at point g, in
+## cycles, for the fold-and-sort kernels, plus FOLD_ARGS (the kernel parameters
+## it reads) and FOLD(g, k) (the call). Times are relative to the object's
+## earliest one. fp64 forms frac(t f) with an exact FMA residual; fp32 the
+## double-single inputs a + k (bh + bl) of FrequencyGrid.phase_inputs
+## (~1e-7-cycle phases for any epoch). compat reproduces the reference code:
+## fmod(t, P) / P with P = 1 / f in the kernel's type.
+<%def name="fold_phase(real, compat=False)">
+% if real == "float" and not compat:
+#define FOLD_ARGS __global const float *restrict pt_a, __global const float *restrict pt_bh, \
+                  __global const float *restrict pt_bl
+#define FOLD(g, k) fold_phase(pt_a, pt_bh, pt_bl, (g), (k))
 inline float fold_phase(__global const float *pt_a, __global const float *pt_bh,
                         __global const float *pt_bl, const int g, const int k)
 {
@@ -105,6 +102,21 @@ inline float fold_phase(__global const float *pt_a, __global const float *pt_bh,
     const float e = fma(kf, bh, -p);
     float r = (p - floor(p)) + (e + fma(kf, pt_bl[g], pt_a[g]));
     r -= floor(r);
+% else:
+#define FOLD_ARGS __global const real_t *restrict pt_t, const real_t grid_fmin, \
+                  const real_t grid_df
+#define FOLD(g, k) fold_phase(pt_t, grid_fmin, grid_df, (g), (k))
+inline real_t fold_phase(__global const real_t *pt_t, const real_t fmin, const real_t df,
+                         const int g, const int k)
+{
+    const real_t f = fmin + (real_t) k * df;
+    const real_t tt = pt_t[g];
+  % if compat:
+    const real_t period = 1 / f;
+    real_t r = fmod(tt, period) / period;
+  % else:
+    real_t r = fma(tt, f, -floor(tt * f));
+  % endif
 % endif
     // rounding can leave r just outside [0, 1)
     if (r < 0)
@@ -113,4 +125,21 @@ inline float fold_phase(__global const float *pt_a, __global const float *pt_bh,
         r -= 1;
     return r;
 }
+</%def>
+
+## Packed 64-bit sort keys: phase in the high bits, the point's index in the
+## low ``index_bits`` bits, so ordering keys is a stable sort by phase. fp32
+## phases keep all their bits; fp64 ones keep 64 - index_bits bits (phases
+## closer than 2^(index_bits - 64) cycles count as ties).
+<%def name="phase_keys(real, index_bits)">
+<% scale = repr(2.0 ** (64 - index_bits)) %>
+#define KEY_INDEX_BITS ${index_bits}
+#define KEY_INDEX(key) ((int) ((key) & ((1UL << KEY_INDEX_BITS) - 1)))
+% if real == "float":
+#define PHASE_KEY(ph, i) (((ulong) as_uint(ph) << 32) | (ulong) (i))
+#define KEY_PHASE(key) as_float((uint) ((key) >> 32))
+% else:
+#define PHASE_KEY(ph, i) ((convert_ulong((ph) * ${scale}) << KEY_INDEX_BITS) | (ulong) (i))
+#define KEY_PHASE(key) ((double) ((key) >> KEY_INDEX_BITS) / ${scale})
+% endif
 </%def>

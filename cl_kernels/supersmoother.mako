@@ -6,6 +6,7 @@
 ##   real    "float" | "double"
 ##   wg      work-group size of the fused search (frequencies per group)
 ##   nmax    most points per light curve in the fused search (power of two)
+##   compat  fold as the reference code does (common.fold_phase)
 ##
 ## The smoother is a Mako def over accessor expressions, so the same code can
 ## read sorted points from global memory (``sp_smooth_batch`` below) or from
@@ -179,66 +180,50 @@ __kernel void sp_smooth_batch(
 ${single_pass("x[o + ({})]", "y[o + ({})]", "w[o + ({})]", "offsets[p + 1] - o", "alpha", "smo[o + {j}] = {v}")}
 }
 
-${common.fold_phase(real)}
+${common.fold_phase(real, compat)}
+${common.phase_keys(real, (nmax - 1).bit_length())}
 
 #define SP_WG ${wg}
 #define SP_NMAX ${nmax}
-#define KEY_SHIFT 16
-// phases are quantised to 48 (fp64) or 32 (fp32) bits for the sort keys;
-// both are exact for fp32 phases and within 2^-48 for fp64 ones
-#define PHASE_SCALE ${"281474976710656.0" if real == "double" else "4294967296.0f"}
 
 // Single-pass SuperSmoother periodogram, fused: one work-group per (object,
 // block of SP_WG frequencies), one work-item per frequency. Each work-item
 // folds the object's points into its own slice of local memory as packed keys
-// (48-bit phase | 16-bit index: a stable order), sorts the slice with a
-// sequential bitonic network, and sweeps the smoother over it, accumulating
-// chi^2 on the fly; phases never reach global memory. Slices are interleaved
-// (element i of work-item l at i * SP_WG + l) so accesses hit distinct banks.
+// (a stable order), sorts the slice with a sequential bitonic network, and
+// sweeps the smoother over it, accumulating chi^2 on the fly; phases never
+// reach global memory. Slices are interleaved (element i of work-item l at
+// i * SP_WG + l) so accesses hit distinct banks. Frequency k0 + j goes to
+// power[obj * row_len + col0 + j], j < nf.
 __kernel __attribute__((reqd_work_group_size(SP_WG, 1, 1)))
 void sp_search_local(
-% if real == "double":
-    __global const double *restrict pt_t, const double grid_fmin, const double grid_df,
-% else:
-    __global const float *restrict pt_a, __global const float *restrict pt_bh,
-    __global const float *restrict pt_bl,
-% endif
+    FOLD_ARGS,
     __global const real_t *restrict pt_y,
     __global const real_t *restrict pt_w,
     __global const int *restrict obj_start,
     __global const int *restrict obj_n,
     __global const real_t *restrict obj_chi0,
-    const int blocks_per_object, const int nf, const real_t alpha,
+    const int blocks_per_object, const int k0, const int nf, const real_t alpha,
+    const int row_len, const int col0,
     __global real_t *restrict power)
 {
     __local ulong l_key[SP_NMAX * SP_WG];
     __local real_t l_y[SP_NMAX], l_w[SP_NMAX];
     const int lid = get_local_id(0);
     const int obj = get_group_id(0) / blocks_per_object;
-    const int k = (get_group_id(0) % blocks_per_object) * SP_WG + lid;
+    const int j = (get_group_id(0) % blocks_per_object) * SP_WG + lid;
     const int start = obj_start[obj], n = obj_n[obj];
     for (int i = lid; i < n; i += SP_WG) {
         l_y[i] = pt_y[start + i];
         l_w[i] = pt_w[start + i];
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (k >= nf)
+    if (j >= nf)
         return;  // no barrier follows
     int n_pad = 1;
     while (n_pad < n)
         n_pad <<= 1;
-    for (int i = 0; i < n_pad; ++i) {
-        ulong key = ULONG_MAX;
-        if (i < n) {
-% if real == "double":
-            const double ph = fold_phase(pt_t, start + i, grid_fmin, grid_df, k);
-% else:
-            const float ph = fold_phase(pt_a, pt_bh, pt_bl, start + i, k);
-% endif
-            key = (convert_ulong(ph * PHASE_SCALE) << KEY_SHIFT) | (ulong) i;
-        }
-        l_key[i * SP_WG + lid] = key;
-    }
+    for (int i = 0; i < n_pad; ++i)
+        l_key[i * SP_WG + lid] = i < n ? PHASE_KEY(FOLD(start + i, k0 + j), i) : ULONG_MAX;
     for (int size = 2; size <= n_pad; size <<= 1) {
         for (int stride = size >> 1; stride > 0; stride >>= 1) {
             for (int i = 0; i < n_pad / 2; ++i) {
@@ -255,15 +240,15 @@ void sp_search_local(
     real_t chi2 = 0;
 <%
     key = "l_key[({}) * SP_WG + lid]"
-    X = "((real_t) (%s >> KEY_SHIFT) / PHASE_SCALE)" % key
-    Y = "l_y[(int) (%s & 0xFFFF)]" % key
-    W = "l_w[(int) (%s & 0xFFFF)]" % key
+    X = "KEY_PHASE(%s)" % key
+    Y = "l_y[KEY_INDEX(%s)]" % key
+    W = "l_w[KEY_INDEX(%s)]" % key
     OUT = ("{{ const real_t res = %s - {v}; chi2 += %s * res * res; }}"
            % (Y.replace("{}", "{j}"), W.replace("{}", "{j}")))
 %>
 ${single_pass(X, Y, W, "n", "alpha", OUT)}
     const real_t chi0 = obj_chi0[obj];
-    power[(long) obj * nf + k] = (real_t) 0.5 * n * (chi0 - chi2 / n) / chi0;
+    power[(long) obj * row_len + col0 + j] = (real_t) 0.5 * n * (chi0 - chi2 / n) / chi0;
 }
 
 // {{{ Friedman's original SuperSmoother (spec §2.2-§2.3), one work-item per problem
@@ -416,6 +401,32 @@ __kernel void supsmu_search(
 
 // }}}
 
+// Single-pass periodogram over sorted points in the coalesced search layout
+// (point i of object obj, frequency j at out_base[obj] + i * nf + j), one
+// work-item per (object, frequency), chi^2 accumulated during the sweep.
+__kernel void sp_search_global(
+    __global const real_t *restrict xs, __global const real_t *restrict ys,
+    __global const real_t *restrict ws,
+    __global const int *restrict obj_n, __global const long *restrict out_base,
+    __global const real_t *restrict obj_chi0, const int nf, const real_t alpha,
+    const int row_len, const int col0, __global real_t *restrict power)
+{
+    const int obj = get_global_id(0) / nf, j = get_global_id(0) % nf;
+    const int n = obj_n[obj];
+    const long at = out_base[obj] + j;
+    real_t chi2 = 0;
+<%
+    X = "xs[at + (long) ({}) * nf]"
+    Y = "ys[at + (long) ({}) * nf]"
+    W = "ws[at + (long) ({}) * nf]"
+    OUT = ("{{ const real_t res = %s - {v}; chi2 += %s * res * res; }}"
+           % (Y.replace("{}", "{j}"), W.replace("{}", "{j}")))
+%>
+${single_pass(X, Y, W, "n", "alpha", OUT)}
+    const real_t chi0 = obj_chi0[obj];
+    power[(long) obj * row_len + col0 + j] = (real_t) 0.5 * n * (chi0 - chi2 / n) / chi0;
+}
+
 // {{{ search helpers for the per-problem (global-memory) smoothers
 
 // Segment (o, j) of a fold-sort launch (row layout base + j*n + i): gather
@@ -443,7 +454,7 @@ __kernel void chi2_power(
     __global const real_t *restrict ys, __global const real_t *restrict ws,
     __global const real_t *restrict smo,
     __global const int *restrict obj_n, __global const long *restrict out_base,
-    __global const real_t *restrict obj_chi0, const int nf, const int k0, const int nf_all,
+    __global const real_t *restrict obj_chi0, const int nf, const int row_len, const int col0,
     __global real_t *restrict power)
 {
     const int obj = get_global_id(0) / nf, j = get_global_id(0) % nf;
@@ -456,7 +467,7 @@ __kernel void chi2_power(
         chi2 += ws[at] * r * r;
     }
     const real_t chi0 = obj_chi0[obj];
-    power[(long) obj * nf_all + k0 + j] = (real_t) 0.5 * n * (chi0 - chi2 / n) / chi0;
+    power[(long) obj * row_len + col0 + j] = (real_t) 0.5 * n * (chi0 - chi2 / n) / chi0;
 }
 
 // }}}

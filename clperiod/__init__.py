@@ -15,6 +15,7 @@ from .catalog import Catalog, Status
 from .device import DeviceInfo, list_devices, select_devices
 from .grid import FrequencyGrid
 from .lombscargle import LombScargleResult, lombscargle
+from .supersmoother import SuperSmootherResult, supersmoother
 
 try:
     __version__ = version("clperiod")
@@ -27,8 +28,10 @@ __all__ = [
     "FrequencyGrid",
     "LombScargleResult",
     "Status",
+    "SuperSmootherResult",
     "list_devices",
     "lombscargle",
     "select_devices",
+    "supersmoother",
     "__version__",
 ]

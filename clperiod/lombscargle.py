@@ -14,10 +14,9 @@ Kuerster (2009) used by SciPy and astropy.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from dataclasses import dataclass, field
-from typing import Literal, get_args
+from typing import Literal
 
 import numpy as np
 import pyopencl as cl
@@ -26,6 +25,7 @@ from . import kernels, stats
 from .catalog import Catalog, Status
 from .device import DeviceInfo, get_context, get_queue, require_fp64, select_devices, upload
 from .grid import FrequencyGrid
+from .host import check_choice, progress_bar, segment_sum
 from .planning import PINNED_POOL, Batch, KernelShape, plan_batches
 from .scheduler import run_on_devices
 
@@ -234,7 +234,7 @@ def lombscargle(
     shape = _kernel_shape(devices, options, compensated)
     batches = _plan(devices, shape, prepared, grid, options)
     power = _result_array(devices, (catalog.n_objects, grid.nf), options) if periodogram else None
-    with _progress_bar(progress, len(batches)) as bar:
+    with progress_bar(progress, len(batches), "lombscargle") as bar:
         results = run_on_devices(
             devices,
             batches,
@@ -299,11 +299,11 @@ class _Options:
     def build(
         cls, method, normalization, fit_mean, center_data, precision, memory, top_k, periodogram
     ) -> _Options:
-        _check_choice("method", method, Method)
-        _check_choice("precision", precision, Precision)
-        _check_choice("memory", memory, Memory)
+        check_choice("method", method, Method)
+        check_choice("precision", precision, Precision)
+        check_choice("memory", memory, Memory)
         normalization = "psd" if normalization is None else normalization
-        _check_choice("normalization", normalization, Normalization)
+        check_choice("normalization", normalization, Normalization)
         if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)):
             raise TypeError(f"top_k must be an integer, got {top_k!r}")
         if not 1 <= top_k <= MAX_TOP_K:
@@ -321,28 +321,6 @@ class _Options:
             int(top_k),
             bool(periodogram),
         )
-
-
-@contextlib.contextmanager
-def _progress_bar(enabled: bool, total: int):
-    """A tqdm bar over ``total`` batches, or None when disabled."""
-    if not enabled:
-        yield None
-        return
-    try:
-        from tqdm.auto import tqdm
-    except ImportError as error:
-        raise ImportError(
-            "progress=True needs tqdm: pip install clperiod[progress]"
-        ) from error
-    with tqdm(total=total, unit="batch", desc="lombscargle") as bar:
-        yield bar
-
-
-def _check_choice(name: str, value, kind) -> None:
-    choices = get_args(kind)
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
 
 
 def _as_catalog(cat_or_t, y, dy, method, nan_policy) -> Catalog:
@@ -373,15 +351,6 @@ class _Prepared:
     psd_scale: np.ndarray  # 1/2 sum w*y'^2 per object
 
 
-def _segment_sum(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """Per-object sums of ``values`` (segments given by ``offsets``; empty -> 0)."""
-    sums = np.zeros(len(offsets) - 1)
-    nonempty = np.flatnonzero(np.diff(offsets) > 0)
-    if len(nonempty):
-        sums[nonempty] = np.add.reduceat(values, offsets[:-1][nonempty])
-    return sums
-
-
 def _prepare(catalog: Catalog, grid: FrequencyGrid, options: _Options) -> _Prepared:
     status = np.full(catalog.n_objects, Status.OK, dtype=np.int8)
     status[catalog.lengths < options.min_points] = Status.TOO_FEW_POINTS
@@ -392,11 +361,11 @@ def _prepare(catalog: Catalog, grid: FrequencyGrid, options: _Options) -> _Prepa
     use_dy = options.method == "generalized" and catalog.dy is not None
     w = 1.0 / (catalog.dy * catalog.dy) if use_dy else np.ones_like(t)
     with np.errstate(invalid="ignore", divide="ignore"):
-        wn = w / _segment_sum(w, offsets)[owner]
+        wn = w / segment_sum(w, offsets)[owner]
         if options.fit_mean or options.center_data:
-            y = y - _segment_sum(wn * y, offsets)[owner]
-        yy = _segment_sum(wn * y * y, offsets)
-        second_moment = _segment_sum(wn * catalog.y**2, offsets)
+            y = y - segment_sum(wn * y, offsets)[owner]
+        yy = segment_sum(wn * y * y, offsets)
+        second_moment = segment_sum(wn * catalog.y**2, offsets)
     flat = (status == Status.OK) & (yy <= (64 * np.finfo(np.float64).eps) ** 2 * second_moment)
     status[flat] = Status.ZERO_VARIANCE
 
@@ -405,7 +374,7 @@ def _prepare(catalog: Catalog, grid: FrequencyGrid, options: _Options) -> _Prepa
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     owner, t, y, w, wn = owner[keep], t[keep], y[keep], w[keep], wn[keep]
     yy = np.where(status == Status.OK, yy, np.nan)
-    psd_scale = 0.5 * _segment_sum(w * y * y, offsets)
+    psd_scale = 0.5 * segment_sum(w * y * y, offsets)
 
     tr = t - catalog.epochs()[owner]
     dtype = options.dtype

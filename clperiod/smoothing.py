@@ -1,11 +1,10 @@
-"""SuperSmoother kernels on the device (building blocks of the period search).
+"""SuperSmoother smoothers on the device, for data already sorted by phase.
 
 :func:`single_pass_smooth` runs the single-pass "generalized validation"
-SuperSmoother (seed spec §4) on many independent problems at once, one
-work-item each: points already sorted by phase in ``[0, 1)``, periodic
-windows. :func:`single_pass_periodogram` inlines the same smoother (a Mako def
-in ``cl_kernels/supersmoother.mako``) into a fused fold-sort-smooth kernel for
-light curves that fit local memory.
+SuperSmoother (seed spec §4) and :func:`supsmu_smooth` Friedman's original
+(§2.3) on many independent problems at once, one work-item each. The period
+search (:func:`clperiod.supersmoother`) inlines the same code
+(``cl_kernels/supersmoother.mako``) into its search kernels.
 """
 
 from __future__ import annotations
@@ -16,22 +15,9 @@ import numpy as np
 import pyopencl as cl
 
 from . import kernels
-from .catalog import Catalog
 from .device import get_context, get_queue, require_fp64, select_devices
-from .grid import FrequencyGrid
-from .sort import BITONIC_MAX, FoldInputs
 
-__all__ = [
-    "single_pass_smooth",
-    "supsmu_smooth",
-    "single_pass_periodogram",
-    "original_periodogram",
-    "FUSED_MAX_POINTS",
-]
-
-#: Longest light curve of the fused (local-memory) search kernel.
-FUSED_MAX_POINTS = 128
-_WG = 32
+__all__ = ["single_pass_smooth", "supsmu_smooth"]
 
 
 class _Target:
@@ -50,7 +36,8 @@ class _Target:
 
 
 def _params(fp64: bool) -> dict:
-    return dict(real="double" if fp64 else "float", wg=_WG, nmax=FUSED_MAX_POINTS)
+    """Render parameters of ``supersmoother.mako`` (the search-only ones at defaults)."""
+    return dict(real="double" if fp64 else "float", wg=32, nmax=128, compat=False)
 
 
 def single_pass_smooth(
@@ -170,127 +157,3 @@ def _validate(x, y, w, offsets, alpha) -> None:
         raise ValueError("phases must be ascending within each problem")
     if not 0 <= alpha <= 10:
         raise ValueError(f"alpha must be in [0, 10], got {alpha}")
-
-
-def single_pass_periodogram(
-    catalog: Catalog,
-    grid: FrequencyGrid,
-    alpha: float = 9.0,
-    *,
-    precision: Literal["fp64", "fp32"] = "fp64",
-    device=None,
-) -> np.ndarray:
-    """Single-pass SuperSmoother periodogram of every object (fused kernel).
-
-    Folds (phase of ``t - t0``, ``t0`` = earliest time), sorts (stable) and
-    smooths in local memory, one work-item per (object, frequency), and
-    returns ``power = (n/2)(chi0 - chi2)/chi0`` (spec §3.5) with shape
-    ``(n_objects, nf)``. Objects may have at most :data:`FUSED_MAX_POINTS`
-    points (longer ones need the global-memory path) and need ``dy``.
-    """
-    _check_search(catalog, alpha, FUSED_MAX_POINTS)
-    run = _Target(precision, device)
-    fp64, dtype, context, queue = run.fp64, run.dtype, run.context, run.queue
-    (kernel,) = kernels.get_kernels(context, "supersmoother", ("sp_search_local",),
-                                    **_params(fp64))
-    search = _SearchInputs(context, catalog, grid, fp64)
-    n_obj = catalog.n_objects
-    power = np.empty((n_obj, grid.nf), dtype=dtype)
-    out = cl.Buffer(context, cl.mem_flags.WRITE_ONLY, max(power.nbytes, 1))
-    blocks = -(-grid.nf // _WG)
-    kernel.set_args(*search.phase_args, search.y, search.w, search.starts, search.lengths,
-                    search.chi0, np.int32(blocks), np.int32(grid.nf), dtype(alpha), out)
-    cl.enqueue_nd_range_kernel(queue, kernel, (n_obj * blocks * _WG,), (_WG,))
-    cl.enqueue_copy(queue, power, out, is_blocking=True)
-    return power
-
-
-def original_periodogram(
-    catalog: Catalog,
-    grid: FrequencyGrid,
-    alpha: float = 9.0,
-    *,
-    periodic: bool = True,
-    precision: Literal["fp64", "fp32"] = "fp64",
-    device=None,
-) -> np.ndarray:
-    """Friedman SuperSmoother periodogram of every object, device-resident.
-
-    Per batch of frequencies: fold and sort (``sort.mako``, local memory, at
-    most :data:`clperiod.sort.BITONIC_MAX` points per object), gather phases,
-    y and w in phase order into a coalesced [point][frequency] layout, smooth
-    every (object, frequency) problem with ``supsmu_search`` (global scratch
-    in the same layout) and reduce chi^2 to
-    ``power = (n/2)(chi0 - chi2)/chi0``. ``periodic=False`` is Friedman's
-    interval mode. Returns ``(n_objects, nf)``.
-    """
-    _check_search(catalog, alpha, BITONIC_MAX)
-    run = _Target(precision, device)
-    info, fp64, dtype, context, queue = run.info, run.fp64, run.dtype, run.context, run.queue
-    real = "double" if fp64 else "float"
-    (fold_sort,) = kernels.get_kernels(context, "sort", ("fold_sort_local",), real=real,
-                                       wg=_SORT_WG, nmax=BITONIC_MAX)
-    gather, smooth, chi2 = kernels.get_kernels(
-        context, "supersmoother", ("gather_sorted", "supsmu_search", "chi2_power"), **_params(fp64)
-    )
-    search = _SearchInputs(context, catalog, grid, fp64)
-    n_obj, n_points = catalog.n_objects, len(catalog.t)
-    itemsize = np.dtype(dtype).itemsize
-    per_point_frequency = 13 * itemsize + 4  # phase, x, y, w, smo, 8 scratch; order
-    budget = min(info.global_mem // 4, info.max_alloc // (8 * itemsize) * per_point_frequency)
-    batch = int(max(1, min(grid.nf, budget // max(1, per_point_frequency * n_points))))
-    power = cl.Buffer(context, cl.mem_flags.WRITE_ONLY, max(n_obj * grid.nf * itemsize, 1))
-    rw = cl.mem_flags.READ_WRITE
-    for k0 in range(0, grid.nf, batch):
-        nf = min(batch, grid.nf - k0)
-        total = max(nf * n_points, 1)
-        base = search.upload((nf * catalog.offsets[:-1]).astype(np.int64))
-        phase, xs, ys, ws, smo = (cl.Buffer(context, rw, total * itemsize) for _ in range(5))
-        order = cl.Buffer(context, rw, total * 4)
-        scratch = cl.Buffer(context, rw, 8 * total * itemsize)
-        fold_sort.set_args(*search.phase_args, search.starts, search.lengths, base,
-                           np.int32(k0), np.int32(nf), phase, order)
-        cl.enqueue_nd_range_kernel(queue, fold_sort, (n_obj * nf * _SORT_WG,), (_SORT_WG,))
-        gather.set_args(phase, order, search.y, search.w, search.starts, search.lengths, base,
-                        np.int32(nf), xs, ys, ws)
-        cl.enqueue_nd_range_kernel(queue, gather, (n_obj * nf,), None)
-        smooth.set_args(xs, ys, ws, search.lengths, base, np.int32(nf), np.int64(total),
-                        np.int32(2 if periodic else 1), dtype(alpha), scratch, smo)
-        cl.enqueue_nd_range_kernel(queue, smooth, (n_obj * nf,), None)
-        chi2.set_args(ys, ws, smo, search.lengths, base, search.chi0, np.int32(nf),
-                      np.int32(k0), np.int32(grid.nf), power)
-        cl.enqueue_nd_range_kernel(queue, chi2, (n_obj * nf,), None)
-        queue.finish()  # the batch buffers are released at the next iteration
-    out = np.empty((n_obj, grid.nf), dtype=dtype)
-    cl.enqueue_copy(queue, out, power, is_blocking=True)
-    return out
-
-
-_SORT_WG = 128
-
-
-def _check_search(catalog: Catalog, alpha: float, max_points: int) -> None:
-    if catalog.dy is None:
-        raise ValueError("the SuperSmoother search needs uncertainties dy")
-    if int(catalog.lengths.max(initial=0)) > max_points:
-        raise ValueError(f"this kernel holds at most {max_points} points per object")
-    if not 0 <= alpha <= 10:
-        raise ValueError(f"alpha must be in [0, 10], got {alpha}")
-
-
-class _SearchInputs(FoldInputs):
-    """Fold inputs plus y, weights ``w = 1/dy^2`` and per-object
-    ``chi0 = sum w (y - ybar_w)^2 / n`` (spec §3.1) of a SuperSmoother search."""
-
-    def __init__(self, context: cl.Context, catalog: Catalog, grid: FrequencyGrid, fp64: bool):
-        super().__init__(context, catalog, grid, fp64)
-        dtype = np.float64 if fp64 else np.float32
-        n_obj, lengths = catalog.n_objects, catalog.lengths
-        owner = np.repeat(np.arange(n_obj), lengths)
-        w = 1.0 / (catalog.dy * catalog.dy)
-        ybar = np.bincount(owner, w * catalog.y, n_obj) / np.bincount(owner, w, n_obj)
-        chi0 = np.bincount(owner, w * (catalog.y - ybar[owner]) ** 2, n_obj)
-        chi0 /= np.maximum(lengths, 1)
-        self.y = self.upload(catalog.y.astype(dtype))
-        self.w = self.upload(w.astype(dtype))
-        self.chi0 = self.upload(chi0.astype(dtype))

@@ -25,15 +25,22 @@ from .catalog import Catalog
 from .device import DeviceInfo, get_context, get_queue, require_fp64, select_devices, upload
 from .grid import FrequencyGrid
 
-__all__ = ["FoldedSorted", "FoldInputs", "fold_and_sort", "SortMethod"]
+__all__ = ["FoldedSorted", "FoldInputs", "FoldSorter", "bitonic_capacity", "fold_and_sort", "SortMethod"]
 
 SortMethod = Literal["auto", "bitonic", "radix"]
 
-#: Capacity of the local-memory (bitonic) sort, in points.
-BITONIC_MAX = 2048
-_WG = 128
-#: Frequencies per launch (bounds the NDRange and the radix-sort temporaries).
+#: Largest capacity of the local-memory (bitonic) sort, in points; a device
+#: holds less when its local memory is smaller (:func:`bitonic_capacity`).
+BITONIC_MAX = 4096
+#: Frequencies per launch of :func:`fold_and_sort` (bounds the host copies).
 _FREQS_PER_LAUNCH = 4096
+
+
+def bitonic_capacity(info: DeviceInfo) -> int:
+    """Most points per light curve the local-memory sort holds on ``info``
+    (8-byte packed keys in local memory, a power of two)."""
+    fits = max(1, (info.local_mem - 1024) // 8)
+    return min(BITONIC_MAX, 1 << (fits.bit_length() - 1))
 
 
 @dataclass(frozen=True)
@@ -99,22 +106,28 @@ def fold_and_sort(
         require_fp64(info)
     lengths = catalog.lengths
     longest = int(lengths.max(initial=0))
+    capacity = bitonic_capacity(info)
     if method == "auto":
-        method = "bitonic" if longest <= BITONIC_MAX else "radix"
-    if method == "bitonic" and longest > BITONIC_MAX:
-        raise ValueError(f"bitonic sort holds at most {BITONIC_MAX} points; got {longest}")
+        method = "bitonic" if longest <= capacity else "radix"
+    if method == "bitonic" and longest > capacity:
+        raise ValueError(f"the bitonic sort holds at most {capacity} points on this device; "
+                         f"got {longest}")
 
     dtype = np.float64 if fp64 else np.float32
     base = (grid.nf * catalog.offsets[:-1]).astype(np.int64)
     phase = np.empty(grid.nf * len(catalog.t), dtype=dtype)
     order = np.empty(grid.nf * len(catalog.t), dtype=np.int32)
     if len(catalog.t):
-        run = _Run(info, catalog, grid, fp64)
+        context = get_context(info)
+        queue = get_queue(info)
+        inputs = FoldInputs(context, catalog, grid, fp64)
+        sorter = FoldSorter(info, queue, inputs, method)
         for k0 in range(0, grid.nf, _FREQS_PER_LAUNCH):
             nf = min(_FREQS_PER_LAUNCH, grid.nf - k0)
-            chunk_phase, chunk_order = (run.bitonic if method == "bitonic" else run.radix)(k0, nf)
-            _scatter(chunk_phase, phase, catalog, grid.nf, k0, nf)
-            _scatter(chunk_order, order, catalog, grid.nf, k0, nf)
+            chunk_base = inputs.upload((nf * catalog.offsets[:-1]).astype(np.int64))
+            chunk_phase, chunk_order = sorter.run(k0, nf, chunk_base)
+            _scatter(chunk_phase.get(), phase, catalog, grid.nf, k0, nf)
+            _scatter(chunk_order.get(), order, catalog, grid.nf, k0, nf)
     return FoldedSorted(phase, order, base, lengths, grid.nf, method)
 
 
@@ -130,17 +143,23 @@ def _scatter(chunk: np.ndarray, out: np.ndarray, catalog: Catalog, nf_all: int, 
 class FoldInputs:
     """Device inputs of the fold kernels: phase arguments and object layout.
 
-    Times are taken relative to each object's earliest one; fp64 kernels get
-    them as float64 with ``fmin`` and ``df``, fp32 kernels the double-single
-    phase inputs of :meth:`FrequencyGrid.phase_inputs`.
+    Times are taken relative to each object's earliest one (in float64);
+    fp64 and ``compat`` kernels get them in the kernel type with ``fmin`` and
+    ``df``, other fp32 kernels the double-single phase inputs of
+    :meth:`FrequencyGrid.phase_inputs`.
     """
 
-    def __init__(self, context: cl.Context, catalog: Catalog, grid: FrequencyGrid, fp64: bool):
+    def __init__(self, context: cl.Context, catalog: Catalog, grid: FrequencyGrid, fp64: bool,
+                 compat: bool = False):
         self.context = context
+        self.fp64, self.compat = fp64, compat
+        self.real = "double" if fp64 else "float"
+        self.lengths_host = catalog.lengths
         owner = np.repeat(np.arange(catalog.n_objects), catalog.lengths)
         tau = catalog.t - catalog.start_times()[owner]
-        if fp64:
-            self.phase_args = [self.upload(tau), np.float64(grid.fmin), np.float64(grid.df)]
+        if fp64 or compat:
+            dtype = np.float64 if fp64 else np.float32
+            self.phase_args = [self.upload(tau.astype(dtype)), dtype(grid.fmin), dtype(grid.df)]
         else:
             self.phase_args = [self.upload(a) for a in grid.phase_inputs(tau)]
         self.starts = self.upload(catalog.offsets[:-1].astype(np.int32))
@@ -150,57 +169,71 @@ class FoldInputs:
         return upload(self.context, array)
 
 
-class _Run:
-    """One fold-and-sort call on one device."""
+class FoldSorter:
+    """Fold and sort every object of a :class:`FoldInputs` on one device,
+    leaving phases and permutations in device arrays.
 
-    def __init__(self, info: DeviceInfo, catalog: Catalog, grid: FrequencyGrid, fp64: bool):
-        self.info, self.catalog = info, catalog
-        self.context = get_context(info)
-        self.queue = get_queue(info)
-        self.real = "double" if fp64 else "float"
-        self.dtype = np.float64 if fp64 else np.float32
-        self.fold = FoldInputs(self.context, catalog, grid, fp64)
-        self.fp64 = fp64
+    ``method`` is ``"bitonic"`` (every object must fit
+    :func:`bitonic_capacity`) or ``"radix"``.
+    """
 
-    def bitonic(self, k0: int, nf: int) -> tuple[np.ndarray, np.ndarray]:
+    def __init__(self, info: DeviceInfo, queue: cl.CommandQueue, inputs: FoldInputs, method: str,
+                 allocator=None):
+        self.info, self.queue, self.inputs, self.method = info, queue, inputs, method
+        self.allocator = allocator
+        self.dtype = np.float64 if inputs.fp64 else np.float32
+        self.longest = int(inputs.lengths_host.max(initial=1))
+        self.nmax = max(2, 1 << (self.longest - 1).bit_length())
+        self.wg = min(256, max(32, self.nmax // 2))
+
+    def run(self, k0: int, nf: int, base: cl.Buffer) -> tuple[cl_array.Array, cl_array.Array]:
+        """Phases and permutations of frequencies ``k0 .. k0 + nf - 1``, object
+        ``o`` at frequency ``j`` in ``[base[o] + j n_o, base[o] + (j + 1) n_o)``."""
+        return (self._bitonic if self.method == "bitonic" else self._radix)(k0, nf, base)
+
+    def _kernel(self, name: str) -> cl.Kernel:
         (kernel,) = kernels.get_kernels(
-            self.context, "sort", ("fold_sort_local",), real=self.real, wg=_WG, nmax=BITONIC_MAX
+            self.queue.context, "sort", (name,), real=self.inputs.real, wg=self.wg,
+            nmax=min(self.nmax, BITONIC_MAX), compat=self.inputs.compat,
         )
-        total = nf * len(self.catalog.t)
-        base = self.fold.upload((nf * self.catalog.offsets[:-1]).astype(np.int64))
-        phase = cl_array.empty(self.queue, total, self.dtype)
-        order = cl_array.empty(self.queue, total, np.int32)
-        kernel.set_args(*self.fold.phase_args, self.fold.starts, self.fold.lengths, base, np.int32(k0), np.int32(nf),
-                        phase.data, order.data)
-        groups = self.catalog.n_objects * nf
-        cl.enqueue_nd_range_kernel(self.queue, kernel, (groups * _WG,), (_WG,))
-        return phase.get(), order.get()
+        return kernel
 
-    def radix(self, k0: int, nf: int) -> tuple[np.ndarray, np.ndarray]:
-        (kernel,) = kernels.get_kernels(
-            self.context, "sort", ("fold",), real=self.real, wg=_WG, nmax=BITONIC_MAX
-        )
-        n_obj = self.catalog.n_objects
+    def _bitonic(self, k0, nf, base):
+        inputs = self.inputs
+        kernel = self._kernel("fold_sort_local")
+        total = max(nf * int(inputs.lengths_host.sum()), 1)
+        phase = cl_array.empty(self.queue, total, self.dtype, allocator=self.allocator)
+        order = cl_array.empty(self.queue, total, np.int32, allocator=self.allocator)
+        kernel.set_args(*inputs.phase_args, inputs.starts, inputs.lengths, base, np.int32(k0),
+                        np.int32(nf), phase.data, order.data)
+        groups = len(inputs.lengths_host) * nf
+        cl.enqueue_nd_range_kernel(self.queue, kernel, (groups * self.wg,), (self.wg,))
+        return phase, order
+
+    def _radix(self, k0, nf, base):
+        inputs = self.inputs
+        kernel = self._kernel("fold")
+        n_obj = len(inputs.lengths_host)
         n_seg = n_obj * nf
-        total = nf * len(self.catalog.t)
+        total = nf * int(inputs.lengths_host.sum())
         # pyopencl's scan asserts when an array is short compared with its
         # interval count (3 per compute unit) on wide GPUs: pad with entries
         # that sort last (phase +inf, segment n_seg) and drop them afterwards.
         padded = max(total, 2 * (3 * self.info.compute_units) ** 2)
-        base = self.fold.upload((nf * self.catalog.offsets[:-1]).astype(np.int64))
-        phase = cl_array.empty(self.queue, padded, self.dtype).fill(np.inf)
-        index = cl_array.zeros(self.queue, padded, np.int32)
-        seg = cl_array.empty(self.queue, padded, np.int32).fill(n_seg)
-        longest = int(self.catalog.lengths.max())
-        kernel.set_args(*self.fold.phase_args, self.fold.starts, self.fold.lengths, base, np.int32(k0), np.int32(nf),
-                        np.int32(n_obj), phase.data, index.data, seg.data)
-        cl.enqueue_nd_range_kernel(self.queue, kernel, (longest, n_obj, nf), None)
-        by_phase, by_segment = _radix_sorters(self.context, self.real)
+        new = dict(allocator=self.allocator)
+        phase = cl_array.empty(self.queue, padded, self.dtype, **new).fill(np.inf)
+        index = cl_array.zeros(self.queue, padded, np.int32, **new)
+        seg = cl_array.empty(self.queue, padded, np.int32, **new).fill(n_seg)
+        kernel.set_args(*inputs.phase_args, inputs.starts, inputs.lengths, base, np.int32(k0),
+                        np.int32(nf), np.int32(n_obj), np.int32(self.longest), phase.data,
+                        index.data, seg.data)
+        cl.enqueue_nd_range_kernel(self.queue, kernel, (n_seg * self.longest,), None)
+        by_phase, by_segment = _radix_sorters(self.queue.context, inputs.real)
         (phase, index, seg), _ = by_phase(phase, index, seg, queue=self.queue,
-                                          key_bits=64 if self.fp64 else 32)
+                                          key_bits=64 if inputs.fp64 else 32, **new)
         (phase, index, seg), _ = by_segment(phase, index, seg, queue=self.queue,
-                                            key_bits=int(n_seg).bit_length())
-        return phase[:total].get(), index[:total].get()
+                                            key_bits=int(n_seg).bit_length(), **new)
+        return phase[:max(total, 1)], index[:max(total, 1)]
 
 
 @functools.cache
