@@ -19,6 +19,31 @@ ${common.prelude(real)}
 ${common.fold_phase(real, compat)}
 ${common.phase_keys(real, (nmax - 1).bit_length() or 1)}
 
+## Fold object obj's n points at grid index k into packed keys in l_key and
+## sort them (bitonic, all work-items of the group; n_pad = next power of 2).
+<%def name="fold_and_sort_keys()">
+    int n_pad = 1;
+    while (n_pad < n)
+        n_pad <<= 1;
+    for (int i = lid; i < n_pad; i += WG)
+        l_key[i] = i < n ? PHASE_KEY(FOLD(start + i, k), i) : ULONG_MAX;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int size = 2; size <= n_pad; size <<= 1) {
+        for (int stride = size >> 1; stride > 0; stride >>= 1) {
+            for (int i = lid; i < n_pad / 2; i += WG) {
+                const int lo = 2 * i - (i & (stride - 1));
+                const int hi = lo + stride;
+                const ulong a = l_key[lo], b = l_key[hi];
+                if ((a > b) == ((lo & size) == 0)) {
+                    l_key[lo] = b;
+                    l_key[hi] = a;
+                }
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+    }
+</%def>
+
 // One work-group per (object, frequency): fold into packed keys, bitonic-sort
 // them in local memory, write the sorted phases (recomputed from the index,
 // so exact) and the permutation (indices within the object).
@@ -35,34 +60,45 @@ void fold_sort_local(
 {
     __local ulong l_key[NMAX];
     const int obj = get_group_id(0) / nf;
-    const int j = get_group_id(0) % nf;
+    const int j = get_group_id(0) % nf, k = k0 + j;
     const int lid = get_local_id(0);
     const int start = obj_start[obj], n = obj_n[obj];
-    int n_pad = 1;
-    while (n_pad < n)
-        n_pad <<= 1;
-    for (int i = lid; i < n_pad; i += WG)
-        l_key[i] = i < n ? PHASE_KEY(FOLD(start + i, k0 + j), i) : ULONG_MAX;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int size = 2; size <= n_pad; size <<= 1) {
-        for (int stride = size >> 1; stride > 0; stride >>= 1) {
-            for (int i = lid; i < n_pad / 2; i += WG) {
-                const int lo = 2 * i - (i & (stride - 1));
-                const int hi = lo + stride;
-                const ulong a = l_key[lo], b = l_key[hi];
-                if ((a > b) == ((lo & size) == 0)) {
-                    l_key[lo] = b;
-                    l_key[hi] = a;
-                }
-            }
-            barrier(CLK_LOCAL_MEM_FENCE);
-        }
-    }
+${fold_and_sort_keys()}
     const long base = out_base[obj] + (long) j * n;
     for (int i = lid; i < n; i += WG) {
         const int index = KEY_INDEX(l_key[i]);
-        phase_out[base + i] = FOLD(start + index, k0 + j);
+        phase_out[base + i] = FOLD(start + index, k);
         order_out[base + i] = index;
+    }
+}
+
+// The same, writing the phases and the values and weights in phase order
+// straight into the coalesced search layout: point i of (obj, j) at
+// out_base[obj] + i * nf + j (out_base[obj] = nf * first row of obj).
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void fold_sort_gather(
+    FOLD_ARGS,
+    __global const real_t *restrict pt_y,
+    __global const real_t *restrict pt_w,
+    __global const int *restrict obj_start,
+    __global const int *restrict obj_n,
+    __global const long *restrict out_base,
+    const int k0, const int nf,
+    __global real_t *restrict xs, __global real_t *restrict ys, __global real_t *restrict ws)
+{
+    __local ulong l_key[NMAX];
+    const int obj = get_group_id(0) / nf;
+    const int j = get_group_id(0) % nf, k = k0 + j;
+    const int lid = get_local_id(0);
+    const int start = obj_start[obj], n = obj_n[obj];
+${fold_and_sort_keys()}
+    const long col = out_base[obj] + j;
+    for (int i = lid; i < n; i += WG) {
+        const int src = start + KEY_INDEX(l_key[i]);
+        const long at = col + (long) i * nf;
+        xs[at] = FOLD(src, k);
+        ys[at] = pt_y[src];
+        ws[at] = pt_w[src];
     }
 }
 

@@ -5,7 +5,7 @@
 ## Render parameters (strict_undefined):
 ##   real    "float" | "double"
 ##   wg      work-group size of the fused search (frequencies per group)
-##   nmax    most points per light curve in the fused search (power of two)
+##   nmax    most points per light curve in the fused search
 ##   compat  fold as the reference code does (common.fold_phase)
 ##
 ## The smoother is a Mako def over accessor expressions, so the same code can
@@ -31,20 +31,23 @@ inline void win_seed(window_t *s, const real_t xi, const real_t eta, const real_
     s->vxx = 0; s->vxy = 0; s->vyy = 0;
 }
 
-// Add a point: means first, then the sums with the new means.
+// Add a point: means first, then the sums with the new means (one division
+// each way; the reference divides per term, which differs in the last bit).
 inline void win_add(window_t *s, const real_t xi, const real_t eta, const real_t om)
 {
     const real_t wold = s->wt;
     s->wt = wold + om;
     if (s->wt > 0) {
-        s->xbar = (wold * s->xbar + om * xi) / s->wt;
-        s->ybar = (wold * s->ybar + om * eta) / s->wt;
+        const real_t inv = 1 / s->wt;
+        s->xbar = (wold * s->xbar + om * xi) * inv;
+        s->ybar = (wold * s->ybar + om * eta) * inv;
     }
     if (wold > 0) {
-        const real_t c = s->wt * om * (xi - s->xbar) / wold;
-        s->vxx += c * (xi - s->xbar);
-        s->vxy += c * (eta - s->ybar);
-        s->vyy += s->wt * om * (eta - s->ybar) * (eta - s->ybar) / wold;
+        const real_t f = s->wt * om / wold;
+        const real_t dx = xi - s->xbar, dy = eta - s->ybar;
+        s->vxx += f * dx * dx;
+        s->vxy += f * dx * dy;
+        s->vyy += f * dy * dy;
     }
 }
 
@@ -54,12 +57,14 @@ inline void win_remove(window_t *s, const real_t xi, const real_t eta, const rea
     const real_t wold = s->wt;
     s->wt = wold - om;
     if (s->wt > 0) {
-        const real_t c = wold * om * (xi - s->xbar) / s->wt;
-        s->vxx -= c * (xi - s->xbar);
-        s->vxy -= c * (eta - s->ybar);
-        s->vyy -= wold * om * (eta - s->ybar) * (eta - s->ybar) / s->wt;
-        s->xbar = (wold * s->xbar - om * xi) / s->wt;
-        s->ybar = (wold * s->ybar - om * eta) / s->wt;
+        const real_t inv = 1 / s->wt;
+        const real_t f = wold * om * inv;
+        const real_t dx = xi - s->xbar, dy = eta - s->ybar;
+        s->vxx -= f * dx * dx;
+        s->vxy -= f * dx * dy;
+        s->vyy -= f * dy * dy;
+        s->xbar = (wold * s->xbar - om * xi) * inv;
+        s->ybar = (wold * s->ybar - om * eta) * inv;
     }
 }
 
@@ -102,6 +107,7 @@ inline real_t win_hat(const window_t *s, const real_t xj, const real_t vsml)
             const real_t scale = ${X.format("3 * (sp_n / 4) - 1")} - ${X.format("sp_n / 4 - 1")};
             const real_t vsml = ${lit(1e-6)} * scale * scale;
             window_t win[3];
+            #pragma unroll
             for (int k = 0; k < 3; ++k) {
                 const int hk = sp_h[k];
                 int i = -hk - 1 + sp_n;
@@ -113,6 +119,7 @@ inline real_t win_hat(const window_t *s, const real_t xj, const real_t vsml)
                 }
             }
             for (int j = 0; j < sp_n; ++j) {
+                #pragma unroll
                 for (int k = 0; k < 3; ++k) {
                     const int leaving = j - sp_h[k] - 1;
                     const int uo = leaving < 0 ? leaving + sp_n : leaving;
@@ -125,18 +132,24 @@ inline real_t win_hat(const window_t *s, const real_t xj, const real_t vsml)
                 }
                 const real_t xj = ${X.format("j")}, wj = ${W.format("j")};
                 real_t fit[3], score[3];
+                #pragma unroll
                 for (int k = 0; k < 3; ++k) {
-                    const real_t b = win_slope(&win[k], vsml);
-                    fit[k] = b * (xj - win[k].xbar) + win[k].ybar;
+                    const real_t ivxx = win[k].vxx > vsml ? 1 / win[k].vxx : (real_t) 0;
+                    const real_t b = win[k].vxy * ivxx;
+                    const real_t dxk = xj - win[k].xbar;
+                    fit[k] = b * dxk + win[k].ybar;
                     real_t r = win[0].vyy - 2 * b * win[0].vxy + b * b * win[0].vxx;
                     if (k > 0) {
                         const real_t d = win[k].ybar - win[0].ybar - b * (win[k].xbar - win[0].xbar);
                         r += d * d * win[0].wt;
                     }
-                    const real_t gap = 1 - wj * win_hat(&win[k], xj, vsml);
+                    const real_t hat = (win[k].wt > 0 ? 1 / win[k].wt : (real_t) 0)
+                                       + dxk * dxk * ivxx;
+                    const real_t gap = 1 - wj * hat;
                     score[k] = fabs(r) / (gap * gap);
                 }
                 real_t gmin = ${lit(1e20)}, big_h = (real_t) sp_h[2];
+                #pragma unroll
                 for (int k = 0; k < 3; ++k) {
                     if (score[k] < gmin) {
                         gmin = score[k];
@@ -146,7 +159,7 @@ inline real_t win_hat(const window_t *s, const real_t xj, const real_t vsml)
                 real_t ratio = sqrt(gmin / score[2]);
                 if (ratio < ${lit(1e-7)})  // a NaN ratio stays NaN, as in the reference code
                     ratio = ${lit(1e-7)};
-                big_h += (sp_h[2] - big_h) * pow(ratio, (real_t) (10 - sp_alpha));
+                big_h += (sp_h[2] - big_h) * pown(ratio, 10 - sp_alpha);
                 real_t f = big_h - sp_h[1];
                 real_t v;
                 if (f < 0) {
@@ -222,17 +235,23 @@ void sp_search_local(
     int n_pad = 1;
     while (n_pad < n)
         n_pad <<= 1;
-    for (int i = 0; i < n_pad; ++i)
-        l_key[i * SP_WG + lid] = i < n ? PHASE_KEY(FOLD(start + i, k0 + j), i) : ULONG_MAX;
+    for (int i = 0; i < n; ++i)
+        l_key[i * SP_WG + lid] = PHASE_KEY(FOLD(start + i, k0 + j), i);
+    // Bitonic network in its all-ascending form (each merge starts with a
+    // flip): the virtual padding n .. n_pad - 1 holds +inf keys that never
+    // move, so only n keys are stored.
     for (int size = 2; size <= n_pad; size <<= 1) {
         for (int stride = size >> 1; stride > 0; stride >>= 1) {
             for (int i = 0; i < n_pad / 2; ++i) {
                 const int lo = 2 * i - (i & (stride - 1));
-                const int hi = lo + stride;
-                const ulong a = l_key[lo * SP_WG + lid], b = l_key[hi * SP_WG + lid];
-                if ((a > b) == ((lo & size) == 0)) {
-                    l_key[lo * SP_WG + lid] = b;
-                    l_key[hi * SP_WG + lid] = a;
+                const int hi = stride == size >> 1 ? (lo | (size - 1)) - (lo & (stride - 1))
+                                                   : lo + stride;
+                if (hi < n) {
+                    const ulong a = l_key[lo * SP_WG + lid], b = l_key[hi * SP_WG + lid];
+                    if (a > b) {
+                        l_key[lo * SP_WG + lid] = b;
+                        l_key[hi * SP_WG + lid] = a;
+                    }
                 }
             }
         }

@@ -191,6 +191,18 @@ class FoldSorter:
         ``o`` at frequency ``j`` in ``[base[o] + j n_o, base[o] + (j + 1) n_o)``."""
         return (self._bitonic if self.method == "bitonic" else self._radix)(k0, nf, base)
 
+    def gather(self, k0: int, nf: int, base: cl.Buffer, y: cl.Buffer, w: cl.Buffer,
+               out: tuple[cl.Buffer, cl.Buffer, cl.Buffer]) -> None:
+        """Fold, sort (bitonic only) and write phases, ``y`` and ``w`` in phase
+        order into the coalesced layout: point ``i`` of object ``o`` at
+        frequency ``j`` at ``base[o] + i nf + j``."""
+        inputs = self.inputs
+        kernel = self._kernel("fold_sort_gather")
+        kernel.set_args(*inputs.phase_args, y, w, inputs.starts, inputs.lengths, base,
+                        np.int32(k0), np.int32(nf), *out)
+        groups = len(inputs.lengths_host) * nf
+        cl.enqueue_nd_range_kernel(self.queue, kernel, (groups * self.wg,), (self.wg,))
+
     def _kernel(self, name: str) -> cl.Kernel:
         (kernel,) = kernels.get_kernels(
             self.queue.context, "sort", (name,), real=self.inputs.real, wg=self.wg,
