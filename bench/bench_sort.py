@@ -35,7 +35,8 @@ def main() -> None:
     rng = np.random.default_rng(7)
     info = clperiod.select_devices()[0]
     rows = []
-    for n, nf in ((16, 20000), (64, 8000), (256, 2000), (1024, 500), (2048, 250)):
+    for n, nf in ((16, 20000), (64, 8000), (256, 2000), (1024, 500), (2048, 250), (4096, 125),
+                  (8192, 60)):
         t = 58000 + np.sort(rng.uniform(0, 1000, n))
         catalog = Catalog.from_lightcurves([(t, np.zeros(n))] * 8)
         grid = FrequencyGrid.from_range(0.1, 10.0, nf)

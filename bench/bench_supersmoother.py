@@ -36,18 +36,9 @@ import clperiod
 from clperiod import FrequencyGrid, supersmoother
 from clperiod.io import load_example
 
+from bench_lombscargle import best_of
+
 VARIANTS = ("original", "single_pass")
-
-
-def best_of(fn, repeat):
-    """Minimum wall time of ``repeat`` calls (after one warm-up) and the last result."""
-    result = fn()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - start)
-    return min(times), result
 
 
 def stage_shares(timings: dict) -> dict:

@@ -8,7 +8,54 @@ from typing import Any, get_args
 
 import numpy as np
 
-__all__ = ["check_choice", "progress_bar", "segment_sum"]
+from .catalog import Catalog
+
+__all__ = ["PeakResults", "as_catalog", "check_choice", "check_top_k", "progress_bar",
+           "segment_sum"]
+
+
+class PeakResults:
+    """Derived views shared by the per-object search results (dataclasses with
+    ``frequency_best``, ``top_k_frequency``, ``catalog`` and ``grid``)."""
+
+    @property
+    def period(self) -> np.ndarray:
+        """Best period of each object (``1 / frequency_best``)."""
+        return 1.0 / self.frequency_best
+
+    @property
+    def top_k_period(self) -> np.ndarray:
+        """Periods of the top-k peaks."""
+        return 1.0 / self.top_k_frequency
+
+    @property
+    def n_points(self) -> np.ndarray:
+        """Observations per object."""
+        return self.catalog.lengths
+
+    def frequency(self) -> np.ndarray:
+        """The grid frequencies (columns of :attr:`power`)."""
+        return self.grid.frequencies()
+
+
+def as_catalog(cat_or_t: Any, y: Any, dy: Any, nan_policy: str) -> Catalog:
+    """The catalog of a search call: a Catalog as given, or one light curve."""
+    if isinstance(cat_or_t, Catalog):
+        if y is not None or dy is not None:
+            raise ValueError("give y and dy inside the Catalog, not as arguments")
+        return cat_or_t
+    if y is None:
+        raise ValueError("y is required when the first argument is a time array")
+    return Catalog.from_single(cat_or_t, y, dy, nan_policy=nan_policy)
+
+
+def check_top_k(top_k: Any, largest: int) -> int:
+    """``top_k`` as an int in ``[1, largest]``, or TypeError/ValueError."""
+    if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)):
+        raise TypeError(f"top_k must be an integer, got {top_k!r}")
+    if not 1 <= top_k <= largest:
+        raise ValueError(f"top_k must be in [1, {largest}], got {top_k}")
+    return int(top_k)
 
 
 def check_choice(name: str, value: Any, kind: Any) -> None:

@@ -25,7 +25,8 @@ from . import kernels, stats
 from .catalog import Catalog, Status
 from .device import DeviceInfo, get_context, get_queue, require_fp64, select_devices, upload
 from .grid import FrequencyGrid
-from .host import check_choice, progress_bar, segment_sum
+from .host import (PeakResults, as_catalog, check_choice, check_top_k, progress_bar,
+                   segment_sum)
 from .planning import PINNED_POOL, Batch, KernelShape, plan_batches
 from .scheduler import run_on_devices
 
@@ -44,7 +45,7 @@ MAX_NF = 2**31 - 2**16
 
 
 @dataclass(frozen=True)
-class LombScargleResult:
+class LombScargleResult(PeakResults):
     """Periodogram search results, one entry per catalog object.
 
     Attributes
@@ -80,25 +81,6 @@ class LombScargleResult:
     devices: list[str]
     catalog: Catalog = field(repr=False)
     timings: dict[str, float] = field(default_factory=dict, repr=False)
-
-    @property
-    def period(self) -> np.ndarray:
-        """Best period of each object (``1 / frequency_best``)."""
-        return 1.0 / self.frequency_best
-
-    @property
-    def top_k_period(self) -> np.ndarray:
-        """Periods of the top-k peaks."""
-        return 1.0 / self.top_k_frequency
-
-    @property
-    def n_points(self) -> np.ndarray:
-        """Observations per object."""
-        return self.catalog.lengths
-
-    def frequency(self) -> np.ndarray:
-        """The grid frequencies (columns of :attr:`power`)."""
-        return self.grid.frequencies()
 
     def false_alarm_probability(
         self, method: str = "baluev", power: np.ndarray | None = None
@@ -304,10 +286,7 @@ class _Options:
         check_choice("memory", memory, Memory)
         normalization = "psd" if normalization is None else normalization
         check_choice("normalization", normalization, Normalization)
-        if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)):
-            raise TypeError(f"top_k must be an integer, got {top_k!r}")
-        if not 1 <= top_k <= MAX_TOP_K:
-            raise ValueError(f"top_k must be in [1, {MAX_TOP_K}], got {top_k}")
+        top_k = check_top_k(top_k, MAX_TOP_K)
         default = method == "generalized"
         fit_mean = default if fit_mean is None else bool(fit_mean)
         center_data = default if center_data is None else bool(center_data)
@@ -324,15 +303,9 @@ class _Options:
 
 
 def _as_catalog(cat_or_t, y, dy, method, nan_policy) -> Catalog:
-    if isinstance(cat_or_t, Catalog):
-        if y is not None or dy is not None:
-            raise ValueError("give y and dy inside the Catalog, not as arguments")
-        return cat_or_t
-    if y is None:
-        raise ValueError("y is required when the first argument is a time array")
-    if method == "standard" and dy is not None:
+    if method == "standard" and dy is not None and not isinstance(cat_or_t, Catalog):
         raise ValueError("method='standard' is unweighted; use method='generalized' with dy")
-    return Catalog.from_single(cat_or_t, y, dy, nan_policy=nan_policy)
+    return as_catalog(cat_or_t, y, dy, nan_policy)
 
 
 @dataclass(frozen=True)

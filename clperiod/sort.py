@@ -25,7 +25,9 @@ from .catalog import Catalog
 from .device import DeviceInfo, get_context, get_queue, require_fp64, select_devices, upload
 from .grid import FrequencyGrid
 
-__all__ = ["FoldedSorted", "FoldInputs", "FoldSorter", "bitonic_capacity", "fold_and_sort", "SortMethod"]
+__all__ = [
+    "FoldedSorted", "FoldInputs", "FoldSorter", "bitonic_capacity", "fold_and_sort", "SortMethod",
+]
 
 SortMethod = Literal["auto", "bitonic", "radix"]
 

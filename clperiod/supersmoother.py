@@ -40,7 +40,8 @@ from . import kernels
 from .catalog import Catalog, Status
 from .device import DeviceInfo, get_context, get_queue, require_fp64, select_devices, upload
 from .grid import FrequencyGrid
-from .host import check_choice, progress_bar, segment_sum
+from .host import (PeakResults, as_catalog, check_choice, check_top_k, progress_bar,
+                   segment_sum)
 from .planning import PINNED_POOL
 from .scheduler import run_on_devices
 from .sort import FoldInputs, FoldSorter, bitonic_capacity
@@ -75,7 +76,7 @@ _MAX_SEGMENTS = 2**31 // 256
 
 
 @dataclass(frozen=True)
-class SuperSmootherResult:
+class SuperSmootherResult(PeakResults):
     """SuperSmoother period search results, one entry per catalog object.
 
     Attributes
@@ -127,25 +128,6 @@ class SuperSmootherResult:
     device_bytes: int
     catalog: Catalog = field(repr=False)
     timings: dict[str, float] = field(default_factory=dict, repr=False)
-
-    @property
-    def period(self) -> np.ndarray:
-        """Best period of each object (``1 / frequency_best``)."""
-        return 1.0 / self.frequency_best
-
-    @property
-    def top_k_period(self) -> np.ndarray:
-        """Periods of the top-k peaks."""
-        return 1.0 / self.top_k_frequency
-
-    @property
-    def n_points(self) -> np.ndarray:
-        """Observations per object."""
-        return self.catalog.lengths
-
-    def frequency(self) -> np.ndarray:
-        """The grid frequencies (columns of :attr:`power`)."""
-        return self.grid.frequencies()
 
 
 def supersmoother(
@@ -240,7 +222,7 @@ def supersmoother(
         raise TypeError(f"grid must be a FrequencyGrid, got {type(grid).__name__}")
     if grid.fmin <= 0:
         raise ValueError(f"SuperSmoother frequencies must be positive, got fmin={grid.fmin}")
-    catalog = _as_catalog(cat_or_t, y, dy, nan_policy)
+    catalog = as_catalog(cat_or_t, y, dy, nan_policy)
     devices = select_devices(device)
     if options.fp64:
         for info in devices:
@@ -323,10 +305,7 @@ class _Options:
             raise TypeError(f"alpha must be a real number, got {alpha!r}")
         if not 0 <= alpha <= 10:  # also rejects NaN
             raise ValueError(f"alpha must be in [0, 10], got {alpha}")
-        if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)):
-            raise TypeError(f"top_k must be an integer, got {top_k!r}")
-        if not 1 <= top_k <= MAX_TOP_K:
-            raise ValueError(f"top_k must be in [1, {MAX_TOP_K}], got {top_k}")
+        top_k = check_top_k(top_k, MAX_TOP_K)
         if periodic is None:
             periodic = not (compat and variant == "original")
         if variant == "single_pass" and not periodic:
@@ -337,16 +316,6 @@ class _Options:
                              "scratch arrays do not fit); use memory='auto' or 'global'")
         return cls(variant, float(alpha), bool(periodic), bool(compat), precision == "fp64",
                    memory, int(top_k), bool(periodogram))
-
-
-def _as_catalog(cat_or_t, y, dy, nan_policy) -> Catalog:
-    if isinstance(cat_or_t, Catalog):
-        if y is not None or dy is not None:
-            raise ValueError("give y and dy inside the Catalog, not as arguments")
-        return cat_or_t
-    if y is None:
-        raise ValueError("y is required when the first argument is a time array")
-    return Catalog.from_single(cat_or_t, y, dy, nan_policy=nan_policy)
 
 
 @dataclass(frozen=True)
