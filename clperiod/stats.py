@@ -180,8 +180,8 @@ def false_alarm_probability(
         independent frequencies; ``townsend``: ``nf`` independent frequencies.
     fit_mean, center_data : bool
         At least one must be True: these null distributions (Baluev 2008, as
-        in astropy) describe centered data of a one-term model; the
-        uncentered case has no implementation here or in astropy.
+        in astropy) describe centered data of a one-term model; no null
+        distribution is known for uncentered data, so that case is an error.
     nf : int, optional
         Number of grid frequencies; required for ``townsend``.
 
@@ -194,9 +194,9 @@ def false_alarm_probability(
     Raises
     ------
     ValueError
-        Unknown normalization or method, inconsistent inputs.
-    NotImplementedError
-        ``fit_mean = center_data = False`` (as astropy).
+        Unknown normalization or method, inconsistent inputs, or
+        ``fit_mean = center_data = False`` (no null distribution; astropy
+        refuses it too).
     """
     null = _null(n, fmax, t, dy, normalization, method, fit_mean, center_data, nf)
     return _fap(null, np.asarray(z, dtype=np.float64))[()]
@@ -250,9 +250,9 @@ def _null(n, fmax, t, dy, normalization, method, fit_mean, center_data, nf) -> _
     if method not in FAP_METHODS:
         raise ValueError(f"method must be one of {FAP_METHODS}, got {method!r}")
     if not (fit_mean or center_data):
-        raise NotImplementedError(
-            "false-alarm probabilities are implemented only for centered data "
-            "(fit_mean or center_data)"
+        raise ValueError(
+            "false-alarm probabilities need centered data (fit_mean or center_data): "
+            "no null distribution is known for an uncentered periodogram"
         )
     n = operator.index(n)
     if n < 1:

@@ -175,9 +175,9 @@ def test_argument_errors(data):
         stats.false_alarm_probability(0.3, method="bootstrap", **base)
     with pytest.raises(ValueError, match="normalization"):
         stats.false_alarm_probability(0.3, normalization="scipy", **base)
-    with pytest.raises(NotImplementedError):
+    with pytest.raises(ValueError, match="centered"):
         stats.false_alarm_probability(0.3, fit_mean=False, center_data=False, **base)
-    with pytest.raises(NotImplementedError):
+    with pytest.raises(ValueError, match="centered"):
         stats.false_alarm_level(0.1, fit_mean=False, center_data=False, **base)
     assert stats.false_alarm_probability(0.3, fit_mean=False, center_data=True, **base) > 0
     with pytest.raises(ValueError, match="t is required"):
