@@ -22,11 +22,8 @@ Chebyshev form, 4 for the fp32 rotation).
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import time
-from datetime import date
 
 import numpy as np
 
@@ -34,18 +31,9 @@ import clperiod
 from clperiod import Catalog, FrequencyGrid, lombscargle
 from clperiod.io import load_example
 
+from harness import best_of, run_report
+
 OPS_PER_PF = {"fp64": 10, "fp32": 12}
-
-
-def best_of(fn, repeat):
-    """Minimum wall time of ``repeat`` calls (after one warm-up) and the last result."""
-    result = fn()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - start)
-    return min(times), result
 
 
 def device_peak(info) -> dict:
@@ -257,24 +245,12 @@ def main() -> None:
     parser.add_argument("--peers", action="store_true", help="also time the peers")
     parser.add_argument("--out", help="write the JSON here")
     args = parser.parse_args()
-    report = {
-        "date": date.today().isoformat(),
-        "host": platform.node(),
-        "clperiod": clperiod.__version__,
-        "command": "python bench/bench_lombscargle.py " + " ".join(os.sys.argv[1:]),
+    benches = {
+        "single": lambda: bench_single(args.repeat, args.peers),
+        "catalog": lambda: bench_catalog(args.repeat, peers=args.peers),
+        "cpu": lambda: bench_cpu(args.repeat),
     }
-    for name in args.workloads:
-        if name == "single":
-            report["single"] = bench_single(args.repeat, args.peers)
-        elif name == "catalog":
-            report["catalog"] = bench_catalog(args.repeat, peers=args.peers)
-        else:
-            report["cpu"] = bench_cpu(args.repeat)
-        print(json.dumps({name: report[name]}, indent=1, default=str), flush=True)
-    if args.out:
-        with open(args.out, "w") as handle:
-            json.dump(report, handle, indent=1, default=str)
-
+    run_report("bench_lombscargle.py", args.workloads, lambda name: benches[name](), args.out)
 
 if __name__ == "__main__":
     main()

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from datetime import date
 
 import numpy as np
@@ -17,15 +16,7 @@ import clperiod
 from clperiod import Catalog, FrequencyGrid
 from clperiod.sort import BITONIC_MAX, fold_and_sort
 
-
-def timed(fn, repeat=3):
-    fn()
-    best = np.inf
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
+from harness import best_of
 
 
 def main() -> None:
@@ -45,8 +36,8 @@ def main() -> None:
             if method == "bitonic" and n > BITONIC_MAX:
                 continue
             for precision in ("fp64", "fp32"):
-                seconds = timed(lambda: fold_and_sort(catalog, grid, method=method,
-                                                      precision=precision))
+                seconds, _ = best_of(lambda: fold_and_sort(catalog, grid, method=method,
+                                                         precision=precision), 3)
                 row[f"{method}_{precision}_s"] = seconds
                 row[f"{method}_{precision}_keys_per_s"] = 8 * nf * n / seconds
         rows.append(row)

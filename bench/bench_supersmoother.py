@@ -24,11 +24,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import threading
 import time
-from datetime import date
 
 import numpy as np
 
@@ -36,7 +34,7 @@ import clperiod
 from clperiod import FrequencyGrid, supersmoother
 from clperiod.io import load_example
 
-from bench_lombscargle import best_of
+from harness import best_of, run_report
 
 VARIANTS = ("original", "single_pass")
 
@@ -193,20 +191,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--out", help="write the JSON here")
     args = parser.parse_args()
-    report = {
-        "date": date.today().isoformat(),
-        "host": platform.node(),
-        "clperiod": clperiod.__version__,
-        "command": "python bench/bench_supersmoother.py " + " ".join(os.sys.argv[1:]),
-    }
-    bench = {"stripe82": bench_stripe82, "single": bench_single, "cpu": bench_cpu}
-    for name in args.workloads:
-        report[name] = bench[name](args.repeat)
-        print(json.dumps({name: report[name]}, indent=1, default=str), flush=True)
-    if args.out:
-        with open(args.out, "w") as handle:
-            json.dump(report, handle, indent=1, default=str)
-
+    benches = {"stripe82": bench_stripe82, "single": bench_single, "cpu": bench_cpu}
+    run_report("bench_supersmoother.py", args.workloads,
+               lambda name: benches[name](args.repeat), args.out)
 
 if __name__ == "__main__":
     main()

@@ -412,10 +412,11 @@ def _plan(devices: list[DeviceInfo], lengths: np.ndarray, nf: int, options: _Opt
     budget = BETA * smallest.global_mem
     s = np.dtype(options.dtype).itemsize
     per = path.bytes_per_point_frequency
-    for k, n in enumerate(lengths):
-        if n * per > min(budget / 2, smallest.max_alloc / 8):
-            raise MemoryError(f"object {k} ({n} points) does not fit {smallest.label} even "
-                              f"one frequency at a time")
+    too_big = np.flatnonzero(lengths * per > min(budget / 2, smallest.max_alloc / 8))
+    if len(too_big):
+        k = int(too_big[0])
+        raise MemoryError(f"object {k} ({lengths[k]} points) does not fit {smallest.label} "
+                          f"even one frequency at a time")
     groups, lo, points = [], 0, 0
     row_cap = max(1, int(budget / 4 // (s * (nf + 2))))
     for k, n in enumerate(lengths):

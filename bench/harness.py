@@ -1,0 +1,41 @@
+"""Shared pieces of the benchmark scripts: timing and the JSON report."""
+
+from __future__ import annotations
+
+import json
+import platform
+import sys
+import time
+from collections.abc import Callable
+from datetime import date
+
+import clperiod
+
+
+def best_of(fn: Callable, repeat: int):
+    """Minimum wall time of ``repeat`` calls (after one warm-up) and the last result."""
+    result = fn()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - start)
+    return min(times), result
+
+
+def run_report(script: str, workloads: list[str], run: Callable[[str], dict],
+               out: str | None) -> dict:
+    """Run each workload, print its JSON as it finishes, write the whole report to ``out``."""
+    report = {
+        "date": date.today().isoformat(),
+        "host": platform.node(),
+        "clperiod": clperiod.__version__,
+        "command": f"python bench/{script} " + " ".join(sys.argv[1:]),
+    }
+    for name in workloads:
+        report[name] = run(name)
+        print(json.dumps({name: report[name]}, indent=1, default=str), flush=True)
+    if out:
+        with open(out, "w") as handle:
+            json.dump(report, handle, indent=1, default=str)
+    return report
