@@ -366,6 +366,7 @@ class _Path:
 
     fused: bool  # single-pass fused local-memory kernel
     bytes_per_point_frequency: int  # device bytes of one (point, frequency) of a batch
+    fused_nmax: int = FUSED_MAX_POINTS  # keys stored per work-item by the fused kernel
 
 
 @dataclass(frozen=True)
@@ -386,7 +387,10 @@ def _choose_path(devices: list[DeviceInfo], catalog: Catalog, options: _Options)
     fits = longest <= FUSED_MAX_POINTS and all(d.local_mem >= fused_local for d in devices)
     if options.variant == "single_pass" and options.memory != "global":
         if fits:
-            return _Path(fused=True, bytes_per_point_frequency=0)
+            # size the stored keys by the longest light curve (multiples of 16
+            # bound the number of programs)
+            nmax = min(FUSED_MAX_POINTS, -(-max(longest, 1) // 16) * 16)
+            return _Path(fused=True, bytes_per_point_frequency=0, fused_nmax=nmax)
         if options.memory == "local":
             raise ValueError(f"memory='local' needs light curves of at most {FUSED_MAX_POINTS} "
                              f"points and {fused_local} bytes of local memory; the longest "
@@ -474,118 +478,154 @@ def _run_item(info: DeviceInfo, item: _Item, prepared: _Prepared, grid: Frequenc
               options: _Options, path: _Path, power: np.ndarray | None,
               profile: bool) -> _ItemResult:
     """Periodogram slab, top-k peaks and (optionally) the periodogram copy of one item."""
-    context = get_context(info)
-    queue = get_queue(info)
-    clock = _Clock(queue, profile)
-    dtype, s = options.dtype, np.dtype(options.dtype).itemsize
-    group = prepared.catalog.subset(np.arange(item.obj_lo, item.obj_hi))
-    rows = slice(int(prepared.catalog.offsets[item.obj_lo]),
-                 int(prepared.catalog.offsets[item.obj_hi]))
-    inputs = FoldInputs(context, group, grid, options.fp64, options.compat)
-    y = upload(context, prepared.y[rows].astype(dtype))
-    w = upload(context, prepared.w[rows].astype(dtype))
-    chi0 = upload(context, prepared.chi0[item.obj_lo:item.obj_hi].astype(dtype))
-    n_obj, n_points = group.n_objects, len(group.t)
-    row_lo, row_hi = max(0, item.k_lo - 1), min(grid.nf, item.k_hi + 1)  # peak-test halo
-    row_len = row_hi - row_lo
-    slab = cl.Buffer(context, cl.mem_flags.READ_WRITE, n_obj * row_len * s)
-    device_bytes = n_obj * row_len * s + n_points * (3 * s + 8)
-    # the fused kernel stores each work-item's keys: size them by the longest
-    # light curve of the run (multiples of 16 bound the number of programs)
-    longest = int(prepared.catalog.lengths.max(initial=1))
-    nmax = min(FUSED_MAX_POINTS, -(-longest // 16) * 16) if path.fused else FUSED_MAX_POINTS
-    params = dict(real=options.real, wg=_FUSED_WG, nmax=nmax, compat=options.compat)
-
+    run = _SlabRun(info, item, prepared, grid, options, path, profile)
     if path.fused:
-        (kernel,) = kernels.get_kernels(context, "supersmoother", ("sp_search_local",), **params)
-        per_launch = max(_FUSED_WG, (_MAX_SEGMENTS // n_obj) // _FUSED_WG * _FUSED_WG)
-        for k0 in range(row_lo, row_hi, per_launch):
-            nf = min(per_launch, row_hi - k0)
-            blocks = -(-nf // _FUSED_WG)
-            kernel.set_args(*inputs.phase_args, y, w, inputs.starts, inputs.lengths, chi0,
-                            np.int32(blocks), np.int32(k0), np.int32(nf), dtype(options.alpha),
-                            np.int32(row_len), np.int32(k0 - row_lo), slab)
-            with clock("fused"):
-                cl.enqueue_nd_range_kernel(queue, kernel, (n_obj * blocks * _FUSED_WG,),
-                                           (_FUSED_WG,))
+        run.fused()
     else:
-        budget = min(BETA * info.global_mem - device_bytes,
+        run.batched()
+    val, idx = run.peaks()
+    if power is not None:
+        with run.clock("copy"):
+            _copy_periodogram(run.queue, run.slab, power,
+                              prepared.searched[item.obj_lo:item.obj_hi], item, run.row_lo,
+                              run.row_len, options.dtype)
+    return _ItemResult(val, idx, run.device_bytes, run.clock.seconds)
+
+
+class _SlabRun:
+    """One item on one device: its inputs, the periodogram slab (grid bins
+    ``row_lo:row_lo + row_len``, the item's bins plus their neighbours for
+    the peak test) and the kernels that fill and reduce it."""
+
+    def __init__(self, info: DeviceInfo, item: _Item, prepared: _Prepared,
+                 grid: FrequencyGrid, options: _Options, path: _Path, profile: bool):
+        self.info, self.item, self.grid, self.options, self.path = info, item, grid, options, path
+        self.context = context = get_context(info)
+        self.queue = get_queue(info)
+        self.clock = _Clock(self.queue, profile)
+        self.dtype = dtype = options.dtype
+        s = np.dtype(dtype).itemsize
+        self.group = group = prepared.catalog.subset(np.arange(item.obj_lo, item.obj_hi))
+        rows = slice(int(prepared.catalog.offsets[item.obj_lo]),
+                     int(prepared.catalog.offsets[item.obj_hi]))
+        self.inputs = FoldInputs(context, group, grid, options.fp64, options.compat)
+        self.y = upload(context, prepared.y[rows].astype(dtype))
+        self.w = upload(context, prepared.w[rows].astype(dtype))
+        self.chi0 = upload(context, prepared.chi0[item.obj_lo:item.obj_hi].astype(dtype))
+        self.n_obj, self.n_points = group.n_objects, len(group.t)
+        self.row_lo, row_hi = max(0, item.k_lo - 1), min(grid.nf, item.k_hi + 1)
+        self.row_len = row_hi - self.row_lo
+        self.slab = cl.Buffer(context, cl.mem_flags.READ_WRITE, self.n_obj * self.row_len * s)
+        self.device_bytes = self.n_obj * self.row_len * s + self.n_points * (3 * s + 8)
+        self.params = dict(real=options.real, wg=_FUSED_WG, nmax=path.fused_nmax,
+                           compat=options.compat)
+
+    def fused(self) -> None:
+        """Fill the slab with the fused single-pass kernel."""
+        inputs, n_obj = self.inputs, self.n_obj
+        (kernel,) = kernels.get_kernels(self.context, "supersmoother", ("sp_search_local",),
+                                        **self.params)
+        per_launch = max(_FUSED_WG, (_MAX_SEGMENTS // n_obj) // _FUSED_WG * _FUSED_WG)
+        for k0 in range(self.row_lo, self.row_lo + self.row_len, per_launch):
+            nf = min(per_launch, self.row_lo + self.row_len - k0)
+            blocks = -(-nf // _FUSED_WG)
+            kernel.set_args(*inputs.phase_args, self.y, self.w, inputs.starts, inputs.lengths,
+                            self.chi0, np.int32(blocks), np.int32(k0), np.int32(nf),
+                            self.dtype(self.options.alpha), np.int32(self.row_len),
+                            np.int32(k0 - self.row_lo), self.slab)
+            with self.clock("fused"):
+                cl.enqueue_nd_range_kernel(self.queue, kernel, (n_obj * blocks * _FUSED_WG,),
+                                           (_FUSED_WG,))
+
+    def _batch(self) -> int:
+        """Frequencies per batch of the sorted path, from the memory budget."""
+        info, s = self.info, np.dtype(self.dtype).itemsize
+        budget = min(BETA * info.global_mem - self.device_bytes,
                      _BATCH_BYTES_GPU if info.kind == "gpu" else _BATCH_BYTES_CPU)
-        per = path.bytes_per_point_frequency
-        largest = 8 * s if options.variant == "original" else 3 * s + 20  # scratch / radix keys
+        per, n_points = self.path.bytes_per_point_frequency, self.n_points
+        largest = 8 * s if self.options.variant == "original" else 3 * s + 20  # scratch / radix
         batch = int(min(budget // (per * n_points), info.max_alloc // (largest * n_points),
-                        _MAX_SEGMENTS // n_obj, (2**31 - 1) // n_points, row_len))
+                        _MAX_SEGMENTS // self.n_obj, (2**31 - 1) // n_points, self.row_len))
         if batch > _BATCH_ALIGN:  # measured: odd batch strides run up to 4x slower
             batch -= batch % _BATCH_ALIGN
-        batch = max(1, batch)
-        device_bytes += batch * n_points * per
-        method = "bitonic" if int(group.lengths.max()) <= bitonic_capacity(info) else "radix"
+        return max(1, batch)
+
+    def batched(self) -> None:
+        """Fill the slab batch by batch: fold-sort-gather, smooth, chi^2."""
+        options, inputs, queue, clock = self.options, self.inputs, self.queue, self.clock
+        n_obj, n_points, dtype = self.n_obj, self.n_points, self.dtype
+        batch = self._batch()
+        self.device_bytes += batch * n_points * self.path.bytes_per_point_frequency
+        longest = int(self.group.lengths.max())
+        method = "bitonic" if longest <= bitonic_capacity(self.info) else "radix"
         allocator = MemoryPool(ImmediateAllocator(queue))
-        sorter = FoldSorter(info, queue, inputs, method, allocator=allocator)
-        names = ("gather_sorted", "sp_search_global" if options.variant == "single_pass"
-                 else "supsmu_search", "chi2_power")
-        gather, smooth, chi2 = kernels.get_kernels(context, "supersmoother", names, **params)
+        sorter = FoldSorter(self.info, queue, inputs, method, allocator=allocator)
+        single_pass = options.variant == "single_pass"
+        names = ("gather_sorted", "sp_search_global" if single_pass else "supsmu_search",
+                 "chi2_power")
+        gather, smooth, chi2 = kernels.get_kernels(self.context, "supersmoother", names,
+                                                   **self.params)
         total = batch * n_points
         xs, ys, ws = (cl_array.empty(queue, total, dtype, allocator=allocator)
                       for _ in range(3))
-        if options.variant == "original":
+        if not single_pass:
             smo = cl_array.empty(queue, total, dtype, allocator=allocator)
             scratch = cl_array.empty(queue, 8 * total, dtype, allocator=allocator)
         bases: dict[int, cl.Buffer] = {}  # per batch length (all but the last are equal)
-        for k0 in range(row_lo, row_hi, batch):
+        row_hi = self.row_lo + self.row_len
+        for k0 in range(self.row_lo, row_hi, batch):
             nf = min(batch, row_hi - k0)
             if nf not in bases:
-                bases[nf] = upload(context, (nf * group.offsets[:-1]).astype(np.int64))
+                bases[nf] = upload(self.context, (nf * self.group.offsets[:-1]).astype(np.int64))
             base = bases[nf]
             if method == "bitonic":
                 with clock("fold_sort_gather"):
-                    sorter.gather(k0, nf, base, y, w, (xs.data, ys.data, ws.data))
+                    sorter.gather(k0, nf, base, self.y, self.w, (xs.data, ys.data, ws.data))
             else:
                 with clock("fold+sort"):
                     phase, order = sorter.run(k0, nf, base)
                 with clock("gather"):
-                    gather.set_args(phase.data, order.data, y, w, inputs.starts,
+                    gather.set_args(phase.data, order.data, self.y, self.w, inputs.starts,
                                     inputs.lengths, base, np.int32(nf), xs.data, ys.data,
                                     ws.data)
                     cl.enqueue_nd_range_kernel(queue, gather, (n_obj * nf,), None)
                 del phase, order  # back to the pool for the next batch
-            col0 = np.int32(k0 - row_lo)
-            if options.variant == "single_pass":
-                with clock("smooth"):
-                    smooth.set_args(xs.data, ys.data, ws.data, inputs.lengths, base, chi0,
-                                    np.int32(nf), dtype(options.alpha), np.int32(row_len),
-                                    col0, slab)
-                    cl.enqueue_nd_range_kernel(queue, smooth, (n_obj * nf,), None)
-            else:
-                with clock("smooth"):
+            col0 = np.int32(k0 - self.row_lo)
+            with clock("smooth"):
+                if single_pass:
+                    smooth.set_args(xs.data, ys.data, ws.data, inputs.lengths, base, self.chi0,
+                                    np.int32(nf), dtype(options.alpha), np.int32(self.row_len),
+                                    col0, self.slab)
+                else:
                     smooth.set_args(xs.data, ys.data, ws.data, inputs.lengths, base,
                                     np.int32(nf), np.int64(nf * n_points),
                                     np.int32(2 if options.periodic else 1),
                                     dtype(options.alpha), scratch.data, smo.data)
-                    cl.enqueue_nd_range_kernel(queue, smooth, (n_obj * nf,), None)
+                cl.enqueue_nd_range_kernel(queue, smooth, (n_obj * nf,), None)
+            if not single_pass:
                 with clock("chi2"):
-                    chi2.set_args(ys.data, ws.data, smo.data, inputs.lengths, base, chi0,
-                                  np.int32(nf), np.int32(row_len), col0, slab)
+                    chi2.set_args(ys.data, ws.data, smo.data, inputs.lengths, base, self.chi0,
+                                  np.int32(nf), np.int32(self.row_len), col0, self.slab)
                     cl.enqueue_nd_range_kernel(queue, chi2, (n_obj * nf,), None)
 
-    k = options.top_k
-    (peaks,) = kernels.get_kernels(context, "peaks", ("peaks_topk",), real=options.real,
-                                   wg=_PEAKS_WG, top_k=k)
-    best_val = cl.Buffer(context, cl.mem_flags.WRITE_ONLY, n_obj * k * s)
-    best_idx = cl.Buffer(context, cl.mem_flags.WRITE_ONLY, n_obj * k * 4)
-    with clock("peaks"):
-        peaks.set_args(slab, np.int32(row_len), np.int32(row_lo), np.int32(item.k_lo - row_lo),
-                       np.int32(item.k_hi - item.k_lo), np.int32(grid.nf), best_val, best_idx)
-        cl.enqueue_nd_range_kernel(queue, peaks, (n_obj * _PEAKS_WG,), (_PEAKS_WG,))
-    val = np.empty((n_obj, k), dtype=dtype)
-    idx = np.empty((n_obj, k), dtype=np.int32)
-    cl.enqueue_copy(queue, val, best_val)
-    cl.enqueue_copy(queue, idx, best_idx, is_blocking=True)
-    if power is not None:
-        with clock("copy"):
-            _copy_periodogram(queue, slab, power, prepared.searched[item.obj_lo:item.obj_hi],
-                              item, row_lo, row_len, dtype)
-    return _ItemResult(val.astype(np.float64), idx, device_bytes, clock.seconds)
+    def peaks(self) -> tuple[np.ndarray, np.ndarray]:
+        """Top-k peaks (values as float64, grid indices) of the item's own bins."""
+        k, n_obj, item = self.options.top_k, self.n_obj, self.item
+        (kernel,) = kernels.get_kernels(self.context, "peaks", ("peaks_topk",),
+                                        real=self.options.real, wg=_PEAKS_WG, top_k=k)
+        best_val = cl.Buffer(self.context, cl.mem_flags.WRITE_ONLY,
+                             n_obj * k * np.dtype(self.dtype).itemsize)
+        best_idx = cl.Buffer(self.context, cl.mem_flags.WRITE_ONLY, n_obj * k * 4)
+        with self.clock("peaks"):
+            kernel.set_args(self.slab, np.int32(self.row_len), np.int32(self.row_lo),
+                            np.int32(item.k_lo - self.row_lo), np.int32(item.k_hi - item.k_lo),
+                            np.int32(self.grid.nf), best_val, best_idx)
+            cl.enqueue_nd_range_kernel(self.queue, kernel, (n_obj * _PEAKS_WG,), (_PEAKS_WG,))
+        val = np.empty((n_obj, k), dtype=self.dtype)
+        idx = np.empty((n_obj, k), dtype=np.int32)
+        cl.enqueue_copy(self.queue, val, best_val)
+        cl.enqueue_copy(self.queue, idx, best_idx, is_blocking=True)
+        return val.astype(np.float64), idx
 
 
 def _copy_periodogram(queue, slab, power, rows, item: _Item, row_lo, row_len, dtype) -> None:
