@@ -4,16 +4,74 @@
 ## Render parameters (strict_undefined):
 ##   real    "float" | "double"
 ##
-## One work-item per element: range-reduce M to [-pi, pi) with a two-part
-## 2 pi (Cody-Waite, so M many orbits from the epoch keeps its accuracy), start
-## at E = m + 0.85 e sign(sin m), and apply Danby's quartic-convergence
-## correction (d1, d2, d3 from f, f', f'', f''') a bounded number of times,
-## stopping once the correction no longer changes E. Returns E in M's own
-## revolution (E - e sin E = M without reduction) and the true anomaly's sine
-## and cosine. 0 <= e < 1 and finite M only: anything else gives NaN and a
-## status code, never an endless loop.
+## The def ``solver`` emits ``kepler_sincos``, shared with the RV model
+## kernels (rvmodel.mako): for |m| <= pi and 0 <= e < 1 it starts at
+## E = m + 0.85 e sign(m) (sign(sin m) = sign(m) on [-pi, pi]) and applies
+## Danby's quartic-convergence correction (d1, d2, d3 from f, f', f'', f''')
+## at most MAX_ITER times. sin E and cos E come from the branch-free
+## polynomial ``sincos_cycles``; once a correction d is below KEPLER_TOL the
+## step is taken and sin, cos of the new E follow from a second-order Taylor
+## update (error |d|^3 / 6, far below one ulp), so a converged solve costs one
+## sincos per iteration and none at the end. Never an endless loop.
+##
+## The kernel ``kepler_solve`` range-reduces any finite M to [-pi, pi] with a
+## two-part 2 pi (Cody-Waite, so M many orbits from the epoch keeps its
+## accuracy), solves, and returns E in M's own revolution with the true
+## anomaly's sine and cosine; e outside [0, 1) or non-finite input give NaN
+## and a status code.
 <%namespace name="common" file="common.mako"/>
-${common.prelude(real)}
+
+<%def name="solver(real)">
+<%
+    fp64 = real == "double"
+    max_iter = 8 if fp64 else 6
+    # Taylor error |d|^3/6 and the next Danby step's error (~(e/(1-e))^3 d^4)
+    # are both below rounding for these bounds (fp64: 1.7e-19; fp32: 4.5e-12)
+    tol = "1e-6" if fp64 else "3e-4f"
+    inv_two_pi = "0.15915494309189533577" + ("" if fp64 else "f")
+%>
+#define KEPLER_MAX_ITER ${max_iter}
+#define KEPLER_TOL ((real_t) ${tol})
+#define KEPLER_INV_TWO_PI ((real_t) ${inv_two_pi})
+
+// status codes (clperiod.kepler.KeplerStatus)
+#define KEPLER_OK 0
+#define KEPLER_BAD_ECCENTRICITY 1
+#define KEPLER_NOT_FINITE 2
+#define KEPLER_NOT_CONVERGED 3
+
+// E, sin E, cos E for |m| <= pi, 0 <= e < 1; KEPLER_OK or KEPLER_NOT_CONVERGED
+inline char kepler_sincos(const real_t m, const real_t e,
+                          real_t *big_e_out, real_t *sin_out, real_t *cos_out)
+{
+    real_t big_e = m + (real_t) 0.85 * e * sign(m);
+    real_t s, c;
+    for (int it = 0; it < KEPLER_MAX_ITER; ++it) {
+        sincos_cycles(big_e * KEPLER_INV_TWO_PI, &s, &c);
+        const real_t f2 = e * s, f3 = e * c;
+        const real_t f = big_e - f2 - m;
+        const real_t f1 = 1 - f3;
+        const real_t d1 = -f / f1;
+        const real_t d2 = -f / (f1 + (real_t) 0.5 * d1 * f2);
+        const real_t d3 = -f / (f1 + (real_t) 0.5 * d2 * f2 + d2 * d2 * f3 * (real_t) (1.0 / 6));
+        big_e += d3;
+        if (fabs(d3) <= KEPLER_TOL) {
+            const real_t h = (real_t) 0.5 * d3 * d3;
+            *sin_out = s + d3 * c - h * s;
+            *cos_out = c - d3 * s - h * c;
+            *big_e_out = big_e;
+            return KEPLER_OK;
+        }
+    }
+    sincos_cycles(big_e * KEPLER_INV_TWO_PI, &s, &c);
+    *sin_out = s;
+    *cos_out = c;
+    *big_e_out = big_e;
+    return fabs(big_e - e * s - m) <= (real_t) 1e-6 ? KEPLER_OK : KEPLER_NOT_CONVERGED;
+}
+</%def>
+
+<%def name="solve_kernel(real)">
 <%
     fp64 = real == "double"
     suffix = "" if fp64 else "f"
@@ -21,18 +79,9 @@ ${common.prelude(real)}
     # for |k| below 2^23 / 2^12 revolutions
     two_pi_hi = "6.283185303211212" if fp64 else "6.28125"
     two_pi_lo = "3.968374318722162e-09" if fp64 else "0.0019353072"
-    max_iter = 8 if fp64 else 6
-    converged = "1e-6" + suffix
 %>
 #define TWO_PI_HI ((real_t) ${two_pi_hi}${suffix})
 #define TWO_PI_LO ((real_t) ${two_pi_lo}${suffix})
-#define MAX_ITER ${max_iter}
-
-// status codes (clperiod.kepler.KeplerStatus)
-#define KEPLER_OK 0
-#define KEPLER_BAD_ECCENTRICITY 1
-#define KEPLER_NOT_FINITE 2
-#define KEPLER_NOT_CONVERGED 3
 
 __kernel void kepler_solve(
     __global const real_t *restrict mean_anomaly,
@@ -59,30 +108,15 @@ __kernel void kepler_solve(
     }
     const real_t k = rint(big_m / (TWO_PI_HI + TWO_PI_LO));
     const real_t m = (big_m - k * TWO_PI_HI) - k * TWO_PI_LO;   // in about [-pi, pi]
-    real_t big_e = m + (real_t) 0.85 * e * (sin(m) >= 0 ? (real_t) 1 : (real_t) -1);
-    char state = KEPLER_NOT_CONVERGED;
-    for (int it = 0; it < MAX_ITER; ++it) {
-        const real_t se = e * sin(big_e), ce = e * cos(big_e);
-        const real_t f = big_e - se - m;
-        const real_t f1 = 1 - ce, f2 = se, f3 = ce;
-        const real_t d1 = -f / f1;
-        const real_t d2 = -f / (f1 + (real_t) 0.5 * d1 * f2);
-        const real_t d3 = -f / (f1 + (real_t) 0.5 * d2 * f2 + d2 * d2 * f3 / 6);
-        const real_t next = big_e + d3;
-        if (next == big_e || fabs(d3) <= 4 * ${"DBL_EPSILON" if fp64 else "FLT_EPSILON"} * fabs(big_e)) {
-            big_e = next;
-            state = KEPLER_OK;
-            break;
-        }
-        big_e = next;
-    }
-    const real_t s = sin(big_e), c = cos(big_e);
+    real_t big_e, s, c;
+    status[i] = kepler_sincos(m, e, &big_e, &s, &c);
     const real_t denom = 1 - e * c;
     sin_true[i] = sqrt((1 - e) * (1 + e)) * s / denom;
     cos_true[i] = (c - e) / denom;
-    // reported E lies in M's revolution; a last step that still moved is
-    // accurate anyway (quartic convergence), so only a failure to approach
-    // the root is flagged
-    ecc_anomaly[i] = big_e + (k * TWO_PI_HI + k * TWO_PI_LO);
-    status[i] = state == KEPLER_OK || fabs(big_e - e * s - m) <= ${converged} ? KEPLER_OK : state;
+    ecc_anomaly[i] = big_e + (k * TWO_PI_HI + k * TWO_PI_LO);   // in M's revolution
 }
+</%def>
+
+${common.prelude(real)}
+${solver(real)}
+${solve_kernel(real)}

@@ -1,10 +1,21 @@
-"""Kepler's equation on the device (Ford 2009): groundwork of the RV models.
+"""Kepler's equation and Keplerian radial-velocity models on the device (Ford 2009).
 
-:func:`solve` returns the eccentric anomaly ``E`` of ``E - e sin E = M`` for
-arrays of any shape (broadcast), with Danby's quartic-convergence iteration
-from ``E0 = M + 0.85 e sign(sin M)`` and a bounded number of steps
-(``cl_kernels/kepler.mako``). ``full=True`` also returns the sine and cosine
-of the true anomaly and a per-element status.
+* :func:`solve`: the eccentric anomaly ``E`` of ``E - e sin E = M`` for arrays
+  of any shape, with Danby's quartic-convergence iteration from
+  ``E0 = M + 0.85 e sign(sin M)`` and a bounded number of steps
+  (``cl_kernels/kepler.mako``); ``full=True`` adds the true anomaly's sine and
+  cosine and a per-element status.
+* :func:`radial_velocity`, :func:`chi2`, :func:`loglike`: velocities and
+  goodness of fit of ``n_models`` multi-planet models at once, with
+  per-instrument offsets and jitter and a polynomial trend
+  (``cl_kernels/rvmodel.mako``); only per-model scalars leave the device.
+* :class:`RVLikelihood`: a vectorised log-likelihood callable for population
+  samplers; :func:`search`: a random search over a parameter box with the
+  planet's K and the offsets solved linearly.
+
+Conventions are radvel's (see :mod:`clperiod.orbits`): ``w`` is the star's
+argument of periastron, ``v = K (cos(f + w) + e cos w)`` is positive when the
+star recedes, and the mean anomaly is ``M = 2 pi (t - t_ref) / P + M0``.
 """
 
 from __future__ import annotations
@@ -16,10 +27,23 @@ from typing import Literal
 import numpy as np
 import pyopencl as cl
 
-from . import kernels
+from . import kernels, orbits
 from .device import get_context, get_queue, require_fp64, select_devices
+from .rvmodel import ModelEvaluator, ModelStatus, Observations, Precision, model_params
+from .rvsearch import SearchResult, search
 
-__all__ = ["KeplerSolution", "KeplerStatus", "solve"]
+__all__ = [
+    "KeplerSolution",
+    "KeplerStatus",
+    "ModelStatus",
+    "RVLikelihood",
+    "SearchResult",
+    "chi2",
+    "loglike",
+    "radial_velocity",
+    "search",
+    "solve",
+]
 
 
 class KeplerStatus(enum.IntEnum):
@@ -102,3 +126,252 @@ def solve(
     if not full:
         return big_e
     return KeplerSolution(big_e, sin_f, cos_f, status)
+
+
+def radial_velocity(
+    t,
+    params,
+    *,
+    basis: str = orbits.STANDARD,
+    t_ref: float = 0.0,
+    instrument=None,
+    offsets=None,
+    trend=None,
+    precision: Precision = "fp64",
+    device=None,
+) -> np.ndarray:
+    """Radial velocities of Keplerian models at times ``t``.
+
+    Parameters
+    ----------
+    t
+        Observation times, shape ``(n_obs,)``.
+    params
+        Per-planet parameters, shape ``(..., n_planets, 5)`` in ``basis``
+        (:data:`clperiod.orbits.BASES`; default ``(P, K, e, w, M0)``).
+    basis, t_ref
+        Parameter basis and the reference epoch of ``M0`` and of the trend.
+    instrument, offsets
+        Instrument label of each observation and per-model offsets, shape
+        ``(..., n_inst)`` (instruments in sorted label order) or a mapping
+        ``{label: offset}``.
+    trend
+        ``(..., 2)``: ``dvdt`` and ``curv`` of ``dvdt (t - t_ref) +
+        curv (t - t_ref)^2``.
+    precision
+        ``"fp64"``, ``"mixed"`` (phase in double or double-single, the rest
+        in single) or ``"fp32"``.
+    device
+        Device selection; the first selected device is used.
+
+    Returns
+    -------
+    ndarray
+        Shape ``(..., n_obs)``; NaN rows for models with invalid parameters
+        (``P <= 0``, ``e`` outside ``[0, 1)``, non-finite values).
+    """
+    p, batch = model_params(params, basis)
+    t = np.asarray(t)
+    obs = Observations.build(t, np.zeros(np.shape(t)), np.ones(np.shape(t)), instrument, t_ref)
+    if p.shape[0] == 0:
+        return np.empty(batch + (obs.n_obs,))
+    evaluator = ModelEvaluator(obs, n_planets=p.shape[1], basis=basis, precision=precision,
+                               layout="split", device=device)
+    v = evaluator.velocities(p).astype(np.float64)
+    n = p.shape[0]
+    offsets = obs.per_instrument("offsets", offsets, n)
+    if offsets is not None:
+        v += offsets[:, obs.code]
+    if trend is not None:
+        tr = np.broadcast_to(_trend_array(trend), (n, 2))
+        dt = obs.t - obs.t_ref
+        v += tr[:, :1] * dt + tr[:, 1:] * dt**2
+    return v.reshape(batch + (obs.n_obs,)).astype(evaluator.real_dtype, copy=False)
+
+
+def _trend_array(trend) -> np.ndarray:
+    """Trend coefficients as float64 ``(..., 2)`` (``dvdt``, ``curv``)."""
+    a = np.asarray(trend, dtype=np.float64)
+    if a.shape[-1:] != (2,):
+        raise ValueError(f"trend must end in an axis of 2 (dvdt, curv), got shape {a.shape}")
+    return a.reshape(-1, 2)
+
+
+def _evaluate(statistic, t, v_obs, sigma, params, basis, t_ref, instrument, offsets, jitter,
+              trend, precision, layout, memory, phase_arithmetic, device):
+    p, batch = model_params(params, basis)
+    obs = Observations.build(t, v_obs, sigma, instrument, t_ref)
+    n = p.shape[0]
+    per_model = [obs.per_instrument("offsets", offsets, n), obs.per_instrument("jitter", jitter, n),
+                 None if trend is None else np.broadcast_to(_trend_array(trend), (n, 2))]
+    degree = 0 if trend is None else 2
+    if n == 0:
+        return np.empty(batch), np.empty(batch, np.int32)
+    evaluator = ModelEvaluator(
+        obs, n_planets=p.shape[1], basis=basis, statistic=statistic,
+        offsets=per_model[0] is not None, jitter=per_model[1] is not None, trend=degree,
+        precision=precision, layout=layout, memory=memory, phase_arithmetic=phase_arithmetic,
+        device=device)
+    out = evaluator(p, *per_model)
+    return out["statistic"].reshape(batch), out["status"].reshape(batch)
+
+
+_STAT_DOC = """
+    Parameters
+    ----------
+    t, v_obs, sigma
+        Observation times, velocities and uncertainties, shape ``(n_obs,)``;
+        all finite, ``sigma > 0``.
+    params
+        Per-planet parameters, shape ``(..., n_planets, 5)`` in ``basis``.
+    basis, t_ref
+        Parameter basis (:data:`clperiod.orbits.BASES`) and reference epoch.
+    instrument
+        Instrument label per observation (default: one instrument).
+    offsets, jitter
+        Per-model offset and jitter of each instrument, ``(..., n_inst)``
+        (sorted label order) or ``{label: value}``; jitter is added to
+        ``sigma`` in quadrature.
+    trend
+        ``(..., 2)``: ``dvdt``, ``curv`` about ``t_ref``.
+    precision
+        ``"mixed"`` (default: phase ``(t - t_ref)/P`` in double, or
+        double-single on devices without fp64, the rest in single precision
+        with Kahan-compensated sums), ``"fp64"`` or ``"fp32"``.
+    layout, memory
+        ``"auto"`` (planned), or force ``"fused"``/``"split"`` kernels and
+        ``"constant"``/``"local"``/``"global"`` memory for the observations.
+    phase_arithmetic
+        With ``precision="mixed"``: ``"auto"``, ``"double"`` or
+        ``"double_single"``.
+    device
+        Device selection; the first selected device is used.
+"""
+
+
+def chi2(
+    t, v_obs, sigma, params, *, basis: str = orbits.STANDARD, t_ref: float = 0.0,
+    instrument=None, offsets=None, jitter=None, trend=None, precision: Precision = "mixed",
+    layout: str = "auto", memory: str = "auto", phase_arithmetic: str = "auto", device=None,
+) -> np.ndarray:
+    return _evaluate("chi2", t, v_obs, sigma, params, basis, t_ref, instrument, offsets, jitter,
+                     trend, precision, layout, memory, phase_arithmetic, device)[0]
+
+
+def loglike(
+    t, v_obs, sigma, params, *, basis: str = orbits.STANDARD, t_ref: float = 0.0,
+    instrument=None, offsets=None, jitter=None, trend=None, precision: Precision = "mixed",
+    layout: str = "auto", memory: str = "auto", phase_arithmetic: str = "auto", device=None,
+) -> np.ndarray:
+    return _evaluate("loglike", t, v_obs, sigma, params, basis, t_ref, instrument, offsets,
+                     jitter, trend, precision, layout, memory, phase_arithmetic, device)[0]
+
+
+chi2.__doc__ = """chi^2 of each model: ``sum((v_obs - model)^2 / (sigma^2 + jitter^2))``.
+""" + _STAT_DOC + """
+    Returns
+    -------
+    ndarray
+        float64, shape ``params.shape[:-2]``; NaN for models with invalid
+        parameters (see :class:`ModelStatus`).
+"""
+loglike.__doc__ = """Gaussian log-likelihood of each model (radvel's ``loglike_jitter``):
+    ``-0.5 sum(r^2 / s^2 + ln(2 pi s^2))`` with ``s^2 = sigma^2 + jitter^2``.
+""" + _STAT_DOC + """
+    Returns
+    -------
+    ndarray
+        float64, shape ``params.shape[:-2]``; NaN for invalid models.
+"""
+
+
+class RVLikelihood:
+    """Vectorised Gaussian log-likelihood of Keplerian models for samplers.
+
+    ``theta`` holds, in this order: the 5 ``basis`` parameters of each
+    planet, then (if ``offsets``) one offset per instrument, then (if
+    ``jitter``) one jitter per instrument, then ``trend`` coefficients
+    (``dvdt``, then ``curv``); :attr:`names` lists them. Calling with
+    ``(n_walkers, ndim)`` returns ``(n_walkers,)`` (emcee's
+    ``vectorize=True``), with ``-inf`` for invalid parameters (``P <= 0``,
+    ``e`` outside ``[0, 1)``, non-finite values), so priors only need to add
+    their own terms.
+
+    Parameters
+    ----------
+    t, v_obs, sigma, instrument
+        The radial velocities (as for :func:`chi2`).
+    n_planets
+        Planets per model.
+    basis
+        Parameter basis (:data:`clperiod.orbits.BASES`).
+    t_ref
+        Reference epoch of ``M0`` and the trend (default: middle of the span).
+    offsets, jitter
+        Whether each instrument's offset and jitter are parameters (else 0).
+    trend
+        Degree of the polynomial trend (0, 1 or 2).
+    precision, layout, memory, phase_arithmetic, device
+        As for :func:`chi2`.
+    """
+
+    def __init__(self, t, v_obs, sigma, *, n_planets: int, basis: str = orbits.STANDARD,
+                 instrument=None, t_ref: float | None = None, offsets: bool = True,
+                 jitter: bool = True, trend: int = 0, precision: Precision = "mixed",
+                 layout: str = "auto", memory: str = "auto", phase_arithmetic: str = "auto",
+                 device=None) -> None:
+        if not isinstance(n_planets, (int, np.integer)) or n_planets < 1:
+            raise ValueError(f"n_planets must be a positive integer, got {n_planets!r}")
+        t_arr = np.asarray(t, dtype=np.float64)
+        if t_ref is None:
+            t_ref = 0.5 * (float(np.min(t_arr)) + float(np.max(t_arr))) if t_arr.size else 0.0
+        self.observations = Observations.build(t, v_obs, sigma, instrument, t_ref)
+        self.n_planets, self.basis, self.trend = int(n_planets), basis, trend
+        self.fit_offsets, self.fit_jitter = bool(offsets), bool(jitter)
+        self._evaluator = ModelEvaluator(
+            self.observations, n_planets=self.n_planets, basis=basis, statistic="loglike",
+            offsets=self.fit_offsets, jitter=self.fit_jitter, trend=trend, precision=precision,
+            layout=layout, memory=memory, phase_arithmetic=phase_arithmetic, device=device)
+        words = basis.split()
+        inst = self.observations.instruments
+        self.names: list[str] = [f"{w}{j + 1}" for j in range(self.n_planets) for w in words]
+        self.names += [f"gamma_{i}" for i in inst] if self.fit_offsets else []
+        self.names += [f"jit_{i}" for i in inst] if self.fit_jitter else []
+        self.names += ["dvdt", "curv"][:trend]
+
+    @property
+    def ndim(self) -> int:
+        """Length of a parameter vector."""
+        return len(self.names)
+
+    def unpack(self, theta) -> dict[str, np.ndarray | None]:
+        """Split ``theta`` ``(..., ndim)`` into ``params`` ``(n, n_planets, 5)``,
+        ``offsets``, ``jitter`` ``(n, n_inst)`` and ``trend`` ``(n, 2)``."""
+        th = np.asarray(theta, dtype=np.float64)
+        if th.shape[-1:] != (self.ndim,):
+            raise ValueError(f"theta must end in an axis of {self.ndim} values {self.names}, "
+                             f"got shape {th.shape}")
+        th = th.reshape(-1, self.ndim)
+        n_inst = len(self.observations.instruments)
+        at = 5 * self.n_planets
+        out: dict[str, np.ndarray | None] = {
+            "params": np.ascontiguousarray(th[:, :at].reshape(-1, self.n_planets, 5))}
+        for name, fitted in (("offsets", self.fit_offsets), ("jitter", self.fit_jitter)):
+            out[name] = np.ascontiguousarray(th[:, at : at + n_inst]) if fitted else None
+            at += n_inst if fitted else 0
+        if self.trend:
+            out["trend"] = np.zeros((th.shape[0], 2))
+            out["trend"][:, : self.trend] = th[:, at:]
+        else:
+            out["trend"] = None
+        return out
+
+    def __call__(self, theta) -> np.ndarray | float:
+        """Log-likelihood of ``theta`` ``(ndim,)`` or ``(..., ndim)``."""
+        batch = np.shape(theta)[:-1]
+        parts = self.unpack(theta)
+        if parts["params"].shape[0] == 0:
+            return np.empty(batch)
+        out = self._evaluator(parts["params"], parts["offsets"], parts["jitter"], parts["trend"])
+        lnl = np.where(out["status"] == ModelStatus.OK, out["statistic"], -np.inf)
+        return float(lnl[0]) if batch == () else lnl.reshape(batch)

@@ -3,10 +3,12 @@
 #
 #   1. pip install -e ".[test,plot,progress]" (skipped when already done for
 #      this pyproject.toml and the imports work);
-#   2. check that some OpenCL device builds and runs a kernel; if none does and
+#   2. pip install --no-deps radvel (the Keplerian RV peer of tests/benchmarks)
+#      unless it is there; a failure here only warns;
+#   3. check that some OpenCL device builds and runs a kernel; if none does and
 #      we are root with apt-get, install Debian's PoCL (pocl-opencl-icd, a CPU
 #      OpenCL with fp64), else say what to install and exit 1;
-#   3. print the usable devices.
+#   4. print the usable devices.
 #
 # Quiet unless something fails (then the captured output is shown).
 # Environment: PYTHON (default python3), CLPERIOD_SETUP_VERBOSE=1 for full output.
@@ -64,7 +66,25 @@ else
     echo "$want" >"$stamp"
 fi
 
-# --- 2. a working OpenCL device ----------------------------------------------
+# --- 2. radvel, the peer of the Keplerian RV tests and benchmarks -------------
+# Installed with --no-deps: its declared requirements (emcee, nbsphinx, jupyter,
+# ultranest, tables, pandas, ...) are not needed for what tests/peers.py loads
+# (the C Kepler solver radvel._kepler and NumPy-only functions), and
+# radvel/__init__.py, which imports them, is never run: the check below looks
+# for the package and its C extension without importing them.
+if ! "$PYTHON" - <<'EOF' >/dev/null 2>&1
+import importlib.machinery, importlib.util, sys
+spec = importlib.util.find_spec("radvel")
+sys.exit(spec is None or importlib.machinery.PathFinder.find_spec(
+    "_kepler", spec.submodule_search_locations) is None)
+EOF
+then
+    say "installing radvel (--no-deps) ..."
+    quietly "$PYTHON" -m pip install --no-deps radvel ||
+        say "radvel not installed: the tests that compare with it will be skipped" >&2
+fi
+
+# --- 3. a working OpenCL device ----------------------------------------------
 # Prints one line per device that builds and runs a trivial kernel; platforms
 # or devices that fail are reported on stderr and ignored. Exit 1 if none works.
 probe() {
