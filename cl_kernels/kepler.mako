@@ -106,13 +106,13 @@ __kernel void kepler_solve(
         status[i] = KEPLER_BAD_ECCENTRICITY;
         return;
     }
-    const real_t k = rint(big_m / (TWO_PI_HI + TWO_PI_LO));
+    const real_t k = rint(big_m * KEPLER_INV_TWO_PI);
     const real_t m = (big_m - k * TWO_PI_HI) - k * TWO_PI_LO;   // in about [-pi, pi]
     real_t big_e, s, c;
     status[i] = kepler_sincos(m, e, &big_e, &s, &c);
-    const real_t denom = 1 - e * c;
-    sin_true[i] = sqrt((1 - e) * (1 + e)) * s / denom;
-    cos_true[i] = (c - e) / denom;
+    const real_t inv_denom = 1 / (1 - e * c);
+    sin_true[i] = sqrt((1 - e) * (1 + e)) * s * inv_denom;
+    cos_true[i] = (c - e) * inv_denom;
     ecc_anomaly[i] = big_e + (k * TWO_PI_HI + k * TWO_PI_LO);   // in M's revolution
 }
 </%def>

@@ -9,7 +9,9 @@ Two layouts are supported:
   when pyarrow (or pandas) is installed.
 
 The light curves bundled with clperiod (see ``clperiod/data/README.md``) are
-found with :func:`example_path` and loaded with :func:`load_example`.
+found with :func:`example_path` and loaded with :func:`load_example`; the
+bundled radial velocities with :func:`load_rv_example` (an :class:`RVData`,
+also read from any file of the same layouts by :func:`read_rv`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import csv
 import gzip
 import os
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -25,7 +28,17 @@ import numpy as np
 
 from .catalog import Catalog
 
-__all__ = ["EXAMPLES", "example_path", "load_example", "read_catalog", "read_lightcurve_csv"]
+__all__ = [
+    "EXAMPLES",
+    "RV_EXAMPLES",
+    "RVData",
+    "example_path",
+    "load_example",
+    "load_rv_example",
+    "read_catalog",
+    "read_lightcurve_csv",
+    "read_rv",
+]
 
 #: Bundled example light curves: name -> file in ``clperiod/data``.
 EXAMPLES: dict[str, str] = {
@@ -33,6 +46,12 @@ EXAMPLES: dict[str, str] = {
     "8205": "8205_normalized.txt",
     "8205_errors": "8205_normalized_with_error.txt",
     "stripe82": "SDSS_stripe82_band_z.txt",
+}
+
+#: Bundled radial velocities (radvel's example data): name -> file.
+RV_EXAMPLES: dict[str, str] = {
+    "hd164922": "164922_fixed.txt",
+    "k2-24": "epic203771098.csv",
 }
 
 _PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -270,3 +289,87 @@ def _loadtxt(path: Path, **kwargs: Any) -> np.ndarray:
 def _load_columns(path: Path, columns: tuple[int, ...], **kwargs: Any) -> np.ndarray:
     """Float64 columns of a delimited text file, shape (rows, len(columns))."""
     return _loadtxt(path, dtype=np.float64, usecols=columns, **kwargs).reshape(-1, len(columns))
+
+
+@dataclass(frozen=True)
+class RVData:
+    """Radial velocities of one star.
+
+    Attributes
+    ----------
+    t, v, sigma
+        Times, velocities and uncertainties (float64).
+    instrument
+        Instrument label of each observation (str array).
+    """
+
+    t: np.ndarray
+    v: np.ndarray
+    sigma: np.ndarray
+    instrument: np.ndarray
+
+
+def read_rv(path: str | os.PathLike) -> RVData:
+    """Read radial velocities in radvel's example layouts.
+
+    Two layouts are recognised from the header: whitespace-separated
+    ``time mnvel errvel tel ...`` (HIRES-style, ``tel`` = instrument), and
+    CSV with columns ``t``, ``vel``, ``errvel`` (one instrument, label
+    ``"0"``); further columns are ignored.
+
+    Raises
+    ------
+    ValueError
+        A required column is missing or a value is not a number (the message
+        names the file and row).
+    """
+    path = Path(path)
+    header = _first_record(path)
+    csv_layout = "," in header
+    names = header.replace(",", " ").split() if not csv_layout else header.split(",")
+    names = [n.strip() for n in names]
+    if "mnvel" in names:
+        columns = ("time", "mnvel", "errvel", "tel")
+    else:
+        columns = ("t", "vel", "errvel")
+    missing = [c for c in columns if c not in names]
+    if missing:
+        _missing(path, list(columns), names)
+    with _open_text(path) as handle:
+        reader = csv.reader(handle) if csv_layout else (line.split() for line in handle)
+        rows = list(reader)[1:]
+    index = [names.index(c) for c in columns]
+    values: list[list[float]] = [[], [], []]
+    labels = []
+    for row_number, row in enumerate(rows, start=2):
+        if not row:
+            continue
+        try:
+            for k in range(3):
+                values[k].append(float(row[index[k]]))
+        except (ValueError, IndexError):
+            raise ValueError(f"{path}: row {row_number}: expected numbers in columns "
+                             f"{columns[:3]}, got {row!r}") from None
+        labels.append(row[index[3]] if len(columns) == 4 else "0")
+    t, v, sigma = (np.asarray(a, dtype=np.float64) for a in values)
+    return RVData(t, v, sigma, np.asarray(labels, dtype=str))
+
+
+def load_rv_example(name: str) -> RVData:
+    """Bundled radial velocities.
+
+    Parameters
+    ----------
+    name : {"hd164922", "k2-24"}
+        ``"hd164922"``: HD 164922, 401 velocities from three instruments
+        (``a``, ``j``, ``k``), t in BJD; two known planets (P ~ 1200 d and
+        ~ 76 d). ``"k2-24"``: K2-24 (EPIC 203771098), 32 velocities, t in
+        BJD - 2454833; two known planets (P ~ 20.9 d and ~ 42.4 d).
+    """
+    try:
+        filename = RV_EXAMPLES[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown RV example {name!r}; choose one of {', '.join(map(repr, RV_EXAMPLES))}"
+        ) from None
+    return read_rv(Path(__file__).resolve().parent / "data" / filename)

@@ -28,7 +28,7 @@ PRECISIONS = ("fp64", "fp32", "mixed")
 #: Observations per work-item of the split layout's velocity kernel.
 VELOCITY_BLOCK = 32
 #: Models per launch (bounds the parameter, output and velocity buffers).
-BATCH_MODELS = 1 << 20
+BATCH_MODELS = 1 << 18
 #: Below this many models per compute unit the fused kernel (one work-item
 #: per model) cannot fill the device and the split layout is used.
 FUSED_MIN_MODELS_PER_CU = 256
@@ -232,22 +232,6 @@ def _ds(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return hi, (x - hi.astype(np.float64)).astype(np.float32)
 
 
-@dataclass
-class _Batch:
-    """Device buffers of one batch of models."""
-
-    n: int
-    layout: str
-    padded: int
-    head: list
-    out: cl.Buffer
-    out_k: cl.Buffer
-    out_gamma: cl.Buffer
-    status: cl.Buffer
-    vel: cl.Buffer
-    gvel: cl.Buffer
-
-
 class ModelEvaluator:
     """Compiled kernels and device-resident observations for one data set.
 
@@ -332,29 +316,30 @@ class ModelEvaluator:
             args += [cl.LocalMemory(max(n, 4)) for n in self._obs_nbytes]
         return args
 
-    def _param_buffers(self, p: np.ndarray) -> tuple[cl.Buffer, cl.Buffer]:
-        """Parameters (and double-single phase coefficients) for the device."""
+    def _host_params(self, p: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """Parameters as the kernel reads them, and the double-single phase
+        coefficients ``(n, n_planets, 4)`` (None unless phase is "ds")."""
         if self.time_form == "tc":
-            std = orbits.convert(p, self.basis, self.basis.replace("tc", "tp"))
-            p = std
+            p = orbits.convert(p, self.basis, self.basis.replace("tc", "tp"))
         if self.plan.phase == "double":
-            return upload(self.context, p.ravel()), upload(self.context, np.zeros(4, np.float32))
-        if self.plan.phase == "ds":
-            per, tau = p[..., 0], p[..., 4]
-            inv_p = 1.0 / per
-            phi0 = tau / (2 * np.pi) if self.time_form == "m0" else (self.obs.t_ref - tau) * inv_p
-            phi0 = phi0 - np.floor(phi0)
-            coeff = np.stack([*_ds(inv_p), *_ds(phi0)], axis=-1)
-            return (upload(self.context, p.astype(np.float32).ravel()),
-                    upload(self.context, coeff.reshape(-1)))
-        return upload(self.context, p.astype(np.float32).ravel()), upload(
-            self.context, np.zeros(4, np.float32))
+            return np.ascontiguousarray(p, dtype=np.float64), None
+        if self.plan.phase == "float":
+            return p.astype(np.float32), None
+        per, tau = p[..., 0], p[..., 4]
+        inv_p = 1.0 / per
+        phi0 = tau / (2 * np.pi) if self.time_form == "m0" else (self.obs.t_ref - tau) * inv_p
+        phi0 = phi0 - np.floor(phi0)
+        return p.astype(np.float32), np.stack([*_ds(inv_p), *_ds(phi0)], axis=-1).astype(np.float32)
 
     # ---------------------------------------------------------------- launch
     def __call__(self, params: np.ndarray, offsets: np.ndarray | None = None,
                  jitter: np.ndarray | None = None, trend: np.ndarray | None = None
                  ) -> dict[str, np.ndarray]:
         """Evaluate ``params`` of shape ``(n_models, n_planets, 5)``.
+
+        Batches of :data:`BATCH_MODELS` go through two sets of device buffers:
+        the upload of one batch (copy queue) overlaps the kernels of the
+        previous one (compute queue).
 
         Returns
         -------
@@ -364,109 +349,158 @@ class ModelEvaluator:
         """
         n_models = params.shape[0]
         n_inst = len(self.obs.instruments)
-        out = {"statistic": np.empty(n_models), "status": np.empty(n_models, np.int32)}
-        if self.statistic == "profile":
-            out["k"] = np.empty(n_models)
-            out["offsets"] = np.empty((n_models, n_inst))
-        for start in range(0, n_models, BATCH_MODELS):
+        profile = self.statistic == "profile"
+        real = self.real_dtype
+        host = {"statistic": np.empty(n_models, real), "status": np.empty(n_models, np.int32)}
+        if profile:
+            host["k"] = np.empty(n_models, real)
+            host["offsets"] = np.empty((n_models, n_inst), real)
+        keep = []  # host arrays whose asynchronous copies are in flight
+        for i, start in enumerate(range(0, n_models, BATCH_MODELS)):
             stop = min(n_models, start + BATCH_MODELS)
-            part = self._run(params[start:stop],
-                             *(None if a is None else a[start:stop] for a in (offsets, jitter, trend)))
-            for name, value in part.items():
-                out[name][start:stop] = value
-        if self.statistic == "profile":
+            slot = self._slot(i % 2, stop - start)
+            keep.append(self._upload(slot, params[start:stop],
+                                     *(None if a is None else a[start:stop]
+                                       for a in (offsets, jitter, trend))))
+            self.launch(slot, stop - start)
+            for name, buffer in slot.results(profile).items():
+                cl.enqueue_copy(self.queue, host[name][start:stop], buffer, is_blocking=False)
+        self.queue.finish()
+        out = {name: value.astype(np.float64) if value.dtype != np.int32 else value
+               for name, value in host.items()}
+        if profile:
             out["offsets"] += self._centre
         return out
 
-    def _run(self, params, offsets, jitter, trend) -> dict[str, np.ndarray]:
-        batch = self.prepare(params, offsets, jitter, trend)
-        self.launch(batch)
-        return self.fetch(batch)
+    def _slot(self, index: int, n: int) -> _Slot:
+        slots = self.__dict__.setdefault("_slots", {})
+        slot = slots.get(index)
+        if slot is None or slot.capacity < n:
+            slot = slots[index] = _Slot(self, max(n, min(BATCH_MODELS, 2 * n)))
+        return slot
 
-    def prepare(self, params, offsets=None, jitter=None, trend=None) -> _Batch:
-        """Upload one batch of models (at most :data:`BATCH_MODELS`) and
-        allocate its outputs."""
-        n = params.shape[0]
-        n_inst = len(self.obs.instruments)
-        ctx, real = self.context, self.real_dtype
-        size = np.dtype(real).itemsize
-        param_buf, coeff_buf = self._param_buffers(params)
-        extras = []
-        for have, value in ((self.has_offsets, offsets), (self.has_jitter, jitter),
-                            (self.trend > 0, trend)):
-            extras.append(upload(ctx, np.ascontiguousarray(value, dtype=real).ravel()) if have
-                          else upload(ctx, np.zeros(1, real)))
-        t_ref = (np.float64 if self.plan.phase == "double" else np.float32)(self.obs.t_ref)
-        profile = self.statistic == "profile"
-        mf = cl.mem_flags
-        layout = self.plan.layout_for(n)
+    def _upload(self, slot: _Slot, params, offsets, jitter, trend) -> list[np.ndarray]:
+        """Enqueue the copies of one batch into ``slot`` (after the slot's
+        previous kernels); returns the host arrays to keep alive."""
+        p, coeff = self._host_params(params)
+        arrays = [(slot.params, p), (slot.coeff, coeff)]
+        real = self.real_dtype
+        for buffer, value in ((slot.offsets, offsets), (slot.jitter, jitter), (slot.trend, trend)):
+            arrays.append((buffer, None if value is None else np.ascontiguousarray(value, dtype=real)))
+        copy_queue = get_queue(self.info, role="copy")
+        wait = [slot.done] if slot.done is not None else None
+        events = [cl.enqueue_copy(copy_queue, buffer, array, is_blocking=False, wait_for=wait)
+                  for buffer, array in arrays if array is not None]
+        copy_queue.flush()
+        slot.uploaded = events
+        return [array for _, array in arrays if array is not None]
+
+    def prepare(self, params, offsets=None, jitter=None, trend=None) -> _Slot:
+        """Upload one batch (for benchmarks that time :meth:`launch` alone)."""
+        slot = self._slot(0, params.shape[0])
+        self._upload(slot, params, offsets, jitter, trend)
+        get_queue(self.info, role="copy").finish()
+        slot.n = params.shape[0]
+        return slot
+
+    def launch(self, slot: _Slot, n: int | None = None) -> None:
+        """Enqueue the kernels for the first ``n`` models uploaded to ``slot``."""
+        n = slot.n if n is None else n
+        queue, real = self.queue, self.real_dtype
         padded = -(-n // LOCAL_SIZE) * LOCAL_SIZE
-        n_vel = self.obs.n_obs * padded if layout == "split" else 1
-        return _Batch(
-            n=n, layout=layout, padded=padded,
-            head=[np.int32(n), param_buf, coeff_buf, t_ref, *extras],
-            out=cl.Buffer(ctx, mf.WRITE_ONLY, n * size),
-            out_k=cl.Buffer(ctx, mf.WRITE_ONLY, (n if profile else 1) * size),
-            out_gamma=cl.Buffer(ctx, mf.WRITE_ONLY, (n * n_inst if profile else 1) * size),
-            status=cl.Buffer(ctx, mf.READ_WRITE, n * 4),
-            vel=cl.Buffer(ctx, mf.READ_WRITE, n_vel * size),
-            gvel=cl.Buffer(ctx, mf.READ_WRITE, (n_vel if profile else 1) * size))
-
-    def launch(self, b: _Batch) -> None:
-        """Enqueue the kernels of one prepared batch."""
-        queue, real = self.queue, self.real_dtype
-        tail = [b.out, b.out_k, b.out_gamma, b.status]
-        if b.layout == "fused":
-            self._kernels["rv_fused"](queue, (b.padded,), (LOCAL_SIZE,), *b.head,
-                                      real(self.log_norm), *self._observation_args(), *tail)
-            return
-        n_obs = self.obs.n_obs
-        cl.enqueue_fill_buffer(queue, b.status, np.int32(0), 0, b.n * 4)
-        self._kernels["rv_velocity"](
-            queue, (b.padded, -(-n_obs // VELOCITY_BLOCK)), (LOCAL_SIZE, 1), *b.head,
-            self._obs_buffers[0], np.int32(n_obs), np.int32(VELOCITY_BLOCK), np.int64(b.padded),
-            b.vel, b.gvel, b.status)
-        self._kernels["rv_statistic"](
-            queue, (b.padded,), (LOCAL_SIZE,), *b.head, real(self.log_norm),
-            *self._observation_args(), np.int64(b.padded), b.vel, b.gvel, *tail)
-
-    def fetch(self, b: _Batch) -> dict[str, np.ndarray]:
-        """Copy one batch's per-model results to the host."""
-        queue, real = self.queue, self.real_dtype
-        result = {"statistic": np.empty(b.n, real), "status": np.empty(b.n, np.int32)}
-        cl.enqueue_copy(queue, result["statistic"], b.out)
-        cl.enqueue_copy(queue, result["status"], b.status)
-        if self.statistic == "profile":
-            result["k"] = np.empty(b.n, real)
-            result["offsets"] = np.empty((b.n, len(self.obs.instruments)), real)
-            cl.enqueue_copy(queue, result["k"], b.out_k)
-            cl.enqueue_copy(queue, result["offsets"], b.out_gamma)
-        queue.finish()
-        return result
+        t_ref = (np.float64 if self.plan.phase == "double" else np.float32)(self.obs.t_ref)
+        head = [np.int32(n), slot.params, slot.coeff, t_ref, slot.offsets, slot.jitter, slot.trend]
+        tail = [slot.out, slot.out_k, slot.out_gamma, slot.status]
+        wait = slot.uploaded or None
+        if self.plan.layout_for(n) == "fused":
+            slot.done = self._kernels["rv_fused"](
+                queue, (padded,), (LOCAL_SIZE,), *head, real(self.log_norm),
+                *self._observation_args(), *tail, wait_for=wait)
+        else:
+            n_obs = self.obs.n_obs
+            vel, gvel = slot.velocity_buffers(self.statistic == "profile")
+            cl.enqueue_fill_buffer(queue, slot.status, np.int32(0), 0, n * 4, wait_for=wait)
+            self._kernels["rv_velocity"](
+                queue, (padded, -(-n_obs // VELOCITY_BLOCK)), (LOCAL_SIZE, 1), *head,
+                self._obs_buffers[0], np.int32(n_obs), np.int32(VELOCITY_BLOCK),
+                np.int64(slot.padded), vel, gvel, slot.status)
+            slot.done = self._kernels["rv_statistic"](
+                queue, (padded,), (LOCAL_SIZE,), *head, real(self.log_norm),
+                *self._observation_args(), np.int64(slot.padded), vel, gvel, *tail)
+        slot.uploaded = []
 
     def velocities(self, params: np.ndarray) -> np.ndarray:
         """Keplerian velocity sums ``(n_models, n_obs)`` at the observation
         times (input order), without offsets or trend; NaN for bad models."""
         n, n_obs = params.shape[0], self.obs.n_obs
-        ctx, queue, real = self.context, self.queue, self.real_dtype
+        queue, real = self.queue, self.real_dtype
         result = np.empty((n, n_obs), real)
         inverse = np.argsort(self.obs.order)
+        t_ref = (np.float64 if self.plan.phase == "double" else np.float32)(self.obs.t_ref)
         for start in range(0, n, BATCH_MODELS):
             stop = min(n, start + BATCH_MODELS)
             m = stop - start
-            param_buf, coeff_buf = self._param_buffers(params[start:stop])
-            dummy = upload(ctx, np.zeros(1, real))
-            t_ref = (np.float64 if self.plan.phase == "double" else np.float32)(self.obs.t_ref)
-            stride = -(-m // LOCAL_SIZE) * LOCAL_SIZE
-            vel = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, n_obs * stride * real().itemsize)
-            status = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, m * 4)
-            cl.enqueue_fill_buffer(queue, status, np.int32(0), 0, m * 4)
+            slot = self._slot(0, m)
+            self._upload(slot, params[start:stop], None, None, None)
+            vel, gvel = slot.velocity_buffers(False)
+            cl.enqueue_fill_buffer(queue, slot.status, np.int32(0), 0, m * 4, wait_for=slot.uploaded)
             self._kernels["rv_velocity"](
-                queue, (stride, -(-n_obs // VELOCITY_BLOCK)), (LOCAL_SIZE, 1), np.int32(m),
-                param_buf, coeff_buf, t_ref, dummy, dummy, dummy, self._obs_buffers[0],
-                np.int32(n_obs), np.int32(VELOCITY_BLOCK), np.int64(stride), vel, dummy, status)
-            host = np.empty((n_obs, stride), real)
+                queue, (-(-m // LOCAL_SIZE) * LOCAL_SIZE, -(-n_obs // VELOCITY_BLOCK)),
+                (LOCAL_SIZE, 1), np.int32(m), slot.params, slot.coeff, t_ref, slot.offsets,
+                slot.jitter, slot.trend, self._obs_buffers[0], np.int32(n_obs),
+                np.int32(VELOCITY_BLOCK), np.int64(slot.padded), vel, gvel, slot.status)
+            slot.uploaded = []
+            host = np.empty((n_obs, slot.padded), real)
             cl.enqueue_copy(queue, host, vel)
-            queue.finish()
+            slot.done = None
             result[start:stop] = host[:, :m].T[:, inverse]
         return result
+
+
+class _Slot:
+    """One set of device buffers for a batch of up to ``capacity`` models."""
+
+    def __init__(self, ev: ModelEvaluator, capacity: int) -> None:
+        ctx, size = ev.context, np.dtype(ev.real_dtype).itemsize
+        n_inst = len(ev.obs.instruments)
+        profile = ev.statistic == "profile"
+        mf = cl.mem_flags
+        self.context, self.n_obs = ctx, ev.obs.n_obs
+        self.capacity = capacity
+        self.padded = -(-capacity // LOCAL_SIZE) * LOCAL_SIZE
+        self.n = 0
+        psize = 8 if ev.plan.phase == "double" else 4
+
+        def buf(count: int, itemsize: int) -> cl.Buffer:
+            return cl.Buffer(ctx, mf.READ_WRITE, max(count, 1) * itemsize)
+
+        self.params = buf(capacity * ev.n_planets * 5, psize)
+        self.coeff = buf(capacity * ev.n_planets * 4 if ev.plan.phase == "ds" else 4, 4)
+        self.offsets = buf(capacity * n_inst if ev.has_offsets else 1, size)
+        self.jitter = buf(capacity * n_inst if ev.has_jitter else 1, size)
+        self.trend = buf(capacity * 2 if ev.trend else 1, size)
+        self.out = buf(capacity, size)
+        self.out_k = buf(capacity if profile else 1, size)
+        self.out_gamma = buf(capacity * n_inst if profile else 1, size)
+        self.status = buf(capacity, 4)
+        self._size = size
+        self._velocity: tuple[cl.Buffer, cl.Buffer] | None = None
+        self.done: cl.Event | None = None
+        self.uploaded: list[cl.Event] = []
+
+    def velocity_buffers(self, profile: bool) -> tuple[cl.Buffer, cl.Buffer]:
+        """The split layout's ``vel`` (and, for profile, ``gvel``) buffers."""
+        if self._velocity is None:
+            count = self.n_obs * self.padded
+            vel = cl.Buffer(self.context, cl.mem_flags.READ_WRITE, count * self._size)
+            gvel = cl.Buffer(self.context, cl.mem_flags.READ_WRITE,
+                             (count if profile else 1) * self._size)
+            self._velocity = (vel, gvel)
+        return self._velocity
+
+    def results(self, profile: bool) -> dict[str, cl.Buffer]:
+        """Output buffers by result name."""
+        out = {"statistic": self.out, "status": self.status}
+        if profile:
+            out.update(k=self.out_k, offsets=self.out_gamma)
+        return out
