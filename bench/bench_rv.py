@@ -88,10 +88,10 @@ def bench_models(n_models, repeat, peaks):
             for memory in ("constant", "local", "global"):
                 ev = rvmodel.ModelEvaluator(obs, n_planets=N_PLANETS, precision=precision,
                                             layout=layout, memory=memory)
-                batch = ev.prepare(params)
+                slot = ev.prepare(params)
 
                 def kernels_only():
-                    ev.launch(batch)
+                    ev.launch(slot)
                     ev.queue.finish()
 
                 kernel_s, _ = best_of(kernels_only, repeat)
@@ -112,6 +112,40 @@ def bench_models(n_models, repeat, peaks):
                 if peak:
                     entry["ops_fraction"] = solves * ops_per_solve / peak
                 out[f"{precision}/{layout}/{memory}"] = entry
+    return out
+
+
+def bench_layouts(repeat):
+    """Kernel time of fused vs split by model count (mixed precision)."""
+    t, v, sigma, params = workload(1 << 18)
+    obs = rvmodel.Observations.build(t, v, sigma, t_ref=2457500.0)
+    out = {"device": select_devices()[0].label}
+    for n in (128, 1024, 8192, 32768, 131072, 262144):
+        row = {}
+        for layout in ("fused", "split"):
+            ev = rvmodel.ModelEvaluator(obs, n_planets=N_PLANETS, precision="mixed", layout=layout)
+            slot = ev.prepare(params[:n])
+
+            def kernels_only():
+                ev.launch(slot)
+                ev.queue.finish()
+
+            row[layout] = best_of(kernels_only, repeat)[0]
+        row["auto"] = rvmodel.plan(select_devices()[0], N_OBS, 1, "mixed").layout_for(n)
+        out[str(n)] = row
+    return out
+
+
+def bench_public(n_models, repeat):
+    """End to end through clperiod.kepler.chi2 (validation, planning, copies)."""
+    from clperiod import kepler
+
+    t, v, sigma, params = workload(n_models)
+    out = {}
+    for precision in ("mixed", "fp64"):
+        wall, _ = best_of(lambda: kepler.chi2(t, v, sigma, params, t_ref=2457500.0,
+                                              precision=precision), repeat)
+        out[precision] = {"s": wall, "models_per_s": n_models / wall}
     return out
 
 
@@ -144,7 +178,7 @@ def bench_cpu(n_models, repeat):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("workloads", nargs="*", default=["models"], choices=["models", "cpu"])
+    parser.add_argument("workloads", nargs="*", default=["models"], choices=["models", "layouts", "public", "cpu"])
     parser.add_argument("--n-models", type=int, default=1 << 21)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--peak-fp32", type=float, help="device fp32 peak, flop/s")
@@ -153,6 +187,8 @@ def main() -> None:
     args = parser.parse_args()
     peaks = {"fp32": args.peak_fp32, "fp64": args.peak_fp64}
     runners = {"models": lambda: bench_models(args.n_models, args.repeat, peaks),
+               "layouts": lambda: bench_layouts(args.repeat),
+               "public": lambda: bench_public(args.n_models, args.repeat),
                "cpu": lambda: bench_cpu(args.n_models, args.repeat)}
     run_report("bench_rv.py", args.workloads, lambda name: runners[name](), args.out)
 

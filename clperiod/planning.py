@@ -12,8 +12,10 @@ Returned periodograms live in recycled page-locked host memory
 from __future__ import annotations
 
 import ctypes
+import os
 import threading
 import weakref
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -255,5 +257,24 @@ class PinnedPool:
             del free[: -self._max_free]
 
 
-#: The process-wide pool used for returned periodograms.
+#: The process-wide pool used for returned periodograms and upload staging.
 PINNED_POOL = PinnedPool()
+
+_COPY_THREADS = ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1),
+                                   thread_name_prefix="clperiod-copy")
+_COPY_PART = 1 << 19  # elements per thread at least
+
+
+def parallel_copy(destination: np.ndarray, source: np.ndarray) -> None:
+    """``destination[...] = source`` (same shape, casting allowed) on several
+    threads: one thread copies about 13 GB/s, below the PCIe bus from
+    page-locked memory (55 GB/s on an H100 host)."""
+    dst, src = destination.reshape(-1), np.ascontiguousarray(source).reshape(-1)
+    parts = max(1, min(_COPY_THREADS._max_workers, dst.size // _COPY_PART))
+    if parts == 1:
+        np.copyto(dst, src, casting="same_kind")
+        return
+    bounds = np.linspace(0, dst.size, parts + 1).astype(np.int64)
+    list(_COPY_THREADS.map(
+        lambda k: np.copyto(dst[bounds[k]:bounds[k + 1]], src[bounds[k]:bounds[k + 1]],
+                            casting="same_kind"), range(parts)))

@@ -20,6 +20,7 @@ import pyopencl as cl
 
 from . import kernels, orbits
 from .device import DeviceInfo, get_context, get_queue, require_fp64, select_devices, upload
+from .planning import PINNED_POOL, parallel_copy
 
 __all__ = ["ModelStatus", "Observations", "ModelEvaluator", "Plan", "plan", "model_params"]
 
@@ -48,7 +49,7 @@ def _real_array(name: str, value, ndim: int | None = None) -> np.ndarray:
     a = np.asarray(value)
     if a.dtype == object or not (np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.integer)):
         raise TypeError(f"{name} must be real numbers, got dtype {a.dtype}")
-    a = a.astype(np.float64)
+    a = np.asarray(a, dtype=np.float64)
     if ndim is not None and a.ndim != ndim:
         raise ValueError(f"{name} must be {ndim}-dimensional, got shape {a.shape}")
     return a
@@ -316,20 +317,22 @@ class ModelEvaluator:
             args += [cl.LocalMemory(max(n, 4)) for n in self._obs_nbytes]
         return args
 
-    def _host_params(self, p: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-        """Parameters as the kernel reads them, and the double-single phase
-        coefficients ``(n, n_planets, 4)`` (None unless phase is "ds")."""
+    def _stage_params(self, slot: _Slot, p: np.ndarray) -> None:
+        """Write parameters as the kernel reads them (and, for phase "ds",
+        the double-single coefficients (inv P, phi0) per planet) into the
+        slot's page-locked staging arrays."""
         if self.time_form == "tc":
             p = orbits.convert(p, self.basis, self.basis.replace("tc", "tp"))
-        if self.plan.phase == "double":
-            return np.ascontiguousarray(p, dtype=np.float64), None
-        if self.plan.phase == "float":
-            return p.astype(np.float32), None
-        per, tau = p[..., 0], p[..., 4]
-        inv_p = 1.0 / per
-        phi0 = tau / (2 * np.pi) if self.time_form == "m0" else (self.obs.t_ref - tau) * inv_p
-        phi0 = phi0 - np.floor(phi0)
-        return p.astype(np.float32), np.stack([*_ds(inv_p), *_ds(phi0)], axis=-1).astype(np.float32)
+        if slot.staged is not None:
+            slot.staged.wait()  # the previous upload from this staging is done
+        parallel_copy(slot.staging[: p.size], p)
+        if self.plan.phase == "ds":
+            per, tau = p[..., 0], p[..., 4]
+            inv_p = 1.0 / per
+            phi0 = tau / (2 * np.pi) if self.time_form == "m0" else (self.obs.t_ref - tau) * inv_p
+            phi0 = phi0 - np.floor(phi0)
+            coeff = np.stack([*_ds(inv_p), *_ds(phi0)], axis=-1)
+            slot.staging_coeff[: coeff.size] = coeff.reshape(-1)
 
     # ---------------------------------------------------------------- launch
     def __call__(self, params: np.ndarray, offsets: np.ndarray | None = None,
@@ -351,10 +354,13 @@ class ModelEvaluator:
         n_inst = len(self.obs.instruments)
         profile = self.statistic == "profile"
         real = self.real_dtype
-        host = {"statistic": np.empty(n_models, real), "status": np.empty(n_models, np.int32)}
+        # page-locked result arrays: reads into pageable memory block the host
+        # until the kernel is done, which would serialise the pipeline
+        shapes = {"statistic": ((n_models,), real), "status": ((n_models,), np.int32)}
         if profile:
-            host["k"] = np.empty(n_models, real)
-            host["offsets"] = np.empty((n_models, n_inst), real)
+            shapes.update(k=((n_models,), real), offsets=((n_models, n_inst), real))
+        host = {name: PINNED_POOL.empty(self.info, shape, dtype)
+                for name, (shape, dtype) in shapes.items()}
         keep = []  # host arrays whose asynchronous copies are in flight
         for i, start in enumerate(range(0, n_models, BATCH_MODELS)):
             stop = min(n_models, start + BATCH_MODELS)
@@ -366,7 +372,7 @@ class ModelEvaluator:
             for name, buffer in slot.results(profile).items():
                 cl.enqueue_copy(self.queue, host[name][start:stop], buffer, is_blocking=False)
         self.queue.finish()
-        out = {name: value.astype(np.float64) if value.dtype != np.int32 else value
+        out = {name: value.astype(np.float64 if value.dtype != np.int32 else np.int32)
                for name, value in host.items()}
         if profile:
             out["offsets"] += self._centre
@@ -382,18 +388,23 @@ class ModelEvaluator:
     def _upload(self, slot: _Slot, params, offsets, jitter, trend) -> list[np.ndarray]:
         """Enqueue the copies of one batch into ``slot`` (after the slot's
         previous kernels); returns the host arrays to keep alive."""
-        p, coeff = self._host_params(params)
-        arrays = [(slot.params, p), (slot.coeff, coeff)]
+        self._stage_params(slot, params)
+        n_values = params.shape[0] * self.n_planets
+        arrays = [(slot.params, slot.staging[: 5 * n_values])]
+        if self.plan.phase == "ds":
+            arrays.append((slot.coeff, slot.staging_coeff[: 4 * n_values]))
         real = self.real_dtype
         for buffer, value in ((slot.offsets, offsets), (slot.jitter, jitter), (slot.trend, trend)):
-            arrays.append((buffer, None if value is None else np.ascontiguousarray(value, dtype=real)))
+            if value is not None:
+                arrays.append((buffer, np.ascontiguousarray(value, dtype=real)))
         copy_queue = get_queue(self.info, role="copy")
         wait = [slot.done] if slot.done is not None else None
         events = [cl.enqueue_copy(copy_queue, buffer, array, is_blocking=False, wait_for=wait)
-                  for buffer, array in arrays if array is not None]
+                  for buffer, array in arrays]
         copy_queue.flush()
         slot.uploaded = events
-        return [array for _, array in arrays if array is not None]
+        slot.staged = events[-1]  # the copy queue is in order
+        return [array for _, array in arrays]
 
     def prepare(self, params, offsets=None, jitter=None, trend=None) -> _Slot:
         """Upload one batch (for benchmarks that time :meth:`launch` alone)."""
@@ -475,6 +486,12 @@ class _Slot:
             return cl.Buffer(ctx, mf.READ_WRITE, max(count, 1) * itemsize)
 
         self.params = buf(capacity * ev.n_planets * 5, psize)
+        # page-locked staging: uploads run at bus speed and overlap kernels
+        self.staging = PINNED_POOL.empty(ev.info, (capacity * ev.n_planets * 5,),
+                                         np.float64 if psize == 8 else np.float32)
+        self.staging_coeff = PINNED_POOL.empty(
+            ev.info, (capacity * ev.n_planets * 4 if ev.plan.phase == "ds" else 1,), np.float32)
+        self.staged: cl.Event | None = None
         self.coeff = buf(capacity * ev.n_planets * 4 if ev.plan.phase == "ds" else 4, 4)
         self.offsets = buf(capacity * n_inst if ev.has_offsets else 1, size)
         self.jitter = buf(capacity * n_inst if ev.has_jitter else 1, size)
