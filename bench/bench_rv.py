@@ -25,7 +25,7 @@ import argparse
 
 import numpy as np
 
-from clperiod import rvmodel
+from clperiod import kepler, rvmodel
 from clperiod.device import select_devices
 
 from harness import best_of, run_report
@@ -112,6 +112,22 @@ def bench_models(n_models, repeat, peaks):
                 if peak:
                     entry["ops_fraction"] = solves * ops_per_solve / peak
                 out[f"{precision}/{layout}/{memory}"] = entry
+    # parameters already page-locked (clperiod.kepler.empty_params): no host copy
+    pinned = kepler.empty_params(n_models, N_PLANETS)
+    pinned[:] = params
+    for precision in ("fp64", "mixed"):
+        ev = rvmodel.ModelEvaluator(obs, n_planets=N_PLANETS, precision=precision)
+        slot = ev.prepare(pinned)
+
+        def kernels_only():
+            ev.launch(slot)
+            ev.queue.finish()
+
+        kernel_s, _ = best_of(kernels_only, repeat)
+        wall, _ = best_of(lambda: ev(pinned), repeat)
+        out[f"{precision}/pinned_params"] = {
+            "kernel_s": kernel_s, "end_to_end_s": wall, "transfer_share": 1 - kernel_s / wall,
+            "models_per_s": n_models / wall}
     return out
 
 
@@ -138,14 +154,15 @@ def bench_layouts(repeat):
 
 def bench_public(n_models, repeat):
     """End to end through clperiod.kepler.chi2 (validation, planning, copies)."""
-    from clperiod import kepler
-
     t, v, sigma, params = workload(n_models)
+    pinned = kepler.empty_params(n_models, N_PLANETS)
+    pinned[:] = params
     out = {}
     for precision in ("mixed", "fp64"):
-        wall, _ = best_of(lambda: kepler.chi2(t, v, sigma, params, t_ref=2457500.0,
-                                              precision=precision), repeat)
-        out[precision] = {"s": wall, "models_per_s": n_models / wall}
+        for name, p in (("numpy_params", params), ("pinned_params", pinned)):
+            wall, _ = best_of(lambda: kepler.chi2(t, v, sigma, p, t_ref=2457500.0,
+                                                  precision=precision), repeat)
+            out[f"{precision}/{name}"] = {"s": wall, "models_per_s": n_models / wall}
     return out
 
 

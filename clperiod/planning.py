@@ -240,6 +240,13 @@ class PinnedPool:
         weakref.finalize(block, self._give_back, key, mapped)
         return np.frombuffer(block, dtype=dtype).reshape(shape)
 
+    def owns(self, array: np.ndarray) -> bool:
+        """Whether ``array``'s memory lies in a page-locked buffer of the pool."""
+        start = array.__array_interface__["data"][0]
+        with self._lock:
+            return any(base <= start and start + array.nbytes <= base + buffer.size
+                       for base, buffer in self._buffers.items())
+
     def _take(self, key: int, nbytes: int) -> np.ndarray | None:
         with self._lock:
             free = self._free.get(key, [])

@@ -32,7 +32,7 @@ VELOCITY_BLOCK = 32
 BATCH_MODELS = 1 << 18
 #: Below this many models per compute unit the fused kernel (one work-item
 #: per model) cannot fill the device and the split layout is used.
-FUSED_MIN_MODELS_PER_CU = 256
+FUSED_MIN_MODELS_PER_CU = 1024
 LOCAL_SIZE = 128
 
 
@@ -388,9 +388,15 @@ class ModelEvaluator:
     def _upload(self, slot: _Slot, params, offsets, jitter, trend) -> list[np.ndarray]:
         """Enqueue the copies of one batch into ``slot`` (after the slot's
         previous kernels); returns the host arrays to keep alive."""
-        self._stage_params(slot, params)
         n_values = params.shape[0] * self.n_planets
-        arrays = [(slot.params, slot.staging[: 5 * n_values])]
+        direct = (self.plan.phase == "double" and self.time_form != "tc"
+                  and params.dtype == np.float64 and params.flags.c_contiguous
+                  and PINNED_POOL.owns(params))
+        if direct:  # already page-locked (clperiod.kepler.empty_params): no staging copy
+            arrays = [(slot.params, params)]
+        else:
+            self._stage_params(slot, params)
+            arrays = [(slot.params, slot.staging[: 5 * n_values])]
         if self.plan.phase == "ds":
             arrays.append((slot.coeff, slot.staging_coeff[: 4 * n_values]))
         real = self.real_dtype
@@ -403,7 +409,7 @@ class ModelEvaluator:
                   for buffer, array in arrays]
         copy_queue.flush()
         slot.uploaded = events
-        slot.staged = events[-1]  # the copy queue is in order
+        slot.staged = events[-1] if not direct else slot.staged  # the copy queue is in order
         return [array for _, array in arrays]
 
     def prepare(self, params, offsets=None, jitter=None, trend=None) -> _Slot:
