@@ -31,6 +31,14 @@
     inv_two_pi = "0.15915494309189533577" + ("" if fp64 else "f")
 %>
 #define KEPLER_MAX_ITER ${max_iter}
+// The Danby corrections only refine E, whose residual the next step checks,
+// so in single precision they use the fast division (a few ulp): the
+// converged E is unchanged, measured against the exact division.
+% if fp64:
+#define KEPLER_DIV(a, b) ((a) / (b))
+% else:
+#define KEPLER_DIV(a, b) native_divide(a, b)
+% endif
 #define KEPLER_TOL ((real_t) ${tol})
 #define KEPLER_INV_TWO_PI ((real_t) ${inv_two_pi})
 
@@ -51,9 +59,9 @@ inline char kepler_sincos(const real_t m, const real_t e,
         const real_t f2 = e * s, f3 = e * c;
         const real_t f = big_e - f2 - m;
         const real_t f1 = 1 - f3;
-        const real_t d1 = -f / f1;
-        const real_t d2 = -f / (f1 + (real_t) 0.5 * d1 * f2);
-        const real_t d3 = -f / (f1 + (real_t) 0.5 * d2 * f2 + d2 * d2 * f3 * (real_t) (1.0 / 6));
+        const real_t d1 = KEPLER_DIV(-f, f1);
+        const real_t d2 = KEPLER_DIV(-f, f1 + (real_t) 0.5 * d1 * f2);
+        const real_t d3 = KEPLER_DIV(-f, f1 + (real_t) 0.5 * d2 * f2 + d2 * d2 * f3 * (real_t) (1.0 / 6));
         big_e += d3;
         if (fabs(d3) <= KEPLER_TOL) {
             const real_t h = (real_t) 0.5 * d3 * d3;

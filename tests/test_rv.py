@@ -1,0 +1,791 @@
+"""Keplerian radial-velocity models on the device (issue 4) against the NumPy reference.
+
+The oracle is ``tests/reference/kepler_rv.py`` (float64 NumPy, radvel's
+conventions) and, when installed, radvel itself (``tests/peers.py``).
+Conventions: planets ``(..., n_planets, 5)`` in a basis of
+:data:`clperiod.orbits.BASES` (standard ``(P, K, e, w, M0)`` with ``M0`` at
+``t_ref``); offsets and jitter per instrument in sorted label order or as a
+``{label: value}`` mapping; the trend ``(dvdt, curv)`` is about ``t_ref``.
+
+Everything runs on the selected OpenCL device; on the 2-core PoCL CPU device
+the whole file takes a few tens of seconds (most of it kernel builds, which
+the OpenCL program caches keep for later runs).
+"""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from peers import load_radvel
+from reference import kepler_rv as ref
+
+from clperiod import io, kepler, orbits, rvmodel
+from clperiod.kepler import ModelStatus, RVLikelihood
+from clperiod.rvmodel import ModelEvaluator, Observations
+
+RADVEL = load_radvel()
+needs_radvel = pytest.mark.skipif(
+    RADVEL is None or RADVEL.rv_drive_array is None,
+    reason="radvel (with its C extension radvel._kepler) is not installed "
+           "(python3 -m pip install --no-deps radvel)")
+
+#: Instrument labels in order of appearance; the library sorts them, so
+#: offsets/jitter arrays are in the order of SORTED and the reference's
+#: integer codes are positions in SORTED.
+LABELS = ("hires", "apf", "pfs")
+SORTED = ("apf", "hires", "pfs")
+MIXED_PHASES = ("double", "double_single")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _device(cpu_device):
+    """Skip the whole module when no OpenCL device is usable."""
+    return cpu_device
+
+
+# --------------------------------------------------------------- helpers
+def random_planets(rng, n_models, n_planets, e_max=0.99, period=(0.5, 1000.0), amp=(1.0, 100.0)):
+    """``(n_models, n_planets, 5)`` standard-basis planets; e = 0 and e = e_max occur."""
+    shape = (n_models, n_planets)
+    per = np.exp(rng.uniform(math.log(period[0]), math.log(period[1]), shape))
+    e = rng.uniform(0.0, e_max, shape)
+    e.flat[:2] = 0.0, e_max
+    return np.stack([per, rng.uniform(*amp, shape), e, rng.uniform(-np.pi, np.pi, shape),
+                     rng.uniform(-10.0, 10.0, shape)], axis=-1)
+
+
+def instruments(n_obs):
+    """Labels (in order of appearance ``LABELS``) and the reference's sorted codes."""
+    labels = np.array(LABELS)[np.arange(n_obs) % len(LABELS)]
+    return labels, np.searchsorted(SORTED, labels)
+
+
+def rv_problem(rng, *, n_models=6, n_obs=150, span=400.0, t_ref=None, e_max=0.8,
+               period=(2.0, 300.0), n_planets=2):
+    """Data drawn from model 0 (2 planets, 3 instruments, offsets, jitter and a
+    trend); the other models are small perturbations of it, so every chi^2
+    per point is of order 1 to 10 (realistic fits)."""
+    t = np.sort(rng.uniform(0.0, span, n_obs))
+    t_ref = 0.5 * span if t_ref is None else t_ref
+    labels, codes = instruments(n_obs)
+    truth = random_planets(rng, 1, n_planets, e_max=e_max, period=period, amp=(5.0, 30.0))
+    offsets = np.array([[4.0, -17.0, 30.0]])
+    jitter = np.array([[1.5, 0.8, 2.5]])
+    trend = np.array([[0.02, -1e-5]])
+    sigma = rng.uniform(1.0, 3.0, n_obs)
+    v = ref.radial_velocity(t, truth, t_ref, offsets, codes, trend)[0]
+    v += rng.normal(0.0, 1.0, n_obs) * np.sqrt(sigma**2 + jitter[0, codes] ** 2)
+    params = np.repeat(truth, n_models, axis=0)
+    params[1:, :, 0] *= 1 + rng.normal(0, 2e-4, (n_models - 1, n_planets))
+    params[1:, :, 1] *= 1 + rng.normal(0, 0.05, (n_models - 1, n_planets))
+    params[1:, :, 2] = np.clip(params[1:, :, 2] + rng.normal(0, 0.02, (n_models - 1, n_planets)),
+                               0.0, 0.95)
+    params[1:, :, 3:] += rng.normal(0, 0.05, (n_models - 1, n_planets, 2))
+    model = dict(
+        t_ref=t_ref,
+        offsets=offsets + rng.normal(0, 0.5, (n_models, 3)),
+        jitter=np.abs(jitter + rng.normal(0, 0.3, (n_models, 3))),
+        trend=trend + np.array([1e-3, 1e-6]) * rng.normal(0, 1, (n_models, 2)),
+    )
+    return dict(t=t, v=v, sigma=sigma, labels=labels, codes=codes, params=params, **model)
+
+
+def reference_statistic(name, pb):
+    function = ref.chi2 if name == "chi2" else ref.loglike
+    return function(pb["t"], pb["v"], pb["sigma"], pb["params"], pb["t_ref"], pb["offsets"],
+                    pb["codes"], pb["trend"], pb["jitter"], exact=True)
+
+
+def device_statistic(name, pb, **kwargs):
+    function = kepler.chi2 if name == "chi2" else kepler.loglike
+    return function(pb["t"], pb["v"], pb["sigma"], pb["params"], t_ref=pb["t_ref"],
+                    instrument=pb["labels"], offsets=pb["offsets"], jitter=pb["jitter"],
+                    trend=pb["trend"], **kwargs)
+
+
+def velocity_error(got, want, params):
+    """Max |got - want| per model over the model's total semi-amplitude."""
+    scale = np.abs(params[..., 1]).sum(axis=-1)
+    return (np.abs(np.asarray(got, np.float64) - want).max(axis=-1) / scale).max()
+
+
+# ------------------------------------------------- 1. velocities vs reference
+@pytest.mark.parametrize("basis", orbits.BASES)
+@pytest.mark.parametrize("precision, bound", [("fp64", 1e-9), ("mixed", 2.5e-4)])
+def test_radial_velocity_matches_reference(precision, bound, basis):
+    rng = np.random.default_rng(11)
+    n_obs, t_ref = 200, 700.0
+    params = random_planets(rng, 16, 3)  # e up to 0.99
+    if "secosw" in basis:
+        # (secosw, sesinw) = (0, 0) loses w, and orbits.convert keeps M0/tp,
+        # so a circular orbit with w != 0 changes (see test_orbits.py); this
+        # test is about the velocities, so keep e > 0 here
+        params[..., 2] = np.maximum(params[..., 2], 1e-6)
+    t = np.sort(rng.uniform(0.0, 2000.0, n_obs))
+    labels, codes = instruments(n_obs)
+    offsets = rng.normal(0, 10, (16, 3))
+    trend = rng.normal(0, 1e-2, (16, 2)) * [1, 1e-3]
+    want = ref.radial_velocity(t, params, t_ref, offsets, codes, trend)
+    converted = orbits.convert(params, orbits.STANDARD, basis, t_ref=t_ref)
+    got = kepler.radial_velocity(t, converted, basis=basis, t_ref=t_ref, instrument=labels,
+                                 offsets=offsets, trend=trend, precision=precision)
+    assert got.shape == (16, n_obs)
+    assert got.dtype == (np.float64 if precision == "fp64" else np.float32)
+    # measured on PoCL: fp64 7.6e-12, mixed 2.6e-5 (of the summed K)
+    assert velocity_error(got, want, params) <= bound
+
+
+def test_extra_batch_axes():
+    """params (2, 4, n_planets, 5) with offsets/jitter (2, 4, n_inst) and trend
+    (2, 4, 2), as documented ("(..., n_inst)"), give (2, 4[, n_obs]) results."""
+    rng = np.random.default_rng(10)
+    pb = rv_problem(rng, n_models=8, n_obs=60)
+    batched = {key: pb[key].reshape((2, 4) + pb[key].shape[1:])
+               for key in ("params", "offsets", "jitter", "trend")}
+    want_v = ref.radial_velocity(pb["t"], pb["params"], pb["t_ref"], pb["offsets"], pb["codes"],
+                                 pb["trend"])
+    got_v = kepler.radial_velocity(pb["t"], batched["params"], t_ref=pb["t_ref"],
+                                   instrument=pb["labels"], offsets=batched["offsets"],
+                                   trend=batched["trend"])
+    assert got_v.shape == (2, 4, pb["t"].size)
+    assert velocity_error(got_v.reshape(8, -1), want_v, pb["params"]) <= 1e-9
+    got = device_statistic("loglike", dict(pb, **batched), precision="fp64")
+    assert got.shape == (2, 4)
+    np.testing.assert_allclose(got.ravel(), reference_statistic("loglike", pb), rtol=1e-10)
+
+
+def test_radial_velocity_offsets_mapping_and_defaults():
+    rng = np.random.default_rng(12)
+    params = random_planets(rng, 4, 2)
+    t = np.sort(rng.uniform(0.0, 300.0, 60))
+    labels, codes = instruments(60)
+    offsets = rng.normal(0, 10, (4, 3))
+    as_array = kepler.radial_velocity(t, params, instrument=labels, offsets=offsets)
+    as_dict = kepler.radial_velocity(t, params, instrument=labels,
+                                     offsets={s: offsets[:, i] for i, s in enumerate(SORTED)})
+    np.testing.assert_array_equal(as_array, as_dict)
+    np.testing.assert_allclose(as_array, ref.radial_velocity(t, params, 0.0, offsets, codes),
+                               rtol=0, atol=1e-9 * params[..., 1].sum(-1).max())
+    # no instruments: one offset per model broadcasts; default t_ref = 0
+    single = kepler.radial_velocity(t, params, offsets=offsets[:, :1])
+    np.testing.assert_allclose(single, ref.radial_velocity(t, params, 0.0, offsets[:, :1]),
+                               rtol=0, atol=1e-9 * params[..., 1].sum(-1).max())
+
+
+@needs_radvel
+@pytest.mark.parametrize("precision, bound", [("fp64", 1e-9), ("mixed", 2.5e-4)])
+def test_radial_velocity_matches_radvel(precision, bound):
+    rng = np.random.default_rng(13)
+    params = random_planets(rng, 12, 2)  # radvel's C solver exits the process beyond e ~ 0.998
+    t, t_ref = np.sort(rng.uniform(0.0, 2000.0, 150)), 700.0
+    want = np.zeros((12, t.size))
+    for i, j in np.ndindex(12, 2):
+        per, k, e, w, m0 = params[i, j]
+        tp = t_ref - m0 * per / (2 * np.pi)
+        want[i] += RADVEL.rv_drive_array(t, per, tp, e, w, k)
+    got = kepler.radial_velocity(t, params, t_ref=t_ref, precision=precision)
+    assert velocity_error(got, want, params) <= bound
+
+
+# ---------------------------------------------------- 2. analytic identities
+@pytest.mark.parametrize("precision, tol", [("fp64", 1e-12), ("mixed", 2e-6)])
+@pytest.mark.parametrize("e", [0.0, 0.1])
+def test_closed_form_velocities(precision, tol, e):
+    per, k = 3.7, 12.5
+    t = np.array([0.0, per / 2, per])
+    got = kepler.radial_velocity(t, [[per, k, e, 0.0, 0.0]], precision=precision)
+    np.testing.assert_allclose(got, k * (np.array([1.0, -1.0, 1.0]) + e), rtol=0, atol=tol * k)
+    # the same about another reference epoch
+    got = kepler.radial_velocity(t + 1234.5, [[per, k, e, 0.0, 0.0]], t_ref=1234.5,
+                                 precision=precision)
+    np.testing.assert_allclose(got, k * (np.array([1.0, -1.0, 1.0]) + e), rtol=0, atol=tol * k)
+
+
+@pytest.mark.parametrize("precision, tol", [("fp64", 1e-12), ("mixed", 2e-6)])
+def test_superposition_and_angle_periodicity(precision, tol):
+    rng = np.random.default_rng(14)
+    params = random_planets(rng, 5, 3, e_max=0.9)
+    t = np.sort(rng.uniform(0.0, 500.0, 80))
+    scale = params[..., 1].sum(-1).max()
+    total = kepler.radial_velocity(t, params, t_ref=100.0, precision=precision).astype(float)
+    parts = sum(kepler.radial_velocity(t, params[:, [j]], t_ref=100.0, precision=precision)
+                .astype(float) for j in range(3))
+    np.testing.assert_allclose(total, parts, rtol=0, atol=tol * scale)
+    shifted = params.copy()
+    shifted[..., 3] += 2 * np.pi
+    shifted[..., 4] -= 4 * np.pi
+    again = kepler.radial_velocity(t, shifted, t_ref=100.0, precision=precision).astype(float)
+    np.testing.assert_allclose(again, total, rtol=0, atol=tol * scale)
+    # the order of the planets does not matter
+    swapped = kepler.radial_velocity(t, params[:, ::-1], t_ref=100.0, precision=precision)
+    np.testing.assert_allclose(swapped.astype(float), total, rtol=0, atol=tol * scale)
+
+
+# --------------------------------------------- 3. range reduction, precision
+@pytest.mark.parametrize("phase", MIXED_PHASES)
+@pytest.mark.parametrize("epoch", ["zero", "mid"])
+def test_bjd_times_mixed_precision(phase, epoch):
+    """BJD-like times (2.46e6) keep the mixed-precision velocities within
+    2.5e-4 K of fp64 whether t_ref is 0 or mid-span (measured ~3e-7)."""
+    rng = np.random.default_rng(15)
+    t = 2.46e6 + np.sort(rng.uniform(0.0, 3000.0, 200))
+    t_ref = 0.0 if epoch == "zero" else 0.5 * (t[0] + t[-1])
+    params = random_planets(rng, 8, 2, e_max=0.9, period=(0.5, 500.0))
+    obs = Observations.build(t, np.zeros_like(t), np.ones_like(t), None, t_ref)
+    exact = ModelEvaluator(obs, n_planets=2, precision="fp64", layout="split").velocities(params)
+    mixed = ModelEvaluator(obs, n_planets=2, precision="mixed", phase_arithmetic=phase,
+                           layout="split")
+    assert mixed.plan.phase == ("double" if phase == "double" else "ds")
+    assert velocity_error(mixed.velocities(params), exact, params) <= 2.5e-4
+    # the same data through chi2: the phase arithmetic reaches the statistic
+    v = exact[0] + rng.normal(0, 1, t.size)
+    sigma = np.ones_like(t)
+    want = kepler.chi2(t, v, sigma, params, t_ref=t_ref, precision="fp64")
+    got = kepler.chi2(t, v, sigma, params, t_ref=t_ref, precision="mixed", phase_arithmetic=phase)
+    assert abs(got[0] / want[0] - 1) <= 1e-5  # chi^2 per point ~ 1 for model 0
+    np.testing.assert_allclose(got, want, rtol=1e-4)
+
+
+def test_fp32_phase_fails_far_from_the_reference_epoch():
+    """Ford (2009): the orbital phase (t - t_ref)/P needs more than single
+    precision. With t - t_ref ~ 1e4 d and P ~ 1 d, fp32 misses by ~1e-2 K
+    (measured 1.0e-2 K), mixed stays at ~1e-7 K."""
+    rng = np.random.default_rng(16)
+    t = np.sort(rng.uniform(1e4 - 50, 1e4 + 50, 200))
+    params = np.array([[[1.0123456, 10.0, 0.3, 1.0, 2.0]]])
+    exact = kepler.radial_velocity(t, params, precision="fp64")
+    fp32 = kepler.radial_velocity(t, params, precision="fp32")
+    assert velocity_error(fp32, exact, params) > 5e-3
+    obs = Observations.build(t, np.zeros_like(t), np.ones_like(t))
+    for phase in MIXED_PHASES:
+        mixed = ModelEvaluator(obs, n_planets=1, precision="mixed", phase_arithmetic=phase,
+                               layout="split").velocities(params)
+        assert velocity_error(mixed, exact, params) <= 2.5e-4
+    # with t_ref in the middle of the data fp32 is usable again
+    near = kepler.radial_velocity(t, params, t_ref=1e4, precision="fp32")
+    near_exact = kepler.radial_velocity(t, params, t_ref=1e4, precision="fp64")
+    assert velocity_error(near, near_exact, params) <= 1e-4
+
+
+# ------------------------------------------------- 4. chi2 and loglike matrix
+@pytest.mark.parametrize("memory", ["constant", "local", "global"])
+@pytest.mark.parametrize("layout", ["fused", "split"])
+@pytest.mark.parametrize("precision", ["fp64", "mixed", "fp32"])
+def test_statistics_match_reference(precision, layout, memory):
+    rng = np.random.default_rng(17)
+    if precision == "fp32":
+        # single precision only over a short span about t_ref (see the test above)
+        pb = rv_problem(rng, n_obs=120, span=60.0, period=(2.0, 40.0))
+        rtol = 1e-4  # measured ~2e-6
+    else:
+        pb = rv_problem(rng, n_obs=200, span=600.0)
+        rtol = 1e-10 if precision == "fp64" else 1e-5  # measured 1e-14 / 1e-7
+    chi2_ref = reference_statistic("chi2", pb)
+    assert np.all(chi2_ref / pb["t"].size < 10)  # realistic fits
+    kw = dict(precision=precision, layout=layout, memory=memory)
+    for name, want in (("chi2", chi2_ref), ("loglike", reference_statistic("loglike", pb))):
+        got = device_statistic(name, pb, **kw)
+        assert got.dtype == np.float64 and got.shape == (len(pb["params"]),)
+        np.testing.assert_allclose(got, want, rtol=rtol, err_msg=name)
+
+
+def test_statistics_dict_and_broadcast_arguments():
+    """Offsets and jitter as {label: value}, shared by every model; a trend
+    of degree 1 given as (dvdt, 0)."""
+    rng = np.random.default_rng(18)
+    pb = rv_problem(rng, n_obs=90)
+    n = len(pb["params"])
+    offsets, jitter = pb["offsets"][0], pb["jitter"][0]
+    trend = np.array([pb["trend"][0, 0], 0.0])
+    want = ref.loglike(pb["t"], pb["v"], pb["sigma"], pb["params"], pb["t_ref"],
+                       np.tile(offsets, (n, 1)), pb["codes"], np.tile(trend, (n, 1)),
+                       np.tile(jitter, (n, 1)))
+    got = kepler.loglike(pb["t"], pb["v"], pb["sigma"], pb["params"], t_ref=pb["t_ref"],
+                         instrument=pb["labels"], precision="fp64",
+                         offsets=dict(zip(SORTED, offsets)), jitter=dict(zip(SORTED, jitter)),
+                         trend=trend)
+    np.testing.assert_allclose(got, want, rtol=1e-10)
+    # without offsets, jitter or trend; a single model without batch axes -> 0-d
+    want = ref.chi2(pb["t"], pb["v"], pb["sigma"], pb["params"][:1], pb["t_ref"])
+    got = kepler.chi2(pb["t"], pb["v"], pb["sigma"], pb["params"][0], t_ref=pb["t_ref"],
+                      precision="fp64")
+    assert got.shape == ()
+    np.testing.assert_allclose(got, want[0], rtol=1e-10)
+
+
+# ------------------------------------------------------ 5. Kahan summation
+@pytest.mark.parametrize("layout", ["fused", "split"])
+def test_kahan_sum_over_many_observations(layout):
+    rng = np.random.default_rng(19)
+    n, t_ref = 50_000, 1500.0
+    t = np.sort(rng.uniform(0.0, 3000.0, n))
+    params = np.array([[[12.3, 20.0, 0.3, 1.0, 2.0], [301.0, 8.0, 0.1, -2.0, 0.5]]])
+    sigma = rng.uniform(1.0, 3.0, n)
+    model = ref.radial_velocity(t, params, t_ref)[0]
+    v = model + rng.normal(0.0, 1.0, n) * sigma
+    terms = ((v - model) / sigma) ** 2
+    exact = math.fsum(terms)
+    # Naive sequential float32 summation of the same terms misses by ~6e-6
+    # (measured 6.0e-6 here), Kahan-compensated float32 by ~4e-8.
+    naive = np.cumsum(terms.astype(np.float32), dtype=np.float32)[-1]
+    assert abs(float(naive) / exact - 1) > 1e-6  # the bound below does discriminate
+    got = kepler.chi2(t, v, sigma, params, t_ref=t_ref, precision="mixed", layout=layout)
+    assert abs(got[0] / exact - 1) <= 1e-6
+    log_terms = terms + np.log(2 * np.pi * sigma**2)
+    got = kepler.loglike(t, v, sigma, params, t_ref=t_ref, precision="mixed", layout=layout)
+    assert abs(got[0] / (-0.5 * math.fsum(log_terms)) - 1) <= 1e-6
+
+
+# ---------------------------------------------------- 6. profile statistic
+@pytest.mark.parametrize("layout", ["fused", "split"])
+@pytest.mark.parametrize("precision", ["fp64", "mixed"])
+def test_profile_matches_reference(precision, layout):
+    rng = np.random.default_rng(20)
+    n_obs, n, t_ref = 150, 40, 200.0
+    t = np.sort(rng.uniform(0.0, 400.0, n_obs))
+    labels, codes = instruments(n_obs)
+    known = np.array([17.0, 12.0, 0.2, 0.5, 1.0])
+    truth = np.array([63.0, 7.0, 0.4, 2.0, 3.0])
+    trend = np.array([0.01, -2e-5])
+    sigma = rng.uniform(1.0, 3.0, n_obs)
+    v = (ref.radial_velocity(t, np.array([[known, truth]]), t_ref, [[3.0, -20.0, 50.0]], codes,
+                             [trend])[0] + rng.normal(0, 1, n_obs) * sigma)
+    trial = np.stack([np.exp(rng.uniform(math.log(2), math.log(200), n)), np.ones(n),
+                      rng.uniform(0, 0.9, n), rng.uniform(0, 2 * np.pi, n),
+                      rng.uniform(0, 2 * np.pi, n)], axis=-1)
+    trial[0] = truth
+    params = np.concatenate([np.broadcast_to(known, (n, 1, 5)), trial[:, None]], axis=1)
+    jitter = np.tile([1.0, 0.5, 2.0], (n, 1))
+    fixed = ref.radial_velocity(t, params[:, :1], t_ref, trend=np.tile(trend, (n, 1)))
+    chi2_ref, k_ref, gamma_ref = ref.profile_last_planet(
+        t, v, sigma, codes, trial[:, [0, 2, 3, 4]], t_ref, known=fixed, jitter=jitter)
+    obs = Observations.build(t, v, sigma, labels, t_ref)
+    evaluator = ModelEvaluator(obs, n_planets=2, statistic="profile", jitter=True, trend=2,
+                               precision=precision, layout=layout)
+    out = evaluator(params, None, jitter, np.tile(trend, (n, 1)))
+    assert (out["status"] == ModelStatus.OK).all()
+    assert out["offsets"].shape == (n, 3)
+    if precision == "fp64":
+        np.testing.assert_allclose(out["statistic"], chi2_ref, rtol=1e-10)
+        np.testing.assert_allclose(out["k"], k_ref, rtol=0, atol=1e-9 * np.abs(k_ref).max())
+        np.testing.assert_allclose(out["offsets"], gamma_ref, rtol=0, atol=1e-9 * 50)
+    else:  # measured: chi2 1.2e-6 relative, K and offsets 1e-6 m/s
+        np.testing.assert_allclose(out["statistic"], chi2_ref, rtol=1e-4)
+        np.testing.assert_allclose(out["k"], k_ref, rtol=0, atol=1e-4 * np.abs(k_ref).max())
+        np.testing.assert_allclose(out["offsets"], gamma_ref, rtol=0, atol=1e-4 * 50)
+    # the true orbit recovers the true K and offsets
+    assert out["k"][0] == pytest.approx(7.0, abs=0.5)
+    np.testing.assert_allclose(out["offsets"][0], [3.0, -20.0, 50.0], atol=1.0)
+
+
+def test_profile_velocities_do_not_corrupt_memory():
+    """ModelEvaluator.velocities on a "profile" evaluator: run in a child
+    process because it has crashed the interpreter (out-of-bounds writes)."""
+    code = textwrap.dedent("""
+        import numpy as np
+        from clperiod.rvmodel import ModelEvaluator, Observations
+        rng = np.random.default_rng(0)
+        t = np.sort(rng.uniform(0, 200, 50))
+        obs = Observations.build(t, rng.normal(0, 10, 50), np.ones(50))
+        p = np.tile([[[10.0, 5.0, 0.3, 1.0, 2.0]]], (1000, 1, 1))
+        want = ModelEvaluator(obs, n_planets=1, precision="fp64").velocities(p)
+        ev = ModelEvaluator(obs, n_planets=1, statistic="profile", precision="fp64")
+        try:
+            got = ev.velocities(p)
+        except ValueError:
+            print("refused")
+        else:
+            print("max error", np.abs(got - want).max())
+            assert np.allclose(got, want, atol=1e-9)
+    """)
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, (run.returncode, run.stdout, run.stderr[-2000:])
+
+
+# ----------------------------------------------------- 7. batch invariance
+@pytest.mark.parametrize("layout", ["fused", "split"])
+@pytest.mark.parametrize("precision", ["fp64", "mixed"])
+def test_batch_size_invariance(precision, layout):
+    rng = np.random.default_rng(21)
+    pb = rv_problem(rng, n_models=1025, n_obs=40)
+    results = {}
+    for m in (1, 1023, 1024, 1025):
+        sub = dict(pb, **{key: pb[key][:m] for key in ("params", "offsets", "jitter", "trend")})
+        results[m] = device_statistic("loglike", sub, precision=precision, layout=layout)
+        assert results[m].shape == (m,)
+    for m in (1, 1023, 1024):
+        np.testing.assert_array_equal(results[m], results[1025][:m])
+    assert np.isfinite(results[1025]).all()
+
+
+@pytest.mark.parametrize("precision, phase", [("fp64", "auto"), ("mixed", "double"),
+                                              ("mixed", "double_single")])
+def test_batched_launches_equal_one_launch(monkeypatch, precision, phase):
+    rng = np.random.default_rng(22)
+    pb = rv_problem(rng, n_models=1025, n_obs=40)
+    kw = dict(precision=precision, phase_arithmetic=phase)
+    obs = Observations.build(pb["t"], pb["v"], pb["sigma"], pb["labels"], pb["t_ref"])
+
+    def run_all():
+        out = {}
+        for layout in ("fused", "split"):
+            out[layout] = device_statistic("loglike", pb, layout=layout, **kw)
+            profile = ModelEvaluator(obs, n_planets=2, statistic="profile", jitter=True, trend=2,
+                                     layout=layout, **kw)
+            prof = profile(pb["params"], None, pb["jitter"], pb["trend"])
+            out[layout + "_profile"] = np.column_stack([prof["statistic"], prof["k"],
+                                                        prof["offsets"]])
+        out["velocities"] = ModelEvaluator(obs, n_planets=2, **kw).velocities(pb["params"])
+        return out
+
+    whole = run_all()
+    monkeypatch.setattr(rvmodel, "BATCH_MODELS", 100)
+    batched = run_all()
+    for key in whole:
+        np.testing.assert_array_equal(batched[key], whole[key], err_msg=key)
+    # fused and split layouts agree to rounding
+    rtol = 1e-12 if precision == "fp64" else 1e-6
+    np.testing.assert_allclose(whole["fused"], whole["split"], rtol=rtol)
+    np.testing.assert_allclose(whole["fused_profile"], whole["split_profile"], rtol=rtol,
+                               atol=rtol * 100)
+
+
+# ---------------------------------------------------------- 8. bad input
+def _data(n=20):
+    rng = np.random.default_rng(23)
+    return np.sort(rng.uniform(0, 100, n)), rng.normal(0, 5, n), np.ones(n)
+
+
+GOOD = np.array([[10.0, 5.0, 0.2, 1.0, 1.0], [3.0, 2.0, 0.1, 0.0, 2.0]])
+
+
+@pytest.mark.parametrize("function", [kepler.chi2, kepler.loglike])
+def test_bad_observations_raise(function):
+    t, v, s = _data()
+    with pytest.raises(ValueError, match="differ in length"):
+        function(t, v[:-1], s, GOOD)
+    with pytest.raises(ValueError, match="differ in length"):
+        function(t, v, s[:-1], GOOD)
+    for bad in (np.nan, np.inf, -np.inf):
+        for i in range(3):
+            arrays = [t.copy(), v.copy(), s.copy()]
+            arrays[i][3] = bad
+            with pytest.raises(ValueError, match="non-finite"):
+                function(*arrays, GOOD)
+    for bad in (0.0, -1.0):
+        s_bad = s.copy()
+        s_bad[5] = bad
+        with pytest.raises(ValueError, match="sigma must be positive"):
+            function(t, v, s_bad, GOOD)
+    with pytest.raises(TypeError, match="real numbers"):
+        function(t.astype(str), v, s, GOOD)
+    with pytest.raises(TypeError, match="real numbers"):
+        function(t, v + 0j, s, GOOD)
+    with pytest.raises(TypeError, match="real numbers"):
+        function(t, v, s, GOOD.astype(complex))
+    with pytest.raises(TypeError, match="real numbers"):
+        function(t, v, s, [["a"] * 5])
+    with pytest.raises(ValueError, match="no observations"):
+        function([], [], [], GOOD)
+    with pytest.raises(ValueError, match="one label per observation"):
+        function(t, v, s, GOOD, instrument=["a"] * (t.size - 1))
+
+
+def test_bad_model_arguments_raise():
+    t, v, s = _data()
+    labels = np.array(["b", "a"])[np.arange(t.size) % 2]
+    for params in (GOOD[:, :4], np.zeros((3, 0, 5)), GOOD[0], np.zeros(5), np.zeros((2, 6))):
+        with pytest.raises(ValueError, match="n_planets"):
+            kepler.chi2(t, v, s, params)
+        with pytest.raises(ValueError, match="n_planets"):
+            kepler.radial_velocity(t, params)
+    with pytest.raises(ValueError, match="unknown basis"):
+        kepler.chi2(t, v, s, GOOD, basis="per k e w")
+    with pytest.raises(ValueError, match="unknown basis"):
+        kepler.radial_velocity(t, GOOD, basis="per k ecosw esinw tp")
+    with pytest.raises(ValueError, match="precision"):
+        kepler.chi2(t, v, s, GOOD, precision="fp16")
+    with pytest.raises(ValueError, match="precision"):
+        kepler.radial_velocity(t, GOOD, precision="double")
+    with pytest.raises(ValueError, match="layout"):
+        kepler.loglike(t, v, s, GOOD, layout="tiled")
+    with pytest.raises(ValueError, match="memory"):
+        kepler.loglike(t, v, s, GOOD, memory="texture")
+    with pytest.raises(ValueError, match="phase_arithmetic"):
+        kepler.chi2(t, v, s, GOOD, phase_arithmetic="quad")
+    with pytest.raises(ValueError, match="phase_arithmetic"):
+        kepler.chi2(t, v, s, GOOD, precision="fp64", phase_arithmetic="double")
+    with pytest.raises(ValueError, match=r"unknown instruments \['c'\]"):
+        kepler.chi2(t, v, s, GOOD, instrument=labels, offsets={"a": 1.0, "b": 2.0, "c": 3.0})
+    with pytest.raises(ValueError, match=r"missing \['b'\]"):
+        kepler.chi2(t, v, s, GOOD, instrument=labels, offsets={"a": 1.0})
+    with pytest.raises(ValueError, match=r"missing \['a'\]"):
+        kepler.loglike(t, v, s, GOOD, instrument=labels, jitter={"b": 1.0})
+    with pytest.raises(ValueError, match="instruments"):
+        kepler.chi2(t, v, s, GOOD, instrument=labels, offsets=[1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match="trend"):
+        kepler.chi2(t, v, s, GOOD, trend=[0.1, 0.2, 0.3])
+    with pytest.raises(ValueError, match="statistic"):
+        ModelEvaluator(Observations.build(t, v, s), n_planets=1, statistic="bic")
+    with pytest.raises(ValueError, match="trend"):
+        ModelEvaluator(Observations.build(t, v, s), n_planets=1, trend=3)
+
+
+@pytest.mark.parametrize("memory", ["constant", "local"])
+def test_observations_too_large_for_memory_raise(cpu_device, memory):
+    # fp64: 24 bytes per observation (t, v, weight)
+    limit = (cpu_device.device.max_constant_buffer_size if memory == "constant"
+             else cpu_device.local_mem)
+    n = limit // 24 + 1000
+    if n > 3_000_000:
+        pytest.skip(f"{memory} memory of {cpu_device.label} holds {limit} bytes")
+    t = np.arange(n, dtype=np.float64)
+    with pytest.raises(ValueError, match=f"memory='{memory}'.*do not fit"):
+        kepler.chi2(t, np.zeros(n), np.ones(n), GOOD, precision="fp64", memory=memory)
+    # "auto" falls back to global memory and works
+    got = kepler.chi2(t[:5000], np.zeros(5000), np.ones(5000), GOOD, precision="fp64",
+                      memory="global")
+    want = ref.chi2(t[:5000], np.zeros(5000), np.ones(5000), GOOD[None])
+    np.testing.assert_allclose(got, want, rtol=1e-10)
+
+
+BAD_PARAMETERS = {
+    "P=0": ((0, 0), 0.0),
+    "P<0": ((0, 0), -1.0),
+    "P=nan": ((0, 0), np.nan),
+    "P=inf": ((1, 0), np.inf),
+    "K=nan": ((0, 1), np.nan),
+    "K=inf": ((0, 1), np.inf),
+    "e<0": ((1, 2), -0.1),
+    "e=1": ((0, 2), 1.0),
+    "e>1": ((0, 2), 1.5),
+    "e=nan": ((0, 2), np.nan),
+    "w=inf": ((1, 3), np.inf),
+    "M0=nan": ((0, 4), np.nan),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_PARAMETERS))
+@pytest.mark.parametrize("precision, phase", [("fp64", "auto"), ("mixed", "double_single")])
+def test_bad_parameters_flagged_per_model(case, precision, phase):
+    t, v, s = _data(40)
+    index, value = BAD_PARAMETERS[case]
+    bad = GOOD.copy()
+    bad[index] = value
+    other = GOOD * [1.01, 0.9, 1.0, 1.0, 1.0]
+    params = np.array([GOOD, bad, other, bad, GOOD])
+    obs = Observations.build(t, v, s, None, 50.0)
+    out = ModelEvaluator(obs, n_planets=2, precision=precision, phase_arithmetic=phase,
+                         layout="split")(params)
+    want = ref.chi2(t, v, s, params[[0, 2, 4]], 50.0)
+    np.testing.assert_allclose(out["statistic"][[0, 2, 4]], want,
+                               rtol=1e-10 if precision == "fp64" else 1e-5)
+    assert np.isnan(out["statistic"][[1, 3]]).all()
+    # the public functions give NaN rows and leave the good models alone
+    for layout in ("fused", "split"):
+        got = kepler.chi2(t, v, s, params, t_ref=50.0, precision=precision,
+                          phase_arithmetic=phase, layout=layout)
+        assert np.isnan(got[[1, 3]]).all()
+        np.testing.assert_array_equal(got[[0, 2, 4]], out["statistic"][[0, 2, 4]])
+    velocities = kepler.radial_velocity(t, params, t_ref=50.0)
+    assert np.isnan(velocities[[1, 3]]).all() and np.isfinite(velocities[[0, 2, 4]]).all()
+    # the documented status: BAD_PARAMETERS, not NOT_CONVERGED ("never seen")
+    assert [ModelStatus(x).name for x in out["status"]] == [
+        "OK", "BAD_PARAMETERS", "OK", "BAD_PARAMETERS", "OK"]
+
+
+def test_bad_parameters_in_other_bases():
+    t, v, s = _data(40)
+    basis = "per k secosw sesinw tp"
+    good = orbits.convert(GOOD, orbits.STANDARD, basis, t_ref=50.0)
+    bad = good.copy()
+    bad[0, 2:4] = 0.8, 0.7  # secosw^2 + sesinw^2 = 1.13 >= 1
+    out = kepler.chi2(t, v, s, np.array([good, bad]), basis=basis, t_ref=50.0, precision="fp64")
+    assert np.isnan(out[1])
+    np.testing.assert_allclose(out[0], ref.chi2(t, v, s, GOOD[None], 50.0)[0], rtol=1e-10)
+
+
+def test_empty_model_batches():
+    t, v, s = _data()
+    for shape in ((0, 2, 5), (3, 0, 1, 5)):
+        empty = np.zeros(shape)
+        assert kepler.chi2(t, v, s, empty).shape == shape[:-2]
+        assert kepler.loglike(t, v, s, empty, jitter=1.0).shape == shape[:-2]
+        assert kepler.radial_velocity(t, empty).shape == shape[:-2] + (t.size,)
+    likelihood = RVLikelihood(t, v, s, n_planets=1)
+    assert likelihood(np.zeros((0, likelihood.ndim))).shape == (0,)
+
+
+# ------------------------------------------------------- 10. RVLikelihood
+@pytest.mark.parametrize("trend", [0, 1, 2])
+def test_rv_likelihood_vectorised(trend):
+    rng = np.random.default_rng(24)
+    pb = rv_problem(rng, n_models=7, n_obs=80)
+    likelihood = RVLikelihood(pb["t"], pb["v"], pb["sigma"], n_planets=2, instrument=pb["labels"],
+                              trend=trend, precision="fp64")
+    words = ["per", "k", "e", "w", "m0"]
+    assert likelihood.names == ([f"{w}{j}" for j in (1, 2) for w in words]
+                                + [f"gamma_{i}" for i in SORTED] + [f"jit_{i}" for i in SORTED]
+                                + ["dvdt", "curv"][:trend])
+    assert likelihood.ndim == 10 + 6 + trend
+    # default t_ref: middle of the data
+    assert likelihood.observations.t_ref == pytest.approx(0.5 * (pb["t"][0] + pb["t"][-1]))
+    t_ref = likelihood.observations.t_ref
+    tr = np.zeros((7, 2))
+    tr[:, :trend] = pb["trend"][:, :trend]
+    theta = np.concatenate([pb["params"].reshape(7, 10), pb["offsets"], pb["jitter"],
+                            tr[:, :trend]], axis=1)
+    got = likelihood(theta)
+    assert got.shape == (7,)
+    want = kepler.loglike(pb["t"], pb["v"], pb["sigma"], pb["params"], t_ref=t_ref,
+                          instrument=pb["labels"], offsets=pb["offsets"], jitter=pb["jitter"],
+                          trend=tr if trend else None, precision="fp64")
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    ref_want = ref.loglike(pb["t"], pb["v"], pb["sigma"], pb["params"], t_ref, pb["offsets"],
+                           pb["codes"], tr, pb["jitter"])
+    np.testing.assert_allclose(got, ref_want, rtol=1e-10)
+    # a single vector gives a float
+    one = likelihood(theta[3])
+    assert isinstance(one, float) and one == pytest.approx(got[3], rel=1e-12)
+    # extra batch axes
+    assert likelihood(theta[:6].reshape(2, 3, -1)).shape == (2, 3)
+    # -inf for invalid parameters, the rest unchanged
+    bad = np.repeat(theta[:1], 5, axis=0)
+    bad[1, 0] = -3.0  # P < 0
+    bad[2, 2] = 1.0  # e = 1
+    bad[3, 7] = -0.2  # e < 0 (second planet)
+    bad[4, 9] = np.inf  # M0 of the second planet
+    lnl = likelihood(bad)
+    assert lnl[0] == pytest.approx(got[0], rel=1e-12)
+    assert list(np.isneginf(lnl)) == [False, True, True, True, True]
+    assert likelihood(bad[1]) == -np.inf
+    with pytest.raises(ValueError, match="theta must end"):
+        likelihood(theta[:, :-1])
+
+
+def test_rv_likelihood_non_finite_offsets_jitter_trend_give_minus_inf():
+    """The docstring promises -inf for non-finite values in theta, not only
+    for bad orbits: a NaN offset, jitter or trend must not come back as NaN
+    (samplers treat NaN and -inf differently)."""
+    rng = np.random.default_rng(27)
+    pb = rv_problem(rng, n_models=1, n_obs=60)
+    likelihood = RVLikelihood(pb["t"], pb["v"], pb["sigma"], n_planets=2, instrument=pb["labels"],
+                              trend=2, precision="fp64")
+    theta = np.concatenate([pb["params"].reshape(10), pb["offsets"][0], pb["jitter"][0],
+                            pb["trend"][0]])
+    good = likelihood(theta)
+    assert np.isfinite(good)
+    rows = np.repeat(theta[None], 6, axis=0)
+    for row, (column, value) in enumerate([(10, np.nan), (12, np.inf), (13, np.nan),
+                                           (15, -np.inf), (16, np.nan), (17, np.inf)]):
+        rows[row, column] = value
+    lnl = likelihood(rows)
+    assert list(lnl) == [-np.inf] * 6, lnl
+
+
+def test_rv_likelihood_without_offsets_or_jitter_and_mixed():
+    rng = np.random.default_rng(25)
+    pb = rv_problem(rng, n_models=5, n_obs=80)
+    likelihood = RVLikelihood(pb["t"], pb["v"], pb["sigma"], n_planets=2, instrument=pb["labels"],
+                              offsets=False, jitter=False, t_ref=pb["t_ref"])
+    assert likelihood.ndim == 10 and likelihood.names[-1] == "m02"
+    got = likelihood(pb["params"].reshape(5, 10))
+    want = ref.loglike(pb["t"], pb["v"], pb["sigma"], pb["params"], pb["t_ref"])
+    np.testing.assert_allclose(got, want, rtol=1e-5)  # default precision: mixed
+    with pytest.raises(ValueError, match="n_planets"):
+        RVLikelihood(pb["t"], pb["v"], pb["sigma"], n_planets=0)
+    with pytest.raises(ValueError, match="trend"):
+        RVLikelihood(pb["t"], pb["v"], pb["sigma"], n_planets=1, trend=3)
+
+
+# ------------------------------------------------------------- 11. search
+def test_search_synthetic_second_planet():
+    rng = np.random.default_rng(26)
+    n, t_ref = 100, 200.0
+    t = np.sort(rng.uniform(0.0, 400.0, n))
+    labels = np.where(rng.uniform(size=n) < 0.5, "hires", "apf")
+    codes = (labels == "hires").astype(int)  # sorted: apf, hires
+    known = np.array([7.3, 15.0, 0.1, 1.0, 2.0])
+    new = np.array([47.0, 10.0, 0.25, -1.0, 4.0])
+    sigma = rng.uniform(1.5, 3.0, n)
+    v = (ref.radial_velocity(t, np.array([[known, new]]), t_ref, [[5.0, -12.0]], codes)[0]
+         + rng.normal(0.0, 1.0, n) * sigma)
+    result = kepler.search(t, v, sigma, instrument=labels, period=(20.0, 100.0),
+                           eccentricity=(0.0, 0.5), known=[known], n_models=60_000, seed=1,
+                           t_ref=t_ref, n_best=8)
+    assert result.instruments == ("apf", "hires") and result.t_ref == t_ref
+    assert result.params.shape == (8, 5) and result.offsets.shape == (8, 2)
+    assert result.n_models == 60_000
+    np.testing.assert_array_equal(result.known, [known])
+    assert np.all(np.diff(result.chi2) >= 0)
+    assert np.all(result.params[:, 1] >= 0)
+    assert np.all((result.params[:, 3] >= 0) & (result.params[:, 3] < 2 * np.pi))
+    best = result.best
+    assert abs(best[0] / new[0] - 1) < 0.01
+    assert abs(best[1] / new[1] - 1) < 0.2
+    np.testing.assert_allclose(result.offsets[0], [5.0, -12.0], atol=1.5)
+    # the reported chi^2 is that of the full model with the folded K >= 0
+    full = ref.chi2(t, v, sigma, result.planets(0)[None], t_ref, result.offsets[:1], codes)
+    assert result.chi2[0] == pytest.approx(full[0], rel=1e-4)
+    assert result.chi2[0] < 1.5 * n
+
+
+def test_search_k2_24():
+    """Both planets of K2-24 from its 32 velocities alone.
+
+    The brief asked for 2 %. The velocities alone do not pin the periods that
+    well: 32 points over 101 days (a resolution of P^2 / T ~ 18 d at 42 d)
+    give a circular two-planet least-squares optimum at 20.50 and 41.24 d
+    (1.9 % and 2.6 % from the transit periods 20.885 and 42.363 d), and over
+    seeds 0-7 (3e5 trial orbits each) the first search lands at -1.2 % to
+    -5.8 % of 42.36 d and the second at -1.6 % to -4.7 % of 20.89 d. So the
+    test asks for 6 %, which still tells the planets from the other local
+    minima of the single-planet fit (12.0, 14.6, 26.1 d), and checks the
+    chi^2 steps against the data's own values. More trial orbits do not help
+    (1e6 gave the same periods); the search costs ~0.3 s per 1e5 orbits
+    here, so the period range need not be narrowed.
+    """
+    data = io.load_rv_example("k2-24")
+    periods = np.array([20.885, 42.363])
+    weight = 1 / data.sigma**2
+    flat = np.sum(weight * (data.v - np.sum(weight * data.v) / weight.sum()) ** 2)  # 421.0
+    kw = dict(period=(10.0, 60.0), eccentricity=(0.0, 0.3), n_models=200_000)
+    first = kepler.search(data.t, data.v, data.sigma, seed=1, **kw)
+    found = first.best[0]
+    near = np.abs(found / periods - 1)
+    assert near.min() < 0.06, found
+    assert 180 < first.chi2[0] < 0.6 * flat  # one planet: ~225
+    other = periods[np.argmax(near)]
+    second = kepler.search(data.t, data.v, data.sigma, known=first.params[:1], seed=2, **kw)
+    assert abs(second.best[0] / other - 1) < 0.06, second.best[0]
+    assert second.chi2[0] < 0.6 * first.chi2[0]  # two planets: ~120
+    # with the second known, the first planet again
+    third = kepler.search(data.t, data.v, data.sigma, known=second.params[:1], seed=3, **kw)
+    assert abs(third.best[0] / periods[np.argmin(near)] - 1) < 0.06, third.best[0]
+    assert third.chi2[0] <= second.chi2[0] + 5
+    assert third.chi2[0] > 105  # the circular least-squares optimum is 113.7
+    for result in (first, second, third):
+        assert np.all(result.params[:, 1] >= 0)
+        assert 3 < result.best[1] < 10  # K of 4 to 7 m/s
+
+
+def test_search_bad_ranges_raise():
+    t, v, s = _data()
+    for period in ((0.0, 10.0), (-1.0, 10.0), (10.0, 5.0), (1.0, np.inf), (np.nan, 5.0), (1.0,),
+                   "ab"):
+        with pytest.raises(ValueError, match="period"):
+            kepler.search(t, v, s, period=period, n_models=10)
+    for ecc in ((0.0, 1.0), (0.5, 0.2), (-0.1, 0.5), (0.0, 1.5)):
+        with pytest.raises(ValueError, match="eccentricity"):
+            kepler.search(t, v, s, period=(1.0, 10.0), eccentricity=ecc, n_models=10)
+    with pytest.raises(ValueError, match="positive"):
+        kepler.search(t, v, s, period=(1.0, 10.0), n_models=0)
+    with pytest.raises(ValueError, match="known"):
+        kepler.search(t, v, s, period=(1.0, 10.0), known=np.zeros(5), n_models=10)
+    with pytest.raises(ValueError, match="differ in length"):
+        kepler.search(t, v[:-1], s, period=(1.0, 10.0), n_models=10)
