@@ -118,7 +118,7 @@ __kernel void kepler_solve(
     const real_t m = (big_m - k * TWO_PI_HI) - k * TWO_PI_LO;   // in about [-pi, pi]
     real_t big_e, s, c;
     status[i] = kepler_sincos(m, e, &big_e, &s, &c);
-    const real_t inv_denom = 1 / (1 - e * c);
+    const real_t inv_denom = KEPLER_DIV((real_t) 1, 1 - e * c);
     sin_true[i] = sqrt((1 - e) * (1 + e)) * s * inv_denom;
     cos_true[i] = (c - e) * inv_denom;
     ecc_anomaly[i] = big_e + (k * TWO_PI_HI + k * TWO_PI_LO);   // in M's revolution
