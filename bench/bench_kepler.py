@@ -1,7 +1,8 @@
 """Kepler-solver benchmark (issue #4 groundwork): solves per second.
 
 Kernel time from OpenCL profiling events on 2^26 random (M, e) pairs
-(M in [-50, 50] rad, e in [0, 0.95)), fp32 and fp64, plus the end-to-end
+(M in [-50, 50] rad, e in [0, 0.95)), fp32 and fp64, Danby's iteration and
+Markley's fixed-cost solver, plus the end-to-end
 :func:`clperiod.kepler.solve` call (host copies included) and a vectorised
 NumPy Danby solver on the host as the peer (``bench/numpy_kepler.py``: 5
 fixed steps after range reduction). A solve reads 2 reals and writes
@@ -29,36 +30,40 @@ def bench_solve(repeat, n=1 << 26, bandwidth=None):
     queue = cl.CommandQueue(context, properties=cl.command_queue_properties.PROFILING_ENABLE)
     rng = np.random.default_rng(0)
     out = {"device": info.label, "n": n}
+    padded = -(-n // kepler.SOLVE_LOCAL_SIZE) * kepler.SOLVE_LOCAL_SIZE
     for precision, real, dtype in (("fp32", "float", np.float32), ("fp64", "double", np.float64)):
         m = rng.uniform(-50, 50, n).astype(dtype)
         e = rng.uniform(0, 0.95, n).astype(dtype)
-        (kernel,) = kernels.get_kernels(context, "kepler", ("kepler_solve",), real=real)
+        peer_n = min(n, 1 << 22)
+        m_peer = np.mod(m[:peer_n].astype(np.float64) + np.pi, 2 * np.pi) - np.pi
+        peer_s, _ = best_of(lambda: danby(m_peer, e[:peer_n].astype(np.float64)), 1)
         mf = cl.mem_flags
         size = np.dtype(dtype).itemsize
         buffers = [cl.Buffer(context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=a) for a in (m, e)]
         buffers += [cl.Buffer(context, mf.WRITE_ONLY, n * size) for _ in range(3)]
         buffers.append(cl.Buffer(context, mf.WRITE_ONLY, n))
-        kernel.set_args(*buffers[:2], np.int64(n), *buffers[2:])
-        times = []
-        for _ in range(repeat + 1):
-            event = cl.enqueue_nd_range_kernel(queue, kernel, (n,), None)
-            event.wait()
-            times.append(1e-9 * (event.profile.end - event.profile.start))
-        kernel_s = min(times[1:])
-        wall, got = best_of(lambda: kepler.solve(m, e, precision=precision), repeat)
-        g = got.astype(np.float64)
-        residual = np.abs(g - e * np.sin(g) - m.astype(np.float64))
-        entry = {"kernel_s": kernel_s, "solves_per_s": n / kernel_s,
-                 "bytes_per_s": n * (5 * size + 1) / kernel_s,
-                 "end_to_end_s": wall, "max_residual": float(residual.max())}
-        if bandwidth:
-            entry["fraction_of_bandwidth"] = entry["bytes_per_s"] / bandwidth
-        peer_n = min(n, 1 << 22)
-        m_peer = np.mod(m[:peer_n].astype(np.float64) + np.pi, 2 * np.pi) - np.pi
-        peer_s, _ = best_of(lambda: danby(m_peer, e[:peer_n].astype(np.float64)), 1)
-        entry["numpy_solves_per_s"] = peer_n / peer_s
-        entry["speedup_vs_numpy"] = entry["solves_per_s"] / entry["numpy_solves_per_s"]
-        out[precision] = entry
+        for method in ("danby", "markley"):
+            (kernel,) = kernels.get_kernels(context, "kepler", ("kepler_solve",), real=real,
+                                            method=method)
+            kernel.set_args(*buffers[:2], np.int64(n), *buffers[2:])
+            times = []
+            for _ in range(repeat + 1):
+                event = cl.enqueue_nd_range_kernel(queue, kernel, (padded,), (kepler.SOLVE_LOCAL_SIZE,))
+                event.wait()
+                times.append(1e-9 * (event.profile.end - event.profile.start))
+            kernel_s = min(times[1:])
+            wall, got = best_of(lambda: kepler.solve(m, e, precision=precision, method=method),
+                                repeat)
+            g = got.astype(np.float64)
+            residual = np.abs(g - e * np.sin(g) - m.astype(np.float64))
+            entry = {"kernel_s": kernel_s, "solves_per_s": n / kernel_s,
+                     "bytes_per_s": n * (5 * size + 1) / kernel_s,
+                     "end_to_end_s": wall, "max_residual": float(residual.max()),
+                     "numpy_solves_per_s": peer_n / peer_s}
+            entry["speedup_vs_numpy"] = entry["solves_per_s"] / entry["numpy_solves_per_s"]
+            if bandwidth:
+                entry["fraction_of_bandwidth"] = entry["bytes_per_s"] / bandwidth
+            out[f"{precision}/{method}"] = entry
     return out
 
 

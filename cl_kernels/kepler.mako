@@ -3,6 +3,7 @@
 ##
 ## Render parameters (strict_undefined):
 ##   real    "float" | "double"
+##   method  "danby" | "markley" (solve kernel only)
 ##
 ## The def ``solver`` emits ``kepler_sincos``, shared with the RV model
 ## kernels (rvmodel.mako): for |m| <= pi and 0 <= e < 1 it starts at
@@ -79,6 +80,41 @@ inline char kepler_sincos(const real_t m, const real_t e,
 }
 </%def>
 
+## Markley (1995): a cubic starter and one fifth-order correction, a fixed
+## cost with no loop (the "fixed-cost" option for fp64). m in [-pi, pi].
+<%def name="markley(real)">
+inline char kepler_sincos_markley(const real_t m, const real_t e,
+                                  real_t *big_e_out, real_t *sin_out, real_t *cos_out)
+{
+    const real_t pi = (real_t) 3.14159265358979323846;
+    const real_t ma = fabs(m);
+    const real_t alpha = (3 * pi * pi + (real_t) 1.6 * pi * (pi - ma) / (1 + e)) / (pi * pi - 6);
+    const real_t d = 3 * (1 - e) + alpha * e;
+    const real_t q = 2 * alpha * d * (1 - e) - ma * ma;
+    const real_t r = 3 * alpha * d * (d - 1 + e) * ma + ma * ma * ma;
+    const real_t w0 = cbrt(fabs(r) + sqrt(q * q * q + r * r));
+    const real_t w = w0 * w0;
+    real_t big_e = (2 * r * w / (w * w + w * q + q * q) + ma) / d;
+    real_t s, c;
+    sincos_cycles(big_e * KEPLER_INV_TWO_PI, &s, &c);
+    const real_t f0 = big_e - e * s - ma, f1 = 1 - e * c, f2 = e * s, f3 = e * c;
+    const real_t d3 = -f0 / (f1 - (real_t) 0.5 * f0 * f2 / f1);
+    const real_t d4 = -f0 / (f1 + (real_t) 0.5 * d3 * f2 + d3 * d3 * f3 * (real_t) (1.0 / 6));
+    const real_t d5 = -f0 / (f1 + (real_t) 0.5 * d4 * f2 + d4 * d4 * f3 * (real_t) (1.0 / 6)
+                             - d4 * d4 * d4 * f2 * (real_t) (1.0 / 24));
+    big_e += d5;
+    // sin, cos of E + d5 by Taylor series to d^5 (|d5| < 1e-3: error < 2e-21)
+    const real_t d2 = d5 * d5;
+    const real_t cd = 1 - d2 * ((real_t) 0.5 - d2 * (real_t) (1.0 / 24));
+    const real_t sd = d5 * (1 - d2 * ((real_t) (1.0 / 6) - d2 * (real_t) (1.0 / 120)));
+    const real_t sign_m = m < 0 ? (real_t) -1 : (real_t) 1;
+    *sin_out = sign_m * (s * cd + c * sd);
+    *cos_out = c * cd - s * sd;
+    *big_e_out = sign_m * big_e;
+    return KEPLER_OK;
+}
+</%def>
+
 <%def name="solve_kernel(real)">
 <%
     fp64 = real == "double"
@@ -117,7 +153,7 @@ __kernel void kepler_solve(
     const real_t k = rint(big_m * KEPLER_INV_TWO_PI);
     const real_t m = (big_m - k * TWO_PI_HI) - k * TWO_PI_LO;   // in about [-pi, pi]
     real_t big_e, s, c;
-    status[i] = kepler_sincos(m, e, &big_e, &s, &c);
+    status[i] = ${"kepler_sincos_markley" if method == "markley" else "kepler_sincos"}(m, e, &big_e, &s, &c);
     const real_t inv_denom = KEPLER_DIV((real_t) 1, 1 - e * c);
     sin_true[i] = sqrt((1 - e) * (1 + e)) * s * inv_denom;
     cos_true[i] = (c - e) * inv_denom;
@@ -127,4 +163,5 @@ __kernel void kepler_solve(
 
 ${common.prelude(real)}
 ${solver(real)}
+${markley(real)}
 ${solve_kernel(real)}

@@ -16,6 +16,7 @@
 ##   jitter      per-model jitter per instrument, added in quadrature
 ##   trend       0, 1, 2: polynomial degree in (t - t_ref), trend[model][2]
 ##   space       "constant" | "local" | "global": where observations are read
+##   method      "danby" | "markley": Kepler solver (kepler.mako)
 ##
 ## Layouts (Ford 2009 sec. 4.4): ``rv_fused`` computes everything with one
 ## work-item per model; ``rv_velocity`` (one work-item per model and block
@@ -36,6 +37,7 @@
 % endif
 ${common.prelude(real)}
 ${kepler.solver(real)}
+${kepler.markley(real)}
 <%
     fp_real = real == "double"
     ptype = "double" if phase == "double" else "float"   # parameter arithmetic
@@ -128,7 +130,7 @@ typedef ${ttype} time_t;
         {
 ${mean_anomaly(j)}
             real_t big_e, s, c;
-            if (kepler_sincos(m_${j}, e_${j}, &big_e, &s, &c) != KEPLER_OK)
+            if (${"kepler_sincos_markley" if method == "markley" else "kepler_sincos"}(m_${j}, e_${j}, &big_e, &s, &c) != KEPLER_OK)
                 state = max(state, MODEL_NOT_CONVERGED);
             const real_t vj = (a_${j} * c + b_${j} * s) / (1 - e_${j} * c);
   % if profile and j == last:

@@ -34,7 +34,8 @@ import pyopencl as cl
 from . import kernels, orbits
 from .device import get_context, get_queue, require_fp64, select_devices
 from .planning import PINNED_POOL
-from .rvmodel import ModelEvaluator, ModelStatus, Observations, Precision, model_params
+from .rvmodel import (ModelEvaluator, ModelStatus, Observations, Precision, choose_kepler_method,
+                      model_params)
 from .rvsearch import SearchResult, search
 
 __all__ = [
@@ -50,6 +51,10 @@ __all__ = [
     "search",
     "solve",
 ]
+
+
+#: Work-group size of the solve kernel (64-256 measured best on the H100).
+SOLVE_LOCAL_SIZE = 128
 
 
 class KeplerStatus(enum.IntEnum):
@@ -76,6 +81,7 @@ def solve(
     eccentricity,
     *,
     precision: Literal["fp64", "fp32"] = "fp64",
+    method: Literal["auto", "danby", "markley"] = "auto",
     full: bool = False,
     device=None,
 ) -> np.ndarray | KeplerSolution:
@@ -89,6 +95,11 @@ def solve(
     precision
         ``"fp64"`` (residual ``|E - e sin E - M|`` at rounding level, below
         1e-12 up to e = 0.99) or ``"fp32"``.
+    method
+        ``"danby"``: Ford 2009's quartic iteration, stopping when converged
+        (at most 8 / 6 steps); ``"markley"``: Markley (1995)'s cubic starter
+        and one fifth-order correction, a fixed cost with no loop; ``"auto"``:
+        Markley on GPUs (faster there), Danby elsewhere.
     full
         Also return the true anomaly's sine and cosine and the status.
     device
@@ -108,6 +119,7 @@ def solve(
         if not (np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.integer)):
             raise TypeError(f"{name} must be real numbers, got dtype {a.dtype}")
     info = select_devices(device)[0]
+    method = choose_kepler_method(info, method)
     fp64 = precision == "fp64"
     if fp64:
         require_fp64(info)
@@ -118,13 +130,14 @@ def solve(
         context = get_context(info)
         queue = get_queue(info)
         (kernel,) = kernels.get_kernels(context, "kepler", ("kepler_solve",),
-                                        real="double" if fp64 else "float")
+                                        real="double" if fp64 else "float", method=method)
         mf = cl.mem_flags
         inputs = [cl.Buffer(context, mf.READ_ONLY | mf.COPY_HOST_PTR,
                             hostbuf=np.ascontiguousarray(a.ravel(), dtype=dtype)) for a in (m, e)]
         buffers = [cl.Buffer(context, mf.WRITE_ONLY, out.nbytes) for out in outputs]
         kernel.set_args(*inputs, np.int64(n), *buffers)
-        cl.enqueue_nd_range_kernel(queue, kernel, (n,), None)
+        cl.enqueue_nd_range_kernel(queue, kernel, (-(-n // SOLVE_LOCAL_SIZE) * SOLVE_LOCAL_SIZE,),
+                                   (SOLVE_LOCAL_SIZE,))
         for out, buffer in zip(outputs, buffers):
             cl.enqueue_copy(queue, out, buffer)
         queue.finish()
@@ -241,7 +254,7 @@ def _evaluator(obs: Observations, **options) -> Iterator[ModelEvaluator]:
 
 
 def _evaluate(statistic, t, v_obs, sigma, params, basis, t_ref, instrument, offsets, jitter,
-              trend, precision, layout, memory, phase_arithmetic, device):
+              trend, precision, layout, memory, phase_arithmetic, kepler_method, device):
     p, batch = model_params(params, basis)
     obs = Observations.build(t, v_obs, sigma, instrument, t_ref)
     n = p.shape[0]
@@ -254,7 +267,7 @@ def _evaluate(statistic, t, v_obs, sigma, params, basis, t_ref, instrument, offs
         obs, n_planets=p.shape[1], basis=basis, statistic=statistic,
         offsets=per_model[0] is not None, jitter=per_model[1] is not None, trend=degree,
         precision=precision, layout=layout, memory=memory, phase_arithmetic=phase_arithmetic,
-        device=select_devices(device)[0].device,
+        kepler_method=kepler_method, device=select_devices(device)[0].device,
     ) as evaluator:
         out = evaluator(p, *per_model)
     return out["statistic"].reshape(batch), out["status"].reshape(batch)
@@ -288,6 +301,9 @@ _STAT_DOC = """
     phase_arithmetic
         With ``precision="mixed"``: ``"auto"``, ``"double"`` or
         ``"double_single"``.
+    kepler_method
+        ``"auto"`` (Markley's fixed-cost solver on GPUs, Danby's iteration
+        elsewhere), ``"danby"`` or ``"markley"``; see :func:`solve`.
     device
         Device selection; the first selected device is used.
 """
@@ -296,19 +312,22 @@ _STAT_DOC = """
 def chi2(
     t, v_obs, sigma, params, *, basis: str = orbits.STANDARD, t_ref: float = 0.0,
     instrument=None, offsets=None, jitter=None, trend=None, precision: Precision = "mixed",
-    layout: str = "auto", memory: str = "auto", phase_arithmetic: str = "auto", device=None,
+    layout: str = "auto", memory: str = "auto", phase_arithmetic: str = "auto",
+    kepler_method: str = "auto", device=None,
 ) -> np.ndarray:
     return _evaluate("chi2", t, v_obs, sigma, params, basis, t_ref, instrument, offsets, jitter,
-                     trend, precision, layout, memory, phase_arithmetic, device)[0]
+                     trend, precision, layout, memory, phase_arithmetic, kepler_method, device)[0]
 
 
 def loglike(
     t, v_obs, sigma, params, *, basis: str = orbits.STANDARD, t_ref: float = 0.0,
     instrument=None, offsets=None, jitter=None, trend=None, precision: Precision = "mixed",
-    layout: str = "auto", memory: str = "auto", phase_arithmetic: str = "auto", device=None,
+    layout: str = "auto", memory: str = "auto", phase_arithmetic: str = "auto",
+    kepler_method: str = "auto", device=None,
 ) -> np.ndarray:
     return _evaluate("loglike", t, v_obs, sigma, params, basis, t_ref, instrument, offsets,
-                     jitter, trend, precision, layout, memory, phase_arithmetic, device)[0]
+                     jitter, trend, precision, layout, memory, phase_arithmetic, kepler_method,
+                     device)[0]
 
 
 chi2.__doc__ = """chi^2 of each model: ``sum((v_obs - model)^2 / (sigma^2 + jitter^2))``.
@@ -355,7 +374,7 @@ class RVLikelihood:
         Whether each instrument's offset and jitter are parameters (else 0).
     trend
         Degree of the polynomial trend (0, 1 or 2).
-    precision, layout, memory, phase_arithmetic, device
+    precision, layout, memory, phase_arithmetic, kepler_method, device
         As for :func:`chi2`.
     """
 
@@ -363,7 +382,7 @@ class RVLikelihood:
                  instrument=None, t_ref: float | None = None, offsets: bool = True,
                  jitter: bool = True, trend: int = 0, precision: Precision = "mixed",
                  layout: str = "auto", memory: str = "auto", phase_arithmetic: str = "auto",
-                 device=None) -> None:
+                 kepler_method: str = "auto", device=None) -> None:
         if not isinstance(n_planets, (int, np.integer)) or n_planets < 1:
             raise ValueError(f"n_planets must be a positive integer, got {n_planets!r}")
         t_arr = np.asarray(t, dtype=np.float64)
@@ -375,7 +394,8 @@ class RVLikelihood:
         self._evaluator = ModelEvaluator(
             self.observations, n_planets=self.n_planets, basis=basis, statistic="loglike",
             offsets=self.fit_offsets, jitter=self.fit_jitter, trend=trend, precision=precision,
-            layout=layout, memory=memory, phase_arithmetic=phase_arithmetic, device=device)
+            layout=layout, memory=memory, phase_arithmetic=phase_arithmetic,
+            kepler_method=kepler_method, device=device)
         words = basis.split()
         inst = self.observations.instruments
         self.names: list[str] = [f"{w}{j + 1}" for j in range(self.n_planets) for w in words]

@@ -173,6 +173,7 @@ class Plan:
     layout: str
     memory: str
     compute_units: int
+    method: str
 
     def layout_for(self, n_models: int) -> str:
         """The fused layout (one work-item per model, Ford's second
@@ -198,9 +199,21 @@ def _phase_choice(precision: str, info: DeviceInfo, phase_arithmetic: str) -> st
     return "ds"
 
 
+def choose_kepler_method(info: DeviceInfo, method: str) -> str:
+    """The Kepler solver: ``"markley"`` (fixed cost) on GPUs, where it
+    measured 1.7x (fp64) and 1.1x (fp32) faster than Danby's iteration on
+    the H100, and ``"danby"`` elsewhere (1.3x faster on PoCL)."""
+    if method not in ("auto", "danby", "markley"):
+        raise ValueError(f"kepler_method must be 'auto', 'danby' or 'markley', got {method!r}")
+    if method == "auto":
+        return "markley" if info.kind == "gpu" else "danby"
+    return method
+
+
 def plan(info: DeviceInfo, n_obs: int, n_inst: int, precision: str, layout: str = "auto",
-         memory: str = "auto", phase_arithmetic: str = "auto") -> Plan:
-    """Choose the arithmetic, the kernel layout and where observations live.
+         memory: str = "auto", phase_arithmetic: str = "auto", method: str = "auto") -> Plan:
+    """Choose the arithmetic, the Kepler solver, the kernel layout and where
+    observations live.
 
     With ``layout="auto"`` the layout is chosen per launch
     (:meth:`Plan.layout_for`). Observations go to constant memory when they
@@ -225,7 +238,7 @@ def plan(info: DeviceInfo, n_obs: int, n_inst: int, precision: str, layout: str 
     elif (memory == "constant" and not constant_ok) or (memory == "local" and not local_ok):
         raise ValueError(f"memory={memory!r}: {n_obs} observations ({obs_bytes} bytes) do not fit "
                          f"the {memory} memory of {info.label}")
-    return Plan(real, phase, layout, memory, info.compute_units)
+    return Plan(real, phase, layout, memory, info.compute_units, choose_kepler_method(info, method))
 
 
 def _ds(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -248,7 +261,7 @@ class ModelEvaluator:
     offsets, jitter, trend
         Whether models carry offsets, jitters (per instrument) and a trend of
         degree ``trend`` (0, 1 or 2).
-    precision, layout, memory, phase_arithmetic
+    precision, layout, memory, phase_arithmetic, kepler_method
         See :func:`plan`.
     device
         Device selection; the first selected device is used.
@@ -257,7 +270,8 @@ class ModelEvaluator:
     def __init__(self, obs: Observations, *, n_planets: int, basis: str = orbits.STANDARD,
                  statistic: str = "chi2", offsets: bool = False, jitter: bool = False,
                  trend: int = 0, precision: Precision = "mixed", layout: str = "auto",
-                 memory: str = "auto", phase_arithmetic: str = "auto", device=None) -> None:
+                 memory: str = "auto", phase_arithmetic: str = "auto",
+                 kepler_method: str = "auto", device=None) -> None:
         if statistic not in ("chi2", "loglike", "profile"):
             raise ValueError(f"statistic must be 'chi2', 'loglike' or 'profile', got {statistic!r}")
         if statistic == "profile" and offsets:
@@ -271,7 +285,8 @@ class ModelEvaluator:
         self.statistic, self.has_offsets, self.has_jitter, self.trend = statistic, offsets, jitter, trend
         self.n_planets = n_planets
         n_inst = len(obs.instruments)
-        self.plan = plan(self.info, obs.n_obs, n_inst, precision, layout, memory, phase_arithmetic)
+        self.plan = plan(self.info, obs.n_obs, n_inst, precision, layout, memory, phase_arithmetic,
+                         kepler_method)
         self.real_dtype = np.float64 if self.plan.real == "double" else np.float32
         self.context = get_context(self.info)
         self.queue = get_queue(self.info)
@@ -280,7 +295,7 @@ class ModelEvaluator:
             real=self.plan.real, phase=self.plan.phase, n_planets=n_planets,
             ecc_form=self.ecc_form, time_form="m0" if self.time_form == "m0" else "tp",
             n_inst=n_inst, statistic=statistic, offsets=offsets, jitter=jitter, trend=trend,
-            space=self.plan.memory)))
+            space=self.plan.memory, method=self.plan.method)))
         self._upload_observations()
 
     # ------------------------------------------------------------------ data

@@ -544,14 +544,15 @@ def test_observations_too_large_for_memory_raise(cpu_device, memory):
     n = limit // 24 + 1000
     if n > 3_000_000:
         pytest.skip(f"{memory} memory of {cpu_device.label} holds {limit} bytes")
-    t = np.arange(n, dtype=np.float64)
+    t, v, s = np.arange(n, dtype=np.float64), np.zeros(n), np.ones(n)
     with pytest.raises(ValueError, match=f"memory='{memory}'.*do not fit"):
-        kepler.chi2(t, np.zeros(n), np.ones(n), GOOD, precision="fp64", memory=memory)
-    # "auto" falls back to global memory and works
-    got = kepler.chi2(t[:5000], np.zeros(5000), np.ones(5000), GOOD, precision="fp64",
-                      memory="global")
-    want = ref.chi2(t[:5000], np.zeros(5000), np.ones(5000), GOOD[None])
-    np.testing.assert_allclose(got, want, rtol=1e-10)
+        kepler.chi2(t, v, s, GOOD, precision="fp64", memory=memory)
+    # "auto" chooses memory that holds them and works
+    obs = Observations.build(t, v, s)
+    auto = ModelEvaluator(obs, n_planets=2, precision="fp64")
+    assert auto.plan.memory != memory
+    np.testing.assert_allclose(auto(GOOD[None])["statistic"], ref.chi2(t, v, s, GOOD[None]),
+                               rtol=1e-10)
 
 
 BAD_PARAMETERS = {
@@ -736,19 +737,22 @@ def test_search_synthetic_second_planet():
 
 
 def test_search_k2_24():
-    """Both planets of K2-24 from its 32 velocities alone.
+    """Both planets of K2-24 (transit periods 20.885 and 42.363 d) from its 32
+    velocities alone.
 
-    The brief asked for 2 %. The velocities alone do not pin the periods that
-    well: 32 points over 101 days (a resolution of P^2 / T ~ 18 d at 42 d)
-    give a circular two-planet least-squares optimum at 20.50 and 41.24 d
-    (1.9 % and 2.6 % from the transit periods 20.885 and 42.363 d), and over
-    seeds 0-7 (3e5 trial orbits each) the first search lands at -1.2 % to
-    -5.8 % of 42.36 d and the second at -1.6 % to -4.7 % of 20.89 d. So the
-    test asks for 6 %, which still tells the planets from the other local
-    minima of the single-planet fit (12.0, 14.6, 26.1 d), and checks the
-    chi^2 steps against the data's own values. More trial orbits do not help
-    (1e6 gave the same periods); the search costs ~0.3 s per 1e5 orbits
-    here, so the period range need not be narrowed.
+    The brief asked for 2 %; the velocities alone do not pin the periods that
+    well. 32 points over 101 days (resolution P^2 / T ~ 18 d at 42 d, ~4 d
+    at 21 d) put the circular two-planet least-squares optimum at 20.50 and
+    41.24 d, already 1.9 % and 2.6 % from the transit periods, and the first
+    single-planet search is biased by the unmodelled second planet. Measured
+    over 12 seed triples with 2e5 trial orbits each: the first search finds
+    the outer planet 2.5-5.8 % low, the second (outer known) the inner one
+    1.7-4.4 % off, the third (inner known) the outer one 1.0-3.7 % off; 1e6
+    orbits give the same periods, so more models do not help (the search
+    costs ~0.3 s per 1e5 orbits here and the period range is not narrowed).
+    The tolerances below (8 %, 5 %, 5 %) still exclude the other local minima
+    of the single-planet fit (12.0, 14.6, 26.1 d); the chi^2 steps are
+    checked against the data's own values.
     """
     data = io.load_rv_example("k2-24")
     periods = np.array([20.885, 42.363])
@@ -756,22 +760,21 @@ def test_search_k2_24():
     flat = np.sum(weight * (data.v - np.sum(weight * data.v) / weight.sum()) ** 2)  # 421.0
     kw = dict(period=(10.0, 60.0), eccentricity=(0.0, 0.3), n_models=200_000)
     first = kepler.search(data.t, data.v, data.sigma, seed=1, **kw)
-    found = first.best[0]
-    near = np.abs(found / periods - 1)
-    assert near.min() < 0.06, found
-    assert 180 < first.chi2[0] < 0.6 * flat  # one planet: ~225
-    other = periods[np.argmax(near)]
+    near = np.abs(first.best[0] / periods - 1)
+    assert near.min() < 0.08, first.best
+    assert 180 < first.chi2[0] < 0.6 * flat  # one planet: 223-226
+    found, other = periods[np.argmin(near)], periods[np.argmax(near)]
     second = kepler.search(data.t, data.v, data.sigma, known=first.params[:1], seed=2, **kw)
-    assert abs(second.best[0] / other - 1) < 0.06, second.best[0]
-    assert second.chi2[0] < 0.6 * first.chi2[0]  # two planets: ~120
-    # with the second known, the first planet again
+    assert abs(second.best[0] / other - 1) < 0.05, second.best
+    assert second.chi2[0] < 0.6 * first.chi2[0]  # two planets: 118-125
+    # with the second known, the first planet again, closer
     third = kepler.search(data.t, data.v, data.sigma, known=second.params[:1], seed=3, **kw)
-    assert abs(third.best[0] / periods[np.argmin(near)] - 1) < 0.06, third.best[0]
-    assert third.chi2[0] <= second.chi2[0] + 5
-    assert third.chi2[0] > 105  # the circular least-squares optimum is 113.7
+    assert abs(third.best[0] / found - 1) < 0.05, third.best
+    assert third.chi2[0] <= second.chi2[0] + 2  # 113-115
+    assert third.chi2[0] > 100  # the circular least-squares optimum is 113.7
     for result in (first, second, third):
         assert np.all(result.params[:, 1] >= 0)
-        assert 3 < result.best[1] < 10  # K of 4 to 7 m/s
+        assert 3 < result.best[1] < 9  # K: 4.2 to 7.1 m/s
 
 
 def test_search_bad_ranges_raise():
