@@ -130,8 +130,9 @@ typedef ${ttype} time_t;
         {
 ${mean_anomaly(j)}
             real_t big_e, s, c;
-            if (${"kepler_sincos_markley" if method == "markley" else "kepler_sincos"}(m_${j}, e_${j}, &big_e, &s, &c) != KEPLER_OK)
-                state = max(state, MODEL_NOT_CONVERGED);
+            if (${"kepler_sincos_markley" if method == "markley" else "kepler_sincos"}(m_${j}, e_${j}, &big_e, &s, &c) != KEPLER_OK
+                && state == MODEL_OK)
+                state = MODEL_NOT_CONVERGED;
             const real_t vj = (a_${j} * c + b_${j} * s) / (1 - e_${j} * c);
   % if profile and j == last:
             gk = vj;
@@ -161,6 +162,12 @@ ${mean_anomaly(j)}
 % if jitter:
         const real_t jit = jitter[model * N_INST + i];
         const real_t jit2 = jit * jit;
+        if (!isfinite(jit))
+            state = MODEL_BAD_PARAMETERS;
+% endif
+% if offsets:
+        if (!isfinite(gamma))
+            state = MODEL_BAD_PARAMETERS;
 % endif
 % if profile:
         real_t sa = 0, sa_c = 0, sb = 0, sb_c = 0, sg = 0, sg_c = 0;
@@ -216,8 +223,8 @@ ${planet_velocities()}
     }
 % if profile:
     const real_t k_hat = num / den;
-    if (!(den > 0))
-        state = max(state, MODEL_DEGENERATE);
+    if (!(den > 0) && state == MODEL_OK)
+        state = MODEL_DEGENERATE;
     const bool good = state == MODEL_OK;
     out[model] = good ? base - num * k_hat : NAN;
     out_k[model] = good ? k_hat : NAN;
@@ -242,7 +249,11 @@ ${planet_velocities()}
     const real_t tr_1 = trend[2 * model];
   % if trend == 2:
     const real_t tr_2 = trend[2 * model + 1];
+  % else:
+    const real_t tr_2 = 0;
   % endif
+    if (!isfinite(tr_1) || !isfinite(tr_2))
+        state = MODEL_BAD_PARAMETERS;
 % endif
 </%def>
 

@@ -35,7 +35,7 @@ from . import kernels, orbits
 from .device import get_context, get_queue, require_fp64, select_devices
 from .planning import PINNED_POOL
 from .rvmodel import (ModelEvaluator, ModelStatus, Observations, Precision, choose_kepler_method,
-                      model_params)
+                      model_params, per_model)
 from .rvsearch import SearchResult, search
 
 __all__ = [
@@ -210,23 +210,25 @@ def radial_velocity(
     evaluator = ModelEvaluator(obs, n_planets=p.shape[1], basis=basis, precision=precision,
                                layout="split", device=device)
     v = evaluator.velocities(p).astype(np.float64)
-    n = p.shape[0]
-    offsets = obs.per_instrument("offsets", offsets, n)
+    offsets = obs.per_instrument("offsets", offsets, batch)
     if offsets is not None:
         v += offsets[:, obs.code]
     if trend is not None:
-        tr = np.broadcast_to(_trend_array(trend), (n, 2))
+        tr = _trend_array(trend, batch)
         dt = obs.t - obs.t_ref
         v += tr[:, :1] * dt + tr[:, 1:] * dt**2
     return v.reshape(batch + (obs.n_obs,)).astype(evaluator.real_dtype, copy=False)
 
 
-def _trend_array(trend) -> np.ndarray:
-    """Trend coefficients as float64 ``(..., 2)`` (``dvdt``, ``curv``)."""
-    a = np.asarray(trend, dtype=np.float64)
+def _trend_array(trend, batch: tuple[int, ...]) -> np.ndarray:
+    """Trend coefficients ``(dvdt, curv)`` as float64 ``(n_models, 2)``."""
+    a = np.asarray(trend)
+    if a.dtype == object or not (np.issubdtype(a.dtype, np.floating)
+                                 or np.issubdtype(a.dtype, np.integer)):
+        raise TypeError(f"trend must be real numbers, got dtype {a.dtype}")
     if a.shape[-1:] != (2,):
         raise ValueError(f"trend must end in an axis of 2 (dvdt, curv), got shape {a.shape}")
-    return a.reshape(-1, 2)
+    return per_model("trend", a, batch)
 
 
 _EVALUATORS: OrderedDict[tuple, ModelEvaluator] = OrderedDict()
@@ -258,18 +260,19 @@ def _evaluate(statistic, t, v_obs, sigma, params, basis, t_ref, instrument, offs
     p, batch = model_params(params, basis)
     obs = Observations.build(t, v_obs, sigma, instrument, t_ref)
     n = p.shape[0]
-    per_model = [obs.per_instrument("offsets", offsets, n), obs.per_instrument("jitter", jitter, n),
-                 None if trend is None else np.broadcast_to(_trend_array(trend), (n, 2))]
+    extras = [obs.per_instrument("offsets", offsets, batch),
+              obs.per_instrument("jitter", jitter, batch),
+              None if trend is None else _trend_array(trend, batch)]
     degree = 0 if trend is None else 2
     if n == 0:
         return np.empty(batch), np.empty(batch, np.int32)
     with _evaluator(
         obs, n_planets=p.shape[1], basis=basis, statistic=statistic,
-        offsets=per_model[0] is not None, jitter=per_model[1] is not None, trend=degree,
+        offsets=extras[0] is not None, jitter=extras[1] is not None, trend=degree,
         precision=precision, layout=layout, memory=memory, phase_arithmetic=phase_arithmetic,
         kepler_method=kepler_method, device=select_devices(device)[0].device,
     ) as evaluator:
-        out = evaluator(p, *per_model)
+        out = evaluator(p, *extras)
     return out["statistic"].reshape(batch), out["status"].reshape(batch)
 
 
@@ -437,5 +440,6 @@ class RVLikelihood:
         if parts["params"].shape[0] == 0:
             return np.empty(batch)
         out = self._evaluator(parts["params"], parts["offsets"], parts["jitter"], parts["trend"])
-        lnl = np.where(out["status"] == ModelStatus.OK, out["statistic"], -np.inf)
+        good = (out["status"] == ModelStatus.OK) & np.isfinite(out["statistic"])
+        lnl = np.where(good, out["statistic"], -np.inf)
         return float(lnl[0]) if batch == () else lnl.reshape(batch)

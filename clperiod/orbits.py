@@ -85,7 +85,7 @@ def _split(params, basis: str, t_ref: float):
     else:
         e, w = a * a + b * b, np.arctan2(b, a)
     if time_form == "m0":
-        tp = t_ref - tau * per / TWO_PI
+        tp = t_ref - np.mod(tau, TWO_PI) * per / TWO_PI
     elif time_form == "tc":
         tp = timetrans_to_timeperi(tau, per, e, w)
     else:
@@ -99,7 +99,14 @@ def _join(per, k, e, w, tp, basis: str, t_ref: float) -> np.ndarray:
         a, b = e, w
     else:
         root = np.sqrt(e)
-        a, b = root * np.cos(w), root * np.sin(w)
+        circular = ~(e > 0)
+        # +0.0 exactly (no signed zeros), so w reads back as atan2(0, 0) = 0
+        a = np.where(circular, 0.0, root * np.cos(w))
+        b = np.where(circular, 0.0, root * np.sin(w))
+        # a circular orbit loses w here: keep its phase by moving the
+        # periastron time by w
+        tp = tp - np.where(circular, w, 0.0) * per / TWO_PI
+        w = np.where(circular, 0.0, w)
     if time_form == "m0":
         tau = np.mod(TWO_PI * (t_ref - tp) / per, TWO_PI)
     elif time_form == "tc":

@@ -122,12 +122,12 @@ class Observations:
         """Number of observations."""
         return self.t.size
 
-    def per_instrument(self, name: str, value, n_models: int) -> np.ndarray | None:
+    def per_instrument(self, name: str, value, batch: tuple[int, ...]) -> np.ndarray | None:
         """Offsets or jitter as ``(n_models, n_inst)`` float64, or None.
 
-        ``value`` is an array broadcastable to that shape (instruments in the
-        order of :attr:`instruments`) or a mapping ``{label: value}`` naming
-        every instrument.
+        ``value`` is an array broadcastable to ``batch + (n_inst,)``
+        (instruments in the order of :attr:`instruments`) or a mapping
+        ``{label: value}`` naming every instrument.
         """
         if value is None:
             return None
@@ -142,11 +142,24 @@ class Observations:
             value = np.stack(np.broadcast_arrays(*(np.asarray(lookup[i], dtype=np.float64)
                                                    for i in self.instruments)), axis=-1)
         a = _real_array(name, value)
-        if a.shape[-1:] != (n_inst,) and not (a.ndim == 0 and n_inst == 1):
+        if a.ndim == 0 and n_inst == 1:
+            a = a.reshape(1)
+        if a.shape[-1:] != (n_inst,):
             raise ValueError(f"{name} must end in an axis of {n_inst} instruments "
                              f"{list(self.instruments)}, got shape {a.shape}")
-        return np.ascontiguousarray(np.broadcast_to(a.reshape(a.shape[:-1] + (n_inst,)) if a.ndim
-                                                    else a.reshape(1), (n_models, n_inst)))
+        return per_model(name, a, batch)
+
+
+def per_model(name: str, value: np.ndarray, batch: tuple[int, ...]) -> np.ndarray:
+    """``value`` of shape ``(..., k)`` broadcast to ``batch + (k,)`` and
+    flattened to ``(n_models, k)`` (contiguous float64)."""
+    a = np.asarray(value, dtype=np.float64)
+    try:
+        full = np.broadcast_to(a, batch + a.shape[-1:])
+    except ValueError:
+        raise ValueError(f"{name} of shape {a.shape} does not broadcast to the models' batch "
+                         f"shape {batch}") from None
+    return np.ascontiguousarray(full.reshape(-1, a.shape[-1]))
 
 
 def model_params(params, basis: str) -> tuple[np.ndarray, tuple[int, ...]]:
@@ -343,10 +356,12 @@ class ModelEvaluator:
         parallel_copy(slot.staging[: p.size], p)
         if self.plan.phase == "ds":
             per, tau = p[..., 0], p[..., 4]
-            inv_p = 1.0 / per
-            phi0 = tau / (2 * np.pi) if self.time_form == "m0" else (self.obs.t_ref - tau) * inv_p
-            phi0 = phi0 - np.floor(phi0)
-            coeff = np.stack([*_ds(inv_p), *_ds(phi0)], axis=-1)
+            with np.errstate(divide="ignore", invalid="ignore"):  # bad P: flagged by the kernel
+                inv_p = 1.0 / per
+                phi0 = (tau / (2 * np.pi) if self.time_form == "m0"
+                        else (self.obs.t_ref - tau) * inv_p)
+                phi0 = phi0 - np.floor(phi0)
+                coeff = np.stack([*_ds(inv_p), *_ds(phi0)], axis=-1)
             slot.staging_coeff[: coeff.size] = coeff.reshape(-1)
 
     # ---------------------------------------------------------------- launch
@@ -464,6 +479,8 @@ class ModelEvaluator:
     def velocities(self, params: np.ndarray) -> np.ndarray:
         """Keplerian velocity sums ``(n_models, n_obs)`` at the observation
         times (input order), without offsets or trend; NaN for bad models."""
+        if self.statistic == "profile":
+            raise ValueError("velocities() needs an evaluator built for 'chi2' or 'loglike'")
         n, n_obs = params.shape[0], self.obs.n_obs
         queue, real = self.queue, self.real_dtype
         result = np.empty((n, n_obs), real)

@@ -136,7 +136,7 @@ def search(
     fixed = (np.zeros((0, 5)) if known is None or len(known) == 0
              else model_params(known, orbits.STANDARD)[0][0])
     n_inst = len(obs.instruments)
-    jit = obs.per_instrument("jitter", jitter, 1)
+    jit = obs.per_instrument("jitter", jitter, (1,))
     tr = None if trend is None else np.asarray(trend, dtype=np.float64).reshape(1, 2)
     evaluator = ModelEvaluator(obs, n_planets=fixed.shape[0] + 1, statistic="profile",
                                jitter=jit is not None, trend=0 if tr is None else 2,
