@@ -215,7 +215,7 @@ def _phase_choice(precision: str, info: DeviceInfo, phase_arithmetic: str) -> st
 def choose_kepler_method(info: DeviceInfo, method: str) -> str:
     """The Kepler solver: ``"markley"`` (fixed cost) on GPUs, where it
     measured 1.7x (fp64) and 1.1x (fp32) faster than Danby's iteration on
-    the H100, and ``"danby"`` elsewhere (1.3x faster on PoCL)."""
+    the H100, and ``"danby"`` elsewhere (1.2-1.9x faster on PoCL)."""
     if method not in ("auto", "danby", "markley"):
         raise ValueError(f"kepler_method must be 'auto', 'danby' or 'markley', got {method!r}")
     if method == "auto":
