@@ -1,0 +1,240 @@
+//CL//
+## Single-pulse search: boxcar matched filters of de-dispersed time series
+## (Adamek & Armour; AstroAccelerate's BoxDIT plan).
+##
+## Render parameters (strict_undefined):
+##   raw         the input holds raw samples x, normalised on load as
+##               z = (x - mean[row]) * inv_std[row] (non-finite -> 0); else the
+##               input already holds a normalised (decimated) series
+##   wmax        largest boxcar width of the level, in the level's samples
+##   wmin        smallest boxcar width of the level
+##   local_size  work-group size (tiles hold local_size * per_item samples)
+##   per_item    boxcar starts / autocovariance terms per work-item
+##   stat_block  samples per work-group in row_moments
+##
+## Every kernel runs on a 2-D range: dimension 0 = tiles along time (times
+## local_size), dimension 1 = DM rows; rows are `stride` samples apart.
+##
+## * row_moments: per (row, work-group) count, mean and M2 of the finite
+##   samples (optionally only |x - clip_mean| <= clip * clip_std), streaming
+##   (Chan et al. eq. 1) per work-item, then merged pairwise in local memory
+##   (eq. 2); the host merges the work-groups with eq. 2 in float64.
+## * decimate: out[i] = z[2i] + z[2i + 1].
+## * autocovariance: per (row, work-group) sums of z[t] z[t + l] for a block
+##   of 32 lags, over the owned t; the host divides by the number of terms.
+## * boxcar: for each start i the running sums B_w = z[i] + ... + z[i+w-1],
+##   w = 1..wmax, SNR_w = B_w * inv_sigma[row][w - 1] for w >= wmin; the best
+##   SNR and width per start (first maximum) are appended to the detection
+##   list, through one atomic counter, when SNR >= threshold and the start is
+##   owned (own_lo <= i < own_hi). Boxcars must end inside the series.
+<%
+    tile = local_size * per_item
+%>
+#define LOCAL_SIZE ${local_size}
+#define PER_ITEM ${per_item}
+#define TILE ${tile}
+#define WMAX ${wmax}
+#define WMIN ${wmin}
+#define STAT_BLOCK ${stat_block}
+
+% if raw:
+#define LOAD(row, t) normalised(x[(long) (row) * stride + (t)], mean[row], inv_std[row])
+inline float normalised(const float v, const float m, const float inv)
+{
+    return isfinite(v) ? (v - m) * inv : 0.0f;
+}
+#define SOURCE_ARGS __global const float *restrict x, __global const float *restrict mean, __global const float *restrict inv_std
+% else:
+#define LOAD(row, t) (x[(long) (row) * stride + (t)])
+#define SOURCE_ARGS __global const float *restrict x
+% endif
+
+__kernel void row_moments(
+    __global const float *restrict x,
+    const long stride,
+    const int n,                       // samples per row
+    const int clip,                    // 0: all finite samples; 1: clipped
+    __global const float *restrict clip_mean,
+    __global const float *restrict clip_half_width,
+    __global float *restrict out_count,
+    __global float *restrict out_mean,
+    __global float *restrict out_m2,
+    __global int *restrict out_bad)    // non-finite samples per (row, group)
+{
+    const int row = get_global_id(1);
+    const int lid = get_local_id(0);
+    const int group = get_group_id(0);
+    const int groups = get_num_groups(0);
+    __global const float *xr = x + (long) row * stride;
+    float cnt = 0, mu = 0, m2 = 0;
+    int bad = 0;
+    const float c0 = clip ? clip_mean[row] : 0, hw = clip ? clip_half_width[row] : 0;
+    // a fixed block of samples per work-group, so the partials do not depend
+    // on how the series is cut into chunks
+    const int t_end = min(n, (group + 1) * STAT_BLOCK);
+    for (int t = group * STAT_BLOCK + lid; t < t_end; t += LOCAL_SIZE) {
+        const float v = xr[t];
+        if (!isfinite(v)) {
+            ++bad;
+            continue;
+        }
+        if (clip && fabs(v - c0) > hw)
+            continue;
+        cnt += 1;                      // Welford = Chan's streaming update
+        const float d = v - mu;
+        mu += d / cnt;
+        m2 += d * (v - mu);
+    }
+    __local float l_cnt[LOCAL_SIZE], l_mu[LOCAL_SIZE], l_m2[LOCAL_SIZE];
+    __local int l_bad[LOCAL_SIZE];
+    l_cnt[lid] = cnt; l_mu[lid] = mu; l_m2[lid] = m2; l_bad[lid] = bad;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int step = LOCAL_SIZE / 2; step > 0; step >>= 1) {
+        if (lid < step) {              // Chan et al. eq. 2
+            const float na = l_cnt[lid], nb = l_cnt[lid + step], nab = na + nb;
+            if (nb > 0) {
+                const float d = l_mu[lid + step] - l_mu[lid];
+                l_mu[lid] += d * nb / nab;
+                l_m2[lid] += l_m2[lid + step] + d * d * na * nb / nab;
+                l_cnt[lid] = nab;
+            }
+            l_bad[lid] += l_bad[lid + step];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (lid == 0) {
+        const int k = row * groups + group;
+        out_count[k] = l_cnt[0];
+        out_mean[k] = l_mu[0];
+        out_m2[k] = l_m2[0];
+        out_bad[k] = l_bad[0];
+    }
+}
+
+__kernel void decimate(
+    SOURCE_ARGS,
+    const long stride,
+    const int n_out,
+    __global float *restrict out,
+    const long out_stride)
+{
+    const int i = get_global_id(0);
+    const int row = get_global_id(1);
+    if (i < n_out)
+        out[(long) row * out_stride + i] = LOAD(row, 2 * i) + LOAD(row, 2 * i + 1);
+}
+
+#define LAGS 32
+#define TILE_SPAN (TILE + WMAX + LAGS - 1)
+
+// Loads the tile [base, base + TILE_SPAN) of a row (zeros past n).
+inline void load_tile(__local float *tile, const int row, const int base, const int n,
+                      SOURCE_ARGS, const long stride)
+{
+    for (int k = get_local_id(0); k < TILE_SPAN; k += LOCAL_SIZE) {
+        const int t = base + k;
+        tile[k] = t < n ? LOAD(row, t) : 0.0f;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+}
+
+// sums of z[t] z[t + lag0 + l], l < LAGS, over the owned t of a work-group's
+// tile; one launch per block of 32 lags (lag0 = 0, 32, ...)
+__kernel void autocovariance(
+    SOURCE_ARGS,
+    const long stride,
+    const int n,                       // samples in the row (the halo included)
+    const int own_hi,                  // terms with t < own_hi
+    const int lag0,
+    __global float *restrict out)      // [row][group][LAGS]
+{
+    __local float tile[TILE_SPAN];
+    __local float red[LOCAL_SIZE];
+    const int row = get_global_id(1);
+    const int lid = get_local_id(0);
+    const int base = get_group_id(0) * TILE;
+    load_tile(tile, row, base, n, x,
+% if raw:
+              mean, inv_std,
+% endif
+              stride);
+    float acc[LAGS];
+#pragma unroll
+    for (int l = 0; l < LAGS; ++l)
+        acc[l] = 0;
+    for (int k = lid; k < TILE && base + k < own_hi; k += LOCAL_SIZE) {
+        const float z = tile[k];
+#pragma unroll
+        for (int l = 0; l < LAGS; ++l)
+            acc[l] += z * tile[k + lag0 + l];
+    }
+    __global float *o = out + ((long) row * get_num_groups(0) + get_group_id(0)) * LAGS;
+    for (int l = 0; l < LAGS; ++l) {
+        red[lid] = acc[l];
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int step = LOCAL_SIZE / 2; step > 0; step >>= 1) {
+            if (lid < step)
+                red[lid] += red[lid + step];
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+        if (lid == 0)
+            o[l] = red[0];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+}
+
+__kernel void boxcar(
+    SOURCE_ARGS,
+    const long stride,
+    const int n,                       // samples in the row (the halo included)
+    const int own_lo,
+    const int own_hi,
+    __global const float *restrict inv_sigma,   // [row][WMAX]
+    const float threshold,
+    const int scale,                   // native samples per sample of this level
+    const long start_offset,           // native index of sample 0
+    volatile __global int *restrict count,
+    const int capacity,
+    __global int *restrict det_row,
+    __global long *restrict det_start,
+    __global int *restrict det_width,
+    __global float *restrict det_snr)
+{
+    __local float tile[TILE_SPAN];
+    __local float inv[WMAX];
+    const int row = get_global_id(1);
+    const int lid = get_local_id(0);
+    const int base = get_group_id(0) * TILE;
+    for (int k = lid; k < WMAX; k += LOCAL_SIZE)
+        inv[k] = inv_sigma[row * WMAX + k];
+    load_tile(tile, row, base, n, x,
+% if raw:
+              mean, inv_std,
+% endif
+              stride);
+    for (int k = lid; k < TILE; k += LOCAL_SIZE) {
+        const int i = base + k;
+        if (i < own_lo || i >= own_hi)
+            continue;
+        float sum = 0, best = -INFINITY;
+        int best_w = 0;
+#pragma unroll
+        for (int w = 1; w <= WMAX; ++w) {
+            sum += tile[k + w - 1];
+            const float snr = sum * inv[w - 1];
+            if (w >= WMIN && i + w <= n && snr > best) {
+                best = snr;
+                best_w = w;
+            }
+        }
+        if (best >= threshold) {
+            const int slot = atomic_inc(count);
+            if (slot < capacity) {
+                det_row[slot] = row;
+                det_start[slot] = start_offset + (long) i * scale;
+                det_width[slot] = best_w * scale;
+                det_snr[slot] = best;
+            }
+        }
+    }
+}

@@ -1,0 +1,557 @@
+"""Single-pulse search: boxcar matched filtering of de-dispersed time series.
+
+:func:`search` takes a DM x time array (host NumPy, a memory map, or a
+pyopencl array) and returns the candidates as a structured array. The steps
+(``cl_kernels/singlepulse.mako``), all on the device:
+
+1. per-DM mean and standard deviation with the streaming and pairwise
+   formulas of Chan et al. (Adamek & Armour eqs. 1-2), optionally with
+   iterative 3-sigma clipping (``robust=True``) against bright pulses and RFI;
+2. the boxcar plan (:func:`boxcar_plan`): every width 1..32 at full
+   resolution and, for wider pulses, AstroAccelerate's decimation in time
+   (widths 17..32 of series summed over 2, 4, 8, ... samples);
+3. the noise of each boxcar width from the autocovariance of each (decimated)
+   series: exactly per width (``snr_mode="exact"``) or with the paper's
+   linear approximation between width 1 and the widest boxcar of the level
+   (eqs. 4-5, ``"approx"``);
+4. per start sample the best SNR and its width (Algorithm 1), appended to a
+   compact detection list on the device when above ``threshold``;
+5. friends-of-friends clustering of neighbouring detections in time, DM and
+   width into candidates (:mod:`clperiod.clustering`).
+
+Data longer than a chunk (sized from the device memory) are processed in
+time chunks that overlap by the widest boxcar; statistics are accumulated over
+all chunks first, and each detection belongs to the chunk holding its start,
+so chunking neither loses nor duplicates candidates.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cl_array
+
+from . import clustering, kernels
+from .device import DeviceInfo, get_context, get_queue, select_devices
+
+__all__ = ["CANDIDATE_DTYPE", "Candidates", "Level", "RowStatus", "SearchInfo", "boxcar_plan",
+           "search"]
+
+#: Fields of a candidate (see :func:`search`).
+CANDIDATE_DTYPE = np.dtype([
+    ("dm_index", np.int32), ("dm", np.float64), ("sample", np.int64), ("time", np.float64),
+    ("snr", np.float32), ("width", np.int32), ("members", np.int32), ("begin", np.int64),
+    ("end", np.int64)])
+
+FULL_WIDTHS = 32        # widths at full resolution in the DIT plan
+DIT_WIDTHS = (17, 32)   # decimated widths of each DIT level
+FULL_PLAN_MAX = 512     # largest max_width of plan="full" (local memory)
+LOCAL_SIZE = 256
+PER_ITEM = 4
+CLIP_SIGMA = 3.0
+CLIP_ITERATIONS = 3
+STAT_BLOCK = 1 << 16   # samples per work-group of row_moments; chunks are
+                        # multiples of it (and of the tiles), so chunking does
+                        # not change any partial sum
+_CHUNK_BYTES_GPU = 4 << 30
+_CHUNK_BYTES_CPU = 256 << 20
+
+
+class RowStatus(enum.IntEnum):
+    """Per-DM-row status: rows that are not OK give no candidates."""
+
+    OK = 0
+    CONSTANT = 1  # zero variance
+    NO_DATA = 2  # no finite sample
+
+
+@dataclass(frozen=True)
+class Level:
+    """One level of the boxcar plan: widths ``widths * 2**level`` samples."""
+
+    level: int
+    widths: np.ndarray  # in samples of the level (decimated by 2**level)
+
+    @property
+    def scale(self) -> int:
+        """Native samples per sample of this level."""
+        return 1 << self.level
+
+    @property
+    def wmax(self) -> int:
+        """Largest width, in samples of this level."""
+        return int(self.widths[-1])
+
+
+def boxcar_plan(max_width: int = 32, plan: str = "dit") -> tuple[Level, ...]:
+    """The boxcar widths searched, level by level.
+
+    Parameters
+    ----------
+    max_width
+        Widest boxcar in native samples.
+    plan
+        ``"dit"``: widths 1..32 at full resolution, then for each level
+        k = 1, 2, ... the decimated widths 17..32 (native 17*2**k .. 32*2**k,
+        step 2**k) up to ``max_width`` (AstroAccelerate's BoxDIT). ``"full"``:
+        every width 1..max_width at full resolution (max_width <= 512).
+    """
+    if not isinstance(max_width, (int, np.integer)) or max_width < 1:
+        raise ValueError(f"max_width must be a positive integer, got {max_width!r}")
+    if plan == "full":
+        if max_width > FULL_PLAN_MAX:
+            raise ValueError(f"plan='full' supports max_width <= {FULL_PLAN_MAX}; use plan='dit'")
+        return (Level(0, np.arange(1, max_width + 1)),)
+    if plan != "dit":
+        raise ValueError(f"plan must be 'dit' or 'full', got {plan!r}")
+    levels = [Level(0, np.arange(1, min(FULL_WIDTHS, max_width) + 1))]
+    k = 1
+    while DIT_WIDTHS[0] << k <= max_width:
+        widths = np.arange(DIT_WIDTHS[0], DIT_WIDTHS[1] + 1)
+        levels.append(Level(k, widths[widths << k <= max_width]))
+        k += 1
+    return tuple(levels)
+
+
+@dataclass(frozen=True)
+class SearchInfo:
+    """What a :func:`search` did: statistics, plan, conventions and timings."""
+
+    tsamp: float
+    dm: np.ndarray
+    mean: np.ndarray
+    std: np.ndarray
+    row_status: np.ndarray
+    masked: np.ndarray  # non-finite samples per row
+    plan: tuple[Level, ...]
+    snr_mode: str
+    robust: bool
+    threshold: float
+    n_detections: int
+    chunks: int
+    device: str
+    timings: dict[str, float] = field(default_factory=dict)
+    conventions: str = (
+        "snr = boxcar sum of (x - mean)/std over the noise of that width; sample = boxcar "
+        "centre (start + width // 2), time = sample * tsamp; width in native samples")
+
+
+class Candidates(np.ndarray):
+    """Structured array of candidates (:data:`CANDIDATE_DTYPE`) with ``.info``."""
+
+    info: SearchInfo | None
+
+    def __array_finalize__(self, obj) -> None:
+        self.info = getattr(obj, "info", None)
+
+
+def _as_rows(data) -> tuple[np.ndarray | cl_array.Array, int, int]:
+    if isinstance(data, cl_array.Array):
+        if data.ndim != 2 or data.dtype != np.float32 or not data.flags.c_contiguous:
+            raise ValueError("a device array must be 2-D, float32 and C-contiguous")
+        return data, *data.shape
+    a = np.asarray(data) if not isinstance(data, np.memmap) else data
+    if a.ndim != 2:
+        raise ValueError(f"data must be a 2-D (DM, time) array, got {a.ndim} dimensions")
+    if not (np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.integer)):
+        raise TypeError(f"data must hold real numbers, got dtype {a.dtype}")
+    return a, *a.shape
+
+
+def _merge_moments(count, mean, m2) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Merge (count, mean, M2) partials along the last axis (Chan et al. eq. 2)."""
+    count, mean, m2 = (np.asarray(a, dtype=np.float64) for a in (count, mean, m2))
+    total = count.sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mu = np.where(total > 0, (count * mean).sum(axis=-1) / total, 0.0)
+    spread = m2.sum(axis=-1) + (count * (mean - mu[..., None]) ** 2).sum(axis=-1)
+    return total, mu, spread
+
+
+class _Device:
+    """Programs, queue and the launch helpers on one device."""
+
+    def __init__(self, info: DeviceInfo) -> None:
+        self.info = info
+        self.context = get_context(info)
+        self.queue = get_queue(info)
+
+    def program(self, raw: bool, wmax: int, wmin: int) -> dict[str, cl.Kernel]:
+        names = ("row_moments", "decimate", "autocovariance", "boxcar")
+        return dict(zip(names, kernels.get_kernels(
+            self.context, "singlepulse", names, raw=raw, wmax=wmax, wmin=wmin,
+            local_size=LOCAL_SIZE, per_item=PER_ITEM, stat_block=STAT_BLOCK)))
+
+    def buffer(self, array: np.ndarray) -> cl.Buffer:
+        return cl.Buffer(self.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
+                         hostbuf=np.ascontiguousarray(array))
+
+
+@dataclass
+class _Chunk:
+    """Native samples [lo, hi) owned, [lo, end) on the device (halo included)."""
+
+    lo: int
+    hi: int
+    end: int
+
+
+def _chunks(n_t: int, chunk: int, halo: int, align: int) -> list[_Chunk]:
+    chunk = max(align, chunk // align * align)
+    return [_Chunk(lo, min(n_t, lo + chunk), min(n_t, lo + chunk + halo))
+            for lo in range(0, n_t, chunk)]
+
+
+def search(
+    data,
+    dm,
+    tsamp: float,
+    *,
+    max_width: int = 32,
+    threshold: float = 6.0,
+    plan: str = "dit",
+    snr_mode: str = "approx",
+    robust: bool = False,
+    nan_policy: str = "raise",
+    cluster: bool = True,
+    dm_tol: int = clustering.CLUSTER_DEFAULTS["dm_tol"],
+    time_tol: float = clustering.CLUSTER_DEFAULTS["time_tol"],
+    width_tol: float = clustering.CLUSTER_DEFAULTS["width_tol"],
+    chunk_samples: int | None = None,
+    device=None,
+) -> Candidates:
+    """Search de-dispersed time series for single pulses.
+
+    Parameters
+    ----------
+    data
+        ``(n_dm, n_t)`` samples: a NumPy array or memory map (float32;
+        float64 and integers are converted chunk by chunk) or a float32
+        ``pyopencl.array.Array`` already on the device.
+    dm
+        ``(n_dm,)`` DM of each row (pc cm^-3).
+    tsamp
+        Sampling time in seconds.
+    max_width
+        Widest boxcar, native samples (must not exceed the series length).
+    threshold
+        Detection threshold in SNR (> 0).
+    plan
+        ``"dit"`` or ``"full"`` (:func:`boxcar_plan`).
+    snr_mode
+        ``"approx"``: the noise of width N is the paper's eq. 5 between
+        width 1 and the widest boxcar of the level, both measured;
+        ``"exact"``: measured for every width from the autocovariance.
+    robust
+        Statistics with iterative 3-sigma clipping (3 passes), so bright
+        pulses or RFI do not inflate the noise.
+    nan_policy
+        ``"raise"`` on NaN/inf samples, or ``"mask"``: they are left out of
+        the statistics and count as the row mean (zero signal).
+    cluster
+        Merge neighbouring detections (friends of friends: DM indices within
+        ``dm_tol``, centres within ``time_tol`` times the larger width,
+        widths within a factor ``2**width_tol``) into single candidates;
+        ``False`` returns every detection.
+    chunk_samples
+        Time samples per chunk (default: sized from the device memory).
+    device
+        Device selection; the first selected device is used.
+
+    Returns
+    -------
+    Candidates
+        Structured array (:data:`CANDIDATE_DTYPE`) sorted by sample and DM:
+        ``dm_index``, ``dm``, ``sample`` (boxcar centre, native samples),
+        ``time`` (``sample * tsamp``, seconds), ``snr``, ``width`` (native
+        samples), ``members`` (detections merged), ``begin``/``end`` (first
+        and last sample covered by the members). ``.info`` holds the
+        per-row statistics and status, the plan and timings.
+    """
+    started = time.perf_counter()
+    rows, n_dm, n_t = _as_rows(data)
+    dm = np.asarray(dm, dtype=np.float64)
+    if dm.shape != (n_dm,):
+        raise ValueError(f"dm must have one value per row ({n_dm}), got shape {dm.shape}")
+    tsamp = float(tsamp)
+    if not (tsamp > 0 and math.isfinite(tsamp)):
+        raise ValueError(f"tsamp must be positive, got {tsamp}")
+    if not (threshold > 0 and math.isfinite(threshold)):
+        raise ValueError(f"threshold must be positive, got {threshold}")
+    if snr_mode not in ("approx", "exact"):
+        raise ValueError(f"snr_mode must be 'approx' or 'exact', got {snr_mode!r}")
+    if nan_policy not in ("raise", "mask"):
+        raise ValueError(f"nan_policy must be 'raise' or 'mask', got {nan_policy!r}")
+    levels = boxcar_plan(max_width, plan)
+    if n_dm == 0 or n_t == 0:
+        raise ValueError(f"data is empty (shape {(n_dm, n_t)})")
+    if max_width > n_t:
+        raise ValueError(f"max_width {max_width} exceeds the series length {n_t}")
+    info = select_devices(device)[0]
+    dev = _Device(info)
+    align = max(STAT_BLOCK, LOCAL_SIZE * PER_ITEM * levels[-1].scale)
+    # a chunk's level-k series must reach max(wmax, lags) samples past its
+    # owned part (boxcars and autocovariance products that start inside it)
+    halo = max(max(lv.wmax, _lags(lv)) << lv.level for lv in levels) + levels[-1].scale
+    if isinstance(rows, cl_array.Array):
+        chunk = n_t
+    elif chunk_samples is not None:
+        if int(chunk_samples) < 1:
+            raise ValueError(f"chunk_samples must be positive, got {chunk_samples}")
+        chunk = int(chunk_samples)
+    else:
+        budget = _CHUNK_BYTES_GPU if info.kind == "gpu" else _CHUNK_BYTES_CPU
+        budget = min(budget, info.max_alloc, info.global_mem // 4)
+        chunk = max(align, budget // (8 * n_dm))
+    chunks = _chunks(n_t, chunk, halo, align)
+    runner = _Runner(dev, rows, n_dm, levels, snr_mode)
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    mean, std, masked = runner.statistics(chunks, robust)
+    if nan_policy == "raise" and masked.any():
+        row = int(np.argmax(masked > 0))
+        raise ValueError(f"data has {int(masked.sum())} non-finite samples (first in row {row}); "
+                         "pass nan_policy='mask' to leave them out")
+    status = np.where(masked >= n_t, RowStatus.NO_DATA,
+                      np.where(std > 0, RowStatus.OK, RowStatus.CONSTANT)).astype(np.int8)
+    timings["statistics"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    runner.set_normalisation(mean, std, status)
+    runner.noise(chunks)
+    timings["noise"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    det = runner.detections(chunks, float(threshold))
+    timings["boxcar"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    out = _candidates(det, dm, tsamp, cluster, dm_tol, time_tol, width_tol)
+    timings["clustering"] = time.perf_counter() - t0
+    timings["total"] = time.perf_counter() - started
+    out.info = SearchInfo(tsamp, dm, mean, std, status, masked, levels, snr_mode, bool(robust),
+                          float(threshold), len(det[0]), len(chunks), info.label, timings)
+    return out
+
+
+def _candidates(det, dm, tsamp, cluster, dm_tol, time_tol, width_tol) -> Candidates:
+    row, start, width, snr = det
+    if cluster and len(row):
+        c = clustering.cluster(row, start, width, snr, dm_tol=dm_tol, time_tol=time_tol,
+                               width_tol=width_tol)
+        row, start, width, snr = c["dm_index"], c["start"], c["width"], c["snr"]
+        members, begin, end = c["members"], c["begin"], c["end"]
+    else:
+        order = np.lexsort((width, row, start + width // 2))
+        row, start, width, snr = row[order], start[order], width[order], snr[order]
+        members, begin, end = np.ones(len(row), np.int32), start, start + width - 1
+    out = np.empty(len(row), dtype=CANDIDATE_DTYPE).view(Candidates)
+    out["dm_index"] = row
+    out["dm"] = dm[row] if len(row) else []
+    out["sample"] = start + width // 2
+    out["time"] = out["sample"] * tsamp
+    out["snr"] = snr
+    out["width"] = width
+    out["members"] = members
+    out["begin"] = begin
+    out["end"] = end
+    return out
+
+
+class _Runner:
+    """The device passes of one search over its chunks."""
+
+    def __init__(self, dev: _Device, rows, n_dm: int, levels: tuple[Level, ...],
+                 snr_mode: str) -> None:
+        self.dev, self.rows, self.n_dm, self.levels, self.snr_mode = dev, rows, n_dm, levels, snr_mode
+        self.raw = dev.program(True, levels[0].wmax, 1)
+        self.deep = {lv.level: dev.program(False, lv.wmax, int(lv.widths[0]))
+                     for lv in levels[1:]}
+        self.plain = dev.program(False, FULL_WIDTHS, 1)  # decimation below the DIT levels
+        self._resident: tuple | None = None
+
+    # ------------------------------------------------------------------ data
+    def _upload(self, c: _Chunk) -> tuple[cl.Buffer, int]:
+        """Rows [lo, end) of the chunk as a float32 device buffer; row stride."""
+        if isinstance(self.rows, cl_array.Array):
+            return self.rows.data, self.rows.shape[1]
+        host = np.ascontiguousarray(self.rows[:, c.lo:c.end], dtype=np.float32)
+        return self.dev.buffer(host), c.end - c.lo
+
+    def _levels(self, c: _Chunk, x: cl.Buffer, stride: int) -> list[tuple[cl.Buffer, int]]:
+        """Device series of every plan level: (buffer, length); level 0 is raw."""
+        if self._resident is not None and self._resident[0] == (c.lo, c.end):
+            return self._resident[1]
+        queue, ctx = self.dev.queue, self.dev.context
+        series = [(x, c.end - c.lo, stride)]
+        for k in range(1, self.levels[-1].level + 1):
+            src, n_src, src_stride = series[-1]
+            n_out = n_src // 2
+            out = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, max(1, self.n_dm * n_out) * 4)
+            program = self.raw if k == 1 else self.plain
+            args = [src, self._mean, self._inv_std] if k == 1 else [src]
+            if n_out:
+                program["decimate"](queue, (_round_up(n_out, LOCAL_SIZE), self.n_dm),
+                                    (LOCAL_SIZE, 1), *args, np.int64(src_stride),
+                                    np.int32(n_out), out, np.int64(n_out))
+            series.append((out, n_out, n_out))
+        result = [(b, n) for b, n, _ in series]
+        self._strides = [s for _, _, s in series]
+        return result
+
+    # ------------------------------------------------------------ statistics
+    def statistics(self, chunks: list[_Chunk], robust: bool):
+        """Per-row mean, std and count of non-finite samples over all chunks."""
+        clip = None
+        for _ in range(1 + (CLIP_ITERATIONS if robust else 0)):
+            parts = [self._moments(c, clip) for c in chunks]
+            count, mean, m2 = (np.concatenate([p[i] for p in parts], axis=1) for i in range(3))
+            masked = sum(p[3] for p in parts)
+            total, mu, spread = _merge_moments(count, mean, m2)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                std = np.where(total > 0, np.sqrt(spread / np.maximum(total, 1)), 0.0)
+            clip = (mu.astype(np.float32), (CLIP_SIGMA * std).astype(np.float32))
+        return mu, std, masked
+
+    def _moments(self, c: _Chunk, clip):
+        x, stride = self._upload(c)
+        queue, ctx = self.dev.queue, self.dev.context
+        n = c.hi - c.lo
+        groups = max(1, -(-n // STAT_BLOCK))
+        size = self.n_dm * groups
+        outs = [cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, size * 4) for _ in range(4)]
+        if clip is None:
+            clip_args = [self.dev.buffer(np.zeros(1, np.float32))] * 2
+        else:
+            clip_args = [self.dev.buffer(clip[0]), self.dev.buffer(clip[1])]
+        self.raw["row_moments"](queue, (groups * LOCAL_SIZE, self.n_dm), (LOCAL_SIZE, 1),
+                                x, np.int64(stride), np.int32(n),
+                                np.int32(clip is not None), *clip_args, *outs)
+        host = [np.empty(size, np.float32) for _ in range(3)] + [np.empty(size, np.int32)]
+        for h, o in zip(host, outs):
+            cl.enqueue_copy(queue, h, o)
+        queue.finish()
+        return (*(h.reshape(self.n_dm, groups) for h in host[:3]),
+                host[3].reshape(self.n_dm, groups).sum(axis=1))
+
+    def set_normalisation(self, mean, std, status) -> None:
+        ok = status == RowStatus.OK
+        inv = np.where(ok, 1.0 / np.where(ok, std, 1.0), 0.0)
+        self._mean = self.dev.buffer(mean.astype(np.float32))
+        self._inv_std = self.dev.buffer(inv.astype(np.float32))
+        self._ok = ok
+
+    # ----------------------------------------------------------------- noise
+    def noise(self, chunks: list[_Chunk]) -> None:
+        """Autocovariance of every level's series over all chunks, then the
+        inverse noise of every boxcar width (``self.inv_sigma[level]``)."""
+        parts: dict[int, list[np.ndarray]] = {lv.level: [] for lv in self.levels}
+        terms = {lv.level: 0 for lv in self.levels}
+        for c in chunks:
+            x, stride = self._upload(c)
+            series = self._levels(c, x, stride)
+            if len(chunks) == 1:
+                self._resident = ((c.lo, c.end), series)
+            for lv in self.levels:
+                buf, n = series[lv.level]
+                own = (c.hi - c.lo) >> lv.level
+                parts[lv.level].append(self._autocovariance(lv, buf, n, own))
+                terms[lv.level] += own
+        self.inv_sigma = {}
+        for lv in self.levels:
+            # the tiles' partial sums in time order, summed once
+            sums = np.concatenate(parts[lv.level], axis=1).sum(axis=1)
+            lags = np.arange(sums.shape[1])
+            gamma = sums / np.maximum(terms[lv.level] - lags, 1)
+            sigma = _boxcar_sigma(gamma, lv, self.snr_mode)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                inv = np.where((sigma > 0) & self._ok[:, None], 1.0 / sigma, 0.0)
+            self.inv_sigma[lv.level] = self.dev.buffer(inv.astype(np.float32))
+
+    def _autocovariance(self, lv: Level, buf: cl.Buffer, n: int, own: int) -> np.ndarray:
+        """Per-tile sums of z[t] z[t + l]: ``(n_dm, tiles, lags)``."""
+        queue, ctx = self.dev.queue, self.dev.context
+        program = self.raw if lv.level == 0 else self.deep[lv.level]
+        tiles = max(1, -(-own // (LOCAL_SIZE * PER_ITEM)))
+        out = cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, self.n_dm * tiles * FULL_WIDTHS * 4)
+        blocks = []
+        source = [buf, self._mean, self._inv_std] if lv.level == 0 else [buf]
+        for lag0 in range(0, _lags(lv), FULL_WIDTHS):
+            program["autocovariance"](queue, (tiles * LOCAL_SIZE, self.n_dm), (LOCAL_SIZE, 1),
+                                      *source, np.int64(self._strides[lv.level]), np.int32(n),
+                                      np.int32(own), np.int32(lag0), out)
+            host = np.empty((self.n_dm, tiles, FULL_WIDTHS), np.float32)
+            cl.enqueue_copy(queue, host, out)
+            blocks.append(host.astype(np.float64))
+        return np.concatenate(blocks, axis=2)[:, :, : _lags(lv)]
+
+    # ------------------------------------------------------------ detections
+    def detections(self, chunks: list[_Chunk], threshold: float):
+        """All detections (row, start, width, snr) over chunks and levels."""
+        found = [[], [], [], []]
+        for c in chunks:
+            x, stride = self._upload(c)
+            series = self._levels(c, x, stride)
+            for lv in self.levels:
+                buf, n = series[lv.level]
+                own = (c.hi - c.lo) >> lv.level
+                part = self._boxcar(lv, buf, n, own, c.lo, threshold)
+                for f, p in zip(found, part):
+                    f.append(p)
+        return tuple(np.concatenate(f) for f in found)
+
+    def _boxcar(self, lv: Level, buf, n, own, offset, threshold, capacity=1 << 16):
+        queue, ctx = self.dev.queue, self.dev.context
+        program = self.raw if lv.level == 0 else self.deep[lv.level]
+        source = [buf, self._mean, self._inv_std] if lv.level == 0 else [buf]
+        tiles = max(1, -(-own // (LOCAL_SIZE * PER_ITEM)))
+        while True:
+            count = cl_array.zeros(queue, 1, np.int32)
+            outs = [cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, capacity * size)
+                    for size in (4, 8, 4, 4)]
+            program["boxcar"](queue, (tiles * LOCAL_SIZE, self.n_dm), (LOCAL_SIZE, 1), *source,
+                              np.int64(self._strides[lv.level]), np.int32(n), np.int32(0),
+                              np.int32(own), self.inv_sigma[lv.level], np.float32(threshold),
+                              np.int32(lv.scale), np.int64(offset), count.data,
+                              np.int32(capacity), *outs)
+            found = int(count.get()[0])
+            if found <= capacity:
+                break
+            capacity = found  # the list overflowed: run again with room for all
+        host = [np.empty(found, dtype) for dtype in (np.int32, np.int64, np.int32, np.float32)]
+        for h, o in zip(host, outs):
+            if found:
+                cl.enqueue_copy(queue, h, o)
+        queue.finish()
+        return host
+
+
+def _lags(lv: Level) -> int:
+    """Autocovariance lags needed for the level (a multiple of 32)."""
+    return _round_up(lv.wmax, FULL_WIDTHS)
+
+
+def _round_up(n: int, m: int) -> int:
+    return -(-n // m) * m
+
+
+def _boxcar_sigma(gamma: np.ndarray, lv: Level, mode: str) -> np.ndarray:
+    """Noise of the boxcar sums of widths 1..wmax of a series with
+    autocovariance ``gamma`` (rows x lags): ``(n_dm, wmax)``."""
+    w = np.arange(1, lv.wmax + 1)
+    lags = np.arange(gamma.shape[1])
+    # var(B_w) = w g0 + 2 sum_{l=1}^{w-1} (w - l) g_l
+    weights = np.clip(w[:, None] - lags[None, :], 0, None) * np.where(lags == 0, 1.0, 2.0)
+    exact = np.sqrt(np.clip(gamma @ weights.T, 0, None))
+    if mode == "exact":
+        return exact
+    s1 = np.sqrt(np.clip(gamma[:, :1], 0, None))
+    n_max = lv.wmax
+    if n_max == 1:
+        return s1 * np.sqrt(w)
+    s_max = exact[:, n_max - 1 : n_max]
+    # Adamek & Armour eq. 5: linear in N between sqrt(N) s1 and the measured
+    # noise of the widest boxcar
+    return np.sqrt(w) * s1 + (w - 1) / (n_max - 1) * (s_max - np.sqrt(n_max) * s1)
