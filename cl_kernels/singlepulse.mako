@@ -138,35 +138,41 @@ inline void load_tile(__local float *tile, const int row, const int base, const 
     barrier(CLK_LOCAL_MEM_FENCE);
 }
 
-// sums of z[t] z[t + lag0 + l], l < LAGS, over the owned t of a work-group's
-// tile; one launch per block of 32 lags (lag0 = 0, 32, ...)
+// sums of z[t] z[t + lag0 + l], l < LAGS, over the owned t of a segment of
+// `segment` samples per work-group (a fixed span of native samples, so the
+// partials do not depend on chunking); one launch per block of 32 lags
 __kernel void autocovariance(
     SOURCE_ARGS,
     const long stride,
     const int n,                       // samples in the row (the halo included)
     const int own_hi,                  // terms with t < own_hi
     const int lag0,
+    const int segment,
     __global float *restrict out)      // [row][group][LAGS]
 {
     __local float tile[TILE_SPAN];
     __local float red[LOCAL_SIZE];
     const int row = get_global_id(1);
     const int lid = get_local_id(0);
-    const int base = get_group_id(0) * TILE;
-    load_tile(tile, row, base, n, x,
-% if raw:
-              mean, inv_std,
-% endif
-              stride);
+    const int seg_lo = get_group_id(0) * segment;
+    const int seg_hi = min(own_hi, seg_lo + segment);
     float acc[LAGS];
 #pragma unroll
     for (int l = 0; l < LAGS; ++l)
         acc[l] = 0;
-    for (int k = lid; k < TILE && base + k < own_hi; k += LOCAL_SIZE) {
-        const float z = tile[k];
+    for (int base = seg_lo; base < seg_hi; base += TILE) {
+        load_tile(tile, row, base, n, x,
+% if raw:
+                  mean, inv_std,
+% endif
+                  stride);
+        for (int k = lid; k < TILE && base + k < seg_hi; k += LOCAL_SIZE) {
+            const float z = tile[k];
 #pragma unroll
-        for (int l = 0; l < LAGS; ++l)
-            acc[l] += z * tile[k + lag0 + l];
+            for (int l = 0; l < LAGS; ++l)
+                acc[l] += z * tile[k + lag0 + l];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
     }
     __global float *o = out + ((long) row * get_num_groups(0) + get_group_id(0)) * LAGS;
     for (int l = 0; l < LAGS; ++l) {

@@ -471,18 +471,19 @@ class _Runner:
             self.inv_sigma[lv.level] = self.dev.buffer(inv.astype(np.float32))
 
     def _autocovariance(self, lv: Level, buf: cl.Buffer, n: int, own: int) -> np.ndarray:
-        """Per-tile sums of z[t] z[t + l]: ``(n_dm, tiles, lags)``."""
+        """Per-segment sums of z[t] z[t + l]: ``(n_dm, segments, lags)``."""
         queue, ctx = self.dev.queue, self.dev.context
         program = self.raw if lv.level == 0 else self.deep[lv.level]
-        tiles = max(1, -(-own // (LOCAL_SIZE * PER_ITEM)))
-        out = cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, self.n_dm * tiles * FULL_WIDTHS * 4)
+        segment = STAT_BLOCK >> lv.level  # level samples per work-group
+        groups = max(1, -(-own // segment))
+        out = cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, self.n_dm * groups * FULL_WIDTHS * 4)
         blocks = []
         source = [buf, self._mean, self._inv_std] if lv.level == 0 else [buf]
         for lag0 in range(0, _lags(lv), FULL_WIDTHS):
-            program["autocovariance"](queue, (tiles * LOCAL_SIZE, self.n_dm), (LOCAL_SIZE, 1),
+            program["autocovariance"](queue, (groups * LOCAL_SIZE, self.n_dm), (LOCAL_SIZE, 1),
                                       *source, np.int64(self._strides[lv.level]), np.int32(n),
-                                      np.int32(own), np.int32(lag0), out)
-            host = np.empty((self.n_dm, tiles, FULL_WIDTHS), np.float32)
+                                      np.int32(own), np.int32(lag0), np.int32(segment), out)
+            host = np.empty((self.n_dm, groups, FULL_WIDTHS), np.float32)
             cl.enqueue_copy(queue, host, out)
             blocks.append(host.astype(np.float64))
         return np.concatenate(blocks, axis=2)[:, :, : _lags(lv)]
