@@ -10,7 +10,6 @@
 ##   wmin        smallest boxcar width of the level
 ##   local_size  work-group size (tiles hold local_size * per_item samples)
 ##   per_item    boxcar starts / autocovariance terms per work-item
-##   stat_block  samples per work-group in row_moments
 ##
 ## Every kernel runs on a 2-D range: dimension 0 = tiles along time (times
 ## local_size), dimension 1 = DM rows; rows are `stride` samples apart.
@@ -29,13 +28,17 @@
 ##   owned (own_lo <= i < own_hi). Boxcars must end inside the series.
 <%
     tile = local_size * per_item
+    # the register window (per_item starts + 31 more samples, in float4s)
+    # serves widths and lags up to 32
+    window = wmax <= 32
+    window_len = (per_item + 31 + 3) // 4 * 4
 %>
 #define LOCAL_SIZE ${local_size}
 #define PER_ITEM ${per_item}
 #define TILE ${tile}
 #define WMAX ${wmax}
 #define WMIN ${wmin}
-#define STAT_BLOCK ${stat_block}
+#define WINDOW ${window_len}
 
 % if raw:
 #define LOAD(row, t) normalised(x[(long) (row) * stride + (t)], mean[row], inv_std[row])
@@ -53,6 +56,7 @@ __kernel void row_moments(
     __global const float *restrict x,
     const long stride,
     const int n,                       // samples per row
+    const int block,                   // samples per work-group
     const int clip,                    // 0: all finite samples; 1: clipped
     __global const float *restrict clip_mean,
     __global const float *restrict clip_half_width,
@@ -71,8 +75,8 @@ __kernel void row_moments(
     const float c0 = clip ? clip_mean[row] : 0, hw = clip ? clip_half_width[row] : 0;
     // a fixed block of samples per work-group, so the partials do not depend
     // on how the series is cut into chunks
-    const int t_end = min(n, (group + 1) * STAT_BLOCK);
-    for (int t = group * STAT_BLOCK + lid; t < t_end; t += LOCAL_SIZE) {
+    const int t_end = min(n, (group + 1) * block);
+    for (int t = group * block + lid; t < t_end; t += LOCAL_SIZE) {
         const float v = xr[t];
         if (!isfinite(v)) {
             ++bad;
@@ -125,7 +129,7 @@ __kernel void decimate(
 }
 
 #define LAGS 32
-#define TILE_SPAN (TILE + WMAX + LAGS - 1)
+#define TILE_SPAN (TILE + WMAX + LAGS + 3)
 
 // Loads the tile [base, base + TILE_SPAN) of a row (zeros past n).
 inline void load_tile(__local float *tile, const int row, const int base, const int n,
@@ -166,12 +170,30 @@ __kernel void autocovariance(
                   mean, inv_std,
 % endif
                   stride);
+% if window:
+        // PER_ITEM consecutive t per work-item, samples in registers (lag0 = 0)
+        const int k0 = lid * PER_ITEM;
+        float win[WINDOW];
+#pragma unroll
+        for (int q = 0; q < WINDOW / 4; ++q) {
+            const float4 v = vload4(q, tile + k0);
+            win[4 * q] = v.x; win[4 * q + 1] = v.y; win[4 * q + 2] = v.z; win[4 * q + 3] = v.w;
+        }
+#pragma unroll
+        for (int j = 0; j < PER_ITEM; ++j) {
+            const float z = base + k0 + j < seg_hi ? win[j] : 0.0f;
+#pragma unroll
+            for (int l = 0; l < LAGS; ++l)
+                acc[l] += z * win[j + l];
+        }
+% else:
         for (int k = lid; k < TILE && base + k < seg_hi; k += LOCAL_SIZE) {
             const float z = tile[k];
 #pragma unroll
             for (int l = 0; l < LAGS; ++l)
                 acc[l] += z * tile[k + lag0 + l];
         }
+% endif
         barrier(CLK_LOCAL_MEM_FENCE);
     }
     __global float *o = out + ((long) row * get_num_groups(0) + get_group_id(0)) * LAGS;
@@ -186,6 +208,20 @@ __kernel void autocovariance(
         if (lid == 0)
             o[l] = red[0];
         barrier(CLK_LOCAL_MEM_FENCE);
+    }
+}
+
+inline void append(const int row, const int i, const int w, const float snr, const int scale,
+                   const long start_offset, volatile __global int *count, const int capacity,
+                   __global int *det_row, __global long *det_start, __global int *det_width,
+                   __global float *det_snr)
+{
+    const int slot = atomic_inc(count);
+    if (slot < capacity) {
+        det_row[slot] = row;
+        det_start[slot] = start_offset + (long) i * scale;
+        det_width[slot] = w * scale;
+        det_snr[slot] = snr;
     }
 }
 
@@ -218,29 +254,51 @@ __kernel void boxcar(
               mean, inv_std,
 % endif
               stride);
+% if window:
+    // PER_ITEM consecutive starts per work-item, their samples in registers
+    const int k0 = lid * PER_ITEM;
+    float win[WINDOW];
+#pragma unroll
+    for (int q = 0; q < WINDOW / 4; ++q) {
+        const float4 v = vload4(q, tile + k0);
+        win[4 * q] = v.x; win[4 * q + 1] = v.y; win[4 * q + 2] = v.z; win[4 * q + 3] = v.w;
+    }
+#pragma unroll
+    for (int j = 0; j < PER_ITEM; ++j) {
+        const int i = base + k0 + j;
+        float sum = 0, best = -INFINITY;
+        int best_w = 0;
+#pragma unroll
+        for (int w = 1; w <= WMAX; ++w) {
+            sum += win[j + w - 1];
+            const float snr = sum * inv[w - 1];
+            if (w >= WMIN && snr > best && i + w <= n) {
+                best = snr;
+                best_w = w;
+            }
+        }
+        if (best >= threshold && i >= own_lo && i < own_hi)
+            append(row, i, best_w, best, scale, start_offset, count, capacity,
+                   det_row, det_start, det_width, det_snr);
+    }
+% else:
     for (int k = lid; k < TILE; k += LOCAL_SIZE) {
         const int i = base + k;
         if (i < own_lo || i >= own_hi)
             continue;
         float sum = 0, best = -INFINITY;
         int best_w = 0;
-#pragma unroll
         for (int w = 1; w <= WMAX; ++w) {
             sum += tile[k + w - 1];
             const float snr = sum * inv[w - 1];
-            if (w >= WMIN && i + w <= n && snr > best) {
+            if (w >= WMIN && snr > best && i + w <= n) {
                 best = snr;
                 best_w = w;
             }
         }
-        if (best >= threshold) {
-            const int slot = atomic_inc(count);
-            if (slot < capacity) {
-                det_row[slot] = row;
-                det_start[slot] = start_offset + (long) i * scale;
-                det_width[slot] = best_w * scale;
-                det_snr[slot] = best;
-            }
-        }
+        if (best >= threshold)
+            append(row, i, best_w, best, scale, start_offset, count, capacity,
+                   det_row, det_start, det_width, det_snr);
     }
+% endif
 }

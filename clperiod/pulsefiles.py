@@ -356,15 +356,13 @@ def write_singlepulse(path: str | os.PathLike[str], cands: np.ndarray) -> None:
     width), sorted by DM then sample, after PRESTO's header line; an empty
     file when there are no candidates.
     """
-    _require(cands, ("dm", "snr", "time", "sample", "width"))
-    order = np.lexsort((cands["sample"], cands["dm"]))
+    names = ("dm", "snr", "time", "sample", "width")
+    _require(cands, names)
+    rows = cands[np.lexsort((cands["sample"], cands["dm"]))]
     with open(path, "w") as handle:
-        if len(order):
+        if len(rows):
             handle.write(_SINGLEPULSE_HEADER)
-        handle.writelines(
-            _SINGLEPULSE_ROW % (c["dm"], c["snr"], c["time"], c["sample"], c["width"])
-            for c in cands[order]
-        )
+        handle.writelines(_SINGLEPULSE_ROW % row for row in zip(*(rows[n] for n in names)))
 
 
 def write_heimdall_cand(path: str | os.PathLike[str], cands: np.ndarray) -> None:
@@ -376,12 +374,10 @@ def write_heimdall_cand(path: str | os.PathLike[str], cands: np.ndarray) -> None
     """
     names = ("snr", "sample", "time", "width", "dm_index", "dm", "members", "begin", "end")
     _require(cands, names)
-    filters = np.rint(np.log2(np.maximum(cands["width"], 1))).astype(np.int64)
+    columns = [cands[n] for n in names]
+    columns[3] = np.rint(np.log2(cands["width"])).astype(np.int64)  # heimdall's filter index
     with open(path, "w") as handle:
-        handle.writelines(
-            _HEIMDALL_ROW % (*(c[n] for n in names[:3]), f, *(c[n] for n in names[4:]))
-            for c, f in zip(cands, filters)
-        )
+        handle.writelines(_HEIMDALL_ROW % row for row in zip(*columns))
 
 
 def write_astroaccelerate(path: str | os.PathLike[str], cands: np.ndarray) -> None:

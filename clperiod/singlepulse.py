@@ -52,7 +52,7 @@ FULL_WIDTHS = 32        # widths at full resolution in the DIT plan
 DIT_WIDTHS = (17, 32)   # decimated widths of each DIT level
 FULL_PLAN_MAX = 512     # largest max_width of plan="full" (local memory)
 LOCAL_SIZE = 256
-PER_ITEM = 4
+PER_ITEM = 8
 CLIP_SIGMA = 3.0
 CLIP_ITERATIONS = 3
 STAT_BLOCK = 1 << 16   # samples per work-group of row_moments; chunks are
@@ -185,7 +185,7 @@ class _Device:
         names = ("row_moments", "decimate", "autocovariance", "boxcar")
         return dict(zip(names, kernels.get_kernels(
             self.context, "singlepulse", names, raw=raw, wmax=wmax, wmin=wmin,
-            local_size=LOCAL_SIZE, per_item=PER_ITEM, stat_block=STAT_BLOCK)))
+            local_size=LOCAL_SIZE, per_item=PER_ITEM)))
 
     def buffer(self, array: np.ndarray) -> cl.Buffer:
         return cl.Buffer(self.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
@@ -322,7 +322,7 @@ def search(
     timings["statistics"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     runner.set_normalisation(mean, std, status)
-    runner.noise(chunks)
+    runner.noise(chunks, bool(robust))
     timings["noise"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     det = runner.detections(chunks, float(threshold))
@@ -341,8 +341,8 @@ def _candidates(det, dm, tsamp, cluster, dm_tol, time_tol, width_tol) -> Candida
     if cluster and len(row):
         c = clustering.cluster(row, start, width, snr, dm_tol=dm_tol, time_tol=time_tol,
                                width_tol=width_tol)
-        row, start, width, snr = c["dm_index"], c["start"], c["width"], c["snr"]
-        members, begin, end = c["members"], c["begin"], c["end"]
+        row, start, width, snr = c.dm_index, c.start, c.width, c.snr
+        members, begin, end = c.members, c.begin, c.end
     else:
         order = np.lexsort((width, row, start + width // 2))
         row, start, width, snr = row[order], start[order], width[order], snr[order]
@@ -371,6 +371,7 @@ class _Runner:
                      for lv in levels[1:]}
         self.plain = dev.program(False, FULL_WIDTHS, 1)  # decimation below the DIT levels
         self._resident: tuple | None = None
+        self.depth = levels[-1].level  # deepest decimation (noise() may go deeper)
 
     # ------------------------------------------------------------------ data
     def _upload(self, c: _Chunk) -> tuple[cl.Buffer, int]:
@@ -383,10 +384,11 @@ class _Runner:
     def _levels(self, c: _Chunk, x: cl.Buffer, stride: int) -> list[tuple[cl.Buffer, int]]:
         """Device series of every plan level: (buffer, length); level 0 is raw."""
         if self._resident is not None and self._resident[0] == (c.lo, c.end):
+            self._strides = self._resident[2]
             return self._resident[1]
         queue, ctx = self.dev.queue, self.dev.context
         series = [(x, c.end - c.lo, stride)]
-        for k in range(1, self.levels[-1].level + 1):
+        for k in range(1, max(self.depth, self.levels[-1].level) + 1):
             src, n_src, src_stride = series[-1]
             n_out = n_src // 2
             out = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, max(1, self.n_dm * n_out) * 4)
@@ -417,9 +419,13 @@ class _Runner:
 
     def _moments(self, c: _Chunk, clip):
         x, stride = self._upload(c)
+        return self._series_moments(x, stride, c.hi - c.lo, STAT_BLOCK, clip)
+
+    def _series_moments(self, x, stride: int, n: int, block: int, clip):
+        """Per (row, block of ``block`` samples) count, mean, M2 of ``x``'s first
+        ``n`` samples per row, and the non-finite count per row."""
         queue, ctx = self.dev.queue, self.dev.context
-        n = c.hi - c.lo
-        groups = max(1, -(-n // STAT_BLOCK))
+        groups = max(1, -(-n // block))
         size = self.n_dm * groups
         outs = [cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, size * 4) for _ in range(4)]
         if clip is None:
@@ -427,7 +433,7 @@ class _Runner:
         else:
             clip_args = [self.dev.buffer(clip[0]), self.dev.buffer(clip[1])]
         self.raw["row_moments"](queue, (groups * LOCAL_SIZE, self.n_dm), (LOCAL_SIZE, 1),
-                                x, np.int64(stride), np.int32(n),
+                                x, np.int64(stride), np.int32(n), np.int32(block),
                                 np.int32(clip is not None), *clip_args, *outs)
         host = [np.empty(size, np.float32) for _ in range(3)] + [np.empty(size, np.int32)]
         for h, o in zip(host, outs):
@@ -444,31 +450,70 @@ class _Runner:
         self._ok = ok
 
     # ----------------------------------------------------------------- noise
-    def noise(self, chunks: list[_Chunk]) -> None:
-        """Autocovariance of every level's series over all chunks, then the
-        inverse noise of every boxcar width (``self.inv_sigma[level]``)."""
-        parts: dict[int, list[np.ndarray]] = {lv.level: [] for lv in self.levels}
-        terms = {lv.level: 0 for lv in self.levels}
+    def noise(self, chunks: list[_Chunk], robust: bool) -> None:
+        """The inverse noise of every boxcar width of every level
+        (``self.inv_sigma[level]``, rows x wmax), measured over all chunks.
+
+        ``"exact"``: from the autocovariance of each level's series.
+        ``"approx"``: Adamek & Armour eq. 5 between sigma_1, the standard
+        deviation of the level's series, and sigma_Nmax, that of the series
+        decimated Nmax = 2**m >= wmax times (sums of Nmax samples: the
+        widest boxcar, measured at aligned starts as in AstroAccelerate).
+        With ``robust``, both use the 3-sigma clipped series.
+        """
+        exact = self.snr_mode == "exact"
+        needed = sorted({lv.level for lv in self.levels} | (set() if exact else {
+            lv.level + _log2_ceil(lv.wmax) for lv in self.levels}))
+        self.depth = max(needed)
+        parts: dict[int, list] = {k: [] for k in needed}
+        terms = {k: 0 for k in needed}
         for c in chunks:
             x, stride = self._upload(c)
             series = self._levels(c, x, stride)
             if len(chunks) == 1:
-                self._resident = ((c.lo, c.end), series)
-            for lv in self.levels:
-                buf, n = series[lv.level]
-                own = (c.hi - c.lo) >> lv.level
-                parts[lv.level].append(self._autocovariance(lv, buf, n, own))
-                terms[lv.level] += own
+                self._resident = ((c.lo, c.end), series, self._strides)
+            for k in needed:
+                buf, n = series[k]
+                own = (c.hi - c.lo) >> k
+                if exact and k in {lv.level for lv in self.levels}:
+                    lv = next(lv for lv in self.levels if lv.level == k)
+                    parts[k].append(self._autocovariance(lv, buf, n, own))
+                elif not exact:
+                    parts[k].append((buf, self._strides[k], own))
+                terms[k] += own
+            if not exact:
+                self._level_moments(parts, robust)
         self.inv_sigma = {}
         for lv in self.levels:
-            # the tiles' partial sums in time order, summed once
-            sums = np.concatenate(parts[lv.level], axis=1).sum(axis=1)
-            lags = np.arange(sums.shape[1])
-            gamma = sums / np.maximum(terms[lv.level] - lags, 1)
-            sigma = _boxcar_sigma(gamma, lv, self.snr_mode)
+            if exact:
+                sums = np.concatenate(parts[lv.level], axis=1).sum(axis=1)
+                lags = np.arange(sums.shape[1])
+                gamma = sums / np.maximum(terms[lv.level] - lags, 1)
+                sigma = _boxcar_sigma(gamma, lv)
+            else:
+                m = _log2_ceil(lv.wmax)
+                sigma = _approx_sigma(self._level_std[lv.level], self._level_std[lv.level + m],
+                                      lv.wmax, 1 << m)
             with np.errstate(divide="ignore", invalid="ignore"):
                 inv = np.where((sigma > 0) & self._ok[:, None], 1.0 / sigma, 0.0)
             self.inv_sigma[lv.level] = self.dev.buffer(inv.astype(np.float32))
+
+    def _level_moments(self, parts, robust: bool) -> None:
+        """Standard deviation of each needed level's series (clipped when
+        robust), from the moments of every chunk's part."""
+        self._level_std = {}
+        for k, pieces in parts.items():
+            if len(pieces) == 0 or isinstance(pieces[0], np.ndarray):
+                continue
+            clip = None
+            for _ in range(1 + (CLIP_ITERATIONS if robust else 0)):
+                got = [self._series_moments(buf, stride, own, STAT_BLOCK >> k, clip)
+                       for buf, stride, own in pieces]
+                total, mu, spread = _merge_moments(*(np.concatenate([g[i] for g in got], axis=1)
+                                                     for i in range(3)))
+                std = np.sqrt(spread / np.maximum(total, 1))
+                clip = (mu.astype(np.float32), (CLIP_SIGMA * std).astype(np.float32))
+            self._level_std[k] = std
 
     def _autocovariance(self, lv: Level, buf: cl.Buffer, n: int, own: int) -> np.ndarray:
         """Per-segment sums of z[t] z[t + l]: ``(n_dm, segments, lags)``."""
@@ -538,21 +583,25 @@ def _round_up(n: int, m: int) -> int:
     return -(-n // m) * m
 
 
-def _boxcar_sigma(gamma: np.ndarray, lv: Level, mode: str) -> np.ndarray:
+def _log2_ceil(n: int) -> int:
+    return int(n - 1).bit_length()
+
+
+def _boxcar_sigma(gamma: np.ndarray, lv: Level) -> np.ndarray:
     """Noise of the boxcar sums of widths 1..wmax of a series with
     autocovariance ``gamma`` (rows x lags): ``(n_dm, wmax)``."""
     w = np.arange(1, lv.wmax + 1)
     lags = np.arange(gamma.shape[1])
     # var(B_w) = w g0 + 2 sum_{l=1}^{w-1} (w - l) g_l
     weights = np.clip(w[:, None] - lags[None, :], 0, None) * np.where(lags == 0, 1.0, 2.0)
-    exact = np.sqrt(np.clip(gamma @ weights.T, 0, None))
-    if mode == "exact":
-        return exact
-    s1 = np.sqrt(np.clip(gamma[:, :1], 0, None))
-    n_max = lv.wmax
+    return np.sqrt(np.clip(gamma @ weights.T, 0, None))
+
+
+def _approx_sigma(s1: np.ndarray, s_max: np.ndarray, wmax: int, n_max: int) -> np.ndarray:
+    """Adamek & Armour eq. 5: the noise of widths 1..wmax, linear in N between
+    sqrt(N) s1 and the measured noise ``s_max`` of the N = ``n_max`` boxcar."""
+    w = np.arange(1, wmax + 1)
+    s1, s_max = s1[:, None], s_max[:, None]
     if n_max == 1:
-        return s1 * np.sqrt(w)
-    s_max = exact[:, n_max - 1 : n_max]
-    # Adamek & Armour eq. 5: linear in N between sqrt(N) s1 and the measured
-    # noise of the widest boxcar
+        return np.sqrt(w) * s1
     return np.sqrt(w) * s1 + (w - 1) / (n_max - 1) * (s_max - np.sqrt(n_max) * s1)

@@ -1,0 +1,243 @@
+"""Friends-of-friends clustering of single-pulse detections into candidates.
+
+Two detections ``i`` and ``j`` (DM index ``d``, first sample ``s``, width
+``w`` in samples, centre ``c = s + w // 2``) are *friends* when all of
+
+* ``|d_i - d_j| <= dm_tol``;
+* ``|c_i - c_j| <= time_tol * max(w_i, w_j)``;
+* ``|log2(w_i / w_j)| <= width_tol``, evaluated as
+  ``max(w_i, w_j) <= min(w_i, w_j) * 2**width_tol``
+
+hold, the coincidence rule of heimdall (``hd/are_coincident.cuh``) with the
+filter index replaced by ``log2`` of the width. The connected components of
+the friendship graph are the candidates.
+
+The clustering is exact (the same components as testing every pair) without
+enumerating the pairs of a dense cluster:
+
+1. Detections of one DM row and one width whose consecutive centres are at
+   most ``time_tol * w`` apart are friends along the chain, so each such run
+   becomes one *segment* ``[p, q]`` (first and last centre). Since the gaps
+   of a run are at most any pair tolerance ``T = time_tol * max(w, w')`` it
+   meets, a detection is a friend of some member of a run exactly when the
+   distance between its centre and ``[p, q]`` is at most ``T``; likewise two
+   runs hold a friendly pair exactly when ``dist([p, q], [p', q']) <= T``.
+2. ``dist <= T`` means that one segment starts within ``T`` of the other's
+   ``[p, q]``. Each segment therefore looks up the segments that *start* in
+   ``[p - T_max, q + T_max]`` (``T_max`` the largest tolerance a compatible
+   partner can have) in DM bands of ``dm_tol + 1`` rows sorted by start,
+   and the exact rule filters these candidate pairs, a few million at a time.
+3. ``scipy.sparse.csgraph.connected_components`` joins the segments.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from types import MappingProxyType
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy.sparse import coo_array
+from scipy.sparse.csgraph import connected_components
+
+__all__ = ["CLUSTER_DEFAULTS", "Clusters", "cluster"]
+
+#: Default friends-of-friends tolerances of :func:`cluster`.
+CLUSTER_DEFAULTS = MappingProxyType({"dm_tol": 5, "time_tol": 1.0, "width_tol": 3.0})
+#: Candidate segment pairs tested at once (bounds the memory of dense clusters).
+_PAIRS_PER_CHUNK = 1 << 22
+
+IntArray = NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class Clusters:
+    """Candidates: one entry per cluster, sorted by ``(sample, dm_index, width)``.
+
+    The peak member (highest ``snr``; on ties the first in ``(start,
+    dm_index, width)`` order) gives ``dm_index``, ``start``, ``width``,
+    ``sample`` and ``snr``.
+
+    Attributes
+    ----------
+    dm_index, start, width, sample : ndarray of int64
+        DM index, first sample, width (samples) and centre
+        ``start + width // 2`` of the peak member.
+    snr : ndarray of float64
+        Its signal-to-noise ratio.
+    members : ndarray of int64
+        Number of detections in the cluster.
+    begin, end : ndarray of int64
+        First and last sample covered by any member:
+        ``min(start)`` and ``max(start + width - 1)``.
+    labels : ndarray of int64
+        For every input detection, in input order, the index of its candidate.
+    """
+
+    dm_index: IntArray
+    start: IntArray
+    width: IntArray
+    sample: IntArray
+    snr: NDArray[np.float64]
+    members: IntArray
+    begin: IntArray
+    end: IntArray
+    labels: IntArray
+
+    def __len__(self) -> int:
+        return len(self.snr)
+
+
+def cluster(
+    dm_index: ArrayLike,
+    start: ArrayLike,
+    width: ArrayLike,
+    snr: ArrayLike,
+    *,
+    dm_tol: int = CLUSTER_DEFAULTS["dm_tol"],
+    time_tol: float = CLUSTER_DEFAULTS["time_tol"],
+    width_tol: float = CLUSTER_DEFAULTS["width_tol"],
+) -> Clusters:
+    """Group detections into candidates by friends-of-friends (see the module docstring).
+
+    Parameters
+    ----------
+    dm_index, start, width, snr
+        One entry per detection: DM trial index, first sample of the boxcar,
+        its width in samples (``>= 1``) and its signal-to-noise ratio.
+    dm_tol
+        Largest DM-index difference of friends.
+    time_tol
+        Largest centre difference of friends, in units of the wider width.
+    width_tol
+        Largest ``|log2|`` of the width ratio of friends.
+
+    Returns
+    -------
+    Clusters
+        The candidates and the candidate of every detection.
+
+    Raises
+    ------
+    ValueError
+        If the inputs are not 1-D arrays of one length, a width is below 1,
+        an snr is NaN or a tolerance is negative or not finite.
+    """
+    dm, s, w = (np.asarray(a, dtype=np.int64) for a in (dm_index, start, width))
+    snr = np.asarray(snr, dtype=np.float64)
+    if any(a.ndim != 1 for a in (dm, s, w, snr)) or len({dm.size, s.size, w.size, snr.size}) != 1:
+        raise ValueError("dm_index, start, width and snr must be 1-D arrays of equal length")
+    if w.size and w.min() < 1:
+        raise ValueError(f"widths must be >= 1, got {w.min()}")
+    if np.isnan(snr).any():
+        raise ValueError("snr must not be NaN")
+    if not (dm_tol >= 0 and 0 <= time_tol < math.inf and 0 <= width_tol < math.inf):
+        raise ValueError(f"tolerances must be finite and >= 0, got dm_tol={dm_tol}, "
+                         f"time_tol={time_tol}, width_tol={width_tol}")
+
+    if not snr.size:
+        none = np.zeros(0, dtype=np.int64)
+        return Clusters(none, none, none, none, snr, none, none, none, none)
+    segment, seg_dm, seg_w, seg_p, seg_q = _segments(dm, w, s + w // 2, time_tol)
+    labels = _link(seg_dm, seg_w, seg_p, seg_q, int(dm_tol), time_tol, 2.0**width_tol)
+    _, comp = np.unique(labels[segment], return_inverse=True)
+
+    by_comp = np.argsort(comp, kind="stable")
+    first = np.flatnonzero(np.r_[True, np.diff(comp[by_comp]) != 0])
+    best = np.maximum.reduceat(snr[by_comp], first)
+    begin = np.minimum.reduceat(s[by_comp], first)
+    end = np.maximum.reduceat((s + w - 1)[by_comp], first)
+    # the peak: the highest snr, ties to the first in (start, dm_index, width) order
+    tied = np.flatnonzero(snr == best[comp])
+    tied = tied[np.lexsort((w[tied], dm[tied], s[tied], comp[tied]))]
+    peak = tied[np.r_[True, np.diff(comp[tied]) != 0]]
+    sample = s[peak] + w[peak] // 2
+    out = np.lexsort((w[peak], dm[peak], sample))
+    rank = np.empty_like(out)
+    rank[out] = np.arange(out.size)
+    return Clusters(dm_index=dm[peak][out], start=s[peak][out], width=w[peak][out],
+                    sample=sample[out], snr=best[out],
+                    members=np.diff(np.r_[first, comp.size])[out],
+                    begin=begin[out], end=end[out], labels=rank[comp].astype(np.int64))
+
+
+def _segments(
+    dm: IntArray, w: IntArray, centre: IntArray, time_tol: float
+) -> tuple[IntArray, IntArray, IntArray, IntArray, IntArray]:
+    """Runs of one DM row and width with centre gaps ``<= time_tol * w``.
+
+    Returns the segment of every detection and each segment's DM index,
+    width, first centre ``p`` and last centre ``q``.
+    """
+    o = np.lexsort((centre, w, dm))
+    dm, w, c = dm[o], w[o], centre[o]
+    new = np.ones(c.size, dtype=bool)
+    new[1:] = (dm[1:] != dm[:-1]) | (w[1:] != w[:-1]) | (c[1:] - c[:-1] > time_tol * w[1:])
+    segment = np.empty(c.size, dtype=np.int64)
+    segment[o] = np.cumsum(new) - 1
+    first = np.flatnonzero(new)
+    last = np.r_[first[1:] - 1, c.size - 1].astype(np.int64)
+    return segment, dm[first], w[first], c[first], c[last]
+
+
+def _link(
+    dm: IntArray, w: IntArray, p: IntArray, q: IntArray, dm_tol: int, time_tol: float,
+    max_ratio: float,
+) -> IntArray:
+    """Connected component of every segment (labels in ``[0, n)``, not contiguous)."""
+    labels = np.arange(dm.size)
+    for i, j in _candidate_pairs(dm, w, p, q, dm_tol, time_tol, max_ratio):
+        wmax, wmin = np.maximum(w[i], w[j]), np.minimum(w[i], w[j])
+        gap = np.maximum(np.maximum(p[j] - q[i], p[i] - q[j]), 0)
+        friends = (np.abs(dm[i] - dm[j]) <= dm_tol) & (wmax <= wmin * max_ratio) & (
+            gap <= time_tol * wmax)
+        a, b = labels[i[friends]], labels[j[friends]]
+        new = a != b
+        if new.any():
+            graph = coo_array((np.ones(int(new.sum()), dtype=bool), (a[new], b[new])),
+                              shape=(dm.size, dm.size))
+            labels = connected_components(graph, directed=False)[1][labels]
+    return labels
+
+
+def _candidate_pairs(
+    dm: IntArray, w: IntArray, p: IntArray, q: IntArray, dm_tol: int, time_tol: float,
+    max_ratio: float,
+) -> Iterator[tuple[IntArray, IntArray]]:
+    """Segment pairs ``(i, j)`` where ``j`` starts within ``T_max`` of ``[p_i, q_i]``.
+
+    ``T_max = time_tol * min(w_i * max_ratio, max(w))`` bounds the tolerance
+    of any width-compatible partner, and ``j`` lies in the DM band of ``i``
+    (``dm // (dm_tol + 1)``) or a neighbouring one. Every friendly pair is
+    among the pairs yielded (in one direction or both), in chunks of about
+    ``_PAIRS_PER_CHUNK``.
+    """
+    own = time_tol * w
+    reach = np.where(q > p, time_tol * np.minimum(w * max_ratio, w.max()), own)
+    lo_c, hi_c = np.ceil(p - own).astype(np.int64), np.floor(q + reach).astype(np.int64)
+    band = dm // (dm_tol + 1)
+    # key = band * span + shifted start: one sorted axis for (band, start)
+    base = int(lo_c.min())
+    span = int(max(hi_c.max(), q.max())) - base + 1
+    by_key = np.lexsort((p, band))
+    keys = band[by_key] * span + (p[by_key] - base)
+    # queries in key order: nearly sorted needles make the binary searches cache-friendly
+    band, lo_c, hi_c = band[by_key], lo_c[by_key] - base, hi_c[by_key] - base
+    lo = np.concatenate([np.searchsorted(keys, (band + o) * span + lo_c, "left")
+                         for o in (-1, 0, 1)])
+    hi = np.concatenate([np.searchsorted(keys, (band + o) * span + hi_c, "right")
+                         for o in (-1, 0, 1)])
+    query = np.tile(by_key, 3)
+    count = hi - lo
+    done = np.cumsum(count)  # pairs up to and including each query
+    first = 0
+    while first < count.size:
+        last = max(first + 1, int(np.searchsorted(done, done[first] - count[first]
+                                                  + _PAIRS_PER_CHUNK, "right")))
+        n = count[first:last]
+        offset = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
+        rows = np.repeat(np.arange(first, last), n)
+        yield query[rows], by_key[lo[rows] + offset]
+        first = last
