@@ -68,15 +68,17 @@ __kernel void row_moments(
     const int row = get_global_id(1);
     const int lid = get_local_id(0);
     const int group = get_group_id(0);
-    const int groups = get_num_groups(0);
     __global const float *xr = x + (long) row * stride;
-    float cnt = 0, mu = 0, m2 = 0;
-    int bad = 0;
+    // per work-item: count, sum and sum of squares of x - x0 (x0 = a sample
+    // of the row near the block, so the sums do not cancel), then the
+    // pairwise merge of Chan et al. (eq. 2) in local memory
     const float c0 = clip ? clip_mean[row] : 0, hw = clip ? clip_half_width[row] : 0;
-    // a fixed block of samples per work-group, so the partials do not depend
-    // on how the series is cut into chunks
+    const int t_begin = group * block;
+    const float x0 = clip ? c0 : (t_begin < n && isfinite(xr[t_begin]) ? xr[t_begin] : 0.0f);
+    float cnt = 0, s1 = 0, s2 = 0;
+    int bad = 0;
     const int t_end = min(n, (group + 1) * block);
-    for (int t = group * block + lid; t < t_end; t += LOCAL_SIZE) {
+    for (int t = t_begin + lid; t < t_end; t += LOCAL_SIZE) {
         const float v = xr[t];
         if (!isfinite(v)) {
             ++bad;
@@ -84,11 +86,13 @@ __kernel void row_moments(
         }
         if (clip && fabs(v - c0) > hw)
             continue;
-        cnt += 1;                      // Welford = Chan's streaming update
-        const float d = v - mu;
-        mu += d / cnt;
-        m2 += d * (v - mu);
+        const float d = v - x0;
+        cnt += 1;
+        s1 += d;
+        s2 += d * d;
     }
+    const float mu = cnt > 0 ? x0 + s1 / cnt : 0;
+    const float m2 = cnt > 0 ? fmax(s2 - s1 * s1 / cnt, 0.0f) : 0;
     __local float l_cnt[LOCAL_SIZE], l_mu[LOCAL_SIZE], l_m2[LOCAL_SIZE];
     __local int l_bad[LOCAL_SIZE];
     l_cnt[lid] = cnt; l_mu[lid] = mu; l_m2[lid] = m2; l_bad[lid] = bad;
@@ -107,7 +111,7 @@ __kernel void row_moments(
         barrier(CLK_LOCAL_MEM_FENCE);
     }
     if (lid == 0) {
-        const int k = row * groups + group;
+        const int k = row * get_num_groups(0) + group;
         out_count[k] = l_cnt[0];
         out_mean[k] = l_mu[0];
         out_m2[k] = l_m2[0];
@@ -119,13 +123,18 @@ __kernel void decimate(
     SOURCE_ARGS,
     const long stride,
     const int n_out,
+    const int factor,                  // a power of two
     __global float *restrict out,
     const long out_stride)
 {
     const int i = get_global_id(0);
     const int row = get_global_id(1);
-    if (i < n_out)
-        out[(long) row * out_stride + i] = LOAD(row, 2 * i) + LOAD(row, 2 * i + 1);
+    if (i >= n_out)
+        return;
+    float sum = 0;                     // pairwise, as repeated halving would add
+    for (int j = 0; j < factor; ++j)
+        sum += LOAD(row, factor * i + j);
+    out[(long) row * out_stride + i] = sum;
 }
 
 #define LAGS 32
@@ -266,9 +275,20 @@ __kernel void boxcar(
 #pragma unroll
     for (int j = 0; j < PER_ITEM; ++j) {
         const int i = base + k0 + j;
+        // fast pass: the best SNR only (add, multiply, max per width)
         float sum = 0, best = -INFINITY;
-        int best_w = 0;
 #pragma unroll
+        for (int w = 1; w <= WMAX; ++w) {
+            sum += win[j + w - 1];
+            if (w >= WMIN)
+                best = fmax(best, sum * inv[w - 1]);
+        }
+        if (best < threshold || i < own_lo || i >= own_hi)
+            continue;
+        // rare: which width, among those that fit in the series (first maximum)
+        sum = 0;
+        best = -INFINITY;
+        int best_w = 0;
         for (int w = 1; w <= WMAX; ++w) {
             sum += win[j + w - 1];
             const float snr = sum * inv[w - 1];
@@ -277,7 +297,7 @@ __kernel void boxcar(
                 best_w = w;
             }
         }
-        if (best >= threshold && i >= own_lo && i < own_hi)
+        if (best >= threshold)
             append(row, i, best_w, best, scale, start_offset, count, capacity,
                    det_row, det_start, det_width, det_snr);
     }

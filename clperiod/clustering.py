@@ -151,10 +151,11 @@ def cluster(
     end = np.maximum.reduceat((s + w - 1)[by_comp], first)
     # the peak: the highest snr, ties to the first in (start, dm_index, width) order
     tied = np.flatnonzero(snr == best[comp])
-    tied = tied[np.lexsort((w[tied], dm[tied], s[tied], comp[tied]))]
+    tied = tied[_lexsort(w[tied], dm[tied], s[tied])]
+    tied = tied[np.argsort(comp[tied], kind="stable")]
     peak = tied[np.r_[True, np.diff(comp[tied]) != 0]]
     sample = s[peak] + w[peak] // 2
-    out = np.lexsort((w[peak], dm[peak], sample))
+    out = _lexsort(w[peak], dm[peak], sample)
     rank = np.empty_like(out)
     rank[out] = np.arange(out.size)
     return Clusters(dm_index=dm[peak][out], start=s[peak][out], width=w[peak][out],
@@ -171,7 +172,7 @@ def _segments(
     Returns the segment of every detection and each segment's DM index,
     width, first centre ``p`` and last centre ``q``.
     """
-    o = np.lexsort((centre, w, dm))
+    o = _lexsort(centre, w, dm)
     dm, w, c = dm[o], w[o], centre[o]
     new = np.ones(c.size, dtype=bool)
     new[1:] = (dm[1:] != dm[:-1]) | (w[1:] != w[:-1]) | (c[1:] - c[:-1] > time_tol * w[1:])
@@ -221,7 +222,7 @@ def _candidate_pairs(
     # key = band * span + shifted start: one sorted axis for (band, start)
     base = int(lo_c.min())
     span = int(max(hi_c.max(), q.max())) - base + 1
-    by_key = np.lexsort((p, band))
+    by_key = _lexsort(p, band)
     keys = band[by_key] * span + (p[by_key] - base)
     # queries in key order: nearly sorted needles make the binary searches cache-friendly
     band, lo_c, hi_c = band[by_key], lo_c[by_key] - base, hi_c[by_key] - base
@@ -241,3 +242,19 @@ def _candidate_pairs(
         rows = np.repeat(np.arange(first, last), n)
         yield query[rows], by_key[lo[rows] + offset]
         first = last
+
+
+def _lexsort(*keys: IntArray) -> IntArray:
+    """``np.lexsort(keys)`` (last key primary) of non-empty integer keys.
+
+    The keys are packed into one int64 key for a single stable argsort (several
+    times faster) when the product of their ranges allows it.
+    """
+    packed, total = np.zeros(keys[0].size, dtype=np.int64), 1
+    for key in reversed(keys):
+        low, size = key.min(), int(key.max() - key.min()) + 1
+        total *= size
+        if total >= 2**62:
+            return np.lexsort(keys)
+        packed = packed * size + (key - low)
+    return np.argsort(packed, kind="stable")

@@ -292,6 +292,8 @@ def search(
         raise ValueError(f"data is empty (shape {(n_dm, n_t)})")
     if max_width > n_t:
         raise ValueError(f"max_width {max_width} exceeds the series length {n_t}")
+    if max(lv.level + _log2_ceil(lv.wmax) for lv in levels) > STAT_BLOCK.bit_length() - 1:
+        raise ValueError(f"max_width {max_width} is too large (at most {STAT_BLOCK})")
     info = select_devices(device)[0]
     dev = _Device(info)
     align = max(STAT_BLOCK, LOCAL_SIZE * PER_ITEM * levels[-1].scale)
@@ -371,7 +373,10 @@ class _Runner:
                      for lv in levels[1:]}
         self.plain = dev.program(False, FULL_WIDTHS, 1)  # decimation below the DIT levels
         self._resident: tuple | None = None
-        self.depth = levels[-1].level  # deepest decimation (noise() may go deeper)
+        # series needed: the plan's levels and, for "approx", those decimated
+        # by the widest boxcar of each level (its measured noise)
+        self.needed = {lv.level for lv in levels} | (set() if snr_mode == "exact" else {
+            lv.level + _log2_ceil(lv.wmax) for lv in levels})
 
     # ------------------------------------------------------------------ data
     def _upload(self, c: _Chunk) -> tuple[cl.Buffer, int]:
@@ -381,27 +386,30 @@ class _Runner:
         host = np.ascontiguousarray(self.rows[:, c.lo:c.end], dtype=np.float32)
         return self.dev.buffer(host), c.end - c.lo
 
-    def _levels(self, c: _Chunk, x: cl.Buffer, stride: int) -> list[tuple[cl.Buffer, int]]:
-        """Device series of every plan level: (buffer, length); level 0 is raw."""
+    def _levels(self, c: _Chunk, x: cl.Buffer, stride: int) -> dict[int, tuple[cl.Buffer, int]]:
+        """Device series of the needed levels: {level: (buffer, length)};
+        level 0 is the raw chunk. Each level is summed from the deepest
+        computed level above it (2**gap samples at a time)."""
         if self._resident is not None and self._resident[0] == (c.lo, c.end):
             self._strides = self._resident[2]
             return self._resident[1]
         queue, ctx = self.dev.queue, self.dev.context
-        series = [(x, c.end - c.lo, stride)]
-        for k in range(1, max(self.depth, self.levels[-1].level) + 1):
-            src, n_src, src_stride = series[-1]
-            n_out = n_src // 2
+        series = {0: (x, c.end - c.lo, stride)}
+        for k in sorted(self.needed - {0}):
+            prev = max(j for j in series if j < k)
+            src, n_src, src_stride = series[prev]
+            factor = 1 << (k - prev)
+            n_out = n_src // factor
             out = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, max(1, self.n_dm * n_out) * 4)
-            program = self.raw if k == 1 else self.plain
-            args = [src, self._mean, self._inv_std] if k == 1 else [src]
+            program = self.raw if prev == 0 else self.plain
+            args = [src, self._mean, self._inv_std] if prev == 0 else [src]
             if n_out:
                 program["decimate"](queue, (_round_up(n_out, LOCAL_SIZE), self.n_dm),
                                     (LOCAL_SIZE, 1), *args, np.int64(src_stride),
-                                    np.int32(n_out), out, np.int64(n_out))
-            series.append((out, n_out, n_out))
-        result = [(b, n) for b, n, _ in series]
-        self._strides = [s for _, _, s in series]
-        return result
+                                    np.int32(n_out), np.int32(factor), out, np.int64(n_out))
+            series[k] = (out, n_out, n_out)
+        self._strides = {k: v[2] for k, v in series.items()}
+        return {k: (v[0], v[1]) for k, v in series.items()}
 
     # ------------------------------------------------------------ statistics
     def statistics(self, chunks: list[_Chunk], robust: bool):
@@ -462,9 +470,7 @@ class _Runner:
         With ``robust``, both use the 3-sigma clipped series.
         """
         exact = self.snr_mode == "exact"
-        needed = sorted({lv.level for lv in self.levels} | (set() if exact else {
-            lv.level + _log2_ceil(lv.wmax) for lv in self.levels}))
-        self.depth = max(needed)
+        needed = sorted(self.needed)
         parts: dict[int, list] = {k: [] for k in needed}
         terms = {k: 0 for k in needed}
         for c in chunks:
