@@ -119,6 +119,11 @@ __kernel void row_moments(
     }
 }
 
+// out[i] = z[factor i] + ... + z[factor i + factor - 1]. A work-group loads
+// its LOCAL_SIZE * factor samples coalesced into local memory (up to
+// DECIMATE_SPAN at a time), then each work-item adds its factor samples
+// starting at a rotated offset (no bank conflicts).
+#define DECIMATE_SPAN 4096
 __kernel void decimate(
     SOURCE_ARGS,
     const long stride,
@@ -127,14 +132,27 @@ __kernel void decimate(
     __global float *restrict out,
     const long out_stride)
 {
-    const int i = get_global_id(0);
+    __local float buf[DECIMATE_SPAN];
     const int row = get_global_id(1);
-    if (i >= n_out)
-        return;
-    float sum = 0;                     // pairwise, as repeated halving would add
-    for (int j = 0; j < factor; ++j)
-        sum += LOAD(row, factor * i + j);
-    out[(long) row * out_stride + i] = sum;
+    const int lid = get_local_id(0);
+    const int first_out = get_group_id(0) * LOCAL_SIZE;
+    const int outs = min(LOCAL_SIZE, n_out - first_out);   // outputs of this group
+    const int per_pass = max(1, DECIMATE_SPAN / factor);  // outputs per local pass
+    float sum = 0;
+    for (int o0 = 0; o0 < outs; o0 += per_pass) {
+        const int count = min(per_pass, outs - o0) * factor;
+        const long src0 = (long) (first_out + o0) * factor;
+        for (int k = lid; k < count; k += LOCAL_SIZE)
+            buf[k] = LOAD(row, src0 + k);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        const int mine = lid - o0;
+        if (mine >= 0 && mine < per_pass && mine * factor < count)
+            for (int j = 0; j < factor; ++j)
+                sum += buf[mine * factor + ((j + mine) & (factor - 1))];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (lid < outs)
+        out[(long) row * out_stride + first_out + lid] = sum;
 }
 
 #define LAGS 32
@@ -264,8 +282,13 @@ __kernel void boxcar(
 % endif
               stride);
 % if window:
-    // PER_ITEM consecutive starts per work-item, their samples in registers
+    // PER_ITEM consecutive starts per work-item, their samples and the
+    // inverse noise of every width in registers
     const int k0 = lid * PER_ITEM;
+    float iv[WMAX];
+#pragma unroll
+    for (int w = 0; w < WMAX; ++w)
+        iv[w] = inv[w];
     float win[WINDOW];
 #pragma unroll
     for (int q = 0; q < WINDOW / 4; ++q) {
@@ -281,16 +304,17 @@ __kernel void boxcar(
         for (int w = 1; w <= WMAX; ++w) {
             sum += win[j + w - 1];
             if (w >= WMIN)
-                best = fmax(best, sum * inv[w - 1]);
+                best = fmax(best, sum * iv[w - 1]);
         }
         if (best < threshold || i < own_lo || i >= own_hi)
             continue;
-        // rare: which width, among those that fit in the series (first maximum)
+        // rare: which width, among those that fit in the series (first
+        // maximum); from the tile, so that win[] stays in registers
         sum = 0;
         best = -INFINITY;
         int best_w = 0;
         for (int w = 1; w <= WMAX; ++w) {
-            sum += win[j + w - 1];
+            sum += tile[k0 + j + w - 1];
             const float snr = sum * inv[w - 1];
             if (w >= WMIN && snr > best && i + w <= n) {
                 best = snr;

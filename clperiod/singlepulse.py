@@ -51,7 +51,7 @@ CANDIDATE_DTYPE = np.dtype([
 FULL_WIDTHS = 32        # widths at full resolution in the DIT plan
 DIT_WIDTHS = (17, 32)   # decimated widths of each DIT level
 FULL_PLAN_MAX = 512     # largest max_width of plan="full" (local memory)
-LOCAL_SIZE = 256
+LOCAL_SIZE = 128
 PER_ITEM = 8
 CLIP_SIGMA = 3.0
 CLIP_ITERATIONS = 3
@@ -484,11 +484,11 @@ class _Runner:
                 if exact and k in {lv.level for lv in self.levels}:
                     lv = next(lv for lv in self.levels if lv.level == k)
                     parts[k].append(self._autocovariance(lv, buf, n, own))
-                elif not exact:
+                elif not exact and k > 0:  # level 0 is normalised: sigma_1 = 1
                     parts[k].append((buf, self._strides[k], own))
                 terms[k] += own
-            if not exact:
-                self._level_moments(parts, robust)
+        if not exact:
+            self._level_moments(parts, robust)
         self.inv_sigma = {}
         for lv in self.levels:
             if exact:
@@ -507,7 +507,7 @@ class _Runner:
     def _level_moments(self, parts, robust: bool) -> None:
         """Standard deviation of each needed level's series (clipped when
         robust), from the moments of every chunk's part."""
-        self._level_std = {}
+        self._level_std = {0: np.ones(self.n_dm)}
         for k, pieces in parts.items():
             if len(pieces) == 0 or isinstance(pieces[0], np.ndarray):
                 continue
