@@ -129,6 +129,7 @@ class SearchInfo:
     row_status: np.ndarray
     masked: np.ndarray  # non-finite samples per row
     plan: tuple[Level, ...]
+    noise: dict[int, np.ndarray]  # level -> (n_dm, wmax) noise of the boxcar sums of z
     snr_mode: str
     robust: bool
     threshold: float
@@ -333,7 +334,8 @@ def search(
     out = _candidates(det, dm, tsamp, cluster, dm_tol, time_tol, width_tol)
     timings["clustering"] = time.perf_counter() - t0
     timings["total"] = time.perf_counter() - started
-    out.info = SearchInfo(tsamp, dm, mean, std, status, masked, levels, snr_mode, bool(robust),
+    out.info = SearchInfo(tsamp, dm, mean, std, status, masked, levels, runner.sigma, snr_mode,
+                          bool(robust),
                           float(threshold), len(det[0]), len(chunks), info.label, timings)
     return out
 
@@ -489,7 +491,7 @@ class _Runner:
                 terms[k] += own
         if not exact:
             self._level_moments(parts, robust)
-        self.inv_sigma = {}
+        self.inv_sigma, self.sigma = {}, {}
         for lv in self.levels:
             if exact:
                 sums = np.concatenate(parts[lv.level], axis=1).sum(axis=1)
@@ -500,6 +502,7 @@ class _Runner:
                 m = _log2_ceil(lv.wmax)
                 sigma = _approx_sigma(self._level_std[lv.level], self._level_std[lv.level + m],
                                       lv.wmax, 1 << m)
+            self.sigma[lv.level] = sigma
             with np.errstate(divide="ignore", invalid="ignore"):
                 inv = np.where((sigma > 0) & self._ok[:, None], 1.0 / sigma, 0.0)
             self.inv_sigma[lv.level] = self.dev.buffer(inv.astype(np.float32))
