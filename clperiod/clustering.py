@@ -12,28 +12,32 @@ hold, the coincidence rule of heimdall (``hd/are_coincident.cuh``) with the
 filter index replaced by ``log2`` of the width. The connected components of
 the friendship graph are the candidates.
 
-The clustering is exact (the same components as testing every pair) without
-enumerating the pairs of a dense cluster:
+The clustering is exact (the same components as testing every pair) and
+avoids testing most pairs of a dense cluster:
 
 1. Detections of one DM row and one width whose consecutive centres are at
    most ``time_tol * w`` apart are friends along the chain, so each such run
-   becomes one *segment* ``[p, q]`` (first and last centre). Since the gaps
-   of a run are at most any pair tolerance ``T = time_tol * max(w, w')`` it
-   meets, a detection is a friend of some member of a run exactly when the
-   distance between its centre and ``[p, q]`` is at most ``T``; likewise two
-   runs hold a friendly pair exactly when ``dist([p, q], [p', q']) <= T``.
-2. ``dist <= T`` means that one segment starts within ``T`` of the other's
-   ``[p, q]``. Each segment therefore looks up the segments that *start* in
-   ``[p - T_max, q + T_max]`` (``T_max`` the largest tolerance a compatible
-   partner can have) in DM bands of ``dm_tol + 1`` rows sorted by start,
-   and the exact rule filters these candidate pairs, a few million at a time.
-3. ``scipy.sparse.csgraph.connected_components`` joins the segments.
+   becomes one *segment* ``[p, q]`` (first and last centre). The gaps of a
+   run are at most any pair tolerance ``T = time_tol * max(w, w')`` it
+   meets, so two runs hold a friendly pair exactly when
+   ``dist([p, q], [p', q']) <= T`` (and the DM and width rules hold).
+2. Every segment looks up the segments that *start* in a window around its
+   ``[p, q]`` (:func:`_windows`), in the DM bands of ``dm_tol + 1`` rows
+   next to its own: one sorted array and three binary searches per segment.
+3. The exact rule tests these candidates a few million at a time, and
+   ``scipy.sparse.csgraph.connected_components`` joins the friends. Windows
+   whose candidates all lie in the segment's component already are skipped;
+   passes that test only the first 8, 64 and 512 candidates of each window
+   come first, so that a dense cluster is joined before its long windows
+   would be tested in full.
+
+With the defaults, 1e6 random detections (1000 DM rows, 1e7 samples, the
+144 widths of a 4096-sample BoxDIT plan) take about 2-3 s on one CPU core.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -48,6 +52,8 @@ __all__ = ["CLUSTER_DEFAULTS", "Clusters", "cluster"]
 CLUSTER_DEFAULTS = MappingProxyType({"dm_tol": 5, "time_tol": 1.0, "width_tol": 3.0})
 #: Candidate segment pairs tested at once (bounds the memory of dense clusters).
 _PAIRS_PER_CHUNK = 1 << 22
+#: Candidates per window tested by the first passes of :func:`_link`.
+_FIRST_PASSES = (8, 64, 512)
 
 IntArray = NDArray[np.int64]
 
@@ -188,32 +194,62 @@ def _link(
     max_ratio: float,
 ) -> IntArray:
     """Connected component of every segment (labels in ``[0, n)``, not contiguous)."""
+    query, lo, hi, by_key = _windows(dm, w, p, q, dm_tol, time_tol, max_ratio)
+
+    def join(labels: IntArray, count: IntArray) -> IntArray:
+        """Join the friends among the first ``count[k]`` candidates of every window ``k``."""
+        todo = np.flatnonzero(count)
+        while True:
+            # drop the windows whose candidates all lie in the querying segment's component
+            in_key = labels[by_key]
+            run = np.cumsum(np.r_[0, in_key[1:] != in_key[:-1]])
+            first, last = lo[todo], lo[todo] + count[todo] - 1
+            todo = todo[(run[first] != run[last]) | (in_key[first] != labels[query[todo]])]
+            if not todo.size:
+                return labels
+            n = count[todo]
+            take = max(1, int(np.searchsorted(np.cumsum(n), _PAIRS_PER_CHUNK, "right")))
+            window, todo, n = np.repeat(todo[:take], n[:take]), todo[take:], n[:take]
+            i = query[window]
+            j = by_key[lo[window] + np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n)]
+            wmax, wmin = np.maximum(w[i], w[j]), np.minimum(w[i], w[j])
+            gap = np.maximum(np.maximum(p[j] - q[i], p[i] - q[j]), 0)
+            friends = (np.abs(dm[i] - dm[j]) <= dm_tol) & (wmax <= wmin * max_ratio) & (
+                gap <= time_tol * wmax)
+            a, b = labels[i[friends]], labels[j[friends]]
+            new = a != b
+            if new.any():
+                graph = coo_array((np.ones(int(new.sum()), dtype=bool), (a[new], b[new])),
+                                  shape=(dm.size, dm.size))
+                labels = connected_components(graph, directed=False)[1][labels]
+
     labels = np.arange(dm.size)
-    for i, j in _candidate_pairs(dm, w, p, q, dm_tol, time_tol, max_ratio):
-        wmax, wmin = np.maximum(w[i], w[j]), np.minimum(w[i], w[j])
-        gap = np.maximum(np.maximum(p[j] - q[i], p[i] - q[j]), 0)
-        friends = (np.abs(dm[i] - dm[j]) <= dm_tol) & (wmax <= wmin * max_ratio) & (
-            gap <= time_tol * wmax)
-        a, b = labels[i[friends]], labels[j[friends]]
-        new = a != b
-        if new.any():
-            graph = coo_array((np.ones(int(new.sum()), dtype=bool), (a[new], b[new])),
-                              shape=(dm.size, dm.size))
-            labels = connected_components(graph, directed=False)[1][labels]
-    return labels
+    for k in _FIRST_PASSES:
+        labels = join(labels, np.minimum(hi - lo, k))
+    return join(labels, hi - lo)
 
 
-def _candidate_pairs(
+def _windows(
     dm: IntArray, w: IntArray, p: IntArray, q: IntArray, dm_tol: int, time_tol: float,
     max_ratio: float,
-) -> Iterator[tuple[IntArray, IntArray]]:
-    """Segment pairs ``(i, j)`` where ``j`` starts within ``T_max`` of ``[p_i, q_i]``.
+) -> tuple[IntArray, IntArray, IntArray, IntArray]:
+    """Candidate partners of every segment: those starting in its windows.
 
-    ``T_max = time_tol * min(w_i * max_ratio, max(w))`` bounds the tolerance
-    of any width-compatible partner, and ``j`` lies in the DM band of ``i``
-    (``dm // (dm_tol + 1)``) or a neighbouring one. Every friendly pair is
-    among the pairs yielded (in one direction or both), in chunks of about
-    ``_PAIRS_PER_CHUNK``.
+    Segment ``i`` looks for the segments ``j`` that start in
+    ``[p_i - time_tol * w_i, q_i + reach_i]``, where ``reach_i = time_tol *
+    min(w_i * max_ratio, max(w))`` (the largest tolerance of a compatible
+    partner) if ``q_i > p_i`` and ``time_tol * w_i`` otherwise, and that lie
+    in the DM band of ``i`` (``dm // (dm_tol + 1)``) or a neighbouring one.
+    With ``T`` the pair tolerance, a friendly pair either has the narrower
+    segment start within ``T`` of the wider one's ``[p, q]`` (found by the
+    wider segment), or has the wider one start in ``(p + T, q + T]`` of the
+    narrower, which then has ``q > p`` (found by the narrower).
+
+    Returns
+    -------
+    query, lo, hi, by_key
+        Three windows per segment (one per DM band): the candidates of window
+        ``k`` of segment ``query[k]`` are ``by_key[lo[k]:hi[k]]``.
     """
     own = time_tol * w
     reach = np.where(q > p, time_tol * np.minimum(w * max_ratio, w.max()), own)
@@ -230,18 +266,7 @@ def _candidate_pairs(
                          for o in (-1, 0, 1)])
     hi = np.concatenate([np.searchsorted(keys, (band + o) * span + hi_c, "right")
                          for o in (-1, 0, 1)])
-    query = np.tile(by_key, 3)
-    count = hi - lo
-    done = np.cumsum(count)  # pairs up to and including each query
-    first = 0
-    while first < count.size:
-        last = max(first + 1, int(np.searchsorted(done, done[first] - count[first]
-                                                  + _PAIRS_PER_CHUNK, "right")))
-        n = count[first:last]
-        offset = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
-        rows = np.repeat(np.arange(first, last), n)
-        yield query[rows], by_key[lo[rows] + offset]
-        first = last
+    return np.tile(by_key, 3), lo, hi, by_key
 
 
 def _lexsort(*keys: IntArray) -> IntArray:
