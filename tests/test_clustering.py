@@ -58,10 +58,10 @@ def random_detections(rng, n):
     dm = rng.integers(0, 25, n)
     start = rng.integers(0, 3000, n)
     width = rng.choice([1, 2, 3, 4, 6, 8, 17, 24, 32, 40, 64, 96, 128, 256, 512], n)
-    m = n // 3
-    src = rng.integers(0, n - m, m)
-    dm[-m:], width[-m:] = dm[src], width[src]
-    start[-m:] = np.maximum(start[src] + rng.integers(-width[src], width[src] + 1), 0)
+    k = n - n // 3
+    src = rng.integers(0, k, n - k)
+    dm[k:], width[k:] = dm[src], width[src]
+    start[k:] = np.maximum(start[src] + rng.integers(-width[src], width[src] + 1), 0)
     snr = rng.integers(12, 40, n) / 2  # many ties
     return dm, start, width, snr
 
@@ -113,8 +113,8 @@ def test_separated_pulses_give_two_candidates():
     snr = 10 - np.abs(dm - 12) - np.abs(start - 1006) / 4
     one = cluster(dm, start, width, snr)
     assert len(one) == 1 and one.members[0] == dm.size
-    # time: centres 1000 + 32 + 1 apart, more than time_tol * 16 after the widest
-    for moved in (dict(start=start + 60), dict(dm=dm + 11), dict(width=width * 32)):
+    # centres 43 > 16 samples apart, DM indices 7 > 5 apart, widths 16 > 2**3 times wider
+    for moved in (dict(start=start + 60), dict(dm=dm + 11), dict(width=width * 64)):
         both = dict(dm=dm, start=start, width=width) | moved
         two = cluster(np.r_[dm, both["dm"]], np.r_[start, both["start"]],
                       np.r_[width, both["width"]], np.r_[snr, snr])
