@@ -220,3 +220,68 @@ def test_float64_and_memmap_inputs(tmp_path):
     a = sp.search(x, np.arange(3.0), TSAMP)
     b = sp.search(np.load(path, mmap_mode="r"), np.arange(3.0), TSAMP)
     assert keys(a) == keys(b) and len(a) >= 1
+
+
+# ------------------------------------------------------- against the NumPy reference
+from reference import singlepulse as reference  # noqa: E402
+
+
+def reference_levels(z, depth):
+    series = [z]
+    for _ in range(depth):
+        series.append(reference.decimate(series[-1]))
+    return series
+
+
+@pytest.mark.parametrize("plan, max_width", [("dit", 32), ("dit", 600), ("full", 48)])
+def test_noise_tables_match_numpy(plan, max_width):
+    """Exact: the autocovariance formula on the float64 reference series.
+    Approx: eq. 5 between sigma_1 (1 at level 0, the std of the level's series
+    above) and the std of the series decimated by Nmax = 2**ceil(log2 wmax)."""
+    x = noise(3, 65536 + 4096, seed=13, loc=-2.0, scale=0.5)
+    inject(x, 1, 3000, 40, 1.0)
+    z, _ = reference.normalize(x)
+    for mode in ("exact", "approx"):
+        c = sp.search(x, np.arange(3.0), TSAMP, max_width=max_width, plan=plan, snr_mode=mode,
+                      threshold=50.0)
+        for lv in c.info.plan:
+            m = (lv.wmax - 1).bit_length()
+            series = reference_levels(z, lv.level + m)
+            widths = np.arange(1, lv.wmax + 1)
+            if mode == "exact":
+                want = reference.boxcar_sigma(series[lv.level], widths, "exact")
+            else:
+                s1 = np.ones(3) if lv.level == 0 else series[lv.level].std(axis=1)
+                s_n = series[lv.level + m].std(axis=1)
+                n_max = 1 << m
+                want = np.sqrt(widths) * s1[:, None]
+                if n_max > 1:
+                    want = want + (widths - 1) / (n_max - 1) * (
+                        s_n[:, None] - np.sqrt(n_max) * s1[:, None])
+            np.testing.assert_allclose(c.info.noise[lv.level], want, rtol=2e-4)
+
+
+@pytest.mark.parametrize("max_width, plan", [(32, "dit"), (300, "dit"), (40, "full")])
+def test_detections_match_the_reference(max_width, plan):
+    """Exact mode: the same detections (DM, start, width) as the float64
+    reference, SNR equal to float32 rounding; only detections within 1e-3 of
+    the threshold may differ."""
+    x = noise(6, 32768, seed=14, loc=10.0, scale=2.0)
+    for row, start, width in ((0, 100, 3), (2, 5000, 24), (3, 20000, 150), (5, 32700, 60)):
+        inject(x, row, start, width, 10.0 / np.sqrt(width), scale=2.0)
+    threshold = 4.5
+    got = sp.search(x, np.arange(6.0), TSAMP, max_width=max_width, plan=plan,
+                    snr_mode="exact", threshold=threshold, cluster=False)
+    want = reference.search(x, np.arange(6.0), TSAMP, max_width=max_width, plan=plan,
+                            snr_mode="exact", threshold=threshold)
+    start = got["sample"] - got["width"] // 2
+    mine = {(d, s, w): v for d, s, w, v in zip(got["dm_index"], start, got["width"], got["snr"])}
+    theirs = {(d, s, w): v for d, s, w, v in zip(want["dm_index"], want["start"], want["width"],
+                                                 want["snr"])}
+    common = mine.keys() & theirs.keys()
+    assert len(common) > 50
+    for key in mine.keys() ^ theirs.keys():
+        value = mine.get(key, theirs.get(key))
+        assert abs(value - threshold) < 1e-3 * threshold, key
+    np.testing.assert_allclose([mine[k] for k in common], [theirs[k] for k in common],
+                               rtol=1e-4)
