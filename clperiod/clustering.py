@@ -31,8 +31,9 @@ avoids testing most pairs of a dense cluster:
    come first, so that a dense cluster is joined before its long windows
    would be tested in full.
 
-With the defaults, 1e6 random detections (1000 DM rows, 1e7 samples, the
-144 widths of a 4096-sample BoxDIT plan) take about 2-3 s on one CPU core.
+With the defaults, on one CPU core: 1e6 random detections (1000 DM rows,
+1e7 samples, the 144 widths of a 4096-sample BoxDIT plan) take 2-2.5 s; the
+1.2e5 detections of one bright pulse over 128 DM rows 0.1 s.
 """
 
 from __future__ import annotations
@@ -102,7 +103,7 @@ def cluster(
     width: ArrayLike,
     snr: ArrayLike,
     *,
-    dm_tol: int = CLUSTER_DEFAULTS["dm_tol"],
+    dm_tol: float = CLUSTER_DEFAULTS["dm_tol"],
     time_tol: float = CLUSTER_DEFAULTS["time_tol"],
     width_tol: float = CLUSTER_DEFAULTS["width_tol"],
 ) -> Clusters:

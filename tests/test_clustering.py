@@ -43,10 +43,10 @@ def brute_force(dm, start, width, snr, dm_tol, time_tol, width_tol):
     rows = []
     for members in groups:
         peak = min(members, key=lambda i: (-snr[i], start[i], dm[i], width[i]))
-        rows.append(dict(dm_index=dm[peak], start=start[peak], width=width[peak],
-                         sample=centre[peak], snr=snr[peak], members=len(members),
-                         begin=min(start[i] for i in members),
-                         end=max(start[i] + width[i] - 1 for i in members)))
+        rows.append({"dm_index": dm[peak], "start": start[peak], "width": width[peak],
+                     "sample": centre[peak], "snr": snr[peak], "members": len(members),
+                     "begin": min(start[i] for i in members),
+                     "end": max(start[i] + width[i] - 1 for i in members)})
     order = sorted(range(len(rows)), key=lambda k: (rows[k]["sample"], rows[k]["dm_index"],
                                                     rows[k]["width"]))
     rank = np.argsort(order)
@@ -71,9 +71,9 @@ def random_detections(rng, n):
 
 @pytest.mark.parametrize("tols", [
     dict(CLUSTER_DEFAULTS),
-    dict(dm_tol=0, time_tol=0.0, width_tol=0.0),
-    dict(dm_tol=2, time_tol=0.5, width_tol=1.0),
-    dict(dm_tol=10, time_tol=3.0, width_tol=2.5),
+    {"dm_tol": 0, "time_tol": 0.0, "width_tol": 0.0},
+    {"dm_tol": 2, "time_tol": 0.5, "width_tol": 1.0},
+    {"dm_tol": 10, "time_tol": 3.0, "width_tol": 2.5},
 ])
 @pytest.mark.parametrize("small_chunks", [False, True])
 def test_against_brute_force(tols, small_chunks, monkeypatch):
@@ -114,8 +114,8 @@ def test_separated_pulses_give_two_candidates():
     one = cluster(dm, start, width, snr)
     assert len(one) == 1 and one.members[0] == dm.size
     # centres 43 > 16 samples apart, DM indices 7 > 5 apart, widths 16 > 2**3 times wider
-    for moved in (dict(start=start + 60), dict(dm=dm + 11), dict(width=width * 64)):
-        both = dict(dm=dm, start=start, width=width) | moved
+    for moved in ({"start": start + 60}, {"dm": dm + 11}, {"width": width * 64}):
+        both = {"dm": dm, "start": start, "width": width} | moved
         two = cluster(np.r_[dm, both["dm"]], np.r_[start, both["start"]],
                       np.r_[width, both["width"]], np.r_[snr, snr])
         assert len(two) == 2, moved
