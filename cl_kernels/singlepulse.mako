@@ -119,52 +119,6 @@ __kernel void row_moments(
     }
 }
 
-// row_moments for short blocks (deep decimation levels): one work-item per
-// (row, block), the same shifted sums without a local merge
-__kernel void block_moments(
-    __global const float *restrict x,
-    const long stride,
-    const int n,
-    const int block,
-    const int clip,
-    __global const float *restrict clip_mean,
-    __global const float *restrict clip_half_width,
-    __global float *restrict out_count,
-    __global float *restrict out_mean,
-    __global float *restrict out_m2,
-    __global int *restrict out_bad,
-    const int groups)
-{
-    const int b = get_global_id(0);
-    const int row = get_global_id(1);
-    if (b >= groups)
-        return;
-    __global const float *xr = x + (long) row * stride;
-    const float c0 = clip ? clip_mean[row] : 0, hw = clip ? clip_half_width[row] : 0;
-    const int t_begin = b * block, t_end = min(n, t_begin + block);
-    const float x0 = clip ? c0 : (isfinite(xr[t_begin]) ? xr[t_begin] : 0.0f);
-    float cnt = 0, s1 = 0, s2 = 0;
-    int bad = 0;
-    for (int t = t_begin; t < t_end; ++t) {
-        const float v = xr[t];
-        if (!isfinite(v)) {
-            ++bad;
-            continue;
-        }
-        if (clip && fabs(v - c0) > hw)
-            continue;
-        const float d = v - x0;
-        cnt += 1;
-        s1 += d;
-        s2 += d * d;
-    }
-    const int k = row * groups + b;
-    out_count[k] = cnt;
-    out_mean[k] = cnt > 0 ? x0 + s1 / cnt : 0;
-    out_m2[k] = cnt > 0 ? fmax(s2 - s1 * s1 / cnt, 0.0f) : 0;
-    out_bad[k] = bad;
-}
-
 // out[i] = z[factor i] + ... + z[factor i + factor - 1]. For factors of 8
 // and more a work-group loads its LOCAL_SIZE * factor samples coalesced into
 // local memory (up to DECIMATE_SPAN at a time), then each work-item adds its

@@ -52,7 +52,6 @@ FULL_WIDTHS = 32        # widths at full resolution in the DIT plan
 DIT_WIDTHS = (17, 32)   # decimated widths of each DIT level
 FULL_PLAN_MAX = 512     # largest max_width of plan="full" (local memory)
 LOCAL_SIZE = 128
-SHORT_BLOCK = 1024      # blocks this short get one work-item each in the moments
 PER_ITEM = 8
 CLIP_SIGMA = 3.0
 CLIP_ITERATIONS = 3
@@ -184,7 +183,7 @@ class _Device:
         self.queue = get_queue(info)
 
     def program(self, raw: bool, wmax: int, wmin: int) -> dict[str, cl.Kernel]:
-        names = ("row_moments", "block_moments", "decimate", "autocovariance", "boxcar")
+        names = ("row_moments", "decimate", "autocovariance", "boxcar")
         return dict(zip(names, kernels.get_kernels(
             self.context, "singlepulse", names, raw=raw, wmax=wmax, wmin=wmin,
             local_size=LOCAL_SIZE, per_item=PER_ITEM)))
@@ -443,14 +442,9 @@ class _Runner:
             clip_args = [self.dev.buffer(np.zeros(1, np.float32))] * 2
         else:
             clip_args = [self.dev.buffer(clip[0]), self.dev.buffer(clip[1])]
-        common = [x, np.int64(stride), np.int32(n), np.int32(block),
-                  np.int32(clip is not None), *clip_args, *outs]
-        if block <= SHORT_BLOCK:  # one work-item per block (deep levels: many short blocks)
-            self.raw["block_moments"](queue, (_round_up(groups, LOCAL_SIZE), self.n_dm),
-                                      (LOCAL_SIZE, 1), *common, np.int32(groups))
-        else:
-            self.raw["row_moments"](queue, (groups * LOCAL_SIZE, self.n_dm), (LOCAL_SIZE, 1),
-                                    *common)
+        self.raw["row_moments"](queue, (groups * LOCAL_SIZE, self.n_dm), (LOCAL_SIZE, 1),
+                                x, np.int64(stride), np.int32(n), np.int32(block),
+                                np.int32(clip is not None), *clip_args, *outs)
         host = [np.empty(size, np.float32) for _ in range(3)] + [np.empty(size, np.int32)]
         for h, o in zip(host, outs):
             cl.enqueue_copy(queue, h, o)
