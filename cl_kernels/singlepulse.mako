@@ -306,34 +306,42 @@ __kernel void boxcar(
         const float4 v = vload4(q, tile + k0);
         win[4 * q] = v.x; win[4 * q + 1] = v.y; win[4 * q + 2] = v.z; win[4 * q + 3] = v.w;
     }
+    // fast pass: the best SNR of each start (add, multiply, max per width),
+    // the PER_ITEM starts interleaved so their sums are independent chains
+    float sum[PER_ITEM], best[PER_ITEM];
+#pragma unroll
+    for (int j = 0; j < PER_ITEM; ++j) {
+        sum[j] = 0;
+        best[j] = -INFINITY;
+    }
+#pragma unroll
+    for (int w = 1; w <= WMAX; ++w) {
+#pragma unroll
+        for (int j = 0; j < PER_ITEM; ++j) {
+            sum[j] += win[j + w - 1];
+            if (w >= WMIN)
+                best[j] = fmax(best[j], sum[j] * iv[w - 1]);
+        }
+    }
 #pragma unroll
     for (int j = 0; j < PER_ITEM; ++j) {
         const int i = base + k0 + j;
-        // fast pass: the best SNR only (add, multiply, max per width)
-        float sum = 0, best = -INFINITY;
-#pragma unroll
-        for (int w = 1; w <= WMAX; ++w) {
-            sum += win[j + w - 1];
-            if (w >= WMIN)
-                best = fmax(best, sum * iv[w - 1]);
-        }
-        if (best < threshold || i < own_lo || i >= own_hi)
+        if (best[j] < threshold || i < own_lo || i >= own_hi)
             continue;
         // rare: which width, among those that fit in the series (first
         // maximum); from the tile, so that win[] stays in registers
-        sum = 0;
-        best = -INFINITY;
+        float acc = 0, top = -INFINITY;
         int best_w = 0;
         for (int w = 1; w <= WMAX; ++w) {
-            sum += tile[k0 + j + w - 1];
-            const float snr = sum * inv[w - 1];
-            if (w >= WMIN && snr > best && i + w <= n) {
-                best = snr;
+            acc += tile[k0 + j + w - 1];
+            const float snr = acc * inv[w - 1];
+            if (w >= WMIN && snr > top && i + w <= n) {
+                top = snr;
                 best_w = w;
             }
         }
-        if (best >= threshold)
-            append(row, i, best_w, best, scale, start_offset, count, capacity,
+        if (top >= threshold)
+            append(row, i, best_w, top, scale, start_offset, count, capacity,
                    det_row, det_start, det_width, det_snr);
     }
 % else:
