@@ -429,11 +429,13 @@ class _Runner:
 
     def _moments(self, c: _Chunk, clip):
         x, stride = self._upload(c)
-        return self._series_moments(x, stride, c.hi - c.lo, STAT_BLOCK, clip)
+        return self._series_moments(x, stride, c.hi - c.lo, STAT_BLOCK, clip)()
 
     def _series_moments(self, x, stride: int, n: int, block: int, clip):
-        """Per (row, block of ``block`` samples) count, mean, M2 of ``x``'s first
-        ``n`` samples per row, and the non-finite count per row."""
+        """Enqueue the per (row, block of ``block`` samples) count, mean, M2 of
+        ``x``'s first ``n`` samples per row and the non-finite count per row;
+        returns a function that waits for them (so several series can be
+        enqueued before one wait)."""
         queue, ctx = self.dev.queue, self.dev.context
         groups = max(1, -(-n // block))
         size = self.n_dm * groups
@@ -447,10 +449,14 @@ class _Runner:
                                 np.int32(clip is not None), *clip_args, *outs)
         host = [np.empty(size, np.float32) for _ in range(3)] + [np.empty(size, np.int32)]
         for h, o in zip(host, outs):
-            cl.enqueue_copy(queue, h, o)
-        queue.finish()
-        return (*(h.reshape(self.n_dm, groups) for h in host[:3]),
-                host[3].reshape(self.n_dm, groups).sum(axis=1))
+            cl.enqueue_copy(queue, h, o, is_blocking=False)
+
+        def wait():
+            queue.finish()
+            return (*(h.reshape(self.n_dm, groups) for h in host[:3]),
+                    host[3].reshape(self.n_dm, groups).sum(axis=1))
+
+        return wait
 
     def set_normalisation(self, mean, std, status) -> None:
         ok = status == RowStatus.OK
@@ -511,18 +517,20 @@ class _Runner:
         """Standard deviation of each needed level's series (clipped when
         robust), from the moments of every chunk's part."""
         self._level_std = {0: np.ones(self.n_dm)}
-        for k, pieces in parts.items():
-            if len(pieces) == 0 or isinstance(pieces[0], np.ndarray):
-                continue
-            clip = None
-            for _ in range(1 + (CLIP_ITERATIONS if robust else 0)):
-                got = [self._series_moments(buf, stride, own, STAT_BLOCK >> k, clip)
-                       for buf, stride, own in pieces]
+        levels = {k: pieces for k, pieces in parts.items()
+                  if pieces and not isinstance(pieces[0], np.ndarray)}
+        clip = {k: None for k in levels}
+        for _ in range(1 + (CLIP_ITERATIONS if robust else 0)):
+            # every level and piece enqueued, then one wait
+            pending = {k: [self._series_moments(buf, stride, own, STAT_BLOCK >> k, clip[k])
+                           for buf, stride, own in pieces] for k, pieces in levels.items()}
+            for k, waits in pending.items():
+                got = [w() for w in waits]
                 total, mu, spread = _merge_moments(*(np.concatenate([g[i] for g in got], axis=1)
                                                      for i in range(3)))
                 std = np.sqrt(spread / np.maximum(total, 1))
-                clip = (mu.astype(np.float32), (CLIP_SIGMA * std).astype(np.float32))
-            self._level_std[k] = std
+                clip[k] = (mu.astype(np.float32), (CLIP_SIGMA * std).astype(np.float32))
+                self._level_std[k] = std
 
     def _autocovariance(self, lv: Level, buf: cl.Buffer, n: int, own: int) -> np.ndarray:
         """Per-segment sums of z[t] z[t + l]: ``(n_dm, segments, lags)``."""
@@ -549,37 +557,40 @@ class _Runner:
         for c in chunks:
             x, stride = self._upload(c)
             series = self._levels(c, x, stride)
-            for lv in self.levels:
+            runs = []
+            for lv in self.levels:  # every level enqueued, then one wait for the counts
                 buf, n = series[lv.level]
-                own = (c.hi - c.lo) >> lv.level
-                part = self._boxcar(lv, buf, n, own, c.lo, threshold)
-                for f, p in zip(found, part):
+                run = (lv, buf, n, (c.hi - c.lo) >> lv.level, c.lo)
+                runs.append((run, self._boxcar(*run, threshold, 1 << 16)))
+            counts = [int(outs[0].get()[0]) for _, outs in runs]
+            for (run, outs), count in zip(runs, counts):
+                if count > outs[1]:  # the list overflowed: run again with room for all
+                    outs = self._boxcar(*run, threshold, count)
+                for f, p in zip(found, self._fetch(outs, count)):
                     f.append(p)
         return tuple(np.concatenate(f) for f in found)
 
-    def _boxcar(self, lv: Level, buf, n, own, offset, threshold, capacity=1 << 16):
+    def _boxcar(self, lv: Level, buf, n, own, offset, threshold, capacity):
+        """Enqueue one level's boxcars: (count array, capacity, output buffers)."""
         queue, ctx = self.dev.queue, self.dev.context
         program = self.raw if lv.level == 0 else self.deep[lv.level]
         source = [buf, self._mean, self._inv_std] if lv.level == 0 else [buf]
         tiles = max(1, -(-own // (LOCAL_SIZE * PER_ITEM)))
-        while True:
-            count = cl_array.zeros(queue, 1, np.int32)
-            outs = [cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, capacity * size)
-                    for size in (4, 8, 4, 4)]
-            program["boxcar"](queue, (tiles * LOCAL_SIZE, self.n_dm), (LOCAL_SIZE, 1), *source,
-                              np.int64(self._strides[lv.level]), np.int32(n), np.int32(0),
-                              np.int32(own), self.inv_sigma[lv.level], np.float32(threshold),
-                              np.int32(lv.scale), np.int64(offset), count.data,
-                              np.int32(capacity), *outs)
-            found = int(count.get()[0])
-            if found <= capacity:
-                break
-            capacity = found  # the list overflowed: run again with room for all
+        count = cl_array.zeros(queue, 1, np.int32)
+        outs = [cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, capacity * size) for size in (4, 8, 4, 4)]
+        program["boxcar"](queue, (tiles * LOCAL_SIZE, self.n_dm), (LOCAL_SIZE, 1), *source,
+                          np.int64(self._strides[lv.level]), np.int32(n), np.int32(0),
+                          np.int32(own), self.inv_sigma[lv.level], np.float32(threshold),
+                          np.int32(lv.scale), np.int64(offset), count.data,
+                          np.int32(capacity), *outs)
+        return count, capacity, outs
+
+    def _fetch(self, outs, found: int) -> list[np.ndarray]:
         host = [np.empty(found, dtype) for dtype in (np.int32, np.int64, np.int32, np.float32)]
-        for h, o in zip(host, outs):
-            if found:
-                cl.enqueue_copy(queue, h, o)
-        queue.finish()
+        if found:
+            for h, o in zip(host, outs[2]):
+                cl.enqueue_copy(self.dev.queue, h, o)
+        self.dev.queue.finish()
         return host
 
 

@@ -310,3 +310,17 @@ def test_completeness_rises_through_the_threshold():
     total = n_dm * per_row / 3
     fraction = {s: found[s] / total for s in found}
     assert fraction[4.0] < 0.2 and 0.35 < fraction[6.0] < 0.9 and fraction[8.0] > 0.9, fraction
+
+
+def test_detection_list_overflow_reruns_without_loss():
+    """A threshold so low that one level finds more starts than the first
+    list holds (65536): the level runs again and every start is kept."""
+    x = noise(2, 65536, seed=17)
+    c = sp.search(x, [0.0, 1.0], TSAMP, threshold=0.5, cluster=False)
+    per_row = [np.count_nonzero(c["dm_index"] == r) for r in (0, 1)]
+    assert len(c) > 65536 and len(set(keys(c))) == len(c)
+    z, _ = reference.normalize(x)
+    best = np.max([reference.boxcar_sums(z, w)[:, : 65536 - 31] / np.sqrt(w)
+                   for w in range(1, 33)], axis=0)
+    # the exact noise differs from sqrt(w) by its sampling error only
+    assert abs(sum(per_row) / np.count_nonzero(best >= 0.5) - 1) < 0.02
