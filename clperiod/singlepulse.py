@@ -152,11 +152,12 @@ class Candidates(np.ndarray):
 
 
 def _as_rows(data) -> tuple[np.ndarray | cl_array.Array, int, int]:
+    """The rows to search (a memory map stays one: chunks are read as needed)."""
     if isinstance(data, cl_array.Array):
         if data.ndim != 2 or data.dtype != np.float32 or not data.flags.c_contiguous:
             raise ValueError("a device array must be 2-D, float32 and C-contiguous")
         return data, *data.shape
-    a = np.asarray(data) if not isinstance(data, np.memmap) else data
+    a = np.asanyarray(data)
     if a.ndim != 2:
         raise ValueError(f"data must be a 2-D (DM, time) array, got {a.ndim} dimensions")
     if not (np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.integer)):
