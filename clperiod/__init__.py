@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
+from . import kepler, orbits, singlepulse
 from .catalog import Catalog, Status
 from .device import DeviceInfo, list_devices, select_devices
 from .grid import FrequencyGrid
@@ -33,5 +34,8 @@ __all__ = [
     "lombscargle",
     "select_devices",
     "supersmoother",
+    "kepler",
+    "orbits",
+    "singlepulse",
     "__version__",
 ]
