@@ -69,30 +69,36 @@ __kernel void row_moments(
     const int lid = get_local_id(0);
     const int group = get_group_id(0);
     __global const float *xr = x + (long) row * stride;
-    // per work-item: count, sum and sum of squares of x - x0 (x0 = a sample
-    // of the row near the block, so the sums do not cancel), then the
-    // pairwise merge of Chan et al. (eq. 2) in local memory
+    // per work-item: Chan et al.'s streaming update (eq. 1), T_j = T_{j-1} + x_j,
+    // S_j = S_{j-1} + (j x_j - T_j)^2 / (j (j - 1)); then their pairwise merge
+    // (eq. 2) in local memory. The pass is bound by memory, so the update's
+    // reciprocal (native, a few ulp) costs nothing measurable.
+    // Values are shifted by x0, a sample of the block, so T does not grow
+    // with a large offset (float32).
     const float c0 = clip ? clip_mean[row] : 0, hw = clip ? clip_half_width[row] : 0;
     const int t_begin = group * block;
     const float x0 = clip ? c0 : (t_begin < n && isfinite(xr[t_begin]) ? xr[t_begin] : 0.0f);
-    float cnt = 0, s1 = 0, s2 = 0;
+    float cnt = 0, tsum = 0, ssum = 0;
     int bad = 0;
     const int t_end = min(n, (group + 1) * block);
     for (int t = t_begin + lid; t < t_end; t += LOCAL_SIZE) {
-        const float v = xr[t];
-        if (!isfinite(v)) {
+        const float raw = xr[t];
+        if (!isfinite(raw)) {
             ++bad;
             continue;
         }
-        if (clip && fabs(v - c0) > hw)
+        if (clip && fabs(raw - c0) > hw)
             continue;
-        const float d = v - x0;
+        const float v = raw - x0;
         cnt += 1;
-        s1 += d;
-        s2 += d * d;
+        tsum += v;
+        if (cnt > 1) {
+            const float d = cnt * v - tsum;
+            ssum += d * d * native_recip(cnt * (cnt - 1));
+        }
     }
-    const float mu = cnt > 0 ? x0 + s1 / cnt : 0;
-    const float m2 = cnt > 0 ? fmax(s2 - s1 * s1 / cnt, 0.0f) : 0;
+    const float mu = cnt > 0 ? x0 + tsum / cnt : 0;
+    const float m2 = ssum;
     __local float l_cnt[LOCAL_SIZE], l_mu[LOCAL_SIZE], l_m2[LOCAL_SIZE];
     __local int l_bad[LOCAL_SIZE];
     l_cnt[lid] = cnt; l_mu[lid] = mu; l_m2[lid] = m2; l_bad[lid] = bad;

@@ -324,3 +324,13 @@ def test_detection_list_overflow_reruns_without_loss():
                    for w in range(1, 33)], axis=0)
     # the exact noise differs from sqrt(w) by its sampling error only
     assert abs(sum(per_row) / np.count_nonzero(best >= 0.5) - 1) < 0.02
+
+
+def test_statistics_with_a_large_offset():
+    """Chan's update on values shifted by a sample of each block: a 1e6 offset
+    (float32 ulp 0.06) still gives the mean and std of the float64 data."""
+    x = noise(2, 200_000, seed=18, loc=1e6)
+    c = sp.search(x, [0.0, 1.0], TSAMP)
+    exact = x.astype(np.float64)
+    np.testing.assert_allclose(c.info.mean, exact.mean(axis=1), rtol=0, atol=1e-3)
+    np.testing.assert_allclose(c.info.std, exact.std(axis=1), rtol=1e-3)
