@@ -63,7 +63,8 @@ __kernel void row_moments(
     __global float *restrict out_count,
     __global float *restrict out_mean,
     __global float *restrict out_m2,
-    __global int *restrict out_bad)    // non-finite samples per (row, group)
+    __global int *restrict out_bad,    // non-finite samples per (row, group)
+    __global float *restrict out_shift)   // x0: out_mean is relative to it
 {
     const int row = get_global_id(1);
     const int lid = get_local_id(0);
@@ -97,7 +98,7 @@ __kernel void row_moments(
             ssum += d * d * native_recip(cnt * (cnt - 1));
         }
     }
-    const float mu = cnt > 0 ? x0 + tsum / cnt : 0;
+    const float mu = cnt > 0 ? tsum / cnt : 0;   // relative to x0 until the host adds it
     const float m2 = ssum;
     __local float l_cnt[LOCAL_SIZE], l_mu[LOCAL_SIZE], l_m2[LOCAL_SIZE];
     __local int l_bad[LOCAL_SIZE];
@@ -120,6 +121,7 @@ __kernel void row_moments(
         const int k = row * get_num_groups(0) + group;
         out_count[k] = l_cnt[0];
         out_mean[k] = l_mu[0];
+        out_shift[k] = x0;
         out_m2[k] = l_m2[0];
         out_bad[k] = l_bad[0];
     }

@@ -440,7 +440,7 @@ class _Runner:
         queue, ctx = self.dev.queue, self.dev.context
         groups = max(1, -(-n // block))
         size = self.n_dm * groups
-        outs = [cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, size * 4) for _ in range(4)]
+        outs = [cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, size * 4) for _ in range(5)]
         if clip is None:
             clip_args = [self.dev.buffer(np.zeros(1, np.float32))] * 2
         else:
@@ -448,14 +448,15 @@ class _Runner:
         self.raw["row_moments"](queue, (groups * LOCAL_SIZE, self.n_dm), (LOCAL_SIZE, 1),
                                 x, np.int64(stride), np.int32(n), np.int32(block),
                                 np.int32(clip is not None), *clip_args, *outs)
-        host = [np.empty(size, np.float32) for _ in range(3)] + [np.empty(size, np.int32)]
+        host = ([np.empty(size, np.float32) for _ in range(3)] + [np.empty(size, np.int32)]
+                + [np.empty(size, np.float32)])
         for h, o in zip(host, outs):
             cl.enqueue_copy(queue, h, o, is_blocking=False)
 
         def wait():
             queue.finish()
-            return (*(h.reshape(self.n_dm, groups) for h in host[:3]),
-                    host[3].reshape(self.n_dm, groups).sum(axis=1))
+            count, mean, m2, bad, shift = (h.reshape(self.n_dm, groups) for h in host)
+            return (count, shift.astype(np.float64) + mean, m2, bad.sum(axis=1))
 
         return wait
 
