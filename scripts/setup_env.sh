@@ -53,7 +53,7 @@ sys.path = [p for p in sys.path if p not in ("", os.getcwd())]
 import clperiod
 assert os.path.dirname(os.path.dirname(os.path.realpath(clperiod.__file__))) == os.path.realpath(sys.argv[1])
 for name in ("pyopencl", "numpy", "scipy", "mako", "pytest", "hypothesis", "astropy",
-             "matplotlib", "tqdm", "supersmoother"):
+             "matplotlib", "tqdm", "supersmoother", "mpmath"):
     importlib.import_module(name)
 EOF
 }

@@ -66,49 +66,43 @@ def test_edges_and_bad_input():
 
 
 # ------------------------------------------------------------ edge cases
-# The reference solution of each float64 input (M, e) as it is: M reduced by
-# 2 pi exactly (decimal arithmetic), then Newton's method in x87 extended
-# precision. The true anomaly is compared, not E: E near periastron with e
-# close to 1 is ill-conditioned in M, and E of a far revolution carries the
-# rounding of k 2 pi.
+# The reference solution of each float64 input (M, e) as it is, in mpmath at
+# 40 digits: M reduced by 2 pi, then Newton's method on [0, pi] (monotone from
+# min(|M| + e, pi)). The true anomaly is compared, not E: E near periastron
+# with e close to 1 is ill-conditioned in M, and E of a far revolution
+# carries the rounding of k 2 pi.
 #: Both device solvers (``method=``): Danby's iteration and Markley's
 #: fixed-cost starter plus correction.
 METHODS = ("danby", "markley")
-TWO_PI_DECIMAL = "6.28318530717958647692528676655900576839433879875021164194988918461563"
-
-
-def _extended():
-    if np.finfo(np.longdouble).eps > 1e-18:
-        pytest.skip("the reference solver needs an extended-precision long double")
-    return np.longdouble
 
 
 def reference_solution(mean_anomaly, eccentricity):
     """(E, sin f, cos f) as float64, E in M's revolution."""
-    from decimal import Decimal, localcontext
+    import mpmath
 
-    ld = _extended()
     m, e = np.broadcast_arrays(np.asarray(mean_anomaly, np.float64),
                                np.asarray(eccentricity, np.float64))
-    reduced, turns = np.empty(m.shape, ld), np.empty(m.shape)
-    with localcontext() as ctx:
-        ctx.prec = 60
-        two_pi = Decimal(TWO_PI_DECIMAL)
-        for i, x in np.ndenumerate(m):
-            k = (Decimal(float(x)) / two_pi).to_integral_value()
-            reduced[i] = ld(str(Decimal(float(x)) - k * two_pi))
-            turns[i] = float(k)
-    e = e.astype(ld)
-    a = np.abs(reduced)
-    big_e = np.minimum(a + e, ld(np.pi))
-    for _ in range(100):  # monotone Newton on [0, pi] (see tests/reference)
-        big_e = big_e - (big_e - e * np.sin(big_e) - a) / (1 - e * np.cos(big_e))
-    big_e = np.copysign(big_e, reduced)
-    denom = 1 - e * np.cos(big_e)
-    sin_f = np.sqrt((1 - e) * (1 + e)) * np.sin(big_e) / denom
-    cos_f = (np.cos(big_e) - e) / denom
-    whole = big_e.astype(np.float64) + 2 * np.pi * turns
-    return whole, sin_f.astype(np.float64), cos_f.astype(np.float64)
+    out = [np.empty(m.shape) for _ in range(3)]
+    with mpmath.workdps(40):
+        two_pi = 2 * mpmath.pi
+        for i, (x, ecc) in enumerate(zip(m.ravel(), e.ravel())):
+            x, ecc = mpmath.mpf(float(x)), mpmath.mpf(float(ecc))
+            k = mpmath.nint(x / two_pi)
+            reduced = x - k * two_pi
+            a = abs(reduced)
+            big_e = min(a + ecc, mpmath.pi)
+            for _ in range(100):
+                step = (big_e - ecc * mpmath.sin(big_e) - a) / (1 - ecc * mpmath.cos(big_e))
+                big_e -= step
+                if abs(step) < mpmath.mpf(10) ** -35:
+                    break
+            big_e = big_e if reduced >= 0 else -big_e
+            denom = 1 - ecc * mpmath.cos(big_e)
+            index = np.unravel_index(i, m.shape)
+            out[0][index] = float(big_e + k * two_pi)
+            out[1][index] = float(mpmath.sqrt((1 - ecc) * (1 + ecc)) * mpmath.sin(big_e) / denom)
+            out[2][index] = float((mpmath.cos(big_e) - ecc) / denom)
+    return tuple(out)
 
 
 def true_anomaly_error(sol, want):

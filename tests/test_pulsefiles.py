@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import sys
 import types
 from pathlib import Path
@@ -392,19 +391,6 @@ def test_cli_writes_and_summarises(tmp_path: Path, capsys: pytest.CaptureFixture
     assert status == 0 and (tmp_path / "obs_DM10.00.cand").is_file()
 
 
-def _search_missing() -> str:
-    """Why ``clperiod.singlepulse.search`` cannot be used yet; empty once it can."""
-    try:
-        module = importlib.import_module("clperiod.singlepulse")
-    except ImportError as error:  # the module, or a module it needs, is not written yet
-        return f"clperiod.singlepulse does not import yet: {error}"
-    return "" if hasattr(module, "search") else "clperiod.singlepulse has no search yet"
-
-
-SEARCH_MISSING = _search_missing()
-
-
-@pytest.mark.skipif(bool(SEARCH_MISSING), reason=SEARCH_MISSING or "n/a")
 def test_cli_end_to_end_finds_injected_pulse(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], rng: np.random.Generator, cpu_device
 ) -> None:

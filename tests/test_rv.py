@@ -560,9 +560,7 @@ def test_observations_too_large_for_memory_raise(cpu_device, memory):
     # fp64: 24 bytes per observation (t, v, weight)
     limit = (cpu_device.device.max_constant_buffer_size if memory == "constant"
              else cpu_device.local_mem)
-    n = limit // 24 + 1000
-    if n > 3_000_000:
-        pytest.skip(f"{memory} memory of {cpu_device.label} holds {limit} bytes")
+    n = limit // 24 + 1000  # PoCL: 2 MiB of each (88k observations); NVIDIA: 64/48 KiB
     t, v, s = np.arange(n, dtype=np.float64), np.zeros(n), np.ones(n)
     with pytest.raises(ValueError, match=f"memory='{memory}'.*do not fit"):
         kepler.chi2(t, v, s, GOOD, precision="fp64", memory=memory)
