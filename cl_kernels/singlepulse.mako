@@ -47,9 +47,11 @@ inline float normalised(const float v, const float m, const float inv)
     return isfinite(v) ? (v - m) * inv : 0.0f;
 }
 #define SOURCE_ARGS __global const float *restrict x, __global const float *restrict mean, __global const float *restrict inv_std
+#define SOURCE x, mean, inv_std
 % else:
 #define LOAD(row, t) (x[(long) (row) * stride + (t)])
 #define SOURCE_ARGS __global const float *restrict x
+#define SOURCE x
 % endif
 
 __kernel void row_moments(
@@ -211,11 +213,7 @@ __kernel void autocovariance(
     for (int l = 0; l < LAGS; ++l)
         acc[l] = 0;
     for (int base = seg_lo; base < seg_hi; base += TILE) {
-        load_tile(tile, row, base, n, x,
-% if raw:
-                  mean, inv_std,
-% endif
-                  stride);
+        load_tile(tile, row, base, n, SOURCE, stride);
 % if window:
         // PER_ITEM consecutive t per work-item, samples in registers (lag0 = 0)
         const int k0 = lid * PER_ITEM;
@@ -295,11 +293,7 @@ __kernel void boxcar(
     const int base = get_group_id(0) * TILE;
     for (int k = lid; k < WMAX; k += LOCAL_SIZE)
         inv[k] = inv_sigma[row * WMAX + k];
-    load_tile(tile, row, base, n, x,
-% if raw:
-              mean, inv_std,
-% endif
-              stride);
+    load_tile(tile, row, base, n, SOURCE, stride);
 % if window:
     // PER_ITEM consecutive starts per work-item, their samples and the
     // inverse noise of every width in registers

@@ -267,8 +267,8 @@ class PinnedPool:
 #: The process-wide pool used for returned periodograms and upload staging.
 PINNED_POOL = PinnedPool()
 
-_COPY_THREADS = ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1),
-                                   thread_name_prefix="clperiod-copy")
+_COPY_WORKERS = min(8, os.cpu_count() or 1)
+_COPY_THREADS = ThreadPoolExecutor(max_workers=_COPY_WORKERS, thread_name_prefix="clperiod-copy")
 _COPY_PART = 1 << 19  # elements per thread at least
 
 
@@ -277,7 +277,7 @@ def parallel_copy(destination: np.ndarray, source: np.ndarray) -> None:
     threads: one thread copies about 13 GB/s, below the PCIe bus from
     page-locked memory (55 GB/s on an H100 host)."""
     dst, src = destination.reshape(-1), np.ascontiguousarray(source).reshape(-1)
-    parts = max(1, min(_COPY_THREADS._max_workers, dst.size // _COPY_PART))
+    parts = max(1, min(_COPY_WORKERS, dst.size // _COPY_PART))
     if parts == 1:
         np.copyto(dst, src, casting="same_kind")
         return

@@ -310,6 +310,7 @@ class ModelEvaluator:
             n_inst=n_inst, statistic=statistic, offsets=offsets, jitter=jitter, trend=trend,
             space=self.plan.memory, method=self.plan.method)))
         self._upload_observations()
+        self._slots: dict[int, _Slot] = {}
 
     # ------------------------------------------------------------------ data
     def _upload_observations(self) -> None:
@@ -334,10 +335,10 @@ class ModelEvaluator:
         if not self.has_jitter:
             log_norm += float(np.log(var).sum())
         self.log_norm = log_norm
-        self._obs_buffers = [upload(self.context, np.ascontiguousarray(a)) for a in (
+        arrays = [np.ascontiguousarray(a) for a in (
             t_dev, v.astype(self.real_dtype), w.astype(self.real_dtype), obs.seg)]
-        self._obs_nbytes = [np.ascontiguousarray(a).nbytes for a in (
-            t_dev, v.astype(self.real_dtype), w.astype(self.real_dtype), obs.seg)]
+        self._obs_buffers = [upload(self.context, a) for a in arrays]
+        self._obs_nbytes = [a.nbytes for a in arrays]
 
     def _observation_args(self) -> list:
         args = [*self._obs_buffers, np.int32(self.obs.n_obs)]
@@ -409,10 +410,9 @@ class ModelEvaluator:
         return out
 
     def _slot(self, index: int, n: int) -> _Slot:
-        slots = self.__dict__.setdefault("_slots", {})
-        slot = slots.get(index)
+        slot = self._slots.get(index)
         if slot is None or slot.capacity < n:
-            slot = slots[index] = _Slot(self, max(n, min(BATCH_MODELS, 2 * n)))
+            slot = self._slots[index] = _Slot(self, max(n, min(BATCH_MODELS, 2 * n)))
         return slot
 
     def _upload(self, slot: _Slot, params, offsets, jitter, trend) -> list[np.ndarray]:
@@ -455,26 +455,37 @@ class ModelEvaluator:
         n = slot.n if n is None else n
         queue, real = self.queue, self.real_dtype
         padded = -(-n // LOCAL_SIZE) * LOCAL_SIZE
-        t_ref = (np.float64 if self.plan.phase == "double" else np.float32)(self.obs.t_ref)
-        head = [np.int32(n), slot.params, slot.coeff, t_ref, slot.offsets, slot.jitter, slot.trend]
+        head = self._model_args(slot, n)
         tail = [slot.out, slot.out_k, slot.out_gamma, slot.status]
-        wait = slot.uploaded or None
         if self.plan.layout_for(n) == "fused":
             slot.done = self._kernels["rv_fused"](
                 queue, (padded,), (LOCAL_SIZE,), *head, real(self.log_norm),
-                *self._observation_args(), *tail, wait_for=wait)
+                *self._observation_args(), *tail, wait_for=slot.uploaded or None)
         else:
-            n_obs = self.obs.n_obs
-            vel, gvel = slot.velocity_buffers(self.statistic == "profile")
-            cl.enqueue_fill_buffer(queue, slot.status, np.int32(0), 0, n * 4, wait_for=wait)
-            self._kernels["rv_velocity"](
-                queue, (padded, -(-n_obs // VELOCITY_BLOCK)), (LOCAL_SIZE, 1), *head,
-                self._obs_buffers[0], np.int32(n_obs), np.int32(VELOCITY_BLOCK),
-                np.int64(slot.padded), vel, gvel, slot.status)
+            vel, gvel = self._velocities(slot, n, self.statistic == "profile")
             slot.done = self._kernels["rv_statistic"](
                 queue, (padded,), (LOCAL_SIZE,), *head, real(self.log_norm),
                 *self._observation_args(), np.int64(slot.padded), vel, gvel, *tail)
         slot.uploaded = []
+
+    def _model_args(self, slot: _Slot, n: int) -> list:
+        """The kernels' leading arguments: models, parameters and extras."""
+        t_ref = (np.float64 if self.plan.phase == "double" else np.float32)(self.obs.t_ref)
+        return [np.int32(n), slot.params, slot.coeff, t_ref, slot.offsets, slot.jitter,
+                slot.trend]
+
+    def _velocities(self, slot: _Slot, n: int, profile: bool) -> tuple[cl.Buffer, cl.Buffer]:
+        """Enqueue rv_velocity for the first ``n`` models of ``slot`` (after its
+        uploads); returns the vel[obs][model] (and gvel) buffers."""
+        queue, n_obs = self.queue, self.obs.n_obs
+        vel, gvel = slot.velocity_buffers(profile)
+        cl.enqueue_fill_buffer(queue, slot.status, np.int32(0), 0, n * 4,
+                               wait_for=slot.uploaded or None)
+        self._kernels["rv_velocity"](
+            queue, (-(-n // LOCAL_SIZE) * LOCAL_SIZE, -(-n_obs // VELOCITY_BLOCK)),
+            (LOCAL_SIZE, 1), *self._model_args(slot, n), self._obs_buffers[0], np.int32(n_obs),
+            np.int32(VELOCITY_BLOCK), np.int64(slot.padded), vel, gvel, slot.status)
+        return vel, gvel
 
     def velocities(self, params: np.ndarray) -> np.ndarray:
         """Keplerian velocity sums ``(n_models, n_obs)`` at the observation
@@ -485,19 +496,12 @@ class ModelEvaluator:
         queue, real = self.queue, self.real_dtype
         result = np.empty((n, n_obs), real)
         inverse = np.argsort(self.obs.order)
-        t_ref = (np.float64 if self.plan.phase == "double" else np.float32)(self.obs.t_ref)
         for start in range(0, n, BATCH_MODELS):
             stop = min(n, start + BATCH_MODELS)
             m = stop - start
             slot = self._slot(0, m)
             self._upload(slot, params[start:stop], None, None, None)
-            vel, gvel = slot.velocity_buffers(False)
-            cl.enqueue_fill_buffer(queue, slot.status, np.int32(0), 0, m * 4, wait_for=slot.uploaded)
-            self._kernels["rv_velocity"](
-                queue, (-(-m // LOCAL_SIZE) * LOCAL_SIZE, -(-n_obs // VELOCITY_BLOCK)),
-                (LOCAL_SIZE, 1), np.int32(m), slot.params, slot.coeff, t_ref, slot.offsets,
-                slot.jitter, slot.trend, self._obs_buffers[0], np.int32(n_obs),
-                np.int32(VELOCITY_BLOCK), np.int64(slot.padded), vel, gvel, slot.status)
+            vel, _ = self._velocities(slot, m, False)
             slot.uploaded = []
             host = np.empty((n_obs, slot.padded), real)
             cl.enqueue_copy(queue, host, vel)
