@@ -53,7 +53,8 @@ sys.path = [p for p in sys.path if p not in ("", os.getcwd())]
 import clperiod
 assert os.path.dirname(os.path.dirname(os.path.realpath(clperiod.__file__))) == os.path.realpath(sys.argv[1])
 for name in ("pyopencl", "numpy", "scipy", "mako", "pytest", "hypothesis", "astropy",
-             "matplotlib", "tqdm", "supersmoother", "mpmath"):
+             "matplotlib", "tqdm", "supersmoother", "mpmath", "pandas", "pyarrow",
+             "h5py", "dask", "distributed"):
     importlib.import_module(name)
 EOF
 }
