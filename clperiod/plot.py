@@ -1,47 +1,60 @@
 """Figures of period-search results (needs matplotlib: ``pip install clperiod[plot]``).
 
 :func:`plot_result` draws one object of a result: its periodogram with the
-best and the top-k peaks marked, and its light curve folded at the best
-period. matplotlib is imported when the function is called, never at
-``import clperiod``.
+best and the top-k peaks marked and, for Lomb-Scargle, horizontal lines at
+the power of chosen false-alarm probabilities; below it the light curve
+folded at the best period. :func:`plot_objects` writes one such figure per
+object of a chosen set. matplotlib is imported when a function is called,
+never at ``import clperiod``.
 """
 
 from __future__ import annotations
 
+import math
 import os
+import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from . import stats
 from .catalog import Catalog, Status
+from .lombscargle import LombScargleResult
+from .supersmoother import SuperSmootherResult
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-__all__ = ["plot_result"]
+__all__ = ["plot_objects", "plot_result"]
 
 #: Periodograms longer than this are drawn as a min/max envelope of this many bins.
 _MAX_LINE_POINTS = 20_000
+#: Colours of the false-alarm lines, most to least probable.
+_FAP_COLORS = ("0.55", "tab:purple", "tab:green", "tab:brown", "tab:cyan")
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 def plot_result(
-    result: Any,
+    result: LombScargleResult | SuperSmootherResult,
     catalog: Catalog,
     index: int = 0,
     ax: Axes | Sequence[Axes] | None = None,
     path: str | os.PathLike[str] | None = None,
+    *,
+    fap_levels: Sequence[float] = (0.1, 0.01, 0.001),
+    fap_method: str = "baluev",
 ) -> Figure:
     """Plot the periodogram and the phase-folded light curve of one object.
 
     Parameters
     ----------
-    result : LombScargleResult
-        A period-search result (``clperiod.lombscargle(...)``). With
-        ``periodogram=True`` the periodogram panel is drawn; otherwise only
-        the folded light curve, with a note.
+    result : LombScargleResult or SuperSmootherResult
+        A period-search result. With ``periodogram=True`` the periodogram
+        panel is drawn; otherwise only the folded light curve, with a note.
     catalog : Catalog
         The catalog the result was computed from.
     index : int
@@ -53,6 +66,14 @@ def plot_result(
         Save the figure there (format from the suffix). A new figure made for
         saving (or made where there is no display) uses the Agg canvas and is
         not registered with pyplot, so nothing stays open.
+    fap_levels : sequence of float
+        False-alarm probabilities drawn as labelled horizontal lines at the
+        power :func:`clperiod.stats.false_alarm_level` gives for this object
+        (Lomb-Scargle only; SuperSmoother has no analytic false-alarm
+        probability, which the plot says). Empty: no lines.
+    fap_method : {"baluev", "davies", "naive", "townsend"}
+        The false-alarm approximation, as in
+        :meth:`LombScargleResult.false_alarm_probability`.
 
     Returns
     -------
@@ -62,21 +83,24 @@ def plot_result(
     ------
     ImportError
         matplotlib is not installed.
+    TypeError
+        ``result`` is not a Lomb-Scargle or SuperSmoother result.
     ValueError, IndexError
-        ``catalog`` does not match ``result``, ``index`` is out of range, or
-        ``ax`` does not provide the panels needed.
+        ``catalog`` does not match ``result``, ``index`` is out of range,
+        ``ax`` does not provide the panels needed, or a false-alarm
+        probability is not in (0, 1).
     """
     _require_matplotlib()
+    _check_result(result, catalog)
+    probabilities = _check_probabilities(fap_levels)
     n_objects = len(result.ids)
-    if catalog.n_objects != n_objects or not np.array_equal(catalog.ids, result.ids):
-        raise ValueError("catalog does not match result (different object ids)")
     if not -n_objects <= index < n_objects:
         raise IndexError(f"object index {index} out of range for {n_objects} objects")
     index %= n_objects
     has_power = result.power is not None
     fig, axes = _axes(ax, 2 if has_power else 1, path)
     if has_power:
-        _draw_periodogram(axes[0], result, index)
+        _draw_periodogram(axes[0], result, index, probabilities, fap_method)
     _draw_fold(axes[-1], result, catalog, index, note_missing_power=not has_power)
     if ax is None:
         fig.tight_layout()
@@ -85,10 +109,71 @@ def plot_result(
     return fig
 
 
+def plot_objects(
+    result: LombScargleResult | SuperSmootherResult,
+    catalog: Catalog,
+    objects: Sequence[Any],
+    directory: str | os.PathLike[str],
+    *,
+    fap_levels: Sequence[float] = (0.1, 0.01, 0.001),
+    fmt: str = "png",
+) -> list[Path]:
+    """Save the :func:`plot_result` figure of each chosen object to a file.
+
+    Parameters
+    ----------
+    result : LombScargleResult or SuperSmootherResult
+        A period-search result (with ``periodogram=True`` for the
+        periodogram panels).
+    catalog : Catalog
+        The catalog the result was computed from.
+    objects : sequence
+        Object ids. An id matches by value or, when it is a string, by the
+        string form of the catalog's ids (``"1234"`` finds the integer id
+        1234, as typed on a command line).
+    directory : path-like
+        Output folder, created if missing.
+    fap_levels : sequence of float
+        False-alarm probabilities drawn on Lomb-Scargle periodograms.
+    fmt : str
+        A file format matplotlib writes (``png``, ``pdf``, ``svg``, ...).
+
+    Returns
+    -------
+    list of pathlib.Path
+        ``<directory>/<safe id>.<fmt>``, one per entry of ``objects`` (a
+        repeated id is drawn once). The safe id keeps letters, digits,
+        ``.``, ``_`` and ``-`` and replaces other runs by ``_``; ids that
+        would share a file name get ``_<catalog index>`` appended.
+
+    Raises
+    ------
+    KeyError
+        Some ids are not in the result (all of them are named).
+    ValueError
+        Unknown ``fmt``, a bad false-alarm probability, or a catalog that does
+        not match the result.
+    """
+    _require_matplotlib()
+    _check_result(result, catalog)
+    probabilities = _check_probabilities(fap_levels)
+    fmt = _check_format(fmt)
+    indices = _object_indices(result.ids, objects)
+    names = _file_names(result.ids, sorted(set(indices)))
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = {k: directory / f"{name}.{fmt}" for k, name in names.items()}
+    for k, path in paths.items():
+        plot_result(result, catalog, k, path=path, fap_levels=probabilities)
+    return [paths[k] for k in indices]
+
+
 # ---------------------------------------------------------------------- panels
 
 
-def _draw_periodogram(ax: Axes, result: Any, index: int) -> None:
+def _draw_periodogram(
+    ax: Axes, result: Any, index: int, probabilities: tuple[float, ...], fap_method: str
+) -> None:
     frequency = np.asarray(result.frequency(), dtype=np.float64)
     power = np.asarray(result.power[index], dtype=np.float64)
     ax.plot(*_envelope(frequency, power), color="0.25", lw=0.6)
@@ -103,17 +188,70 @@ def _draw_periodogram(ax: Axes, result: Any, index: int) -> None:
         ax.axvline(best_f, color="tab:red", lw=0.8, ls="--", alpha=0.7)
         ax.plot([best_f], [best_p], "v", color="tab:red", ms=8,
                 label=f"best: f = {best_f:.6g}, P = {1.0 / best_f:.6g}")
-        ax.legend(loc="upper right", fontsize="small")
-    elif not ok:
+    if ok:
+        _draw_false_alarm_levels(ax, result, index, probabilities, fap_method)
+    else:
         ax.text(0.5, 0.5, f"no periodogram: {Status(result.status[index]).name}",
                 transform=ax.transAxes, ha="center", color="0.4")
+    if ax.get_legend_handles_labels()[1]:
+        ax.legend(loc="upper right", fontsize="small")
     ax.set_xlim(frequency[0], frequency[-1])
     ax.set_xlabel("frequency [cycles / time unit]")
-    ax.set_ylabel(f"power ({result.normalization})")
+    ax.set_ylabel(_power_label(result))
     ax.set_title(
-        f"object {result.ids[index]}: {result.method} Lomb-Scargle, "
+        f"object {result.ids[index]}: {_algorithm_name(result)}, "
         f"{len(frequency):,} frequencies, {result.precision}"
     )
+
+
+def _draw_false_alarm_levels(
+    ax: Axes, result: Any, index: int, probabilities: tuple[float, ...], method: str
+) -> None:
+    """Labelled horizontal lines at the powers of the given false-alarm
+    probabilities, or a legend note saying why there are none."""
+    if not probabilities:
+        return
+    if isinstance(result, SuperSmootherResult):
+        _note(ax, "no FAP levels: SuperSmoother has no analytic FAP")
+        return
+    if not (result.fit_mean or result.center_data):
+        _note(ax, "no FAP levels: uncentered data (no null distribution)")
+        return
+    levels = _false_alarm_levels(result, index, probabilities, method)
+    from matplotlib.transforms import blended_transform_factory
+
+    label_at = blended_transform_factory(ax.transAxes, ax.transData)
+    for k, (p, level) in enumerate(zip(probabilities, levels)):
+        if not math.isfinite(level):
+            continue
+        color = _FAP_COLORS[k % len(_FAP_COLORS)]
+        ax.axhline(level, color=color, lw=0.8, ls=":", gid=f"fap {p!r}")
+        ax.text(0.005, level, f"FAP {p:g}", transform=label_at, ha="left", va="bottom",
+                fontsize="x-small", color=color,
+                bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 0.5})
+
+
+def _false_alarm_levels(
+    result: LombScargleResult, index: int, probabilities: Sequence[float], method: str
+) -> np.ndarray:
+    """Powers of one object's periodogram with the given false-alarm probabilities.
+
+    The arguments :meth:`LombScargleResult.false_alarm_probability` uses,
+    inverted with :func:`clperiod.stats.false_alarm_level`.
+    """
+    t, _, dy = result.catalog.lightcurve(index)
+    return np.atleast_1d(stats.false_alarm_level(
+        np.asarray(probabilities, dtype=np.float64),
+        n=len(t),
+        fmax=result.grid.fmax,
+        t=t,
+        dy=dy if result.method == "generalized" else None,
+        normalization=result.normalization,
+        method=method,
+        fit_mean=result.fit_mean,
+        center_data=result.center_data,
+        nf=result.grid.nf,
+    ))
 
 
 def _draw_fold(
@@ -147,6 +285,99 @@ def _draw_fold(
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+def _check_result(result: Any, catalog: Catalog) -> None:
+    if not isinstance(result, (LombScargleResult, SuperSmootherResult)):
+        raise TypeError(
+            f"expected a LombScargleResult or SuperSmootherResult, got {type(result).__name__}"
+        )
+    if catalog.n_objects != len(result.ids) or not np.array_equal(catalog.ids, result.ids):
+        raise ValueError("catalog does not match result (different object ids)")
+
+
+def _check_probabilities(fap_levels: Sequence[float]) -> tuple[float, ...]:
+    probabilities = tuple(float(p) for p in np.atleast_1d(np.asarray(fap_levels, dtype=float)))
+    bad = [p for p in probabilities if not 0.0 < p < 1.0]
+    if bad:
+        raise ValueError(f"false-alarm probabilities must lie in (0, 1), got {bad}")
+    return probabilities
+
+
+def _check_format(fmt: str) -> str:
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    fmt = str(fmt).lower().lstrip(".")
+    supported = FigureCanvasBase.get_supported_filetypes()
+    if fmt not in supported:
+        names = ", ".join(sorted(supported))
+        raise ValueError(f"fmt must be a format matplotlib writes ({names}), got {fmt!r}")
+    return fmt
+
+
+def _object_indices(ids: np.ndarray, objects: Sequence[Any]) -> list[int]:
+    """Catalog positions of ``objects`` (by value, or strings by the ids' string form)."""
+    if isinstance(objects, (str, bytes)) or not isinstance(objects, Iterable):
+        raise TypeError(f"objects must be a sequence of object ids, got {objects!r}")
+    by_value = {_key(v): k for k, v in enumerate(ids.tolist())}
+    by_text = {str(v): k for k, v in enumerate(ids.tolist())}
+    indices, missing = [], []
+    for item in objects:
+        item = item.item() if isinstance(item, np.generic) else item
+        k = by_value.get(_key(item))
+        if k is None and isinstance(item, str):
+            k = by_text.get(item)
+        if k is None:
+            missing.append(item)
+        else:
+            indices.append(k)
+    if missing:
+        shown = ", ".join(repr(m) for m in missing[:20])
+        more = f" and {len(missing) - 20} more" if len(missing) > 20 else ""
+        raise KeyError(f"object ids not in the result: {shown}{more}")
+    return indices
+
+
+def _key(value: Any) -> Any:
+    """A dict key for an id (unhashable values match nothing)."""
+    try:
+        hash(value)
+    except TypeError:
+        return None
+    return value
+
+
+def _file_names(ids: np.ndarray, indices: Sequence[int]) -> dict[int, str]:
+    """File stems for the objects ``indices``: safe ids, made unique by catalog index."""
+    safe = {k: _safe_name(ids[k]) for k in indices}
+    counts: dict[str, int] = {}
+    for name in safe.values():
+        counts[name] = counts.get(name, 0) + 1
+    return {k: name if counts[name] == 1 else f"{name}_{k}" for k, name in safe.items()}
+
+
+def _safe_name(object_id: Any) -> str:
+    """``object_id`` as a file stem: runs of characters other than letters,
+    digits, ``.``, ``_`` and ``-`` become ``_``; no leading dot."""
+    name = _UNSAFE.sub("_", str(object_id))
+    return "_" + name if not name or name.startswith(".") else name
+
+
+def _algorithm_name(result: Any) -> str:
+    if isinstance(result, SuperSmootherResult):
+        return f"SuperSmoother ({result.variant})"
+    return f"{result.method} Lomb-Scargle"
+
+
+def _power_label(result: Any) -> str:
+    if isinstance(result, SuperSmootherResult):
+        return "power (n/2)(1 - chi2/chi0)"
+    return f"power ({result.normalization})"
+
+
+def _note(ax: Axes, text: str) -> None:
+    """A legend line with no symbol."""
+    ax.plot([], [], " ", label=text)
 
 
 def _require_matplotlib() -> None:

@@ -1,0 +1,190 @@
+"""Figures of clperiod.plot: what is drawn (lines, levels, phases) and where it is saved."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+matplotlib = pytest.importorskip("matplotlib")
+
+import matplotlib.pyplot as plt
+from matplotlib.collections import LineCollection
+
+import clperiod
+from clperiod import Catalog, FrequencyGrid, stats
+from clperiod.plot import plot_objects, plot_result
+
+GRID = FrequencyGrid.from_range(0.05, 5.0, 4000)
+PERIODS = (0.8, 1.7, 3.1)
+
+
+@pytest.fixture(scope="module")
+def catalog() -> Catalog:
+    rng = np.random.default_rng(7)
+    curves = []
+    for k, period in enumerate(PERIODS):
+        n = 60 + 10 * k
+        t = 58000.0 + np.sort(rng.uniform(0, 40, n))
+        y = 15.0 + 0.3 * np.sin(2 * np.pi * t / period) + rng.normal(0, 0.1, n)
+        curves.append((t, y, rng.uniform(0.05, 0.15, n)))
+    return Catalog.from_lightcurves(curves, ids=[101, 202, 303])
+
+
+@pytest.fixture(scope="module")
+def result(catalog, cpu_device):
+    return clperiod.lombscargle(catalog, GRID, periodogram=True, top_k=3, device=cpu_device)
+
+
+def fap_lines(ax):
+    return [line for line in ax.get_lines() if str(line.get_gid()).startswith("fap")]
+
+
+def legend_texts(ax):
+    legend = ax.get_legend()
+    return [] if legend is None else [text.get_text() for text in legend.get_texts()]
+
+
+def folded_x(ax):
+    """x of the fold panel's points (plain markers or errorbar data line)."""
+    return np.concatenate([line.get_xdata() for line in ax.get_lines()])
+
+
+def test_plot_result_draws_periodogram_peaks_fap_levels_and_fold(result, catalog):
+    fig = plot_result(result, catalog, 1)
+    top, bottom = fig.axes
+    frequency, power = top.get_lines()[0].get_data()
+    np.testing.assert_array_equal(frequency, GRID.frequencies())
+    np.testing.assert_array_equal(power, result.power[1])
+    best_line = [ln for ln in top.get_lines() if ln.get_linestyle() == "--"]
+    assert len(best_line) == 1
+    assert best_line[0].get_xdata()[0] == result.frequency_best[1]
+    assert abs(1 / result.frequency_best[1] - PERIODS[1]) < 0.02
+    assert any(f"P = {result.period[1]:.6g}" in text for text in legend_texts(top))
+
+    t, _, dy = catalog.lightcurve(1)
+    expected = stats.false_alarm_level(
+        [0.1, 0.01, 0.001], n=t.size, fmax=GRID.fmax, t=t, dy=dy, normalization="standard"
+    )
+    heights = [line.get_ydata()[0] for line in fap_lines(top)]
+    np.testing.assert_allclose(heights, expected, rtol=1e-12)
+    # The levels are the inverse of the result's own false-alarm probabilities.
+    faps = result.false_alarm_probability(power=np.tile(heights, (3, 1)))[1]
+    np.testing.assert_allclose(faps, [0.1, 0.01, 0.001], rtol=1e-8)
+    labels = {text.get_text() for text in top.texts}
+    assert {"FAP 0.1", "FAP 0.01", "FAP 0.001"} <= labels
+
+    phase = ((t - t.min()) * result.frequency_best[1]) % 1.0
+    np.testing.assert_allclose(folded_x(bottom), np.concatenate((phase, phase + 1.0)))
+    errorbars = [c for c in bottom.collections if isinstance(c, LineCollection)]
+    assert len(errorbars) == 1 and len(errorbars[0].get_segments()) == 2 * t.size
+
+
+@pytest.mark.parametrize("normalization", ["psd", "log"])
+def test_fap_levels_follow_the_normalization(catalog, cpu_device, normalization):
+    one = catalog.subset([0])
+    r = clperiod.lombscargle(one, GRID, normalization=normalization, periodogram=True,
+                             device=cpu_device)
+    fig = plot_result(r, one, fap_levels=[0.05], fap_method="davies")
+    t, _, dy = one.lightcurve(0)
+    level = stats.false_alarm_level(0.05, n=t.size, fmax=GRID.fmax, t=t, dy=dy,
+                                    normalization=normalization, method="davies")
+    (line,) = fap_lines(fig.axes[0])
+    assert line.get_ydata()[0] == pytest.approx(level, rel=1e-12)
+
+
+def test_no_fap_lines_when_not_asked_or_without_null_distribution(result, catalog, cpu_device):
+    fig = plot_result(result, catalog, 0, fap_levels=())
+    assert fap_lines(fig.axes[0]) == []
+    raw = clperiod.lombscargle(catalog, GRID, method="standard", periodogram=True,
+                               device=cpu_device)  # fit_mean = center_data = False
+    fig = plot_result(raw, catalog, 0)
+    assert fap_lines(fig.axes[0]) == []
+    assert any("no FAP levels: uncentered" in text for text in legend_texts(fig.axes[0]))
+
+
+def test_supersmoother_result_plots_without_fap(catalog, cpu_device):
+    one = catalog.subset([2])
+    grid = FrequencyGrid.from_range(0.05, 2.0, 600)
+    r = clperiod.supersmoother(one, grid, periodogram=True, top_k=2, device=cpu_device)
+    fig = plot_result(r, one)
+    top, bottom = fig.axes
+    np.testing.assert_array_equal(top.get_lines()[0].get_ydata(), r.power[0])
+    assert fap_lines(top) == []
+    assert any("SuperSmoother has no analytic FAP" in text for text in legend_texts(top))
+    assert "SuperSmoother (original)" in top.get_title()
+    t, _, _ = one.lightcurve(0)
+    phase = ((t - t.min()) * r.frequency_best[0]) % 1.0
+    np.testing.assert_allclose(folded_x(bottom), np.concatenate((phase, phase + 1.0)))
+
+
+def test_without_periodogram_only_the_fold_is_drawn(catalog, cpu_device):
+    r = clperiod.lombscargle(catalog, GRID, device=cpu_device)
+    fig = plot_result(r, catalog, 2)
+    (ax,) = fig.axes
+    assert "periodogram not stored" in " ".join(text.get_text() for text in ax.texts)
+    assert f"P = {r.period[2]:.6g}" in ax.get_title()
+
+
+def test_long_periodogram_is_drawn_as_an_envelope_keeping_every_peak(catalog, cpu_device):
+    one = catalog.subset([0])
+    grid = FrequencyGrid.from_range(0.05, 5.0, 50_000)
+    r = clperiod.lombscargle(one, grid, periodogram=True, device=cpu_device)
+    fig = plot_result(r, one, fap_levels=())
+    frequency, power = fig.axes[0].get_lines()[0].get_data()
+    assert frequency.size == 20_000
+    assert power.max() == r.power[0].max() and power.min() == r.power[0].min()
+
+
+def test_plot_objects_saves_one_figure_per_object(result, catalog, tmp_path, monkeypatch):
+    drawn = {}
+    original = plot_result
+
+    def spy(res, cat, index, **kwargs):
+        fig = original(res, cat, index, **kwargs)
+        drawn[str(kwargs["path"])] = (index, fig)
+        return fig
+
+    monkeypatch.setattr("clperiod.plot.plot_result", spy)
+    open_before = plt.get_fignums()
+    paths = plot_objects(result, catalog, [303, "101", np.int64(303)], tmp_path / "figs",
+                         fap_levels=[0.2])
+    assert plt.get_fignums() == open_before
+    assert paths == [tmp_path / "figs" / "303.png", tmp_path / "figs" / "101.png",
+                     tmp_path / "figs" / "303.png"]
+    assert sorted(drawn) == sorted({str(p) for p in paths})  # the repeated id is drawn once
+    for path in set(paths):
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        index, fig = drawn[str(path)]
+        assert result.ids[index] == int(path.stem)
+        t, _, dy = catalog.lightcurve(index)
+        phase = ((t - t.min()) * result.frequency_best[index]) % 1.0
+        np.testing.assert_allclose(folded_x(fig.axes[1]), np.concatenate((phase, phase + 1.0)))
+        level = stats.false_alarm_level(0.2, n=t.size, fmax=GRID.fmax, t=t, dy=dy)
+        (line,) = fap_lines(fig.axes[0])
+        assert line.get_ydata()[0] == pytest.approx(level, rel=1e-12)
+
+
+def test_plot_objects_file_names_and_formats(catalog, cpu_device, tmp_path):
+    renamed = Catalog(np.array(["a/b c", "a_b_c", ".hidden"]), catalog.offsets,
+                      catalog.t, catalog.y, catalog.dy)
+    r = clperiod.lombscargle(renamed, GRID, device=cpu_device)
+    paths = plot_objects(r, renamed, [".hidden", "a/b c", "a_b_c"], tmp_path, fmt="svg")
+    assert [p.name for p in paths] == ["_.hidden.svg", "a_b_c_0.svg", "a_b_c_1.svg"]
+    for path in paths:
+        assert path.read_text().lstrip().startswith("<?xml")
+
+
+def test_plot_objects_rejects_unknown_ids_and_formats(result, catalog, tmp_path):
+    with pytest.raises(KeyError, match=r"not in the result: 999, 'x'"):
+        plot_objects(result, catalog, [101, 999, "x"], tmp_path)
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(ValueError, match="fmt must be a format matplotlib writes"):
+        plot_objects(result, catalog, [101], tmp_path, fmt="docx")
+    with pytest.raises(ValueError, match=r"must lie in \(0, 1\)"):
+        plot_objects(result, catalog, [101], tmp_path, fap_levels=[0.5, 1.0])
+    with pytest.raises(TypeError, match="sequence of object ids"):
+        plot_objects(result, catalog, "101", tmp_path)
+    with pytest.raises(ValueError, match="catalog does not match"):
+        plot_objects(result, catalog.subset([0, 1]), [101], tmp_path)
+    with pytest.raises(TypeError, match="LombScargleResult or SuperSmootherResult"):
+        plot_objects(object(), catalog, [101], tmp_path)
