@@ -189,6 +189,70 @@ class Catalog:
         return _build(cls, ids, offsets, columns, nan_policy)
 
     @classmethod
+    def from_offsets(
+        cls,
+        ids: Any,
+        offsets: Any,
+        t: Any,
+        y: Any,
+        dy: Any = None,
+        *,
+        nan_policy: str = "raise",
+    ) -> Catalog:
+        """Build a catalog from the ragged (CSR) form: ids, row offsets, flat columns.
+
+        This is the layout of a nested (list) column of Arrow/Parquet: the
+        offsets of a ``ListArray`` and its flattened children can be passed
+        as they are, with no loop over objects.
+
+        Parameters
+        ----------
+        ids : array_like
+            ``(n_objects,)`` unique object ids.
+        offsets : array_like of int
+            ``(n_objects + 1,)``, from 0 up to the number of rows, never
+            decreasing; object ``k`` owns rows ``offsets[k]:offsets[k + 1]``
+            (objects with 0 rows are allowed).
+        t, y : array_like
+            ``(n_rows,)`` times and values.
+        dy : array_like, optional
+            ``(n_rows,)`` uncertainties, all > 0.
+        nan_policy : {"raise", "omit"}
+            See :meth:`from_arrays`.
+
+        Returns
+        -------
+        Catalog
+
+        Raises
+        ------
+        TypeError, ValueError
+            As :meth:`from_arrays`; also for duplicate ids and offsets that
+            do not rise from 0 to the number of rows.
+        """
+        _check_nan_policy(nan_policy)
+        ids = _as_1d("ids", ids).copy()
+        offsets = _as_1d("offsets", offsets)
+        if offsets.dtype.kind not in "iu":
+            raise TypeError(f"offsets must be integers, got dtype {offsets.dtype}")
+        columns = _columns(t, y, dy)
+        _check_lengths(columns)
+        if ids.size == 0:
+            raise ValueError("empty catalog: no objects given")
+        n_rows = columns["t"].size
+        if offsets.shape != (ids.size + 1,):
+            raise ValueError(f"offsets must have shape ({ids.size + 1},) for {ids.size} ids, "
+                             f"got {offsets.shape}")
+        if offsets[0] != 0 or offsets[-1] != n_rows or np.any(np.diff(offsets) < 0):
+            raise ValueError(f"offsets must rise from 0 to the number of rows ({n_rows})")
+        repeat = _first_repeat(ids)
+        if repeat is not None:
+            raise ValueError(
+                f"duplicate object id {_show(ids[repeat[0]])} (objects {repeat[0]} and {repeat[1]})"
+            )
+        return _build(cls, ids, offsets, columns, nan_policy)
+
+    @classmethod
     def from_single(
         cls,
         t: Any,

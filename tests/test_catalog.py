@@ -247,3 +247,46 @@ def test_constructor_checks_structure():
         Catalog(np.array([0, 1]), np.array([0, 2, 1]), np.zeros(1), np.zeros(1))
     with pytest.raises(ValueError, match="offsets must have shape"):
         Catalog(np.array([0]), np.array([0, 1, 2]), np.zeros(2), np.zeros(2))
+
+
+def test_from_offsets_matches_from_arrays(long_format):
+    ids, t, y, dy = long_format
+    expected = Catalog.from_arrays(ids, t, y, dy)
+    cat = Catalog.from_offsets([7, 3, 9], np.array([0, 3, 5, 9], np.int32), t, y, dy)
+    for name in ("ids", "offsets", "t", "y", "dy"):
+        np.testing.assert_array_equal(getattr(cat, name), getattr(expected, name))
+    assert cat.offsets.dtype == np.int64 and not cat.t.flags.writeable
+
+
+def test_from_offsets_empty_objects_and_omit(long_format):
+    _, t, y, _ = long_format
+    y = y.copy()
+    y[3] = np.nan  # object "b", its row 0
+    cat = Catalog.from_offsets(["a", "e", "b"], [0, 3, 3, 9], t, y, nan_policy="omit")
+    np.testing.assert_array_equal(cat.lengths, [3, 0, 5])
+    assert cat.n_dropped == 1
+    with pytest.raises(ValueError, match="non-finite y in object 'b' at row 0"):
+        Catalog.from_offsets(["a", "e", "b"], [0, 3, 3, 9], t, y)
+
+
+@pytest.mark.parametrize(
+    ("ids", "offsets", "message"),
+    [
+        ([1, 2, 1], [0, 3, 5, 9], r"duplicate object id 1 \(objects 0 and 2\)"),
+        ([1, 2], [0, 3, 5, 9], r"offsets must have shape \(3,\)"),
+        ([1, 2, 3], [1, 3, 5, 9], "rise from 0 to the number of rows"),
+        ([1, 2, 3], [0, 5, 3, 9], "rise from 0"),
+        ([1, 2, 3], [0, 3, 5, 8], r"rows \(9\)"),
+        ([], [0], "empty catalog"),
+    ],
+)
+def test_from_offsets_rejects_bad_structure(long_format, ids, offsets, message):
+    _, t, y, _ = long_format
+    with pytest.raises(ValueError, match=message):
+        Catalog.from_offsets(ids, offsets, t, y)
+
+
+def test_from_offsets_needs_integer_offsets(long_format):
+    _, t, y, _ = long_format
+    with pytest.raises(TypeError, match="offsets must be integers"):
+        Catalog.from_offsets([1], [0.0, 9.0], t, y)
