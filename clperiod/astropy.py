@@ -1,0 +1,577 @@
+"""Astropy bridge: astropy's ``LombScargle`` interface, computed by clperiod.
+
+Existing astropy code switches to the OpenCL device with one line::
+
+    from astropy.timeseries import LombScargle    # before
+    from clperiod.astropy import LombScargle      # after
+
+    frequency, power = LombScargle(t, y, dy).autopower()
+
+:class:`LombScargle` subclasses :class:`astropy.timeseries.LombScargle`, so
+``Time``/``TimeDelta`` times, unit handling, ``from_timeseries``, ``model``,
+``model_parameters``, ``offset``, ``design_matrix`` and ``distribution`` are
+astropy's own; the periodogram comes from :func:`clperiod.lombscargle` (the
+exact direct sum, no approximation) on a :class:`clperiod.FrequencyGrid`, and
+the false-alarm statistics from :mod:`clperiod.stats` (the bootstrap runs its
+resamplings as one catalog on the device). What differs from astropy:
+
+* ``method`` is ``"auto"`` or ``"clperiod"``; astropy's other methods and
+  ``nterms > 1`` raise instead of silently computing something else;
+* the device evaluates uniform grids ``f0 + k * df``: ``power(frequency)``
+  takes any array whose sorted distinct values form at most
+  :data:`MAX_GRIDS` such runs (one run for ``linspace``/``arange``/
+  ``autofrequency`` arrays, in any order and shape) and raises a ValueError
+  for arbitrary spacings (e.g. frequencies uniform in period);
+* ``precision=`` (``"fp64"``/``"fp32"``) and ``device=`` choose the kernel.
+
+:func:`register_astropy_method` instead adds ``method="clperiod"`` to astropy's
+own class (opt-in; nothing is registered at import).
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+
+try:
+    from astropy import units as u
+    from astropy.timeseries import LombScargle as _AstropyLombScargle
+except ImportError as error:  # pragma: no cover - exercised only without astropy
+    raise ImportError("clperiod.astropy needs astropy: pip install clperiod[astropy]") from error
+
+from . import stats
+from .catalog import Catalog, Status
+from .grid import FrequencyGrid
+from .host import check_choice
+from .lombscargle import Precision, lombscargle
+
+__all__ = ["MAX_GRIDS", "LombScargle", "lombscargle_clperiod", "register_astropy_method"]
+
+#: Most uniform runs ``power(frequency)`` evaluates (one device call each).
+MAX_GRIDS = 64
+#: Two frequencies are on one uniform run when they lie within this many
+#: units of roundoff (of the largest frequency) of ``f0 + k * df``.
+_RUN_ULPS = 8
+#: Keywords of ``method_kwds`` passed on to :func:`clperiod.lombscargle`.
+_DEVICE_KEYWORDS = ("precision", "device", "memory", "progress")
+_METHODS = ("auto", "clperiod")
+_FAP_METHODS = ("baluev", "davies", "naive", "single", "townsend", "bootstrap")
+
+
+class LombScargle(_AstropyLombScargle):
+    """astropy's Lomb-Scargle periodogram, evaluated by clperiod on OpenCL.
+
+    Parameters
+    ----------
+    t : array_like, Quantity ['time'], Time or TimeDelta
+        Observation times. ``Time`` values are taken relative to ``t[0]``, in
+        days, as astropy does.
+    y : array_like or Quantity
+        Observations.
+    dy : float, array_like or Quantity, optional
+        Uncertainties (the same unit as ``y``).
+    fit_mean, center_data : bool
+        Floating mean; subtract the weighted mean first (astropy's meaning).
+    nterms : int
+        Must be 1: clperiod evaluates single-harmonic periodograms.
+    normalization : {"standard", "model", "log", "psd"}
+        Default normalization.
+    precision : {"fp64", "fp32"}
+        Kernel precision (times stay float64 on the host either way).
+    device : str or devices, optional
+        OpenCL device selection (see :func:`clperiod.select_devices`);
+        default ``CLPERIOD_DEVICE``.
+
+    Raises
+    ------
+    NotImplementedError
+        ``nterms != 1``.
+    ValueError
+        Unknown ``precision``, or astropy's input checks.
+    """
+
+    available_methods: ClassVar[list[str]] = list(_METHODS)
+
+    def __init__(
+        self,
+        t: Any,
+        y: Any,
+        dy: Any = None,
+        fit_mean: bool = True,
+        center_data: bool = True,
+        nterms: int = 1,
+        normalization: str = "standard",
+        *,
+        precision: Precision = "fp64",
+        device: Any = None,
+    ) -> None:
+        if operator.index(nterms) != 1:
+            raise NotImplementedError(
+                f"clperiod evaluates single-term periodograms (nterms=1), got nterms={nterms}; "
+                "use astropy.timeseries.LombScargle for multi-term models"
+            )
+        check_choice("precision", precision, Precision)
+        super().__init__(t, y, dy, fit_mean, center_data, nterms, normalization)
+        self.precision = precision
+        self.device = device
+
+    # ------------------------------------------------------------ frequency grids
+    def autofrequency(
+        self,
+        samples_per_peak: float = 5,
+        nyquist_factor: float = 5,
+        minimum_frequency: Any = None,
+        maximum_frequency: Any = None,
+        return_freq_limits: bool = False,
+    ) -> Any:
+        """astropy's heuristic frequency grid, from :meth:`clperiod.FrequencyGrid.auto`.
+
+        Parameters and results as
+        :meth:`astropy.timeseries.LombScargle.autofrequency` (the same
+        values); frequencies carry the unit ``1 / t`` when ``t`` has one.
+        """
+        grid = self._auto_grid(samples_per_peak, nyquist_factor, minimum_frequency,
+                               maximum_frequency)
+        unit = self._frequency_unit()
+        if return_freq_limits:
+            return grid.fmin * unit, grid.fmax * unit
+        return grid.frequencies() * unit
+
+    def autopower(
+        self,
+        method: str = "auto",
+        method_kwds: Mapping[str, Any] | None = None,
+        normalization: str | None = None,
+        samples_per_peak: float = 5,
+        nyquist_factor: float = 5,
+        minimum_frequency: Any = None,
+        maximum_frequency: Any = None,
+    ) -> tuple[Any, Any]:
+        """Power on the :meth:`autofrequency` grid, evaluated as that one grid.
+
+        Parameters
+        ----------
+        method : {"auto", "clperiod"}
+            Both mean clperiod's exact periodogram.
+        method_kwds : dict, optional
+            ``precision``, ``device``, ``memory`` or ``progress`` for this
+            call (see :func:`clperiod.lombscargle`).
+        normalization : str, optional
+            Override the normalization given at construction.
+        samples_per_peak, nyquist_factor, minimum_frequency, maximum_frequency
+            As :meth:`autofrequency`.
+
+        Returns
+        -------
+        frequency, power : ndarray or Quantity
+        """
+        _check_method(method)
+        normalization = self.normalization if normalization is None else normalization
+        grid = self._auto_grid(samples_per_peak, nyquist_factor, minimum_frequency,
+                               maximum_frequency)
+        t, y, dy = self._values()
+        power = _grid_power(t, y, dy, grid, **self._options(normalization, method_kwds))
+        return (grid.frequencies() * self._frequency_unit(),
+                power * self._power_unit(normalization))
+
+    def power(
+        self,
+        frequency: Any,
+        normalization: str | None = None,
+        method: str = "auto",
+        assume_regular_frequency: bool = False,
+        method_kwds: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """Lomb-Scargle power at the given frequencies.
+
+        Parameters
+        ----------
+        frequency : array_like or Quantity ['frequency']
+            Ordinary frequencies, any shape; their sorted distinct absolute
+            values must form at most :data:`MAX_GRIDS` uniform runs (see
+            :func:`lombscargle_clperiod`).
+        normalization : str, optional
+            Override the normalization given at construction.
+        method : {"auto", "clperiod"}
+            Both mean clperiod's exact periodogram.
+        assume_regular_frequency : bool
+            Accepted for compatibility; the spacing is always checked (it
+            costs one pass over the frequencies).
+        method_kwds : dict, optional
+            ``precision``, ``device``, ``memory`` or ``progress`` for this call.
+
+        Returns
+        -------
+        ndarray or Quantity
+            Same shape as ``frequency``; NaN at frequency 0 (as astropy).
+        """
+        _check_method(method)
+        normalization = self.normalization if normalization is None else normalization
+        frequency = np.asarray(_strip(self._validate_frequency(frequency)))
+        t, y, dy = self._values()
+        power = lombscargle_clperiod(t, y, dy, frequency,
+                                     **self._options(normalization, method_kwds))
+        return power * self._power_unit(normalization)
+
+    # ------------------------------------------------------------ false alarms
+    def false_alarm_probability(
+        self,
+        power: Any,
+        method: str = "baluev",
+        samples_per_peak: float = 5,
+        nyquist_factor: float = 5,
+        minimum_frequency: Any = None,
+        maximum_frequency: Any = None,
+        method_kwds: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """False-alarm probability of periodogram maxima ``power``.
+
+        As :meth:`astropy.timeseries.LombScargle.false_alarm_probability`
+        (``fmax`` from :meth:`autofrequency` with the given arguments), with
+        the analytic methods of :func:`clperiod.stats.false_alarm_probability`.
+
+        Parameters
+        ----------
+        power : array_like or Quantity
+            Peak heights in this object's normalization.
+        method : {"baluev", "davies", "naive", "single", "townsend", "bootstrap"}
+            astropy's methods, plus ``townsend`` (Townsend 2010: the
+            :meth:`autofrequency` grid size as the number of independent
+            frequencies). ``bootstrap`` evaluates ``n_bootstraps``
+            resamplings (astropy's draws for a given ``random_seed``) as one
+            catalog on the device, with this object's ``fit_mean`` and
+            ``center_data`` (astropy's bootstrap uses its defaults).
+        method_kwds : dict, optional
+            ``n_bootstraps`` (default 1000) and ``random_seed`` for ``bootstrap``.
+
+        Returns
+        -------
+        ndarray, float or Quantity
+            Dimensionless Quantity when ``power`` is a Quantity (as astropy).
+
+        Raises
+        ------
+        NotImplementedError
+            Uncentered data (``fit_mean = center_data = False``).
+        ValueError
+            Unknown method.
+        """
+        self._check_centered()
+        grid = self._auto_grid(samples_per_peak, nyquist_factor, minimum_frequency,
+                               maximum_frequency)
+        z = self._power_values(power)
+        if _fap_method(method, method_kwds) == "bootstrap":
+            maxima = self._bootstrap_maxima(grid.fmax, **dict(method_kwds or {}))
+            fap = 1 - np.searchsorted(maxima, z) / len(maxima)
+        else:
+            fap = stats.false_alarm_probability(z, **self._null(method, grid))
+        return u.Quantity(fap, u.dimensionless_unscaled) if isinstance(power, u.Quantity) else fap
+
+    def false_alarm_level(
+        self,
+        false_alarm_probability: Any,
+        method: str = "baluev",
+        samples_per_peak: float = 5,
+        nyquist_factor: float = 5,
+        minimum_frequency: Any = None,
+        maximum_frequency: Any = None,
+        method_kwds: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """Peak height whose false-alarm probability is ``false_alarm_probability``.
+
+        The inverse of :meth:`false_alarm_probability` (same arguments), from
+        :func:`clperiod.stats.false_alarm_level`.
+
+        Returns
+        -------
+        ndarray, float or Quantity
+            Plain values for the analytic methods and a Quantity for
+            ``bootstrap`` (as astropy).
+        """
+        self._check_centered()
+        grid = self._auto_grid(samples_per_peak, nyquist_factor, minimum_frequency,
+                               maximum_frequency)
+        p = np.asarray(false_alarm_probability, dtype=np.float64)
+        if _fap_method(method, method_kwds) != "bootstrap":
+            return stats.false_alarm_level(p, **self._null(method, grid))
+        maxima = self._bootstrap_maxima(grid.fmax, **dict(method_kwds or {}))
+        rank = np.clip(np.floor((1 - p) * len(maxima)).astype(int), 0, len(maxima) - 1)
+        unit = self._power_unit(self.normalization)
+        return u.Quantity(maxima[rank], u.dimensionless_unscaled if unit == 1 else unit)
+
+    # ------------------------------------------------------------ helpers
+    def _values(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """Relative times, values and uncertainties without units."""
+        t, y = np.asarray(_strip(self._trel)), np.asarray(_strip(self.y))
+        return t, y, None if self.dy is None else np.asarray(_strip(self.dy))
+
+    def _frequency_unit(self) -> Any:
+        unit = getattr(self._trel, "unit", None)
+        return 1 if unit is None else 1 / unit
+
+    def _frequency_value(self, frequency: Any) -> float | None:
+        if frequency is None:
+            return None
+        return float(_strip(self._validate_frequency(frequency)))
+
+    def _auto_grid(self, samples_per_peak, nyquist_factor, minimum_frequency,
+                   maximum_frequency) -> FrequencyGrid:
+        return FrequencyGrid.auto(
+            self._values()[0],
+            samples_per_peak=samples_per_peak,
+            nyquist_factor=nyquist_factor,
+            minimum_frequency=self._frequency_value(minimum_frequency),
+            maximum_frequency=self._frequency_value(maximum_frequency),
+        )
+
+    def _options(self, normalization: str, method_kwds: Mapping[str, Any] | None) -> dict:
+        extra = dict(method_kwds or {})
+        unknown = sorted(set(extra) - set(_DEVICE_KEYWORDS))
+        if unknown:
+            raise TypeError(f"method_kwds accepts {_DEVICE_KEYWORDS}, got {unknown}")
+        return {"fit_mean": self.fit_mean, "center_data": self.center_data,
+                "normalization": normalization, "precision": self.precision,
+                "device": self.device, **extra}
+
+    def _power_values(self, power: Any) -> np.ndarray:
+        if not isinstance(power, u.Quantity):
+            return np.asarray(power, dtype=np.float64)
+        unit = self._power_unit(self.normalization)
+        return power.to_value(u.dimensionless_unscaled if unit == 1 else unit)
+
+    def _check_centered(self) -> None:
+        if not (self.fit_mean or self.center_data):
+            raise NotImplementedError(
+                "false alarm probability is implemented only for periodograms of centered "
+                "data (fit_mean or center_data)"
+            )
+
+    def _null(self, method: str, grid: FrequencyGrid) -> dict:
+        """Arguments of the clperiod.stats false-alarm functions."""
+        t, _, dy = self._values()
+        # astropy's "single" (one frequency) is Townsend's formula with nf = 1.
+        named = "townsend" if method == "single" else method
+        return {"n": t.size, "fmax": grid.fmax, "t": t, "dy": dy,
+                "normalization": self.normalization, "method": named,
+                "fit_mean": self.fit_mean, "center_data": self.center_data,
+                "nf": 1 if method == "single" else grid.nf}
+
+    def _bootstrap_maxima(
+        self, fmax: float, n_bootstraps: int = 1000, random_seed: Any = None
+    ) -> np.ndarray:
+        """Sorted periodogram maxima of ``n_bootstraps`` resamplings of ``(y, dy)``.
+
+        The draws are astropy's (``rng.integers(0, n, n)`` per resampling of
+        ``default_rng(random_seed)``) and the grid is astropy's bootstrap grid,
+        ``autofrequency(maximum_frequency=fmax)``; every resampling is one
+        object of a single catalog.
+        """
+        n_bootstraps = operator.index(n_bootstraps)
+        if n_bootstraps < 1:
+            raise ValueError(f"n_bootstraps must be >= 1, got {n_bootstraps}")
+        t, y, dy = self._values()
+        rng = np.random.default_rng(random_seed)
+        picks = np.stack([rng.integers(0, y.size, y.size) for _ in range(n_bootstraps)])
+        catalog = Catalog.from_arrays(
+            np.repeat(np.arange(n_bootstraps), t.size),
+            np.tile(t, n_bootstraps),
+            y[picks].ravel(),
+            None if dy is None else dy[picks].ravel(),
+        )
+        grid = FrequencyGrid.auto(t, maximum_frequency=fmax)
+        result = lombscargle(catalog, grid, **self._options(self.normalization, None))
+        bad = np.flatnonzero(result.status != Status.OK)
+        if bad.size:
+            raise ValueError(
+                f"bootstrap resampling {bad[0]} has no periodogram "
+                f"({Status(result.status[bad[0]]).name}): too few distinct points"
+            )
+        return np.sort(result.power_best)
+
+
+def lombscargle_clperiod(
+    t: Any,
+    y: Any,
+    dy: Any = None,
+    frequency: Any = None,
+    center_data: bool = True,
+    fit_mean: bool = True,
+    normalization: str = "standard",
+    *,
+    precision: Precision = "fp64",
+    device: Any = None,
+    memory: str = "auto",
+    progress: bool = False,
+) -> np.ndarray:
+    """Lomb-Scargle power at given frequencies, on the OpenCL device.
+
+    The signature of astropy's implementation functions (``lombscargle_cython``
+    and the others), so it can be registered as an astropy method (see
+    :func:`register_astropy_method`). The frequencies are reduced to their
+    sorted distinct absolute values (the power is even in ``f``) and cut
+    into maximal uniform runs ``f0 + k * df`` (to within 8 units of
+    roundoff); each run is one :class:`clperiod.FrequencyGrid` and one call
+    of :func:`clperiod.lombscargle`.
+
+    Parameters
+    ----------
+    t, y : array_like
+        Times and values (plain numbers).
+    dy : float or array_like, optional
+        Uncertainties.
+    frequency : array_like
+        Ordinary frequencies, any shape.
+    center_data, fit_mean : bool
+        As astropy.
+    normalization : {"standard", "model", "log", "psd"}
+        As astropy.
+    precision, device, memory, progress
+        As :func:`clperiod.lombscargle`.
+
+    Returns
+    -------
+    ndarray
+        float64, the shape of ``frequency``; NaN at frequency 0, where the
+        periodogram is undefined (astropy gives NaN there too).
+
+    Raises
+    ------
+    ValueError
+        Non-finite frequencies; frequencies that need more than
+        :data:`MAX_GRIDS` uniform runs; a light curve clperiod cannot
+        evaluate (too few points, zero variance); bad options.
+    """
+    if frequency is None:
+        raise ValueError("frequency is required")
+    frequency = np.asarray(frequency, dtype=np.float64)
+    if not np.all(np.isfinite(frequency)):
+        raise ValueError("frequencies must be finite")
+    flat = np.abs(frequency.ravel())
+    if flat.size == 0:
+        return np.zeros(frequency.shape)
+    t = np.asarray(t, dtype=np.float64)
+    if dy is not None:
+        dy = np.broadcast_to(np.asarray(dy, dtype=np.float64), t.shape)
+    options = {"fit_mean": fit_mean, "center_data": center_data, "normalization": normalization,
+               "precision": precision, "device": device, "memory": memory, "progress": progress}
+    if flat.size > 1 and np.all(flat[1:] > flat[:-1]):
+        distinct, inverse = flat, None
+    else:
+        distinct, inverse = np.unique(flat, return_inverse=True)
+    power = np.empty(distinct.size)
+    for start, grid in _uniform_runs(distinct):
+        power[start : start + grid.nf] = _grid_power(t, y, dy, grid, **options)
+    power[distinct == 0] = np.nan
+    return (power if inverse is None else power[inverse]).reshape(frequency.shape)
+
+
+def register_astropy_method(name: str = "clperiod") -> None:
+    """Add ``method=name`` to astropy's own ``LombScargle``.
+
+    After the call, ``astropy.timeseries.LombScargle(t, y, dy).power(f,
+    method="clperiod", method_kwds={"device": "gpu"})`` (and ``autopower``)
+    evaluate through :func:`lombscargle_clperiod`. The entry goes into
+    astropy's method table (``implementations.main.METHODS``, a module astropy
+    does not document as public); its ``available_methods()`` list is fixed
+    and does not show it. Calling again is harmless.
+
+    Parameters
+    ----------
+    name : str
+        The method name.
+
+    Raises
+    ------
+    ValueError
+        ``name`` is already one of astropy's methods.
+    """
+    from astropy.timeseries.periodograms.lombscargle.implementations import main
+
+    current = main.METHODS.get(name)
+    if current is not None and current is not lombscargle_clperiod:
+        raise ValueError(f"astropy already has a Lomb-Scargle method named {name!r}")
+    main.METHODS[name] = lombscargle_clperiod
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def _strip(value: Any) -> Any:
+    """The number(s) of a Quantity in its own unit; anything else unchanged."""
+    return value.value if isinstance(value, u.Quantity) else value
+
+
+def _check_method(method: str) -> None:
+    if method not in _METHODS:
+        raise ValueError(
+            f"method must be one of {_METHODS} (clperiod's exact periodogram on the OpenCL "
+            f"device), got {method!r}; astropy.timeseries.LombScargle has the others"
+        )
+
+
+def _fap_method(method: str, method_kwds: Mapping[str, Any] | None) -> str:
+    if method not in _FAP_METHODS:
+        raise ValueError(f"method must be one of {_FAP_METHODS}, got {method!r}")
+    if method_kwds and method != "bootstrap":
+        raise TypeError(f"method={method!r} takes no method_kwds, got {sorted(method_kwds)}")
+    return method
+
+
+def _grid_power(t: np.ndarray, y: np.ndarray, dy: np.ndarray | None, grid: FrequencyGrid,
+                **options: Any) -> np.ndarray:
+    """The float64 periodogram of one light curve on ``grid``."""
+    result = lombscargle(t, grid, y, dy, method="generalized", periodogram=True, **options)
+    status = Status(result.status[0])
+    if status != Status.OK:
+        raise ValueError(f"clperiod cannot evaluate this light curve ({len(t)} points): "
+                         f"{status.name}")
+    return result.power[0].astype(np.float64)
+
+
+def _uniform_runs(frequency: np.ndarray) -> list[tuple[int, FrequencyGrid]]:
+    """Cut sorted distinct frequencies into maximal uniform runs ``(start, grid)``.
+
+    Greedy from the left: a run continues while the spacing stays equal to
+    its first step within the tolerance, and every member is then checked
+    against ``f0 + k * df`` with ``df`` from the run's end points.
+    """
+    n = frequency.size
+    tolerance = _RUN_ULPS * np.finfo(np.float64).eps * float(frequency[-1])
+    step = np.diff(frequency)
+    # Step index i starts a new spacing when it differs from step i - 1.
+    change = np.flatnonzero(np.abs(np.diff(step)) > tolerance) + 1
+    runs: list[tuple[int, FrequencyGrid]] = []
+    start = 0
+    while start < n:
+        if len(runs) == MAX_GRIDS:
+            raise ValueError(
+                f"the {n} frequencies are not on at most {MAX_GRIDS} uniform grids "
+                "f0 + k * df: clperiod evaluates uniform grids (use autopower(), an "
+                "np.linspace/np.arange array, or astropy.timeseries.LombScargle for "
+                "arbitrary frequencies)"
+            )
+        # Steps start .. c - 1 share one spacing (c the next change), so the
+        # run holds points start .. c; the step after it is a gap.
+        k = np.searchsorted(change, start, side="right")
+        stop = int(change[k]) + 1 if k < change.size else n
+        runs.append((start, _run_grid(frequency[start:stop], tolerance)))
+        start = stop
+    return runs
+
+
+def _run_grid(run: np.ndarray, tolerance: float) -> FrequencyGrid:
+    """The grid through a run's end points, checked against every member."""
+    if run.size == 1:
+        return FrequencyGrid(run[0], 1.0, 1)  # the step of a one-point grid is unused
+    df = (run[-1] - run[0]) / (run.size - 1)
+    grid = FrequencyGrid(run[0], df, run.size)
+    drift = np.max(np.abs(grid.frequencies() - run))
+    if drift > tolerance:
+        raise ValueError(
+            f"frequencies {run[0]:.17g}..{run[-1]:.17g} have a slowly varying spacing "
+            f"(off a uniform grid by {drift:.3g}): clperiod evaluates uniform grids"
+        )
+    return grid
