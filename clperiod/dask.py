@@ -1,0 +1,425 @@
+"""Period searches of a catalog held in a Dask DataFrame, on a Dask cluster.
+
+>>> import clperiod.dask
+>>> out = clperiod.dask.lombscargle(ddf, grid, dy_col="dy")   # doctest: +SKIP
+>>> table = out.compute()                                     # doctest: +SKIP
+
+Every partition of the input becomes one :class:`~clperiod.catalog.Catalog`
+and one batched search on the worker that computes it, on that worker's own
+device (:func:`clperiod.distributed.worker_device`). The output is a Dask
+DataFrame with one row per object and the columns of
+:func:`clperiod.tables.result_columns`.
+
+Two input layouts are read:
+
+* long: one row per observation, with an id column (or index) and t, y and
+  optionally dy columns. The rows of an object must lie in one partition and
+  be contiguous there; ``ddf.set_index("id")`` guarantees both.
+* nested (LSDB, nested-pandas): one row per object, with an id column (or
+  index) and a pyarrow ``list<struct<t, y[, dy]>>`` column of observations.
+  The offsets of the list array are the catalog offsets, so a partition is
+  converted without a Python loop over its objects. A null or empty list is
+  an object with no points (status TOO_FEW_POINTS).
+
+Exactly once: an object whose rows are not contiguous within a partition, or
+that appears twice in a nested partition, raises a ValueError naming it. An
+object split over several partitions is found by a final check on the output
+ids (``check_ids=True``), which raises a ValueError naming the object and the
+partitions. Task retries never duplicate rows: each output partition is the
+result of exactly one successful task. A worker that dies has its tasks
+rescheduled by the Dask scheduler (up to ``distributed.scheduler.
+allowed-failures`` times); tasks that raise are retried when computed with
+``retries=``, e.g. ``out.compute(retries=2)``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .catalog import NAN_POLICIES, Catalog
+from .distributed import worker_device
+from .grid import FrequencyGrid
+from .host import check_top_k
+from .lombscargle import MAX_TOP_K as _LS_MAX_TOP_K
+from .lombscargle import lombscargle as _lombscargle
+from .supersmoother import MAX_TOP_K as _SS_MAX_TOP_K
+from .supersmoother import supersmoother as _supersmoother
+from .tables import result_columns
+
+if TYPE_CHECKING:
+    import dask.dataframe as dd
+    import pandas as pd
+
+__all__ = ["lombscargle", "supersmoother"]
+
+#: Arguments of the searches that this front end sets itself.
+_HANDLED = ("cat_or_t", "grid", "y", "dy", "device", "nan_policy", "periodogram", "progress",
+            "profile")
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """Where a partition keeps its ids and observations."""
+
+    id_col: str
+    id_in_index: bool
+    fields: tuple[str, ...]  # t, y[, dy] column names (struct fields when nested)
+    nested_col: str | None
+
+
+def lombscargle(
+    ddf: dd.DataFrame,
+    grid: FrequencyGrid,
+    *,
+    id_col: str = "id",
+    t_col: str = "t",
+    y_col: str = "y",
+    dy_col: str | None = None,
+    nested_col: str | None = None,
+    nan_policy: str = "raise",
+    fap_method: str | None = "baluev",
+    check_ids: bool = True,
+    device: str | None = None,
+    **options: Any,
+) -> dd.DataFrame:
+    """Lomb-Scargle search of every object of a Dask DataFrame.
+
+    Parameters
+    ----------
+    ddf
+        The catalog, in the long or nested layout (see the module docstring).
+    grid
+        The frequency grid, the same for every object.
+    id_col
+        Name of the object-id column, or of the index.
+    t_col, y_col, dy_col
+        Names of the time, value and (optional) uncertainty columns; with
+        ``nested_col``, names of the fields of its structs.
+    nested_col
+        Name of the ``list<struct>`` column of the nested layout; None for the
+        long layout.
+    nan_policy
+        ``"raise"`` or ``"omit"`` rows with a non-finite t, y or dy (see
+        :meth:`Catalog.from_arrays`).
+    fap_method
+        Method of the ``fap`` column (see
+        :meth:`LombScargleResult.false_alarm_probability`); None for none.
+    check_ids
+        Check that no object appears in two partitions. The check gathers the
+        output ids of all partitions in one task, so every output partition
+        waits for the whole catalog; set False for frames partitioned by id
+        (``set_index``, LSDB) to stream the output.
+    device
+        A device selection string (see :func:`clperiod.device.select_devices`)
+        used by every worker; default: each worker's own device
+        (:func:`clperiod.distributed.worker_device`).
+    **options
+        Further keyword arguments of :func:`clperiod.lombscargle`
+        (``method``, ``normalization``, ``precision``, ``top_k``, ...).
+
+    Returns
+    -------
+    dask.dataframe.DataFrame
+        One row per object, columns of :func:`clperiod.tables.result_columns`;
+        ``id`` has the dtype of the input ids.
+
+    Raises
+    ------
+    TypeError, ValueError
+        At once for a bad argument or a missing column; at compute time for
+        bad data or an object split across partitions (the message names the
+        partition and the object).
+    ImportError
+        Dask is not installed (``pip install clperiod[dask]``).
+    """
+    layout = _layout(ddf, id_col, t_col, y_col, dy_col, nested_col)
+    return _map_search(_lombscargle, _LS_MAX_TOP_K, ddf, grid, layout, nan_policy, fap_method,
+                       check_ids, device, options)
+
+
+def supersmoother(
+    ddf: dd.DataFrame,
+    grid: FrequencyGrid,
+    *,
+    id_col: str = "id",
+    t_col: str = "t",
+    y_col: str = "y",
+    dy_col: str | None = None,
+    nested_col: str | None = None,
+    nan_policy: str = "raise",
+    check_ids: bool = True,
+    device: str | None = None,
+    **options: Any,
+) -> dd.DataFrame:
+    """SuperSmoother search of every object of a Dask DataFrame.
+
+    Parameters and result as :func:`lombscargle` (there is no ``fap``
+    column); ``**options`` go to :func:`clperiod.supersmoother` (``variant``,
+    ``alpha``, ``precision``, ``top_k``, ...).
+    """
+    layout = _layout(ddf, id_col, t_col, y_col, dy_col, nested_col)
+    return _map_search(_supersmoother, _SS_MAX_TOP_K, ddf, grid, layout, nan_policy, None,
+                       check_ids, device, options)
+
+
+# ---------------------------------------------------------------------- graph
+
+
+def _map_search(
+    search: Callable[..., Any],
+    max_top_k: int,
+    ddf: dd.DataFrame,
+    grid: FrequencyGrid,
+    layout: _Layout,
+    nan_policy: str,
+    fap_method: str | None,
+    check_ids: bool,
+    device: str | None,
+    options: dict[str, Any],
+) -> dd.DataFrame:
+    """The lazy output frame: one search task per partition, then the id check."""
+    if not isinstance(grid, FrequencyGrid):
+        raise TypeError(f"grid must be a FrequencyGrid, got {type(grid).__name__}")
+    if nan_policy not in NAN_POLICIES:
+        raise ValueError(f"nan_policy must be one of {NAN_POLICIES}, got {nan_policy!r}")
+    if device is not None and not isinstance(device, str):
+        raise TypeError(
+            "device must be a selection string such as 'gpu' or '0:1' (device objects "
+            f"cannot be sent to other processes), got {type(device).__name__}"
+        )
+    _check_options(search, options)
+    top_k = check_top_k(options.get("top_k", 1), max_top_k)
+    id_dtype = ddf.index.dtype if layout.id_in_index else ddf.dtypes[layout.id_col]
+    meta = _meta(id_dtype, top_k, fap_method)
+    results = ddf.map_partitions(
+        _search_partition, search, grid, layout, nan_policy, fap_method, device, options, meta,
+        meta=meta, clear_divisions=True,
+    )
+    if not check_ids:
+        return results
+    import pandas as pd
+
+    tagged = results.map_partitions(
+        _tag_ids, meta=pd.DataFrame({"id": meta["id"], "partition": np.zeros(0, np.int64)})
+    )
+    n_objects = tagged.reduction(
+        chunk=_same, aggregate=_count_unique, meta=int, split_every=False,
+        aggregate_kwargs={"id_col": layout.id_col},
+    )
+    return results.map_partitions(_after_check, n_objects, meta=meta)
+
+
+def _check_options(search: Callable[..., Any], options: dict[str, Any]) -> None:
+    accepted = [name for name in inspect.signature(search).parameters if name not in _HANDLED]
+    unknown = sorted(set(options) - set(accepted))
+    if unknown:
+        raise TypeError(
+            f"clperiod.dask.{search.__name__}() got unsupported option(s) {unknown}; it "
+            f"accepts {accepted}. Full periodograms, progress bars and profiles are not "
+            "available: the output is one row per object"
+        )
+
+
+def _layout(
+    ddf: Any, id_col: str, t_col: str, y_col: str, dy_col: str | None, nested_col: str | None
+) -> _Layout:
+    """Check the named columns against the frame's metadata."""
+    try:
+        import dask.dataframe as dd
+    except ImportError as error:
+        raise ImportError("clperiod.dask needs Dask: pip install clperiod[dask]") from error
+    if not isinstance(ddf, dd.DataFrame):
+        raise TypeError(f"ddf must be a dask.dataframe.DataFrame, got {type(ddf).__name__}")
+    columns = list(ddf.columns)
+    id_in_index = id_col not in columns and ddf.index.name == id_col
+    fields = (t_col, y_col) if dy_col is None else (t_col, y_col, dy_col)
+    wanted = [nested_col] if nested_col is not None else list(fields)
+    absent = [name for name in wanted if name not in columns]
+    if id_col not in columns and not id_in_index:
+        absent.insert(0, id_col)
+    if absent:
+        raise ValueError(
+            f"the frame has no column {absent} (columns: {columns}, index: {ddf.index.name!r})"
+        )
+    if nested_col is not None:
+        _check_nested_dtype(ddf.dtypes[nested_col], nested_col, fields)
+    return _Layout(id_col, id_in_index, fields, nested_col)
+
+
+def _meta(id_dtype: Any, top_k: int, fap_method: str | None) -> pd.DataFrame:
+    """The empty output frame: the columns of ``result_columns`` for no objects."""
+    import pandas as pd
+
+    meta = pd.DataFrame(result_columns(_NoObjects(top_k), fap_method=fap_method))
+    return meta.astype({"id": id_dtype, "status_name": "str"})
+
+
+class _NoObjects:
+    """A search result of zero objects: the attributes ``result_columns`` reads."""
+
+    def __init__(self, top_k: int) -> None:
+        self.ids = np.zeros(0, dtype=np.int64)
+        self.n_points = np.zeros(0, dtype=np.int64)
+        self.period = self.frequency_best = self.power_best = np.zeros(0)
+        self.top_k_period = self.top_k_power = np.zeros((0, top_k))
+        self.status = np.zeros(0, dtype=np.int8)
+
+    def false_alarm_probability(self, method: str) -> np.ndarray:
+        return np.zeros(0)
+
+
+# ---------------------------------------------------------------------- tasks
+
+
+def _search_partition(
+    frame: pd.DataFrame,
+    search: Callable[..., Any],
+    grid: FrequencyGrid,
+    layout: _Layout,
+    nan_policy: str,
+    fap_method: str | None,
+    device: str | None,
+    options: dict[str, Any],
+    meta: pd.DataFrame,
+    partition_info: dict[str, Any] | None = None,
+) -> pd.DataFrame:
+    """Search one partition on this worker's device; one output row per object."""
+    if len(frame) == 0:
+        return meta.copy()
+    number = partition_info["number"] if partition_info is not None else 0
+    try:
+        catalog = _nested_catalog(frame, layout, nan_policy) if layout.nested_col else \
+            _long_catalog(frame, layout, nan_policy)
+    except (TypeError, ValueError) as error:
+        raise type(error)(f"partition {number}: {error}") from error
+    result = search(catalog, grid, device=worker_device() if device is None else device,
+                    **options)
+    import pandas as pd
+
+    return pd.DataFrame(result_columns(result, fap_method=fap_method)).astype(
+        meta.dtypes.to_dict()
+    )
+
+
+def _tag_ids(results: pd.DataFrame, partition_info: dict[str, Any] | None = None) -> pd.DataFrame:
+    import pandas as pd
+
+    number = partition_info["number"] if partition_info is not None else 0
+    return pd.DataFrame({"id": results["id"], "partition": np.int64(number)})
+
+
+def _same(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame
+
+
+def _count_unique(tagged: pd.DataFrame, id_col: str) -> int:
+    """Number of objects; ValueError naming an object found in several partitions."""
+    repeated = tagged["id"].duplicated(keep=False).to_numpy()
+    if repeated.any():
+        object_id = tagged["id"].to_numpy()[repeated][0]
+        where = tagged["partition"].to_numpy()[repeated & (tagged["id"] == object_id).to_numpy()]
+        raise ValueError(
+            f"object id {_show(object_id)} appears in partitions {sorted(set(where.tolist()))}: "
+            "the rows of one object must lie in one partition; partition the frame by id, "
+            f"e.g. ddf.set_index({id_col!r})"
+        )
+    return len(tagged)
+
+
+def _after_check(results: pd.DataFrame, n_objects: int) -> pd.DataFrame:
+    """The search results, released once the id check (``n_objects``) has passed."""
+    return results
+
+
+# ---------------------------------------------------------------------- partitions -> catalogs
+
+
+def _ids(frame: pd.DataFrame, layout: _Layout) -> np.ndarray:
+    ids = frame.index if layout.id_in_index else frame[layout.id_col]
+    missing = np.asarray(ids.isna())
+    if missing.any():
+        raise ValueError(f"missing object id in row {int(np.argmax(missing))}")
+    return ids.to_numpy()
+
+
+def _long_catalog(frame: pd.DataFrame, layout: _Layout, nan_policy: str) -> Catalog:
+    columns = [_real(frame[name]) for name in layout.fields]
+    return Catalog.from_arrays(_ids(frame, layout), *columns, nan_policy=nan_policy)
+
+
+def _real(series: pd.Series) -> np.ndarray:
+    """A numeric column as float64 with NaN for missing values (others unchanged,
+    for the catalog to reject)."""
+    from pandas.api.types import is_bool_dtype, is_numeric_dtype
+
+    if is_numeric_dtype(series.dtype) and not is_bool_dtype(series.dtype):
+        return series.to_numpy(dtype=np.float64, na_value=np.nan)
+    return series.to_numpy()
+
+
+def _nested_catalog(frame: pd.DataFrame, layout: _Layout, nan_policy: str) -> Catalog:
+    """The catalog of a nested partition: list offsets are the catalog offsets."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    lists = pa.array(frame[layout.nested_col])
+    if isinstance(lists, pa.ChunkedArray):
+        lists = lists.combine_chunks()
+    _check_nested_type(lists.type, layout.nested_col, layout.fields)
+    ids = _ids(frame, layout)
+    repeated = frame.index.duplicated() if layout.id_in_index else \
+        frame[layout.id_col].duplicated().to_numpy()
+    if repeated.any():
+        row = int(np.argmax(repeated))
+        raise ValueError(f"object id {_show(ids[row])} appears twice (again in row {row})")
+    lengths = pc.list_value_length(lists).fill_null(0).to_numpy().astype(np.int64)
+    points = lists.flatten()
+    columns = [pc.struct_field(points, name).to_numpy(zero_copy_only=False).astype(np.float64)
+               for name in layout.fields]
+    if not lengths.any():
+        empty = np.zeros(0)
+        dy = empty if len(columns) == 3 else None
+        return Catalog(ids, np.zeros(ids.size + 1, np.int64), empty, empty, dy)
+    # ids are unique, so the runs of the repeated ids are the non-empty objects, in order
+    filled = Catalog.from_arrays(np.repeat(ids, lengths), *columns, nan_policy=nan_policy)
+    kept = np.zeros(ids.size, dtype=np.int64)
+    kept[lengths > 0] = filled.lengths
+    offsets = np.concatenate(([0], np.cumsum(kept)))
+    return Catalog(ids, offsets, filled.t, filled.y, filled.dy, filled.n_dropped)
+
+
+def _check_nested_dtype(dtype: Any, name: str, fields: tuple[str, ...]) -> None:
+    """Check a nested column's dtype on the client where it tells the type:
+    pyarrow-backed and NumPy dtypes. Others (nested-pandas', object) are
+    converted by pyarrow and checked on the workers."""
+    import pandas as pd
+
+    if isinstance(dtype, pd.ArrowDtype):
+        _check_nested_type(dtype.pyarrow_dtype, name, fields)
+    elif isinstance(dtype, np.dtype) and dtype.kind != "O":
+        raise ValueError(f"column {name!r} must hold list<struct<...>> values, got {dtype}")
+
+
+def _check_nested_type(pa_type: Any, name: str, fields: tuple[str, ...]) -> None:
+    import pyarrow as pa
+
+    is_list = pa.types.is_list(pa_type) or pa.types.is_large_list(pa_type)
+    if not (is_list and pa.types.is_struct(pa_type.value_type)):
+        raise ValueError(f"column {name!r} must hold list<struct<...>> values, got {pa_type}")
+    struct = pa_type.value_type
+    present = [struct.field(i).name for i in range(struct.num_fields)]
+    for field in fields:
+        if field not in present:
+            raise ValueError(f"column {name!r} has no field {field!r} (fields: {present})")
+        kind = struct.field(field).type
+        if not (pa.types.is_floating(kind) or pa.types.is_integer(kind)):
+            raise TypeError(f"field {field!r} of column {name!r} must be numbers, got {kind}")
+
+
+def _show(object_id: Any) -> str:
+    return repr(object_id.item() if isinstance(object_id, np.generic) else object_id)

@@ -1,0 +1,315 @@
+"""clperiod.dask on a two-worker ``distributed.LocalCluster`` (processes, CPU runtime).
+
+Every Dask result is compared object by object with a single-device run on
+the same rows in the same order: they are equal bitwise, because each object
+is computed by the same kernels on the same kind of device whatever catalog
+holds it.  (Reordering the rows of an object, as a non-stable sort in
+``set_index`` may do, changes the order of the sums and so the last bits;
+the test frames are built already sorted by id, so Dask does not reorder them.)
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+import clperiod
+import clperiod.dask
+from clperiod import distributed as binding
+from clperiod.catalog import Catalog, Status
+from clperiod.device import list_devices, select_devices
+from clperiod.io import load_example
+from clperiod.tables import result_columns
+
+N_OBJECTS = 18
+GRID = clperiod.FrequencyGrid.from_range(0.5, 4.0, 2000)
+SS_GRID = clperiod.FrequencyGrid.from_range(0.5, 4.0, 600)
+# One PoCL thread per worker: two workers share the two cores of CI.
+WORKER_ENV = {"POCL_MAX_PTHREAD_COUNT": "1", "POCL_CPU_MAX_CU_COUNT": "1"}
+
+
+@pytest.fixture(scope="module")
+def client():
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None, env=WORKER_ENV) as cluster:
+        with Client(cluster) as dask_client:
+            yield dask_client
+
+
+@pytest.fixture(scope="module")
+def catalog() -> Catalog:
+    """Stripe 82 RR Lyrae light curves, sorted by id, plus a 2-point object."""
+    stripe82 = load_example("stripe82")
+    stars = stripe82.subset(np.argsort(stripe82.ids)[:N_OBJECTS])
+    tiny = (np.array([0.0, 1.0]), np.array([1.0, 2.0]), np.array([0.1, 0.1]))
+    curves = [stars.lightcurve(k) for k in range(stars.n_objects)] + [tiny]
+    return Catalog.from_lightcurves(curves, ids=np.append(stars.ids, stars.ids.max() + 1))
+
+
+@pytest.fixture(scope="module")
+def long_table(catalog: Catalog) -> pd.DataFrame:
+    """One row per observation, columns id, t, y, dy."""
+    ids = np.repeat(catalog.ids, catalog.lengths)
+    return pd.DataFrame({"id": ids, "t": catalog.t, "y": catalog.y, "dy": catalog.dy})
+
+
+def by_id(long_table: pd.DataFrame, npartitions: int = 3) -> dd.DataFrame:
+    """The long table indexed by id (the index is already sorted: rows keep their order)."""
+    frame = dd.from_pandas(long_table.set_index("id"), npartitions=npartitions)
+    assert frame.npartitions == npartitions
+    return frame
+
+
+def assert_same_objects(out: pd.DataFrame, expected: pd.DataFrame) -> None:
+    """Every object exactly once, every value equal bitwise."""
+    assert out["id"].is_unique
+    got = out.sort_values("id").reset_index(drop=True)
+    want = expected.sort_values("id").reset_index(drop=True)
+    want = want.astype({"id": got["id"].dtype, "status_name": got["status_name"].dtype})
+    pd.testing.assert_frame_equal(got, want, check_exact=True)
+
+
+def single_device(search, catalog: Catalog, grid, fap_method="baluev", **options) -> pd.DataFrame:
+    result = search(catalog, grid, **options)
+    return pd.DataFrame(result_columns(result, fap_method=fap_method))
+
+
+# ---------------------------------------------------------------------- results
+
+
+def test_lombscargle_matches_single_device(client, catalog, long_table) -> None:
+    options = dict(normalization="model", top_k=2)
+    out = clperiod.dask.lombscargle(by_id(long_table), GRID, dy_col="dy", **options)
+    assert isinstance(out, dd.DataFrame)
+    table = out.compute()
+    assert table["id"].dtype == np.int64
+    assert list(table.columns[:6]) == ["id", "n_points", "period", "frequency", "power", "fap"]
+    assert (table["status"] == Status.OK).sum() == N_OBJECTS
+    assert table.loc[table["n_points"] == 2, "status_name"].tolist() == ["TOO_FEW_POINTS"]
+    assert_same_objects(table, single_device(clperiod.lombscargle, catalog, GRID, **options))
+
+
+def test_lombscargle_id_column_without_uncertainties(client, catalog, long_table) -> None:
+    frame = by_id(long_table[["id", "t", "y"]]).reset_index()
+    out = clperiod.dask.lombscargle(frame, GRID, method="standard", fap_method=None).compute()
+    plain = Catalog(catalog.ids, catalog.offsets, catalog.t, catalog.y)
+    expected = single_device(clperiod.lombscargle, plain, GRID, None, method="standard")
+    assert_same_objects(out, expected)
+
+
+def test_supersmoother_matches_single_device(client, catalog, long_table) -> None:
+    out = clperiod.dask.supersmoother(by_id(long_table, 2), SS_GRID, dy_col="dy", top_k=2)
+    table = out.compute()
+    assert "fap" not in table.columns
+    assert_same_objects(table, single_device(clperiod.supersmoother, catalog, SS_GRID, top_k=2))
+
+
+def nested_table(catalog: Catalog) -> tuple[pd.DataFrame, Catalog]:
+    """One row per object, string ids and a list<struct<t, y, dy>> column; an
+    empty and a null light curve and a null y are added. Also the catalog of
+    the same objects with ``nan_policy="omit"`` applied."""
+    curves = [catalog.lightcurve(k) for k in range(catalog.n_objects)]
+    t, y, dy = (np.array(values) for values in curves[0])
+    y[3] = np.nan
+    curves[0] = (t, y, dy)
+    empty = (np.zeros(0), np.zeros(0), np.zeros(0))
+    curves += [empty, empty]
+    ids = [f"star-{i}" for i in catalog.ids] + ["empty", "null"]
+    lengths = np.array([len(c[0]) for c in curves])
+    points = pa.StructArray.from_arrays(
+        [pa.array(np.concatenate([c[i] for c in curves]), from_pandas=True) for i in range(3)],
+        names=["t", "y", "dy"],
+    )
+    mask = pa.array([i == "null" for i in ids])
+    lists = pa.ListArray.from_arrays(np.concatenate(([0], np.cumsum(lengths))).astype(np.int32),
+                                     points, mask=mask)
+    frame = pd.DataFrame({"id": ids, "lc": pd.Series(lists, dtype=pd.ArrowDtype(lists.type))})
+    reference = Catalog.from_lightcurves(curves, ids=ids, nan_policy="omit")
+    return frame, reference
+
+
+def test_nested_layout_matches_single_device(client, catalog) -> None:
+    frame, reference = nested_table(catalog)
+    assert frame["lc"].isna().tolist()[-2:] == [False, True]
+    ddf = dd.from_pandas(frame, npartitions=3, sort=False)
+    out = clperiod.dask.lombscargle(ddf, GRID, nested_col="lc", dy_col="dy", nan_policy="omit")
+    table = out.compute()
+    assert table["id"].dtype == ddf["id"].dtype
+    empty = table[table["id"].isin(["empty", "null"])]
+    assert empty["n_points"].tolist() == [0, 0]
+    assert set(empty["status_name"]) == {"TOO_FEW_POINTS"}
+    assert table.loc[table["id"] == f"star-{catalog.ids[0]}", "n_points"].item() == \
+        catalog.lengths[0] - 1
+    assert_same_objects(table, single_device(clperiod.lombscargle, reference, GRID))
+
+
+# ---------------------------------------------------------------------- exactly once
+
+
+def test_object_split_across_partitions_is_reported(client, long_table) -> None:
+    """Row-wise partitions cut objects in two; the id check names one of them."""
+    frame = dd.from_pandas(long_table, npartitions=3, sort=False)
+    split = long_table["id"].iloc[frame.divisions[1]]
+    assert long_table["id"].iloc[frame.divisions[1] - 1] == split
+    out = clperiod.dask.lombscargle(frame, GRID, dy_col="dy")
+    with pytest.raises(ValueError, match=rf"object id {split} appears in partitions \[0, 1\]"):
+        out.compute()
+    unchecked = clperiod.dask.lombscargle(frame, GRID, dy_col="dy", check_ids=False).compute()
+    assert (unchecked["id"] == split).sum() == 2
+
+
+def test_noncontiguous_rows_are_reported(long_table) -> None:
+    shuffled = long_table.iloc[np.r_[0:10, 60:70, 10:60, 70:len(long_table)]]
+    frame = dd.from_pandas(shuffled, npartitions=1, sort=False)
+    first = long_table["id"].iloc[0]
+    out = clperiod.dask.lombscargle(frame, GRID, dy_col="dy")
+    with pytest.raises(ValueError, match=rf"partition 0: object id {first} appears again"):
+        out.compute(scheduler="sync")
+
+
+def test_nested_duplicate_id_is_reported(catalog) -> None:
+    frame, _ = nested_table(catalog)
+    frame.loc[5, "id"] = frame.loc[2, "id"]
+    out = clperiod.dask.lombscargle(dd.from_pandas(frame, npartitions=1), GRID,
+                                    nested_col="lc", dy_col="dy", nan_policy="omit")
+    with pytest.raises(ValueError, match=rf"partition 0: object id '{frame.loc[2, 'id']}' "
+                                         r"appears twice \(again in row 5\)"):
+        out.compute(scheduler="sync")
+
+
+def exit_once(frame: pd.DataFrame, marker: str, partition_info=None) -> pd.DataFrame:
+    """Kill the worker process computing partition 1, the first time only."""
+    if partition_info is not None and partition_info["number"] == 1 \
+            and not os.path.exists(marker):
+        Path(marker).touch()
+        os._exit(1)
+    return frame
+
+
+def test_killed_worker_partitions_are_recomputed(client, catalog, long_table, tmp_path) -> None:
+    marker = tmp_path / "killed"
+    frame = by_id(long_table, 4)
+    dying = frame.map_partitions(exit_once, str(marker), meta=long_table.set_index("id").iloc[:0])
+    table = clperiod.dask.lombscargle(dying, GRID, dy_col="dy").compute()
+    assert marker.exists()
+    assert_same_objects(table, single_device(clperiod.lombscargle, catalog, GRID))
+
+
+# ---------------------------------------------------------------------- devices
+
+
+def worker_report() -> tuple[int, str]:
+    return binding.worker_rank(), binding.worker_device().label
+
+
+def test_each_worker_has_a_rank_and_device(client, cpu_device) -> None:
+    client.wait_for_workers(2, timeout=60)  # a worker killed above may be restarting
+    workers = client.scheduler_info(n_workers=-1)["workers"]
+    reports = [client.submit(worker_report, workers=[address], pure=False).result()
+               for address in workers]
+    assert sorted(rank for rank, _ in reports) == [0, 1]
+    assert {label for _, label in reports} == {cpu_device.label}
+
+
+def fake_device(**fields):
+    info = list_devices()[0]
+    return type(info)(**{**info.__dict__, **fields})
+
+
+def never() -> int:
+    raise AssertionError("the rank is not needed here")
+
+
+@pytest.fixture
+def plain_environment(monkeypatch) -> None:
+    for name in ("CLPERIOD_DEVICE", "PYOPENCL_CTX", "CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_rank_picks_among_the_preferred_devices(plain_environment) -> None:
+    cpu = fake_device(kind="cpu", is_nvidia=False, device_index=0)
+    nv0 = fake_device(kind="gpu", is_nvidia=True, vendor="NVIDIA Corporation", device_index=1)
+    nv1 = fake_device(kind="gpu", is_nvidia=True, vendor="NVIDIA Corporation", device_index=2)
+    amd = fake_device(kind="gpu", is_nvidia=False, vendor="Advanced Micro Devices, Inc.")
+    usable = [cpu, nv0, amd, nv1]
+    assert [binding._choose_device(usable, lambda: r) for r in range(3)] == [nv0, nv1, nv0]
+    assert binding._choose_device([cpu, amd], lambda: 5) is amd
+    assert binding._choose_device([cpu, cpu], lambda: 0) is cpu
+
+
+def test_visible_devices_pick_the_first_gpu_of_the_vendor(plain_environment, monkeypatch) -> None:
+    cpu = fake_device(kind="cpu", is_nvidia=False)
+    nv = fake_device(kind="gpu", is_nvidia=True, vendor="NVIDIA Corporation", device_index=1)
+    nv_other = fake_device(kind="gpu", is_nvidia=True, vendor="NVIDIA Corporation", device_index=2)
+    amd = fake_device(kind="gpu", is_nvidia=False, vendor="Advanced Micro Devices, Inc.")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,0,1,2")
+    assert binding._choose_device([cpu, amd, nv, nv_other], never) is nv
+    assert binding._choose_device([cpu, amd], lambda: 0) is amd  # no NVIDIA device: rank rule
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    monkeypatch.setenv("ROCR_VISIBLE_DEVICES", "1")
+    assert binding._choose_device([cpu, nv, amd], never) is amd
+
+
+def test_explicit_selection_wins(plain_environment, monkeypatch) -> None:
+    nv = fake_device(kind="gpu", is_nvidia=True, vendor="NVIDIA Corporation")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    monkeypatch.setenv("CLPERIOD_DEVICE", "cpu")
+    cpus = select_devices("cpu")
+    assert binding._choose_device([nv], lambda: 1) == cpus[1 % len(cpus)]
+
+
+def test_rank_from_worker_names_and_addresses() -> None:
+    assert binding._rank_from_name(3) == 3
+    assert binding._rank_from_name("node7-2") == 2
+    assert binding._rank_from_name("12") == 12
+    assert binding._rank_from_name("tcp://10.0.0.5:40123") is None
+    workers = {
+        "tcp://10.0.0.6:4000": {"host": "10.0.0.6"},
+        "tcp://10.0.0.5:4100": {"host": "10.0.0.5"},
+        "tcp://10.0.0.5:3900": {"host": "10.0.0.5"},
+    }
+    assert binding._local_rank("tcp://10.0.0.5:4100", workers) == 1
+    assert binding._local_rank("tcp://10.0.0.5:3900", workers) == 0
+    assert binding._local_rank("tcp://10.0.0.6:4000", workers) == 0
+    assert binding.worker_rank() == 0  # not on a worker
+
+
+# ---------------------------------------------------------------------- arguments
+
+
+def test_bad_arguments_fail_at_once(long_table, cpu_device) -> None:
+    frame = by_id(long_table)
+    with pytest.raises(TypeError, match=r"unsupported option\(s\) \['periodogram'\]"):
+        clperiod.dask.lombscargle(frame, GRID, periodogram=True)
+    with pytest.raises(TypeError, match=r"\['variant'\]"):
+        clperiod.dask.lombscargle(frame, GRID, variant="original")
+    with pytest.raises(ValueError, match=r"no column \['flux'\].*columns: \['t', 'y', 'dy'\]"):
+        clperiod.dask.lombscargle(frame, GRID, y_col="flux")
+    with pytest.raises(ValueError, match=r"no column \['obj'\]"):
+        clperiod.dask.supersmoother(frame, SS_GRID, id_col="obj")
+    with pytest.raises(TypeError, match="selection string"):
+        clperiod.dask.lombscargle(frame, GRID, device=cpu_device)
+    with pytest.raises(TypeError, match="FrequencyGrid"):
+        clperiod.dask.lombscargle(frame, (0.5, 4.0, 2000))
+    with pytest.raises(ValueError, match="nan_policy"):
+        clperiod.dask.lombscargle(frame, GRID, nan_policy="drop")
+    with pytest.raises(ValueError, match="top_k"):
+        clperiod.dask.lombscargle(frame, GRID, top_k=0)
+    with pytest.raises(TypeError, match="dask.dataframe.DataFrame"):
+        clperiod.dask.lombscargle(long_table, GRID)
+    with pytest.raises(ValueError, match=r"column 't' must hold list<struct<...>> values"):
+        clperiod.dask.lombscargle(frame, GRID, nested_col="t")
+
+
+def test_bad_nested_fields_fail_at_once(catalog) -> None:
+    frame = dd.from_pandas(nested_table(catalog)[0], npartitions=1)
+    with pytest.raises(ValueError, match=r"no field 'flux' \(fields: \['t', 'y', 'dy'\]\)"):
+        clperiod.dask.lombscargle(frame, GRID, nested_col="lc", y_col="flux")
