@@ -190,8 +190,196 @@ def _add_singlepulse(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=_run_singlepulse)
 
 
+def _search_grid(args: argparse.Namespace) -> Any:
+    """The grid options as a FrequencyGrid (explicit) or AutoGrid (astropy's rule)."""
+    from clperiod.grid import FrequencyGrid
+    from clperiod.pipeline import AutoGrid
+
+    if args.nf is None:
+        if args.df is not None:
+            raise ValueError("--df needs --fmin and --nf")
+        return AutoGrid(args.samples_per_peak, args.nyquist_factor, args.fmin, args.fmax)
+    if args.fmin is None or (args.fmax is None) == (args.df is None):
+        raise ValueError("--nf needs --fmin and one of --fmax or --df")
+    if args.df is not None:
+        return FrequencyGrid.from_step(args.fmin, args.df, args.nf)
+    return FrequencyGrid.from_range(args.fmin, args.fmax, args.nf)
+
+
+def _search_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The algorithm's keyword arguments set on the command line."""
+    options = {"precision": args.precision, "memory": args.memory, "top_k": args.top_k}
+    if args.command == "lombscargle":
+        options |= {"method": args.method,
+                    "normalization": None if args.normalization == "none" else args.normalization}
+    else:
+        options |= {"variant": args.variant, "alpha": args.alpha, "compat": args.compat}
+    return options
+
+
+def _search_output(args: argparse.Namespace) -> Path:
+    """-o, else the input's name with ``.<algorithm>.parquet`` in place of its suffix."""
+    if args.output is not None:
+        return Path(args.output)
+    source = Path(args.input)
+    stem = source.name.removesuffix(".gz").rsplit(".", 1)[0]
+    return source.with_name(f"{stem}.{args.command}.parquet")
+
+
+def _run_search(args: argparse.Namespace) -> int:
+    """Search every object of a catalog file; write one row per object (resumable)."""
+    from clperiod import catalog_files, pipeline
+
+    output = _search_output(args)
+    try:
+        if output.resolve() == Path(args.input).resolve():
+            raise ValueError(f"the output {output} would overwrite the input; pass -o")
+        reader = catalog_files.open_catalog(
+            args.input, layout=args.layout, id_col=args.id_col, t_col=args.t_col,
+            y_col=args.y_col, dy_col=None if args.no_dy else args.dy_col,
+            nested_col=args.nested_col, delimiter=args.delimiter, chunk_rows=args.chunk_rows,
+            chunk_objects=args.chunk_objects, nan_policy=args.nan_policy,
+        )
+        fap = getattr(args, "fap_method", "none")
+        search = pipeline.PeriodSearch(args.command, _search_grid(args), _search_options(args),
+                                       fap_method=None if fap == "none" else fap)
+        plot_ids = args.plot_ids.split(",") if args.plot_ids else None
+        run = pipeline.run_catalog(
+            reader, search, output, periodogram=args.periodogram, output_format=args.format,
+            device=args.device, restart=args.restart,
+            progress=False if args.no_progress else None,
+            plot=args.plot, plot_ids=plot_ids, plot_format=args.plot_format,
+        )
+    except KeyboardInterrupt:
+        print(f"clperiod: interrupted; the finished chunks are kept in "
+              f"{pipeline.work_directory(output)}: run the same command again to resume",
+              file=sys.stderr)
+        return 130
+    except (OSError, ValueError, TypeError, RuntimeError, ImportError, KeyError) as exc:
+        print(f"clperiod: error: {exc}", file=sys.stderr)
+        return 1
+    grid = run.grid
+    summary = (f"{run.n_objects} objects in {run.n_chunks} chunk(s) written to {run.output} "
+               f"({args.command}, {grid.nf:,} frequencies from {grid.fmin:.6g} to "
+               f"{grid.fmax:.6g}, {args.precision}, {', '.join(run.devices)}")
+    summary += f"; {run.n_resumed} chunk(s) resumed)" if run.n_resumed else ")"
+    if run.periodogram is not None:
+        summary += f"; periodograms in {run.periodogram}"
+    if run.figures:
+        summary += f"; {len(run.figures)} figure(s) in {args.plot}"
+    print(summary)
+    return 0
+
+
+def _add_search_arguments(parser: argparse.ArgumentParser) -> None:
+    """Input, grid, run and output options shared by the period searches."""
+    parser.add_argument("input", metavar="INPUT",
+                        help="catalog file: objId, t, y[, dy] lines (the papers' layout), "
+                        "long CSV or Parquet with a header, or nested Parquet")
+    parser.add_argument("-o", "--output", metavar="OUT",
+                        help="results file, .parquet or .csv (default: INPUT's name with "
+                        "'.<command>.parquet')")
+    parser.add_argument("--format", choices=("parquet", "csv"),
+                        help="results format (default: from the suffix of OUT)")
+    read = parser.add_argument_group("input")
+    read.add_argument("--layout", default="auto",
+                      choices=("auto", "lightcurve-csv", "csv", "parquet", "nested-parquet"),
+                      help="file layout (default: from the suffix and content)")
+    read.add_argument("--id-col", default="id", help="object id column (default id)")
+    read.add_argument("--t-col", default="t", help="time column (default t)")
+    read.add_argument("--y-col", default="y", help="value column (default y)")
+    read.add_argument("--dy-col", default="auto",
+                      help="uncertainty column (default: dy when the file has one)")
+    read.add_argument("--no-dy", action="store_true", help="ignore uncertainties")
+    read.add_argument("--nested-col",
+                      help="nested Parquet: the list<struct> column of observations")
+    read.add_argument("--delimiter", default=",", help="CSV field separator (default ,)")
+    read.add_argument("--nan-policy", choices=("raise", "omit"), default="raise",
+                      help="non-finite t, y or dy: error (default), or drop those rows")
+    grid = parser.add_argument_group(
+        "frequency grid",
+        "--fmin/--fmax/--nf: nf frequencies from fmin up to, not including, fmax (the papers' "
+        "grid); --fmin/--df/--nf: fmin + k df. Without --nf: astropy's autofrequency over the "
+        "whole catalog (longest baseline, largest object), --fmin/--fmax bounding it.")
+    grid.add_argument("--fmin", type=float, help="lowest frequency (cycles per time unit)")
+    grid.add_argument("--fmax", type=float, help="upper frequency bound")
+    grid.add_argument("--nf", type=int, help="number of frequencies")
+    grid.add_argument("--df", type=float, help="frequency step (with --fmin and --nf)")
+    grid.add_argument("--samples-per-peak", type=float, default=5,
+                      help="automatic grid: points across a peak of width 1/T (default 5)")
+    grid.add_argument("--nyquist-factor", type=float, default=5,
+                      help="automatic grid: multiple of the average Nyquist frequency "
+                      "(default 5)")
+    run = parser.add_argument_group("run")
+    run.add_argument("--device", help="device selection (same grammar as CLPERIOD_DEVICE)")
+    run.add_argument("--precision", choices=("fp64", "fp32"), default="fp64",
+                     help="kernel precision (default fp64)")
+    run.add_argument("--memory", choices=("auto", "local", "global"), default="auto",
+                     help="kernel memory strategy (default auto)")
+    run.add_argument("--top-k", type=int, default=1,
+                     help="distinct peaks reported per object (default 1)")
+    run.add_argument("--chunk-rows", type=int, default=1_000_000,
+                     help="observations read and searched at a time (default 1,000,000)")
+    run.add_argument("--chunk-objects", type=int,
+                     help="at most this many objects per chunk (default: no limit)")
+    run.add_argument("--restart", action="store_true",
+                     help="discard the finished chunks of an earlier run instead of resuming")
+    run.add_argument("--no-progress", action="store_true",
+                     help="no progress bar (it shows only on a terminal anyway)")
+    out = parser.add_argument_group("more output")
+    out.add_argument("--periodogram", metavar="FILE",
+                     help="also write every periodogram: .npy, .npz, .h5/.hdf5 or .parquet")
+    out.add_argument("--plot", metavar="DIR",
+                     help="write a figure per chosen object (periodogram, folded light curve)")
+    out.add_argument("--plot-ids", metavar="ID[,ID...]",
+                     help="objects to plot (default: the first 5 objects of INPUT)")
+    out.add_argument("--plot-format", default="png", help="figure format (default png)")
+    parser.set_defaults(func=_run_search)
+
+
+def _add_lombscargle(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "lombscargle",
+        help="Lomb-Scargle period search of every object of a catalog file",
+        description="Lomb-Scargle periodograms of every object of a catalog file, read and "
+        "searched in chunks; one row per object (best period, power, false-alarm "
+        "probability, top-k peaks, status) to a Parquet or CSV file. An interrupted run "
+        "resumes from its finished chunks when run again.",
+    )
+    _add_search_arguments(parser)
+    options = parser.add_argument_group("Lomb-Scargle")
+    options.add_argument("--method", choices=("generalized", "standard"), default="generalized",
+                         help="floating-mean weighted (default) or classic periodogram")
+    options.add_argument("--normalization", choices=("standard", "model", "log", "psd", "none"),
+                         default="standard", help="power normalization (default standard)")
+    options.add_argument("--fap-method", choices=("baluev", "davies", "naive", "townsend", "none"),
+                         default="baluev",
+                         help="false-alarm probability of the fap column (default baluev)")
+
+
+def _add_supersmoother(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "supersmoother",
+        help="SuperSmoother period search of every object of a catalog file",
+        description="SuperSmoother periodograms of every object of a catalog file, read and "
+        "searched in chunks; one row per object (best period, power, top-k peaks, status) to "
+        "a Parquet or CSV file. An interrupted run resumes from its finished chunks when run "
+        "again.",
+    )
+    _add_search_arguments(parser)
+    options = parser.add_argument_group("SuperSmoother")
+    options.add_argument("--variant", choices=("original", "single_pass"), default="original",
+                         help="Friedman's smoother (default) or the single-pass variant")
+    options.add_argument("--alpha", type=float, default=9.0,
+                         help="bass enhancement in [0, 10] (default 9)")
+    options.add_argument("--compat", action="store_true",
+                         help="reproduce the reference GPU code (see the README)")
+
+
 _COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
     _add_info,
+    _add_lombscargle,
+    _add_supersmoother,
     _add_singlepulse,
 )
 

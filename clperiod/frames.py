@@ -1,0 +1,303 @@
+"""Catalogs from in-memory tables: pandas DataFrames and astropy Tables.
+
+Both take long-format tables (one row per observation, the rows of one object
+contiguous, or ``sort=True``); a DataFrame may instead hold one row per object
+with a nested ``list<struct>`` column (``nested_col``, the nested-pandas
+layout).
+
+Times and units (the catalog itself holds plain float64 numbers):
+
+* numbers are used as they are; frequencies are then in cycles per that unit;
+* astropy ``Time`` columns become MJD (days) in the TDB scale by default
+  (``time_scale``): one uniform scale, so time differences, which periods
+  depend on, carry no leap seconds;
+* ``TimeDelta`` columns and time ``Quantity`` columns become days;
+* ``datetime64`` columns (pandas timestamps, Arrow timestamps in files) become
+  MJD counted on their own time line (UTC without leap seconds, as NumPy and
+  pandas count); time-zone aware ones are converted to UTC first;
+* ``y`` loses its unit and ``dy`` is first converted to the unit of ``y``
+  (to ``mag`` for magnitude units such as ``ABmag``), so both stay consistent;
+  a ``dy`` without a unit next to a ``y`` with one is an error, as in astropy.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .catalog import Catalog
+
+__all__ = ["catalog_from_dataframe", "catalog_from_table", "mjd_from_datetime64"]
+
+#: MJD 0 on the NumPy time line.
+_MJD_ZERO = np.datetime64("1858-11-17T00:00:00", "ns")
+
+
+def catalog_from_dataframe(
+    frame: Any,
+    id_col: str = "id",
+    t_col: str = "t",
+    y_col: str = "y",
+    dy_col: str | None = None,
+    *,
+    nested_col: str | None = None,
+    sort: bool = False,
+    nan_policy: str = "raise",
+) -> Catalog:
+    """Build a catalog from a pandas DataFrame.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        Long format (one row per observation), or one row per object with a
+        nested column (``nested_col``).
+    id_col : str
+        Object id column; the index is used when it has this name.
+    t_col, y_col : str
+        Time and value columns (fields of ``nested_col`` when given). Times
+        may be numbers or ``datetime64`` (converted to MJD, see the module
+        notes).
+    dy_col : str, optional
+        Uncertainty column; None reads none.
+    nested_col : str, optional
+        A column of Arrow ``list<struct>`` values (``pd.ArrowDtype``, as
+        nested-pandas stores light curves) holding the observations of each
+        row's object.
+    sort : bool
+        Long format: stable-sort the rows by id first (objects then follow
+        the sorted ids).
+    nan_policy : {"raise", "omit"}
+        See :meth:`Catalog.from_arrays`.
+
+    Returns
+    -------
+    Catalog
+
+    Raises
+    ------
+    ValueError
+        A missing column (the message lists the columns found), a value that
+        is not a number (named by column and row label), or the checks of
+        :class:`Catalog`.
+    """
+    if nested_col is not None:
+        from .catalog_files import nested_to_catalog
+
+        ids = _frame_column(frame, id_col)
+        if nested_col not in frame.columns:
+            _missing([nested_col], list(frame.columns))
+        import pyarrow as pa
+
+        nested = pa.array(frame[nested_col])
+        fields = {"t": t_col, "y": y_col} | ({"dy": dy_col} if dy_col else {})
+        return nested_to_catalog(ids, nested, fields, nan_policy=nan_policy,
+                                 where=f"DataFrame column {nested_col!r}")
+    ids = _frame_column(frame, id_col)
+    labels = frame.index
+    columns = {}
+    for name, col in (("t", t_col), ("y", y_col), ("dy", dy_col)):
+        if col is None:
+            continue
+        series = _frame_column(frame, col)
+        columns[name] = _numbers(series, col, labels, times=name == "t")
+    return _long_catalog(ids, columns, sort, nan_policy)
+
+
+def catalog_from_table(
+    table: Any,
+    id_col: str = "id",
+    t_col: str = "t",
+    y_col: str = "y",
+    dy_col: str | None = None,
+    *,
+    time_scale: str | None = "tdb",
+    sort: bool = False,
+    nan_policy: str = "raise",
+) -> Catalog:
+    """Build a catalog from an astropy Table, QTable or TimeSeries (long format).
+
+    Parameters
+    ----------
+    table : astropy.table.Table
+        One row per observation. For a ``TimeSeries`` pass ``t_col="time"``.
+    id_col, t_col, y_col : str
+        Object id, time and value columns.
+    dy_col : str, optional
+        Uncertainty column; None reads none.
+    time_scale : str or None
+        Scale in which ``Time`` columns are expressed as MJD (``"tdb"``,
+        ``"tai"``, ``"tt"``, ``"utc"``, ...); None keeps each column's own
+        scale.
+    sort : bool
+        Stable-sort the rows by id first.
+    nan_policy : {"raise", "omit"}
+        See :meth:`Catalog.from_arrays`. Masked entries count as NaN.
+
+    Returns
+    -------
+    Catalog
+
+    Raises
+    ------
+    ValueError
+        A missing column, a time column with a non-time unit, ``dy`` whose
+        unit does not convert to that of ``y`` (or has none while ``y`` has
+        one), or the checks of :class:`Catalog`.
+    """
+    names = list(table.colnames)
+    _missing([c for c in (id_col, t_col, y_col, dy_col) if c is not None], names)
+    ids = np.asarray(_unmasked(table[id_col], fill=None))
+    columns = {"t": _table_times(table[t_col], t_col, time_scale)}
+    y_unit = _unit(table[y_col])
+    columns["y"] = _plain(table[y_col], y_col)
+    if dy_col is not None:
+        columns["dy"] = _uncertainties(table[dy_col], dy_col, y_unit, y_col)
+    return _long_catalog(ids, columns, sort, nan_policy)
+
+
+def mjd_from_datetime64(values: Any) -> np.ndarray:
+    """Modified Julian Dates (float64 days) of ``datetime64`` values; NaT gives NaN."""
+    values = np.asarray(values)
+    if values.dtype.kind != "M":
+        raise TypeError(f"expected datetime64 values, got dtype {values.dtype}")
+    return (values.astype("datetime64[ns]") - _MJD_ZERO) / np.timedelta64(1, "D")
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def _missing(names: list[str], found: list[str]) -> None:
+    absent = [name for name in names if name not in found]
+    if absent:
+        raise ValueError(f"no column(s) {absent}; the table has columns {found}")
+
+
+def _long_catalog(ids: np.ndarray, columns: dict[str, np.ndarray], sort: bool,
+                  nan_policy: str) -> Catalog:
+    if ids.dtype.kind in "OUS":
+        ids = ids.astype(str)
+    if sort:
+        order = np.argsort(ids, kind="stable")
+        ids = ids[order]
+        columns = {name: values[order] for name, values in columns.items()}
+    return Catalog.from_arrays(ids, columns["t"], columns["y"], columns.get("dy"),
+                               nan_policy=nan_policy)
+
+
+def _frame_column(frame: Any, name: str) -> Any:
+    """A column of a DataFrame, or its index when the index has that name."""
+    if name in frame.columns:
+        return frame[name]
+    if name in (frame.index.names or []):
+        return frame.index.get_level_values(name).to_series(index=frame.index)
+    found = list(frame.columns) + [n for n in frame.index.names if n is not None]
+    _missing([name], found)
+    return None  # unreachable: _missing raised
+
+
+def _numbers(series: Any, name: str, labels: Any, times: bool) -> np.ndarray:
+    """A pandas column as float64; datetimes become MJD for the time column."""
+    import pandas as pd
+
+    if times and pd.api.types.is_datetime64_any_dtype(series.dtype):
+        if getattr(series.dt, "tz", None) is not None:
+            series = series.dt.tz_convert("UTC").dt.tz_localize(None)
+        return mjd_from_datetime64(series.to_numpy(dtype="datetime64[ns]"))
+    if pd.api.types.is_bool_dtype(series.dtype):
+        raise ValueError(f"column {name!r} holds booleans, not numbers")
+    if not pd.api.types.is_numeric_dtype(series.dtype):
+        numbers = pd.to_numeric(series, errors="coerce")
+        bad = np.flatnonzero(numbers.isna().to_numpy() & series.notna().to_numpy())
+        if bad.size:
+            row = int(bad[0])
+            raise ValueError(f"column {name!r}, row {labels[row]!r}: "
+                             f"{series.iloc[row]!r} is not a number")
+        series = numbers
+    return series.to_numpy(dtype=np.float64, na_value=np.nan)
+
+
+def first_non_number(values: Any) -> int | None:
+    """Index of the first entry that is neither a number (or numeric text) nor None."""
+    for index, value in enumerate(values):
+        if value is None:
+            continue
+        if isinstance(value, (bool, np.bool_)):
+            return index
+        try:
+            float(value)
+        except (TypeError, ValueError):
+            return index
+    return None
+
+
+def _unit(column: Any) -> Any:
+    return getattr(column, "unit", None)
+
+
+def _unmasked(column: Any, fill: Any = np.nan) -> Any:
+    """The data of a (possibly masked) column, masked entries filled."""
+    if getattr(column, "mask", None) is not None and np.any(column.mask):
+        if fill is None:
+            raise ValueError(f"column {column.info.name!r} has masked (missing) entries")
+        return column.filled(fill)
+    return column
+
+
+def _plain(column: Any, name: str) -> np.ndarray:
+    """Values without their unit, float64 (masked entries -> NaN)."""
+    data = _unmasked(column)
+    values = getattr(data, "value", data)
+    values = np.asarray(values)
+    if values.dtype.kind not in "iuf":
+        bad = first_non_number(values.tolist())
+        where = f"row {bad}: {values[bad]!r}" if bad is not None else f"dtype {values.dtype}"
+        raise ValueError(f"column {name!r} must hold numbers ({where})")
+    return values.astype(np.float64)
+
+
+def _table_times(column: Any, name: str, time_scale: str | None) -> np.ndarray:
+    from astropy import units as u
+    from astropy.time import Time, TimeDelta
+
+    if isinstance(column, TimeDelta):
+        return np.asarray(column.to_value(u.day), dtype=np.float64)
+    if isinstance(column, Time):
+        if time_scale is not None:
+            try:
+                column = getattr(column, time_scale)
+            except Exception as error:  # astropy raises several types for bad scales
+                raise ValueError(
+                    f"column {name!r}: cannot express scale {column.scale!r} times in "
+                    f"{time_scale!r} ({error}); pass time_scale=None to keep the column's scale"
+                ) from None
+        mjd = column.mjd
+        mask = getattr(column, "mask", None)
+        return np.where(mask, np.nan, mjd) if mask is not None else np.asarray(mjd, np.float64)
+    unit = _unit(column)
+    if unit is not None:
+        try:
+            return np.asarray(u.Quantity(_unmasked(column)).to_value(u.day), dtype=np.float64)
+        except u.UnitConversionError:
+            raise ValueError(f"column {name!r} has unit {unit}, which is not a time") from None
+    return _plain(column, name)
+
+
+def _uncertainties(column: Any, name: str, y_unit: Any, y_name: str) -> np.ndarray:
+    from astropy import units as u
+
+    unit = _unit(column)
+    if y_unit is None and unit is None:
+        return _plain(column, name)
+    if unit is None or y_unit is None:
+        which = (name, y_name) if unit is None else (y_name, name)
+        raise ValueError(f"column {which[1]!r} has a unit but {which[0]!r} has none; "
+                         "give y and dy in convertible units (or both without)")
+    target = getattr(y_unit, "function_unit", y_unit)  # magnitudes: errors are in mag
+    try:
+        return np.asarray(
+            u.Quantity(_unmasked(column)).to_value(target), dtype=np.float64
+        )
+    except u.UnitConversionError:
+        raise ValueError(f"units of {name!r} ({unit}) do not convert to those of "
+                         f"{y_name!r} ({y_unit})") from None

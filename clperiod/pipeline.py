@@ -1,0 +1,653 @@
+"""Resumable catalog runs: a catalog file in, a results file out.
+
+:func:`run_catalog` reads the input chunk by chunk
+(:class:`~clperiod.catalog_files.CatalogReader`), runs a period search on
+each chunk, and writes every finished chunk atomically (temporary name, then
+``os.replace``) as a part file in a work directory next to the output,
+``<output>.parts/``. The directory's ``manifest.json`` records the input file
+(path, size, modification time), the reader settings (layout, columns, chunk
+size) and the search settings. A run that finds a work directory with the
+same manifest skips the chunks already written, so an interrupted run
+continues where it stopped, with no object lost or written twice; a manifest
+that does not match is refused (``restart=True`` discards it). When every
+chunk is done, the parts are joined in input order into the output (and the
+periodogram file), and the work directory is removed.
+
+I/O overlaps compute: a reader thread reads and checks the next chunk, and a
+writer thread computes the result table (false-alarm probabilities) and
+writes the previous chunk while the device works on the current one.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import inspect
+import json
+import queue
+import shutil
+import threading
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .catalog import Catalog
+from .catalog_files import DEFAULT_CHUNK_ROWS, CatalogChunk, CatalogReader, _Block, _Chunker
+from .device import select_devices
+from .grid import FrequencyGrid
+from .results_files import (
+    PeriodogramWriter,
+    atomic_path,
+    result_format,
+    results_table,
+    write_results_table,
+)
+from .results_files import periodogram_format as _periodogram_format
+from .tables import result_columns
+
+__all__ = ["ALGORITHMS", "AutoGrid", "CatalogRun", "PeriodSearch", "catalog_extent",
+           "run_catalog", "work_directory"]
+
+#: Period searches a catalog run can use.
+ALGORITHMS = ("lombscargle", "supersmoother")
+#: Search arguments the run sets itself.
+_HANDLED = ("cat_or_t", "grid", "y", "dy", "device", "periodogram", "progress", "profile",
+            "nan_policy")
+#: Periodograms of one chunk are computed in groups of objects of at most this
+#: many bytes, so a chunk never holds more in memory.
+PERIODOGRAM_BYTES = 1 << 30
+#: Objects plotted when no ids are given: the first ones of the run.
+DEFAULT_PLOTS = 5
+#: Finished chunks waiting to be written at most (bounds memory).
+_PENDING_WRITES = 2
+_MANIFEST = "manifest.json"
+_RUN_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class AutoGrid:
+    """astropy's ``autofrequency`` rule over a whole catalog (:meth:`FrequencyGrid.auto`).
+
+    A run resolves it by reading the input once (:func:`catalog_extent`) for
+    the longest baseline and the largest object, then keeps the grid in its
+    manifest.
+    """
+
+    samples_per_peak: float = 5
+    nyquist_factor: float = 5
+    minimum_frequency: float | None = None
+    maximum_frequency: float | None = None
+
+    def resolve(self, baseline: float, n_samples: int) -> FrequencyGrid:
+        """The grid for a catalog whose longest baseline and largest object are given."""
+        # FrequencyGrid.auto depends on a catalog only through these two
+        # numbers; evenly spaced times reproduce them exactly.
+        times = np.linspace(0.0, baseline, max(int(n_samples), 2))
+        return FrequencyGrid.auto(times, **dataclasses.asdict(self))
+
+
+@dataclass(frozen=True)
+class PeriodSearch:
+    """What a catalog run computes for every object.
+
+    Parameters
+    ----------
+    algorithm : {"lombscargle", "supersmoother"}
+        The search.
+    grid : FrequencyGrid or AutoGrid
+        The frequency grid (an :class:`AutoGrid` is resolved on the input).
+    options : mapping
+        Keyword arguments of the search (``method``, ``normalization``,
+        ``precision``, ``top_k``, ``variant``, ...), JSON-ready values. The
+        run sets ``device``, ``periodogram`` and ``progress`` itself.
+    fap_method : str or None
+        Method of the ``fap`` column (Lomb-Scargle), or None for none.
+    """
+
+    algorithm: str
+    grid: FrequencyGrid | AutoGrid
+    options: Mapping[str, Any] = field(default_factory=dict)
+    fap_method: str | None = "baluev"
+
+    def __post_init__(self) -> None:
+        if self.algorithm not in ALGORITHMS:
+            raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {self.algorithm!r}")
+        if not isinstance(self.grid, (FrequencyGrid, AutoGrid)):
+            raise TypeError(f"grid must be a FrequencyGrid or AutoGrid, got {type(self.grid).__name__}")
+        accepted = [name for name in inspect.signature(self.function).parameters
+                    if name not in _HANDLED]
+        unknown = sorted(set(self.options) - set(accepted))
+        if unknown:
+            raise ValueError(f"unknown {self.algorithm} option(s) {unknown}; accepted: {accepted}")
+        object.__setattr__(self, "options", dict(sorted(self.options.items())))
+        try:
+            json.dumps(self.options)
+        except TypeError as error:
+            raise TypeError(f"search options must be JSON values: {error}") from None
+
+    @property
+    def function(self) -> Any:
+        """The search function (``clperiod.lombscargle`` or ``clperiod.supersmoother``)."""
+        from . import lombscargle, supersmoother
+
+        return {"lombscargle": lombscargle, "supersmoother": supersmoother}[self.algorithm]
+
+    def run(self, catalog: Catalog, *, device: Any = None, periodogram: bool = False) -> Any:
+        """Search one catalog with a resolved grid."""
+        if not isinstance(self.grid, FrequencyGrid):
+            raise ValueError("resolve the AutoGrid first (run_catalog does)")
+        return self.function(catalog, self.grid, device=device, periodogram=periodogram,
+                             **self.options)
+
+    def settings(self) -> dict[str, Any]:
+        """JSON-ready description (the grid as given, resolved or not)."""
+        grid = ({"auto": dataclasses.asdict(self.grid)} if isinstance(self.grid, AutoGrid)
+                else _grid_facts(self.grid))
+        return {"algorithm": self.algorithm, "grid": grid, "options": dict(self.options),
+                "fap_method": self.fap_method}
+
+
+@dataclass(frozen=True)
+class CatalogRun:
+    """What :func:`run_catalog` did.
+
+    Attributes
+    ----------
+    output : Path
+        The results file.
+    periodogram : Path or None
+        The periodogram file, when requested.
+    figures : list of Path
+        Figures written by this call (chunks resumed from the work directory
+        made theirs earlier).
+    n_objects, n_chunks : int
+        Objects and chunks of the input.
+    n_resumed : int
+        Chunks found finished in the work directory and not recomputed.
+    grid : FrequencyGrid
+        The grid searched.
+    devices : list of str
+        Devices used.
+    timings : dict
+        Seconds: ``read_s`` (reading and checking chunks, reader thread),
+        ``compute_s`` (searches), ``write_s`` (result tables, false-alarm
+        probabilities, part files and figures, writer thread), ``join_s``
+        (joining the parts into the outputs) and ``total_s`` (wall time).
+        Reading and writing overlap the searches, so ``total_s`` is less
+        than their sum.
+    """
+
+    output: Path
+    periodogram: Path | None
+    figures: list[Path]
+    n_objects: int
+    n_chunks: int
+    n_resumed: int
+    grid: FrequencyGrid
+    devices: list[str]
+    timings: dict[str, float]
+
+
+def work_directory(output: str | Path) -> Path:
+    """The work directory of a run writing ``output``: ``<output>.parts``."""
+    output = Path(output)
+    return output.with_name(output.name + ".parts")
+
+
+def catalog_extent(chunks: Iterable[CatalogChunk]) -> tuple[float, int, int]:
+    """Longest baseline, largest object and number of objects of a catalog, read once."""
+    baseline, largest, n_objects = np.nan, 0, 0
+    for chunk in chunks:
+        catalog = chunk.catalog
+        baselines = catalog.baselines()
+        if np.any(np.isfinite(baselines)):
+            baseline = np.fmax(baseline, np.nanmax(baselines))
+        largest = max(largest, int(catalog.lengths.max()))
+        n_objects += catalog.n_objects
+    return float(baseline), largest, n_objects
+
+
+def run_catalog(
+    source: CatalogReader | Catalog | str | Path,
+    search: PeriodSearch,
+    output: str | Path,
+    *,
+    periodogram: str | Path | None = None,
+    output_format: str | None = None,
+    periodogram_format: str | None = None,
+    chunk_rows: int = DEFAULT_CHUNK_ROWS,
+    device: Any = None,
+    restart: bool = False,
+    progress: bool | None = None,
+    plot: str | Path | None = None,
+    plot_ids: Sequence[Any] | None = None,
+    plot_format: str = "png",
+) -> CatalogRun:
+    """Search every object of a catalog file; resumable (see the module notes).
+
+    Parameters
+    ----------
+    source : CatalogReader, path-like or Catalog
+        The input: an opened reader (its options decide the layout, columns
+        and chunks), a file path (opened with defaults and ``chunk_rows``),
+        or an in-memory catalog (identified by a hash of its content).
+    search : PeriodSearch
+        Algorithm, grid and options.
+    output : path-like
+        Results file (one row per object, the columns of
+        :func:`clperiod.tables.result_columns`); Parquet or CSV.
+    periodogram : path-like, optional
+        Also write every periodogram there (``.npy``, ``.npz``, ``.h5``,
+        ``.parquet``; see :mod:`clperiod.results_files`).
+    output_format, periodogram_format : str, optional
+        Formats, default from the suffixes.
+    chunk_rows : int
+        Observations per chunk when ``source`` is a path or a Catalog.
+    device
+        Device selection (see :func:`clperiod.device.select_devices`).
+    restart : bool
+        Discard a previous run's work directory instead of resuming it.
+    progress : bool or None
+        A tqdm progress bar over objects; None (default) shows it only on a
+        terminal (tqdm's ``disable=None``), False never.
+    plot : path-like, optional
+        Folder for one figure per chosen object
+        (:func:`clperiod.plot.plot_objects`: periodogram with the best peak
+        and false-alarm levels, and the folded light curve).
+    plot_ids : sequence, optional
+        Ids of the objects to plot (matched by value or string form);
+        default: the first :data:`DEFAULT_PLOTS` objects of the input.
+    plot_format : str
+        Figure file format (``png``, ``pdf``, ``svg``, ...).
+
+    Returns
+    -------
+    CatalogRun
+
+    Raises
+    ------
+    ValueError
+        Bad input (the message names the file and row), a work directory
+        whose manifest does not match this run, or bad options.
+    """
+    started = time.perf_counter()
+    reader = _as_reader(source, chunk_rows)
+    output = Path(output)
+    formats = (result_format(output, output_format),
+               _periodogram_format(periodogram, periodogram_format) if periodogram else None)
+    work = work_directory(output)
+    settings = _normalised({
+        "run_format": _RUN_FORMAT,
+        "clperiod": _version(),
+        "input": reader.identity(),
+        "reader": reader.settings(),
+        "search": search.settings(),
+        "periodogram": periodogram is not None,
+    })
+    manifest = _open_work(work, settings, restart)
+    if manifest is None:
+        manifest = _new_manifest(work, settings, search, reader)
+    grid = FrequencyGrid(**manifest["grid"])
+    search = dataclasses.replace(search, grid=grid)
+    devices = select_devices(device)
+    state = _RunState(work, search, devices, periodogram is not None, plot, plot_ids,
+                      plot_format)
+    with _progress_bar(progress, manifest.get("n_objects"), search.algorithm) as bar:
+        state.bar = bar
+        state.process(reader)
+    joined = time.perf_counter()
+    _join_parts(work, state.n_chunks, output, formats, periodogram, grid, state.n_objects,
+                _run_metadata(settings, grid))
+    shutil.rmtree(work)
+    timings = dict(state.timings, join_s=time.perf_counter() - joined,
+                   total_s=time.perf_counter() - started)
+    return CatalogRun(output, Path(periodogram) if periodogram else None, state.figures,
+                      state.n_objects, state.n_chunks, state.n_resumed, grid,
+                      [d.label for d in devices], timings)
+
+
+# ---------------------------------------------------------------------- the run
+
+
+class _RunState:
+    """One run over the chunks: compute in this thread, write in another."""
+
+    def __init__(self, work: Path, search: PeriodSearch, devices: list, with_periodogram: bool,
+                 plot: Any, plot_ids: Sequence[Any] | None, plot_format: str) -> None:
+        self.work, self.search, self.devices = work, search, devices
+        self.with_periodogram = with_periodogram
+        self.plot = None if plot is None else Path(plot)
+        self.plot_ids = None if plot_ids is None else np.asarray([str(i) for i in plot_ids])
+        self.plot_format = plot_format
+        self.plots_left = DEFAULT_PLOTS
+        self.figures: list[Path] = []
+        self.n_objects = self.n_chunks = self.n_resumed = 0
+        self.timings = {"read_s": 0.0, "compute_s": 0.0, "write_s": 0.0}
+        self.bar: Any = None
+
+    def process(self, chunks: Iterable[CatalogChunk]) -> None:
+        pending: list[concurrent.futures.Future] = []
+        with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="clperiod-writer") as pool, \
+                _Prefetch(chunks, self.timings) as prefetched:
+            for chunk in prefetched:
+                self.n_chunks += 1
+                self.n_objects += chunk.catalog.n_objects
+                plot_ids = self._plot_choice(chunk.catalog)
+                if self._finished(chunk):
+                    self.n_resumed += 1
+                    self._advance(chunk.catalog.n_objects)
+                    continue
+                started = time.perf_counter()
+                results = self._search(chunk.catalog)
+                plot_job = self._plot_job(chunk.catalog, plot_ids)
+                self.timings["compute_s"] += time.perf_counter() - started
+                pending.append(pool.submit(self._write, chunk, results, plot_job))
+                while len(pending) > _PENDING_WRITES or (pending and pending[0].done()):
+                    self.figures += pending.pop(0).result()
+            for future in pending:
+                self.figures += future.result()
+
+    def _advance(self, n: int) -> None:
+        if self.bar is not None and n:
+            self.bar.update(n)
+
+    def _search(self, catalog: Catalog) -> list[Any]:
+        if not self.with_periodogram:
+            return [self.search.run(catalog, device=self.devices)]
+        per_group = max(1, PERIODOGRAM_BYTES // (8 * self.search.grid.nf))
+        return [
+            self.search.run(catalog.subset(np.arange(start, min(start + per_group,
+                                                                catalog.n_objects))),
+                            device=self.devices, periodogram=True)
+            for start in range(0, catalog.n_objects, per_group)
+        ]
+
+    def _write(self, chunk: CatalogChunk, results: list[Any], plot_job: Any) -> list[Path]:
+        """Writer thread: periodogram part, figures, then the result part (the commit)."""
+        started = time.perf_counter()
+        columns = [result_columns(result, fap_method=self.search.fap_method)
+                   for result in results]
+        joined = {name: np.concatenate([c[name] for c in columns]) for name in columns[0]}
+        if self.with_periodogram:
+            path = self.work / _periodogram_part(chunk.index)
+            with PeriodogramWriter(path, chunk.catalog.n_objects, self.search.grid, "npy") as out:
+                for result in results:
+                    out.write(result.ids, result.power)
+        figures = []
+        if plot_job is not None:
+            from .plot import plot_objects
+
+            result, catalog, ids = plot_job
+            figures = plot_objects(result, catalog, ids, self.plot, fmt=self.plot_format)
+        table = results_table(joined, metadata=chunk.summary())
+        write_results_table(self.work / _result_part(chunk.index), table, "parquet")
+        self.timings["write_s"] += time.perf_counter() - started
+        if self.bar is not None:
+            self.bar.update(chunk.catalog.n_objects)
+        return figures
+
+    def _finished(self, chunk: CatalogChunk) -> bool:
+        """Whether the work directory holds this chunk; refuses a part of another chunk."""
+        part = self.work / _result_part(chunk.index)
+        if not part.exists():
+            return False
+        if self.with_periodogram and not (self.work / _periodogram_part(chunk.index)).exists():
+            return False
+        import pyarrow.parquet as pq
+
+        stored = json.loads(pq.read_schema(part).metadata[b"clperiod"])
+        expected = _normalised(chunk.summary())
+        if stored != expected:
+            raise ValueError(
+                f"{part} holds {stored}, but chunk {chunk.index} of the input is {expected}; "
+                f"the work directory {self.work} is stale: restart the run"
+            )
+        return True
+
+    def _plot_choice(self, catalog: Catalog) -> np.ndarray:
+        """Ids of this chunk to plot."""
+        if self.plot is None:
+            return catalog.ids[:0]
+        if self.plot_ids is not None:
+            return catalog.ids[np.isin(catalog.ids.astype(str), self.plot_ids)]
+        chosen = catalog.ids[: self.plots_left]
+        self.plots_left -= chosen.size
+        return chosen
+
+    def _plot_job(self, catalog: Catalog, ids: np.ndarray) -> tuple | None:
+        """A periodogram search of just the objects to plot (figures need the periodogram)."""
+        if not ids.size:
+            return None
+        subset = catalog.subset(np.flatnonzero(np.isin(catalog.ids, ids)))
+        result = self.search.run(subset, device=self.devices, periodogram=True)
+        return result, subset, list(ids)
+
+
+class _Prefetch:
+    """Iterate over ``items`` in a background thread, one item ahead."""
+
+    _DONE = object()
+
+    def __init__(self, items: Iterable[Any], timings: dict[str, float]) -> None:
+        self._items = iter(items)
+        self._timings = timings
+        self._queue: queue.Queue = queue.Queue(maxsize=1)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="clperiod-reader", daemon=True)
+
+    def __enter__(self) -> Iterator[Any]:
+        self._thread.start()
+        return self._iterate()
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        while self._thread.is_alive():
+            try:
+                self._queue.get(timeout=0.05)
+            except queue.Empty:
+                pass
+        self._thread.join()
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                started = time.perf_counter()
+                try:
+                    item = next(self._items)
+                except StopIteration:
+                    self._put((self._DONE, None))
+                    return
+                self._timings["read_s"] += time.perf_counter() - started
+                self._put((item, None))
+        except BaseException as error:  # handed to the consumer
+            self._put((None, error))
+
+    def _put(self, entry: tuple) -> None:
+        while not self._stop.is_set():
+            try:
+                self._queue.put(entry, timeout=0.05)
+                return
+            except queue.Full:
+                continue
+
+    def _iterate(self) -> Iterator[Any]:
+        while True:
+            item, error = self._queue.get()
+            if error is not None:
+                raise error
+            if item is self._DONE:
+                return
+            yield item
+
+
+# ---------------------------------------------------------------------- work directory
+
+
+def _open_work(work: Path, settings: dict[str, Any], restart: bool) -> dict[str, Any] | None:
+    """The matching manifest of a previous run, or None for a fresh work directory."""
+    if restart and work.exists():
+        shutil.rmtree(work)
+    manifest_path = work / _MANIFEST
+    for stray in work.glob(".*.tmp-*"):  # a write that a killed run left unfinished
+        stray.unlink()
+    if not manifest_path.exists():
+        if work.exists() and any(work.iterdir()):
+            raise ValueError(f"{work} exists but holds no {_MANIFEST}; it is not a clperiod "
+                             "work directory: move it away")
+        work.mkdir(parents=True, exist_ok=True)
+        return None
+    manifest = json.loads(manifest_path.read_text())
+    differences = _differences(manifest.get("settings", {}), settings)
+    if differences:
+        shown = "; ".join(differences[:6])
+        raise ValueError(
+            f"the work directory {work} belongs to a run with other settings ({shown}); "
+            "run with the same input and options to resume it, or restart (--restart) "
+            "to discard it"
+        )
+    return manifest
+
+
+def _new_manifest(work: Path, settings: dict[str, Any], search: PeriodSearch,
+                  reader: Any) -> dict[str, Any]:
+    """Resolve the grid (reading the input once for an AutoGrid) and record the run."""
+    n_objects = getattr(reader, "n_objects", None)
+    if isinstance(search.grid, AutoGrid):
+        baseline, largest, n_objects = catalog_extent(reader)
+        grid = search.grid.resolve(baseline, largest)
+    else:
+        grid = search.grid
+    manifest = {"settings": settings, "grid": _grid_facts(grid), "n_objects": n_objects}
+    with atomic_path(work / _MANIFEST) as temporary:
+        temporary.write_text(json.dumps(manifest, indent=1))
+    return manifest
+
+
+def _join_parts(work: Path, n_chunks: int, output: Path, formats: tuple[str, str | None],
+                periodogram: Any, grid: FrequencyGrid, n_objects: int,
+                metadata: dict[str, Any]) -> None:
+    """Join the part files in input order into the outputs."""
+    import pyarrow.parquet as pq
+
+    parts = [work / _result_part(index) for index in range(n_chunks)]
+    extra = sorted(set(work.glob("part-*.parquet")) - set(parts))
+    if extra:
+        raise ValueError(f"{work} holds parts beyond the {n_chunks} chunks of the input "
+                         f"({extra[0].name}, ...): restart the run")
+    encoded = {b"clperiod": json.dumps(metadata).encode()}
+    tables = (pq.read_table(part).replace_schema_metadata(encoded) for part in parts)
+    write_results_table(output, tables, formats[0])
+    if periodogram is None:
+        return
+    with PeriodogramWriter(periodogram, n_objects, grid, formats[1]) as writer:
+        for index, part in enumerate(parts):
+            ids = pq.read_table(part, columns=["id"]).column("id").to_numpy()
+            power = np.load(work / _periodogram_part(index), mmap_mode="r")
+            writer.write(ids, power)
+
+
+def _result_part(index: int) -> str:
+    return f"part-{index:06d}.parquet"
+
+
+def _periodogram_part(index: int) -> str:
+    return f"periodogram-{index:06d}.npy"
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+class _MemorySource:
+    """An in-memory catalog read in chunks like a file (identified by a content hash)."""
+
+    def __init__(self, catalog: Catalog, chunk_rows: int) -> None:
+        self.catalog, self.chunk_rows = catalog, chunk_rows
+        self.n_objects = catalog.n_objects
+
+    def identity(self) -> dict[str, Any]:
+        import hashlib
+
+        digest = hashlib.blake2b(digest_size=16)
+        for array in (self.catalog.ids, self.catalog.offsets, self.catalog.t, self.catalog.y,
+                      self.catalog.dy):
+            if array is not None:
+                array = array.astype(str) if array.dtype == object else array
+                digest.update(str(array.dtype).encode())
+                digest.update(np.ascontiguousarray(array).tobytes())
+        return {"catalog_blake2b": digest.hexdigest()}
+
+    def settings(self) -> dict[str, Any]:
+        return {"chunk_rows": self.chunk_rows}
+
+    def __iter__(self) -> Iterator[CatalogChunk]:
+        cat = self.catalog
+        columns = {"t": cat.t, "y": cat.y} | ({"dy": cat.dy} if cat.dy is not None else {})
+        chunker = _Chunker(self.chunk_rows, None, rows_are_objects=False)
+        blocks = [*chunker.add(_Block(cat.ids, cat.offsets, columns, 0, False)), *chunker.finish()]
+        for index, block in enumerate(blocks):
+            catalog = Catalog(block.ids, block.offsets, block.columns["t"], block.columns["y"],
+                              block.columns.get("dy"))
+            yield CatalogChunk(index, block.first_row, int(block.offsets[-1]), catalog)
+
+
+def _as_reader(source: Any, chunk_rows: int) -> Any:
+    if isinstance(source, CatalogReader):
+        return source
+    if isinstance(source, Catalog):
+        return _MemorySource(source, chunk_rows)
+    return CatalogReader(source, chunk_rows=chunk_rows)
+
+
+def _progress_bar(progress: bool | None, total: int | None, algorithm: str) -> Any:
+    if progress is False:
+        return _nullcontext(None)
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        if progress:
+            raise ImportError("progress=True needs tqdm: pip install clperiod[progress]") from None
+        return _nullcontext(None)
+    return tqdm(total=total, unit="lc", desc=algorithm, disable=None if progress is None else False)
+
+
+def _nullcontext(value: Any) -> Any:
+    import contextlib
+
+    return contextlib.nullcontext(value)
+
+
+def _grid_facts(grid: FrequencyGrid) -> dict[str, Any]:
+    return {"fmin": grid.fmin, "df": grid.df, "nf": grid.nf}
+
+
+def _run_metadata(settings: dict[str, Any], grid: FrequencyGrid) -> dict[str, Any]:
+    """Provenance stored in the results file: version, input, search with its grid."""
+    return {"clperiod": settings["clperiod"], "input": settings["input"],
+            "search": dict(settings["search"], grid=_grid_facts(grid))}
+
+
+def _normalised(value: Any) -> Any:
+    """``value`` as it reads back from JSON (tuples -> lists, NumPy scalars -> Python)."""
+    return json.loads(json.dumps(value, default=lambda v: v.item()))
+
+
+def _differences(old: Any, new: Any, prefix: str = "") -> list[str]:
+    """Human-readable differences between two JSON values."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        out = []
+        for key in sorted(set(old) | set(new)):
+            out += _differences(old.get(key), new.get(key), f"{prefix}{key}.")
+        return out
+    if old != new:
+        return [f"{prefix.rstrip('.')}: {old!r} there, {new!r} now"]
+    return []
+
+
+def _version() -> str:
+    from . import __version__
+
+    return __version__

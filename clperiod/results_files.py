@@ -1,0 +1,368 @@
+"""Write per-object results and periodograms to files.
+
+**Results** are the columns of :func:`clperiod.tables.result_columns` (one row
+per object: ``id``, ``n_points``, ``period``, ``frequency``, ``power``,
+``fap``, ``period_1 ..``, ``power_1 ..``, ``status``, ``status_name``), written
+as Parquet (``.parquet``, ``.pq``) or CSV (``.csv``). Parquet files carry the
+run's settings as JSON under the schema metadata key ``clperiod``.
+
+**Periodograms** (``periodogram=True`` results) are written as
+
+* ``.npy``: the power array, shape ``(n_objects, nf)``, rows in the order of
+  the results;
+* ``.npz``: ``power``, ``id``, and the grid as ``fmin``, ``df``, ``nf``;
+* ``.h5`` / ``.hdf5`` (h5py): datasets ``power`` and ``id``, the grid as
+  attributes ``fmin``, ``df``, ``nf``;
+* ``.parquet``: columns ``id`` and ``power`` (a fixed-size list of ``nf``
+  values per object), the grid in the schema metadata.
+
+Frequencies are ``fmin + k * df``, ``k = 0 .. nf - 1``.
+:class:`PeriodogramWriter` writes any of these part by part, so a catalog's
+periodograms never have to be in memory at once. Every file is written under
+a temporary name and moved into place when complete.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import zipfile
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .tables import result_columns
+
+__all__ = [
+    "PERIODOGRAM_FORMATS",
+    "RESULT_FORMATS",
+    "PeriodogramWriter",
+    "atomic_path",
+    "periodogram_format",
+    "result_format",
+    "results_table",
+    "write_periodograms",
+    "write_results",
+    "write_results_table",
+]
+
+#: Result file formats and their suffixes.
+RESULT_FORMATS: dict[str, tuple[str, ...]] = {"parquet": (".parquet", ".pq"), "csv": (".csv",)}
+#: Periodogram file formats and their suffixes.
+PERIODOGRAM_FORMATS: dict[str, tuple[str, ...]] = {
+    "npy": (".npy",),
+    "npz": (".npz",),
+    "hdf5": (".h5", ".hdf5"),
+    "parquet": (".parquet", ".pq"),
+}
+#: Schema metadata key of the run settings in Parquet files.
+METADATA_KEY = b"clperiod"
+
+
+def result_format(path: str | os.PathLike[str], fmt: str | None = None) -> str:
+    """The results format: ``fmt`` if given, else from the suffix of ``path``."""
+    return _format(path, fmt, RESULT_FORMATS, "results")
+
+
+def periodogram_format(path: str | os.PathLike[str], fmt: str | None = None) -> str:
+    """The periodogram format: ``fmt`` if given, else from the suffix of ``path``."""
+    return _format(path, fmt, PERIODOGRAM_FORMATS, "periodogram")
+
+
+def results_table(columns: Mapping[str, np.ndarray], metadata: Mapping[str, Any] | None = None):
+    """A pyarrow Table of result columns (see :func:`clperiod.tables.result_columns`).
+
+    ``metadata`` (JSON-ready) is stored under the schema metadata key ``clperiod``.
+    """
+    pa = _pyarrow()
+    table = pa.table({name: pa.array(np.asarray(values)) for name, values in columns.items()})
+    if metadata is not None:
+        table = table.replace_schema_metadata({METADATA_KEY: json.dumps(dict(metadata))})
+    return table
+
+
+def write_results(
+    path: str | os.PathLike[str],
+    result: Any,
+    *,
+    fap_method: str | None = "baluev",
+    format: str | None = None,
+    metadata: Mapping[str, Any] | None = None,
+) -> str:
+    """Write the per-object results of a period search (one row per object).
+
+    Parameters
+    ----------
+    path : path-like
+        Output file.
+    result : LombScargleResult or SuperSmootherResult
+        The search result.
+    fap_method : str or None
+        False-alarm-probability method of the ``fap`` column (Lomb-Scargle
+        only), or None for no such column.
+    format : {"parquet", "csv"}, optional
+        Default: from the suffix.
+    metadata : mapping, optional
+        JSON-ready settings stored in Parquet files (key ``clperiod``).
+
+    Returns
+    -------
+    str
+        The format written.
+    """
+    fmt = result_format(path, format)
+    table = results_table(result_columns(result, fap_method=fap_method), metadata)
+    write_results_table(path, table, fmt)
+    return fmt
+
+
+def write_results_table(path: str | os.PathLike[str], tables: Any, fmt: str) -> None:
+    """Write a results Table, or an iterable of Tables of one schema, atomically."""
+    parts = iter([tables] if hasattr(tables, "schema") else tables)
+    first = next(parts)
+    with atomic_path(path) as temporary:
+        if fmt == "parquet":
+            pq = _pyarrow_parquet()
+            with pq.ParquetWriter(temporary, first.schema) as writer:
+                writer.write_table(first)
+                for part in parts:
+                    writer.write_table(part)
+        else:
+            import pyarrow.csv as pcsv
+
+            with pcsv.CSVWriter(temporary, first.schema) as writer:
+                writer.write_table(first)
+                for part in parts:
+                    writer.write_table(part)
+
+
+def write_periodograms(
+    path: str | os.PathLike[str],
+    result: Any,
+    *,
+    format: str | None = None,
+) -> str:
+    """Write the periodograms of a result computed with ``periodogram=True``.
+
+    Parameters
+    ----------
+    path : path-like
+        Output file (format from the suffix, see the module notes).
+    result : LombScargleResult or SuperSmootherResult
+        Must hold ``power``.
+    format : {"npy", "npz", "hdf5", "parquet"}, optional
+        Default: from the suffix.
+
+    Returns
+    -------
+    str
+        The format written.
+
+    Raises
+    ------
+    ValueError
+        The result holds no periodograms, or an unknown format.
+    """
+    if result.power is None:
+        raise ValueError("the result holds no periodograms: run the search with periodogram=True")
+    fmt = periodogram_format(path, format)
+    with PeriodogramWriter(path, len(result.ids), result.grid, fmt) as writer:
+        writer.write(np.asarray(result.ids), np.asarray(result.power))
+    return fmt
+
+
+class PeriodogramWriter:
+    """Write periodograms part by part into one file (see the module notes).
+
+    Use as a context manager; the file appears (atomically) on a clean exit
+    and is not written when an exception leaves the block.
+
+    Parameters
+    ----------
+    path : path-like
+        Output file.
+    n_objects : int
+        Rows the file will hold in total.
+    grid : FrequencyGrid
+        The grid of every row.
+    fmt : {"npy", "npz", "hdf5", "parquet"}, optional
+        Default: from the suffix.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], n_objects: int, grid: Any,
+                 fmt: str | None = None) -> None:
+        self.path = Path(path)
+        self.format = periodogram_format(path, fmt)
+        self.n_objects = int(n_objects)
+        self.grid = grid
+        self.written = 0
+        self._ids: list[np.ndarray] = []
+        self._temporary = _temporary_name(self.path)
+        self._sink: Any = None
+        self._archive: zipfile.ZipFile | None = None
+
+    def __enter__(self) -> PeriodogramWriter:
+        return self
+
+    def __exit__(self, kind, value, traceback) -> None:
+        completed = False
+        try:
+            if kind is None:
+                self._finish()
+                completed = True
+        finally:
+            self._close_sink()
+            if completed:
+                os.replace(self._temporary, self.path)
+            else:
+                self._temporary.unlink(missing_ok=True)
+
+    def write(self, ids: np.ndarray, power: np.ndarray) -> None:
+        """Append the periodograms ``power`` (rows) of the objects ``ids``."""
+        power = np.asarray(power)
+        ids = np.asarray(ids)
+        if power.shape != (ids.size, self.grid.nf):
+            raise ValueError(f"power must have shape ({ids.size}, {self.grid.nf}), got {power.shape}")
+        if self.written + ids.size > self.n_objects:
+            raise ValueError(f"more than the announced {self.n_objects} periodograms")
+        if self._sink is None:
+            self._open(ids, power)
+        getattr(self, f"_write_{self.format}")(ids, power)
+        self.written += ids.size
+
+    # ------------------------------------------------------------------ formats
+    def _open(self, ids: np.ndarray, power: np.ndarray) -> None:
+        shape = (self.n_objects, self.grid.nf)
+        if self.format in ("npy", "npz"):
+            header = {"descr": np.lib.format.dtype_to_descr(power.dtype), "fortran_order": False,
+                      "shape": shape}
+            if self.format == "npy":
+                self._sink = open(self._temporary, "wb")
+            else:
+                self._archive = zipfile.ZipFile(self._temporary, "w", allowZip64=True)
+                self._sink = self._archive.open("power.npy", "w", force_zip64=True)
+            np.lib.format.write_array_header_2_0(self._sink, header)
+        elif self.format == "hdf5":
+            h5py = _h5py()
+            self._sink = h5py.File(self._temporary, "w")
+            self._sink.create_dataset("power", shape=shape, dtype=power.dtype,
+                                      chunks=True if self.n_objects else None)
+            id_dtype = h5py.string_dtype() if ids.dtype.kind in "OUS" else ids.dtype
+            self._sink.create_dataset("id", shape=(self.n_objects,), dtype=id_dtype)
+            for name, value in self._grid_facts().items():
+                self._sink.attrs[name] = value
+        else:
+            pa = _pyarrow()
+            schema = pa.schema([("id", pa.array(ids).type),
+                                ("power", pa.list_(pa.from_numpy_dtype(power.dtype), self.grid.nf))],
+                               metadata={METADATA_KEY: json.dumps(self._grid_facts())})
+            self._sink = _pyarrow_parquet().ParquetWriter(self._temporary, schema)
+
+    def _write_npy(self, ids: np.ndarray, power: np.ndarray) -> None:
+        self._sink.write(np.ascontiguousarray(power).tobytes())
+
+    def _write_npz(self, ids: np.ndarray, power: np.ndarray) -> None:
+        self._ids.append(ids)
+        self._write_npy(ids, power)
+
+    def _write_hdf5(self, ids: np.ndarray, power: np.ndarray) -> None:
+        rows = slice(self.written, self.written + ids.size)
+        self._sink["power"][rows] = power
+        self._sink["id"][rows] = ids.astype(object) if ids.dtype.kind == "U" else ids
+
+    def _write_parquet(self, ids: np.ndarray, power: np.ndarray) -> None:
+        pa = _pyarrow()
+        values = pa.array(np.ascontiguousarray(power).ravel())
+        lists = pa.FixedSizeListArray.from_arrays(values, self.grid.nf)
+        self._sink.write_table(pa.table({"id": pa.array(ids), "power": lists},
+                                        schema=self._sink.schema))
+
+    def _finish(self) -> None:
+        if self.written != self.n_objects:
+            raise ValueError(f"{self.written} periodograms written, {self.n_objects} announced")
+        if self._sink is None:  # no objects at all: an empty file of the format
+            self._open(np.zeros(0, dtype=np.int64), np.zeros((0, self.grid.nf)))
+        if self.format == "npz":
+            self._sink.close()
+            self._sink = None
+            ids = np.concatenate(self._ids) if self._ids else np.zeros(0)
+            arrays = {"id": ids} | {k: np.asarray(v) for k, v in self._grid_facts().items()}
+            for name, array in arrays.items():
+                with self._archive.open(f"{name}.npy", "w", force_zip64=True) as member:
+                    np.lib.format.write_array(member, array, allow_pickle=False)
+
+    def _close_sink(self) -> None:
+        if self._sink is not None:
+            self._sink.close()
+            self._sink = None
+        if self._archive is not None:
+            self._archive.close()
+            self._archive = None
+
+    def _grid_facts(self) -> dict[str, Any]:
+        return {"fmin": self.grid.fmin, "df": self.grid.df, "nf": self.grid.nf}
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """A temporary name next to ``path``, moved onto ``path`` on a clean exit.
+
+    The temporary file is removed when the block raises, so ``path`` is
+    either absent, the old file, or the complete new file; never a part.
+    """
+    path = Path(path)
+    temporary = _temporary_name(path)
+    try:
+        yield temporary
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    os.replace(temporary, path)
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def _format(path: Any, fmt: str | None, formats: dict[str, tuple[str, ...]], what: str) -> str:
+    if fmt is not None:
+        if fmt not in formats:
+            raise ValueError(f"unknown {what} format {fmt!r}; choose one of {tuple(formats)}")
+        return fmt
+    suffix = Path(path).suffix.lower()
+    for name, suffixes in formats.items():
+        if suffix in suffixes:
+            return name
+    known = ", ".join(s for suffixes in formats.values() for s in suffixes)
+    raise ValueError(f"cannot tell the {what} format of {str(path)!r} from its suffix "
+                     f"(known: {known}); give the format")
+
+
+def _temporary_name(path: Path) -> Path:
+    return path.with_name(f".{path.name}.tmp-{os.getpid()}")
+
+
+def _pyarrow() -> Any:
+    try:
+        import pyarrow as pa
+    except ImportError:
+        raise ImportError("writing Parquet and CSV files needs pyarrow: "
+                          "pip install clperiod[catalog]") from None
+    return pa
+
+
+def _pyarrow_parquet() -> Any:
+    _pyarrow()
+    import pyarrow.parquet as pq
+
+    return pq
+
+
+def _h5py() -> Any:
+    try:
+        import h5py
+    except ImportError:
+        raise ImportError("writing HDF5 files needs h5py: pip install clperiod[hdf5]") from None
+    return h5py

@@ -1,0 +1,348 @@
+"""clperiod.catalog_files: chunked reading of catalog files, their checks and errors."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from clperiod import Catalog, catalog_files
+from clperiod.catalog_files import CatalogReader, _Block, _Chunker, open_catalog
+from clperiod.io import example_path, load_example
+
+
+def _stripe82(n_objects: int = 12) -> Catalog:
+    return load_example("stripe82").subset(np.arange(n_objects))
+
+
+def _long_table(cat: Catalog, **names: str) -> pa.Table:
+    ids = np.repeat(cat.ids, cat.lengths)
+    columns = {"id": ids, "t": cat.t, "y": cat.y, "dy": cat.dy}
+    return pa.table({names.get(k, k): v for k, v in columns.items()})
+
+
+def _nested_table(cat: Catalog, id_name: str = "id", nested: str = "lc") -> pa.Table:
+    struct = pa.StructArray.from_arrays([pa.array(cat.t), pa.array(cat.y), pa.array(cat.dy)],
+                                        names=["t", "y", "dy"])
+    lists = pa.ListArray.from_arrays(pa.array(cat.offsets.astype(np.int32)), struct)
+    return pa.table({id_name: cat.ids, "ra": np.zeros(cat.n_objects), nested: lists})
+
+
+def _write_lightcurve_csv(path: Path, cat: Catalog) -> Path:
+    ids = np.repeat(cat.ids, cat.lengths)
+    rows = zip(ids.tolist(), cat.t.tolist(), cat.y.tolist(), cat.dy.tolist())
+    lines = [f"{i}, {t!r}, {y!r}, {dy!r}" for i, t, y, dy in rows]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _assert_same(got: Catalog, expected: Catalog) -> None:
+    for name in ("ids", "offsets", "t", "y", "dy"):
+        np.testing.assert_array_equal(getattr(got, name), getattr(expected, name), err_msg=name)
+
+
+# ---------------------------------------------------------------------- layouts
+
+
+def test_every_layout_reads_the_same_catalog(tmp_path):
+    cat = _stripe82()
+    csv_path = tmp_path / "long.csv"
+    _long_table(cat).to_pandas().to_csv(csv_path, index=False)
+    packed = tmp_path / "long.csv.gz"
+    packed.write_bytes(gzip.compress(csv_path.read_bytes()))
+    pq.write_table(_long_table(cat), tmp_path / "long.parquet", row_group_size=100)
+    pq.write_table(_nested_table(cat), tmp_path / "nested.parquet", row_group_size=5)
+    files = {
+        "lightcurve-csv": _write_lightcurve_csv(tmp_path / "lc.txt", cat),
+        "csv": csv_path,
+        "csv.gz": packed,
+        "parquet": tmp_path / "long.parquet",
+        "nested-parquet": tmp_path / "nested.parquet",
+    }
+    for layout, path in files.items():
+        reader = open_catalog(path, chunk_rows=150)
+        assert reader.layout == layout.removesuffix(".gz")
+        assert reader.columns == {"id": "id", "t": "t", "y": "y", "dy": "dy"}
+        _assert_same(reader.read(), cat)
+    assert open_catalog(files["nested-parquet"]).n_objects == 12
+    assert open_catalog(files["parquet"]).n_objects is None
+
+
+def test_bundled_file_matches_read_lightcurve_csv():
+    reader = open_catalog(example_path("stripe82"), chunk_rows=1000)
+    chunks = list(reader)
+    assert len(chunks) == 8
+    assert [c.index for c in chunks] == list(range(8))
+    assert all(c.n_rows <= 1000 for c in chunks)
+    assert sum(c.n_rows for c in chunks) == 7064
+    assert chunks[1].first_row == chunks[0].n_rows == int(chunks[0].catalog.offsets[-1])
+    _assert_same(reader.read(), load_example("stripe82"))
+    assert chunks[0].summary() == {"index": 0, "first_row": 0, "n_rows": chunks[0].n_rows,
+                                   "n_objects": chunks[0].catalog.n_objects,
+                                   "first_id": 2794912, "last_id": int(chunks[0].catalog.ids[-1])}
+
+
+def test_named_columns_no_dy_and_delimiter(tmp_path):
+    cat = _stripe82(3)
+    frame = _long_table(cat, id="source", t="mjd", y="mag", dy="err").to_pandas()
+    frame.to_csv(tmp_path / "a.tsv", sep="\t", index=False)
+    reader = open_catalog(tmp_path / "a.tsv", id_col="source", t_col="mjd", y_col="mag",
+                          dy_col="err", delimiter="\t")
+    _assert_same(reader.read(), cat)
+    plain = open_catalog(tmp_path / "a.tsv", id_col="source", t_col="mjd", y_col="mag",
+                         delimiter="\t")
+    assert plain.columns == {"id": "source", "t": "mjd", "y": "mag"}  # no column named dy
+    assert plain.read().dy is None
+    assert open_catalog(example_path("stripe82"), dy_col=None).read().dy is None
+    assert open_catalog(example_path("ida")).read().dy is None  # three columns
+
+
+def test_nested_fields_are_chosen_and_nulls_are_empty_objects(tmp_path):
+    struct = pa.StructArray.from_arrays(
+        [pa.array([1.0, 2.0, 3.0, 4.0]), pa.array([5.0, 6.0, 7.0, 8.0], pa.float32()),
+         pa.array(["r", "g", "r", "r"])], names=["mjd", "flux", "band"])
+    lists = pa.ListArray.from_arrays(pa.array([0, 2, 2, 4], pa.int32()), struct,
+                                     mask=pa.array([False, True, False]))
+    table = pa.table({"objectId": pa.array(["a", "b", "c"]), "src": lists,
+                      "other": pa.array([[{"x": 1.0}], [], []])})
+    pq.write_table(table, tmp_path / "n.parquet")
+    with pytest.raises(ValueError, match="give nested_col.*candidates: \\['src', 'other'\\]"):
+        open_catalog(tmp_path / "n.parquet", id_col="objectId", t_col="mjd", y_col="flux")
+    reader = open_catalog(tmp_path / "n.parquet", id_col="objectId", t_col="mjd", y_col="flux",
+                          nested_col="src")
+    cat = reader.read()
+    assert reader.layout == "nested-parquet" and cat.ids.tolist() == ["a", "b", "c"]
+    np.testing.assert_array_equal(cat.offsets, [0, 2, 2, 4])
+    np.testing.assert_array_equal(cat.y, [5.0, 6.0, 7.0, 8.0])
+    assert cat.dy is None
+    with pytest.raises(ValueError, match=r"no column\(s\) \['err'\] in the fields of column 'src'"):
+        open_catalog(tmp_path / "n.parquet", id_col="objectId", t_col="mjd", y_col="flux",
+                     dy_col="err", nested_col="src")
+    with pytest.raises(ValueError, match="no column 'id'"):
+        open_catalog(tmp_path / "n.parquet", t_col="mjd", y_col="flux", nested_col="src")
+
+
+def test_text_ids_keep_leading_zeros_and_timestamps_become_mjd(tmp_path):
+    (tmp_path / "ids.csv").write_text("id,t,y\n007,1,2\n007,2,3\nx,1,1\nx,2,2\n")
+    assert open_catalog(tmp_path / "ids.csv").read().ids.tolist() == ["007", "x"]
+    times = np.array(["2020-01-01T00:00", "2020-01-02T12:00"], dtype="datetime64[ms]")
+    pq.write_table(pa.table({"id": [1, 1], "t": times, "y": [1.0, 2.0]}), tmp_path / "ts.parquet")
+    np.testing.assert_allclose(open_catalog(tmp_path / "ts.parquet").read().t,
+                               [58849.0, 58850.5], rtol=0, atol=1e-9)
+
+
+# ---------------------------------------------------------------------- chunks
+
+
+def test_an_object_spanning_read_blocks_is_carried_whole(tmp_path, monkeypatch):
+    monkeypatch.setattr(catalog_files, "READ_ROWS", 3)
+    ids = np.repeat([5, 6, 7], [2, 10, 4])
+    t = np.arange(16.0)
+    pq.write_table(pa.table({"id": ids, "t": t, "y": t}), tmp_path / "a.parquet")
+    chunks = list(open_catalog(tmp_path / "a.parquet", chunk_rows=6))
+    assert [c.catalog.ids.tolist() for c in chunks] == [[5], [6], [7]]
+    assert [c.first_row for c in chunks] == [0, 2, 12]
+    np.testing.assert_array_equal(chunks[1].catalog.t, np.arange(2.0, 12.0))
+    chunks = list(open_catalog(tmp_path / "a.parquet", chunk_rows=12))
+    assert [c.catalog.ids.tolist() for c in chunks] == [[5, 6], [7]]
+    chunks = list(open_catalog(tmp_path / "a.parquet", chunk_rows=100, chunk_objects=2))
+    assert [c.catalog.ids.tolist() for c in chunks] == [[5, 6], [7]]
+
+
+def _blocks(lengths: list[int], cuts: list[int], rows_are_objects: bool) -> list[_Block]:
+    """The catalog of ``lengths`` as long-format (or nested) blocks cut at ``cuts``."""
+    ids = np.arange(len(lengths)) * 3 + 1
+    offsets = np.concatenate(([0], np.cumsum(lengths)))
+    rows = np.arange(offsets[-1], dtype=np.float64)
+    blocks = []
+    if rows_are_objects:
+        edges = sorted({0, len(lengths), *(c % (len(lengths) + 1) for c in cuts)})
+        for a, b in zip(edges[:-1], edges[1:]):
+            lo, hi = offsets[a], offsets[b]
+            blocks.append(_Block(ids[a:b], offsets[a:b + 1] - lo, {"t": rows[lo:hi]}, a, False))
+        return blocks
+    row_ids = np.repeat(ids, lengths)
+    edges = sorted({0, int(offsets[-1]), *(c % (int(offsets[-1]) + 1) for c in cuts)})
+    for a, b in zip(edges[:-1], edges[1:]):
+        part = row_ids[a:b]
+        starts = np.flatnonzero(np.concatenate(([True], part[1:] != part[:-1])))
+        blocks.append(_Block(part[starts], np.append(starts, b - a), {"t": rows[a:b]}, a, True))
+    return blocks
+
+
+def _chunk(blocks, chunk_rows, chunk_objects, rows_are_objects):
+    chunker = _Chunker(chunk_rows, chunk_objects, rows_are_objects)
+    out = [c for block in blocks for c in chunker.add(block)] + list(chunker.finish())
+    return [(c.ids.tolist(), c.offsets.tolist(), c.first_row) for c in out]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    lengths=st.lists(st.integers(0, 9), min_size=1, max_size=25),
+    cuts=st.lists(st.integers(0, 300), max_size=8),
+    chunk_rows=st.integers(1, 20),
+    chunk_objects=st.one_of(st.none(), st.integers(1, 6)),
+    nested=st.booleans(),
+)
+def test_chunks_do_not_depend_on_read_blocks(lengths, cuts, chunk_rows, chunk_objects, nested):
+    if not nested:
+        lengths = [n or 1 for n in lengths]  # long format has no empty objects
+    whole = _chunk(_blocks(lengths, [], nested), chunk_rows, chunk_objects, nested)
+    assert _chunk(_blocks(lengths, cuts, nested), chunk_rows, chunk_objects, nested) == whole
+    assert [i for ids, _, _ in whole for i in ids] == [3 * k + 1 for k in range(len(lengths))]
+    position = 0
+    for ids, offsets, first_row in whole:
+        assert first_row == position
+        position += len(ids) if nested else offsets[-1]
+        assert len(ids) >= 1 and len(ids) <= (chunk_objects or len(ids))
+        assert offsets[-1] <= chunk_rows or len(ids) == 1  # only a lone long object exceeds it
+        k = [3 * j + 1 for j in range(len(lengths))].index(ids[-1]) + 1
+        more_rows = offsets[-1] + lengths[k] if k < len(lengths) else None
+        if more_rows is not None:  # the next object would have broken a limit
+            assert more_rows > chunk_rows or len(ids) == chunk_objects
+
+
+def test_chunks_of_a_file_are_the_same_for_any_read_size(tmp_path, monkeypatch):
+    cat = _stripe82(20)
+    pq.write_table(_long_table(cat), tmp_path / "a.parquet", row_group_size=64)
+    _write_lightcurve_csv(tmp_path / "a.txt", cat)
+    expected = [c.summary() for c in open_catalog(tmp_path / "a.parquet", chunk_rows=200)]
+    for read_rows in (7, 100, 5000):
+        monkeypatch.setattr(catalog_files, "READ_ROWS", read_rows)
+        for name in ("a.parquet", "a.txt"):
+            got = [c.summary() for c in open_catalog(tmp_path / name, chunk_rows=200)]
+            assert got == expected
+
+
+# ---------------------------------------------------------------------- errors
+
+
+def test_missing_columns_name_the_file(tmp_path):
+    (tmp_path / "a.csv").write_text("id,time,flux\n1,1.0,2.0\n")
+    with pytest.raises(ValueError, match=r"a\.csv: no column\(s\) \['t', 'y'\]; found \['id', 'time', 'flux'\]"):
+        open_catalog(tmp_path / "a.csv")
+    pq.write_table(pa.table({"id": [1], "t": [1.0]}), tmp_path / "a.parquet")
+    with pytest.raises(ValueError, match=r"a\.parquet: no column\(s\) \['y'\]"):
+        open_catalog(tmp_path / "a.parquet")
+    with pytest.raises(ValueError, match=r"no column\(s\) \['err'\]"):
+        open_catalog(tmp_path / "a.parquet", y_col="t", dy_col="err")
+    with pytest.raises(FileNotFoundError, match="no such file"):
+        open_catalog(tmp_path / "absent.csv")
+    (tmp_path / "bad.parquet").write_text("not parquet")
+    with pytest.raises(ValueError, match="not a readable Parquet file"):
+        open_catalog(tmp_path / "bad.parquet")
+
+
+def test_non_numeric_values_name_file_row_and_column(tmp_path):
+    (tmp_path / "lc.txt").write_text("1, 1.0, 2.0\n# comment\n1, 2.0, 3.0\n2, oops, 3.0\n")
+    with pytest.raises(ValueError, match=r"lc\.txt: row 2: column 't' has 'oops', not a number"):
+        open_catalog(tmp_path / "lc.txt").read()
+    pq.write_table(pa.table({"id": [1, 1], "t": ["1.5", "x"], "y": [1.0, 2.0]}),
+                   tmp_path / "s.parquet")
+    with pytest.raises(ValueError, match=r"s\.parquet: row 1: column 't' \(string\) has 'x'"):
+        open_catalog(tmp_path / "s.parquet").read()
+    struct = pa.StructArray.from_arrays([pa.array([1.0, 2.0, 3.0]), pa.array(["1", "2", "b"])],
+                                        names=["t", "y"])
+    lists = pa.ListArray.from_arrays(pa.array([0, 1, 3], pa.int32()), struct)
+    pq.write_table(pa.table({"id": [1, 2], "lc": lists}), tmp_path / "n.parquet")
+    with pytest.raises(ValueError, match=r"row 1, observation 1: column 'y' \(string\) has 'b'"):
+        open_catalog(tmp_path / "n.parquet").read()
+
+
+def test_malformed_csv_line_names_the_file(tmp_path):
+    (tmp_path / "a.csv").write_text("id,t,y\n1,1,2\n1,2,3,4,5\n")
+    with pytest.raises(ValueError, match=r"a\.csv: .*line 3"):
+        open_catalog(tmp_path / "a.csv").read()
+
+
+def test_interleaved_ids_within_and_across_chunks(tmp_path):
+    text = "id,t,y\n1,0,0\n1,1,1\n2,0,0\n2,1,1\n3,0,0\n1,2,2\n"
+    (tmp_path / "a.csv").write_text(text)
+    message = r"a\.csv: object id 1 appears again at row 5 after other objects \(its rows start at row 0\)"
+    for chunk_rows in (100, 2):  # one chunk, or the repeat in a later chunk
+        with pytest.raises(ValueError, match=message):
+            list(open_catalog(tmp_path / "a.csv", chunk_rows=chunk_rows))
+    chunks = open_catalog(tmp_path / "a.csv", chunk_rows=2)
+    iterator = iter(chunks)
+    assert next(iterator).catalog.ids.tolist() == [1]  # chunks before the bad row are read
+
+
+def test_duplicate_ids_in_nested_files(tmp_path):
+    cat = _stripe82(4)
+    table = _nested_table(cat)
+    ids = np.array(cat.ids)
+    ids[3] = ids[1]
+    pq.write_table(table.set_column(0, "id", pa.array(ids)), tmp_path / "n.parquet")
+    for chunk_objects in (None, 1):
+        with pytest.raises(ValueError, match=rf"object id {ids[1]} at row 3 repeats row 1"):
+            list(open_catalog(tmp_path / "n.parquet", chunk_objects=chunk_objects))
+
+
+def test_missing_and_mixed_ids(tmp_path):
+    (tmp_path / "a.csv").write_text("id,t,y\n1,0,0\n,1,1\n")
+    with pytest.raises(ValueError, match=r"a\.csv: row 1: missing object id"):
+        open_catalog(tmp_path / "a.csv").read()
+    pq.write_table(pa.table({"id": pa.array([1, None], pa.int64()), "t": [0.0, 1.0],
+                             "y": [0.0, 1.0]}), tmp_path / "a.parquet")
+    with pytest.raises(ValueError, match=r"a\.parquet: row 1: missing object id"):
+        open_catalog(tmp_path / "a.parquet").read()
+    pq.write_table(pa.table({"id": [1.0, 1.0], "t": [0.0, 1.0], "y": [0.0, 1.0]}),
+                   tmp_path / "f.parquet")
+    with pytest.raises(ValueError, match="holds double values; object ids must be integers or text"):
+        open_catalog(tmp_path / "f.parquet").read()
+
+
+def test_text_id_after_integer_ids(tmp_path, monkeypatch):
+    monkeypatch.setattr(catalog_files, "READ_ROWS", 2)
+    (tmp_path / "a.csv").write_text("id,t,y\n1,0,0\n2,1,1\n3,0,0\nabc,1,1\n")
+    with pytest.raises(ValueError, match=r"row 3: object id 'abc' is not an integer"):
+        open_catalog(tmp_path / "a.csv").read()
+
+
+@pytest.mark.parametrize("policy", ["raise", "omit"])
+def test_non_finite_values_and_bad_uncertainties(tmp_path, policy):
+    (tmp_path / "a.csv").write_text("id,t,y,dy\n1,0,0,1\n1,1,nan,1\n2,0,0,1\n2,1,1,1\n")
+    reader = open_catalog(tmp_path / "a.csv", nan_policy=policy)
+    if policy == "raise":
+        with pytest.raises(ValueError, match=r"a\.csv: row 1 \(object 1\): y is nan, not a finite"):
+            reader.read()
+    else:
+        cat = reader.read()
+        assert cat.n_dropped == 1 and cat.lengths.tolist() == [1, 2]
+    (tmp_path / "b.csv").write_text("id,t,y,dy\n1,0,0,1\n1,1,1,1\n2,0,0,0\n")
+    with pytest.raises(ValueError, match=r"b\.csv: row 2 \(object 2\): dy = 0\.0; uncertainties must be > 0"):
+        open_catalog(tmp_path / "b.csv", nan_policy=policy).read()
+    cat = _stripe82(3)
+    struct = pa.StructArray.from_arrays([pa.array(cat.t), pa.array(cat.y),
+                                         pa.array(np.where(np.arange(cat.t.size) == 50, -1, cat.dy))],
+                                        names=["t", "y", "dy"])
+    lists = pa.ListArray.from_arrays(pa.array(cat.offsets.astype(np.int32)), struct)
+    pq.write_table(pa.table({"id": cat.ids, "lc": lists}), tmp_path / "n.parquet")
+    k = int(np.searchsorted(cat.offsets, 50, side="right")) - 1
+    with pytest.raises(ValueError, match=rf"row {k} \(object {cat.ids[k]}\), observation "
+                                         rf"{50 - cat.offsets[k]}: dy = -1\.0"):
+        open_catalog(tmp_path / "n.parquet", nan_policy=policy).read()
+
+
+def test_bad_options(tmp_path):
+    path = example_path("ida")
+    with pytest.raises(ValueError, match="layout must be"):
+        CatalogReader(path, layout="fits")
+    with pytest.raises(ValueError, match="chunk_rows must be a positive integer"):
+        CatalogReader(path, chunk_rows=0)
+    with pytest.raises(ValueError, match="chunk_objects must be a positive integer"):
+        CatalogReader(path, chunk_objects=1.5)
+    with pytest.raises(ValueError, match="nan_policy"):
+        CatalogReader(path, nan_policy="drop")
+    (tmp_path / "five.txt").write_text("1, 2, 3, 4, 5\n")
+    with pytest.raises(ValueError, match="expected 3 .* or 4 .* columns, found 5"):
+        CatalogReader(tmp_path / "five.txt")
+    (tmp_path / "head.csv").write_text("id,t,y\n")
+    with pytest.raises(ValueError, match=r"head\.csv: no data rows"):
+        CatalogReader(tmp_path / "head.csv").read()
