@@ -17,8 +17,8 @@ Two input layouts are read:
   be contiguous there; ``ddf.set_index("id")`` guarantees both.
 * nested (LSDB, nested-pandas): one row per object, with an id column (or
   index) and a pyarrow ``list<struct<t, y[, dy]>>`` column of observations.
-  The offsets of the list array are the catalog offsets, so a partition is
-  converted without a Python loop over its objects. A null or empty list is
+  The list lengths (pyarrow compute on the list offsets) give the catalog
+  offsets, so a partition is converted without a Python loop over objects. A null or empty list is
   an object with no points (status TOO_FEW_POINTS).
 
 Exactly once: an object whose rows are not contiguous within a partition, or
@@ -27,9 +27,10 @@ object split over several partitions is found by a final check on the output
 ids (``check_ids=True``), which raises a ValueError naming the object and the
 partitions. Task retries never duplicate rows: each output partition is the
 result of exactly one successful task. A worker that dies has its tasks
-rescheduled by the Dask scheduler (up to ``distributed.scheduler.
-allowed-failures`` times); tasks that raise are retried when computed with
-``retries=``, e.g. ``out.compute(retries=2)``.
+rescheduled by the Dask scheduler (up to the configured
+``distributed.scheduler.allowed-failures`` times); tasks that raise are
+retried when computed with ``retries=``, e.g. ``out.compute(retries=2)``
+(``dask.annotate`` is ignored by Dask DataFrame's query planner).
 """
 
 from __future__ import annotations
@@ -220,8 +221,8 @@ def _check_options(search: Callable[..., Any], options: dict[str, Any]) -> None:
     if unknown:
         raise TypeError(
             f"clperiod.dask.{search.__name__}() got unsupported option(s) {unknown}; it "
-            f"accepts {accepted}. Full periodograms, progress bars and profiles are not "
-            "available: the output is one row per object"
+            f"accepts {accepted} (periodogram, progress and profile are not available: "
+            "the output is one row per object)"
         )
 
 
@@ -363,7 +364,7 @@ def _real(series: pd.Series) -> np.ndarray:
 
 
 def _nested_catalog(frame: pd.DataFrame, layout: _Layout, nan_policy: str) -> Catalog:
-    """The catalog of a nested partition: list offsets are the catalog offsets."""
+    """The catalog of a nested partition: the list lengths give the offsets."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -371,26 +372,12 @@ def _nested_catalog(frame: pd.DataFrame, layout: _Layout, nan_policy: str) -> Ca
     if isinstance(lists, pa.ChunkedArray):
         lists = lists.combine_chunks()
     _check_nested_type(lists.type, layout.nested_col, layout.fields)
-    ids = _ids(frame, layout)
-    repeated = frame.index.duplicated() if layout.id_in_index else \
-        frame[layout.id_col].duplicated().to_numpy()
-    if repeated.any():
-        row = int(np.argmax(repeated))
-        raise ValueError(f"object id {_show(ids[row])} appears twice (again in row {row})")
-    lengths = pc.list_value_length(lists).fill_null(0).to_numpy().astype(np.int64)
+    lengths = pc.list_value_length(lists).fill_null(0).to_numpy()
     points = lists.flatten()
-    columns = [pc.struct_field(points, name).to_numpy(zero_copy_only=False).astype(np.float64)
-               for name in layout.fields]
-    if not lengths.any():
-        empty = np.zeros(0)
-        dy = empty if len(columns) == 3 else None
-        return Catalog(ids, np.zeros(ids.size + 1, np.int64), empty, empty, dy)
-    # ids are unique, so the runs of the repeated ids are the non-empty objects, in order
-    filled = Catalog.from_arrays(np.repeat(ids, lengths), *columns, nan_policy=nan_policy)
-    kept = np.zeros(ids.size, dtype=np.int64)
-    kept[lengths > 0] = filled.lengths
-    offsets = np.concatenate(([0], np.cumsum(kept)))
-    return Catalog(ids, offsets, filled.t, filled.y, filled.dy, filled.n_dropped)
+    columns = [pc.struct_field(points, name).to_numpy(zero_copy_only=False)
+               for name in layout.fields]  # nulls become NaN (numbers, checked above)
+    offsets = np.concatenate(([0], np.cumsum(lengths, dtype=np.int64)))
+    return Catalog.from_offsets(_ids(frame, layout), offsets, *columns, nan_policy=nan_policy)
 
 
 def _check_nested_dtype(dtype: Any, name: str, fields: tuple[str, ...]) -> None:

@@ -38,10 +38,10 @@ WORKER_ENV = {"POCL_MAX_PTHREAD_COUNT": "1", "POCL_CPU_MAX_CU_COUNT": "1"}
 def client():
     from distributed import Client, LocalCluster
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=None, env=WORKER_ENV) as cluster:
-        with Client(cluster) as dask_client:
-            yield dask_client
+    with (LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                       dashboard_address=None, env=WORKER_ENV) as cluster,
+          Client(cluster) as dask_client):
+        yield dask_client
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +86,7 @@ def single_device(search, catalog: Catalog, grid, fap_method="baluev", **options
 
 
 def test_lombscargle_matches_single_device(client, catalog, long_table) -> None:
-    options = dict(normalization="model", top_k=2)
+    options = {"normalization": "model", "top_k": 2}
     out = clperiod.dask.lombscargle(by_id(long_table), GRID, dy_col="dy", **options)
     assert isinstance(out, dd.DataFrame)
     table = out.compute()
@@ -97,11 +97,16 @@ def test_lombscargle_matches_single_device(client, catalog, long_table) -> None:
     assert_same_objects(table, single_device(clperiod.lombscargle, catalog, GRID, **options))
 
 
-def test_lombscargle_id_column_without_uncertainties(client, catalog, long_table) -> None:
+def test_lombscargle_id_column_without_uncertainties(client, catalog, long_table,
+                                                     cpu_device) -> None:
+    """Also a device selection string, used by every worker."""
     frame = by_id(long_table[["id", "t", "y"]]).reset_index()
-    out = clperiod.dask.lombscargle(frame, GRID, method="standard", fap_method=None).compute()
+    selection = f"{cpu_device.platform_index}:{cpu_device.device_index}"
+    out = clperiod.dask.lombscargle(frame, GRID, method="standard", fap_method=None,
+                                    device=selection).compute()
     plain = Catalog(catalog.ids, catalog.offsets, catalog.t, catalog.y)
-    expected = single_device(clperiod.lombscargle, plain, GRID, None, method="standard")
+    expected = single_device(clperiod.lombscargle, plain, GRID, None, method="standard",
+                             device=cpu_device)
     assert_same_objects(out, expected)
 
 
@@ -180,8 +185,8 @@ def test_nested_duplicate_id_is_reported(catalog) -> None:
     frame.loc[5, "id"] = frame.loc[2, "id"]
     out = clperiod.dask.lombscargle(dd.from_pandas(frame, npartitions=1), GRID,
                                     nested_col="lc", dy_col="dy", nan_policy="omit")
-    with pytest.raises(ValueError, match=rf"partition 0: object id '{frame.loc[2, 'id']}' "
-                                         r"appears twice \(again in row 5\)"):
+    with pytest.raises(ValueError, match=rf"partition 0: duplicate object id "
+                                         rf"'{frame.loc[2, 'id']}' \(objects 2 and 5\)"):
         out.compute(scheduler="sync")
 
 
@@ -240,7 +245,7 @@ def test_rank_picks_among_the_preferred_devices(plain_environment) -> None:
     nv1 = fake_device(kind="gpu", is_nvidia=True, vendor="NVIDIA Corporation", device_index=2)
     amd = fake_device(kind="gpu", is_nvidia=False, vendor="Advanced Micro Devices, Inc.")
     usable = [cpu, nv0, amd, nv1]
-    assert [binding._choose_device(usable, lambda: r) for r in range(3)] == [nv0, nv1, nv0]
+    assert [binding._choose_device(usable, lambda r=r: r) for r in range(3)] == [nv0, nv1, nv0]
     assert binding._choose_device([cpu, amd], lambda: 5) is amd
     assert binding._choose_device([cpu, cpu], lambda: 0) is cpu
 
