@@ -334,3 +334,18 @@ def test_statistics_with_a_large_offset():
     exact = x.astype(np.float64)
     np.testing.assert_allclose(c.info.mean, exact.mean(axis=1), rtol=0, atol=1e-3)
     np.testing.assert_allclose(c.info.std, exact.std(axis=1), rtol=1e-3)
+
+
+def test_threshold_is_inclusive_to_the_last_bit():
+    """A detection whose float32 SNR equals the threshold is kept."""
+    x = noise(4, 16384, seed=22)
+    found = sp.search(x, np.arange(4.0), TSAMP, max_width=32, threshold=4.0, cluster=False)
+    assert len(found) > 20
+    for snr, row, sample, width in zip(found["snr"][:20], found["dm_index"], found["sample"],
+                                       found["width"]):
+        again = sp.search(x, np.arange(4.0), TSAMP, max_width=32, threshold=float(snr),
+                          cluster=False)
+        hit = again[(again["dm_index"] == row) & (again["sample"] == sample)
+                    & (again["width"] == width)]
+        assert len(hit) == 1 and hit["snr"][0] == snr
+        assert again["snr"].min() >= snr
