@@ -84,7 +84,7 @@ def catalog_from_dataframe(
     if nested_col is not None:
         from .catalog_files import nested_to_catalog
 
-        ids = _frame_column(frame, id_col)
+        ids = _frame_column(frame, id_col).to_numpy()
         if nested_col not in frame.columns:
             _missing([nested_col], list(frame.columns))
         import pyarrow as pa
@@ -93,7 +93,7 @@ def catalog_from_dataframe(
         fields = {"t": t_col, "y": y_col} | ({"dy": dy_col} if dy_col else {})
         return nested_to_catalog(ids, nested, fields, nan_policy=nan_policy,
                                  where=f"DataFrame column {nested_col!r}")
-    ids = _frame_column(frame, id_col)
+    ids = _frame_column(frame, id_col).to_numpy()
     labels = frame.index
     columns = {}
     for name, col in (("t", t_col), ("y", y_col), ("dy", dy_col)):
@@ -236,24 +236,28 @@ def _unit(column: Any) -> Any:
 
 
 def _unmasked(column: Any, fill: Any = np.nan) -> Any:
-    """The data of a (possibly masked) column, masked entries filled."""
-    if getattr(column, "mask", None) is not None and np.any(column.mask):
-        if fill is None:
-            raise ValueError(f"column {column.info.name!r} has masked (missing) entries")
-        return column.filled(fill)
-    return column
+    """The data of a (possibly masked) column, masked entries filled (ints become floats)."""
+    mask = getattr(column, "mask", None)
+    if mask is None or not np.any(mask):
+        return column
+    if fill is None:
+        raise ValueError(f"column {column.info.name!r} has masked (missing) entries")
+    if column.dtype.kind in "iub":
+        column = column.astype(np.float64)
+    return column.filled(fill)
 
 
 def _plain(column: Any, name: str) -> np.ndarray:
     """Values without their unit, float64 (masked entries -> NaN)."""
     data = _unmasked(column)
-    values = getattr(data, "value", data)
-    values = np.asarray(values)
-    if values.dtype.kind not in "iuf":
-        bad = first_non_number(values.tolist())
-        where = f"row {bad}: {values[bad]!r}" if bad is not None else f"dtype {values.dtype}"
-        raise ValueError(f"column {name!r} must hold numbers ({where})")
-    return values.astype(np.float64)
+    values = np.asarray(getattr(data, "value", data))
+    if values.dtype.kind in "iuf":
+        return values.astype(np.float64)
+    listed = values.tolist()
+    bad = first_non_number(listed)
+    if bad is not None:
+        raise ValueError(f"column {name!r}, row {bad}: {listed[bad]!r} is not a number")
+    return np.array([np.nan if v is None else float(v) for v in listed], dtype=np.float64)
 
 
 def _table_times(column: Any, name: str, time_scale: str | None) -> np.ndarray:

@@ -1,0 +1,159 @@
+"""The catalog subcommands of the command line: clperiod lombscargle / supersmoother."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import clperiod
+from clperiod import cli, pipeline
+from clperiod.io import example_path, load_example
+
+STRIPE82 = str(example_path("stripe82"))
+
+
+def _cli(capsys, *args) -> tuple[int, str, str]:
+    status = cli.main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_lombscargle_command_matches_the_library(tmp_path, capsys, cpu_device):
+    out = tmp_path / "res.parquet"
+    status, text, err = _cli(capsys, "lombscargle", STRIPE82, "--fmin", 0.5, "--fmax", 4, "--nf",
+                             2000, "--top-k", 3, "--chunk-rows", 3000, "-o", out,
+                             "--no-progress", "--device", cpu_device.label.split()[0])
+    assert (status, err) == (0, "")
+    assert text.startswith(f"136 objects in 3 chunk(s) written to {out} (lombscargle, 2,000 "
+                           "frequencies from 0.5 to 3.99825, fp64")
+    grid = clperiod.FrequencyGrid.from_range(0.5, 4, 2000)
+    direct = clperiod.lombscargle(load_example("stripe82"), grid, top_k=3, device=cpu_device)
+    table = pq.read_table(out)
+    np.testing.assert_array_equal(table.column("period").to_numpy(), direct.period)
+    np.testing.assert_array_equal(table.column("period_3").to_numpy(), direct.top_k_period[:, 2])
+    np.testing.assert_array_equal(table.column("fap").to_numpy(),
+                                  direct.false_alarm_probability())
+
+
+def test_options_reach_the_search(tmp_path, capsys, monkeypatch):
+    seen = {}
+
+    def fake_run(reader, search, output, **options):
+        seen.update(reader=reader, search=search, output=output, **options)
+        raise ValueError("stop here")
+
+    monkeypatch.setattr(pipeline, "run_catalog", fake_run)
+    status, _, err = _cli(capsys, "lombscargle", STRIPE82, "--fmin", 0.1, "--df", 0.01, "--nf",
+                          50, "--precision", "fp32", "--method", "standard", "--normalization",
+                          "none", "--fap-method", "none", "--chunk-objects", 7, "--no-dy",
+                          "--periodogram", tmp_path / "p.h5", "--plot", tmp_path / "f",
+                          "--plot-ids", "12,ab", "--restart")
+    assert status == 1 and err == "clperiod: error: stop here\n"
+    search = seen["search"]
+    assert search.grid == clperiod.FrequencyGrid.from_step(0.1, 0.01, 50)
+    assert search.options == {"memory": "auto", "method": "standard", "normalization": None,
+                              "precision": "fp32", "top_k": 1}
+    assert search.fap_method is None
+    assert seen["reader"].chunk_objects == 7 and "dy" not in seen["reader"].columns
+    assert seen["output"] == Path(STRIPE82).with_name("SDSS_stripe82_band_z.lombscargle.parquet")
+    assert seen["plot_ids"] == ["12", "ab"] and seen["restart"] is True
+    assert seen["progress"] is None and seen["periodogram"] == str(tmp_path / "p.h5")
+    _cli(capsys, "supersmoother", STRIPE82, "--variant", "single_pass", "--alpha", 3,
+         "--samples-per-peak", 2, "--fmax", 5, "--no-progress")
+    assert seen["search"].options == {"alpha": 3.0, "compat": False, "memory": "auto",
+                                      "precision": "fp64", "top_k": 1, "variant": "single_pass"}
+    assert seen["search"].grid == pipeline.AutoGrid(2.0, 5.0, None, 5.0)
+    assert seen["progress"] is False
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--nf", "10", "--fmin", "1"], "--nf needs --fmin and one of --fmax or --df"),
+        (["--nf", "10", "--fmin", "1", "--fmax", "2", "--df", "0.1"], "one of --fmax or --df"),
+        (["--df", "0.1"], "--df needs --fmin and --nf"),
+        (["--t-col", "mjd"], r"no column\(s\) \['mjd'\]"),
+        (["-o", STRIPE82], "would overwrite the input"),
+        (["--fmin", "1", "--fmax", "0.5", "--nf", "10"], "fmax must be > fmin"),
+    ],
+)
+def test_bad_options_exit_1_with_a_message(capsys, argv, message):
+    status, _, err = _cli(capsys, "lombscargle", STRIPE82, *argv)
+    assert status == 1
+    assert err.startswith("clperiod: error: ") and re.search(message, err)
+
+
+def test_supersmoother_command_with_periodograms_and_figures(tmp_path, capsys, cpu_device):
+    cat = load_example("stripe82").subset(np.arange(4))
+    ids = np.repeat(cat.ids, cat.lengths)
+    pd.DataFrame({"oid": ids, "mjd": cat.t, "mag": cat.y, "err": cat.dy}).to_csv(
+        tmp_path / "lc.csv", index=False)
+    status, text, _ = _cli(capsys, "supersmoother", tmp_path / "lc.csv", "--id-col", "oid",
+                           "--t-col", "mjd", "--y-col", "mag", "--dy-col", "err", "--fmin", 1,
+                           "--fmax", 3, "--nf", 256, "-o", tmp_path / "ss.csv", "--periodogram",
+                           tmp_path / "ss.npz", "--plot", tmp_path / "figs", "--plot-ids",
+                           cat.ids[1], "--no-progress")
+    assert status == 0, text
+    assert "periodograms in" in text and "1 figure(s)" in text
+    grid = clperiod.FrequencyGrid.from_range(1, 3, 256)
+    direct = clperiod.supersmoother(cat, grid, periodogram=True, device=cpu_device)
+    frame = pd.read_csv(tmp_path / "ss.csv")
+    np.testing.assert_allclose(frame["period"], direct.period, rtol=1e-15)
+    with np.load(tmp_path / "ss.npz") as archive:
+        np.testing.assert_array_equal(archive["power"], direct.power)
+    assert [p.name for p in (tmp_path / "figs").iterdir()] == [f"{cat.ids[1]}.png"]
+
+
+def test_interrupt_keeps_the_work_directory(tmp_path, capsys, monkeypatch):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(pipeline, "run_catalog", interrupted)
+    status, _, err = _cli(capsys, "lombscargle", STRIPE82, "-o", tmp_path / "r.parquet")
+    assert status == 130
+    assert f"finished chunks are kept in {tmp_path / 'r.parquet.parts'}" in err
+    assert "run the same command again to resume" in err
+
+
+def test_killed_process_resumes_to_the_same_output(tmp_path, capsys):
+    """A real run killed with SIGKILL after its first part file, then resumed."""
+    rng = np.random.default_rng(5)
+    n_objects, n_points = 200, 20
+    t = np.sort(rng.uniform(0, 100, (n_objects, n_points)), axis=1).ravel()
+    y = np.sin(2 * np.pi * t / 3.3) + rng.normal(0, 0.3, t.size)
+    ids = np.repeat(np.arange(n_objects) + 1000, n_points)
+    pq.write_table(pa.table({"id": ids, "t": t, "y": y}), tmp_path / "in.parquet")
+    argv = ["lombscargle", str(tmp_path / "in.parquet"), "--fmin", "0.1", "--fmax", "2",
+            "--nf", "1000", "--chunk-rows", "40", "--no-progress"]
+    out = tmp_path / "out.parquet"
+    work = pipeline.work_directory(out)
+    process = subprocess.Popen([sys.executable, "-m", "clperiod", *argv, "-o", str(out)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               env=dict(os.environ))
+    deadline = time.monotonic() + 120
+    while not (work / "part-000000.parquet").exists():
+        assert process.poll() is None, process.stderr.read().decode()
+        assert time.monotonic() < deadline, "no part file appeared"
+        time.sleep(0.002)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    process.stderr.close()
+    done = len(list(work.glob("part-*.parquet")))
+    assert not out.exists() and 1 <= done < n_objects // 2
+    status, text, _ = _cli(capsys, *argv, "-o", out)
+    assert status == 0 and f"{done} chunk(s) resumed" in text
+    status, _, _ = _cli(capsys, *argv, "-o", tmp_path / "ref.parquet")
+    got, expected = pq.read_table(out), pq.read_table(tmp_path / "ref.parquet")
+    assert got.column("id").to_pylist() == list(range(1000, 1000 + n_objects))
+    assert got.equals(expected) and got.schema.metadata == expected.schema.metadata

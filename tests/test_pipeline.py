@@ -1,0 +1,230 @@
+"""clperiod.pipeline: resumable catalog runs from a file to a results file."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import clperiod
+from clperiod import pipeline
+from clperiod.catalog_files import open_catalog
+from clperiod.io import load_example
+from clperiod.pipeline import AutoGrid, PeriodSearch, run_catalog, work_directory
+from clperiod.tables import result_columns
+
+GRID = clperiod.FrequencyGrid.from_range(0.5, 4.0, 1200)
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    return load_example("stripe82").subset(np.arange(24))
+
+
+@pytest.fixture
+def input_file(tmp_path, catalog):
+    ids = np.repeat(catalog.ids, catalog.lengths)
+    path = tmp_path / "catalog.parquet"
+    pq.write_table(pa.table({"id": ids, "t": catalog.t, "y": catalog.y, "dy": catalog.dy}), path)
+    return path
+
+
+def _search(**options):
+    return PeriodSearch("lombscargle", GRID, {"top_k": 2, **options})
+
+
+def _reader(path, chunk_rows=300):
+    return open_catalog(path, chunk_rows=chunk_rows)
+
+
+def _same_table(a, b) -> None:
+    left, right = pq.read_table(a), pq.read_table(b)
+    assert left.equals(right)
+    assert left.schema.metadata == right.schema.metadata
+
+
+def test_run_matches_one_direct_search(tmp_path, input_file, catalog, cpu_device):
+    run = run_catalog(_reader(input_file), _search(), tmp_path / "out.parquet",
+                      periodogram=tmp_path / "power.npy", device=cpu_device, progress=False)
+    assert run.n_chunks == len(list(_reader(input_file))) == 5
+    assert run.n_objects == 24 and run.n_resumed == 0
+    assert run.grid == GRID and set(run.timings) == {"read_s", "compute_s", "write_s", "join_s",
+                                                     "total_s"}
+    direct = clperiod.lombscargle(catalog, GRID, top_k=2, periodogram=True, device=cpu_device)
+    table = pq.read_table(run.output)
+    for name, values in result_columns(direct).items():
+        got = table.column(name).to_numpy(zero_copy_only=False)
+        assert got.tolist() == values.tolist() or np.array_equal(got, values, equal_nan=True), name
+    np.testing.assert_array_equal(np.load(run.periodogram), direct.power)
+    provenance = json.loads(table.schema.metadata[b"clperiod"])
+    assert provenance["search"]["grid"] == {"fmin": GRID.fmin, "df": GRID.df, "nf": GRID.nf}
+    assert provenance["input"]["path"] == str(input_file.resolve())
+    assert not work_directory(run.output).exists()
+
+
+def test_catalog_source_csv_output_and_supersmoother(tmp_path, catalog, cpu_device):
+    search = PeriodSearch("supersmoother", clperiod.FrequencyGrid.from_range(0.5, 4.0, 300),
+                          {"variant": "single_pass"})
+    run = run_catalog(catalog, search, tmp_path / "out.csv", chunk_rows=500, device=cpu_device,
+                      progress=False)
+    import pandas as pd
+
+    frame = pd.read_csv(run.output)
+    direct = clperiod.supersmoother(catalog, search.grid, variant="single_pass", device=cpu_device)
+    np.testing.assert_array_equal(frame["id"], catalog.ids)
+    np.testing.assert_allclose(frame["period"], direct.period, rtol=1e-15)
+    assert "fap" not in frame.columns and run.n_chunks == 3
+
+
+def test_auto_grid_is_astropy_rule_over_the_whole_catalog(tmp_path, input_file, catalog,
+                                                          cpu_device):
+    auto = AutoGrid(samples_per_peak=2, maximum_frequency=3.0)
+    run = run_catalog(_reader(input_file), PeriodSearch("lombscargle", auto),
+                      tmp_path / "out.parquet", device=cpu_device, progress=False)
+    assert run.grid == clperiod.FrequencyGrid.auto(catalog, samples_per_peak=2,
+                                                   maximum_frequency=3.0)
+
+
+def test_interrupted_run_resumes_without_loss_or_repeats(tmp_path, input_file, monkeypatch,
+                                                         cpu_device):
+    kwargs = {"periodogram": tmp_path / "power.h5", "device": cpu_device, "progress": False}
+    reference = run_catalog(_reader(input_file), _search(), tmp_path / "ref.parquet",
+                            periodogram=tmp_path / "ref.h5", device=cpu_device, progress=False)
+    original = PeriodSearch.run
+    calls = []
+
+    def failing(self, catalog, **options):
+        calls.append(catalog.n_objects)
+        if len(calls) == 4:
+            raise RuntimeError("device lost")
+        return original(self, catalog, **options)
+
+    monkeypatch.setattr(PeriodSearch, "run", failing)
+    output = tmp_path / "out.parquet"
+    with pytest.raises(RuntimeError, match="device lost"):
+        run_catalog(_reader(input_file), _search(), output, **kwargs)
+    work = work_directory(output)
+    assert sorted(p.name for p in work.glob("part-*")) == [f"part-00000{i}.parquet" for i in range(3)]
+    assert not output.exists()
+    monkeypatch.setattr(PeriodSearch, "run", original)
+    run = run_catalog(_reader(input_file), _search(), output, **kwargs)
+    assert run.n_resumed == 3 and run.n_chunks == 5 and run.n_objects == 24
+    table = pq.read_table(output)
+    assert table.column("id").to_pylist() == pq.read_table(reference.output).column("id").to_pylist()
+    assert table.equals(pq.read_table(reference.output))
+    import h5py
+
+    with h5py.File(run.periodogram) as got, h5py.File(reference.periodogram) as expected:
+        np.testing.assert_array_equal(got["power"][:], expected["power"][:])
+        np.testing.assert_array_equal(got["id"][:], expected["id"][:])
+
+
+def test_work_directory_of_other_settings_is_refused(tmp_path, input_file, monkeypatch,
+                                                     cpu_device):
+    output = tmp_path / "out.parquet"
+    monkeypatch.setattr(PeriodSearch, "run", lambda *a, **k: (_ for _ in ()).throw(OSError("x")))
+    with pytest.raises(OSError):
+        run_catalog(_reader(input_file), _search(), output, device=cpu_device, progress=False)
+    monkeypatch.undo()
+    manifest = json.loads((work_directory(output) / "manifest.json").read_text())
+    assert manifest["settings"]["reader"]["chunk_rows"] == 300
+    with pytest.raises(ValueError, match=r"other settings \(reader\.chunk_rows: 300 there, 400 now\)"):
+        run_catalog(_reader(input_file, 400), _search(), output, device=cpu_device)
+    with pytest.raises(ValueError, match=r"search\.options\.top_k: 2 there, 3 now"):
+        run_catalog(_reader(input_file), _search(top_k=3), output, device=cpu_device)
+    input_file.touch()  # a newer modification time: another input
+    with pytest.raises(ValueError, match=r"input\.mtime_ns"):
+        run_catalog(_reader(input_file), _search(), output, device=cpu_device)
+    run = run_catalog(_reader(input_file, 400), _search(), output, restart=True,
+                      device=cpu_device, progress=False)
+    assert run.n_resumed == 0 and run.n_objects == 24
+
+
+def test_a_part_of_another_chunk_is_refused(tmp_path, input_file, monkeypatch, cpu_device):
+    output = tmp_path / "out.parquet"
+    original = PeriodSearch.run
+    calls = []
+
+    def failing(self, catalog, **options):
+        calls.append(1)
+        if len(calls) == 3:
+            raise RuntimeError("stop")
+        return original(self, catalog, **options)
+
+    monkeypatch.setattr(PeriodSearch, "run", failing)
+    with pytest.raises(RuntimeError):
+        run_catalog(_reader(input_file), _search(), output, device=cpu_device, progress=False)
+    monkeypatch.setattr(PeriodSearch, "run", original)
+    work = work_directory(output)
+    (work / "part-000001.parquet").replace(work / "part-000000.parquet")
+    with pytest.raises(ValueError, match="but chunk 0 of the input is .*stale"):
+        run_catalog(_reader(input_file), _search(), output, device=cpu_device, progress=False)
+    (tmp_path / "junk.parquet.parts").mkdir()
+    (tmp_path / "junk.parquet.parts" / "notes.txt").write_text("mine")
+    with pytest.raises(ValueError, match="not a clperiod work directory"):
+        run_catalog(_reader(input_file), _search(), tmp_path / "junk.parquet", device=cpu_device)
+
+
+def test_figures_for_chosen_or_first_objects(tmp_path, input_file, catalog, monkeypatch,
+                                             cpu_device):
+    import clperiod.plot
+
+    drawn = []
+    real = clperiod.plot.plot_objects
+
+    def spy(result, cat, objects, directory, **options):
+        drawn.append((list(objects), result.power.shape[0], cat.n_objects))
+        return real(result, cat, objects, directory, **options)
+
+    monkeypatch.setattr(clperiod.plot, "plot_objects", spy)
+    wanted = [str(catalog.ids[2]), str(catalog.ids[20]), "no-such-id"]
+    run = run_catalog(_reader(input_file), _search(), tmp_path / "out.parquet",
+                      plot=tmp_path / "figs", plot_ids=wanted, device=cpu_device, progress=False)
+    assert sorted(p.name for p in run.figures) == sorted(f"{i}.png" for i in wanted[:2])
+    assert all(p.stat().st_size > 1000 for p in run.figures)
+    assert [objects for objects, _, _ in drawn] == [[catalog.ids[2]], [catalog.ids[20]]]
+    assert all(n == m == 1 for _, n, m in drawn)  # only those objects were searched again
+    drawn.clear()
+
+    def record(result, cat, objects, directory, fmt):  # no drawing: the wiring is tested
+        drawn.append(list(objects))
+        return [directory / f"{i}.{fmt}" for i in objects]
+
+    monkeypatch.setattr(clperiod.plot, "plot_objects", record)
+    run = run_catalog(_reader(input_file, 100), _search(), tmp_path / "b.parquet",
+                      plot=tmp_path / "first", plot_format="svg", device=cpu_device,
+                      progress=False)
+    first = catalog.ids[:pipeline.DEFAULT_PLOTS].tolist()
+    assert [p.name for p in run.figures] == [f"{i}.svg" for i in first]
+    assert len(drawn) > 1 and sum(drawn, []) == first  # spread over the first chunks
+
+
+def test_progress_bar_only_when_asked_or_on_a_terminal(tmp_path, input_file, capsys, cpu_device):
+    run_catalog(_reader(input_file), _search(), tmp_path / "a.parquet", device=cpu_device)
+    assert capsys.readouterr().err == ""  # not a terminal: tqdm's disable=None stays quiet
+    run_catalog(_reader(input_file), _search(), tmp_path / "b.parquet", device=cpu_device,
+                progress=True)
+    err = capsys.readouterr().err
+    assert "lombscargle" in err and "24lc" in err
+
+
+def test_search_settings_are_checked():
+    with pytest.raises(ValueError, match="algorithm must be one of"):
+        PeriodSearch("bls", GRID)
+    with pytest.raises(ValueError, match=r"unknown lombscargle option\(s\) \['device', 'variant'\]"):
+        PeriodSearch("lombscargle", GRID, {"variant": "original", "device": "cpu"})
+    with pytest.raises(TypeError, match="JSON"):
+        PeriodSearch("lombscargle", GRID, {"top_k": np.int32(2)})
+    with pytest.raises(TypeError, match="FrequencyGrid or AutoGrid"):
+        PeriodSearch("lombscargle", np.arange(3.0))
+    search = PeriodSearch("supersmoother", AutoGrid(), {"alpha": 5.0})
+    assert search.settings() == {
+        "algorithm": "supersmoother", "options": {"alpha": 5.0}, "fap_method": "baluev",
+        "grid": {"auto": {"samples_per_peak": 5, "nyquist_factor": 5, "minimum_frequency": None,
+                          "maximum_frequency": None}},
+    }
+    with pytest.raises(ValueError, match="resolve the AutoGrid"):
+        search.run(load_example("ida"))
