@@ -36,7 +36,8 @@ from typing import Any
 import numpy as np
 
 from .catalog import Catalog
-from .catalog_files import DEFAULT_CHUNK_ROWS, CatalogChunk, CatalogReader, _Block, _Chunker
+from .catalog_files import DEFAULT_CHUNK_ROWS, CatalogChunk, CatalogReader
+from .chunking import Block, Chunker
 from .device import select_devices
 from .grid import FrequencyGrid
 from .results_files import (
@@ -117,7 +118,8 @@ class PeriodSearch:
         if self.algorithm not in ALGORITHMS:
             raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {self.algorithm!r}")
         if not isinstance(self.grid, (FrequencyGrid, AutoGrid)):
-            raise TypeError(f"grid must be a FrequencyGrid or AutoGrid, got {type(self.grid).__name__}")
+            raise TypeError("grid must be a FrequencyGrid or AutoGrid, got "
+                            f"{type(self.grid).__name__}")
         accepted = [name for name in inspect.signature(self.function).parameters
                     if name not in _HANDLED]
         unknown = sorted(set(self.options) - set(accepted))
@@ -331,8 +333,8 @@ class _RunState:
 
     def process(self, chunks: Iterable[CatalogChunk]) -> None:
         pending: list[concurrent.futures.Future] = []
-        with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="clperiod-writer") as pool, \
-                _Prefetch(chunks, self.timings) as prefetched:
+        writer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="clperiod-writer")
+        with writer as pool, _Prefetch(chunks, self.timings) as prefetched:
             for chunk in prefetched:
                 self.n_chunks += 1
                 self.n_objects += chunk.catalog.n_objects
@@ -586,8 +588,8 @@ class _MemorySource:
     def __iter__(self) -> Iterator[CatalogChunk]:
         cat = self.catalog
         columns = {"t": cat.t, "y": cat.y} | ({"dy": cat.dy} if cat.dy is not None else {})
-        chunker = _Chunker(self.chunk_rows, None, rows_are_objects=False)
-        blocks = [*chunker.add(_Block(cat.ids, cat.offsets, columns, 0, False)), *chunker.finish()]
+        chunker = Chunker(self.chunk_rows, None, rows_are_objects=False)
+        blocks = [*chunker.add(Block(cat.ids, cat.offsets, columns, 0, False)), *chunker.finish()]
         for index, block in enumerate(blocks):
             catalog = Catalog(block.ids, block.offsets, block.columns["t"], block.columns["y"],
                               block.columns.get("dy"))

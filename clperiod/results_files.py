@@ -225,7 +225,8 @@ class PeriodogramWriter:
         power = np.asarray(power)
         ids = np.asarray(ids)
         if power.shape != (ids.size, self.grid.nf):
-            raise ValueError(f"power must have shape ({ids.size}, {self.grid.nf}), got {power.shape}")
+            raise ValueError(f"power must have shape ({ids.size}, {self.grid.nf}), "
+                             f"got {power.shape}")
         if self.written + ids.size > self.n_objects:
             raise ValueError(f"more than the announced {self.n_objects} periodograms")
         if self._sink is None:
@@ -256,8 +257,8 @@ class PeriodogramWriter:
                 self._sink.attrs[name] = value
         else:
             pa = _pyarrow()
-            schema = pa.schema([("id", pa.array(ids).type),
-                                ("power", pa.list_(pa.from_numpy_dtype(power.dtype), self.grid.nf))],
+            rows = pa.list_(pa.from_numpy_dtype(power.dtype), self.grid.nf)
+            schema = pa.schema([("id", pa.array(ids).type), ("power", rows)],
                                metadata={METADATA_KEY: json.dumps(self._grid_facts())})
             self._sink = _pyarrow_parquet().ParquetWriter(self._temporary, schema)
 

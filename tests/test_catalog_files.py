@@ -12,8 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from clperiod import Catalog, catalog_files
-from clperiod.catalog_files import CatalogReader, _Block, _Chunker, open_catalog
+from clperiod import Catalog, catalog_formats
+from clperiod.catalog_files import CatalogReader, open_catalog
+from clperiod.chunking import Block, Chunker
 from clperiod.io import example_path, load_example
 
 
@@ -141,7 +142,7 @@ def test_text_ids_keep_leading_zeros_and_timestamps_become_mjd(tmp_path):
 
 
 def test_an_object_spanning_read_blocks_is_carried_whole(tmp_path, monkeypatch):
-    monkeypatch.setattr(catalog_files, "READ_ROWS", 3)
+    monkeypatch.setattr(catalog_formats, "READ_ROWS", 3)
     ids = np.repeat([5, 6, 7], [2, 10, 4])
     t = np.arange(16.0)
     pq.write_table(pa.table({"id": ids, "t": t, "y": t}), tmp_path / "a.parquet")
@@ -155,7 +156,7 @@ def test_an_object_spanning_read_blocks_is_carried_whole(tmp_path, monkeypatch):
     assert [c.catalog.ids.tolist() for c in chunks] == [[5, 6], [7]]
 
 
-def _blocks(lengths: list[int], cuts: list[int], rows_are_objects: bool) -> list[_Block]:
+def _blocks(lengths: list[int], cuts: list[int], rows_are_objects: bool) -> list[Block]:
     """The catalog of ``lengths`` as long-format (or nested) blocks cut at ``cuts``."""
     ids = np.arange(len(lengths)) * 3 + 1
     offsets = np.concatenate(([0], np.cumsum(lengths)))
@@ -165,19 +166,19 @@ def _blocks(lengths: list[int], cuts: list[int], rows_are_objects: bool) -> list
         edges = sorted({0, len(lengths), *(c % (len(lengths) + 1) for c in cuts)})
         for a, b in zip(edges[:-1], edges[1:]):
             lo, hi = offsets[a], offsets[b]
-            blocks.append(_Block(ids[a:b], offsets[a:b + 1] - lo, {"t": rows[lo:hi]}, a, False))
+            blocks.append(Block(ids[a:b], offsets[a:b + 1] - lo, {"t": rows[lo:hi]}, a, False))
         return blocks
     row_ids = np.repeat(ids, lengths)
     edges = sorted({0, int(offsets[-1]), *(c % (int(offsets[-1]) + 1) for c in cuts)})
     for a, b in zip(edges[:-1], edges[1:]):
         part = row_ids[a:b]
         starts = np.flatnonzero(np.concatenate(([True], part[1:] != part[:-1])))
-        blocks.append(_Block(part[starts], np.append(starts, b - a), {"t": rows[a:b]}, a, True))
+        blocks.append(Block(part[starts], np.append(starts, b - a), {"t": rows[a:b]}, a, True))
     return blocks
 
 
 def _chunk(blocks, chunk_rows, chunk_objects, rows_are_objects):
-    chunker = _Chunker(chunk_rows, chunk_objects, rows_are_objects)
+    chunker = Chunker(chunk_rows, chunk_objects, rows_are_objects)
     out = [c for block in blocks for c in chunker.add(block)] + list(chunker.finish())
     return [(c.ids.tolist(), c.offsets.tolist(), c.first_row) for c in out]
 
@@ -214,7 +215,7 @@ def test_chunks_of_a_file_are_the_same_for_any_read_size(tmp_path, monkeypatch):
     _write_lightcurve_csv(tmp_path / "a.txt", cat)
     expected = [c.summary() for c in open_catalog(tmp_path / "a.parquet", chunk_rows=200)]
     for read_rows in (7, 100, 5000):
-        monkeypatch.setattr(catalog_files, "READ_ROWS", read_rows)
+        monkeypatch.setattr(catalog_formats, "READ_ROWS", read_rows)
         for name in ("a.parquet", "a.txt"):
             got = [c.summary() for c in open_catalog(tmp_path / name, chunk_rows=200)]
             assert got == expected
@@ -225,7 +226,8 @@ def test_chunks_of_a_file_are_the_same_for_any_read_size(tmp_path, monkeypatch):
 
 def test_missing_columns_name_the_file(tmp_path):
     (tmp_path / "a.csv").write_text("id,time,flux\n1,1.0,2.0\n")
-    with pytest.raises(ValueError, match=r"a\.csv: no column\(s\) \['t', 'y'\]; found \['id', 'time', 'flux'\]"):
+    message = r"a\.csv: no column\(s\) \['t', 'y'\]; found \['id', 'time', 'flux'\]"
+    with pytest.raises(ValueError, match=message):
         open_catalog(tmp_path / "a.csv")
     pq.write_table(pa.table({"id": [1], "t": [1.0]}), tmp_path / "a.parquet")
     with pytest.raises(ValueError, match=r"a\.parquet: no column\(s\) \['y'\]"):
@@ -264,7 +266,8 @@ def test_malformed_csv_line_names_the_file(tmp_path):
 def test_interleaved_ids_within_and_across_chunks(tmp_path):
     text = "id,t,y\n1,0,0\n1,1,1\n2,0,0\n2,1,1\n3,0,0\n1,2,2\n"
     (tmp_path / "a.csv").write_text(text)
-    message = r"a\.csv: object id 1 appears again at row 5 after other objects \(its rows start at row 0\)"
+    message = (r"a\.csv: object id 1 appears again at row 5 after other objects "
+               r"\(its rows start at row 0\)")
     for chunk_rows in (100, 2):  # one chunk, or the repeat in a later chunk
         with pytest.raises(ValueError, match=message):
             list(open_catalog(tmp_path / "a.csv", chunk_rows=chunk_rows))
@@ -294,12 +297,12 @@ def test_missing_and_mixed_ids(tmp_path):
         open_catalog(tmp_path / "a.parquet").read()
     pq.write_table(pa.table({"id": [1.0, 1.0], "t": [0.0, 1.0], "y": [0.0, 1.0]}),
                    tmp_path / "f.parquet")
-    with pytest.raises(ValueError, match="holds double values; object ids must be integers or text"):
+    with pytest.raises(ValueError, match="holds double values; object ids must be integers or"):
         open_catalog(tmp_path / "f.parquet").read()
 
 
 def test_text_id_after_integer_ids(tmp_path, monkeypatch):
-    monkeypatch.setattr(catalog_files, "READ_ROWS", 2)
+    monkeypatch.setattr(catalog_formats, "READ_ROWS", 2)
     (tmp_path / "a.csv").write_text("id,t,y\n1,0,0\n2,1,1\n3,0,0\nabc,1,1\n")
     with pytest.raises(ValueError, match=r"row 3: object id 'abc' is not an integer"):
         open_catalog(tmp_path / "a.csv").read()
@@ -316,11 +319,12 @@ def test_non_finite_values_and_bad_uncertainties(tmp_path, policy):
         cat = reader.read()
         assert cat.n_dropped == 1 and cat.lengths.tolist() == [1, 2]
     (tmp_path / "b.csv").write_text("id,t,y,dy\n1,0,0,1\n1,1,1,1\n2,0,0,0\n")
-    with pytest.raises(ValueError, match=r"b\.csv: row 2 \(object 2\): dy = 0\.0; uncertainties must be > 0"):
+    message = r"b\.csv: row 2 \(object 2\): dy = 0\.0; uncertainties must be > 0"
+    with pytest.raises(ValueError, match=message):
         open_catalog(tmp_path / "b.csv", nan_policy=policy).read()
     cat = _stripe82(3)
-    struct = pa.StructArray.from_arrays([pa.array(cat.t), pa.array(cat.y),
-                                         pa.array(np.where(np.arange(cat.t.size) == 50, -1, cat.dy))],
+    dy = np.where(np.arange(cat.t.size) == 50, -1, cat.dy)
+    struct = pa.StructArray.from_arrays([pa.array(cat.t), pa.array(cat.y), pa.array(dy)],
                                         names=["t", "y", "dy"])
     lists = pa.ListArray.from_arrays(pa.array(cat.offsets.astype(np.int32)), struct)
     pq.write_table(pa.table({"id": cat.ids, "lc": lists}), tmp_path / "n.parquet")

@@ -107,13 +107,13 @@ def test_interrupted_run_resumes_without_loss_or_repeats(tmp_path, input_file, m
     with pytest.raises(RuntimeError, match="device lost"):
         run_catalog(_reader(input_file), _search(), output, **kwargs)
     work = work_directory(output)
-    assert sorted(p.name for p in work.glob("part-*")) == [f"part-00000{i}.parquet" for i in range(3)]
+    parts = sorted(p.name for p in work.glob("part-*"))
+    assert parts == [f"part-00000{i}.parquet" for i in range(3)]
     assert not output.exists()
     monkeypatch.setattr(PeriodSearch, "run", original)
     run = run_catalog(_reader(input_file), _search(), output, **kwargs)
     assert run.n_resumed == 3 and run.n_chunks == 5 and run.n_objects == 24
     table = pq.read_table(output)
-    assert table.column("id").to_pylist() == pq.read_table(reference.output).column("id").to_pylist()
     assert table.equals(pq.read_table(reference.output))
     import h5py
 
@@ -131,7 +131,8 @@ def test_work_directory_of_other_settings_is_refused(tmp_path, input_file, monke
     monkeypatch.undo()
     manifest = json.loads((work_directory(output) / "manifest.json").read_text())
     assert manifest["settings"]["reader"]["chunk_rows"] == 300
-    with pytest.raises(ValueError, match=r"other settings \(reader\.chunk_rows: 300 there, 400 now\)"):
+    message = r"other settings \(reader\.chunk_rows: 300 there, 400 now\)"
+    with pytest.raises(ValueError, match=message):
         run_catalog(_reader(input_file, 400), _search(), output, device=cpu_device)
     with pytest.raises(ValueError, match=r"search\.options\.top_k: 2 there, 3 now"):
         run_catalog(_reader(input_file), _search(top_k=3), output, device=cpu_device)
@@ -214,7 +215,8 @@ def test_progress_bar_only_when_asked_or_on_a_terminal(tmp_path, input_file, cap
 def test_search_settings_are_checked():
     with pytest.raises(ValueError, match="algorithm must be one of"):
         PeriodSearch("bls", GRID)
-    with pytest.raises(ValueError, match=r"unknown lombscargle option\(s\) \['device', 'variant'\]"):
+    message = r"unknown lombscargle option\(s\) \['device', 'variant'\]"
+    with pytest.raises(ValueError, match=message):
         PeriodSearch("lombscargle", GRID, {"variant": "original", "device": "cpu"})
     with pytest.raises(TypeError, match="JSON"):
         PeriodSearch("lombscargle", GRID, {"top_k": np.int32(2)})

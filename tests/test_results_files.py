@@ -12,8 +12,14 @@ import pytest
 
 import clperiod
 from clperiod.io import load_example
-from clperiod.results_files import (PeriodogramWriter, atomic_path, periodogram_format,
-                                    result_format, write_periodograms, write_results)
+from clperiod.results_files import (
+    PeriodogramWriter,
+    atomic_path,
+    periodogram_format,
+    result_format,
+    write_periodograms,
+    write_results,
+)
 from clperiod.tables import result_columns
 
 

@@ -1,0 +1,294 @@
+"""Parse catalog files into blocks of objects: CSV with pandas, Parquet with pyarrow.
+
+Internal to :mod:`clperiod.catalog_files`. Each ``*_blocks`` generator yields
+:class:`~clperiod.chunking.Block` objects in file order, with float64 value
+columns and int64 (or uint64) or str ids; values that are not numbers and
+missing ids raise a ValueError naming the file and row.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .chunking import Block, long_block
+from .frames import first_non_number, mjd_from_datetime64
+
+#: Rows (observations, or objects for nested files) per read block; blocks
+#: only bound memory, they never change the chunks.
+READ_ROWS = 1 << 18
+READ_OBJECTS = 1 << 14
+
+
+def csv_blocks(path: Path, layout: str, roles: dict[str, str], delimiter: str) -> Iterator[Block]:
+    """Blocks of a CSV file (``layout`` "csv" or "lightcurve-csv"), parsed by pandas.
+
+    ``roles`` maps ``id``, ``t``, ``y`` (and ``dy``) to column names.
+    """
+    try:
+        import pandas as pd
+    except ImportError:
+        raise ImportError(f"reading the CSV file {path} in chunks needs pandas: "
+                          "pip install clperiod[catalog]") from None
+    if layout == "lightcurve-csv":
+        n = len(first_record(path).split(delimiter))
+        options = {"header": None, "names": ["id", "t", "y", "dy"][:n], "comment": "#"}
+    else:
+        options = {"header": 0}
+    # Every column is parsed (no usecols): pandas then rejects lines with too
+    # many fields instead of silently cutting them.
+    options |= {"sep": delimiter, "skipinitialspace": True, "chunksize": READ_ROWS}
+    text_ids = _csv_ids_are_text(path, options, roles["id"])
+    if text_ids:
+        options["dtype"] = {roles["id"]: str}
+    row = 0
+    try:
+        with pd.read_csv(path, **options) as frames:
+            for frame in frames:
+                if frame.empty:
+                    continue
+                ids = _csv_ids(path, frame[roles["id"]], row, text_ids)
+                columns = {role: _csv_numbers(path, frame[name], name, row)
+                           for role, name in roles.items() if role != "id"}
+                yield long_block(ids, columns, row)
+                row += len(frame)
+    except (pd.errors.ParserError, UnicodeDecodeError) as error:
+        raise ValueError(f"{path}: {error}") from None
+
+
+def _csv_ids_are_text(path: Path, options: dict[str, Any], id_col: str) -> bool:
+    """Whether the ids of the first read block are text (pandas did not read integers)."""
+    import pandas as pd
+
+    first = dict(options, chunksize=None, nrows=READ_ROWS)
+    try:
+        ids = pd.read_csv(path, **first)[id_col]
+    except pd.errors.ParserError as error:
+        raise ValueError(f"{path}: {error}") from None
+    return not (pd.api.types.is_integer_dtype(ids.dtype) and not ids.isna().any())
+
+
+def _csv_ids(path: Path, ids: Any, first_row: int, text: bool) -> np.ndarray:
+    missing = np.flatnonzero(ids.isna().to_numpy())
+    if missing.size:
+        raise ValueError(f"{path}: row {first_row + int(missing[0])}: missing object id")
+    if text:
+        return np.asarray(ids.to_numpy(dtype=object), dtype=str)
+    import pandas as pd
+
+    if pd.api.types.is_integer_dtype(ids.dtype):
+        return ids.to_numpy(dtype=np.int64)
+    values = ids.to_numpy(dtype=object)
+    bad = next(k for k, v in enumerate(values) if not _is_integer_text(v))
+    raise ValueError(
+        f"{path}: row {first_row + bad}: object id {values[bad]!r} is not an integer, but the "
+        "ids at the start of the file are; the ids of one file must all be integers or all text"
+    )
+
+
+def _csv_numbers(path: Path, values: Any, name: str, first_row: int) -> np.ndarray:
+    import pandas as pd
+
+    if pd.api.types.is_numeric_dtype(values.dtype) and not pd.api.types.is_bool_dtype(values.dtype):
+        return values.to_numpy(dtype=np.float64, na_value=np.nan)
+    numbers = pd.to_numeric(values, errors="coerce")
+    bad = np.flatnonzero(numbers.isna().to_numpy() & values.notna().to_numpy())
+    if bad.size or pd.api.types.is_bool_dtype(values.dtype):
+        k = int(bad[0]) if bad.size else 0
+        raise ValueError(f"{path}: row {first_row + k}: column {name!r} has "
+                         f"{values.iloc[k]!r}, not a number")
+    return numbers.to_numpy(dtype=np.float64, na_value=np.nan)
+
+
+def _is_integer_text(value: Any) -> bool:
+    try:
+        int(str(value).strip())
+    except ValueError:
+        return False
+    return True
+
+
+def csv_header(path: Path, delimiter: str) -> list[str]:
+    from .io import _open_text
+
+    with _open_text(path) as handle:
+        header = next(csv.reader(handle, delimiter=delimiter), None)
+    if header is None:
+        raise ValueError(f"{path}: empty file")
+    return [name.strip() for name in header]
+
+
+def first_record(path: Path) -> str:
+    """The first line that is neither blank nor a ``#`` comment."""
+    from .io import _first_record as first
+
+    return first(path)
+
+
+def are_numbers(fields: list[str]) -> bool:
+    try:
+        [float(field) for field in fields]
+    except ValueError:
+        return False
+    return True
+
+
+def _pyarrow_parquet(path: Path) -> Any:
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise ImportError(f"reading the Parquet file {path} needs pyarrow: "
+                          "pip install clperiod[catalog]") from None
+    return pq
+
+
+def parquet_schema(path: Path) -> Any:
+    pq = _pyarrow_parquet(path)
+    try:
+        return pq.read_schema(path)
+    except Exception as error:  # pyarrow raises ArrowInvalid / OSError subclasses
+        raise ValueError(f"{path}: not a readable Parquet file ({error})") from None
+
+
+def struct_fields(arrow_type: Any) -> list[str] | None:
+    """Field names of a ``list<struct>`` (or large list) type, else None."""
+    import pyarrow as pa
+
+    if not (pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type)):
+        return None
+    value_type = arrow_type.value_type
+    if not pa.types.is_struct(value_type):
+        return None
+    return [value_type.field(i).name for i in range(value_type.num_fields)]
+
+
+def nested_columns(schema: Any, field: str | None) -> list[str]:
+    """``list<struct>`` columns (that hold ``field``, when given)."""
+    found = []
+    for name in schema.names:
+        fields = struct_fields(schema.field(name).type)
+        if fields is not None and (field is None or field in fields):
+            found.append(name)
+    return found
+
+
+def parquet_blocks(path: Path, roles: dict[str, str]) -> Iterator[Block]:
+    """Blocks of a long-format Parquet file (only the ``roles`` columns are read)."""
+    pq = _pyarrow_parquet(path)
+    row = 0
+    with pq.ParquetFile(path) as parquet:
+        for batch in parquet.iter_batches(batch_size=READ_ROWS, columns=list(roles.values())):
+            ids = id_values(batch.column(roles["id"]), roles["id"], row, path)
+            columns = {role: arrow_numbers(batch.column(name), name, row, path)
+                       for role, name in roles.items() if role != "id"}
+            yield long_block(ids, columns, row)
+            row += batch.num_rows
+
+
+def nested_blocks(path: Path, roles: dict[str, str], nested_col: str) -> Iterator[Block]:
+    """Blocks of a nested Parquet file: one object per row, observations in ``nested_col``.
+
+    Only the id column and the struct fields named in ``roles`` are read.
+    """
+    pq = _pyarrow_parquet(path)
+    id_col = roles["id"]
+    roles = {role: name for role, name in roles.items() if role != "id"}
+    row = 0
+    with pq.ParquetFile(path) as parquet:
+        paths = [id_col] + _leaf_paths(parquet.schema, nested_col, set(roles.values()))
+        for batch in parquet.iter_batches(batch_size=READ_OBJECTS, columns=paths):
+            ids = id_values(batch.column(id_col), id_col, row, path)
+            yield nested_block(batch.column(nested_col), ids, roles, row, path)
+            row += batch.num_rows
+
+
+def _leaf_paths(schema: Any, nested_col: str, fields: set[str]) -> list[str]:
+    """Parquet column paths of the struct fields we need (only those are read)."""
+    paths = []
+    for k in range(len(schema)):
+        parts = schema.column(k).path.split(".")
+        if parts[0] == nested_col and parts[-1] in fields:
+            paths.append(schema.column(k).path)
+    return paths
+
+
+def nested_block(nested: Any, ids: np.ndarray, roles: dict[str, str], first_row: int,
+                  where: Any) -> Block:
+    """A block from a ``list<struct>`` array: offsets from the list, flat struct fields."""
+    import pyarrow.compute as pc
+
+    if struct_fields(nested.type) is None:
+        raise ValueError(f"{where}: the nested column has type {nested.type}, not list<struct>")
+    if len(nested) != ids.size:
+        raise ValueError(f"{where}: {ids.size} ids for {len(nested)} nested entries")
+    if nested.null_count == 0:
+        offsets = np.asarray(nested.offsets, dtype=np.int64)
+        offsets -= offsets[0]
+    else:
+        lengths = pc.fill_null(pc.list_value_length(nested), 0).to_numpy()
+        offsets = np.concatenate(([0], np.cumsum(lengths, dtype=np.int64)))
+    names = struct_fields(nested.type)
+    # flatten() honours the slice offset, null lists and null struct entries
+    fields = dict(zip(names, nested.flatten().flatten()))
+    columns = {}
+    for role, name in roles.items():
+        if name not in fields:
+            raise ValueError(f"{where}: no field {name!r} in the nested column; found {names}")
+        columns[role] = arrow_numbers(fields[name], name, first_row, where, nested_rows=offsets)
+    return Block(ids, offsets, columns, first_row, open_end=False)
+
+
+def id_values(values: Any, name: str, first_row: int, where: Any) -> np.ndarray:
+    """Object ids as int64 (or uint64) or str, rejecting missing ids."""
+    import pyarrow as pa
+
+    if not isinstance(values, (pa.Array, pa.ChunkedArray)):
+        values = pa.array(np.asarray(values))
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if pa.types.is_dictionary(values.type):
+        values = values.dictionary_decode()
+    if values.null_count:
+        k = int(np.argmax(np.asarray(values.is_null())))
+        raise ValueError(f"{where}: row {first_row + k}: missing object id")
+    kind = values.type
+    if pa.types.is_integer(kind):
+        return values.to_numpy().astype(np.uint64 if kind == pa.uint64() else np.int64,
+                                        copy=False)
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        return np.asarray(values.to_numpy(zero_copy_only=False), dtype=str)
+    raise ValueError(f"{where}: column {name!r} holds {kind} values; object ids must be "
+                     "integers or text")
+
+
+def arrow_numbers(values: Any, name: str, first_row: int, where: Any,
+                   nested_rows: np.ndarray | None = None) -> np.ndarray:
+    """A numeric (or timestamp) Arrow array as float64; nulls become NaN."""
+    import pyarrow as pa
+
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    kind = values.type
+    if pa.types.is_timestamp(kind) or pa.types.is_date(kind):
+        if getattr(kind, "tz", None) is not None:
+            values = values.cast(pa.timestamp(kind.unit))
+        return mjd_from_datetime64(values.to_numpy(zero_copy_only=False))
+    if pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_decimal(kind):
+        return values.cast(pa.float64()).to_numpy(zero_copy_only=False)
+    listed = values.to_pylist()
+    bad = first_non_number(listed)
+    if bad is None:
+        return np.array([np.nan if v is None else float(v) for v in listed], dtype=np.float64)
+    if nested_rows is None:
+        where_row = f"row {first_row + bad}"
+    else:
+        k = int(np.searchsorted(nested_rows, bad, side="right")) - 1
+        where_row = f"row {first_row + k}, observation {bad - int(nested_rows[k])}"
+    raise ValueError(f"{where}: {where_row}: column {name!r} ({kind}) has {listed[bad]!r}, "
+                     "not a number")
+
+
