@@ -42,6 +42,8 @@ MAX_TOP_K = 64
 _NO_PEAK = np.iinfo(np.int32).max
 #: Largest grid: frequency indices (plus a tile of halo) must fit an int32.
 MAX_NF = 2**31 - 2**16
+#: With several devices, a run is split into at least this many batches per device.
+BATCHES_PER_DEVICE = 4
 
 
 @dataclass(frozen=True)
@@ -415,7 +417,9 @@ def _kernel_params(
 
 
 def _plan(devices, shape, prepared, grid, options) -> list[Batch]:
-    """Batches sized for the smallest device (any device may run any batch)."""
+    """Batches sized for the smallest device (any device may run any batch);
+    with several devices at least :data:`BATCHES_PER_DEVICE` per device, so
+    the dynamic scheduling balances devices of different speed."""
     smallest = min(devices, key=lambda d: (d.global_mem, d.max_alloc))
     lengths = np.diff(prepared.offsets)
     point_bytes = sum(a.itemsize for a in prepared.point_arrays.values())
@@ -428,6 +432,7 @@ def _plan(devices, shape, prepared, grid, options) -> list[Batch]:
         real_bytes=np.dtype(options.dtype).itemsize,
         top_k=options.top_k,
         periodogram=options.periodogram,
+        min_batches=BATCHES_PER_DEVICE * len(devices) if len(devices) > 1 else 1,
     )
 
 

@@ -97,6 +97,7 @@ def plan_batches(
     top_k: int,
     periodogram: bool,
     beta: float = DEFAULT_BETA,
+    min_batches: int = 1,
 ) -> list[Batch]:
     """Split ``len(lengths)`` objects into batches that fit ``device``.
 
@@ -120,6 +121,9 @@ def plan_batches(
         Whether each object's full periodogram is written.
     beta
         Fraction of global memory a batch may use.
+    min_batches
+        Split into at least this many batches of about equal points (when
+        there are enough objects), so that several devices share the work.
 
     Returns
     -------
@@ -141,6 +145,7 @@ def plan_batches(
     batches: list[Batch] = []
     start = 0
     n_objects = len(lengths)
+    share = -(-int(np.sum(lengths)) // max(1, min_batches))  # points per batch at most
     while start < n_objects:
         stop, used_points = start, 0
         while stop < n_objects:
@@ -149,7 +154,8 @@ def plan_batches(
             fixed = points * per_point + objects * per_object
             partial_bytes = objects * n_tiles * top_k * (real_bytes + 4)
             if stop > start and (
-                fixed > budget // 2
+                points > share
+                or fixed > budget // 2
                 or points * point_array_bytes > max_alloc
                 or partial_bytes > max_alloc
                 or (periodogram and objects * shape.owned * real_bytes > max_alloc)

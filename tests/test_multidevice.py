@@ -1,0 +1,77 @@
+"""Several devices (CLPERIOD_DEVICE=all) give the results of one, object by
+object. PoCL shows one CPU as two devices with POCL_DEVICES="pthread pthread";
+device discovery is once per process, so the runs happen in a subprocess."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from clperiod.device import select_devices
+from clperiod.lombscargle import BATCHES_PER_DEVICE
+from clperiod.planning import KernelShape, plan_batches
+
+SCRIPT = r"""
+import json, sys
+import numpy as np
+import clperiod
+from clperiod import Catalog, FrequencyGrid
+
+devices = clperiod.select_devices("all")
+assert len(devices) == 2, [d.label for d in devices]
+rng = np.random.default_rng(5)
+lcs = []
+for k in range(40):
+    n = int(rng.integers(20, 200))
+    t = np.sort(rng.uniform(0, 100, n))
+    lcs.append((t, np.sin(2 * np.pi * t / (0.5 + k / 10)) + 0.3 * rng.standard_normal(n),
+                rng.uniform(0.1, 0.3, n)))
+cat = Catalog.from_lightcurves(lcs, ids=[f"obj{k}" for k in range(40)])
+grid = FrequencyGrid.from_range(0.05, 3.0, 3000)
+out = {}
+for name, run in (("lombscargle", clperiod.lombscargle), ("supersmoother", clperiod.supersmoother)):
+    one = run(cat, grid, top_k=3, device=devices[:1])
+    both = run(cat, grid, top_k=3, device=devices)
+    out[name] = {
+        "devices": both.devices,
+        "same": all(np.array_equal(getattr(one, f), getattr(both, f), equal_nan=True)
+                    for f in ("ids", "frequency_best", "power_best", "top_k_frequency",
+                              "top_k_power", "status")),
+        "ok": int((one.status == 0).sum()),
+    }
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def two_device_runs():
+    env = dict(os.environ, POCL_DEVICES="pthread pthread", CLPERIOD_DEVICE="all")
+    env.pop("PYOPENCL_CTX", None)
+    done = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("name", ["lombscargle", "supersmoother"])
+def test_two_devices_equal_one(name, two_device_runs):
+    out = two_device_runs[name]
+    assert len(out["devices"]) == 2
+    assert out["same"] and out["ok"] == 40
+
+
+def test_batches_spread_over_devices():
+    """Several devices: at least BATCHES_PER_DEVICE batches each, of similar points."""
+    info = select_devices()[0]
+    lengths = np.random.default_rng(0).integers(50, 300, 1000)
+    shape = KernelShape(wg=128, m=16)
+    batches = plan_batches(lengths, 1000, shape, info, point_bytes=16, real_bytes=8, top_k=1,
+                           periodogram=False, min_batches=2 * BATCHES_PER_DEVICE)
+    assert len(batches) >= 2 * BATCHES_PER_DEVICE
+    points = [lengths[b.obj_start:b.obj_stop].sum() for b in batches]
+    assert max(points) <= lengths.sum() / (2 * BATCHES_PER_DEVICE) + 300
+    assert batches[0].obj_start == 0 and batches[-1].obj_stop == 1000
+    assert all(a.obj_stop == b.obj_start for a, b in zip(batches, batches[1:]))
