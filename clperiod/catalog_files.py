@@ -252,14 +252,21 @@ class CatalogReader:
     def read(self) -> Catalog:
         """The whole file as one catalog (chunk by chunk, then joined)."""
         parts = [chunk.catalog for chunk in self]
-        return join_catalogs(parts)
+        return _join_catalogs(parts)
 
     def _chunk(self, index: int, block: Block, seen: SeenIds) -> CatalogChunk:
         check_block(self.path, block, seen, self.nan_policy,
                      nested=self.layout == "nested-parquet")
-        catalog = Catalog.from_offsets(block.ids, block.offsets, block.columns["t"],
-                                       block.columns["y"], block.columns.get("dy"),
-                                       nan_policy=self.nan_policy)
+        t, y, dy = (block.columns.get(name) for name in ("t", "y", "dy"))
+        if self.nan_policy == "raise":
+            # check_block verified every id and value, and the arrays are this
+            # reader's own: lock them instead of validating and copying again.
+            for values in block.columns.values():
+                values.setflags(write=False)
+            catalog = Catalog(block.ids, block.offsets, t, y, dy)
+        else:
+            catalog = Catalog.from_offsets(block.ids, block.offsets, t, y, dy,
+                                           nan_policy=self.nan_policy)
         n_rows = block.ids.size if self.layout == "nested-parquet" else int(block.offsets[-1])
         return CatalogChunk(index, block.first_row, n_rows, catalog)
 
@@ -315,7 +322,7 @@ class CatalogReader:
         return formats.struct_fields(schema.field(self.nested_col).type)
 
 
-def join_catalogs(parts: list[Catalog]) -> Catalog:
+def _join_catalogs(parts: list[Catalog]) -> Catalog:
     """One catalog of several with distinct ids (chunks of one file), in order."""
     if len(parts) == 1:
         return parts[0]

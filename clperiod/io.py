@@ -12,6 +12,13 @@ The light curves bundled with clperiod (see ``clperiod/data/README.md``) are
 found with :func:`example_path` and loaded with :func:`load_example`; the
 bundled radial velocities with :func:`load_rv_example` (an :class:`RVData`,
 also read from any file of the same layouts by :func:`read_rv`).
+
+Catalogs too large to load whole are read in chunks by :func:`open_catalog`
+(also nested Parquet; :mod:`clperiod.catalog_files`); pandas DataFrames and
+astropy Tables become catalogs with :func:`catalog_from_dataframe` and
+:func:`catalog_from_table` (:mod:`clperiod.frames`); results and periodograms
+are written by :func:`write_results` and :func:`write_periodograms`
+(:mod:`clperiod.results_files`).
 """
 
 from __future__ import annotations
@@ -27,17 +34,26 @@ from typing import IO, Any
 import numpy as np
 
 from .catalog import Catalog
+from .catalog_files import CatalogReader, open_catalog
+from .frames import catalog_from_dataframe, catalog_from_table
+from .results_files import write_periodograms, write_results
 
 __all__ = [
     "EXAMPLES",
     "RV_EXAMPLES",
+    "CatalogReader",
     "RVData",
+    "catalog_from_dataframe",
+    "catalog_from_table",
     "example_path",
     "load_example",
     "load_rv_example",
+    "open_catalog",
     "read_catalog",
     "read_lightcurve_csv",
     "read_rv",
+    "write_periodograms",
+    "write_results",
 ]
 
 #: Bundled example light curves: name -> file in ``clperiod/data``.

@@ -42,6 +42,7 @@ from .device import select_devices
 from .grid import FrequencyGrid
 from .results_files import (
     PeriodogramWriter,
+    ResultsWriter,
     atomic_path,
     result_format,
     results_table,
@@ -298,12 +299,13 @@ def run_catalog(
     devices = select_devices(device)
     state = _RunState(work, search, devices, periodogram is not None, plot, plot_ids,
                       plot_format)
-    with _progress_bar(progress, manifest.get("n_objects"), search.algorithm) as bar:
-        state.bar = bar
-        state.process(reader)
-    joined = time.perf_counter()
-    _join_parts(work, state.n_chunks, output, formats, periodogram, grid, state.n_objects,
-                _run_metadata(settings, grid))
+    results = ResultsWriter(output, formats[0], _run_metadata(settings, grid))
+    with results, _progress_bar(progress, manifest.get("n_objects"), search.algorithm) as bar:
+        state.process(reader, results, bar)
+        _check_no_stale_parts(work, state.n_chunks)
+        joined = time.perf_counter()
+    if periodogram is not None:
+        _join_periodograms(work, state.n_chunks, periodogram, formats[1], grid, state.n_objects)
     shutil.rmtree(work)
     timings = dict(state.timings, join_s=time.perf_counter() - joined,
                    total_s=time.perf_counter() - started)
@@ -316,7 +318,12 @@ def run_catalog(
 
 
 class _RunState:
-    """One run over the chunks: compute in this thread, write in another."""
+    """One run over the chunks: compute in this thread, write in another.
+
+    The writer thread takes the chunks in input order: it commits each part
+    file and appends the chunk's rows to the output (resumed chunks: the rows
+    of their part file), so the output grows while the device computes.
+    """
 
     def __init__(self, work: Path, search: PeriodSearch, devices: list, with_periodogram: bool,
                  plot: Any, plot_ids: Sequence[Any] | None, plot_format: str) -> None:
@@ -329,9 +336,12 @@ class _RunState:
         self.figures: list[Path] = []
         self.n_objects = self.n_chunks = self.n_resumed = 0
         self.timings = {"read_s": 0.0, "compute_s": 0.0, "write_s": 0.0}
+        self.output: ResultsWriter | None = None
         self.bar: Any = None
 
-    def process(self, chunks: Iterable[CatalogChunk]) -> None:
+    def process(self, chunks: Iterable[CatalogChunk], output: ResultsWriter, bar: Any) -> None:
+        """Search and write every chunk not already in the work directory."""
+        self.output, self.bar = output, bar
         pending: list[concurrent.futures.Future] = []
         writer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="clperiod-writer")
         with writer as pool, _Prefetch(chunks, self.timings) as prefetched:
@@ -341,7 +351,7 @@ class _RunState:
                 plot_ids = self._plot_choice(chunk.catalog)
                 if self._finished(chunk):
                     self.n_resumed += 1
-                    self._advance(chunk.catalog.n_objects)
+                    pending.append(pool.submit(self._copy_part, chunk))
                     continue
                 started = time.perf_counter()
                 results = self._search(chunk.catalog)
@@ -353,8 +363,16 @@ class _RunState:
             for future in pending:
                 self.figures += future.result()
 
+    def _copy_part(self, chunk: CatalogChunk) -> list[Path]:
+        """Writer thread: a resumed chunk's rows, from its part file, to the output."""
+        import pyarrow.parquet as pq
+
+        self.output.write(pq.read_table(self.work / _result_part(chunk.index)))
+        self._advance(chunk.catalog.n_objects)
+        return []
+
     def _advance(self, n: int) -> None:
-        if self.bar is not None and n:
+        if self.bar is not None:
             self.bar.update(n)
 
     def _search(self, catalog: Catalog) -> list[Any]:
@@ -387,9 +405,9 @@ class _RunState:
             figures = plot_objects(result, catalog, ids, self.plot, fmt=self.plot_format)
         table = results_table(joined, metadata=chunk.summary())
         write_results_table(self.work / _result_part(chunk.index), table, "parquet")
+        self.output.write(table)
         self.timings["write_s"] += time.perf_counter() - started
-        if self.bar is not None:
-            self.bar.update(chunk.catalog.n_objects)
+        self._advance(chunk.catalog.n_objects)
         return figures
 
     def _finished(self, chunk: CatalogChunk) -> bool:
@@ -529,27 +547,25 @@ def _new_manifest(work: Path, settings: dict[str, Any], search: PeriodSearch,
     return manifest
 
 
-def _join_parts(work: Path, n_chunks: int, output: Path, formats: tuple[str, str | None],
-                periodogram: Any, grid: FrequencyGrid, n_objects: int,
-                metadata: dict[str, Any]) -> None:
-    """Join the part files in input order into the outputs."""
-    import pyarrow.parquet as pq
-
-    parts = [work / _result_part(index) for index in range(n_chunks)]
-    extra = sorted(set(work.glob("part-*.parquet")) - set(parts))
+def _check_no_stale_parts(work: Path, n_chunks: int) -> None:
+    """Refuse part files beyond the input's chunks (a work directory of another input)."""
+    expected = {_result_part(index) for index in range(n_chunks)}
+    extra = sorted(p.name for p in work.glob("part-*.parquet") if p.name not in expected)
     if extra:
         raise ValueError(f"{work} holds parts beyond the {n_chunks} chunks of the input "
-                         f"({extra[0].name}, ...): restart the run")
-    encoded = {b"clperiod": json.dumps(metadata).encode()}
-    tables = (pq.read_table(part).replace_schema_metadata(encoded) for part in parts)
-    write_results_table(output, tables, formats[0])
-    if periodogram is None:
-        return
-    with PeriodogramWriter(periodogram, n_objects, grid, formats[1]) as writer:
-        for index, part in enumerate(parts):
-            ids = pq.read_table(part, columns=["id"]).column("id").to_numpy()
+                         f"({extra[0]}, ...): restart the run")
+
+
+def _join_periodograms(work: Path, n_chunks: int, path: Any, fmt: str | None,
+                       grid: FrequencyGrid, n_objects: int) -> None:
+    """Join the periodogram parts, in input order, into one file."""
+    import pyarrow.parquet as pq
+
+    with PeriodogramWriter(path, n_objects, grid, fmt) as writer:
+        for index in range(n_chunks):
+            table = pq.read_table(work / _result_part(index), columns=["id"])
             power = np.load(work / _periodogram_part(index), mmap_mode="r")
-            writer.write(ids, power)
+            writer.write(table.column("id").to_numpy(), power)
 
 
 def _result_part(index: int) -> str:

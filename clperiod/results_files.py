@@ -40,6 +40,7 @@ __all__ = [
     "PERIODOGRAM_FORMATS",
     "RESULT_FORMATS",
     "PeriodogramWriter",
+    "ResultsWriter",
     "atomic_path",
     "periodogram_format",
     "result_format",
@@ -119,24 +120,62 @@ def write_results(
     return fmt
 
 
-def write_results_table(path: str | os.PathLike[str], tables: Any, fmt: str) -> None:
-    """Write a results Table, or an iterable of Tables of one schema, atomically."""
-    parts = iter([tables] if hasattr(tables, "schema") else tables)
-    first = next(parts)
-    with atomic_path(path) as temporary:
-        if fmt == "parquet":
-            pq = _pyarrow_parquet()
-            with pq.ParquetWriter(temporary, first.schema) as writer:
-                writer.write_table(first)
-                for part in parts:
-                    writer.write_table(part)
-        else:
-            import pyarrow.csv as pcsv
+def write_results_table(path: str | os.PathLike[str], table: Any, fmt: str) -> None:
+    """Write a results Table atomically (see :class:`ResultsWriter`)."""
+    with ResultsWriter(path, fmt) as writer:
+        writer.write(table)
 
-            with pcsv.CSVWriter(temporary, first.schema) as writer:
-                writer.write_table(first)
-                for part in parts:
-                    writer.write_table(part)
+
+class ResultsWriter:
+    """Write result Tables of one schema, in turn, into one file.
+
+    Use as a context manager; the file appears (atomically) on a clean exit
+    and is not written when an exception leaves the block.
+
+    Parameters
+    ----------
+    path : path-like
+        Output file.
+    fmt : {"parquet", "csv"}
+        Format.
+    metadata : mapping, optional
+        JSON-ready settings that replace each table's schema metadata
+        (Parquet key ``clperiod``).
+    """
+
+    def __init__(self, path: str | os.PathLike[str], fmt: str,
+                 metadata: Mapping[str, Any] | None = None) -> None:
+        self.path = Path(path)
+        self.format = result_format(path, fmt)
+        self.metadata = None if metadata is None else {METADATA_KEY: json.dumps(dict(metadata))}
+        self.written = 0
+        self._temporary = _temporary_name(self.path)
+        self._sink: Any = None
+
+    def __enter__(self) -> ResultsWriter:
+        return self
+
+    def __exit__(self, kind, value, traceback) -> None:
+        if self._sink is not None:
+            self._sink.close()
+        if kind is None and self._sink is not None:
+            os.replace(self._temporary, self.path)
+        else:
+            self._temporary.unlink(missing_ok=True)
+
+    def write(self, table: Any) -> None:
+        """Append the rows of ``table`` (a pyarrow Table)."""
+        if self.metadata is not None:
+            table = table.replace_schema_metadata(self.metadata)
+        if self._sink is None:
+            if self.format == "parquet":
+                self._sink = _pyarrow_parquet().ParquetWriter(self._temporary, table.schema)
+            else:
+                import pyarrow.csv as pcsv
+
+                self._sink = pcsv.CSVWriter(self._temporary, table.schema)
+        self._sink.write_table(table)
+        self.written += table.num_rows
 
 
 def write_periodograms(
