@@ -9,13 +9,14 @@ each chunk, and writes every finished chunk atomically (temporary name, then
 size) and the search settings. A run that finds a work directory with the
 same manifest skips the chunks already written, so an interrupted run
 continues where it stopped, with no object lost or written twice; a manifest
-that does not match is refused (``restart=True`` discards it). When every
-chunk is done, the parts are joined in input order into the output (and the
-periodogram file), and the work directory is removed.
+that does not match is refused (``restart=True`` discards it).
 
 I/O overlaps compute: a reader thread reads and checks the next chunk, and a
-writer thread computes the result table (false-alarm probabilities) and
-writes the previous chunk while the device works on the current one.
+writer thread computes the previous chunk's table (false-alarm
+probabilities), commits its part file and appends its rows to the output
+(under a temporary name) while the device works on the current chunk. When
+every chunk is done the output is renamed into place, the periodogram parts
+are joined in input order, and the work directory is removed.
 """
 
 from __future__ import annotations
@@ -178,8 +179,9 @@ class CatalogRun:
     timings : dict
         Seconds: ``read_s`` (reading and checking chunks, reader thread),
         ``compute_s`` (searches), ``write_s`` (result tables, false-alarm
-        probabilities, part files and figures, writer thread), ``join_s``
-        (joining the parts into the outputs) and ``total_s`` (wall time).
+        probabilities, part files, output rows and figures, writer thread),
+        ``join_s`` (closing the output, joining the periodogram parts) and
+        ``total_s`` (wall time).
         Reading and writing overlap the searches, so ``total_s`` is less
         than their sum.
     """

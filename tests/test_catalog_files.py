@@ -350,3 +350,22 @@ def test_bad_options(tmp_path):
     (tmp_path / "head.csv").write_text("id,t,y\n")
     with pytest.raises(ValueError, match=r"head\.csv: no data rows"):
         CatalogReader(tmp_path / "head.csv").read()
+
+
+def test_optional_dependencies_are_imported_only_when_used(tmp_path, monkeypatch):
+    import subprocess
+    import sys
+
+    code = ("import sys, clperiod.io, clperiod.pipeline, clperiod.cli; "
+            "print(sorted(m for m in ('pandas', 'pyarrow', 'h5py', 'astropy', 'tqdm') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+    (tmp_path / "a.csv").write_text("id,t,y\n1,0,0\n")
+    pq.write_table(pa.table({"id": [1], "t": [0.0], "y": [0.0]}), tmp_path / "a.parquet")
+    monkeypatch.setitem(sys.modules, "pandas", None)  # makes "import pandas" fail
+    with pytest.raises(ImportError, match=r"needs pandas: pip install clperiod\[catalog\]"):
+        open_catalog(tmp_path / "a.csv").read()
+    monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
+    with pytest.raises(ImportError, match=r"needs pyarrow: pip install clperiod\[catalog\]"):
+        open_catalog(tmp_path / "a.parquet")
