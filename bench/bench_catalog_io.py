@@ -32,15 +32,14 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from bench_lombscargle import synthetic_catalog
+from harness import best_of, run_report
 
 import clperiod
 from clperiod import FrequencyGrid, lombscargle
 from clperiod.catalog_files import open_catalog
 from clperiod.pipeline import PeriodSearch, run_catalog
 from clperiod.tables import result_columns
-
-from bench_lombscargle import synthetic_catalog
-from harness import best_of, run_report
 
 NF = {"catalog": 200_000, "cpu": 5_000}
 

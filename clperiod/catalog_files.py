@@ -204,9 +204,13 @@ class CatalogReader:
 
     # ------------------------------------------------------------------ facts
     @property
-    def n_objects(self) -> int | None:
-        """Number of objects when the file says so without reading (nested), else None."""
-        if self.layout != "nested-parquet":
+    def n_rows(self) -> int | None:
+        """File rows (observations; objects for nested files) if the file says, else None.
+
+        Parquet files record it in their metadata; CSV files would have to be
+        read.
+        """
+        if self.layout not in ("parquet", "nested-parquet"):
             return None
         import pyarrow.parquet as pq
 

@@ -203,17 +203,16 @@ def work_directory(output: str | Path) -> Path:
     return output.with_name(output.name + ".parts")
 
 
-def catalog_extent(chunks: Iterable[CatalogChunk]) -> tuple[float, int, int]:
-    """Longest baseline, largest object and number of objects of a catalog, read once."""
-    baseline, largest, n_objects = np.nan, 0, 0
+def catalog_extent(chunks: Iterable[CatalogChunk]) -> tuple[float, int]:
+    """Longest baseline and largest object of a catalog, read once."""
+    baseline, largest = np.nan, 0
     for chunk in chunks:
         catalog = chunk.catalog
         baselines = catalog.baselines()
         if np.any(np.isfinite(baselines)):
             baseline = np.fmax(baseline, np.nanmax(baselines))
         largest = max(largest, int(catalog.lengths.max()))
-        n_objects += catalog.n_objects
-    return float(baseline), largest, n_objects
+    return float(baseline), largest
 
 
 def run_catalog(
@@ -302,7 +301,7 @@ def run_catalog(
     state = _RunState(work, search, devices, periodogram is not None, plot, plot_ids,
                       plot_format)
     results = ResultsWriter(output, formats[0], _run_metadata(settings, grid))
-    with results, _progress_bar(progress, manifest.get("n_objects"), search.algorithm) as bar:
+    with results, _progress_bar(progress, reader, search.algorithm) as bar:
         state.process(reader, results, bar)
         _check_no_stale_parts(work, state.n_chunks)
         joined = time.perf_counter()
@@ -370,7 +369,7 @@ class _RunState:
         import pyarrow.parquet as pq
 
         self.output.write(pq.read_table(self.work / _result_part(chunk.index)))
-        self._advance(chunk.catalog.n_objects)
+        self._advance(chunk.n_rows)
         return []
 
     def _advance(self, n: int) -> None:
@@ -409,7 +408,7 @@ class _RunState:
         write_results_table(self.work / _result_part(chunk.index), table, "parquet")
         self.output.write(table)
         self.timings["write_s"] += time.perf_counter() - started
-        self._advance(chunk.catalog.n_objects)
+        self._advance(chunk.n_rows)
         return figures
 
     def _finished(self, chunk: CatalogChunk) -> bool:
@@ -537,13 +536,11 @@ def _open_work(work: Path, settings: dict[str, Any], restart: bool) -> dict[str,
 def _new_manifest(work: Path, settings: dict[str, Any], search: PeriodSearch,
                   reader: Any) -> dict[str, Any]:
     """Resolve the grid (reading the input once for an AutoGrid) and record the run."""
-    n_objects = getattr(reader, "n_objects", None)
     if isinstance(search.grid, AutoGrid):
-        baseline, largest, n_objects = catalog_extent(reader)
-        grid = search.grid.resolve(baseline, largest)
+        grid = search.grid.resolve(*catalog_extent(reader))
     else:
         grid = search.grid
-    manifest = {"settings": settings, "grid": _grid_facts(grid), "n_objects": n_objects}
+    manifest = {"settings": settings, "grid": _grid_facts(grid)}
     with atomic_path(work / _MANIFEST) as temporary:
         temporary.write_text(json.dumps(manifest, indent=1))
     return manifest
@@ -584,9 +581,11 @@ def _periodogram_part(index: int) -> str:
 class _MemorySource:
     """An in-memory catalog read in chunks like a file (identified by a content hash)."""
 
+    layout = "catalog"
+
     def __init__(self, catalog: Catalog, chunk_rows: int) -> None:
         self.catalog, self.chunk_rows = catalog, chunk_rows
-        self.n_objects = catalog.n_objects
+        self.n_rows = int(catalog.offsets[-1])
 
     def identity(self) -> dict[str, Any]:
         import hashlib
@@ -622,7 +621,8 @@ def _as_reader(source: Any, chunk_rows: int) -> Any:
     return CatalogReader(source, chunk_rows=chunk_rows)
 
 
-def _progress_bar(progress: bool | None, total: int | None, algorithm: str) -> Any:
+def _progress_bar(progress: bool | None, reader: Any, algorithm: str) -> Any:
+    """A tqdm bar over the input's rows (observations, or objects of a nested file)."""
     if progress is False:
         return _nullcontext(None)
     try:
@@ -631,7 +631,9 @@ def _progress_bar(progress: bool | None, total: int | None, algorithm: str) -> A
         if progress:
             raise ImportError("progress=True needs tqdm: pip install clperiod[progress]") from None
         return _nullcontext(None)
-    return tqdm(total=total, unit="lc", desc=algorithm, disable=None if progress is None else False)
+    unit = "lc" if reader.layout == "nested-parquet" else "obs"
+    return tqdm(total=reader.n_rows, unit=unit, unit_scale=True, desc=algorithm,
+                disable=None if progress is None else False)
 
 
 def _nullcontext(value: Any) -> Any:

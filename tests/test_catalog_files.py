@@ -71,8 +71,9 @@ def test_every_layout_reads_the_same_catalog(tmp_path):
         assert reader.layout == layout.removesuffix(".gz")
         assert reader.columns == {"id": "id", "t": "t", "y": "y", "dy": "dy"}
         _assert_same(reader.read(), cat)
-    assert open_catalog(files["nested-parquet"]).n_objects == 12
-    assert open_catalog(files["parquet"]).n_objects is None
+    assert open_catalog(files["nested-parquet"]).n_rows == 12
+    assert open_catalog(files["parquet"]).n_rows == cat.t.size
+    assert open_catalog(files["csv"]).n_rows is None
 
 
 def test_bundled_file_matches_read_lightcurve_csv():
