@@ -184,7 +184,7 @@ class CatalogReader:
         if layout == "auto":
             layout = self._detect_layout(t_col)
         self.layout = layout
-        found = self._column_names()
+        found = self._column_names(t_col)
         if dy_col == "auto":
             dy_col = "dy" if "dy" in found else None
         names = {"id": id_col, "t": t_col, "y": y_col} | ({"dy": dy_col} if dy_col else {})
@@ -240,7 +240,7 @@ class CatalogReader:
     # ------------------------------------------------------------------ reading
     def __iter__(self) -> Iterator[CatalogChunk]:
         chunker = Chunker(self.chunk_rows, self.chunk_objects,
-                           rows_are_objects=self.layout == "nested-parquet")
+                          rows_are_objects=self.layout == "nested-parquet")
         seen = SeenIds()
         index = 0
         for block in self._blocks():
@@ -294,7 +294,7 @@ class CatalogReader:
         fields = formats.first_record(self.path).split(self.delimiter)
         return "lightcurve-csv" if len(fields) >= 3 and formats.are_numbers(fields[1:3]) else "csv"
 
-    def _column_names(self) -> list[str]:
+    def _column_names(self, t_col: str) -> list[str]:
         """Observation columns of the file (struct fields for nested files)."""
         if self.layout == "lightcurve-csv":
             n = len(formats.first_record(self.path).split(self.delimiter))
@@ -308,7 +308,7 @@ class CatalogReader:
         if self.layout == "parquet":
             return list(schema.names)
         if self.nested_col is None:
-            return self._guess_nested(schema)
+            return self._guess_nested(schema, t_col)
         if self.nested_col not in schema.names:
             raise ValueError(f"{self.path}: no column {self.nested_col!r}; found {schema.names}")
         fields = formats.struct_fields(schema.field(self.nested_col).type)
@@ -317,11 +317,13 @@ class CatalogReader:
                              f"{schema.field(self.nested_col).type}, not list<struct>")
         return fields
 
-    def _guess_nested(self, schema: Any) -> list[str]:
-        nested = formats.nested_columns(schema, None)
+    def _guess_nested(self, schema: Any, t_col: str) -> list[str]:
+        """Fields of the one ``list<struct>`` column holding ``t_col`` (it becomes nested_col)."""
+        nested = formats.nested_columns(schema, t_col)
         if len(nested) != 1:
+            candidates = formats.nested_columns(schema, None) or "none"
             raise ValueError(f"{self.path}: give nested_col, the list<struct> column holding "
-                             f"the observations; candidates: {nested or 'none'}")
+                             f"the observations ({t_col!r}); candidates: {candidates}")
         self.nested_col = nested[0]
         return formats.struct_fields(schema.field(self.nested_col).type)
 

@@ -73,6 +73,7 @@ def _csv_ids_are_text(path: Path, options: dict[str, Any], id_col: str) -> bool:
 
 
 def _csv_ids(path: Path, ids: Any, first_row: int, text: bool) -> np.ndarray:
+    """A block's ids as str (``text``) or int64, naming the row of a missing or bad one."""
     missing = np.flatnonzero(ids.isna().to_numpy())
     if missing.size:
         raise ValueError(f"{path}: row {first_row + int(missing[0])}: missing object id")
@@ -83,7 +84,9 @@ def _csv_ids(path: Path, ids: Any, first_row: int, text: bool) -> np.ndarray:
     if pd.api.types.is_integer_dtype(ids.dtype):
         return ids.to_numpy(dtype=np.int64)
     values = ids.to_numpy(dtype=object)
-    bad = next(k for k, v in enumerate(values) if not _is_integer_text(v))
+    bad = next((k for k, v in enumerate(values) if not _is_integer_text(v)), None)
+    if bad is None:  # integers that pandas kept as text
+        return np.array([int(str(v).strip()) for v in values], dtype=np.int64)
     raise ValueError(
         f"{path}: row {first_row + bad}: object id {values[bad]!r} is not an integer, but the "
         "ids at the start of the file are; the ids of one file must all be integers or all text"
@@ -91,6 +94,7 @@ def _csv_ids(path: Path, ids: Any, first_row: int, text: bool) -> np.ndarray:
 
 
 def _csv_numbers(path: Path, values: Any, name: str, first_row: int) -> np.ndarray:
+    """A block's column as float64 (empty -> NaN), naming the row of a non-number."""
     import pandas as pd
 
     if pd.api.types.is_numeric_dtype(values.dtype) and not pd.api.types.is_bool_dtype(values.dtype):
@@ -113,6 +117,7 @@ def _is_integer_text(value: Any) -> bool:
 
 
 def csv_header(path: Path, delimiter: str) -> list[str]:
+    """Column names on the first line of a CSV file."""
     from .io import _open_text
 
     with _open_text(path) as handle:
@@ -130,6 +135,7 @@ def first_record(path: Path) -> str:
 
 
 def are_numbers(fields: list[str]) -> bool:
+    """Whether every field parses as a number."""
     try:
         [float(field) for field in fields]
     except ValueError:
@@ -147,10 +153,11 @@ def _pyarrow_parquet(path: Path) -> Any:
 
 
 def parquet_schema(path: Path) -> Any:
+    """The Arrow schema of a Parquet file."""
     pq = _pyarrow_parquet(path)
     try:
         return pq.read_schema(path)
-    except Exception as error:  # pyarrow raises ArrowInvalid / OSError subclasses
+    except (OSError, ValueError) as error:  # pyarrow's ArrowIOError / ArrowInvalid
         raise ValueError(f"{path}: not a readable Parquet file ({error})") from None
 
 
@@ -217,7 +224,7 @@ def _leaf_paths(schema: Any, nested_col: str, fields: set[str]) -> list[str]:
 
 
 def nested_block(nested: Any, ids: np.ndarray, roles: dict[str, str], first_row: int,
-                  where: Any) -> Block:
+                 where: Any) -> Block:
     """A block from a ``list<struct>`` array: offsets from the list, flat struct fields."""
     import pyarrow.compute as pc
 
@@ -266,7 +273,7 @@ def id_values(values: Any, name: str, first_row: int, where: Any) -> np.ndarray:
 
 
 def arrow_numbers(values: Any, name: str, first_row: int, where: Any,
-                   nested_rows: np.ndarray | None = None) -> np.ndarray:
+                  nested_rows: np.ndarray | None = None) -> np.ndarray:
     """A numeric (or timestamp) Arrow array as float64; nulls become NaN."""
     import pyarrow as pa
 

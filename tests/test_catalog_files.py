@@ -114,10 +114,11 @@ def test_nested_fields_are_chosen_and_nulls_are_empty_objects(tmp_path):
     table = pa.table({"objectId": pa.array(["a", "b", "c"]), "src": lists,
                       "other": pa.array([[{"x": 1.0}], [], []])})
     pq.write_table(table, tmp_path / "n.parquet")
-    with pytest.raises(ValueError, match="give nested_col.*candidates: \\['src', 'other'\\]"):
-        open_catalog(tmp_path / "n.parquet", id_col="objectId", t_col="mjd", y_col="flux")
-    reader = open_catalog(tmp_path / "n.parquet", id_col="objectId", t_col="mjd", y_col="flux",
-                          nested_col="src")
+    reader = open_catalog(tmp_path / "n.parquet", id_col="objectId", t_col="mjd", y_col="flux")
+    assert reader.nested_col == "src"  # the only list<struct> column with a field "mjd"
+    message = r"give nested_col.*\('t'\); candidates: \['src', 'other'\]"
+    with pytest.raises(ValueError, match=message):
+        open_catalog(tmp_path / "n.parquet", id_col="objectId", layout="nested-parquet")
     cat = reader.read()
     assert reader.layout == "nested-parquet" and cat.ids.tolist() == ["a", "b", "c"]
     np.testing.assert_array_equal(cat.offsets, [0, 2, 2, 4])
