@@ -29,6 +29,7 @@ import queue
 import shutil
 import threading
 import time
+import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -263,8 +264,9 @@ def run_catalog(
         (:func:`clperiod.plot.plot_objects`: periodogram with the best peak
         and false-alarm levels, and the folded light curve).
     plot_ids : sequence, optional
-        Ids of the objects to plot (matched by value or string form);
-        default: the first :data:`DEFAULT_PLOTS` objects of the input.
+        Ids of the objects to plot (matched by their string form; ids that
+        the input lacks give a warning); default: the first
+        :data:`DEFAULT_PLOTS` objects of the input.
     plot_format : str
         Figure file format (``png``, ``pdf``, ``svg``, ...).
 
@@ -304,6 +306,7 @@ def run_catalog(
     with results, _progress_bar(progress, reader, search.algorithm) as bar:
         state.process(reader, results, bar)
         _check_no_stale_parts(work, state.n_chunks)
+        state.warn_missing_plot_ids()
         joined = time.perf_counter()
     if periodogram is not None:
         _join_periodograms(work, state.n_chunks, periodogram, formats[1], grid, state.n_objects)
@@ -334,6 +337,7 @@ class _RunState:
         self.plot_ids = None if plot_ids is None else np.asarray([str(i) for i in plot_ids])
         self.plot_format = plot_format
         self.plots_left = DEFAULT_PLOTS
+        self.plot_ids_found: set[str] = set()
         self.figures: list[Path] = []
         self.n_objects = self.n_chunks = self.n_resumed = 0
         self.timings = {"read_s": 0.0, "compute_s": 0.0, "write_s": 0.0}
@@ -363,6 +367,15 @@ class _RunState:
                     self.figures += pending.pop(0).result()
             for future in pending:
                 self.figures += future.result()
+
+    def warn_missing_plot_ids(self) -> None:
+        """Warn about requested plot ids that the input does not hold."""
+        if self.plot is None or self.plot_ids is None:
+            return
+        missing = sorted(set(self.plot_ids.tolist()) - self.plot_ids_found)
+        if missing:
+            warnings.warn(f"no object with id(s) {', '.join(missing)} in the input: "
+                          "nothing plotted for them", stacklevel=3)
 
     def _copy_part(self, chunk: CatalogChunk) -> list[Path]:
         """Writer thread: a resumed chunk's rows, from its part file, to the output."""
@@ -434,7 +447,9 @@ class _RunState:
         if self.plot is None:
             return catalog.ids[:0]
         if self.plot_ids is not None:
-            return catalog.ids[np.isin(catalog.ids.astype(str), self.plot_ids)]
+            chosen = catalog.ids[np.isin(catalog.ids.astype(str), self.plot_ids)]
+            self.plot_ids_found.update(chosen.astype(str).tolist())
+            return chosen
         chosen = catalog.ids[: self.plots_left]
         self.plots_left -= chosen.size
         return chosen

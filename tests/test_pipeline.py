@@ -182,8 +182,10 @@ def test_figures_for_chosen_or_first_objects(tmp_path, input_file, catalog, monk
 
     monkeypatch.setattr(clperiod.plot, "plot_objects", spy)
     wanted = [str(catalog.ids[2]), str(catalog.ids[20]), "no-such-id"]
-    run = run_catalog(_reader(input_file), _search(), tmp_path / "out.parquet",
-                      plot=tmp_path / "figs", plot_ids=wanted, device=cpu_device, progress=False)
+    with pytest.warns(UserWarning, match=r"no object with id\(s\) no-such-id in the input"):
+        run = run_catalog(_reader(input_file), _search(), tmp_path / "out.parquet",
+                          plot=tmp_path / "figs", plot_ids=wanted, device=cpu_device,
+                          progress=False)
     assert sorted(p.name for p in run.figures) == sorted(f"{i}.png" for i in wanted[:2])
     assert all(p.stat().st_size > 1000 for p in run.figures)
     assert [objects for objects, _, _ in drawn] == [[catalog.ids[2]], [catalog.ids[20]]]
