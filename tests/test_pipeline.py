@@ -233,3 +233,25 @@ def test_search_settings_are_checked():
     }
     with pytest.raises(ValueError, match="resolve the AutoGrid"):
         search.run(load_example("ida"))
+
+
+def test_bad_row_stops_the_run_after_saving_the_chunks_before_it(tmp_path, catalog, cpu_device):
+    ids = np.repeat(catalog.ids, catalog.lengths)
+    y = catalog.y.copy()
+    bad_row = int(catalog.offsets[20]) + 3
+    y[bad_row] = np.nan
+    path = tmp_path / "bad.parquet"
+    pq.write_table(pa.table({"id": ids, "t": catalog.t, "y": y}), path)
+    output = tmp_path / "out.parquet"
+    with pytest.raises(ValueError, match=rf"bad\.parquet: row {bad_row} \(object "
+                                         rf"{catalog.ids[20]}\): y is nan"):
+        run_catalog(_reader(path), _search(), output, device=cpu_device, progress=False)
+    parts = sorted(work_directory(output).glob("part-*.parquet"))
+    assert len(parts) >= 3 and not output.exists()
+    saved = np.concatenate([pq.read_table(p).column("id").to_numpy() for p in parts])
+    np.testing.assert_array_equal(saved, catalog.ids[:saved.size])
+    assert catalog.ids[20] not in saved
+    run = run_catalog(open_catalog(path, chunk_rows=300, nan_policy="omit"), _search(), output,
+                      restart=True, device=cpu_device, progress=False)
+    n_points = pq.read_table(output).column("n_points").to_numpy()
+    assert run.n_objects == 24 and n_points[20] == catalog.lengths[20] - 1
