@@ -18,7 +18,9 @@ Reported per workload:
   ``end_to_end_s / compute_s - 1`` (and over ``compute_s + table_s``).
 
 Workloads: ``catalog`` (N_f = 2x10^5, for GPUs) and ``cpu`` (N_f = 5,000, for a
-CPU runtime). Every time is the best of ``--repeat`` runs after a warm-up.
+CPU runtime); ``--objects`` and ``--nf`` scale them (a run's fixed costs,
+reading its first chunk and closing its output, weigh less in longer runs).
+Every time is the best of ``--repeat`` runs after a warm-up.
 """
 
 from __future__ import annotations
@@ -75,9 +77,10 @@ def end_to_end(path: Path, grid: FrequencyGrid, chunk_rows: int, folder: Path, r
     return wall, best
 
 
-def bench(workload: str, repeat: int, chunks: list[int], layouts: list[str]) -> dict:
-    catalog = synthetic_catalog(1000)
-    grid = FrequencyGrid.from_range(0.1, 10.0, NF[workload])
+def bench(workload: str, repeat: int, chunks: list[int], layouts: list[str],
+          n_objects: int = 1000, nf: int | None = None) -> dict:
+    catalog = synthetic_catalog(n_objects)
+    grid = FrequencyGrid.from_range(0.1, 10.0, nf or NF[workload])
     info = clperiod.select_devices()[0]
     rows = int(catalog.lengths.sum())
     out = {"device": info.label, "n_objects": catalog.n_objects, "n_t": rows, "nf": grid.nf}
@@ -115,10 +118,13 @@ def main() -> None:
                         help="cut the catalog into about this many chunks (several runs)")
     parser.add_argument("--layouts", nargs="+", choices=["long", "nested"],
                         default=["long", "nested"])
+    parser.add_argument("--objects", type=int, default=1000, help="catalog size (default 1000)")
+    parser.add_argument("--nf", type=int, help="grid size (default: the workload's)")
     parser.add_argument("--out", help="write the JSON here")
     args = parser.parse_args()
     run_report("bench_catalog_io.py", args.workloads,
-               lambda name: bench(name, args.repeat, args.chunks, args.layouts), args.out)
+               lambda name: bench(name, args.repeat, args.chunks, args.layouts, args.objects,
+                                  args.nf), args.out)
 
 
 if __name__ == "__main__":

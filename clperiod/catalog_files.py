@@ -275,11 +275,12 @@ class CatalogReader:
         return CatalogChunk(index, block.first_row, n_rows, catalog)
 
     def _blocks(self) -> Iterator[Block]:
+        rows = formats.block_rows(self.chunk_rows)
         if self.layout in ("csv", "lightcurve-csv"):
-            return formats.csv_blocks(self.path, self.layout, self.columns, self.delimiter)
+            return formats.csv_blocks(self.path, self.layout, self.columns, self.delimiter, rows)
         if self.layout == "parquet":
-            return formats.parquet_blocks(self.path, self.columns)
-        return formats.nested_blocks(self.path, self.columns, self.nested_col)
+            return formats.parquet_blocks(self.path, self.columns, rows)
+        return formats.nested_blocks(self.path, self.columns, self.nested_col, rows)
 
     # ------------------------------------------------------------------ layout
     def _detect_layout(self, t_col: str) -> str:

@@ -18,14 +18,22 @@ import numpy as np
 from .chunking import Block, long_block
 from .frames import first_non_number, mjd_from_datetime64
 
-#: Rows (observations, or objects for nested files) per read block; blocks
-#: only bound memory, they never change the chunks.
+#: Largest and smallest read block, in observations. Blocks only bound memory
+#: and latency, they never change the chunks: a reader asks for blocks about
+#: the size of its chunks, so the first chunk is ready (and the device busy)
+#: before the whole file is parsed.
 READ_ROWS = 1 << 18
-READ_OBJECTS = 1 << 14
+MIN_READ_ROWS = 1 << 14
 
 
-def csv_blocks(path: Path, layout: str, roles: dict[str, str], delimiter: str) -> Iterator[Block]:
-    """Blocks of a CSV file (``layout`` "csv" or "lightcurve-csv"), parsed by pandas.
+def block_rows(chunk_rows: int) -> int:
+    """Observations per read block for chunks of ``chunk_rows`` observations."""
+    return min(READ_ROWS, max(MIN_READ_ROWS, chunk_rows))
+
+
+def csv_blocks(path: Path, layout: str, roles: dict[str, str], delimiter: str,
+               rows: int) -> Iterator[Block]:
+    """Blocks of ``rows`` lines of a CSV file ("csv" or "lightcurve-csv" layout), by pandas.
 
     ``roles`` maps ``id``, ``t``, ``y`` (and ``dy``) to column names.
     """
@@ -41,7 +49,7 @@ def csv_blocks(path: Path, layout: str, roles: dict[str, str], delimiter: str) -
         options = {"header": 0}
     # Every column is parsed (no usecols): pandas then rejects lines with too
     # many fields instead of silently cutting them.
-    options |= {"sep": delimiter, "skipinitialspace": True, "chunksize": READ_ROWS}
+    options |= {"sep": delimiter, "skipinitialspace": True, "chunksize": rows}
     text_ids = _csv_ids_are_text(path, options, roles["id"])
     if text_ids:
         options["dtype"] = {roles["id"]: str}
@@ -64,7 +72,8 @@ def _csv_ids_are_text(path: Path, options: dict[str, Any], id_col: str) -> bool:
     """Whether the ids of the first read block are text (pandas did not read integers)."""
     import pandas as pd
 
-    first = dict(options, chunksize=None, nrows=READ_ROWS)
+    first = dict(options, chunksize=None)
+    first["nrows"] = options["chunksize"]
     try:
         ids = pd.read_csv(path, **first)[id_col]
     except pd.errors.ParserError as error:
@@ -183,12 +192,12 @@ def nested_columns(schema: Any, field: str | None) -> list[str]:
     return found
 
 
-def parquet_blocks(path: Path, roles: dict[str, str]) -> Iterator[Block]:
-    """Blocks of a long-format Parquet file (only the ``roles`` columns are read)."""
+def parquet_blocks(path: Path, roles: dict[str, str], rows: int) -> Iterator[Block]:
+    """Blocks of ``rows`` rows of a long-format Parquet file (only ``roles`` columns read)."""
     pq = _pyarrow_parquet(path)
     row = 0
     with pq.ParquetFile(path) as parquet:
-        for batch in parquet.iter_batches(batch_size=READ_ROWS, columns=list(roles.values())):
+        for batch in parquet.iter_batches(batch_size=rows, columns=list(roles.values())):
             ids = id_values(batch.column(roles["id"]), roles["id"], row, path)
             columns = {role: arrow_numbers(batch.column(name), name, row, path)
                        for role, name in roles.items() if role != "id"}
@@ -196,10 +205,13 @@ def parquet_blocks(path: Path, roles: dict[str, str]) -> Iterator[Block]:
             row += batch.num_rows
 
 
-def nested_blocks(path: Path, roles: dict[str, str], nested_col: str) -> Iterator[Block]:
+def nested_blocks(path: Path, roles: dict[str, str], nested_col: str,
+                  rows: int) -> Iterator[Block]:
     """Blocks of a nested Parquet file: one object per row, observations in ``nested_col``.
 
-    Only the id column and the struct fields named in ``roles`` are read.
+    Only the id column and the struct fields named in ``roles`` are read, in
+    blocks of about ``rows`` observations (objects per block from the mean
+    light-curve length that the file's metadata gives).
     """
     pq = _pyarrow_parquet(path)
     id_col = roles["id"]
@@ -207,10 +219,20 @@ def nested_blocks(path: Path, roles: dict[str, str], nested_col: str) -> Iterato
     row = 0
     with pq.ParquetFile(path) as parquet:
         paths = [id_col] + _leaf_paths(parquet.schema, nested_col, set(roles.values()))
-        for batch in parquet.iter_batches(batch_size=READ_OBJECTS, columns=paths):
+        objects = _objects_per_block(parquet, paths[1], rows)
+        for batch in parquet.iter_batches(batch_size=objects, columns=paths):
             ids = id_values(batch.column(id_col), id_col, row, path)
             yield nested_block(batch.column(nested_col), ids, roles, row, path)
             row += batch.num_rows
+
+
+def _objects_per_block(parquet: Any, leaf_path: str, rows: int) -> int:
+    """Objects holding about ``rows`` observations, from the leaf column's value count."""
+    meta = parquet.metadata
+    leaf = [parquet.schema.column(k).path for k in range(len(parquet.schema))].index(leaf_path)
+    values = sum(meta.row_group(g).column(leaf).num_values for g in range(meta.num_row_groups))
+    per_object = max(1.0, values / max(1, meta.num_rows))
+    return max(1, int(rows / per_object))
 
 
 def _leaf_paths(schema: Any, nested_col: str, fields: set[str]) -> list[str]:

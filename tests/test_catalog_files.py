@@ -214,13 +214,19 @@ def test_chunks_do_not_depend_on_read_blocks(lengths, cuts, chunk_rows, chunk_ob
 def test_chunks_of_a_file_are_the_same_for_any_read_size(tmp_path, monkeypatch):
     cat = _stripe82(20)
     pq.write_table(_long_table(cat), tmp_path / "a.parquet", row_group_size=64)
+    pq.write_table(_nested_table(cat), tmp_path / "n.parquet", row_group_size=3)
     _write_lightcurve_csv(tmp_path / "a.txt", cat)
     expected = [c.summary() for c in open_catalog(tmp_path / "a.parquet", chunk_rows=200)]
+    objects = [c.catalog.ids.tolist() for c in open_catalog(tmp_path / "a.parquet",
+                                                            chunk_rows=200)]
+    monkeypatch.setattr(catalog_formats, "MIN_READ_ROWS", 1)
     for read_rows in (7, 100, 5000):
         monkeypatch.setattr(catalog_formats, "READ_ROWS", read_rows)
         for name in ("a.parquet", "a.txt"):
             got = [c.summary() for c in open_catalog(tmp_path / name, chunk_rows=200)]
             assert got == expected
+        nested = open_catalog(tmp_path / "n.parquet", chunk_rows=200)
+        assert [c.catalog.ids.tolist() for c in nested] == objects
 
 
 # ---------------------------------------------------------------------- errors
