@@ -22,7 +22,7 @@ from .frames import first_non_number, mjd_from_datetime64
 #: and latency, they never change the chunks: a reader asks for blocks about
 #: the size of its chunks, so the first chunk is ready (and the device busy)
 #: before the whole file is parsed.
-READ_ROWS = 1 << 18
+READ_ROWS = 1 << 20
 MIN_READ_ROWS = 1 << 14
 
 
