@@ -86,7 +86,7 @@ def catalog_from_dataframe(
 
         ids = _frame_column(frame, id_col).to_numpy()
         if nested_col not in frame.columns:
-            _missing([nested_col], list(frame.columns))
+            require_columns([nested_col], list(frame.columns))
         import pyarrow as pa
 
         nested = pa.array(frame[nested_col])
@@ -146,7 +146,7 @@ def catalog_from_table(
         one), or the checks of :class:`Catalog`.
     """
     names = list(table.colnames)
-    _missing([c for c in (id_col, t_col, y_col, dy_col) if c is not None], names)
+    require_columns([c for c in (id_col, t_col, y_col, dy_col) if c is not None], names)
     ids = np.asarray(_unmasked(table[id_col], fill=None))
     columns = {"t": _table_times(table[t_col], t_col, time_scale)}
     y_unit = _unit(table[y_col])
@@ -167,10 +167,11 @@ def mjd_from_datetime64(values: Any) -> np.ndarray:
 # ---------------------------------------------------------------------- helpers
 
 
-def _missing(names: list[str], found: list[str]) -> None:
+def require_columns(names: list[str], found: list[str], where: str = "the table") -> None:
+    """Raise a ValueError naming the ``names`` absent from ``found`` (in ``where``)."""
     absent = [name for name in names if name not in found]
     if absent:
-        raise ValueError(f"no column(s) {absent}; the table has columns {found}")
+        raise ValueError(f"no column(s) {absent} in {where}; it has columns {found}")
 
 
 def _long_catalog(ids: np.ndarray, columns: dict[str, np.ndarray], sort: bool,
@@ -192,8 +193,7 @@ def _frame_column(frame: Any, name: str) -> Any:
     if name in (frame.index.names or []):
         return frame.index.get_level_values(name).to_series(index=frame.index)
     found = list(frame.columns) + [n for n in frame.index.names if n is not None]
-    _missing([name], found)
-    return None  # unreachable: _missing raised
+    raise ValueError(f"no column(s) {[name]} in the table; it has columns {found}")
 
 
 def _numbers(series: Any, name: str, labels: Any, times: bool) -> np.ndarray:

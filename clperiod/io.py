@@ -35,7 +35,7 @@ import numpy as np
 
 from .catalog import Catalog
 from .catalog_files import CatalogReader, open_catalog
-from .frames import catalog_from_dataframe, catalog_from_table
+from .frames import catalog_from_dataframe, catalog_from_table, require_columns
 from .results_files import write_periodograms, write_results
 
 __all__ = [
@@ -222,19 +222,13 @@ def read_catalog(
 # ---------------------------------------------------------------------- helpers
 
 
-def _missing(path: Path, names: list[str], found: list[str]) -> None:
-    absent = [name for name in names if name not in found]
-    if absent:
-        raise ValueError(f"{path}: no column(s) {absent}; the file has columns {found}")
-
-
 def _read_csv(path: Path, names: list[str], delimiter: str) -> list[np.ndarray]:
     with _open_text(path) as handle:
         header = next(csv.reader(handle, delimiter=delimiter), None)
     if header is None:
         raise ValueError(f"{path}: empty file")
     header = [name.strip() for name in header]
-    _missing(path, names, header)
+    require_columns(names, header, str(path))
     index = [header.index(name) for name in names]
     options = {"delimiter": delimiter, "skiprows": 1, "quotechar": '"'}
     ids = _loadtxt(path, dtype=str, usecols=index[0], **options)
@@ -249,7 +243,7 @@ def _read_parquet(path: Path, names: list[str]) -> list[np.ndarray]:
         pq = None
     if pq is not None:
         schema_names = pq.read_schema(path).names
-        _missing(path, names, schema_names)
+        require_columns(names, schema_names, str(path))
         table = pq.read_table(path, columns=names)
         return [table.column(name).to_numpy() for name in names]
     try:
@@ -260,7 +254,7 @@ def _read_parquet(path: Path, names: list[str]) -> list[np.ndarray]:
             "with a Parquet engine"
         ) from None
     frame = pd.read_parquet(path)
-    _missing(path, names, list(frame.columns))
+    require_columns(names, list(frame.columns), str(path))
     return [frame[name].to_numpy() for name in names]
 
 
@@ -350,7 +344,7 @@ def read_rv(path: str | os.PathLike) -> RVData:
         columns = ("t", "vel", "errvel")
     missing = [c for c in columns if c not in names]
     if missing:
-        _missing(path, list(columns), names)
+        require_columns(list(columns), names, str(path))
     with _open_text(path) as handle:
         reader = csv.reader(handle) if csv_layout else (line.split() for line in handle)
         rows = list(reader)[1:]
