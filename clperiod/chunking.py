@@ -9,7 +9,7 @@ the data and the limits, never on the block boundaries, and
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,36 +50,54 @@ class Chunker:
     ``chunk_rows`` observations and at most ``chunk_objects`` objects, and at
     least one object. The cut is made only once data that could change it
     cannot arrive any more, so it never depends on the block boundaries.
+
+    Blocks wait in a list and are joined only when a chunk can be cut, so an
+    object spanning many blocks is copied once, not once per block.
     """
 
     def __init__(self, chunk_rows: int, chunk_objects: int | None, rows_are_objects: bool):
         self.chunk_rows = chunk_rows
         self.chunk_objects = chunk_objects if chunk_objects is not None else np.iinfo(np.int64).max
         self.rows_are_objects = rows_are_objects
-        self.buffer: Block | None = None
+        self._pending: list[Block] = []
+        self._rows = 0  # observations in the pending blocks
+        self._objects = 0  # objects in them (one continued across blocks counts once)
 
-    def add(self, block: Block) -> Iterator[Block]:
+    def add(self, block: Block) -> list[Block]:
+        """The chunks that ``block`` completes (often none)."""
         if not block.n_objects:
-            return
-        self.buffer = block if self.buffer is None else _append(self.buffer, block)
-        yield from self._emit(final=False)
+            return []
+        if self._pending and _continues(self._pending[-1], block):
+            self._objects -= 1
+        self._pending.append(block)
+        self._rows += int(block.offsets[-1])
+        self._objects += block.n_objects
+        closed = self._objects - (1 if block.open_end else 0)
+        over = self._rows > self.chunk_rows or self._objects > self.chunk_objects
+        return self._emit(final=False) if closed and over else []
 
-    def finish(self) -> Iterator[Block]:
-        if self.buffer is not None:
-            self.buffer.open_end = False
-            yield from self._emit(final=True)
+    def finish(self) -> list[Block]:
+        """The remaining chunks, once the stream has ended."""
+        if not self._pending:
+            return []
+        self._pending[-1] = dataclasses.replace(self._pending[-1], open_end=False)
+        return self._emit(final=True)
 
-    def _emit(self, final: bool) -> Iterator[Block]:
-        while self.buffer is not None and self.buffer.n_objects:
-            n = self._cut(final)
+    def _emit(self, final: bool) -> list[Block]:
+        buffer = _join(self._pending)
+        chunks = []
+        while buffer.n_objects:
+            n = self._cut(buffer, final)
             if n is None:
-                return
-            chunk, self.buffer = self.buffer.take(n, self.rows_are_objects)
-            yield chunk
+                break
+            chunk, buffer = buffer.take(n, self.rows_are_objects)
+            chunks.append(chunk)
+        self._pending = [buffer] if buffer.n_objects else []
+        self._rows, self._objects = int(buffer.offsets[-1]), buffer.n_objects
+        return chunks
 
-    def _cut(self, final: bool) -> int | None:
+    def _cut(self, buffer: Block, final: bool) -> int | None:
         """Objects in the next chunk, or None while more data could change it."""
-        buffer = self.buffer
         ends = buffer.offsets[1:]
         n_closed = buffer.n_objects - (1 if buffer.open_end else 0)
         decided = (final or ends[-1] > self.chunk_rows
@@ -93,21 +111,31 @@ class Chunker:
         return n or None
 
 
-def _append(buffer: Block, block: Block) -> Block:
-    """``buffer`` followed by ``block``; an open last object continues into it."""
-    ids, offsets = block.ids, block.offsets
-    buffer_offsets = buffer.offsets
-    if buffer.open_end and buffer.n_objects and ids.size and ids[0] == buffer.ids[-1]:
-        continued = offsets[1]  # rows of the open object that are in this block
-        buffer_offsets = buffer_offsets.copy()
-        buffer_offsets[-1] += continued
-        ids, offsets = ids[1:], offsets[1:] - continued
+def _continues(previous: Block, block: Block) -> bool:
+    """Whether ``block`` starts with more rows of the open last object of ``previous``."""
+    return previous.open_end and block.ids[0] == previous.ids[-1]
+
+
+def _join(blocks: list[Block]) -> Block:
+    """Consecutive blocks as one; an open last object continues into the next block."""
+    if len(blocks) == 1:
+        return blocks[0]
+    ids, ends = [], []
+    base = 0
+    for k, block in enumerate(blocks):
+        block_ids, block_ends = block.ids, block.offsets[1:] + base
+        if k and _continues(blocks[k - 1], block):
+            ends[-1] = ends[-1][:-1]  # the object ends in this block
+            block_ids = block_ids[1:]
+        ids.append(block_ids)
+        ends.append(block_ends)
+        base = int(block_ends[-1])
     return Block(
-        np.concatenate((buffer.ids, ids)),
-        np.concatenate((buffer_offsets, offsets[1:] + buffer_offsets[-1])),
-        {k: np.concatenate((v, block.columns[k])) for k, v in buffer.columns.items()},
-        buffer.first_row,
-        block.open_end,
+        np.concatenate(ids),
+        np.concatenate([np.zeros(1, np.int64), *ends]),
+        {name: np.concatenate([b.columns[name] for b in blocks]) for name in blocks[0].columns},
+        blocks[0].first_row,
+        blocks[-1].open_end,
     )
 
 
