@@ -103,25 +103,23 @@ class LombScargleResult(PeakResults):
         -------
         ndarray
             Same shape as ``power``; NaN for objects whose status is not OK.
+            All objects are evaluated at once
+            (:func:`clperiod.stats.catalog_false_alarm_probability`).
         """
         z = self.power_best if power is None else np.asarray(power, dtype=np.float64)
-        out = np.full(z.shape, np.nan)
-        use_dy = self.method == "generalized"
-        for k in np.flatnonzero(self.status == Status.OK):
-            t, y, dy = self.catalog.lightcurve(k)
-            out[k] = stats.false_alarm_probability(
-                z[k],
-                n=len(t),
-                fmax=self.grid.fmax,
-                t=t,
-                dy=dy if use_dy else None,
-                normalization=self.normalization,
-                method=method,
-                fit_mean=self.fit_mean,
-                center_data=self.center_data,
-                nf=self.grid.nf,
-            )
-        return out
+        fap = stats.catalog_false_alarm_probability(
+            z,
+            self.catalog,
+            fmax=self.grid.fmax,
+            weighted=self.method == "generalized",
+            normalization=self.normalization,
+            method=method,
+            fit_mean=self.fit_mean,
+            center_data=self.center_data,
+            nf=self.grid.nf,
+        )
+        ok = (self.status == Status.OK).reshape((-1,) + (1,) * (fap.ndim - 1))
+        return np.where(ok, fap, np.nan)
 
 
 def lombscargle(

@@ -11,6 +11,9 @@ as the number of independent trials:
 
 where ``fap_single`` is written in the periodogram's own normalization
 (for ``psd`` it is the chi-square(2) tail ``exp(-z)``, as in astropy).
+:func:`false_alarm_probability` evaluates one light curve (astropy's
+arguments); :func:`catalog_false_alarm_probability` every object of a
+catalog at once, from segment sums over its flat arrays.
 
 Normalizations, from the standard power ``z = (chi2_0 - chi2) / chi2_0``:
 ``standard`` ``z``; ``model`` ``z / (1 - z)``; ``log`` ``-ln(1 - z)``;
@@ -19,6 +22,7 @@ Normalizations, from the standard power ``z = (chi2_0 - chi2) / chi2_0``:
 
 from __future__ import annotations
 
+import itertools
 import math
 import operator
 from dataclasses import dataclass
@@ -27,6 +31,9 @@ from typing import Any
 import numpy as np
 from scipy import optimize
 from scipy.special import gammaln
+
+from .catalog import Catalog
+from .host import segment_sum
 
 NORMALIZATIONS = ("standard", "model", "log", "psd")
 FAP_METHODS = ("baluev", "davies", "naive", "townsend")
@@ -135,13 +142,22 @@ def _check_name(normalization: str) -> None:
 # ------------------------------------------------------------ false alarms
 @dataclass(frozen=True)
 class _Null:
-    """What the FAP of one periodogram depends on."""
+    """What the FAP of one periodogram, or of one per object, depends on.
 
-    n: int  # data points
+    ``n``, ``trials`` and ``bandwidth`` are ``(n_objects,)`` arrays, or 0-d
+    for one light curve (:meth:`single`); :func:`_fap` lines their first axis
+    up with the first axis of the peak heights.
+    """
+
+    n: np.ndarray  # data points
     normalization: str
     method: str
-    trials: float  # independent frequencies: nf (townsend), else fmax * (max t - min t)
-    bandwidth: float  # W = fmax * T_eff (baluev, davies); NaN otherwise
+    trials: np.ndarray  # independent frequencies: nf (townsend), else fmax * (max t - min t)
+    bandwidth: np.ndarray  # W = fmax * T_eff (baluev, davies); NaN otherwise
+
+    def single(self) -> _Null:
+        """This null of one object with 0-d fields, which broadcast against any ``z``."""
+        return _Null(self.n[0], self.normalization, self.method, self.trials[0], self.bandwidth[0])
 
 
 def false_alarm_probability(
@@ -197,9 +213,71 @@ def false_alarm_probability(
         Unknown normalization or method, inconsistent inputs, or
         ``fit_mean = center_data = False`` (no null distribution; astropy
         refuses it too).
+
+    See Also
+    --------
+    catalog_false_alarm_probability : the same for every object of a catalog.
     """
     null = _null(n, fmax, t, dy, normalization, method, fit_mean, center_data, nf)
     return _fap(null, np.asarray(z, dtype=np.float64))[()]
+
+
+def catalog_false_alarm_probability(
+    z: Any,
+    catalog: Catalog,
+    *,
+    fmax: float,
+    weighted: bool = True,
+    normalization: str = "standard",
+    method: str = "baluev",
+    fit_mean: bool = True,
+    center_data: bool = True,
+    nf: int | None = None,
+) -> np.ndarray:
+    """:func:`false_alarm_probability` of every object of a catalog at once.
+
+    The per-object baselines and weighted time variances come from segment
+    sums over the catalog's flat arrays, so a catalog costs a few passes
+    over its rows instead of one Python call per object.
+
+    Parameters
+    ----------
+    z : array_like, shape (n_objects,) or (n_objects, k)
+        Peak heights in ``normalization``, one row per object.
+    catalog : Catalog
+        The light curves the periodograms were computed from.
+    fmax : float
+        Highest frequency searched.
+    weighted : bool
+        Weight the effective baselines with the catalog's ``dy`` (when it has
+        them), as for periodograms of ``method="generalized"``; False for
+        unweighted periodograms.
+    normalization, method, fit_mean, center_data, nf
+        As in :func:`false_alarm_probability`.
+
+    Returns
+    -------
+    ndarray
+        Same shape as ``z``; NaN for objects with 3 or fewer points.
+
+    Raises
+    ------
+    ValueError
+        As :func:`false_alarm_probability`, or ``z`` without one row per
+        object.
+    """
+    if not isinstance(catalog, Catalog):
+        raise TypeError(f"catalog must be a Catalog, got {type(catalog).__name__}")
+    z = np.asarray(z, dtype=np.float64)
+    if z.ndim not in (1, 2) or z.shape[0] != catalog.n_objects:
+        raise ValueError(
+            f"z must have shape ({catalog.n_objects},) or ({catalog.n_objects}, k) "
+            f"for {catalog.n_objects} objects, got {z.shape}"
+        )
+    fmax, nf = _check_common(normalization, method, fit_mean, center_data, fmax, nf)
+    dy = catalog.dy if weighted else None
+    null = _objects_null(catalog.offsets, catalog.t, dy, fmax, nf, normalization, method)
+    return _fap(null, z)
 
 
 def false_alarm_level(
@@ -245,7 +323,20 @@ def false_alarm_level(
 
 
 def _null(n, fmax, t, dy, normalization, method, fit_mean, center_data, nf) -> _Null:
-    """Validate the FAP arguments and reduce the data to what the method needs."""
+    """Validate the FAP arguments of one light curve and reduce it to its null."""
+    fmax, nf = _check_common(normalization, method, fit_mean, center_data, fmax, nf)
+    n = operator.index(n)
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    if method != "townsend":
+        t, dy = _times_and_weights(t, dy, n)
+    return _objects_null(np.array([0, n]), t, dy, fmax, nf, normalization, method).single()
+
+
+def _check_common(
+    normalization: str, method: str, fit_mean: bool, center_data: bool, fmax: Any, nf: Any
+) -> tuple[float, int | None]:
+    """Checks shared by one light curve and a catalog; ``fmax`` and ``nf`` as float and int."""
     _check_name(normalization)
     if method not in FAP_METHODS:
         raise ValueError(f"method must be one of {FAP_METHODS}, got {method!r}")
@@ -254,54 +345,123 @@ def _null(n, fmax, t, dy, normalization, method, fit_mean, center_data, nf) -> _
             "false-alarm probabilities need centered data (fit_mean or center_data): "
             "no null distribution is known for an uncentered periodogram"
         )
-    n = operator.index(n)
-    if n < 1:
-        raise ValueError(f"n must be >= 1, got {n}")
     fmax = float(fmax)
     if not (math.isfinite(fmax) and fmax > 0):
         raise ValueError(f"fmax must be finite and > 0, got {fmax}")
-    if method == "townsend":
-        if nf is None or operator.index(nf) < 1:
-            raise ValueError("method='townsend' needs nf >= 1 (the number of grid frequencies)")
-        return _Null(n, normalization, method, float(nf), math.nan)
-    t, w = _times_and_weights(t, dy, n)
-    trials = fmax * float(t.max() - t.min())
-    if method == "naive":
-        return _Null(n, normalization, method, trials, math.nan)
-    # Weighted variance of t, centered first (astropy uses E[t^2] - E[t]^2,
-    # which is the same value but loses digits for large epochs such as JD).
-    mean = np.dot(w, t) / w.sum()
-    variance = np.dot(w, (t - mean) ** 2) / w.sum()
-    return _Null(n, normalization, method, trials, fmax * math.sqrt(4 * math.pi * variance))
+    if method != "townsend":
+        return fmax, None
+    if nf is None or operator.index(nf) < 1:
+        raise ValueError("method='townsend' needs nf >= 1 (the number of grid frequencies)")
+    return fmax, operator.index(nf)
 
 
-def _times_and_weights(t: Any, dy: Any, n: int) -> tuple[np.ndarray, np.ndarray]:
+def _times_and_weights(t: Any, dy: Any, n: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """``t`` and ``dy`` of one light curve as float64 arrays (``dy`` may stay None)."""
     if t is None:
         raise ValueError("t is required for the baluev, davies and naive methods")
     t = np.asarray(t, dtype=np.float64)
     if t.shape != (n,):
         raise ValueError(f"t must have shape ({n},), got {t.shape}")
     if dy is None:
-        return t, np.ones_like(t)
+        return t, None
     dy = np.asarray(dy, dtype=np.float64)
     if dy.shape != t.shape:
         raise ValueError(f"dy must have shape {t.shape}, got {dy.shape}")
-    return t, dy**-2.0
+    return t, dy
+
+
+def _objects_null(offsets, t, dy, fmax, nf, normalization, method) -> _Null:
+    """The null of each object, whose rows are ``offsets[k]:offsets[k + 1]`` of
+    ``t`` and ``dy`` (``dy`` None: unit weights; ``t`` None for townsend,
+    which needs no times)."""
+    lengths = np.diff(offsets)
+    nan = np.full(lengths.shape, np.nan)
+    if method == "townsend":
+        return _Null(lengths, normalization, method, np.full(lengths.shape, float(nf)), nan)
+    baseline, variance = _time_spread(offsets, t, dy, with_variance=method != "naive")
+    trials = fmax * baseline
+    if method == "naive":
+        return _Null(lengths, normalization, method, trials, nan)
+    return _Null(lengths, normalization, method, trials, fmax * np.sqrt(4 * np.pi * variance))
+
+
+#: Rows per block of :func:`_time_spread`: its float64 temporaries of this
+#: length stay in a core's cache (3x faster than whole-catalog passes on
+#: 5 million rows).
+_BLOCK_ROWS = 1 << 16
+
+
+def _time_spread(offsets, t, dy, with_variance: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    """Per-object baseline ``max(t) - min(t)`` and, if asked, the ``dy**-2``
+    weighted variance of ``t`` (NaN for objects without rows), in blocks of
+    whole objects of about :data:`_BLOCK_ROWS` rows."""
+    n_objects = offsets.size - 1
+    starts = np.searchsorted(offsets, np.arange(0, offsets[-1], _BLOCK_ROWS))
+    cuts = np.append(np.unique(np.append(0, starts[starts < n_objects])), n_objects)
+    parts = []
+    for lo, hi in itertools.pairwise(cuts):
+        rows = slice(offsets[lo], offsets[hi])
+        parts.append(_block_spread(
+            offsets[lo : hi + 1] - offsets[lo],
+            t[rows],
+            None if dy is None else dy[rows],
+            with_variance,
+        ))
+    baseline = np.concatenate([part[0] for part in parts])
+    variance = np.concatenate([part[1] for part in parts]) if with_variance else None
+    return baseline, variance
+
+
+def _block_spread(offsets, t, dy, with_variance: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    """:func:`_time_spread` of one block.
+
+    The variance is taken about the weighted mean, summed from each object's
+    earliest time (astropy's ``E[t^2] - E[t]^2`` is the same value but loses
+    digits for large epochs such as JD).
+    """
+    lengths = np.diff(offsets)
+    filled = lengths > 0
+    starts = offsets[:-1][filled]
+    low = np.full(lengths.shape, np.nan)
+    high = np.full(lengths.shape, np.nan)
+    if starts.size:
+        low[filled] = np.minimum.reduceat(t, starts)
+        high[filled] = np.maximum.reduceat(t, starts)
+    if not with_variance:
+        return high - low, None
+    dt = t - np.repeat(low, lengths)
+    w = None if dy is None else 1.0 / (dy * dy)
+    with np.errstate(invalid="ignore"):  # objects without rows: 0 / 0
+        total = lengths.astype(np.float64) if w is None else segment_sum(w, offsets)
+        mean = segment_sum(dt if w is None else w * dt, offsets) / total
+        dt -= np.repeat(mean, lengths)
+        square = dt * dt
+        variance = segment_sum(square if w is None else w * square, offsets) / total
+    return high - low, variance
 
 
 def _fap(null: _Null, z: np.ndarray) -> np.ndarray:
-    if null.n <= _DK:
-        return np.full(z.shape, np.nan)
-    single = _fap_single(z, null.n, null.normalization)
+    """FAP of peak heights ``z`` whose leading axis runs over the null's objects
+    (any shape for a 0-d null); NaN where ``n <= 3``."""
+    def per_row(values: Any) -> np.ndarray:
+        values = np.asarray(values)
+        return values.reshape(values.shape + (1,) * (z.ndim - values.ndim))
+
+    valid = per_row(null.n > _DK)
+    # a stand-in where the answer is NaN anyway keeps the formulas finite there
+    n = per_row(np.where(null.n > _DK, null.n, _DK + 2))
+    single = _fap_single(z, n, null.normalization)
     if null.method in ("naive", "townsend"):
         # 1 - (1 - single) ** trials, accurate for small single.
         with np.errstate(divide="ignore"):
-            return -np.expm1(null.trials * np.log1p(-single))
-    tau = _tau_davies(z, null)
-    if null.method == "davies":
-        return single + tau
-    # baluev: 1 - (1 - single) * exp(-tau), accurate for small values.
-    return -np.expm1(-tau) + single * np.exp(-tau)
+            fap = -np.expm1(per_row(null.trials) * np.log1p(-single))
+    else:
+        tau = _tau_davies(z, n, per_row(null.bandwidth), null.normalization)
+        if null.method == "davies":
+            fap = single + tau
+        else:  # baluev: 1 - (1 - single) * exp(-tau), accurate for small values.
+            fap = -np.expm1(-tau) + single * np.exp(-tau)
+    return np.where(valid, fap, np.nan)
 
 
 def _inverse_trials(null: _Null, p: np.ndarray) -> np.ndarray:
@@ -339,7 +499,7 @@ def _solve_level(null: _Null, p: float) -> float:
     return optimize.brentq(excess, low, high, xtol=1e-300, rtol=4 * np.finfo(float).eps)
 
 
-def _fap_single(z: np.ndarray, n: int, normalization: str) -> np.ndarray:
+def _fap_single(z: np.ndarray, n: Any, normalization: str) -> np.ndarray:
     """Single-frequency FAP, Baluev (2008) Table 1."""
     nk = n - _DK
     if normalization == "psd":
@@ -351,7 +511,7 @@ def _fap_single(z: np.ndarray, n: int, normalization: str) -> np.ndarray:
     return np.exp(-0.5 * nk * z)
 
 
-def _inverse_fap_single(p: np.ndarray, n: int, normalization: str) -> np.ndarray:
+def _inverse_fap_single(p: np.ndarray, n: Any, normalization: str) -> np.ndarray:
     nk = n - _DK
     with np.errstate(divide="ignore"):
         if normalization == "psd":
@@ -363,18 +523,18 @@ def _inverse_fap_single(p: np.ndarray, n: int, normalization: str) -> np.ndarray
         return -2 / nk * np.log(p)
 
 
-def _tau_davies(z: np.ndarray, null: _Null) -> np.ndarray:
+def _tau_davies(z: np.ndarray, n: Any, bandwidth: Any, normalization: str) -> np.ndarray:
     """The tau term of the Davies bound, Baluev (2008) Table 1."""
-    nh, nk, w = null.n - _DH, null.n - _DK, null.bandwidth
-    if null.normalization == "psd":
+    nh, nk, w = n - _DH, n - _DK, bandwidth
+    if normalization == "psd":
         return w * np.exp(-z) * np.sqrt(z)
-    if null.normalization == "standard":
+    if normalization == "standard":
         return _gamma(nh) * w * (1 - z) ** (0.5 * (nk - 1)) * np.sqrt(0.5 * nh * z)
-    if null.normalization == "model":
+    if normalization == "model":
         return _gamma(nk) * w * (1 + z) ** (-0.5 * nk) * np.sqrt(0.5 * nk * z)
     return _gamma(nk) * w * np.exp(-0.5 * z * (nk - 0.5)) * np.sqrt(nk * np.sinh(0.5 * z))
 
 
-def _gamma(n: int) -> float:
+def _gamma(n: Any) -> np.ndarray:
     """``sqrt(2 / n) * Gamma(n / 2) / Gamma((n - 1) / 2)``."""
-    return math.sqrt(2 / n) * math.exp(gammaln(n / 2) - gammaln((n - 1) / 2))
+    return np.sqrt(2 / n) * np.exp(gammaln(n / 2) - gammaln((n - 1) / 2))

@@ -56,5 +56,17 @@ def result_columns(result: Any, *, fap_method: str | None = "baluev") -> dict[st
         columns[f"power_{rank + 1}"] = top_k_power[:, rank]
     status = np.asarray(result.status, dtype=np.int8)
     columns["status"] = status
-    columns["status_name"] = np.array([Status(s).name for s in status], dtype=object)
+    columns["status_name"] = _status_names(status)
     return columns
+
+
+def _status_names(status: Any) -> np.ndarray:
+    """Names of :class:`~clperiod.catalog.Status` values (object array, same shape)."""
+    status = np.asarray(status)
+    known = np.array([member.value for member in Status])
+    unknown = ~np.isin(status, known)
+    if unknown.any():
+        raise ValueError(f"{int(status[unknown].flat[0])} is not a valid Status")
+    names = np.empty(known.max() + 1, dtype=object)
+    names[known] = [member.name for member in Status]
+    return names[status]
