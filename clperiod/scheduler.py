@@ -4,10 +4,13 @@ One host thread per device pulls the next item from a shared queue (dynamic
 assignment, so ragged batches balance themselves); results come back in input
 order. pyopencl releases the GIL while it waits for a device, so the threads
 overlap. With one device the items run in the calling thread.
+:func:`split_range` cuts a run of independent rows (models, elements) into
+such items.
 """
 
 from __future__ import annotations
 
+import itertools
 import queue
 import threading
 from collections.abc import Callable, Sequence
@@ -15,10 +18,14 @@ from typing import TypeVar
 
 from .device import DeviceInfo
 
-__all__ = ["run_on_devices"]
+__all__ = ["BATCHES_PER_DEVICE", "run_on_devices", "split_range"]
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
+
+#: With several devices, work is cut into at least this many items per device
+#: (when there is enough of it), so that a faster device takes more items.
+BATCHES_PER_DEVICE = 4
 
 
 def run_on_devices(
@@ -82,3 +89,31 @@ def run_on_devices(
     if errors:
         raise errors[0]
     return out
+
+
+def split_range(start: int, stop: int, n_devices: int, min_size: int = 1) -> list[tuple[int, int]]:
+    """Cut the rows ``[start, stop)`` into consecutive items for ``n_devices``.
+
+    Parameters
+    ----------
+    start, stop
+        The rows.
+    n_devices
+        Devices that will share the items.
+    min_size
+        Fewest rows worth an item of their own.
+
+    Returns
+    -------
+    list of (int, int)
+        ``(lo, hi)`` ranges of near-equal size, in order: one with one
+        device, else :data:`BATCHES_PER_DEVICE` per device, fewer where an
+        item would hold fewer than ``min_size`` rows.
+    """
+    n = stop - start
+    if n <= 0:
+        return []
+    count = 1
+    if n_devices > 1:
+        count = max(1, min(BATCHES_PER_DEVICE * n_devices, n // max(1, min_size)))
+    return list(itertools.pairwise(start + n * i // count for i in range(count + 1)))
