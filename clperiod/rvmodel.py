@@ -5,15 +5,17 @@
 statistic and precision, keeps the observations on the device, picks the
 kernel layout and the memory for the observations (:func:`plan`), and
 evaluates any number of models in batches, returning only per-model scalars.
-The public functions live in :mod:`clperiod.kepler`.
+:class:`MultiDeviceEvaluator` runs one on each selected device and spreads
+the models over them. The public functions live in :mod:`clperiod.kepler`.
 """
 
 from __future__ import annotations
 
 import enum
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeVar
 
 import numpy as np
 import pyopencl as cl
@@ -21,8 +23,10 @@ import pyopencl as cl
 from . import kernels, orbits
 from .device import DeviceInfo, get_context, get_queue, require_fp64, select_devices, upload
 from .planning import PINNED_POOL, parallel_copy
+from .scheduler import run_on_devices, split_range
 
-__all__ = ["ModelStatus", "Observations", "ModelEvaluator", "Plan", "plan", "model_params"]
+__all__ = ["ModelEvaluator", "ModelStatus", "MultiDeviceEvaluator", "Observations", "Plan",
+           "device_items", "model_params", "plan", "shared_choices", "shared_kepler_method"]
 
 Precision = Literal["fp64", "fp32", "mixed"]
 PRECISIONS = ("fp64", "fp32", "mixed")
@@ -223,6 +227,25 @@ def choose_kepler_method(info: DeviceInfo, method: str) -> str:
     return method
 
 
+def shared_kepler_method(devices: Sequence[DeviceInfo], method: str) -> str:
+    """:func:`choose_kepler_method` for several devices: Markley's solver only
+    when it is every device's choice (all GPUs), so that an element gets the
+    same arithmetic on any of them."""
+    methods = {choose_kepler_method(info, method) for info in devices}
+    return "markley" if methods == {"markley"} else "danby"
+
+
+def shared_choices(devices: Sequence[DeviceInfo], precision: str, phase_arithmetic: str,
+                   kepler_method: str) -> tuple[str, str]:
+    """``phase_arithmetic`` and ``kepler_method`` that every device of a
+    multi-device run uses: double-precision phase (``precision="mixed"``)
+    only when all have fp64, the solver of :func:`shared_kepler_method`. With
+    one device these are that device's own choices."""
+    if precision == "mixed" and phase_arithmetic == "auto":
+        phase_arithmetic = "double" if all(info.fp64 for info in devices) else "double_single"
+    return phase_arithmetic, shared_kepler_method(devices, kepler_method)
+
+
 def plan(info: DeviceInfo, n_obs: int, n_inst: int, precision: str, layout: str = "auto",
          memory: str = "auto", phase_arithmetic: str = "auto", method: str = "auto") -> Plan:
     """Choose the arithmetic, the Kepler solver, the kernel layout and where
@@ -277,7 +300,8 @@ class ModelEvaluator:
     precision, layout, memory, phase_arithmetic, kepler_method
         See :func:`plan`.
     device
-        Device selection; the first selected device is used.
+        Device selection; the first selected device is used
+        (:class:`MultiDeviceEvaluator` uses all).
     """
 
     def __init__(self, obs: Observations, *, n_planets: int, basis: str = orbits.STANDARD,
@@ -367,13 +391,25 @@ class ModelEvaluator:
 
     # ---------------------------------------------------------------- launch
     def __call__(self, params: np.ndarray, offsets: np.ndarray | None = None,
-                 jitter: np.ndarray | None = None, trend: np.ndarray | None = None
+                 jitter: np.ndarray | None = None, trend: np.ndarray | None = None, *,
+                 layout: str | None = None, out: dict[str, np.ndarray] | None = None
                  ) -> dict[str, np.ndarray]:
         """Evaluate ``params`` of shape ``(n_models, n_planets, 5)``.
 
         Batches of :data:`BATCH_MODELS` go through two sets of device buffers:
         the upload of one batch (copy queue) overlaps the kernels of the
         previous one (compute queue).
+
+        Parameters
+        ----------
+        params, offsets, jitter, trend
+            Per-model arrays (the extras as the evaluator was built for).
+        layout
+            ``"fused"`` or ``"split"`` for every launch; by default each
+            launch's from the plan (:meth:`Plan.layout_for`).
+        out
+            Arrays to write the results into (as returned, ``n_models``
+            rows); by default new ones.
 
         Returns
         -------
@@ -399,12 +435,16 @@ class ModelEvaluator:
             keep.append(self._upload(slot, params[start:stop],
                                      *(None if a is None else a[start:stop]
                                        for a in (offsets, jitter, trend))))
-            self.launch(slot, stop - start)
+            self.launch(slot, stop - start, layout)
             for name, buffer in slot.results(profile).items():
                 cl.enqueue_copy(self.queue, host[name][start:stop], buffer, is_blocking=False)
         self.queue.finish()
-        out = {name: value.astype(np.float64 if value.dtype != np.int32 else np.int32)
-               for name, value in host.items()}
+        if out is None:
+            out = {name: value.astype(np.float64 if value.dtype != np.int32 else np.int32)
+                   for name, value in host.items()}
+        else:
+            for name, value in host.items():
+                np.copyto(out[name], value)
         if profile:
             out["offsets"] += self._centre
         return out
@@ -450,14 +490,15 @@ class ModelEvaluator:
         slot.n = params.shape[0]
         return slot
 
-    def launch(self, slot: _Slot, n: int | None = None) -> None:
-        """Enqueue the kernels for the first ``n`` models uploaded to ``slot``."""
+    def launch(self, slot: _Slot, n: int | None = None, layout: str | None = None) -> None:
+        """Enqueue the kernels for the first ``n`` models uploaded to ``slot``
+        (``layout``: ``"fused"`` or ``"split"``, by default the plan's)."""
         n = slot.n if n is None else n
         queue, real = self.queue, self.real_dtype
         padded = -(-n // LOCAL_SIZE) * LOCAL_SIZE
         head = self._model_args(slot, n)
         tail = [slot.out, slot.out_k, slot.out_gamma, slot.status]
-        if self.plan.layout_for(n) == "fused":
+        if (layout or self.plan.layout_for(n)) == "fused":
             slot.done = self._kernels["rv_fused"](
                 queue, (padded,), (LOCAL_SIZE,), *head, real(self.log_norm),
                 *self._observation_args(), *tail, wait_for=slot.uploaded or None)
@@ -487,14 +528,15 @@ class ModelEvaluator:
             np.int32(VELOCITY_BLOCK), np.int64(slot.padded), vel, gvel, slot.status)
         return vel, gvel
 
-    def velocities(self, params: np.ndarray) -> np.ndarray:
+    def velocities(self, params: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """Keplerian velocity sums ``(n_models, n_obs)`` at the observation
-        times (input order), without offsets or trend; NaN for bad models."""
+        times (input order), without offsets or trend; NaN for bad models.
+        Written into ``out`` (of that shape and :attr:`real_dtype`) if given."""
         if self.statistic == "profile":
             raise ValueError("velocities() needs an evaluator built for 'chi2' or 'loglike'")
         n, n_obs = params.shape[0], self.obs.n_obs
         queue, real = self.queue, self.real_dtype
-        result = np.empty((n, n_obs), real)
+        result = np.empty((n, n_obs), real) if out is None else out
         inverse = np.argsort(self.obs.order)
         for start in range(0, n, BATCH_MODELS):
             stop = min(n, start + BATCH_MODELS)
@@ -563,3 +605,95 @@ class _Slot:
         if profile:
             out.update(k=self.out_k, offsets=self.out_gamma)
         return out
+
+
+def device_items(plan: Plan, n_models: int, n_devices: int) -> list[tuple[int, int, str]]:
+    """Cut ``n_models`` models into ``(lo, hi, layout)`` items for
+    ``n_devices`` devices (:func:`clperiod.scheduler.split_range`, with items
+    of at least the models that fill a device of ``plan``). Each item lies
+    within the full launches or within the last launch of a one-device call
+    and carries that launch's layout, so that evaluating the items gives
+    every model the arithmetic of the one-device call."""
+    full = n_models - n_models % BATCH_MODELS
+    runs = ((0, full, plan.layout_for(BATCH_MODELS)),
+            (full, n_models, plan.layout_for(n_models - full)))
+    fill = FUSED_MIN_MODELS_PER_CU * plan.compute_units  # models that fill a device
+    return [(lo, hi, layout) for start, stop, layout in runs
+            for lo, hi in split_range(start, stop, n_devices, fill)]
+
+
+Item = TypeVar("Item")
+Result = TypeVar("Result")
+
+
+class MultiDeviceEvaluator:
+    """A :class:`ModelEvaluator` on each selected device, sharing the models.
+
+    Every device gets the same arithmetic (:func:`shared_choices`). A call's
+    models are cut into items (:func:`device_items`) that the devices take as
+    they finish (:func:`clperiod.scheduler.run_on_devices`); each item keeps
+    the layout that the first device's one-device call gives its models, so
+    the results are those of a one-device run, in input order. With one
+    device a call goes straight to its evaluator.
+
+    Parameters
+    ----------
+    obs
+        The observations.
+    device
+        Device selection; every selected device is used.
+    precision, phase_arithmetic, kepler_method, **options
+        As for :class:`ModelEvaluator`.
+    """
+
+    def __init__(self, obs: Observations, *, device=None, precision: Precision = "mixed",
+                 phase_arithmetic: str = "auto", kepler_method: str = "auto", **options) -> None:
+        self.devices = select_devices(device)
+        phase_arithmetic, kepler_method = shared_choices(self.devices, precision,
+                                                         phase_arithmetic, kepler_method)
+        self.evaluators = [
+            ModelEvaluator(obs, device=info, precision=precision, phase_arithmetic=phase_arithmetic,
+                           kepler_method=kepler_method, **options)
+            for info in self.devices]
+        first = self.evaluators[0]
+        self.obs, self.plan, self.real_dtype = first.obs, first.plan, first.real_dtype
+        self._by_device = dict(zip(self.devices, self.evaluators))
+
+    def map(self, items: Sequence[Item], work: Callable[[ModelEvaluator, Item], Result]
+            ) -> list[Result]:
+        """``work(evaluator, item)`` for every item on the devices as they
+        free up; results in the order of ``items``."""
+        return run_on_devices(self.devices, items,
+                              lambda info, item: work(self._by_device[info], item))
+
+    def __call__(self, params: np.ndarray, offsets: np.ndarray | None = None,
+                 jitter: np.ndarray | None = None, trend: np.ndarray | None = None
+                 ) -> dict[str, np.ndarray]:
+        """As :meth:`ModelEvaluator.__call__`, on all devices."""
+        if len(self.evaluators) == 1:
+            return self.evaluators[0](params, offsets, jitter, trend)
+        n = params.shape[0]
+        out = {"statistic": np.empty(n), "status": np.empty(n, np.int32)}
+        if self.evaluators[0].statistic == "profile":
+            out.update(k=np.empty(n), offsets=np.empty((n, len(self.obs.instruments))))
+
+        def work(evaluator: ModelEvaluator, item: tuple[int, int, str]) -> None:
+            lo, hi, layout = item
+            extras = (None if a is None else a[lo:hi] for a in (offsets, jitter, trend))
+            evaluator(params[lo:hi], *extras, layout=layout,
+                      out={name: a[lo:hi] for name, a in out.items()})
+
+        self.map(device_items(self.plan, n, len(self.devices)), work)
+        return out
+
+    def velocities(self, params: np.ndarray) -> np.ndarray:
+        """As :meth:`ModelEvaluator.velocities`, on all devices."""
+        if len(self.evaluators) == 1:
+            return self.evaluators[0].velocities(params)
+        n = params.shape[0]
+        result = np.empty((n, self.obs.n_obs), self.real_dtype)
+        fill = FUSED_MIN_MODELS_PER_CU * self.plan.compute_units  # models that fill a device
+        self.map(split_range(0, n, len(self.devices), fill),
+                 lambda evaluator, item: evaluator.velocities(params[item[0]:item[1]],
+                                                              out=result[item[0]:item[1]]))
+        return result
