@@ -13,6 +13,17 @@
   samplers; :func:`search`: a random search over a parameter box with the
   planet's K and the offsets solved linearly.
 
+Several selected devices (``device=`` or ``CLPERIOD_DEVICE``, e.g. ``all``)
+share every function's elements or models: they are cut into items, at least
+:data:`clperiod.scheduler.BATCHES_PER_DEVICE` per device when there are
+enough, which each device takes as it finishes the last
+(:class:`clperiod.rvmodel.MultiDeviceEvaluator`). All devices use the same
+solver and phase arithmetic, and each model keeps the kernel layout of a
+one-device call, so on devices of one kind the results are bitwise those of
+one device, in input order; :func:`search` draws each batch of trial orbits
+from its own random stream, so it finds the same orbits on any number of
+devices.
+
 Conventions are radvel's (see :mod:`clperiod.orbits`): ``w`` is the star's
 argument of periastron, ``v = K (cos(f + w) + e cos w)`` is positive when the
 star recedes, and the mean anomaly is ``M = 2 pi (t - t_ref) / P + M0``.
@@ -32,11 +43,12 @@ import numpy as np
 import pyopencl as cl
 
 from . import kernels, orbits
-from .device import get_context, get_queue, require_fp64, select_devices
+from .device import DeviceInfo, get_context, get_queue, require_fp64, select_devices
 from .planning import PINNED_POOL
-from .rvmodel import (ModelEvaluator, ModelStatus, Observations, Precision, choose_kepler_method,
-                      model_params, per_model)
+from .rvmodel import (ModelStatus, MultiDeviceEvaluator, Observations, Precision, model_params,
+                      per_model, shared_kepler_method)
 from .rvsearch import SearchResult, search
+from .scheduler import run_on_devices, split_range
 
 __all__ = [
     "KeplerSolution",
@@ -55,6 +67,9 @@ __all__ = [
 
 #: Work-group size of the solve kernel (64-256 measured best on the H100).
 SOLVE_LOCAL_SIZE = 128
+#: With several devices, a solve is cut into items of at least this many
+#: elements (2.7 MB of copies in fp64).
+SOLVE_MIN_ELEMENTS = 1 << 16
 
 
 class KeplerStatus(enum.IntEnum):
@@ -103,7 +118,8 @@ def solve(
     full
         Also return the true anomaly's sine and cosine and the status.
     device
-        Device selection; the first selected device is used.
+        Device selection; several devices share the elements (results as
+        on one device, see :mod:`clperiod.kepler`).
 
     Returns
     -------
@@ -118,33 +134,42 @@ def solve(
     for name, a in (("mean_anomaly", m), ("eccentricity", e)):
         if not (np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.integer)):
             raise TypeError(f"{name} must be real numbers, got dtype {a.dtype}")
-    info = select_devices(device)[0]
-    method = choose_kepler_method(info, method)
+    devices = select_devices(device)
+    method = shared_kepler_method(devices, method)
     fp64 = precision == "fp64"
     if fp64:
-        require_fp64(info)
+        for info in devices:
+            require_fp64(info)
     dtype = np.float64 if fp64 else np.float32
     shape, n = m.shape, m.size
     outputs = [np.empty(n, dtype=dtype) for _ in range(3)] + [np.empty(n, dtype=np.int8)]
     if n:
-        context = get_context(info)
-        queue = get_queue(info)
-        (kernel,) = kernels.get_kernels(context, "kepler", ("kepler_solve",),
-                                        real="double" if fp64 else "float", method=method)
-        mf = cl.mem_flags
-        inputs = [cl.Buffer(context, mf.READ_ONLY | mf.COPY_HOST_PTR,
-                            hostbuf=np.ascontiguousarray(a.ravel(), dtype=dtype)) for a in (m, e)]
-        buffers = [cl.Buffer(context, mf.WRITE_ONLY, out.nbytes) for out in outputs]
-        kernel.set_args(*inputs, np.int64(n), *buffers)
-        cl.enqueue_nd_range_kernel(queue, kernel, (-(-n // SOLVE_LOCAL_SIZE) * SOLVE_LOCAL_SIZE,),
-                                   (SOLVE_LOCAL_SIZE,))
-        for out, buffer in zip(outputs, buffers):
-            cl.enqueue_copy(queue, out, buffer)
-        queue.finish()
+        inputs = [np.ascontiguousarray(a.ravel(), dtype=dtype) for a in (m, e)]
+        run_on_devices(devices, split_range(0, n, len(devices), SOLVE_MIN_ELEMENTS),
+                       lambda info, item: _solve_range(info, method, inputs, outputs, *item))
     big_e, sin_f, cos_f, status = (out.reshape(shape) for out in outputs)
     if not full:
         return big_e
     return KeplerSolution(big_e, sin_f, cos_f, status)
+
+
+def _solve_range(info: DeviceInfo, method: str, inputs: list[np.ndarray],
+                 outputs: list[np.ndarray], lo: int, hi: int) -> None:
+    """Solve elements ``[lo, hi)`` of the flat ``inputs`` (M, e) on ``info``
+    into the same rows of ``outputs`` (E, sin f, cos f, status)."""
+    context, queue, n = get_context(info), get_queue(info), hi - lo
+    real = "double" if inputs[0].dtype == np.float64 else "float"
+    (kernel,) = kernels.get_kernels(context, "kepler", ("kepler_solve",), real=real, method=method)
+    mf = cl.mem_flags
+    buffers = [cl.Buffer(context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=a[lo:hi])
+               for a in inputs]
+    buffers += [cl.Buffer(context, mf.WRITE_ONLY, out[lo:hi].nbytes) for out in outputs]
+    kernel.set_args(*buffers[:2], np.int64(n), *buffers[2:])
+    cl.enqueue_nd_range_kernel(queue, kernel, (-(-n // SOLVE_LOCAL_SIZE) * SOLVE_LOCAL_SIZE,),
+                               (SOLVE_LOCAL_SIZE,))
+    for out, buffer in zip(outputs, buffers[2:]):
+        cl.enqueue_copy(queue, out[lo:hi], buffer)
+    queue.finish()
 
 
 def empty_params(n_models: int, n_planets: int, device=None) -> np.ndarray:
@@ -194,7 +219,8 @@ def radial_velocity(
         ``"fp64"``, ``"mixed"`` (phase in double or double-single, the rest
         in single) or ``"fp32"``.
     device
-        Device selection; the first selected device is used.
+        Device selection; several devices share the models (results as on
+        one device, see :mod:`clperiod.kepler`).
 
     Returns
     -------
@@ -207,9 +233,9 @@ def radial_velocity(
     obs = Observations.build(t, np.zeros(np.shape(t)), np.ones(np.shape(t)), instrument, t_ref)
     if p.shape[0] == 0:
         return np.empty(batch + (obs.n_obs,))
-    evaluator = ModelEvaluator(obs, n_planets=p.shape[1], basis=basis, precision=precision,
-                               layout="split", device=device)
-    v = evaluator.velocities(p).astype(np.float64)
+    evaluator = MultiDeviceEvaluator(obs, n_planets=p.shape[1], basis=basis, precision=precision,
+                                     layout="split", device=device)
+    v = evaluator.velocities(p).astype(np.float64, copy=False)
     offsets = obs.per_instrument("offsets", offsets, batch)
     if offsets is not None:
         v += offsets[:, obs.code]
@@ -231,23 +257,24 @@ def _trend_array(trend, batch: tuple[int, ...]) -> np.ndarray:
     return per_model("trend", a, batch)
 
 
-_EVALUATORS: OrderedDict[tuple, ModelEvaluator] = OrderedDict()
+_EVALUATORS: OrderedDict[tuple, MultiDeviceEvaluator] = OrderedDict()
 _EVALUATORS_KEPT = 4
 _EVALUATORS_LOCK = threading.Lock()
 
 
 @contextmanager
-def _evaluator(obs: Observations, **options) -> Iterator[ModelEvaluator]:
-    """A :class:`ModelEvaluator` for these observations and options, reused
-    across calls: the last few are kept, so repeated calls on the same data
-    skip the set-up and reuse device and page-locked buffers. One evaluator
-    serves one call at a time (a concurrent call builds its own)."""
+def _evaluator(obs: Observations, **options) -> Iterator[MultiDeviceEvaluator]:
+    """A :class:`MultiDeviceEvaluator` for these observations and options
+    (``device``: a tuple of ``pyopencl.Device``), reused across calls: the
+    last few are kept, so repeated calls on the same data skip the set-up and
+    reuse device and page-locked buffers. One evaluator serves one call at a
+    time (a concurrent call builds its own)."""
     key = (obs.t.tobytes(), obs.v.tobytes(), obs.sigma.tobytes(), obs.code.tobytes(),
            obs.instruments, obs.t_ref, tuple(sorted(options.items(), key=lambda kv: kv[0])))
     with _EVALUATORS_LOCK:
         evaluator = _EVALUATORS.pop(key, None)
     if evaluator is None:
-        evaluator = ModelEvaluator(obs, **options)
+        evaluator = MultiDeviceEvaluator(obs, **options)
     yield evaluator
     with _EVALUATORS_LOCK:
         _EVALUATORS[key] = evaluator
@@ -270,7 +297,7 @@ def _evaluate(statistic, t, v_obs, sigma, params, basis, t_ref, instrument, offs
         obs, n_planets=p.shape[1], basis=basis, statistic=statistic,
         offsets=extras[0] is not None, jitter=extras[1] is not None, trend=degree,
         precision=precision, layout=layout, memory=memory, phase_arithmetic=phase_arithmetic,
-        kepler_method=kepler_method, device=select_devices(device)[0].device,
+        kepler_method=kepler_method, device=tuple(d.device for d in select_devices(device)),
     ) as evaluator:
         out = evaluator(p, *extras)
     return out["statistic"].reshape(batch), out["status"].reshape(batch)
@@ -308,7 +335,8 @@ _STAT_DOC = """
         ``"auto"`` (Markley's fixed-cost solver on GPUs, Danby's iteration
         elsewhere), ``"danby"`` or ``"markley"``; see :func:`solve`.
     device
-        Device selection; the first selected device is used.
+        Device selection; several devices share the models (results as on
+        one device, see :mod:`clperiod.kepler`).
 """
 
 
@@ -394,7 +422,7 @@ class RVLikelihood:
         self.observations = Observations.build(t, v_obs, sigma, instrument, t_ref)
         self.n_planets, self.basis, self.trend = int(n_planets), basis, trend
         self.fit_offsets, self.fit_jitter = bool(offsets), bool(jitter)
-        self._evaluator = ModelEvaluator(
+        self._evaluator = MultiDeviceEvaluator(
             self.observations, n_planets=self.n_planets, basis=basis, statistic="loglike",
             offsets=self.fit_offsets, jitter=self.fit_jitter, trend=trend, precision=precision,
             layout=layout, memory=memory, phase_arithmetic=phase_arithmetic,
