@@ -7,6 +7,11 @@ chi^2 (``statistic="profile"`` of ``cl_kernels/rvmodel.mako``), so the search
 spans four dimensions instead of 5 + n_inst. Planets already found are held
 fixed (``known``); searching again for each planet with the others known
 refines a multi-planet solution (see ``examples/rv_search.py``).
+
+The trial orbits come in batches, each drawn from its own random stream
+(spawned from ``seed``) by the device thread that evaluates it, so several
+devices share a search and draw in parallel while the best orbits stay those
+of a one-device run.
 """
 
 from __future__ import annotations
@@ -17,7 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import orbits
-from .rvmodel import ModelEvaluator, ModelStatus, Observations, Precision, model_params
+from .rvmodel import (ModelEvaluator, ModelStatus, MultiDeviceEvaluator, Observations, Precision,
+                      model_params)
 
 __all__ = ["SearchResult", "search"]
 
@@ -83,7 +89,7 @@ def search(
     t_ref: float | None = None,
     precision: Precision = "mixed",
     seed=None,
-    batch: int = 1 << 20,
+    batch: int = 1 << 18,
     device=None,
 ) -> SearchResult:
     """Random search over (P, e, w, M0) of one planet, K and offsets solved.
@@ -108,11 +114,14 @@ def search(
     t_ref
         Reference epoch of ``M0`` (default: the middle of the time span).
     precision, device
-        As for :func:`clperiod.kepler.chi2`.
+        As for :func:`clperiod.kepler.chi2` (several devices share the
+        batches).
     seed
-        Seed or :class:`numpy.random.Generator` of the trial orbits.
+        Seed or :class:`numpy.random.Generator` of the trial orbits: batch
+        ``i`` is drawn from its ``i``-th spawned stream
+        (:meth:`numpy.random.Generator.spawn`).
     batch
-        Trial orbits per device launch.
+        Trial orbits per batch (one random stream and one device call).
 
     Returns
     -------
@@ -135,38 +144,53 @@ def search(
         raise ValueError(f"known must have shape (n_known, 5), got {np.shape(known)}")
     fixed = (np.zeros((0, 5)) if known is None or len(known) == 0
              else model_params(known, orbits.STANDARD)[0][0])
-    n_inst = len(obs.instruments)
     jit = obs.per_instrument("jitter", jitter, (1,))
     tr = None if trend is None else np.asarray(trend, dtype=np.float64).reshape(1, 2)
-    evaluator = ModelEvaluator(obs, n_planets=fixed.shape[0] + 1, statistic="profile",
-                               jitter=jit is not None, trend=0 if tr is None else 2,
-                               precision=precision, device=device)
-    rng = np.random.default_rng(seed)
-    best_chi2 = np.empty(0)
-    best_p = np.empty((0, 5))
-    best_k = np.empty(0)
-    best_off = np.empty((0, n_inst))
-    for start in range(0, n_models, batch):
-        m = min(batch, n_models - start)
-        trial = np.empty((m, 5))
-        trial[:, 0] = np.exp(rng.uniform(math.log(p_lo), math.log(p_hi), m))
-        trial[:, 1] = 1.0  # profiled
-        trial[:, 2] = rng.uniform(e_lo, e_hi, m)
-        trial[:, 3] = rng.uniform(0.0, 2 * math.pi, m)
-        trial[:, 4] = rng.uniform(0.0, 2 * math.pi, m)
-        params = np.concatenate([np.broadcast_to(fixed, (m,) + fixed.shape), trial[:, None]], axis=1)
-        out = evaluator(params, None,
-                        None if jit is None else np.broadcast_to(jit, (m, n_inst)),
-                        None if tr is None else np.broadcast_to(tr, (m, 2)))
-        score = np.where(out["status"] == ModelStatus.OK, out["statistic"], np.inf)
-        keep = np.argpartition(score, min(n_best, m) - 1)[:n_best] if m > n_best else np.arange(m)
-        best_chi2 = np.concatenate([best_chi2, score[keep]])
-        best_p = np.concatenate([best_p, trial[keep]])
-        best_k = np.concatenate([best_k, out["k"][keep]])
-        best_off = np.concatenate([best_off, out["offsets"][keep]])
-        top = np.argsort(best_chi2, kind="stable")[:n_best]
-        best_chi2, best_p, best_k, best_off = best_chi2[top], best_p[top], best_k[top], best_off[top]
+    evaluator = MultiDeviceEvaluator(obs, n_planets=fixed.shape[0] + 1, statistic="profile",
+                                     jitter=jit is not None, trend=0 if tr is None else 2,
+                                     precision=precision, device=device)
+    starts = range(0, n_models, batch)
+    streams = np.random.default_rng(seed).spawn(len(starts))
+    box = ((math.log(p_lo), math.log(p_hi)), (e_lo, e_hi))
+
+    def run_batch(ev: ModelEvaluator, item: tuple[int, np.random.Generator]):
+        start, rng = item
+        trial = _trials(rng, min(batch, n_models - start), *box)
+        return _best_of_batch(ev, fixed, trial, jit, tr, n_best)
+
+    kept = evaluator.map(list(zip(starts, streams)), run_batch)
+    best_chi2, best_p, best_k, best_off = (np.concatenate(parts) for parts in zip(*kept))
+    top = np.argsort(best_chi2, kind="stable")[:n_best]
+    best_chi2, best_p, best_k, best_off = best_chi2[top], best_p[top], best_k[top], best_off[top]
     params = best_p.copy()
     params[:, 1] = np.abs(best_k)
     params[:, 3] = np.mod(best_p[:, 3] + np.where(best_k < 0, math.pi, 0.0), 2 * math.pi)
     return SearchResult(params, best_off, best_chi2, fixed, obs.instruments, obs.t_ref, n_models)
+
+
+def _trials(rng: np.random.Generator, m: int, log_period: tuple[float, float],
+            eccentricity: tuple[float, float]) -> np.ndarray:
+    """``(m, 5)`` trial orbits (P, K = 1, e, w, M0): P log-uniform, the rest
+    uniform (w and M0 in ``[0, 2 pi)``)."""
+    trial = np.empty((m, 5))
+    trial[:, 0] = np.exp(rng.uniform(*log_period, m))
+    trial[:, 1] = 1.0  # profiled
+    trial[:, 2] = rng.uniform(*eccentricity, m)
+    trial[:, 3] = rng.uniform(0.0, 2 * math.pi, m)
+    trial[:, 4] = rng.uniform(0.0, 2 * math.pi, m)
+    return trial
+
+
+def _best_of_batch(ev: ModelEvaluator, fixed: np.ndarray, trial: np.ndarray,
+                   jitter: np.ndarray | None, trend: np.ndarray | None, n_best: int
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Evaluate trial orbits with the ``fixed`` planets on one device; the
+    ``n_best`` lowest chi^2 (inf where not OK), their orbits, K and offsets."""
+    m, n_inst = trial.shape[0], len(ev.obs.instruments)
+    params = np.concatenate([np.broadcast_to(fixed, (m,) + fixed.shape), trial[:, None]], axis=1)
+    out = ev(params, None,
+             None if jitter is None else np.broadcast_to(jitter, (m, n_inst)),
+             None if trend is None else np.broadcast_to(trend, (m, 2)))
+    score = np.where(out["status"] == ModelStatus.OK, out["statistic"], np.inf)
+    keep = np.argpartition(score, n_best - 1)[:n_best] if m > n_best else np.arange(m)
+    return score[keep], trial[keep], out["k"][keep], out["offsets"][keep]
