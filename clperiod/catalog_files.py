@@ -212,9 +212,8 @@ class CatalogReader:
         """
         if self.layout not in ("parquet", "nested-parquet"):
             return None
-        import pyarrow.parquet as pq
-
-        return pq.ParquetFile(self.path).metadata.num_rows
+        with formats.open_parquet(self.path) as parquet:
+            return parquet.metadata.num_rows
 
     def identity(self) -> dict[str, Any]:
         """The file's resolved path, size and modification time (ns)."""
@@ -292,19 +291,15 @@ class CatalogReader:
                 return "parquet"
             nested = formats.nested_columns(schema, t_col)
             return "nested-parquet" if nested else "parquet"
-        fields = formats.first_record(self.path).split(self.delimiter)
+        fields = formats.first_fields(self.path, self.delimiter)
         return "lightcurve-csv" if len(fields) >= 3 and formats.are_numbers(fields[1:3]) else "csv"
 
     def _column_names(self, t_col: str) -> list[str]:
         """Observation columns of the file (struct fields for nested files)."""
         if self.layout == "lightcurve-csv":
-            n = len(formats.first_record(self.path).split(self.delimiter))
-            if n not in (3, 4):
-                raise ValueError(f"{self.path}: expected 3 (objId, t, y) or 4 (objId, t, y, dy) "
-                                 f"comma-separated columns, found {n}")
-            return ["id", "t", "y", "dy"][:n]
+            return formats.lightcurve_columns(self.path, self.delimiter)
         if self.layout == "csv":
-            return formats.csv_header(self.path, self.delimiter)
+            return formats.csv_header(self.path, self.delimiter)[1]
         schema = formats.parquet_schema(self.path)
         if self.layout == "parquet":
             return list(schema.names)

@@ -8,10 +8,14 @@ missing ids raise a ValueError naming the file and row.
 
 from __future__ import annotations
 
+import bz2
 import csv
+import gzip
+import itertools
+import lzma
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
@@ -20,10 +24,19 @@ from .frames import first_non_number, mjd_from_datetime64
 
 #: Largest and smallest read block, in observations. Blocks only bound memory
 #: and latency, they never change the chunks: a reader asks for blocks about
-#: the size of its chunks, so the first chunk is ready (and the device busy)
-#: before the whole file is parsed.
-READ_ROWS = 1 << 20
+#: the size of its chunks (up to READ_ROWS), so the first chunk is ready (and
+#: the device busy) before the whole file is parsed. The chunker joins the
+#: blocks of a chunk once; 2^18 rows took 185 MiB above the interpreter to
+#: read a 10^7-row Parquet file in chunks of 10^6 rows, 2^20 rows 250 MiB.
+READ_ROWS = 1 << 18
 MIN_READ_ROWS = 1 << 14
+#: Bytes that the Parquet reader buffers per column (pages are decoded as the
+#: rows are read; pyarrow's default pre-buffering would read whole row
+#: groups, or the whole file, at once).
+PARQUET_BUFFER = 1 << 20
+#: Text compressions known by suffix.
+_COMPRESSIONS = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz"}
+_OPENERS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
 
 
 def block_rows(chunk_rows: int) -> int:
@@ -43,23 +56,26 @@ def csv_blocks(path: Path, layout: str, roles: dict[str, str], delimiter: str,
         raise ImportError(f"reading the CSV file {path} in chunks needs pandas: "
                           "pip install clperiod[catalog]") from None
     if layout == "lightcurve-csv":
-        n = len(first_record(path).split(delimiter))
-        options = {"header": None, "names": ["id", "t", "y", "dy"][:n], "comment": "#"}
+        names = lightcurve_columns(path, delimiter)
+        options = {"header": None, "names": names, "comment": "#"}
     else:
-        options = {"header": 0}
+        skip, names = csv_header(path, delimiter)
+        options = {"header": 0, "names": names, "skiprows": skip}
     # Every column is parsed (no usecols): pandas then rejects lines with too
-    # many fields instead of silently cutting them.
-    options |= {"sep": delimiter, "skipinitialspace": True, "chunksize": rows}
-    text_ids = _csv_ids_are_text(path, options, roles["id"])
-    if text_ids:
+    # many fields instead of silently cutting them; index_col=False stops it
+    # from taking the first column as an index (csv_header checked row 0).
+    options |= {"sep": delimiter, "skipinitialspace": True, "index_col": False,
+                "compression": _COMPRESSIONS.get(path.suffix.lower())}
+    id_kind = _csv_id_kind(path, options, roles["id"], rows)
+    if id_kind == "text":
         options["dtype"] = {roles["id"]: str}
     row = 0
     try:
-        with pd.read_csv(path, **options) as frames:
+        with pd.read_csv(path, chunksize=rows, **options) as frames:
             for frame in frames:
                 if frame.empty:
                     continue
-                ids = _csv_ids(path, frame[roles["id"]], row, text_ids)
+                ids = _csv_ids(path, frame[roles["id"]], row, id_kind)
                 columns = {role: _csv_numbers(path, frame[name], name, row)
                            for role, name in roles.items() if role != "id"}
                 yield long_block(ids, columns, row)
@@ -68,38 +84,54 @@ def csv_blocks(path: Path, layout: str, roles: dict[str, str], delimiter: str,
         raise ValueError(f"{path}: {error}") from None
 
 
-def _csv_ids_are_text(path: Path, options: dict[str, Any], id_col: str) -> bool:
-    """Whether the ids of the first read block are text (pandas did not read integers)."""
+def _csv_id_kind(path: Path, options: dict[str, Any], id_col: str, rows: int) -> str:
+    """``"int64"``, ``"uint64"`` or ``"text"``: the type of the ids of the first read block."""
     import pandas as pd
 
-    first = dict(options, chunksize=None)
-    first["nrows"] = options["chunksize"]
     try:
-        ids = pd.read_csv(path, **first)[id_col]
-    except pd.errors.ParserError as error:
+        ids = pd.read_csv(path, nrows=rows, usecols=[id_col], **options)[id_col]
+    except (pd.errors.ParserError, UnicodeDecodeError) as error:
         raise ValueError(f"{path}: {error}") from None
-    return not (pd.api.types.is_integer_dtype(ids.dtype) and not ids.isna().any())
+    if not pd.api.types.is_integer_dtype(ids.dtype):
+        return "text"
+    return "uint64" if ids.dtype == np.uint64 else "int64"
 
 
-def _csv_ids(path: Path, ids: Any, first_row: int, text: bool) -> np.ndarray:
-    """A block's ids as str (``text``) or int64, naming the row of a missing or bad one."""
+def _csv_ids(path: Path, ids: Any, first_row: int, kind: str) -> np.ndarray:
+    """A block's ids as ``kind`` (see :func:`_csv_id_kind`), naming the row of a bad one."""
     missing = np.flatnonzero(ids.isna().to_numpy())
     if missing.size:
         raise ValueError(f"{path}: row {first_row + int(missing[0])}: missing object id")
-    if text:
-        return np.asarray(ids.to_numpy(dtype=object), dtype=str)
+    if kind == "text":
+        return np.asarray(ids.str.strip().to_numpy(dtype=object), dtype=str)
     import pandas as pd
 
+    limits = np.iinfo(kind)
     if pd.api.types.is_integer_dtype(ids.dtype):
-        return ids.to_numpy(dtype=np.int64)
-    values = ids.to_numpy(dtype=object)
-    bad = next((k for k, v in enumerate(values) if not _is_integer_text(v)), None)
-    if bad is None:  # integers that pandas kept as text
-        return np.array([int(str(v).strip()) for v in values], dtype=np.int64)
+        values = ids.to_numpy()
+        bad = np.flatnonzero((values < limits.min) | (values > limits.max))
+        if not bad.size:
+            return values.astype(kind)
+    else:
+        values = ids.to_numpy(dtype=object)
+        numbers = [_integer(value) for value in values]
+        bad = [k for k, n in enumerate(numbers) if n is None or not limits.min <= n <= limits.max]
+        if not bad:
+            return np.array(numbers, dtype=kind)
+    k = int(bad[0])
     raise ValueError(
-        f"{path}: row {first_row + bad}: object id {values[bad]!r} is not an integer, but the "
-        "ids at the start of the file are; the ids of one file must all be integers or all text"
+        f"{path}: row {first_row + k}: object id {_plain(values[k])!r} is not an integer of the "
+        f"file's id type ({kind}, from the ids at its start); the ids of one file must all "
+        "be integers of one type or all text"
     )
+
+
+def _integer(value: Any) -> int | None:
+    """``value`` (text or number) as a Python int, or None if it is not an integer."""
+    try:
+        return int(str(value).strip())
+    except ValueError:
+        return None
 
 
 def _csv_numbers(path: Path, values: Any, name: str, first_row: int) -> np.ndarray:
@@ -113,34 +145,58 @@ def _csv_numbers(path: Path, values: Any, name: str, first_row: int) -> np.ndarr
     if bad.size or pd.api.types.is_bool_dtype(values.dtype):
         k = int(bad[0]) if bad.size else 0
         raise ValueError(f"{path}: row {first_row + k}: column {name!r} has "
-                         f"{values.iloc[k]!r}, not a number")
+                         f"{_plain(values.iloc[k])!r}, not a number")
     return numbers.to_numpy(dtype=np.float64, na_value=np.nan)
 
 
-def _is_integer_text(value: Any) -> bool:
-    try:
-        int(str(value).strip())
-    except ValueError:
-        return False
-    return True
+def _plain(value: Any) -> Any:
+    return value.item() if isinstance(value, np.generic) else value
 
 
-def csv_header(path: Path, delimiter: str) -> list[str]:
-    """Column names on the first line of a CSV file."""
-    from .io import _open_text
-
-    with _open_text(path) as handle:
-        header = next(csv.reader(handle, delimiter=delimiter), None)
-    if header is None:
-        raise ValueError(f"{path}: empty file")
-    return [name.strip() for name in header]
+def open_text(path: Path) -> IO[str]:
+    """Open a text file, decompressing ``.gz``, ``.bz2`` and ``.xz`` files (a BOM is dropped)."""
+    opener = _OPENERS.get(path.suffix.lower(), open)
+    return opener(path, "rt", encoding="utf-8-sig", newline="")
 
 
-def first_record(path: Path) -> str:
-    """The first line that is neither blank nor a ``#`` comment."""
-    from .io import _first_record as first
+def leading_record(path: Path) -> tuple[int, str]:
+    """The first line that is neither blank nor a ``#`` comment, and how many lines precede it."""
+    with open_text(path) as handle:
+        for index, line in enumerate(handle):
+            if line.split("#", 1)[0].strip():
+                return index, line.strip()
+    raise ValueError(f"{path}: no data rows")
 
-    return first(path)
+
+def first_fields(path: Path, delimiter: str) -> list[str]:
+    """The fields of the first line that is neither blank nor a comment (comment cut off)."""
+    return leading_record(path)[1].split("#", 1)[0].split(delimiter)
+
+
+def lightcurve_columns(path: Path, delimiter: str) -> list[str]:
+    """Column names of a file in the papers' layout: ``id, t, y`` or ``id, t, y, dy``."""
+    n = len(first_fields(path, delimiter))
+    if n not in (3, 4):
+        raise ValueError(f"{path}: expected 3 (objId, t, y) or 4 (objId, t, y, dy) "
+                         f"{delimiter!r}-separated columns, found {n}")
+    return ["id", "t", "y", "dy"][:n]
+
+
+def csv_header(path: Path, delimiter: str) -> tuple[int, list[str]]:
+    """Lines before the header (blank, ``#`` comments) and the column names of a CSV file.
+
+    Raises a ValueError when the first data row has more fields than the
+    header (pandas would silently take the first column as an index).
+    """
+    skip, _ = leading_record(path)
+    with open_text(path) as handle:
+        records = csv.reader(itertools.islice(handle, skip, None), delimiter=delimiter)
+        names = [name.strip() for name in next(records)]
+        first = next((row for row in records if any(field.strip() for field in row)), None)
+    if first is not None and len(first) > len(names):
+        raise ValueError(f"{path}: row 0 has {len(first)} fields, the header {len(names)} "
+                         f"({names})")
+    return skip, names
 
 
 def are_numbers(fields: list[str]) -> bool:
@@ -159,6 +215,11 @@ def _pyarrow_parquet(path: Path) -> Any:
         raise ImportError(f"reading the Parquet file {path} needs pyarrow: "
                           "pip install clperiod[catalog]") from None
     return pq
+
+
+def open_parquet(path: Path) -> Any:
+    """A ``pyarrow.parquet.ParquetFile`` that reads as it goes, never a whole row group at once."""
+    return _pyarrow_parquet(path).ParquetFile(path, pre_buffer=False, buffer_size=PARQUET_BUFFER)
 
 
 def parquet_schema(path: Path) -> Any:
@@ -194,9 +255,8 @@ def nested_columns(schema: Any, field: str | None) -> list[str]:
 
 def parquet_blocks(path: Path, roles: dict[str, str], rows: int) -> Iterator[Block]:
     """Blocks of ``rows`` rows of a long-format Parquet file (only ``roles`` columns read)."""
-    pq = _pyarrow_parquet(path)
     row = 0
-    with pq.ParquetFile(path) as parquet:
+    with open_parquet(path) as parquet:
         for batch in parquet.iter_batches(batch_size=rows, columns=list(roles.values())):
             ids = id_values(batch.column(roles["id"]), roles["id"], row, path)
             columns = {role: arrow_numbers(batch.column(name), name, row, path)
@@ -213,11 +273,10 @@ def nested_blocks(path: Path, roles: dict[str, str], nested_col: str,
     blocks of about ``rows`` observations (objects per block from the mean
     light-curve length that the file's metadata gives).
     """
-    pq = _pyarrow_parquet(path)
     id_col = roles["id"]
     roles = {role: name for role, name in roles.items() if role != "id"}
     row = 0
-    with pq.ParquetFile(path) as parquet:
+    with open_parquet(path) as parquet:
         paths = [id_col] + _leaf_paths(parquet.schema, nested_col, set(roles.values()))
         objects = _objects_per_block(parquet, paths[1], rows)
         for batch in parquet.iter_batches(batch_size=objects, columns=paths):

@@ -24,17 +24,17 @@ are written by :func:`write_results` and :func:`write_periodograms`
 from __future__ import annotations
 
 import csv
-import gzip
 import os
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
 
 from .catalog import Catalog
 from .catalog_files import CatalogReader, open_catalog
+from .catalog_formats import csv_header, first_fields, leading_record, open_text
 from .frames import catalog_from_dataframe, catalog_from_table, require_columns
 from .results_files import write_periodograms, write_results
 
@@ -143,7 +143,7 @@ def read_lightcurve_csv(
         catalog checks of :meth:`Catalog.from_arrays`.
     """
     path = Path(path)
-    n_columns = len(_first_record(path).split(","))
+    n_columns = len(first_fields(path, ","))
     if n_columns not in (3, 4):
         raise ValueError(
             f"{path}: expected 3 (objId, t, y) or 4 (objId, t, y, dy) comma-separated "
@@ -223,14 +223,10 @@ def read_catalog(
 
 
 def _read_csv(path: Path, names: list[str], delimiter: str) -> list[np.ndarray]:
-    with _open_text(path) as handle:
-        header = next(csv.reader(handle, delimiter=delimiter), None)
-    if header is None:
-        raise ValueError(f"{path}: empty file")
-    header = [name.strip() for name in header]
+    skip, header = csv_header(path, delimiter)
     require_columns(names, header, str(path))
     index = [header.index(name) for name in names]
-    options = {"delimiter": delimiter, "skiprows": 1, "quotechar": '"'}
+    options = {"delimiter": delimiter, "skiprows": skip + 1, "quotechar": '"'}
     ids = _loadtxt(path, dtype=str, usecols=index[0], **options)
     values = _load_columns(path, tuple(index[1:]), **options)
     return [ids, *values.T]
@@ -256,23 +252,6 @@ def _read_parquet(path: Path, names: list[str]) -> list[np.ndarray]:
     frame = pd.read_parquet(path)
     require_columns(names, list(frame.columns), str(path))
     return [frame[name].to_numpy() for name in names]
-
-
-def _first_record(path: Path) -> str:
-    """The first line that is neither blank nor a ``#`` comment."""
-    with _open_text(path) as handle:
-        for line in handle:
-            text = line.split("#", 1)[0].strip()
-            if text:
-                return text
-    raise ValueError(f"{path}: no data rows")
-
-
-def _open_text(path: Path) -> IO[str]:
-    """Open a text file, decompressing ``.gz`` files."""
-    if path.suffix == ".gz":
-        return gzip.open(path, "rt")
-    return open(path)
 
 
 def _object_ids(raw: np.ndarray) -> np.ndarray:
@@ -334,7 +313,7 @@ def read_rv(path: str | os.PathLike) -> RVData:
         names the file and row).
     """
     path = Path(path)
-    header = _first_record(path)
+    header = leading_record(path)[1]
     csv_layout = "," in header
     names = header.replace(",", " ").split() if not csv_layout else header.split(",")
     names = [n.strip() for n in names]
@@ -345,7 +324,7 @@ def read_rv(path: str | os.PathLike) -> RVData:
     missing = [c for c in columns if c not in names]
     if missing:
         require_columns(list(columns), names, str(path))
-    with _open_text(path) as handle:
+    with open_text(path) as handle:
         reader = csv.reader(handle) if csv_layout else (line.split() for line in handle)
         rows = list(reader)[1:]
     index = [names.index(c) for c in columns]

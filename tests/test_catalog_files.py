@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -140,6 +141,96 @@ def test_text_ids_keep_leading_zeros_and_timestamps_become_mjd(tmp_path):
                                [58849.0, 58850.5], rtol=0, atol=1e-9)
 
 
+def test_compressed_files_byte_order_mark_comments_and_spaced_names(tmp_path):
+    import bz2
+    import lzma
+
+    body = "source , t , y\na ,1,2\na ,2,3\nb,1,5\n"
+    (tmp_path / "a.csv").write_text("# made by a pipeline\n\n" + body)
+    (tmp_path / "b.csv.bz2").write_bytes(bz2.compress(("# x\n" + body).encode()))
+    (tmp_path / "c.csv").write_text("\ufeff" + body, encoding="utf-8")
+    for name in ("a.csv", "b.csv.bz2", "c.csv"):
+        reader = open_catalog(tmp_path / name, id_col="source")
+        assert reader.layout == "csv", name
+        cat = reader.read()
+        assert cat.ids.tolist() == ["a", "b"] and cat.y.tolist() == [2.0, 3.0, 5.0], name
+    (tmp_path / "lc.txt.xz").write_bytes(lzma.compress(b"# objId, t, y\n7, 1, 2\n7, 2, 3\n"))
+    reader = open_catalog(tmp_path / "lc.txt.xz")
+    assert reader.layout == "lightcurve-csv" and reader.read().t.tolist() == [1.0, 2.0]
+
+
+def test_a_first_row_longer_than_the_header_is_an_error(tmp_path):
+    # pandas would take the first column as the index and shift the others
+    (tmp_path / "a.csv").write_text("id,t,y\n1,2,3,4\n1,3,4\n")
+    with pytest.raises(ValueError, match=r"a\.csv: row 0 has 4 fields, the header 3"):
+        open_catalog(tmp_path / "a.csv")
+
+
+def test_integer_ids_beyond_int64(tmp_path, monkeypatch):
+    big = 2**63 + 5
+    (tmp_path / "u.csv").write_text(f"id,t,y\n{big},1,2\n{big},2,3\n{big + 1},1,1\n")
+    ids = open_catalog(tmp_path / "u.csv").read().ids
+    assert ids.dtype == np.uint64 and ids.tolist() == [big, big + 1]
+    monkeypatch.setattr(catalog_formats, "READ_ROWS", 2)
+    (tmp_path / "i.csv").write_text(f"id,t,y\n1,0,0\n2,1,1\n3,0,0\n{big},1,1\n")
+    message = rf"i\.csv: row 3: object id {big} is not an integer of the file's id type \(int64"
+    with pytest.raises(ValueError, match=message):
+        open_catalog(tmp_path / "i.csv").read()
+    (tmp_path / "n.csv").write_text(f"id,t,y\n{big},0,0\n{big},1,1\n3,0,0\n-4,1,1\n")
+    with pytest.raises(ValueError, match=r"row 3: object id -4 is not .* \(uint64"):
+        open_catalog(tmp_path / "n.csv").read()
+
+
+def test_reading_a_larger_file_needs_no_more_memory(tmp_path):
+    """Peak memory when reading in small chunks does not grow with the file's size.
+
+    Each layout is read in a fresh process: first a small file (imports,
+    thread pools and allocator arenas reach their size), then one four times
+    larger (61 MiB of observations, 31 MiB for CSV); the peak RSS may not
+    rise by 15 MiB (a reader that loads a whole Parquet row group adds 46).
+    """
+    import subprocess
+    import sys
+
+    import pyarrow.csv as pcsv
+
+    n = 2_000_000
+    rng = np.random.default_rng(0)
+    table = pa.table({"id": np.arange(n) // 20, "t": rng.random(n), "y": rng.random(n),
+                      "dy": rng.random(n) + 1})
+    offsets = pa.array(np.arange(0, n + 1, 20, dtype=np.int32))
+    struct = pa.StructArray.from_arrays([table["t"].combine_chunks(), table["y"].combine_chunks()],
+                                        names=["t", "y"])
+    nested = pa.table({"id": np.arange(n // 20), "lc": pa.ListArray.from_arrays(offsets, struct)})
+    short = pa.table({"id": table["id"], "t": np.arange(n) % 1024 / 4 + 1})  # quick to write
+    short = short.append_column("y", short["t"]).append_column("dy", short["t"])
+    for size, rows in (("small", n // 4), ("large", n)):
+        pq.write_table(table[:rows], tmp_path / f"{size}.parquet", row_group_size=rows)
+        pq.write_table(nested[:rows // 20], tmp_path / f"{size}-nested.parquet",
+                       row_group_size=rows // 20)
+        pcsv.write_csv(short[:rows // 2], tmp_path / f"{size}.csv")
+    code = (
+        "import resource, sys\n"
+        "from clperiod.catalog_files import open_catalog\n"
+        "def peak(): return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024\n"
+        "list(open_catalog(sys.argv[1], chunk_rows=1 << 15))\n"
+        "start = peak()\n"
+        "rows = sum(c.n_rows for c in open_catalog(sys.argv[2], chunk_rows=1 << 15))\n"
+        "print(rows, peak() - start)\n"
+    )
+    processes = {
+        suffix: subprocess.Popen([sys.executable, "-c", code, str(tmp_path / f"small{suffix}"),
+                                  str(tmp_path / f"large{suffix}")], stdout=subprocess.PIPE,
+                                 text=True)
+        for suffix in (".parquet", "-nested.parquet", ".csv")
+    }
+    for suffix, process in processes.items():
+        rows, growth_mib = process.communicate()[0].split()
+        assert process.returncode == 0
+        assert int(rows) == {".parquet": n, "-nested.parquet": n // 20, ".csv": n // 2}[suffix]
+        assert float(growth_mib) < 15, (suffix, growth_mib)
+
+
 # ---------------------------------------------------------------------- chunks
 
 
@@ -166,13 +257,13 @@ def _blocks(lengths: list[int], cuts: list[int], rows_are_objects: bool) -> list
     blocks = []
     if rows_are_objects:
         edges = sorted({0, len(lengths), *(c % (len(lengths) + 1) for c in cuts)})
-        for a, b in zip(edges[:-1], edges[1:]):
+        for a, b in itertools.pairwise(edges):
             lo, hi = offsets[a], offsets[b]
             blocks.append(Block(ids[a:b], offsets[a:b + 1] - lo, {"t": rows[lo:hi]}, a, False))
         return blocks
     row_ids = np.repeat(ids, lengths)
     edges = sorted({0, int(offsets[-1]), *(c % (int(offsets[-1]) + 1) for c in cuts)})
-    for a, b in zip(edges[:-1], edges[1:]):
+    for a, b in itertools.pairwise(edges):
         part = row_ids[a:b]
         starts = np.flatnonzero(np.concatenate(([True], part[1:] != part[:-1])))
         blocks.append(Block(part[starts], np.append(starts, b - a), {"t": rows[a:b]}, a, True))
