@@ -111,7 +111,9 @@ void ls_tiles(
     __global const int *restrict obj_n,
     __global const real_t *restrict obj_yy,     // sum w y'^2 (w normalised)
     __global const real_t *restrict obj_scale,  // psd factor (1/2 sum dy^-2 y'^2)
-    const int nf, const int n_tiles, const int obj_base, const int tile_offset,
+    const int nf,
+    const int zero_bin,                         // grid index of f = 0, or -1
+    const int n_tiles, const int obj_base, const int tile_offset,
     const int tiles_in_launch, const int chunk_k0, const int chunk_nf,
     __global real_t *restrict power,            // (launch objects, chunk_nf) if write_power
     __global real_t *restrict part_val,         // (objects, n_tiles, TOP_K)
@@ -259,8 +261,10 @@ ${phase("k0", "off + i", True)}
         cs -= aC${j} * aS${j};
 %   endif
         const real_t yc = aYC${j}, ys = aYS${j};
-        const real_t z = (ss * yc * yc - 2 * cs * yc * ys + cc * ys * ys)
-                         / ((cc * ss - cs * cs) * yy);
+        // at f = 0 the sine column vanishes: no sinusoid fits and the power
+        // is 0/0, NaN as in astropy (rounding would make it finite noise)
+        const real_t z = (k0 + ${j} == zero_bin) ? (real_t) NAN
+            : (ss * yc * yc - 2 * cs * yc * ys + cc * ys * ys) / ((cc * ss - cs * cs) * yy);
 %   if normalization == "standard":
         l_pow[lid * M + ${j}] = z;
 %   elif normalization == "model":

@@ -150,6 +150,9 @@ def lombscargle(
         and optionally ``dy``).
     grid
         Uniform frequency grid (ordinary frequency, cycles per time unit).
+        The power at a frequency of 0 (``fmin = 0``) is NaN, as astropy's:
+        the sine term vanishes there, so no sinusoid fits; peaks are found
+        among the other frequencies.
     y, dy
         Values and uncertainties when ``cat_or_t`` is a time array.
     method
@@ -512,7 +515,8 @@ def _run_batch(
         slot = number % len(outputs)
         tiles.set_args(
             *phases, *points, *objs,
-            np.int32(grid.nf), np.int32(n_tiles), np.int32(chunk.obj_lo),
+            np.int32(grid.nf), np.int32(0 if grid.fmin == 0 else -1),
+            np.int32(n_tiles), np.int32(chunk.obj_lo),
             np.int32(chunk.tile_first), np.int32(chunk.tile_count),
             np.int32(k0), np.int32(chunk_nf), outputs[slot], part_val, part_idx,
         )

@@ -130,6 +130,33 @@ def test_fp32_long_light_curve_compensated(rng, monkeypatch):
         assert errors[1000, memory] < errors[10**9, memory] / 5
 
 
+@pytest.mark.parametrize("fit_mean,center_data", [(True, True), (False, True), (False, False)])
+def test_zero_frequency_is_nan_as_in_astropy(rng, fit_mean, center_data):
+    t, _, dy = simulated(rng, n=60)
+    y = 0.05 * (t - t[0]) + rng.normal(0, 0.2, t.size)  # a trend: the lowest bins are highest
+    grid = FrequencyGrid.auto(t, minimum_frequency=0.0, maximum_frequency=2.0)
+    assert grid.fmin == 0.0
+    runs = [(norm, "fp64", memory) for norm in NORMALIZATIONS for memory in ("local", "global")]
+    runs += [("standard", "fp32", memory) for memory in ("local", "global")]
+    for normalization, precision, memory in runs:
+        kwargs = dict(normalization=normalization, fit_mean=fit_mean, center_data=center_data)
+        expected = astropy_power(t, y, dy, grid.frequencies(), **kwargs)
+        assert np.isnan(expected[0]) and np.isfinite(expected[1:]).all()  # astropy: 0/0
+        result = lombscargle(t, grid, y, dy, precision=precision, memory=memory,
+                             periodogram=True, **kwargs)
+        assert np.isnan(result.power[0, 0]) and np.isfinite(result.power[0, 1:]).all()
+        if precision == "fp64":
+            assert_rel(result.power[0, 1:], expected[1:], 1e-9)
+        # the peak search skips the NaN bin: bin 1 is a peak beside it
+        assert np.nanargmax(expected) == 1
+        assert result.frequency_best[0] == grid.frequencies()[1]
+    expected = astropy_power(t, y, dy, grid.frequencies(), fit_mean=fit_mean,
+                             center_data=center_data)
+    peaks = lombscargle(t, grid, y, dy, top_k=3, fit_mean=fit_mean, center_data=center_data)
+    np.testing.assert_array_equal(peaks.top_k_frequency[0],
+                                  grid.frequencies()[peaks_reference(expected, 3)])
+
+
 # }}}
 
 # {{{ variants, catalogs, peaks
