@@ -8,12 +8,15 @@ Workloads:
   best period and top-3 peaks;
 * ``supersmoother``: the bundled SDSS Stripe 82 catalog (136 RR Lyrae)
   repeated ``--copies`` times, 3.3x10^5 frequencies (``--nf-ss``), fp32,
-  variant ``original``.
+  variant ``original``;
+* ``kepler``: :func:`clperiod.kepler.chi2` of ``--n-models`` (default 10^7)
+  random one-planet models on the bundled HD 164922 velocities (401, three
+  instruments), precision ``mixed``, parameters in an ordinary NumPy array.
 
 For each it times (best of ``--repeat``, warm) the run on the first selected
 device and on all selected devices (``CLPERIOD_DEVICE``, e.g. ``nvidia``),
 reports the speed-up, and checks that the results are identical object by
-object (best frequency, power, top-k and status).
+object (best frequency, power, top-k and status) or model by model (chi^2).
 """
 
 from __future__ import annotations
@@ -23,8 +26,8 @@ import argparse
 import numpy as np
 
 import clperiod
-from clperiod import Catalog, FrequencyGrid, lombscargle, supersmoother
-from clperiod.io import load_example
+from clperiod import Catalog, FrequencyGrid, kepler, lombscargle, supersmoother
+from clperiod.io import load_example, load_rv_example
 
 from bench_lombscargle import synthetic_catalog
 from harness import best_of, run_report
@@ -71,17 +74,44 @@ def bench_supersmoother(repeat: int, copies: int, nf: int) -> dict:
                                                  device=devices), cat, nf, repeat)
 
 
+def bench_kepler(repeat: int, n_models: int) -> dict:
+    data = load_rv_example("hd164922")
+    rng = np.random.default_rng(0)
+    params = np.empty((n_models, 1, 5))
+    params[..., 0] = np.exp(rng.uniform(np.log(2.0), np.log(5000.0), (n_models, 1)))
+    params[..., 1] = rng.uniform(1.0, 10.0, (n_models, 1))
+    params[..., 2] = rng.uniform(0.0, 0.9, (n_models, 1))
+    params[..., 3:] = rng.uniform(0.0, 2 * np.pi, (n_models, 1, 2))
+    t_ref = 0.5 * (data.t.min() + data.t.max())
+    devices = clperiod.select_devices()
+
+    def run(selection):
+        return kepler.chi2(data.t, data.v, data.sigma, params, t_ref=t_ref,
+                           instrument=data.instrument, device=selection)
+
+    one, chi2_one = best_of(lambda: run(devices[:1]), repeat)
+    many, chi2_many = best_of(lambda: run(devices), repeat)
+    return {"devices": [d.label for d in devices], "n_models": n_models, "n_planets": 1,
+            "n_obs": int(data.t.size), "precision": "mixed",
+            "one_device_s": one, "all_devices_s": many, "speedup": one / many,
+            "models_per_s_all": n_models / many,
+            "identical_results": bool(np.array_equal(chi2_one, chi2_many, equal_nan=True))}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("workloads", nargs="*", help="lombscargle, supersmoother (default: both)")
+    parser.add_argument("workloads", nargs="*",
+                        help="lombscargle, supersmoother, kepler (default: all three)")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--copies", type=int, default=4)
     parser.add_argument("--nf", type=int, default=200_000)
     parser.add_argument("--nf-ss", type=int, default=330_000)
+    parser.add_argument("--n-models", type=int, default=10_000_000, help="kepler models")
     parser.add_argument("--out", help="write the JSON here")
     args = parser.parse_args()
     runners = {"lombscargle": lambda: bench_lombscargle(args.repeat, args.copies, args.nf),
-               "supersmoother": lambda: bench_supersmoother(args.repeat, args.copies, args.nf_ss)}
+               "supersmoother": lambda: bench_supersmoother(args.repeat, args.copies, args.nf_ss),
+               "kepler": lambda: bench_kepler(args.repeat, args.n_models)}
     unknown = set(args.workloads) - set(runners)
     if unknown:
         parser.error(f"unknown workloads {sorted(unknown)}; choose from {sorted(runners)}")
