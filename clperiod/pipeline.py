@@ -46,6 +46,8 @@ from .results_files import (
     PeriodogramWriter,
     ResultsWriter,
     atomic_path,
+    is_temporary,
+    remove_temporaries,
     result_format,
     results_table,
     write_results_table,
@@ -295,6 +297,9 @@ def run_catalog(
         "periodogram": periodogram is not None,
     })
     manifest = _open_work(work, settings, restart)
+    for path in (output, periodogram):
+        if path is not None:
+            remove_temporaries(path)
     if manifest is None:
         manifest = _new_manifest(work, settings, search, reader)
     grid = FrequencyGrid(**manifest["grid"])
@@ -524,17 +529,19 @@ class _Prefetch:
 
 
 def _open_work(work: Path, settings: dict[str, Any], restart: bool) -> dict[str, Any] | None:
-    """The matching manifest of a previous run, or None for a fresh work directory."""
+    """The matching manifest of a previous run, or None for a fresh work directory.
+
+    Files that a killed run left half written (temporary names) are removed.
+    """
     if restart and work.exists():
         shutil.rmtree(work)
     manifest_path = work / _MANIFEST
-    for stray in work.glob(".*.tmp-*"):  # a write that a killed run left unfinished
-        stray.unlink()
     if not manifest_path.exists():
-        if work.exists() and any(work.iterdir()):
+        if work.exists() and not all(is_temporary(p) for p in work.iterdir()):
             raise ValueError(f"{work} exists but holds no {_MANIFEST}; it is not a clperiod "
                              "work directory: move it away")
-        work.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
         return None
     manifest = json.loads(manifest_path.read_text())
     differences = _differences(manifest.get("settings", {}), settings)
@@ -545,6 +552,8 @@ def _open_work(work: Path, settings: dict[str, Any], restart: bool) -> dict[str,
             "run with the same input and options to resume it, or restart (--restart) "
             "to discard it"
         )
+    for stray in filter(is_temporary, work.iterdir()):
+        stray.unlink()
     return manifest
 
 

@@ -25,6 +25,7 @@ a temporary name and moved into place when complete.
 from __future__ import annotations
 
 import contextlib
+import glob
 import json
 import os
 import zipfile
@@ -42,7 +43,9 @@ __all__ = [
     "PeriodogramWriter",
     "ResultsWriter",
     "atomic_path",
+    "is_temporary",
     "periodogram_format",
+    "remove_temporaries",
     "result_format",
     "results_table",
     "write_periodograms",
@@ -263,6 +266,8 @@ class PeriodogramWriter:
         """Append the periodograms ``power`` (rows) of the objects ``ids``."""
         power = np.asarray(power)
         ids = np.asarray(ids)
+        if ids.dtype == object:  # text ids as pyarrow and pandas give them
+            ids = ids.astype(str)
         if power.shape != (ids.size, self.grid.nf):
             raise ValueError(f"power must have shape ({ids.size}, {self.grid.nf}), "
                              f"got {power.shape}")
@@ -378,6 +383,18 @@ def _format(path: Any, fmt: str | None, formats: dict[str, tuple[str, ...]], wha
     known = ", ".join(s for suffixes in formats.values() for s in suffixes)
     raise ValueError(f"cannot tell the {what} format of {str(path)!r} from its suffix "
                      f"(known: {known}); give the format")
+
+
+def remove_temporaries(path: str | os.PathLike[str]) -> None:
+    """Remove the temporary files that interrupted writes of ``path`` left next to it."""
+    path = Path(path)
+    for stray in path.parent.glob(f".{glob.escape(path.name)}.tmp-*"):
+        stray.unlink(missing_ok=True)
+
+
+def is_temporary(path: Path) -> bool:
+    """Whether ``path`` is the temporary name of a file being written."""
+    return path.name.startswith(".") and ".tmp-" in path.name
 
 
 def _temporary_name(path: Path) -> Path:

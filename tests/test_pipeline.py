@@ -110,9 +110,15 @@ def test_interrupted_run_resumes_without_loss_or_repeats(tmp_path, input_file, m
     parts = sorted(p.name for p in work.glob("part-*"))
     assert parts == [f"part-00000{i}.parquet" for i in range(3)]
     assert not output.exists()
+    # what a killed run leaves: files being written under temporary names
+    strays = [tmp_path / ".out.parquet.tmp-99999", tmp_path / ".power.h5.tmp-99999",
+              work / ".part-000003.parquet.tmp-99999"]
+    for stray in strays:
+        stray.write_bytes(b"half")
     monkeypatch.setattr(PeriodSearch, "run", original)
     run = run_catalog(_reader(input_file), _search(), output, **kwargs)
     assert run.n_resumed == 3 and run.n_chunks == 5 and run.n_objects == 24
+    assert not any(stray.exists() for stray in strays)
     table = pq.read_table(output)
     assert table.equals(pq.read_table(reference.output))
     import h5py
@@ -163,6 +169,12 @@ def test_a_part_of_another_chunk_is_refused(tmp_path, input_file, monkeypatch, c
     (work / "part-000001.parquet").replace(work / "part-000000.parquet")
     with pytest.raises(ValueError, match="but chunk 0 of the input is .*stale"):
         run_catalog(_reader(input_file), _search(), output, device=cpu_device, progress=False)
+    killed = work_directory(tmp_path / "early.parquet")  # killed while writing its manifest
+    killed.mkdir()
+    (killed / ".manifest.json.tmp-99999").write_text("{")
+    run = run_catalog(_reader(input_file), _search(), tmp_path / "early.parquet",
+                      device=cpu_device, progress=False)
+    assert run.n_objects == 24 and not killed.exists()
     (tmp_path / "junk.parquet.parts").mkdir()
     (tmp_path / "junk.parquet.parts" / "notes.txt").write_text("mine")
     with pytest.raises(ValueError, match="not a clperiod work directory"):
