@@ -195,15 +195,27 @@ def _search_grid(args: argparse.Namespace) -> Any:
     from clperiod.grid import FrequencyGrid
     from clperiod.pipeline import AutoGrid
 
+    fmin = _frequency_bound(args.fmin, args.max_period, "--max-period")
+    fmax = _frequency_bound(args.fmax, args.min_period, "--min-period")
     if args.nf is None:
         if args.df is not None:
             raise ValueError("--df needs --fmin and --nf")
-        return AutoGrid(args.samples_per_peak, args.nyquist_factor, args.fmin, args.fmax)
-    if args.fmin is None or (args.fmax is None) == (args.df is None):
-        raise ValueError("--nf needs --fmin and one of --fmax or --df")
+        return AutoGrid(args.samples_per_peak, args.nyquist_factor, fmin, fmax)
+    if fmin is None or (fmax is None) == (args.df is None):
+        raise ValueError("--nf needs --fmin (or --max-period) and one of --fmax (or "
+                         "--min-period) or --df")
     if args.df is not None:
-        return FrequencyGrid.from_step(args.fmin, args.df, args.nf)
-    return FrequencyGrid.from_range(args.fmin, args.fmax, args.nf)
+        return FrequencyGrid.from_step(fmin, args.df, args.nf)
+    return FrequencyGrid.from_range(fmin, fmax, args.nf)
+
+
+def _frequency_bound(frequency: float | None, period: float | None, option: str) -> float | None:
+    """A frequency bound given as such or as the period bound ``1 / frequency``."""
+    if period is None:
+        return frequency
+    if not period > 0:
+        raise ValueError(f"{option} must be > 0, got {period}")
+    return 1.0 / period
 
 
 def _search_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -212,9 +224,13 @@ def _search_options(args: argparse.Namespace) -> dict[str, Any]:
     if args.command == "lombscargle":
         options |= {"method": args.method,
                     "normalization": None if args.normalization == "none" else args.normalization}
+        flags = ("fit_mean", "center_data")
     else:
         options |= {"variant": args.variant, "alpha": args.alpha, "compat": args.compat}
-    return options
+        flags = ("periodic",)
+    # flags left out keep the library's default (which depends on other options)
+    return options | {name: getattr(args, name) for name in flags
+                      if getattr(args, name) is not None}
 
 
 def _search_output(args: argparse.Namespace) -> Path:
@@ -300,9 +316,14 @@ def _add_search_arguments(parser: argparse.ArgumentParser) -> None:
         "frequency grid",
         "--fmin/--fmax/--nf: nf frequencies from fmin up to, not including, fmax (the papers' "
         "grid); --fmin/--df/--nf: fmin + k df. Without --nf: astropy's autofrequency over the "
-        "whole catalog (longest baseline, largest object), --fmin/--fmax bounding it.")
-    grid.add_argument("--fmin", type=float, help="lowest frequency (cycles per time unit)")
-    grid.add_argument("--fmax", type=float, help="upper frequency bound")
+        "whole catalog (longest baseline, largest object), --fmin/--fmax bounding it. "
+        "--max-period and --min-period may stand for --fmin and --fmax.")
+    low = grid.add_mutually_exclusive_group()
+    low.add_argument("--fmin", type=float, help="lowest frequency (cycles per time unit)")
+    low.add_argument("--max-period", type=float, help="longest period (--fmin = 1 / it)")
+    high = grid.add_mutually_exclusive_group()
+    high.add_argument("--fmax", type=float, help="upper frequency bound")
+    high.add_argument("--min-period", type=float, help="shortest period (--fmax = 1 / it)")
     grid.add_argument("--nf", type=int, help="number of frequencies")
     grid.add_argument("--df", type=float, help="frequency step (with --fmin and --nf)")
     grid.add_argument("--samples-per-peak", type=float, default=5,
@@ -355,6 +376,12 @@ def _add_lombscargle(subparsers: argparse._SubParsersAction) -> None:
     options.add_argument("--fap-method", choices=("baluev", "davies", "naive", "townsend", "none"),
                          default="baluev",
                          help="false-alarm probability of the fap column (default baluev)")
+    options.add_argument("--fit-mean", action=argparse.BooleanOptionalAction,
+                         help="fit a floating mean (default: yes for generalized, no for "
+                         "standard)")
+    options.add_argument("--center-data", action=argparse.BooleanOptionalAction,
+                         help="subtract the (weighted) mean first (default: yes for "
+                         "generalized, no for standard)")
 
 
 def _add_supersmoother(subparsers: argparse._SubParsersAction) -> None:
@@ -374,6 +401,268 @@ def _add_supersmoother(subparsers: argparse._SubParsersAction) -> None:
                          help="bass enhancement in [0, 10] (default 9)")
     options.add_argument("--compat", action="store_true",
                          help="reproduce the reference GPU code (see the README)")
+    options.add_argument("--periodic", action=argparse.BooleanOptionalAction,
+                         help="wrap the smoother's windows around phase 0/1 (default: yes; "
+                         "no with --compat; --no-periodic needs --variant original)")
+
+
+#: Refinement box of ``clperiod rv search --refine``: period within this
+#: fraction, eccentricity within this distance of the planet found before.
+_REFINE_PERIOD = 0.03
+_REFINE_ECCENTRICITY = 0.15
+
+
+def _per_instrument(text: str | None, option: str) -> dict[str, float] | float | None:
+    """``a=3,j=2.3`` as ``{label: value}``, or one number for every instrument."""
+    if text is None:
+        return None
+    try:
+        if "=" not in text:
+            return float(text)
+        return {label.strip(): float(value)
+                for label, _, value in (item.partition("=") for item in text.split(","))}
+    except ValueError:
+        raise ValueError(f"{option} takes a number or label=value pairs separated by commas "
+                         f"(e.g. a=3,j=2.5), got {text!r}") from None
+
+
+def _instrument_values(value: dict[str, float] | float | None, instruments: Any) -> Any:
+    """A per-instrument option as kepler takes it (one number: the same for every instrument)."""
+    if value is None or isinstance(value, dict):
+        return value
+    return {str(label): value for label in set(instruments.tolist())}
+
+
+def _read_params(path: str) -> Any:
+    """Model parameters ``(n_models, n_planets, 5)`` from a .npy or text file."""
+    import numpy as np
+
+    from clperiod.catalog_formats import are_numbers, leading_record
+
+    if path.endswith(".npy"):
+        params = np.load(path)
+    else:
+        skip, record = leading_record(Path(path))
+        delimiter = "," if "," in record else None
+        header = not are_numbers(record.replace(",", " ").split())
+        try:
+            params = np.loadtxt(path, delimiter=delimiter, skiprows=skip + header, ndmin=2)
+        except ValueError as exc:
+            raise ValueError(f"{path}: {exc}") from None
+    if params.ndim not in (2, 3) or params.shape[-1] % 5 or params.size == 0:
+        raise ValueError(f"{path}: expected 5 numbers per planet on each row (n_models rows), "
+                         f"got shape {params.shape}")
+    return params.reshape(params.shape[0], -1, 5)
+
+
+def _rv_output(args: argparse.Namespace, source: str, suffix: str) -> Path:
+    """-o, else ``source``'s name with ``suffix`` in place of its own suffix."""
+    if args.output is not None:
+        return Path(args.output)
+    source_path = Path(source)
+    return source_path.with_name(source_path.name.rsplit(".", 1)[0] + suffix)
+
+
+def _search_planets(data: Any, args: argparse.Namespace) -> tuple[list[Any], Any]:
+    """``--planets`` searches, each with the planets found before held fixed, then
+    ``--refine`` rounds re-searching each planet near itself with the others fixed.
+
+    Returns the planets (standard basis) and the last search, whose chi^2 and
+    offsets are those of all planets together.
+    """
+    import numpy as np
+
+    from clperiod import kepler
+
+    jitter = _instrument_values(_per_instrument(args.jitter, "--jitter"), data.instrument)
+    rng = np.random.default_rng(args.seed)
+
+    def search(known: list[Any], period: tuple[float, float],
+               eccentricity: tuple[float, float]) -> Any:
+        return kepler.search(
+            data.t, data.v, data.sigma, period=period, eccentricity=eccentricity,
+            instrument=data.instrument, known=np.array(known).reshape(-1, 5), jitter=jitter,
+            n_models=args.n_models, t_ref=args.t_ref, precision=args.precision, seed=rng,
+            device=args.device,
+        )
+
+    planets: list[Any] = []
+    for _ in range(args.planets):
+        last = search(planets, tuple(args.period), tuple(args.eccentricity))
+        planets.append(last.best)
+    e_low, e_high = args.eccentricity
+    for _ in range(args.refine):
+        for i, planet in enumerate(planets):
+            period = (planet[0] * (1 - _REFINE_PERIOD), planet[0] * (1 + _REFINE_PERIOD))
+            eccentricity = (max(e_low, planet[2] - _REFINE_ECCENTRICITY),
+                            min(e_high, planet[2] + _REFINE_ECCENTRICITY))
+            last = search(planets[:i] + planets[i + 1:], period, eccentricity)
+            planets[i] = last.best
+    return planets, last
+
+
+def _write_planets(path: Path, planets: list[Any], last: Any) -> None:
+    """One CSV row per planet: its orbit, then t_ref, chi^2 and offsets of the whole fit."""
+    import csv
+
+    from clperiod.results_files import atomic_path
+
+    names = ["planet", "period", "k", "e", "w", "m0", "t_ref", "chi2"]
+    names += [f"offset_{label}" for label in last.instruments]
+    with atomic_path(path) as temporary, open(temporary, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(names)
+        for number, planet in enumerate(planets, start=1):
+            writer.writerow([number, *map(repr, map(float, planet)), repr(float(last.t_ref)),
+                             repr(float(last.chi2[0])), *map(repr, map(float, last.offsets[0]))])
+
+
+def _run_rv_search(args: argparse.Namespace) -> int:
+    """Find planets in radial velocities; write them and print a table."""
+    from clperiod import io
+
+    output = _rv_output(args, args.data, ".planets.csv")
+    try:
+        if output.resolve() == Path(args.data).resolve():
+            raise ValueError(f"the output {output} would overwrite the input; pass -o")
+        data = io.read_rv(args.data)
+        planets, last = _search_planets(data, args)
+        _write_planets(output, planets, last)
+    except (OSError, ValueError, RuntimeError) as exc:
+        print(f"clperiod: error: {exc}", file=sys.stderr)
+        return 1
+    print(f"{len(planets)} planet(s) from {data.t.size} velocities ({args.n_models:,} trial "
+          f"orbits per search), chi2 = {last.chi2[0]:.2f}, t_ref = {last.t_ref:.6f}; "
+          f"written to {output}")
+    print(f"{'planet':>6} {'P':>14} {'K':>10} {'e':>6} {'w [rad]':>8} {'M0 [rad]':>8}")
+    for number, (period, k, e, w, m0) in enumerate(planets, start=1):
+        print(f"{number:>6} {period:14.6f} {k:10.4f} {e:6.3f} {w:8.3f} {m0:8.3f}")
+    offsets = ", ".join(f"{label}: {value:.3f}"
+                        for label, value in zip(last.instruments, last.offsets[0]))
+    print(f"offsets: {offsets}")
+    return 0
+
+
+def _run_rv_evaluate(args: argparse.Namespace) -> int:
+    """chi^2 or log-likelihood of every model of a parameter file; write them."""
+    import numpy as np
+
+    from clperiod import io, kepler
+    from clperiod.results_files import atomic_path
+
+    output = _rv_output(args, args.params, f".{args.statistic}.npy")
+    try:
+        if output.suffix not in (".npy", ".csv", ".txt"):
+            raise ValueError(f"the output {output} must end in .npy, .csv or .txt")
+        data = io.read_rv(args.data)
+        params = _read_params(args.params)
+        function = kepler.chi2 if args.statistic == "chi2" else kepler.loglike
+        values = function(
+            data.t, data.v, data.sigma, params, basis=args.basis, t_ref=args.t_ref,
+            instrument=data.instrument,
+            offsets=_instrument_values(_per_instrument(args.offsets, "--offsets"),
+                                       data.instrument),
+            jitter=_instrument_values(_per_instrument(args.jitter, "--jitter"),
+                                      data.instrument),
+            trend=args.trend, precision=args.precision, device=args.device,
+        )
+        with atomic_path(output) as temporary:
+            if output.suffix == ".npy":
+                with open(temporary, "wb") as handle:
+                    np.save(handle, values)
+            else:
+                np.savetxt(temporary, values, fmt="%.17g", header=args.statistic, comments="")
+    except (OSError, ValueError, RuntimeError) as exc:
+        print(f"clperiod: error: {exc}", file=sys.stderr)
+        return 1
+    finite = np.isfinite(values)
+    summary = f"{values.size} models ({params.shape[1]} planet(s)) written to {output}"
+    if finite.any():
+        pick = np.nanargmin if args.statistic == "chi2" else np.nanargmax
+        best = int(pick(values))
+        summary += f"; best {args.statistic} {values[best]:.6g} (model {best})"
+    if not finite.all():
+        summary += f"; {int((~finite).sum())} invalid model(s) (NaN)"
+    print(summary)
+    return 0
+
+
+def _add_rv(subparsers: argparse._SubParsersAction) -> None:
+    from clperiod.orbits import BASES
+
+    parser = subparsers.add_parser(
+        "rv",
+        help="Keplerian radial-velocity models: planet search, or chi^2 of a parameter grid",
+        description="Radial velocities of one star (radvel's layouts: whitespace-separated "
+        "'time mnvel errvel tel', or CSV with columns t, vel, errvel) against Keplerian "
+        "models on the device.",
+    )
+    commands = parser.add_subparsers(dest="rv_command", required=True, metavar="RV_COMMAND")
+    search = commands.add_parser(
+        "search",
+        help="find planets by a random search (K and offsets solved)",
+        description="Random search for planets: trial orbits (P log-uniform, e, w and M0 "
+        "uniform), the planet's K and each instrument's offset solved by weighted least "
+        "squares. Each further planet is searched with the ones found before held fixed; "
+        "--refine re-searches each planet near itself with the others fixed. Writes one row "
+        "per planet (P, K, e, w, M0, then t_ref, chi^2 and offsets of the whole fit) to a CSV "
+        "file.",
+    )
+    search.add_argument("data", metavar="DATA", help="radial-velocity file")
+    search.add_argument("-o", "--output", metavar="OUT",
+                        help="planets CSV file (default: DATA's name with '.planets.csv')")
+    search.add_argument("--period", nargs=2, type=float, metavar=("MIN", "MAX"),
+                        required=True, help="period range, in the unit of DATA's times")
+    search.add_argument("--eccentricity", nargs=2, type=float, metavar=("MIN", "MAX"),
+                        default=(0.0, 0.9), help="eccentricity range (default 0 0.9)")
+    search.add_argument("--planets", type=int, default=1, metavar="N",
+                        help="planets to search for, one after the other (default 1)")
+    search.add_argument("--refine", type=int, default=0, metavar="N",
+                        help="rounds re-searching each planet within 3 %% of its period and "
+                        "0.15 of its eccentricity, the others fixed (default 0)")
+    search.add_argument("--n-models", type=int, default=1_000_000, metavar="N",
+                        help="trial orbits per search (default 1,000,000)")
+    search.add_argument("--seed", type=int, help="random seed (default: fresh)")
+    search.add_argument("--t-ref", type=float,
+                        help="reference epoch of M0 (default: the middle of the data)")
+    _add_rv_common(search)
+    search.set_defaults(func=_run_rv_search)
+    evaluate = commands.add_parser(
+        "evaluate",
+        help="chi^2 or log-likelihood of every model in a parameter file",
+        description="chi^2 (or radvel's log-likelihood) of every model of a parameter file: "
+        ".npy of shape (n_models, n_planets, 5), or a text file (comma or whitespace "
+        "separated, '#' comments, an optional header line) with 5 numbers per planet on each "
+        "row. Writes one value per model (.npy, or text with a header line).",
+    )
+    evaluate.add_argument("data", metavar="DATA", help="radial-velocity file")
+    evaluate.add_argument("params", metavar="PARAMS", help="model parameters (.npy or text)")
+    evaluate.add_argument("-o", "--output", metavar="OUT",
+                          help="output .npy, .csv or .txt (default: PARAMS's name with "
+                          "'.<statistic>.npy')")
+    evaluate.add_argument("--statistic", choices=("chi2", "loglike"), default="chi2",
+                          help="chi^2 (default) or Gaussian log-likelihood with jitter")
+    evaluate.add_argument("--basis", choices=BASES, default=BASES[0], metavar="BASIS",
+                          help="the 5 parameters of each planet, one of: "
+                          f"{', '.join(repr(b) for b in BASES)} (default {BASES[0]!r})")
+    evaluate.add_argument("--offsets", metavar="VALUES",
+                          help="instrument offsets: label=value,... or one number")
+    evaluate.add_argument("--trend", nargs=2, type=float, metavar=("DVDT", "CURV"),
+                          help="add dvdt (t - t_ref) + curv (t - t_ref)^2")
+    evaluate.add_argument("--t-ref", type=float, default=0.0,
+                          help="reference epoch of M0 and of --trend (default 0)")
+    _add_rv_common(evaluate)
+    evaluate.set_defaults(func=_run_rv_evaluate)
+
+
+def _add_rv_common(parser: argparse.ArgumentParser) -> None:
+    """Options shared by the rv commands."""
+    parser.add_argument("--jitter", metavar="VALUES",
+                        help="jitter added to the uncertainties in quadrature: label=value,... "
+                        "or one number for every instrument")
+    parser.add_argument("--precision", choices=("mixed", "fp64", "fp32"), default="mixed",
+                        help="mixed (default: phase in double, the rest in single), fp64, fp32")
+    parser.add_argument("--device", help="device selection (as CLPERIOD_DEVICE)")
 
 
 _COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
@@ -381,7 +670,18 @@ _COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
     _add_lombscargle,
     _add_supersmoother,
     _add_singlepulse,
+    _add_rv,
 )
+
+
+def _version() -> str:
+    """The installed clperiod version (without importing the package and pyopencl)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("clperiod")
+    except PackageNotFoundError:
+        return "0+unknown"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -390,6 +690,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="clperiod",
         description="Period searches and time-domain kernels on any OpenCL device.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for add_command in _COMMANDS:
         add_command(subparsers)

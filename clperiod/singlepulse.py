@@ -52,7 +52,10 @@ FULL_WIDTHS = 32        # widths at full resolution in the DIT plan
 DIT_WIDTHS = (17, 32)   # decimated widths of each DIT level
 FULL_PLAN_MAX = 512     # largest max_width of plan="full" (local memory)
 LOCAL_SIZE = 128
-PER_ITEM = 8
+PER_ITEM = 8            # autocovariance terms per work-item
+BOX_PER_ITEM = 16       # boxcar starts per work-item and sub-tile
+BOX_TILES = (4, 2, 1)   # boxcar sub-tiles per work-group: the most that fit
+                        # in local memory (4: 8192 starts, 37 KiB)
 CLIP_SIGMA = 3.0
 CLIP_ITERATIONS = 3
 STAT_BLOCK = 1 << 16   # samples per work-group of row_moments; chunks are
@@ -187,7 +190,16 @@ class _Device:
         names = ("row_moments", "decimate", "autocovariance", "boxcar")
         return dict(zip(names, kernels.get_kernels(
             self.context, "singlepulse", names, raw=raw, wmax=wmax, wmin=wmin,
-            local_size=LOCAL_SIZE, per_item=PER_ITEM)))
+            local_size=LOCAL_SIZE, per_item=PER_ITEM, box_per_item=BOX_PER_ITEM,
+            box_tiles=self.box_tiles(wmax))))
+
+    def box_tiles(self, wmax: int) -> int:
+        """Boxcar sub-tiles per work-group whose samples fit in local memory."""
+        for tiles in BOX_TILES:
+            span = LOCAL_SIZE * BOX_PER_ITEM * tiles + _round_up(wmax, 4)
+            if 4 * (span + span // 8 + 4 + wmax) <= 3 * self.info.local_mem // 4:
+                return tiles
+        return BOX_TILES[-1]
 
 
 @dataclass
@@ -578,14 +590,16 @@ class _Runner:
         queue, ctx = self.dev.queue, self.dev.context
         program = self.raw if lv.level == 0 else self.deep[lv.level]
         source = [buf, self._mean, self._inv_std] if lv.level == 0 else [buf]
-        tiles = max(1, -(-own // (LOCAL_SIZE * PER_ITEM)))
+        cover = LOCAL_SIZE * BOX_PER_ITEM * self.dev.box_tiles(lv.wmax)  # starts per group
+        groups = max(1, -(-own // cover))
+        stride = self._strides[lv.level]
         count = cl_array.zeros(queue, 1, np.int32)
         outs = [cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, capacity * size) for size in (4, 8, 4, 4)]
-        program["boxcar"](queue, (tiles * LOCAL_SIZE, self.n_dm), (LOCAL_SIZE, 1), *source,
-                          np.int64(self._strides[lv.level]), np.int32(n), np.int32(0),
+        program["boxcar"](queue, (groups * LOCAL_SIZE, self.n_dm), (LOCAL_SIZE, 1), *source,
+                          np.int64(stride), np.int32(n), np.int32(0),
                           np.int32(own), self.inv_sigma[lv.level], np.float32(threshold),
-                          np.int32(lv.scale), np.int64(offset), count.data,
-                          np.int32(capacity), *outs)
+                          np.int32(lv.scale), np.int64(offset), np.int32(stride % 4 == 0),
+                          count.data, np.int32(capacity), *outs)
         return count, capacity, outs
 
     def _fetch(self, outs, found: int) -> list[np.ndarray]:

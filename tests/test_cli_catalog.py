@@ -75,13 +75,34 @@ def test_options_reach_the_search(tmp_path, capsys, monkeypatch):
                                       "precision": "fp64", "top_k": 1, "variant": "single_pass"}
     assert seen["search"].grid == pipeline.AutoGrid(2.0, 5.0, None, 5.0)
     assert seen["progress"] is False
+    _cli(capsys, "supersmoother", STRIPE82, "--no-periodic", "--max-period", 4, "--min-period",
+         0.25, "--nf", 100)
+    assert seen["search"].options["periodic"] is False
+    assert seen["search"].grid == clperiod.FrequencyGrid.from_range(0.25, 4.0, 100)
+    _cli(capsys, "lombscargle", STRIPE82, "--no-fit-mean", "--center-data", "--max-period", 2)
+    assert seen["search"].options["fit_mean"] is False
+    assert seen["search"].options["center_data"] is True
+    assert seen["search"].grid == pipeline.AutoGrid(5, 5, 0.5, None)
+
+
+def test_version_and_mutually_exclusive_bounds(capsys):
+    from importlib.metadata import version
+
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["--version"])
+    assert stop.value.code == 0 and capsys.readouterr().out == f"clperiod {version('clperiod')}\n"
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["lombscargle", STRIPE82, "--fmax", "2", "--min-period", "0.5"])
+    assert stop.value.code == 2
+    assert "--min-period: not allowed with argument --fmax" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--nf", "10", "--fmin", "1"], "--nf needs --fmin and one of --fmax or --df"),
-        (["--nf", "10", "--fmin", "1", "--fmax", "2", "--df", "0.1"], "one of --fmax or --df"),
+        (["--nf", "10", "--fmin", "1"], r"--nf needs --fmin \(or --max-period\) and one of"),
+        (["--nf", "10", "--fmin", "1", "--fmax", "2", "--df", "0.1"], "one of --fmax"),
+        (["--nf", "10", "--fmin", "1", "--min-period", "0"], "--min-period must be > 0"),
         (["--df", "0.1"], "--df needs --fmin and --nf"),
         (["--t-col", "mjd"], r"no column\(s\) \['mjd'\]"),
         (["-o", STRIPE82], "would overwrite the input"),
