@@ -93,8 +93,9 @@ def catalog_from_dataframe(
         fields = {"t": t_col, "y": y_col} | ({"dy": dy_col} if dy_col else {})
         return nested_to_catalog(ids, nested, fields, nan_policy=nan_policy,
                                  where=f"DataFrame column {nested_col!r}")
-    ids = _frame_column(frame, id_col).to_numpy()
     labels = frame.index
+    series = _frame_column(frame, id_col)
+    ids = _present_ids(series.to_numpy(), series.isna().to_numpy(), id_col, labels)
     columns = {}
     for name, col in (("t", t_col), ("y", y_col), ("dy", dy_col)):
         if col is None:
@@ -147,7 +148,11 @@ def catalog_from_table(
     """
     names = list(table.colnames)
     require_columns([c for c in (id_col, t_col, y_col, dy_col) if c is not None], names)
-    ids = np.asarray(_unmasked(table[id_col], fill=None))
+    ids = np.asarray(table[id_col])  # masked entries hold some value: check the mask
+    missing = np.ma.getmaskarray(table[id_col])
+    if ids.dtype.kind == "f":
+        missing = missing | np.isnan(ids)
+    ids = _present_ids(ids, missing, id_col, range(len(table)))
     columns = {"t": _table_times(table[t_col], t_col, time_scale)}
     y_unit = _unit(table[y_col])
     columns["y"] = _plain(table[y_col], y_col)
@@ -172,6 +177,20 @@ def require_columns(names: list[str], found: list[str], where: str = "the table"
     absent = [name for name in names if name not in found]
     if absent:
         raise ValueError(f"no column(s) {absent} in {where}; it has columns {found}")
+
+
+def _present_ids(ids: np.ndarray, missing: np.ndarray, name: str, labels: Any) -> np.ndarray:
+    """``ids``, or a ValueError naming the first row whose id is ``missing``."""
+    if missing.any():
+        row = int(np.argmax(missing))
+        raise ValueError(f"column {name!r}, row {_label(labels, row)!r}: missing object id")
+    return ids
+
+
+def _label(labels: Any, row: int) -> Any:
+    """The label of a row as a plain Python value."""
+    label = labels[row]
+    return label.item() if isinstance(label, np.generic) else label
 
 
 def _long_catalog(ids: np.ndarray, columns: dict[str, np.ndarray], sort: bool,
@@ -211,7 +230,7 @@ def _numbers(series: Any, name: str, labels: Any, times: bool) -> np.ndarray:
         bad = np.flatnonzero(numbers.isna().to_numpy() & series.notna().to_numpy())
         if bad.size:
             row = int(bad[0])
-            raise ValueError(f"column {name!r}, row {labels[row]!r}: "
+            raise ValueError(f"column {name!r}, row {_label(labels, row)!r}: "
                              f"{series.iloc[row]!r} is not a number")
         series = numbers
     return series.to_numpy(dtype=np.float64, na_value=np.nan)
@@ -235,16 +254,14 @@ def _unit(column: Any) -> Any:
     return getattr(column, "unit", None)
 
 
-def _unmasked(column: Any, fill: Any = np.nan) -> Any:
-    """The data of a (possibly masked) column, masked entries filled (ints become floats)."""
+def _unmasked(column: Any) -> Any:
+    """The data of a (possibly masked) column, masked entries NaN (ints become floats)."""
     mask = getattr(column, "mask", None)
     if mask is None or not np.any(mask):
         return column
-    if fill is None:
-        raise ValueError(f"column {column.info.name!r} has masked (missing) entries")
     if column.dtype.kind in "iub":
         column = column.astype(np.float64)
-    return column.filled(fill)
+    return column.filled(np.nan)
 
 
 def _plain(column: Any, name: str) -> np.ndarray:

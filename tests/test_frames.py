@@ -60,6 +60,18 @@ def test_dataframe_errors_name_column_and_row():
         catalog_from_dataframe(frame, "oid", "mjd", "flag")
 
 
+@pytest.mark.parametrize("ids", [[7, 7, None, 3, 3], ["a", "a", None, "b", "b"],
+                                 pd.array([7, 7, None, 3, 3], dtype="Int64"),
+                                 [7.0, 7.0, np.nan, 3.0, 3.0]])
+def test_missing_ids_name_the_row(ids):
+    frame = _frame().assign(oid=ids).set_axis([10, 11, 12, 13, 14])
+    with pytest.raises(ValueError, match=r"column 'oid', row 12: missing object id"):
+        catalog_from_dataframe(frame, "oid", "mjd", "mag")
+    table = Table.from_pandas(_frame().assign(oid=[7.0, 7.0, np.nan, 3.0, 3.0]))
+    with pytest.raises(ValueError, match=r"column 'oid', row 2: missing object id"):
+        catalog_from_table(table, "oid", "mjd", "mag")
+
+
 def test_dataframe_nested_arrow_column():
     lc = pa.array([[{"t": 1.0, "y": 2.0}, {"t": 2.0, "y": 3.0}], None, [{"t": 5.0, "y": 1.0}]],
                   type=pa.list_(pa.struct([("t", pa.float64()), ("y", pa.float64())])))
@@ -123,7 +135,7 @@ def test_table_masked_entries_and_timeseries():
         catalog_from_table(table)
     assert catalog_from_table(table, nan_policy="omit").y.tolist() == [1.0, 3.0]
     table["id"] = MaskedColumn([1, 1, 1], mask=[False, False, True])
-    with pytest.raises(ValueError, match="'id' has masked"):
+    with pytest.raises(ValueError, match="column 'id', row 2: missing object id"):
         catalog_from_table(table)
     series = TimeSeries(time=Time([59000.0, 59001.0], format="mjd", scale="tdb"),
                         data={"id": [5, 5], "flux": [1.0, 2.0]})
