@@ -5,8 +5,10 @@
 >>> table = out.compute()                                     # doctest: +SKIP
 
 Every partition of the input becomes one :class:`~clperiod.catalog.Catalog`
-and one batched search on the worker that computes it, on that worker's own
-device (:func:`clperiod.distributed.worker_device`). The output is a Dask
+(by :func:`clperiod.frames.catalog_from_dataframe`, so partitions get the
+column types and checks of DataFrames) and one batched search on the worker
+that computes it, on that worker's own device
+(:func:`clperiod.distributed.worker_device`). The output is a Dask
 DataFrame with one row per object and the columns of
 :func:`clperiod.tables.result_columns`.
 
@@ -17,9 +19,9 @@ Two input layouts are read:
   be contiguous there; ``ddf.set_index("id")`` guarantees both.
 * nested (LSDB, nested-pandas): one row per object, with an id column (or
   index) and a pyarrow ``list<struct<t, y[, dy]>>`` column of observations.
-  The list lengths (pyarrow compute on the list offsets) give the catalog
-  offsets, so a partition is converted without a Python loop over objects. A null or empty list is
-  an object with no points (status TOO_FEW_POINTS).
+  The offsets of the Arrow list array are the catalog's offsets, so a
+  partition is converted without a Python loop over objects. A null or empty
+  list is an object with no points (status TOO_FEW_POINTS).
 
 Exactly once: an object whose rows are not contiguous within a partition, or
 that appears twice in a nested partition, raises a ValueError naming it. An
@@ -42,8 +44,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .catalog import NAN_POLICIES, Catalog
+from .catalog import NAN_POLICIES
+from .catalog_formats import struct_fields
+from .chunking import show_id
 from .distributed import worker_device
+from .frames import catalog_from_dataframe
 from .grid import FrequencyGrid
 from .host import check_top_k
 from .lombscargle import MAX_TOP_K as _LS_MAX_TOP_K
@@ -294,8 +299,8 @@ def _search_partition(
         return meta.copy()
     number = partition_info["number"] if partition_info is not None else 0
     try:
-        catalog = _nested_catalog(frame, layout, nan_policy) if layout.nested_col else \
-            _long_catalog(frame, layout, nan_policy)
+        catalog = catalog_from_dataframe(frame, layout.id_col, *layout.fields,
+                                         nested_col=layout.nested_col, nan_policy=nan_policy)
     except (TypeError, ValueError) as error:
         raise type(error)(f"partition {number}: {error}") from error
     result = search(catalog, grid, device=worker_device() if device is None else device,
@@ -325,7 +330,7 @@ def _count_unique(tagged: pd.DataFrame, id_col: str) -> int:
         object_id = tagged["id"].to_numpy()[repeated][0]
         where = tagged["partition"].to_numpy()[repeated & (tagged["id"] == object_id).to_numpy()]
         raise ValueError(
-            f"object id {_show(object_id)} appears in partitions {sorted(set(where.tolist()))}: "
+            f"object id {show_id(object_id)} appears in partitions {sorted(set(where.tolist()))}: "
             "the rows of one object must lie in one partition; partition the frame by id, "
             f"e.g. ddf.set_index({id_col!r})"
         )
@@ -337,47 +342,7 @@ def _after_check(results: pd.DataFrame, n_objects: int) -> pd.DataFrame:
     return results
 
 
-# ---------------------------------------------------------------------- partitions -> catalogs
-
-
-def _ids(frame: pd.DataFrame, layout: _Layout) -> np.ndarray:
-    ids = frame.index if layout.id_in_index else frame[layout.id_col]
-    missing = np.asarray(ids.isna())
-    if missing.any():
-        raise ValueError(f"missing object id in row {int(np.argmax(missing))}")
-    return ids.to_numpy()
-
-
-def _long_catalog(frame: pd.DataFrame, layout: _Layout, nan_policy: str) -> Catalog:
-    columns = [_real(frame[name]) for name in layout.fields]
-    return Catalog.from_arrays(_ids(frame, layout), *columns, nan_policy=nan_policy)
-
-
-def _real(series: pd.Series) -> np.ndarray:
-    """A numeric column as float64 with NaN for missing values (others unchanged,
-    for the catalog to reject)."""
-    from pandas.api.types import is_bool_dtype, is_numeric_dtype
-
-    if is_numeric_dtype(series.dtype) and not is_bool_dtype(series.dtype):
-        return series.to_numpy(dtype=np.float64, na_value=np.nan)
-    return series.to_numpy()
-
-
-def _nested_catalog(frame: pd.DataFrame, layout: _Layout, nan_policy: str) -> Catalog:
-    """The catalog of a nested partition: the list lengths give the offsets."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    lists = pa.array(frame[layout.nested_col])
-    if isinstance(lists, pa.ChunkedArray):
-        lists = lists.combine_chunks()
-    _check_nested_type(lists.type, layout.nested_col, layout.fields)
-    lengths = pc.list_value_length(lists).fill_null(0).to_numpy()
-    points = lists.flatten()
-    columns = [pc.struct_field(points, name).to_numpy(zero_copy_only=False)
-               for name in layout.fields]  # nulls become NaN (numbers, checked above)
-    offsets = np.concatenate(([0], np.cumsum(lengths, dtype=np.int64)))
-    return Catalog.from_offsets(_ids(frame, layout), offsets, *columns, nan_policy=nan_policy)
+# ---------------------------------------------------------------------- checks
 
 
 def _check_nested_dtype(dtype: Any, name: str, fields: tuple[str, ...]) -> None:
@@ -395,18 +360,13 @@ def _check_nested_dtype(dtype: Any, name: str, fields: tuple[str, ...]) -> None:
 def _check_nested_type(pa_type: Any, name: str, fields: tuple[str, ...]) -> None:
     import pyarrow as pa
 
-    is_list = pa.types.is_list(pa_type) or pa.types.is_large_list(pa_type)
-    if not (is_list and pa.types.is_struct(pa_type.value_type)):
+    present = struct_fields(pa_type)
+    if present is None:
         raise ValueError(f"column {name!r} must hold list<struct<...>> values, got {pa_type}")
     struct = pa_type.value_type
-    present = [struct.field(i).name for i in range(struct.num_fields)]
     for field in fields:
         if field not in present:
             raise ValueError(f"column {name!r} has no field {field!r} (fields: {present})")
         kind = struct.field(field).type
         if not (pa.types.is_floating(kind) or pa.types.is_integer(kind)):
             raise TypeError(f"field {field!r} of column {name!r} must be numbers, got {kind}")
-
-
-def _show(object_id: Any) -> str:
-    return repr(object_id.item() if isinstance(object_id, np.generic) else object_id)

@@ -81,27 +81,23 @@ def catalog_from_dataframe(
         is not a number (named by column and row label), or the checks of
         :class:`Catalog`.
     """
-    if nested_col is not None:
-        from .catalog_files import nested_to_catalog
-
-        ids = _frame_column(frame, id_col).to_numpy()
-        if nested_col not in frame.columns:
-            require_columns([nested_col], list(frame.columns))
-        import pyarrow as pa
-
-        nested = pa.array(frame[nested_col])
-        fields = {"t": t_col, "y": y_col} | ({"dy": dy_col} if dy_col else {})
-        return nested_to_catalog(ids, nested, fields, nan_policy=nan_policy,
-                                 where=f"DataFrame column {nested_col!r}")
     labels = frame.index
     series = _frame_column(frame, id_col)
     ids = _present_ids(series.to_numpy(), series.isna().to_numpy(), id_col, labels)
+    if nested_col is not None:
+        import pyarrow as pa
+
+        from .catalog_files import nested_to_catalog
+
+        require_columns([nested_col], list(frame.columns))
+        fields = {"t": t_col, "y": y_col} | ({"dy": dy_col} if dy_col else {})
+        return nested_to_catalog(ids, pa.array(frame[nested_col]), fields, nan_policy=nan_policy,
+                                 where=f"DataFrame column {nested_col!r}")
     columns = {}
     for name, col in (("t", t_col), ("y", y_col), ("dy", dy_col)):
         if col is None:
             continue
-        series = _frame_column(frame, col)
-        columns[name] = _numbers(series, col, labels, times=name == "t")
+        columns[name] = _numbers(_frame_column(frame, col), col, labels, times=name == "t")
     return _long_catalog(ids, columns, sort, nan_policy)
 
 

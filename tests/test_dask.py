@@ -180,13 +180,27 @@ def test_noncontiguous_rows_are_reported(long_table) -> None:
         out.compute(scheduler="sync")
 
 
+def test_partitions_take_the_column_types_of_dataframes(long_table) -> None:
+    """Datetime times become MJD, as in clperiod.frames; a missing id is named."""
+    head = long_table.iloc[:200]
+    dated = head.assign(t=pd.Timestamp("1858-11-17") + pd.to_timedelta(head["t"], unit="D"))
+    out = clperiod.dask.lombscargle(dd.from_pandas(dated, npartitions=1), GRID, dy_col="dy")
+    expected = clperiod.dask.lombscargle(dd.from_pandas(head, npartitions=1), GRID, dy_col="dy")
+    got, want = out.compute(scheduler="sync"), expected.compute(scheduler="sync")
+    np.testing.assert_allclose(got["period"], want["period"], rtol=1e-9)
+    missing = head.astype({"id": "Int64"}).assign(id=lambda f: f["id"].mask(f.index == 7))
+    out = clperiod.dask.lombscargle(dd.from_pandas(missing, npartitions=1), GRID, dy_col="dy")
+    with pytest.raises(ValueError, match=r"partition 0: column 'id', row 7: missing object id"):
+        out.compute(scheduler="sync")
+
+
 def test_nested_duplicate_id_is_reported(catalog) -> None:
     frame, _ = nested_table(catalog)
     frame.loc[5, "id"] = frame.loc[2, "id"]
     out = clperiod.dask.lombscargle(dd.from_pandas(frame, npartitions=1), GRID,
                                     nested_col="lc", dy_col="dy", nan_policy="omit")
-    with pytest.raises(ValueError, match=rf"partition 0: duplicate object id "
-                                         rf"'{frame.loc[2, 'id']}' \(objects 2 and 5\)"):
+    with pytest.raises(ValueError, match=rf"partition 0: DataFrame column 'lc': object id "
+                                         rf"'{frame.loc[2, 'id']}' at row 5 repeats row 2"):
         out.compute(scheduler="sync")
 
 
