@@ -34,8 +34,8 @@ MIN_READ_ROWS = 1 << 14
 #: rows are read; pyarrow's default pre-buffering would read whole row
 #: groups, or the whole file, at once).
 PARQUET_BUFFER = 1 << 20
-#: Text compressions known by suffix.
-_COMPRESSIONS = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz"}
+#: Text compressions known by suffix (pandas' names).
+COMPRESSIONS = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz"}
 _OPENERS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
 
 
@@ -65,7 +65,7 @@ def csv_blocks(path: Path, layout: str, roles: dict[str, str], delimiter: str,
     # many fields instead of silently cutting them; index_col=False stops it
     # from taking the first column as an index (csv_header checked row 0).
     options |= {"sep": delimiter, "skipinitialspace": True, "index_col": False,
-                "compression": _COMPRESSIONS.get(path.suffix.lower())}
+                "compression": COMPRESSIONS.get(path.suffix.lower())}
     id_kind = _csv_id_kind(path, options, roles["id"], rows)
     if id_kind == "text":
         options["dtype"] = {roles["id"]: str}
@@ -81,7 +81,7 @@ def csv_blocks(path: Path, layout: str, roles: dict[str, str], delimiter: str,
                 yield long_block(ids, columns, row)
                 row += len(frame)
     except (pd.errors.ParserError, UnicodeDecodeError) as error:
-        raise ValueError(f"{path}: {error}") from None
+        raise ValueError(f"{path}: {str(error).strip()}") from None
 
 
 def _csv_id_kind(path: Path, options: dict[str, Any], id_col: str, rows: int) -> str:
@@ -91,7 +91,7 @@ def _csv_id_kind(path: Path, options: dict[str, Any], id_col: str, rows: int) ->
     try:
         ids = pd.read_csv(path, nrows=rows, usecols=[id_col], **options)[id_col]
     except (pd.errors.ParserError, UnicodeDecodeError) as error:
-        raise ValueError(f"{path}: {error}") from None
+        raise ValueError(f"{path}: {str(error).strip()}") from None
     if not pd.api.types.is_integer_dtype(ids.dtype):
         return "text"
     return "uint64" if ids.dtype == np.uint64 else "int64"

@@ -237,8 +237,13 @@ def _search_output(args: argparse.Namespace) -> Path:
     """-o, else the input's name with ``.<algorithm>.parquet`` in place of its suffix."""
     if args.output is not None:
         return Path(args.output)
+    from clperiod.catalog_formats import COMPRESSIONS
+
     source = Path(args.input)
-    stem = source.name.removesuffix(".gz").rsplit(".", 1)[0]
+    name = source.name
+    if source.suffix.lower() in COMPRESSIONS:
+        name = name[: -len(source.suffix)]
+    stem = name.rsplit(".", 1)[0]
     return source.with_name(f"{stem}.{args.command}.parquet")
 
 

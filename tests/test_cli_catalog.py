@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bz2
 import os
 import re
 import signal
@@ -83,6 +84,9 @@ def test_options_reach_the_search(tmp_path, capsys, monkeypatch):
     assert seen["search"].options["fit_mean"] is False
     assert seen["search"].options["center_data"] is True
     assert seen["search"].grid == pipeline.AutoGrid(5, 5, 0.5, None)
+    (tmp_path / "lc.csv.bz2").write_bytes(bz2.compress(b"id,t,y\n1,0,0\n"))
+    _cli(capsys, "lombscargle", tmp_path / "lc.csv.bz2")
+    assert seen["output"] == tmp_path / "lc.lombscargle.parquet"
 
 
 def test_version_and_mutually_exclusive_bounds(capsys):
