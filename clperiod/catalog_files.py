@@ -6,15 +6,17 @@ Layouts (``layout=``; ``"auto"`` picks one from the suffix and the content):
   observation per line, ``objId, t, y`` or ``objId, t, y, dy`` (comma and
   optional spaces; ``#`` comment lines and blank lines skipped). Its columns
   are called ``id``, ``t``, ``y`` and ``dy``.
-* ``"csv"``: long format with a header line, one row per observation.
+* ``"csv"``: long format with a header line, one row per observation
+  (blank and ``#`` comment lines before the header are skipped).
 * ``"parquet"``: long format Parquet.
 * ``"nested-parquet"``: one row per object, an id column and a
   ``list<struct>`` column whose struct fields hold the observations (the
   nested-pandas / LSDB layout). The ragged offsets come straight from the
   Arrow list array.
 
-CSV is parsed with pandas (``.gz`` and other compressions by suffix) and
-Parquet with pyarrow: ``pip install clperiod[catalog]``.
+CSV is parsed with pandas (``.gz``, ``.bz2`` and ``.xz`` files decompressed
+on the fly) and Parquet with pyarrow, page by page (never a whole row group
+at once): ``pip install clperiod[catalog]``.
 
 **Chunks.** :class:`CatalogReader` yields :class:`CatalogChunk` objects: whole
 objects, at most ``chunk_rows`` observations and at most ``chunk_objects``
@@ -26,15 +28,17 @@ chunk.
 
 **Checks.** Errors name the file and the row. Rows are counted from 0 in the
 order of the data (a header line, comment and blank lines not counted; for
-nested files a row is an object). Checked: missing columns, values that are
-not numbers, missing ids, non-finite values (``nan_policy="raise"``; ``"omit"``
+nested files a row is an object). Checked: missing columns, a first data
+row with more fields than the header, values that are not numbers, missing
+ids, non-finite values (``nan_policy="raise"``; ``"omit"``
 drops those rows), ``dy <= 0``, and ids that appear twice: an id whose rows
 start again after another object (long layouts: rows of one object must be
 contiguous) or a repeated row id (nested), within and across chunks.
 
-**Types.** Ids are integers (int64) or text for the whole file: Parquet by the
-column type, CSV by the ids of the first read block. Times may be numbers or
-timestamps (converted to MJD, see :mod:`clperiod.frames`).
+**Types.** Ids are integers (int64, or uint64 for ids beyond int64) or text
+for the whole file: Parquet by the column type, CSV by the ids of the first
+read block. Times may be numbers or timestamps (converted to MJD, see
+:mod:`clperiod.frames`).
 """
 
 from __future__ import annotations
@@ -63,7 +67,6 @@ __all__ = [
 LAYOUTS = ("lightcurve-csv", "csv", "parquet", "nested-parquet")
 #: Default largest number of observations per chunk.
 DEFAULT_CHUNK_ROWS = 1_000_000
-_PARQUET_SUFFIXES = (".parquet", ".pq")
 
 
 @dataclass(frozen=True)
@@ -283,7 +286,7 @@ class CatalogReader:
 
     # ------------------------------------------------------------------ layout
     def _detect_layout(self, t_col: str) -> str:
-        if self.path.suffix.lower() in _PARQUET_SUFFIXES:
+        if self.path.suffix.lower() in formats.PARQUET_SUFFIXES:
             schema = formats.parquet_schema(self.path)
             if self.nested_col is not None:
                 return "nested-parquet"

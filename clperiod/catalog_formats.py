@@ -34,6 +34,8 @@ MIN_READ_ROWS = 1 << 14
 #: rows are read; pyarrow's default pre-buffering would read whole row
 #: groups, or the whole file, at once).
 PARQUET_BUFFER = 1 << 20
+#: Suffixes of Parquet files.
+PARQUET_SUFFIXES = (".parquet", ".pq")
 #: Text compressions known by suffix (pandas' names).
 COMPRESSIONS = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz"}
 _OPENERS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}

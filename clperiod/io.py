@@ -34,7 +34,13 @@ import numpy as np
 
 from .catalog import Catalog
 from .catalog_files import CatalogReader, open_catalog
-from .catalog_formats import csv_header, first_fields, leading_record, open_text
+from .catalog_formats import (
+    PARQUET_SUFFIXES,
+    csv_header,
+    first_fields,
+    leading_record,
+    open_text,
+)
 from .frames import catalog_from_dataframe, catalog_from_table, require_columns
 from .results_files import write_periodograms, write_results
 
@@ -70,7 +76,6 @@ RV_EXAMPLES: dict[str, str] = {
     "k2-24": "epic203771098.csv",
 }
 
-_PARQUET_SUFFIXES = (".parquet", ".pq")
 
 
 def example_path(name: str) -> Path:
@@ -206,7 +211,7 @@ def read_catalog(
     """
     path = Path(path)
     names = [id_col, t_col, y_col] + ([dy_col] if dy_col is not None else [])
-    if path.suffix.lower() in _PARQUET_SUFFIXES:
+    if path.suffix.lower() in PARQUET_SUFFIXES:
         columns = _read_parquet(path, names)
     else:
         columns = _read_csv(path, names, delimiter)
