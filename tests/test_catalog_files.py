@@ -302,6 +302,27 @@ def test_chunks_do_not_depend_on_read_blocks(lengths, cuts, chunk_rows, chunk_ob
             assert more_rows > chunk_rows or len(ids) == chunk_objects
 
 
+def test_an_object_of_many_blocks_is_copied_once(monkeypatch):
+    """Blocks are joined when a chunk is cut, not one by one (that copied n^2 / 2 rows)."""
+    from clperiod import chunking
+
+    copied = []
+    join = chunking._join
+
+    def counting(blocks):
+        if len(blocks) > 1:
+            copied.append(sum(int(b.offsets[-1]) for b in blocks))
+        return join(blocks)
+
+    monkeypatch.setattr(chunking, "_join", counting)
+    lengths = [3, 5000, 4]  # the long object arrives in 500 blocks of 10 rows
+    blocks = _blocks(lengths, list(range(0, 5007, 10)), rows_are_objects=False)
+    assert len(blocks) > 500
+    chunks = _chunk(blocks, 100, None, rows_are_objects=False)
+    assert [ids for ids, _, _ in chunks] == [[1], [4], [7]]
+    assert sum(copied) <= 2 * sum(lengths)
+
+
 def test_chunks_of_a_file_are_the_same_for_any_read_size(tmp_path, monkeypatch):
     cat = _stripe82(20)
     pq.write_table(_long_table(cat), tmp_path / "a.parquet", row_group_size=64)
