@@ -103,11 +103,8 @@ __kernel void row_moments(
     const int clip,                    // 0: all finite samples; 1: clipped
     __global const float *restrict clip_mean,
     __global const float *restrict clip_half_width,
-    __global float *restrict out_count,
-    __global float *restrict out_mean,
-    __global float *restrict out_m2,
-    __global int *restrict out_bad,    // non-finite samples per (row, group)
-    __global float *restrict out_shift)   // x0: out_mean is relative to it
+    __global float *restrict out)      // [5][row][group]: count, mean (relative
+                                       // to x0), M2, non-finite samples, x0
 {
     const int row = get_global_id(1);
     const int lid = get_local_id(0);
@@ -161,12 +158,13 @@ __kernel void row_moments(
         barrier(CLK_LOCAL_MEM_FENCE);
     }
     if (lid == 0) {
-        const int k = row * get_num_groups(0) + group;
-        out_count[k] = l_cnt[0];
-        out_mean[k] = l_mu[0];
-        out_shift[k] = x0;
-        out_m2[k] = l_m2[0];
-        out_bad[k] = l_bad[0];
+        const int total = get_num_groups(0) * get_global_size(1);
+        __global float *o = out + row * get_num_groups(0) + group;
+        o[0] = l_cnt[0];
+        o[total] = l_mu[0];
+        o[2 * total] = l_m2[0];
+        o[3 * total] = l_bad[0];   // exact: at most `block` samples
+        o[4 * total] = x0;
     }
 }
 

@@ -35,9 +35,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
+from pyopencl.tools import ImmediateAllocator, MemoryPool
 
 from . import clustering, kernels
-from .device import DeviceInfo, get_context, get_queue, select_devices, upload
+from .device import DeviceInfo, get_context, get_queue, select_devices
 
 __all__ = ["CANDIDATE_DTYPE", "Candidates", "Level", "RowStatus", "SearchInfo", "boxcar_plan",
            "search"]
@@ -132,7 +133,7 @@ class SearchInfo:
     row_status: np.ndarray
     masked: np.ndarray  # non-finite samples per row
     plan: tuple[Level, ...]
-    noise: dict[int, np.ndarray]  # level -> (n_dm, wmax) noise of the boxcar sums of z
+    noise: dict[int, np.ndarray]  # level -> (n_dm, wmax) noise of the boxcar sums of z (float32)
     snr_mode: str
     robust: bool
     threshold: float
@@ -179,12 +180,33 @@ def _merge_moments(count, mean, m2) -> tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
 class _Device:
-    """Programs, queue and the launch helpers on one device."""
+    """Programs, queue and device memory of one search on one device.
+
+    Device buffers come from a memory pool that lives as long as the search:
+    releasing a buffer that queued kernels still use waits for the device on
+    some drivers (NVIDIA's), which serialised the passes; the pool releases
+    everything once, at the end.
+    """
 
     def __init__(self, info: DeviceInfo) -> None:
         self.info = info
         self.context = get_context(info)
         self.queue = get_queue(info)
+        self.pool = MemoryPool(ImmediateAllocator(self.queue))
+        self._held: list[cl.Buffer] = []
+
+    def empty(self, nbytes: int) -> cl.MemoryObjectHolder:
+        """A device buffer of ``nbytes`` (at least 1) from the pool."""
+        return self.pool.allocate(max(1, nbytes))
+
+    def upload(self, array: np.ndarray) -> cl.Buffer:
+        """A device copy of ``array``, made at once (no wait for the queue)
+        and held until the search ends."""
+        array = np.ascontiguousarray(array if array.size else np.zeros(1, array.dtype))
+        buf = cl.Buffer(self.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
+                        hostbuf=array)
+        self._held.append(buf)
+        return buf
 
     def program(self, raw: bool, wmax: int, wmin: int) -> dict[str, cl.Kernel]:
         names = ("row_moments", "decimate", "autocovariance", "boxcar")
@@ -384,7 +406,7 @@ class _Runner:
                      for lv in levels[1:]}
         self.plain = dev.program(False, FULL_WIDTHS, 1)  # decimation below the DIT levels
         self._resident: tuple | None = None
-        self._no_clip = upload(dev.context, np.zeros(1, np.float32))  # unused clip arguments
+        self._no_clip = dev.upload(np.zeros(1, np.float32))  # unused clip arguments
         self._by_level = {lv.level: lv for lv in levels}
         # series needed: the plan's levels and, for "approx", those decimated
         # by the widest boxcar of each level (its measured noise)
@@ -399,7 +421,7 @@ class _Runner:
         host = np.ascontiguousarray(self.rows[:, c.lo:c.end], dtype=np.float32)
         # a plain copy into a new buffer: creating a buffer from host memory
         # (COPY_HOST_PTR) ran at 1.6 GB/s on the H100, enqueue_copy at 9.8 GB/s
-        buf = cl.Buffer(self.dev.context, cl.mem_flags.READ_ONLY, host.nbytes)
+        buf = self.dev.empty(host.nbytes)
         cl.enqueue_copy(self.dev.queue, buf, host)
         return buf, c.end - c.lo
 
@@ -417,7 +439,7 @@ class _Runner:
             src, n_src, src_stride = series[prev]
             factor = 1 << (k - prev)
             n_out = n_src // factor
-            out = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, max(1, self.n_dm * n_out) * 4)
+            out = self.dev.empty(self.n_dm * n_out * 4)
             program = self.raw if prev == 0 else self.plain
             args = [src, self._mean, self._inv_std] if prev == 0 else [src]
             if n_out:
@@ -451,34 +473,33 @@ class _Runner:
         ``x``'s first ``n`` samples per row and the non-finite count per row;
         returns a function that waits for them (so several series can be
         enqueued before one wait)."""
-        queue, ctx = self.dev.queue, self.dev.context
+        queue = self.dev.queue
         groups = max(1, -(-n // block))
         size = self.n_dm * groups
-        outs = [cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, size * 4) for _ in range(5)]
+        out = self.dev.empty(5 * size * 4)   # count, mean, M2, bad, shift
         if clip is None:
             clip_args = [self._no_clip] * 2
         else:
-            clip_args = [upload(self.dev.context, clip[0]), upload(self.dev.context, clip[1])]
+            clip_args = [self.dev.upload(clip[0]), self.dev.upload(clip[1])]
         self.raw["row_moments"](queue, (groups * LOCAL_SIZE, self.n_dm), (LOCAL_SIZE, 1),
                                 x, np.int64(stride), np.int32(n), np.int32(block),
-                                np.int32(clip is not None), *clip_args, *outs)
-        host = ([np.empty(size, np.float32) for _ in range(3)] + [np.empty(size, np.int32)]
-                + [np.empty(size, np.float32)])
-        for h, o in zip(host, outs):
-            cl.enqueue_copy(queue, h, o, is_blocking=False)
+                                np.int32(clip is not None), *clip_args, out)
+        host = np.empty((5, self.n_dm, groups), np.float32)
+        copied = cl.enqueue_copy(queue, host, out, is_blocking=False)
 
         def wait():
-            queue.finish()
-            count, mean, m2, bad, shift = (h.reshape(self.n_dm, groups) for h in host)
-            return (count, shift.astype(np.float64) + mean, m2, bad.sum(axis=1))
+            copied.wait()
+            count, mean, m2, bad, shift = host
+            return (count, shift.astype(np.float64) + mean, m2,
+                    bad.sum(axis=1, dtype=np.int64))
 
         return wait
 
     def set_normalisation(self, mean, std, status) -> None:
         ok = status == RowStatus.OK
         inv = np.where(ok, 1.0 / np.where(ok, std, 1.0), 0.0)
-        self._mean = upload(self.dev.context, mean.astype(np.float32))
-        self._inv_std = upload(self.dev.context, inv.astype(np.float32))
+        self._mean = self.dev.upload(mean.astype(np.float32))
+        self._inv_std = self.dev.upload(inv.astype(np.float32))
         self._ok = ok
 
     # ----------------------------------------------------------------- noise
@@ -524,9 +545,10 @@ class _Runner:
                 sigma = _approx_sigma(self._level_std[lv.level], self._level_std[lv.level + m],
                                       lv.wmax, 1 << m)
             self.sigma[lv.level] = sigma
-            with np.errstate(divide="ignore", invalid="ignore"):
-                inv = np.where((sigma > 0) & self._ok[:, None], 1.0 / sigma, 0.0)
-            self.inv_sigma[lv.level] = upload(self.dev.context, inv.astype(np.float32))
+            inv = np.zeros(sigma.shape, np.float32)  # 0 where no noise or the row is not OK
+            np.divide(1.0, sigma, out=inv, where=(sigma > 0) & self._ok[:, None],
+                      casting="unsafe")
+            self.inv_sigma[lv.level] = self.dev.upload(inv)
 
     def _level_moments(self, parts, robust: bool) -> None:
         """Standard deviation of each needed level's series (clipped when
@@ -539,13 +561,20 @@ class _Runner:
             # every level and piece enqueued, then one wait
             pending = {k: [self._series_moments(buf, stride, own, STAT_BLOCK >> k, clip[k])
                            for buf, stride, own in pieces] for k, pieces in levels.items()}
-            for k, waits in pending.items():
-                got = [w() for w in waits]
-                total, mu, spread = _merge_moments(*(np.concatenate([g[i] for g in got], axis=1)
-                                                     for i in range(3)))
-                std = np.sqrt(spread / np.maximum(total, 1))
-                clip[k] = (mu.astype(np.float32), (CLIP_SIGMA * std).astype(np.float32))
-                self._level_std[k] = std
+            got = {k: [w() for w in waits] for k, waits in pending.items()}
+            # all levels merged at once: (count, mean, M2) x level x row x
+            # block, levels with fewer blocks padded with empty ones
+            blocks = max(sum(g[0].shape[1] for g in pieces) for pieces in got.values())
+            stacked = np.zeros((3, len(got), self.n_dm, blocks))
+            for j, pieces in enumerate(got.values()):
+                for i in range(3):
+                    part = np.concatenate([g[i] for g in pieces], axis=1)
+                    stacked[i, j, :, : part.shape[1]] = part
+            total, mu, spread = _merge_moments(*stacked)
+            std = np.sqrt(spread / np.maximum(total, 1))
+            for j, k in enumerate(got):
+                clip[k] = (mu[j].astype(np.float32), (CLIP_SIGMA * std[j]).astype(np.float32))
+                self._level_std[k] = std[j]
 
     def _autocovariance(self, lv: Level, buf: cl.Buffer, n: int, own: int) -> np.ndarray:
         """Per-segment sums of z[t] z[t + l]: ``(n_dm, segments, lags)``."""
@@ -553,7 +582,7 @@ class _Runner:
         program = self.raw if lv.level == 0 else self.deep[lv.level]
         segment = STAT_BLOCK >> lv.level  # level samples per work-group
         groups = max(1, -(-own // segment))
-        out = cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, self.n_dm * groups * FULL_WIDTHS * 4)
+        out = self.dev.empty(self.n_dm * groups * FULL_WIDTHS * 4)
         blocks = []
         source = [buf, self._mean, self._inv_std] if lv.level == 0 else [buf]
         for lag0 in range(0, _lags(lv), FULL_WIDTHS):
@@ -593,8 +622,8 @@ class _Runner:
         cover = LOCAL_SIZE * BOX_PER_ITEM * self.dev.box_tiles(lv.wmax)  # starts per group
         groups = max(1, -(-own // cover))
         stride = self._strides[lv.level]
-        count = cl_array.zeros(queue, 1, np.int32)
-        outs = [cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, capacity * size) for size in (4, 8, 4, 4)]
+        count = cl_array.zeros(queue, 1, np.int32, allocator=self.dev.pool)
+        outs = [self.dev.empty(capacity * size) for size in (4, 8, 4, 4)]
         program["boxcar"](queue, (groups * LOCAL_SIZE, self.n_dm), (LOCAL_SIZE, 1), *source,
                           np.int64(stride), np.int32(n), np.int32(0),
                           np.int32(own), self.inv_sigma[lv.level], np.float32(threshold),
@@ -638,7 +667,9 @@ def _approx_sigma(s1: np.ndarray, s_max: np.ndarray, wmax: int, n_max: int) -> n
     """Adamek & Armour eq. 5: the noise of widths 1..wmax, linear in N between
     sqrt(N) s1 and the measured noise ``s_max`` of the N = ``n_max`` boxcar."""
     w = np.arange(1, wmax + 1)
-    s1, s_max = s1[:, None], s_max[:, None]
-    if n_max == 1:
-        return np.sqrt(w) * s1
-    return np.sqrt(w) * s1 + (w - 1) / (n_max - 1) * (s_max - np.sqrt(n_max) * s1)
+    # float32, as the device uses it (the tables are n_dm x wmax per level)
+    sigma = np.multiply.outer(s1.astype(np.float32), np.sqrt(w, dtype=np.float32))
+    if n_max > 1:
+        slope = ((s_max - np.sqrt(n_max) * s1) / (n_max - 1)).astype(np.float32)
+        sigma += np.multiply.outer(slope, (w - 1).astype(np.float32))
+    return sigma
