@@ -294,6 +294,24 @@ def _run_search(args: argparse.Namespace) -> int:
 
 def _add_search_arguments(parser: argparse.ArgumentParser) -> None:
     """Input, grid, run and output options shared by the period searches."""
+    _add_input_arguments(parser)
+    _add_grid_arguments(parser)
+    _add_run_arguments(parser)
+    out = parser.add_argument_group("more output")
+    out.add_argument("--periodogram", metavar="FILE",
+                     help="also write every periodogram: .npy, .npz, .h5/.hdf5 or .parquet")
+    out.add_argument("--plot", metavar="DIR",
+                     help="write a figure per chosen object (periodogram, folded light curve)")
+    out.add_argument("--plot-ids", metavar="ID[,ID...]",
+                     help="objects to plot (default: the first 5 objects of INPUT)")
+    out.add_argument("--plot-format", default="png", help="figure format (default png)")
+    parser.set_defaults(func=_run_search)
+
+
+def _add_input_arguments(parser: argparse.ArgumentParser) -> None:
+    """The catalog file, its layout and columns, and the results file."""
+    from clperiod.catalog_files import LAYOUTS
+
     parser.add_argument("input", metavar="INPUT",
                         help="catalog file: objId, t, y[, dy] lines (the papers' layout), "
                         "long CSV or Parquet with a header, or nested Parquet")
@@ -303,8 +321,7 @@ def _add_search_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=("parquet", "csv"),
                         help="results format (default: from the suffix of OUT)")
     read = parser.add_argument_group("input")
-    read.add_argument("--layout", default="auto",
-                      choices=("auto", "lightcurve-csv", "csv", "parquet", "nested-parquet"),
+    read.add_argument("--layout", default="auto", choices=("auto", *LAYOUTS),
                       help="file layout (default: from the suffix and content)")
     read.add_argument("--id-col", default="id", help="object id column (default id)")
     read.add_argument("--t-col", default="t", help="time column (default t)")
@@ -317,6 +334,10 @@ def _add_search_arguments(parser: argparse.ArgumentParser) -> None:
     read.add_argument("--delimiter", default=",", help="CSV field separator (default ,)")
     read.add_argument("--nan-policy", choices=("raise", "omit"), default="raise",
                       help="non-finite t, y or dy: error (default), or drop those rows")
+
+
+def _add_grid_arguments(parser: argparse.ArgumentParser) -> None:
+    """An explicit frequency grid, or astropy's automatic one."""
     grid = parser.add_argument_group(
         "frequency grid",
         "--fmin/--fmax/--nf: nf frequencies from fmin up to, not including, fmax (the papers' "
@@ -336,6 +357,12 @@ def _add_search_arguments(parser: argparse.ArgumentParser) -> None:
     grid.add_argument("--nyquist-factor", type=float, default=5,
                       help="automatic grid: multiple of the average Nyquist frequency "
                       "(default 5)")
+
+
+def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """Device, kernel, chunk and resume options."""
+    from clperiod.catalog_files import DEFAULT_CHUNK_ROWS
+
     run = parser.add_argument_group("run")
     run.add_argument("--device", help="device selection (same grammar as CLPERIOD_DEVICE)")
     run.add_argument("--precision", choices=("fp64", "fp32"), default="fp64",
@@ -344,23 +371,15 @@ def _add_search_arguments(parser: argparse.ArgumentParser) -> None:
                      help="kernel memory strategy (default auto)")
     run.add_argument("--top-k", type=int, default=1,
                      help="distinct peaks reported per object (default 1)")
-    run.add_argument("--chunk-rows", type=int, default=1_000_000,
-                     help="observations read and searched at a time (default 1,000,000)")
+    run.add_argument("--chunk-rows", type=int, default=DEFAULT_CHUNK_ROWS,
+                     help="observations read and searched at a time (default "
+                     f"{DEFAULT_CHUNK_ROWS:,})")
     run.add_argument("--chunk-objects", type=int,
                      help="at most this many objects per chunk (default: no limit)")
     run.add_argument("--restart", action="store_true",
                      help="discard the finished chunks of an earlier run instead of resuming")
     run.add_argument("--no-progress", action="store_true",
                      help="no progress bar (it shows only on a terminal anyway)")
-    out = parser.add_argument_group("more output")
-    out.add_argument("--periodogram", metavar="FILE",
-                     help="also write every periodogram: .npy, .npz, .h5/.hdf5 or .parquet")
-    out.add_argument("--plot", metavar="DIR",
-                     help="write a figure per chosen object (periodogram, folded light curve)")
-    out.add_argument("--plot-ids", metavar="ID[,ID...]",
-                     help="objects to plot (default: the first 5 objects of INPUT)")
-    out.add_argument("--plot-format", default="png", help="figure format (default png)")
-    parser.set_defaults(func=_run_search)
 
 
 def _add_lombscargle(subparsers: argparse._SubParsersAction) -> None:
@@ -593,8 +612,6 @@ def _run_rv_evaluate(args: argparse.Namespace) -> int:
 
 
 def _add_rv(subparsers: argparse._SubParsersAction) -> None:
-    from clperiod.orbits import BASES
-
     parser = subparsers.add_parser(
         "rv",
         help="Keplerian radial-velocity models: planet search, or chi^2 of a parameter grid",
@@ -603,6 +620,11 @@ def _add_rv(subparsers: argparse._SubParsersAction) -> None:
         "models on the device.",
     )
     commands = parser.add_subparsers(dest="rv_command", required=True, metavar="RV_COMMAND")
+    _add_rv_search(commands)
+    _add_rv_evaluate(commands)
+
+
+def _add_rv_search(commands: argparse._SubParsersAction) -> None:
     search = commands.add_parser(
         "search",
         help="find planets by a random search (K and offsets solved)",
@@ -632,6 +654,11 @@ def _add_rv(subparsers: argparse._SubParsersAction) -> None:
                         help="reference epoch of M0 (default: the middle of the data)")
     _add_rv_common(search)
     search.set_defaults(func=_run_rv_search)
+
+
+def _add_rv_evaluate(commands: argparse._SubParsersAction) -> None:
+    from clperiod.orbits import BASES
+
     evaluate = commands.add_parser(
         "evaluate",
         help="chi^2 or log-likelihood of every model in a parameter file",

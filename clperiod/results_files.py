@@ -31,11 +31,15 @@ import os
 import zipfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .tables import result_columns
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 __all__ = [
     "PERIODOGRAM_FORMATS",
@@ -76,7 +80,8 @@ def periodogram_format(path: str | os.PathLike[str], fmt: str | None = None) -> 
     return _format(path, fmt, PERIODOGRAM_FORMATS, "periodogram")
 
 
-def results_table(columns: Mapping[str, np.ndarray], metadata: Mapping[str, Any] | None = None):
+def results_table(columns: Mapping[str, np.ndarray],
+                  metadata: Mapping[str, Any] | None = None) -> pa.Table:
     """A pyarrow Table of result columns (see :func:`clperiod.tables.result_columns`).
 
     ``metadata`` (JSON-ready) is stored under the schema metadata key ``clperiod``.
@@ -158,7 +163,8 @@ class ResultsWriter:
     def __enter__(self) -> ResultsWriter:
         return self
 
-    def __exit__(self, kind, value, traceback) -> None:
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 traceback: TracebackType | None) -> None:
         if self._sink is not None:
             self._sink.close()
         if kind is None and self._sink is not None:
@@ -249,7 +255,8 @@ class PeriodogramWriter:
     def __enter__(self) -> PeriodogramWriter:
         return self
 
-    def __exit__(self, kind, value, traceback) -> None:
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 traceback: TracebackType | None) -> None:
         completed = False
         try:
             if kind is None:
