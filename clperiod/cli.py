@@ -572,7 +572,6 @@ def _run_rv_evaluate(args: argparse.Namespace) -> int:
     import numpy as np
 
     from clperiod import io, kepler
-    from clperiod.results_files import atomic_path
 
     output = _rv_output(args, args.params, f".{args.statistic}.npy")
     try:
@@ -590,12 +589,7 @@ def _run_rv_evaluate(args: argparse.Namespace) -> int:
                                       data.instrument),
             trend=args.trend, precision=args.precision, device=args.device,
         )
-        with atomic_path(output) as temporary:
-            if output.suffix == ".npy":
-                with open(temporary, "wb") as handle:
-                    np.save(handle, values)
-            else:
-                np.savetxt(temporary, values, fmt="%.17g", header=args.statistic, comments="")
+        _write_values(output, values, args.statistic)
     except (OSError, ValueError, RuntimeError) as exc:
         print(f"clperiod: error: {exc}", file=sys.stderr)
         return 1
@@ -609,6 +603,20 @@ def _run_rv_evaluate(args: argparse.Namespace) -> int:
         summary += f"; {int((~finite).sum())} invalid model(s) (NaN)"
     print(summary)
     return 0
+
+
+def _write_values(path: Path, values: Any, name: str) -> None:
+    """One value per model: ``.npy``, or text with ``name`` on a header line."""
+    import numpy as np
+
+    from clperiod.results_files import atomic_path
+
+    with atomic_path(path) as temporary:
+        if path.suffix == ".npy":
+            with open(temporary, "wb") as handle:
+                np.save(handle, values)
+        else:
+            np.savetxt(temporary, values, fmt="%.17g", header=name, comments="")
 
 
 def _add_rv(subparsers: argparse._SubParsersAction) -> None:
