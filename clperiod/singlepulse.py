@@ -39,6 +39,7 @@ from pyopencl.tools import ImmediateAllocator, MemoryPool
 
 from . import clustering, kernels
 from .device import DeviceInfo, get_context, get_queue, select_devices
+from .scheduler import run_on_devices, split_range
 
 __all__ = ["CANDIDATE_DTYPE", "Candidates", "Level", "RowStatus", "SearchInfo", "boxcar_plan",
            "search"]
@@ -62,6 +63,8 @@ CLIP_ITERATIONS = 3
 STAT_BLOCK = 1 << 16   # samples per work-group of row_moments; chunks are
                         # multiples of it (and of the tiles), so chunking does
                         # not change any partial sum
+MIN_ROWS_PER_BLOCK = 256  # with several devices, DM rows are split into blocks
+                          # of at least this many (each block has fixed costs)
 _CHUNK_BYTES_GPU = 4 << 30
 _CHUNK_BYTES_CPU = 256 << 20
 
@@ -293,7 +296,10 @@ def search(
     chunk_samples
         Time samples per chunk (default: sized from the device memory).
     device
-        Device selection; the first selected device is used.
+        Device selection (default ``CLPERIOD_DEVICE``). With several
+        devices the DM rows are split into blocks that the devices take in
+        turn (results identical to one device); a device array is searched
+        on the first selected device.
 
     Returns
     -------
@@ -326,49 +332,102 @@ def search(
         raise ValueError(f"max_width {max_width} exceeds the series length {n_t}")
     if max(lv.level + _log2_ceil(lv.wmax) for lv in levels) > STAT_BLOCK.bit_length() - 1:
         raise ValueError(f"max_width {max_width} is too large (at most {STAT_BLOCK})")
-    info = select_devices(device)[0]
-    dev = _Device(info)
     align = max(STAT_BLOCK, LOCAL_SIZE * PER_ITEM * levels[-1].scale)
     # a chunk's level-k series must reach max(wmax, lags) samples past its
     # owned part (boxcars and autocovariance products that start inside it)
     halo = max(max(lv.wmax, _lags(lv)) << lv.level for lv in levels) + levels[-1].scale
+    if chunk_samples is not None and int(chunk_samples) < 1:
+        raise ValueError(f"chunk_samples must be positive, got {chunk_samples}")
+    settings = _Settings(levels, snr_mode, bool(robust), nan_policy, float(threshold),
+                         chunk_samples, halo, align)
+    devices = select_devices(device)
+    if isinstance(rows, cl_array.Array):
+        devices = devices[:1]  # the array lives on one device
+    blocks = split_range(0, n_dm, len(devices), min_size=MIN_ROWS_PER_BLOCK)
+    parts = run_on_devices(devices, blocks,
+                           lambda info, block: _search_rows(info, rows, block, settings))
+    det = tuple(np.concatenate([p.detections[i] for p in parts]) for i in range(4))
+    timings = {stage: sum(p.timings[stage] for p in parts)
+               for stage in ("statistics", "noise", "boxcar")}
+    t0 = time.perf_counter()
+    out = _candidates(det, dm, tsamp, cluster, dm_tol, time_tol, width_tol)
+    timings["clustering"] = time.perf_counter() - t0
+    timings["total"] = time.perf_counter() - started
+    mean, std, masked, status = (np.concatenate([getattr(p, name) for p in parts])
+                                 for name in ("mean", "std", "masked", "status"))
+    noise = {lv.level: np.concatenate([p.sigma[lv.level] for p in parts]) for lv in levels}
+    out.info = SearchInfo(tsamp, dm, mean, std, status, masked, levels, noise, snr_mode,
+                          bool(robust), float(threshold), len(det[0]), parts[0].chunks,
+                          ", ".join(sorted({p.device for p in parts})), timings)
+    return out
+
+
+@dataclass(frozen=True)
+class _Settings:
+    """What every block of rows is searched with."""
+
+    levels: tuple[Level, ...]
+    snr_mode: str
+    robust: bool
+    nan_policy: str
+    threshold: float
+    chunk_samples: int | None
+    halo: int
+    align: int
+
+
+@dataclass
+class _RowsResult:
+    """The search of one block of rows on one device (row indices global)."""
+
+    mean: np.ndarray
+    std: np.ndarray
+    masked: np.ndarray
+    status: np.ndarray
+    sigma: dict[int, np.ndarray]
+    detections: tuple[np.ndarray, ...]  # row, start, width, snr
+    chunks: int
+    device: str
+    timings: dict[str, float]
+
+
+def _search_rows(info: DeviceInfo, rows, block: tuple[int, int],
+                 settings: _Settings) -> _RowsResult:
+    """Statistics, noise and detections of rows ``[lo, hi)`` on one device."""
+    lo, hi = block
+    n_rows, n_t = hi - lo, rows.shape[1]
+    if (lo, hi) != (0, rows.shape[0]):
+        rows = rows[lo:hi]
+    dev = _Device(info)
     if isinstance(rows, cl_array.Array):
         chunk = n_t
-    elif chunk_samples is not None:
-        if int(chunk_samples) < 1:
-            raise ValueError(f"chunk_samples must be positive, got {chunk_samples}")
-        chunk = int(chunk_samples)
+    elif settings.chunk_samples is not None:
+        chunk = int(settings.chunk_samples)
     else:
         budget = _CHUNK_BYTES_GPU if info.kind == "gpu" else _CHUNK_BYTES_CPU
         budget = min(budget, info.max_alloc, info.global_mem // 4)
-        chunk = max(align, budget // (8 * n_dm))
-    chunks = _chunks(n_t, chunk, halo, align)
-    runner = _Runner(dev, rows, n_dm, levels, snr_mode)
+        chunk = max(settings.align, budget // (8 * n_rows))
+    chunks = _chunks(n_t, chunk, settings.halo, settings.align)
+    runner = _Runner(dev, rows, n_rows, settings.levels, settings.snr_mode)
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    mean, std, masked = runner.statistics(chunks, robust)
-    if nan_policy == "raise" and masked.any():
-        row = int(np.argmax(masked > 0))
-        raise ValueError(f"data has {int(masked.sum())} non-finite samples (first in row {row}); "
-                         "pass nan_policy='mask' to leave them out")
+    mean, std, masked = runner.statistics(chunks, settings.robust)
+    if settings.nan_policy == "raise" and masked.any():
+        row = lo + int(np.argmax(masked > 0))
+        raise ValueError(f"data has {int(masked.sum())} non-finite samples in rows {lo}..{hi - 1} "
+                         f"(first in row {row}); pass nan_policy='mask' to leave them out")
     status = np.where(masked >= n_t, RowStatus.NO_DATA,
                       np.where(std > 0, RowStatus.OK, RowStatus.CONSTANT)).astype(np.int8)
     timings["statistics"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     runner.set_normalisation(mean, std, status)
-    runner.noise(chunks, bool(robust))
+    runner.noise(chunks, settings.robust)
     timings["noise"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    det = runner.detections(chunks, float(threshold))
+    row, start, width, snr = runner.detections(chunks, settings.threshold)
     timings["boxcar"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    out = _candidates(det, dm, tsamp, cluster, dm_tol, time_tol, width_tol)
-    timings["clustering"] = time.perf_counter() - t0
-    timings["total"] = time.perf_counter() - started
-    out.info = SearchInfo(tsamp, dm, mean, std, status, masked, levels, runner.sigma, snr_mode,
-                          bool(robust),
-                          float(threshold), len(det[0]), len(chunks), info.label, timings)
-    return out
+    return _RowsResult(mean, std, masked, status, runner.sigma, (row + lo, start, width, snr),
+                       len(chunks), info.label, timings)
 
 
 def _candidates(det, dm, tsamp, cluster, dm_tol, time_tol, width_tol) -> Candidates:
