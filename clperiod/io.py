@@ -160,9 +160,7 @@ def read_lightcurve_csv(
     ids = _loadtxt(path, dtype=str, delimiter=",", usecols=0)
     values = _load_columns(path, (1, 2, 3) if use_dy else (1, 2), delimiter=",")
     dy = values[:, 2] if use_dy else None
-    return Catalog.from_arrays(
-        _object_ids(ids), values[:, 0], values[:, 1], dy, nan_policy=nan_policy
-    )
+    return _catalog(path, _object_ids(ids), values[:, 0], values[:, 1], dy, nan_policy)
 
 
 def read_catalog(
@@ -221,10 +219,19 @@ def read_catalog(
         columns = [column[order] for column in columns]
         ids = ids[order]
     dy = columns[3] if dy_col is not None else None
-    return Catalog.from_arrays(ids, columns[1], columns[2], dy, nan_policy=nan_policy)
+    return _catalog(path, ids, columns[1], columns[2], dy, nan_policy)
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+def _catalog(path: Path, ids: np.ndarray, t: np.ndarray, y: np.ndarray, dy: np.ndarray | None,
+             nan_policy: str) -> Catalog:
+    """:meth:`Catalog.from_arrays`, its errors prefixed with the file's name."""
+    try:
+        return Catalog.from_arrays(ids, t, y, dy, nan_policy=nan_policy)
+    except ValueError as error:
+        raise ValueError(f"{path}: {error}") from None
 
 
 def _read_csv(path: Path, names: list[str], delimiter: str) -> list[np.ndarray]:

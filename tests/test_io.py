@@ -132,13 +132,13 @@ def test_errors_name_the_file_and_row(tmp_path):
 
 def test_non_contiguous_objects_rejected(tmp_path):
     path = _write(tmp_path / "lc.txt", "1, 1, 1\n2, 1, 1\n1, 2, 2\n")
-    with pytest.raises(ValueError, match="contiguous"):
+    with pytest.raises(ValueError, match=r"lc\.txt: object id 1 appears again at row 2"):
         read_lightcurve_csv(path)
 
 
 def test_nan_policy(tmp_path):
     path = _write(tmp_path / "lc.txt", "1, 1, 1\n1, 2, nan\n1, 3, 3\n")
-    with pytest.raises(ValueError, match="finite"):
+    with pytest.raises(ValueError, match=r"lc\.txt: non-finite y in object 1 at row 1"):
         read_lightcurve_csv(path)
     cat = read_lightcurve_csv(path, nan_policy="omit")
     assert cat.t.tolist() == [1.0, 3.0] and cat.n_dropped == 1
@@ -198,7 +198,7 @@ def test_read_catalog_missing_column(tmp_path):
 
 def test_read_catalog_sort(tmp_path):
     path = _write(tmp_path / "long.csv", "id,t,y\n2,1.0,20\n1,1.0,10\n2,2.0,21\n1,2.0,11\n")
-    with pytest.raises(ValueError, match="contiguous"):
+    with pytest.raises(ValueError, match=r"long\.csv: object id 2 appears again at row 2"):
         read_catalog(path)
     cat = read_catalog(path, sort=True)
     assert cat.ids.tolist() == [1, 2]
@@ -207,8 +207,9 @@ def test_read_catalog_sort(tmp_path):
 
 
 def test_read_catalog_parquet(tmp_path):
-    pa = pytest.importorskip("pyarrow")
-    pq = pytest.importorskip("pyarrow.parquet")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     table = pa.table({"oid": ["x", "x", "y"], "t": [1.0, 2.0, 3.0], "y": [4.0, 5.0, 6.0],
                       "dy": [0.1, 0.1, 0.2]})
     pq.write_table(table, tmp_path / "long.parquet")
