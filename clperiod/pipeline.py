@@ -22,6 +22,7 @@ are joined in input order, and the work directory is removed.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import dataclasses
 import inspect
 import json
@@ -484,7 +485,7 @@ class _Prefetch:
         self._thread.start()
         return self._iterate()
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self._stop.set()
         while self._thread.is_alive():
             try:
@@ -648,22 +649,16 @@ def _as_reader(source: Any, chunk_rows: int) -> Any:
 def _progress_bar(progress: bool | None, reader: Any, algorithm: str) -> Any:
     """A tqdm bar over the input's rows (observations, or objects of a nested file)."""
     if progress is False:
-        return _nullcontext(None)
+        return contextlib.nullcontext()
     try:
         from tqdm.auto import tqdm
     except ImportError:
         if progress:
             raise ImportError("progress=True needs tqdm: pip install clperiod[progress]") from None
-        return _nullcontext(None)
+        return contextlib.nullcontext()
     unit = "lc" if reader.layout == "nested-parquet" else "obs"
     return tqdm(total=reader.n_rows, unit=unit, unit_scale=True, desc=algorithm,
                 disable=None if progress is None else False)
-
-
-def _nullcontext(value: Any) -> Any:
-    import contextlib
-
-    return contextlib.nullcontext(value)
 
 
 def _grid_facts(grid: FrequencyGrid) -> dict[str, Any]:
