@@ -2,13 +2,9 @@
 object. PoCL shows one CPU as two devices with POCL_DEVICES="pthread pthread";
 device discovery is once per process, so the runs happen in a subprocess."""
 
-import json
-import os
-import subprocess
-import sys
-
 import numpy as np
 import pytest
+from two_devices import run_on_two_devices
 
 from clperiod.device import select_devices
 from clperiod.lombscargle import BATCHES_PER_DEVICE
@@ -48,12 +44,7 @@ print(json.dumps(out))
 
 @pytest.fixture(scope="module")
 def two_device_runs():
-    env = dict(os.environ, POCL_DEVICES="pthread pthread", CLPERIOD_DEVICE="all")
-    env.pop("PYOPENCL_CTX", None)
-    done = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True,
-                          text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_on_two_devices(SCRIPT)
 
 
 @pytest.mark.parametrize("name", ["lombscargle", "supersmoother"])

@@ -3,14 +3,10 @@ element by element and model by model. PoCL shows one CPU as two devices with
 POCL_DEVICES="pthread pthread"; device discovery is once per process, so the
 runs happen in a subprocess (as in test_multidevice.py)."""
 
-import json
-import os
-import subprocess
-import sys
 from dataclasses import replace
 
-import numpy as np
 import pytest
+from two_devices import run_on_two_devices
 
 from clperiod import rvmodel
 from clperiod.rvmodel import Plan, device_items, shared_choices
@@ -111,12 +107,7 @@ print(json.dumps(out))
 
 @pytest.fixture(scope="module")
 def two_device_runs():
-    env = dict(os.environ, POCL_DEVICES="pthread pthread", CLPERIOD_DEVICE="all")
-    env.pop("PYOPENCL_CTX", None)
-    done = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True,
-                          text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_on_two_devices(SCRIPT)
 
 
 @pytest.mark.parametrize("name, n_items", [

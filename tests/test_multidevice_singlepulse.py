@@ -3,10 +3,7 @@ the candidates, statistics and noise tables of one device. PoCL shows one
 CPU as two devices with POCL_DEVICES="pthread pthread"; device discovery is
 once per process, so the runs happen in a subprocess."""
 
-import json
-import os
-import subprocess
-import sys
+from two_devices import run_on_two_devices
 
 SCRIPT = r"""
 import json
@@ -44,12 +41,7 @@ print(json.dumps(out))
 
 
 def test_two_devices_equal_one():
-    env = dict(os.environ, POCL_DEVICES="pthread pthread", CLPERIOD_DEVICE="all")
-    env.pop("PYOPENCL_CTX", None)
-    done = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True,
-                          text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    runs = json.loads(done.stdout.strip().splitlines()[-1])
+    runs = run_on_two_devices(SCRIPT)
     for run in runs.values():
         assert run["candidates"] >= 2
         assert run["same_candidates"] and run["same_rows"] and run["same_noise"]
