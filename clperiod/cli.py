@@ -498,6 +498,9 @@ def _search_planets(data: Any, args: argparse.Namespace) -> tuple[list[Any], Any
 
     from clperiod import kepler
 
+    if args.planets < 1 or args.refine < 0:
+        raise ValueError(f"--planets must be >= 1 and --refine >= 0, got {args.planets} and "
+                         f"{args.refine}")
     jitter = _instrument_values(_per_instrument(args.jitter, "--jitter"), data.instrument)
     rng = np.random.default_rng(args.seed)
 

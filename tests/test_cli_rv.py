@@ -103,6 +103,7 @@ def test_evaluate_matches_the_library(tmp_path, capsys, cpu_device):
         (["evaluate", "{data}", "{good}", "--jitter", "x=abc"], "--jitter takes a number or"),
         (["evaluate", "{data}", "{good}", "-o", "{tmp}/out.fits"], "must end in .npy, .csv"),
         (["search", "{data}", "--period", "0", "10"], "period range must be positive"),
+        (["search", "{data}", "--period", "1", "10", "--planets", "0"], "--planets must be >= 1"),
         (["search", "{data}", "--period", "1", "10", "-o", "{data}"], "would overwrite the input"),
     ],
 )
