@@ -32,11 +32,29 @@
 ## pays NA + NB sincos per point instead of wg.
 ##
 ## Point data (host-prepared, per object, weights normalised to sum 1 and y
-## centred when the model asks for it):
-##   fp64: pt_t = t - epoch;  fp32: pt_a = frac(fmin*t), (pt_bh + pt_bl) =
+## centred when the model asks for it; t is measured from the object's
+## reference observation, so that one has phase 0 at every frequency):
+##   fp64: pt_t = t;  fp32: pt_a = frac(fmin*t), (pt_bh + pt_bl) =
 ##   frac(df*t) as a double-single pair, so phases stay accurate to ~1e-7
-##   cycles for any epoch;  pt_cd, pt_sd = cos, sin(2 pi df t);  pt_w = w;
-##   pt_wy = w*y.
+##   cycles for any epoch;  pt_sd = sin(d) and fp64: pt_cd = cos(d), fp32:
+##   pt_vd = 4 sin^2(d/2) = 2 - 2 cos(d), with d = 2 pi df t the phase step
+##   between grid frequencies;  pt_w = w;  pt_wy = w*y.
+##
+## Strip recurrence: fp64 uses Chebyshev's x[k+1] = 2 cos(d) x[k] - x[k-1].
+## In fp32, 2 cos(d) rounded to 24 bits turns the step by up to 3e-8 / sin(d)
+## rad, which the strip accumulates; for points close in time to the
+## reference observation (small d) that was 5e-4 rad. fp32 therefore uses
+## Reinsch's difference form, which depends on d only through vd, exact to a
+## rounding: D[k+1] = D[k] - vd x[k], x[k+1] = x[k] + D[k+1] (one more add
+## per component and bin).
+##
+## fp32 with a floating mean accumulates w (cos - 1) in place of w cos
+## ("versine" sums): where the phases of all points bunch together (f -> 0,
+## or the 1/day alias of ground-based data) the centred sums
+## sum w cos^2 - (sum w cos)^2 are tiny differences of numbers near 1, which
+## lose all fp32 digits (7e-4 power errors on Stripe 82); cos - 1 is small
+## there, around the reference observation. fma(w, c, -w) makes it at the
+## cost of the w * c it replaces. fp64 keeps the plain sums.
 <%namespace name="common" file="common.mako"/>
 ${common.prelude(real)}
 ${common.argmax_pairs(wg)}
@@ -44,6 +62,8 @@ ${common.argmax_pairs(wg)}
     tile_len = wg * m
     owned = tile_len - 2
     fp64 = real == "double"
+    versine = fit_mean and not fp64
+    step = "cd" if fp64 else "vd"   # the phase-step input: cos(d) or 4 sin^2(d/2)
     nb = min(wg, 16)
     na = wg // nb
     tp = points_per_tile
@@ -103,7 +123,7 @@ void ls_tiles(
     __global const float *restrict pt_bh,
     __global const float *restrict pt_bl,
 % endif
-    __global const real_t *restrict pt_cd,
+    __global const real_t *restrict pt_${step},
     __global const real_t *restrict pt_sd,
     __global const real_t *restrict pt_w,
     __global const real_t *restrict pt_wy,
@@ -133,7 +153,7 @@ void ls_tiles(
     __local real_t l_val[WG];
     __local int l_idx[WG];
 % if use_local:
-    __local real_t l_cd[TP], l_sd[TP], l_w[TP], l_wy[TP];
+    __local real_t l_${step}[TP], l_sd[TP], l_w[TP], l_wy[TP];
     __local real_t l_t2c[TP * NB], l_t2s[TP * NB], l_t1c[TP * NA], l_t1s[TP * NA];
     const int col_b = lid % NB, col_a = lid / NB;
 % endif
@@ -160,7 +180,7 @@ void ls_tiles(
         barrier(CLK_LOCAL_MEM_FENCE);
         for (int q = lid; q < count; q += WG) {
             const int g = start + base + q;
-            l_cd[q] = pt_cd[g]; l_sd[q] = pt_sd[g];
+            l_${step}[q] = pt_${step}[g]; l_sd[q] = pt_sd[g];
             l_w[q] = pt_w[g]; l_wy[q] = pt_wy[g];
         }
         for (int e = lid; e < count * (NA + NB); e += WG) {
@@ -199,9 +219,15 @@ ${phase("(j - NB) * NB * M", "g", False)}
 ${phase("k0", "off + i", True)}
             sincos_cycles(r, &s, &c);
 % endif
-            const real_t cd = ${src("cd")}, sd = ${src("sd")};
-            const real_t w = ${src("w")}, wy = ${src("wy")};
+            const real_t sd = ${src("sd")};
+% if fp64:
+            const real_t cd = ${src("cd")};
             const real_t two_cd = cd + cd;
+% else:
+            const real_t vd = ${src("vd")}, half_vd = 0.5f * vd;
+            real_t dc, ds;   // Reinsch differences x[k] - x[k-1]
+% endif
+            const real_t w = ${src("w")}, wy = ${src("wy")};
             real_t c_prev = 0, s_prev = 0;
 % for j in range(m):
 <%
@@ -209,23 +235,41 @@ ${phase("k0", "off + i", True)}
     # accumulations of bin j overlap the recurrence latency of bin j + 1
     cur_c, cur_s = ("c_prev", "s_prev") if j < m - 1 else ("c", "s")
 %>
-%   if j == 0 and m > 1:
+%   if j == 0 and m > 1 and fp64:
             {   // first step: exact rotation by (cos d, sin d)
                 const real_t c_next = c * cd - s * sd;
                 const real_t s_next = s * cd + c * sd;
                 c_prev = c; s_prev = s;
                 c = c_next; s = s_next;
             }
-%   elif j < m - 1:
+%   elif j == 0 and m > 1:
+            {   // first step: the exact rotation, as differences
+                dc = fma(-half_vd, c, -s * sd);
+                ds = fma(-half_vd, s, c * sd);
+                c_prev = c; s_prev = s;
+                c += dc; s += ds;
+            }
+%   elif j < m - 1 and fp64:
             {   // Chebyshev recurrence: x[k+1] = 2 cos(d) x[k] - x[k-1]
                 const real_t c_next = fma(two_cd, c, -c_prev);
                 const real_t s_next = fma(two_cd, s, -s_prev);
                 c_prev = c; s_prev = s;
                 c = c_next; s = s_next;
             }
+%   elif j < m - 1:
+            {   // Reinsch: D[k+1] = D[k] - vd x[k], x[k+1] = x[k] + D[k+1]
+                dc = fma(-vd, c, dc);
+                ds = fma(-vd, s, ds);
+                c_prev = c; s_prev = s;
+                c += dc; s += ds;
+            }
 %   endif
             {
+%   if versine:
+                const real_t wc = fma(w, ${cur_c}, -w);   // w (cos - 1)
+%   else:
                 const real_t wc = w * ${cur_c};
+%   endif
 %   if fit_mean:
                 ${acc}C${j} += wc;
                 ${acc}S${j} = fma(w, ${cur_s}, ${acc}S${j});
@@ -254,11 +298,19 @@ ${phase("k0", "off + i", True)}
 % endif
 % for j in range(m):
     {
+%   if versine:
+        // aC = sum w u, aCC = sum w u c, aCS = sum w u s with u = c - 1;
+        // sum w u^2 = aCC - aC, sum w s^2 = -sum w u (1 + c) = -(aC + aCC)
+        const real_t cc = (aCC${j} - aC${j}) - aC${j} * aC${j};
+        const real_t ss = -(aC${j} + aCC${j}) - aS${j} * aS${j};
+        const real_t cs = aCS${j} - aC${j} * aS${j};
+%   else:
         real_t cc = aCC${j}, ss = 1 - aCC${j}, cs = aCS${j};
-%   if fit_mean:
+%     if fit_mean:
         cc -= aC${j} * aC${j};
         ss -= aS${j} * aS${j};
         cs -= aC${j} * aS${j};
+%     endif
 %   endif
         const real_t yc = aYC${j}, ys = aYS${j};
         // at f = 0 the sine column vanishes: no sinusoid fits and the power

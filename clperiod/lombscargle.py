@@ -327,6 +327,12 @@ class _Prepared:
     psd_scale: np.ndarray  # 1/2 sum w*y'^2 per object
 
 
+#: The kernel's per-point phase-step input, by ``fp64``: the cosine of the
+#: step for the fp64 Chebyshev recurrence, ``4 sin^2(step / 2)`` for the fp32
+#: Reinsch recurrence (see ``cl_kernels/lombscargle.mako``).
+_STEP_INPUT = {True: "cd", False: "vd"}
+
+
 def _prepare(catalog: Catalog, grid: FrequencyGrid, options: _Options) -> _Prepared:
     status = np.full(catalog.n_objects, Status.OK, dtype=np.int8)
     status[catalog.lengths < options.min_points] = Status.TOO_FEW_POINTS
@@ -352,11 +358,13 @@ def _prepare(catalog: Catalog, grid: FrequencyGrid, options: _Options) -> _Prepa
     yy = np.where(status == Status.OK, yy, np.nan)
     psd_scale = 0.5 * segment_sum(w * y * y, offsets)
 
-    tr = t - catalog.epochs()[owner]
+    tr = t - _reference_times(catalog)[owner]
     dtype = options.dtype
     step = 2 * np.pi * grid.df * tr
     arrays = {
-        "cd": np.cos(step).astype(dtype),
+        _STEP_INPUT[options.fp64]: (
+            np.cos(step) if options.fp64 else 4 * np.sin(0.5 * step) ** 2
+        ).astype(dtype),
         "sd": np.sin(step).astype(dtype),
         "w": wn.astype(dtype),
         "wy": (wn * y).astype(dtype),
@@ -366,6 +374,29 @@ def _prepare(catalog: Catalog, grid: FrequencyGrid, options: _Options) -> _Prepa
     else:
         arrays["a"], arrays["bh"], arrays["bl"] = grid.phase_inputs(tr)
     return _Prepared(status, offsets, arrays, yy, psd_scale)
+
+
+def _reference_times(catalog: Catalog) -> np.ndarray:
+    """Per object, the time of its observation nearest the middle of its time
+    range (the first such row; NaN for objects without rows).
+
+    Phases are measured from it: at every frequency that observation has
+    phase 0, and wherever the phases of all observations bunch together
+    (f -> 0, or the 1/day alias of ground-based data) they bunch around 0,
+    where the fp32 kernel's ``cos - 1`` sums keep their digits.
+    """
+    reference = np.full(catalog.n_objects, np.nan)
+    filled = catalog.lengths > 0
+    if not filled.any():
+        return reference
+    owner = np.repeat(np.arange(catalog.n_objects), catalog.lengths)
+    distance = np.abs(catalog.t - catalog.epochs()[owner])
+    nearest = np.full(catalog.n_objects, np.nan)
+    nearest[filled] = np.minimum.reduceat(distance, catalog.offsets[:-1][filled])
+    rows = np.flatnonzero(distance == nearest[owner])
+    objects, first = np.unique(owner[rows], return_index=True)
+    reference[objects] = catalog.t[rows[first]]
+    return reference
 
 
 # }}}
@@ -489,7 +520,8 @@ def _run_batch(
     phases = [upload(context, rows[name][r0:r1]) for name in _POINT_ORDER[options.fp64]]
     if options.fp64:
         phases += [np.float64(grid.fmin), np.float64(grid.df)]
-    points = [upload(context, rows[name][r0:r1]) for name in ("cd", "sd", "w", "wy")]
+    step = _STEP_INPUT[options.fp64]
+    points = [upload(context, rows[name][r0:r1]) for name in (step, "sd", "w", "wy")]
     objs = [
         upload(context, (prepared.offsets[o0:o1] - r0).astype(np.int32)),
         upload(context, np.diff(prepared.offsets[o0 : o1 + 1]).astype(np.int32)),

@@ -130,6 +130,52 @@ def test_fp32_long_light_curve_compensated(rng, monkeypatch):
         assert errors[1000, memory] < errors[10**9, memory] / 5
 
 
+def test_fp32_where_phases_bunch_together():
+    """Documented fp32 bound: standard power within 2e-5 of fp64 where f T >= 0.1.
+
+    Stripe 82 (SDSS, MJD times) at its lowest autofrequencies and at the
+    1/day alias, where the phases of all observations of a star lie close
+    together: the fit is nearly singular and amplifies rounding (plain fp32
+    sums and Chebyshev steps gave 7e-4 and 7.5e-5 there)."""
+    cat = load_example("stripe82")
+    grids = [FrequencyGrid.auto(cat), FrequencyGrid.from_range(0.95, 1.05, 1000)]
+    for grid in grids:
+        fp64 = lombscargle(cat, grid, periodogram=True)
+        for memory in ("local", "global"):
+            fp32 = lombscargle(cat, grid, periodogram=True, precision="fp32", memory=memory)
+            assert np.max(np.abs(fp32.power - fp64.power)) < 2e-5
+    for star in (65, 128):  # the worst alias peaks on the star's own grid
+        t, y, dy = cat.lightcurve(star)
+        grid = FrequencyGrid.auto(t, maximum_frequency=3.0)
+        assert grid.fmin * np.ptp(t) == pytest.approx(0.1)
+        fp64 = lombscargle(t, grid, y, dy, periodogram=True)
+        fp32 = lombscargle(t, grid, y, dy, periodogram=True, precision="fp32")
+        assert np.max(np.abs(fp32.power - fp64.power)) < 2e-5
+
+
+def test_fp32_error_below_the_lowest_autofrequency():
+    """Documented: below f T = 0.1 the fp32 error grows like 1e-7 / (f T)^2."""
+    cat = load_example("stripe82")
+    f_times_t = 0.005 * np.arange(1, 21)
+    worst = np.zeros(f_times_t.size)
+    for star in range(0, cat.n_objects, 4):
+        t, y, dy = cat.lightcurve(star)
+        grid = FrequencyGrid.from_step(0.005 / np.ptp(t), 0.005 / np.ptp(t), f_times_t.size)
+        fp64 = lombscargle(t, grid, y, dy, periodogram=True)
+        fp32 = lombscargle(t, grid, y, dy, periodogram=True, precision="fp32")
+        worst = np.maximum(worst, np.abs(fp32.power[0] - fp64.power[0]))
+    assert np.max(worst * f_times_t**2) < 2e-7
+    assert worst[0] > 1e-4  # the bound is not loose: f T = 0.005 does lose digits
+
+
+def test_reference_times_are_observations_nearest_the_middle():
+    t = np.array([0.0, 10.0, 4.0, 6.0, 7.0, 3.0, 5.0, 5.0, 8.0])
+    cat = Catalog(np.arange(4), np.array([0, 3, 3, 5, 9]), t, np.zeros(9))
+    # [0, 10, 4] -> middle 5 -> 4;  no rows -> NaN;  [6, 7] -> 6.5 -> 6 (first);
+    # [3, 5, 5, 8] -> 5.5 -> 5 (first of the two)
+    np.testing.assert_array_equal(LS_MODULE._reference_times(cat), [4.0, np.nan, 6.0, 5.0])
+
+
 @pytest.mark.parametrize("fit_mean,center_data", [(True, True), (False, True), (False, False)])
 def test_zero_frequency_is_nan_as_in_astropy(rng, fit_mean, center_data):
     t, _, dy = simulated(rng, n=60)
