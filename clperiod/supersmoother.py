@@ -26,7 +26,6 @@ periodograms are requested.
 from __future__ import annotations
 
 import contextlib
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -237,15 +236,13 @@ def supersmoother(
         power = (PINNED_POOL.empty(devices[0], shape, options.dtype) if len(devices) == 1
                  else np.empty(shape, dtype=options.dtype))
         power[prepared.status != Status.OK] = np.nan
-    memory = _RunMemory()
     with progress_bar(progress, len(items), "supersmoother") as bar:
         results = run_on_devices(
             devices, items,
             lambda info, item: _run_item(info, item, prepared, grid, options, path, power,
-                                         profile, memory),
+                                         profile),
             progress=bar.update if bar is not None else None,
         )
-    del memory  # every device buffer of the run is released here, at once
     top_val, top_idx = _merge_peaks(items, results, prepared, options.top_k)
     found = top_idx != _NO_PEAK
     top_val = np.where(found, top_val, np.nan)
@@ -477,39 +474,11 @@ class _Clock:
                                       + time.perf_counter() - start)
 
 
-class _RunMemory:
-    """Device memory of one :func:`supersmoother` call, released when it ends.
-
-    Releasing a buffer that queued work still uses waits for the device on
-    some drivers (NVIDIA's), which kept the items of two devices from
-    overlapping. So large buffers come from one pool per device and thread,
-    reused from item to item, and small uploads are held to the end.
-    """
-
-    def __init__(self) -> None:
-        self._pools: dict[tuple[int, int], MemoryPool] = {}
-        self._held: list = []
-        self._lock = threading.Lock()
-
-    def pool(self, info: DeviceInfo) -> MemoryPool:
-        """The pool of ``info`` for the calling thread."""
-        key = (info.device.int_ptr, threading.get_ident())
-        with self._lock:
-            if key not in self._pools:
-                self._pools[key] = MemoryPool(ImmediateAllocator(get_queue(info)))
-            return self._pools[key]
-
-    def hold(self, *objects) -> None:
-        """Keep ``objects`` (and their device buffers) until the run ends."""
-        with self._lock:
-            self._held.extend(objects)
-
-
 def _run_item(info: DeviceInfo, item: _Item, prepared: _Prepared, grid: FrequencyGrid,
               options: _Options, path: _Path, power: np.ndarray | None,
-              profile: bool, memory: _RunMemory) -> _ItemResult:
+              profile: bool) -> _ItemResult:
     """Periodogram slab, top-k peaks and (optionally) the periodogram copy of one item."""
-    run = _SlabRun(info, item, prepared, grid, options, path, profile, memory)
+    run = _SlabRun(info, item, prepared, grid, options, path, profile)
     if path.fused:
         run.fused()
     else:
@@ -529,10 +498,8 @@ class _SlabRun:
     the peak test) and the kernels that fill and reduce it."""
 
     def __init__(self, info: DeviceInfo, item: _Item, prepared: _Prepared,
-                 grid: FrequencyGrid, options: _Options, path: _Path, profile: bool,
-                 memory: _RunMemory):
+                 grid: FrequencyGrid, options: _Options, path: _Path, profile: bool):
         self.info, self.item, self.grid, self.options, self.path = info, item, grid, options, path
-        self.memory, self.pool = memory, memory.pool(info)
         self.context = context = get_context(info)
         self.queue = get_queue(info)
         self.clock = _Clock(self.queue, profile)
@@ -548,8 +515,7 @@ class _SlabRun:
         self.n_obj, self.n_points = group.n_objects, len(group.t)
         self.row_lo, row_hi = max(0, item.k_lo - 1), min(grid.nf, item.k_hi + 1)
         self.row_len = row_hi - self.row_lo
-        memory.hold(self.inputs, self.y, self.w, self.chi0)
-        self.slab = self.pool.allocate(self.n_obj * self.row_len * s)
+        self.slab = cl.Buffer(context, cl.mem_flags.READ_WRITE, self.n_obj * self.row_len * s)
         self.device_bytes = self.n_obj * self.row_len * s + self.n_points * (3 * s + 8)
         self.params = dict(real=options.real, wg=_FUSED_WG, nmax=path.fused_nmax,
                            compat=options.compat)
@@ -592,7 +558,7 @@ class _SlabRun:
         self.device_bytes += batch * n_points * self.path.bytes_per_point_frequency
         longest = int(self.group.lengths.max())
         method = "bitonic" if longest <= bitonic_capacity(self.info) else "radix"
-        allocator = self.pool
+        allocator = MemoryPool(ImmediateAllocator(queue))
         sorter = FoldSorter(self.info, queue, inputs, method, allocator=allocator)
         single_pass = options.variant == "single_pass"
         names = ("gather_sorted", "sp_search_global" if single_pass else "supsmu_search",
@@ -611,7 +577,6 @@ class _SlabRun:
             nf = min(batch, row_hi - k0)
             if nf not in bases:
                 bases[nf] = upload(self.context, (nf * self.group.offsets[:-1]).astype(np.int64))
-                self.memory.hold(bases[nf])
             base = bases[nf]
             if method == "bitonic":
                 with clock("fold_sort_gather"):
@@ -648,8 +613,9 @@ class _SlabRun:
         k, n_obj, item = self.options.top_k, self.n_obj, self.item
         (kernel,) = kernels.get_kernels(self.context, "peaks", ("peaks_topk",),
                                         real=self.options.real, wg=_PEAKS_WG, top_k=k)
-        best_val = self.pool.allocate(n_obj * k * np.dtype(self.dtype).itemsize)
-        best_idx = self.pool.allocate(n_obj * k * 4)
+        best_val = cl.Buffer(self.context, cl.mem_flags.WRITE_ONLY,
+                             n_obj * k * np.dtype(self.dtype).itemsize)
+        best_idx = cl.Buffer(self.context, cl.mem_flags.WRITE_ONLY, n_obj * k * 4)
         with self.clock("peaks"):
             kernel.set_args(self.slab, np.int32(self.row_len), np.int32(self.row_lo),
                             np.int32(item.k_lo - self.row_lo), np.int32(item.k_hi - item.k_lo),
