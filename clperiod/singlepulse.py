@@ -38,7 +38,7 @@ import pyopencl.array as cl_array
 from pyopencl.tools import ImmediateAllocator, MemoryPool
 
 from . import clustering, kernels
-from .device import DeviceInfo, get_context, get_queue, select_devices
+from .device import DeviceInfo, get_context, get_queue, select_devices, upload
 from .scheduler import run_on_devices, split_range
 
 __all__ = ["CANDIDATE_DTYPE", "Candidates", "Level", "RowStatus", "SearchInfo", "boxcar_plan",
@@ -205,9 +205,7 @@ class _Device:
     def upload(self, array: np.ndarray) -> cl.Buffer:
         """A device copy of ``array``, made at once (no wait for the queue)
         and held until the search ends."""
-        array = np.ascontiguousarray(array if array.size else np.zeros(1, array.dtype))
-        buf = cl.Buffer(self.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
-                        hostbuf=array)
+        buf = upload(self.context, array)
         self._held.append(buf)
         return buf
 
