@@ -28,7 +28,7 @@ from .grid import FrequencyGrid
 from .host import (PeakResults, as_catalog, check_choice, check_top_k, progress_bar,
                    segment_sum)
 from .planning import PINNED_POOL, Batch, KernelShape, plan_batches
-from .scheduler import run_on_devices
+from .scheduler import BATCHES_PER_DEVICE, run_on_devices
 
 __all__ = ["lombscargle", "LombScargleResult"]
 
@@ -42,8 +42,6 @@ MAX_TOP_K = 64
 _NO_PEAK = np.iinfo(np.int32).max
 #: Largest grid: frequency indices (plus a tile of halo) must fit an int32.
 MAX_NF = 2**31 - 2**16
-#: With several devices, a run is split into at least this many batches per device.
-BATCHES_PER_DEVICE = 4
 
 
 @dataclass(frozen=True)

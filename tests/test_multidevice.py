@@ -7,7 +7,7 @@ import pytest
 from two_devices import run_on_two_devices
 
 from clperiod.device import select_devices
-from clperiod.lombscargle import BATCHES_PER_DEVICE
+from clperiod.scheduler import BATCHES_PER_DEVICE
 from clperiod.planning import KernelShape, plan_batches
 
 SCRIPT = r"""
