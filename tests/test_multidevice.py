@@ -7,8 +7,8 @@ import pytest
 from two_devices import run_on_two_devices
 
 from clperiod.device import select_devices
-from clperiod.scheduler import BATCHES_PER_DEVICE
 from clperiod.planning import KernelShape, plan_batches
+from clperiod.scheduler import BATCHES_PER_DEVICE
 
 SCRIPT = r"""
 import json, sys
