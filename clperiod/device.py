@@ -583,11 +583,19 @@ def require_fp64(info: DeviceInfo) -> None:
         )
 
 
-def upload(context: cl.Context, array: np.ndarray) -> cl.Buffer:
+def upload(queue: cl.CommandQueue, array: np.ndarray) -> cl.Buffer:
     """A read-only device copy of ``array`` (one element if empty: OpenCL
-    buffers cannot be empty)."""
+    buffers cannot be empty), written through ``queue``.
+
+    The write is blocking and releases the GIL while it waits. A buffer
+    created with ``COPY_HOST_PTR`` would hold the GIL instead, and on NVIDIA
+    that call waits for the device to finish all its queued work, so the host
+    threads of the other devices stop until it does.
+    """
     array = np.ascontiguousarray(array if len(array) else np.zeros(1, array.dtype))
-    return cl.Buffer(context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=array)
+    buffer = cl.Buffer(queue.context, cl.mem_flags.READ_ONLY, array.nbytes)
+    cl.enqueue_copy(queue, buffer, array, is_blocking=True)
+    return buffer
 
 
 # --------------------------------------------------------------------------- report

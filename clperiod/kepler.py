@@ -43,7 +43,7 @@ import numpy as np
 import pyopencl as cl
 
 from . import kernels, orbits
-from .device import DeviceInfo, get_context, get_queue, require_fp64, select_devices
+from .device import DeviceInfo, get_context, get_queue, require_fp64, select_devices, upload
 from .planning import PINNED_POOL
 from .rvmodel import (ModelStatus, MultiDeviceEvaluator, Observations, Precision, model_params,
                       per_model, shared_kepler_method)
@@ -161,8 +161,7 @@ def _solve_range(info: DeviceInfo, method: str, inputs: list[np.ndarray],
     real = "double" if inputs[0].dtype == np.float64 else "float"
     (kernel,) = kernels.get_kernels(context, "kepler", ("kepler_solve",), real=real, method=method)
     mf = cl.mem_flags
-    buffers = [cl.Buffer(context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=a[lo:hi])
-               for a in inputs]
+    buffers = [upload(queue, a[lo:hi]) for a in inputs]
     buffers += [cl.Buffer(context, mf.WRITE_ONLY, out[lo:hi].nbytes) for out in outputs]
     kernel.set_args(*buffers[:2], np.int64(n), *buffers[2:])
     cl.enqueue_nd_range_kernel(queue, kernel, (-(-n // SOLVE_LOCAL_SIZE) * SOLVE_LOCAL_SIZE,),

@@ -515,16 +515,16 @@ def _run_batch(
     mf = cl.mem_flags
 
     rows = prepared.point_arrays
-    phases = [upload(context, rows[name][r0:r1]) for name in _POINT_ORDER[options.fp64]]
+    phases = [upload(queue, rows[name][r0:r1]) for name in _POINT_ORDER[options.fp64]]
     if options.fp64:
         phases += [np.float64(grid.fmin), np.float64(grid.df)]
     step = _STEP_INPUT[options.fp64]
-    points = [upload(context, rows[name][r0:r1]) for name in (step, "sd", "w", "wy")]
+    points = [upload(queue, rows[name][r0:r1]) for name in (step, "sd", "w", "wy")]
     objs = [
-        upload(context, (prepared.offsets[o0:o1] - r0).astype(np.int32)),
-        upload(context, np.diff(prepared.offsets[o0 : o1 + 1]).astype(np.int32)),
-        upload(context, prepared.yy[o0:o1].astype(dtype)),
-        upload(context, prepared.psd_scale[o0:o1].astype(dtype)),
+        upload(queue, (prepared.offsets[o0:o1] - r0).astype(np.int32)),
+        upload(queue, np.diff(prepared.offsets[o0 : o1 + 1]).astype(np.int32)),
+        upload(queue, prepared.yy[o0:o1].astype(dtype)),
+        upload(queue, prepared.psd_scale[o0:o1].astype(dtype)),
     ]
     part_val = cl.Buffer(context, mf.READ_WRITE, n_obj * n_tiles * k * itemsize)
     part_idx = cl.Buffer(context, mf.READ_WRITE, n_obj * n_tiles * k * 4)

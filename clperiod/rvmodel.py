@@ -361,7 +361,7 @@ class ModelEvaluator:
         self.log_norm = log_norm
         arrays = [np.ascontiguousarray(a) for a in (
             t_dev, v.astype(self.real_dtype), w.astype(self.real_dtype), obs.seg)]
-        self._obs_buffers = [upload(self.context, a) for a in arrays]
+        self._obs_buffers = [upload(self.queue, a) for a in arrays]
         self._obs_nbytes = [a.nbytes for a in arrays]
 
     def _observation_args(self) -> list:

@@ -205,7 +205,7 @@ class _Device:
     def upload(self, array: np.ndarray) -> cl.Buffer:
         """A device copy of ``array``, made at once (no wait for the queue)
         and held until the search ends."""
-        buf = upload(self.context, array)
+        buf = upload(self.queue, array)
         self._held.append(buf)
         return buf
 

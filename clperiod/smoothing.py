@@ -15,7 +15,7 @@ import numpy as np
 import pyopencl as cl
 
 from . import kernels
-from .device import get_context, get_queue, require_fp64, select_devices
+from .device import get_context, get_queue, require_fp64, select_devices, upload
 
 __all__ = ["single_pass_smooth", "supsmu_smooth"]
 
@@ -122,10 +122,8 @@ def _smooth_batch(name, x, y, w, offsets, alpha, precision, device, iper=None) -
         return out
     (kernel,) = kernels.get_kernels(context, "supersmoother", (name,), **_params(run.fp64))
     mf = cl.mem_flags
-    buffers = [
-        cl.Buffer(context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=np.ascontiguousarray(a))
-        for a in (x.astype(dtype), y.astype(dtype), w.astype(dtype), offsets.astype(np.int32))
-    ]
+    buffers = [upload(queue, a) for a in (x.astype(dtype), y.astype(dtype), w.astype(dtype),
+                                          offsets.astype(np.int32))]
     smo = cl.Buffer(context, mf.WRITE_ONLY, out.nbytes)
     n_problems = np.int32(len(offsets) - 1)
     if iper is None:

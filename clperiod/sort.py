@@ -22,7 +22,7 @@ from pyopencl.algorithm import RadixSort
 
 from . import kernels
 from .catalog import Catalog
-from .device import DeviceInfo, get_context, get_queue, require_fp64, select_devices, upload
+from .device import DeviceInfo, get_queue, require_fp64, select_devices, upload
 from .grid import FrequencyGrid
 
 __all__ = [
@@ -120,9 +120,8 @@ def fold_and_sort(
     phase = np.empty(grid.nf * len(catalog.t), dtype=dtype)
     order = np.empty(grid.nf * len(catalog.t), dtype=np.int32)
     if len(catalog.t):
-        context = get_context(info)
         queue = get_queue(info)
-        inputs = FoldInputs(context, catalog, grid, fp64)
+        inputs = FoldInputs(queue, catalog, grid, fp64)
         sorter = FoldSorter(info, queue, inputs, method)
         for k0 in range(0, grid.nf, _FREQS_PER_LAUNCH):
             nf = min(_FREQS_PER_LAUNCH, grid.nf - k0)
@@ -151,9 +150,9 @@ class FoldInputs:
     :meth:`FrequencyGrid.phase_inputs`.
     """
 
-    def __init__(self, context: cl.Context, catalog: Catalog, grid: FrequencyGrid, fp64: bool,
-                 compat: bool = False):
-        self.context = context
+    def __init__(self, queue: cl.CommandQueue, catalog: Catalog, grid: FrequencyGrid,
+                 fp64: bool, compat: bool = False):
+        self.queue = queue
         self.fp64, self.compat = fp64, compat
         self.real = "double" if fp64 else "float"
         self.lengths_host = catalog.lengths
@@ -168,7 +167,7 @@ class FoldInputs:
         self.lengths = self.upload(catalog.lengths.astype(np.int32))
 
     def upload(self, array: np.ndarray) -> cl.Buffer:
-        return upload(self.context, array)
+        return upload(self.queue, array)
 
 
 class FoldSorter:

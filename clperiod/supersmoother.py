@@ -508,10 +508,11 @@ class _SlabRun:
         self.group = group = prepared.catalog.subset(np.arange(item.obj_lo, item.obj_hi))
         rows = slice(int(prepared.catalog.offsets[item.obj_lo]),
                      int(prepared.catalog.offsets[item.obj_hi]))
-        self.inputs = FoldInputs(context, group, grid, options.fp64, options.compat)
-        self.y = upload(context, prepared.y[rows].astype(dtype))
-        self.w = upload(context, prepared.w[rows].astype(dtype))
-        self.chi0 = upload(context, prepared.chi0[item.obj_lo:item.obj_hi].astype(dtype))
+        queue = self.queue
+        self.inputs = FoldInputs(queue, group, grid, options.fp64, options.compat)
+        self.y = upload(queue, prepared.y[rows].astype(dtype))
+        self.w = upload(queue, prepared.w[rows].astype(dtype))
+        self.chi0 = upload(queue, prepared.chi0[item.obj_lo:item.obj_hi].astype(dtype))
         self.n_obj, self.n_points = group.n_objects, len(group.t)
         self.row_lo, row_hi = max(0, item.k_lo - 1), min(grid.nf, item.k_hi + 1)
         self.row_len = row_hi - self.row_lo
@@ -519,6 +520,10 @@ class _SlabRun:
         self.device_bytes = self.n_obj * self.row_len * s + self.n_points * (3 * s + 8)
         self.params = dict(real=options.real, wg=_FUSED_WG, nmax=path.fused_nmax,
                            compat=options.compat)
+        # Batch buffers live until the item's results are read back: releasing
+        # buffers that queued kernels still use waits for them (NVIDIA) while
+        # holding the GIL, which would stall the other devices' threads.
+        self.held: list = []
 
     def fused(self) -> None:
         """Fill the slab with the fused single-pass kernel."""
@@ -559,6 +564,7 @@ class _SlabRun:
         longest = int(self.group.lengths.max())
         method = "bitonic" if longest <= bitonic_capacity(self.info) else "radix"
         allocator = MemoryPool(ImmediateAllocator(queue))
+        self.held.append(allocator)
         sorter = FoldSorter(self.info, queue, inputs, method, allocator=allocator)
         single_pass = options.variant == "single_pass"
         names = ("gather_sorted", "sp_search_global" if single_pass else "supsmu_search",
@@ -568,15 +574,19 @@ class _SlabRun:
         total = batch * n_points
         xs, ys, ws = (cl_array.empty(queue, total, dtype, allocator=allocator)
                       for _ in range(3))
+        self.held += [xs, ys, ws]
         if not single_pass:
             smo = cl_array.empty(queue, total, dtype, allocator=allocator)
             scratch = cl_array.empty(queue, 8 * total, dtype, allocator=allocator)
-        bases: dict[int, cl.Buffer] = {}  # per batch length (all but the last are equal)
+            self.held += [smo, scratch]
         row_hi = self.row_lo + self.row_len
-        for k0 in range(self.row_lo, row_hi, batch):
+        starts = range(self.row_lo, row_hi, batch)
+        # per batch length (all but the last are equal), uploaded before any batch runs
+        bases = {nf: upload(queue, (nf * self.group.offsets[:-1]).astype(np.int64))
+                 for nf in {min(batch, row_hi - k0) for k0 in starts}}
+        self.held += list(bases.values())
+        for k0 in starts:
             nf = min(batch, row_hi - k0)
-            if nf not in bases:
-                bases[nf] = upload(self.context, (nf * self.group.offsets[:-1]).astype(np.int64))
             base = bases[nf]
             if method == "bitonic":
                 with clock("fold_sort_gather"):
