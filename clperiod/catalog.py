@@ -338,6 +338,13 @@ class Catalog:
         dy = None if self.dy is None else self.dy[rows]
         return type(self)(self.ids[indices], offsets, self.t[rows], self.y[rows], dy)
 
+    def slice(self, start: int, stop: int) -> Catalog:
+        """The objects ``start:stop`` as a catalog of views (no copy)."""
+        lo, hi = int(self.offsets[start]), int(self.offsets[stop])
+        return type(self)(self.ids[start:stop], self.offsets[start:stop + 1] - lo,
+                          self.t[lo:hi], self.y[lo:hi],
+                          None if self.dy is None else self.dy[lo:hi])
+
     def baselines(self) -> np.ndarray:
         """Per-object ``max(t) - min(t)``; NaN for objects with 0 rows."""
         low, high = self._t_range()

@@ -1,10 +1,12 @@
 """Lomb-Scargle periodograms of one light curve or a ragged catalog on OpenCL.
 
-Call path: :func:`lombscargle` validates the input and prepares per-point and
-per-object arrays on the host (float64), :func:`clperiod.planning.plan_batches`
-cuts the catalog into batches that fit the device,
-:func:`clperiod.scheduler.run_on_devices` runs the batches, and each batch
-launches ``ls_tiles`` and ``ls_merge_topk`` of ``cl_kernels/lombscargle.mako``.
+Call path: :func:`lombscargle` validates the input,
+:func:`clperiod.planning.plan_batches` cuts the catalog into batches that fit
+the device, :func:`clperiod.scheduler.run_on_devices` runs the batches, and
+each batch prepares its per-point and per-object arrays on the host (float64;
+in the thread of its device, so that with several devices the preparation
+runs in parallel and overlaps the other devices' kernels), then launches
+``ls_tiles`` and ``ls_merge_topk`` of ``cl_kernels/lombscargle.mako``.
 
 The periodogram is the least-squares power of a sinusoid (plus a floating
 mean for the generalized method) evaluated through its 2x2 normal equations,
@@ -212,28 +214,29 @@ def lombscargle(
     if options.fp64:
         for info in devices:
             require_fp64(info)
-    prepared = _prepare(catalog, grid, options)
-    compensated = _compensated(options, prepared)
+    lengths = np.where(catalog.lengths >= options.min_points, catalog.lengths, 0)
+    compensated = not options.fp64 and int(lengths.max(initial=0)) > COMPENSATE_ABOVE
     shape = _kernel_shape(devices, options, compensated)
-    batches = _plan(devices, shape, prepared, grid, options)
+    batches = _plan(devices, shape, lengths, grid, options)
     power = _result_array(devices, (catalog.n_objects, grid.nf), options) if periodogram else None
     with progress_bar(progress, len(batches), "lombscargle") as bar:
         results = run_on_devices(
             devices,
             batches,
             lambda info, batch: _run_batch(
-                info, batch, shape, compensated, prepared, grid, options, power, profile
+                info, batch, shape, compensated, catalog, grid, options, power, profile
             ),
             progress=bar.update if bar is not None else None,
         )
-    top_val = np.concatenate([vals for vals, _, _ in results])
-    top_idx = np.concatenate([idx for _, idx, _ in results])
+    status = np.concatenate([r.status for r in results])
+    top_val = np.concatenate([r.val for r in results])
+    top_idx = np.concatenate([r.idx for r in results])
     found = top_idx != _NO_PEAK
     top_val = np.where(found, top_val, np.nan)
     top_freq = np.where(found, grid.fmin + top_idx * grid.df, np.nan)
     timings: dict[str, float] = {}
-    for _, _, seconds in results:
-        for name, value in seconds.items():
+    for result in results:
+        for name, value in result.seconds.items():
             timings[name] = timings.get(name, 0.0) + value
     return LombScargleResult(
         ids=catalog.ids,
@@ -241,7 +244,7 @@ def lombscargle(
         power_best=top_val[:, 0].copy(),
         top_k_frequency=top_freq,
         top_k_power=top_val,
-        status=prepared.status,
+        status=status,
         power=power,
         grid=grid,
         method=method,
@@ -311,11 +314,11 @@ def _as_catalog(cat_or_t, y, dy, method, nan_policy) -> Catalog:
 
 @dataclass(frozen=True)
 class _Prepared:
-    """Per-point and per-object device inputs.
+    """Per-point and per-object device inputs of a run of objects.
 
-    Every catalog object is kept, so batches map to contiguous result rows;
-    objects that are not OK get zero rows and ``yy = NaN``, which makes the
-    kernel write NaN powers and report no peak for them.
+    Every object is kept, so batches map to contiguous result rows; objects
+    that are not OK get zero rows and ``yy = NaN``, which makes the kernel
+    write NaN powers and report no peak for them.
     """
 
     status: np.ndarray  # per object
@@ -407,11 +410,6 @@ def _reference_times(catalog: Catalog) -> np.ndarray:
 COMPENSATE_ABOVE = 16384
 
 
-def _compensated(options: _Options, prepared: _Prepared) -> bool:
-    """Whether the fp32 kernel sums in Kahan-compensated blocks (long objects)."""
-    return not options.fp64 and int(np.diff(prepared.offsets).max(initial=0)) > COMPENSATE_ABOVE
-
-
 def _kernel_shape(
     devices: list[DeviceInfo], options: _Options, compensated: bool
 ) -> KernelShape:
@@ -446,20 +444,22 @@ def _kernel_params(
     )
 
 
-def _plan(devices, shape, prepared, grid, options) -> list[Batch]:
+def _plan(devices, shape, lengths, grid, options) -> list[Batch]:
     """Batches sized for the smallest device (any device may run any batch);
     with several devices at least :data:`BATCHES_PER_DEVICE` per device, so
-    the dynamic scheduling balances devices of different speed."""
+    the dynamic scheduling balances devices of different speed. ``lengths``
+    are the points of each object that is searched (0 for too few points)."""
     smallest = min(devices, key=lambda d: (d.global_mem, d.max_alloc))
-    lengths = np.diff(prepared.offsets)
-    point_bytes = sum(a.itemsize for a in prepared.point_arrays.values())
+    real_bytes = np.dtype(options.dtype).itemsize
+    # t (fp64) or the phase inputs a, b_hi, b_lo (fp32), then step, sd, w, wy
+    point_bytes = 8 + 4 * real_bytes if options.fp64 else 3 * 4 + 4 * real_bytes
     return plan_batches(
         lengths,
         grid.nf,
         shape,
         smallest,
         point_bytes=point_bytes,
-        real_bytes=np.dtype(options.dtype).itemsize,
+        real_bytes=real_bytes,
         top_k=options.top_k,
         periodogram=options.periodogram,
         min_batches=BATCHES_PER_DEVICE * len(devices) if len(devices) > 1 else 1,
@@ -478,24 +478,36 @@ def _result_array(devices: list[DeviceInfo], shape: tuple[int, int], options: _O
     return np.empty(shape, dtype=options.dtype)
 
 
+@dataclass(frozen=True)
+class _BatchResult:
+    """Per-object results of one batch, and (profiling) summed stage times."""
+
+    status: np.ndarray
+    val: np.ndarray  # (objects, top_k) float64
+    idx: np.ndarray  # (objects, top_k) grid indices
+    seconds: dict[str, float]
+
+
 def _run_batch(
     info: DeviceInfo,
     batch: Batch,
     shape: KernelShape,
     compensated: bool,
-    prepared: _Prepared,
+    catalog: Catalog,
     grid: FrequencyGrid,
     options: _Options,
     power: np.ndarray | None,
     profile: bool = False,
-) -> tuple[np.ndarray, np.ndarray, dict[str, float]]:
-    """Evaluate one batch on ``info``.
+) -> _BatchResult:
+    """Prepare and evaluate one batch on ``info``.
 
     Periodogram chunks are copied into ``power`` (rows of the batch) on a second
-    queue while the next chunk computes. Returns the top-k values and grid
-    indices of the batch's objects and, when ``profile`` is set, the summed
-    kernel and copy times.
+    queue while the next chunk computes. Returns the status, top-k values and
+    grid indices of the batch's objects and, when ``profile`` is set, the
+    summed kernel and copy times.
     """
+    o0, o1 = batch.obj_start, batch.obj_stop
+    prepared = _prepare(catalog.slice(o0, o1), grid, options)
     context = get_context(info)
     queue = get_queue(info, profiling=profile)
     copy_queue = get_queue(info, profiling=profile, role="copy")
@@ -508,23 +520,21 @@ def _run_batch(
     dtype = options.dtype
     itemsize = np.dtype(dtype).itemsize
     k = options.top_k
-    o0, o1 = batch.obj_start, batch.obj_stop
-    r0, r1 = prepared.offsets[o0], prepared.offsets[o1]
     n_obj = batch.n_objects
     n_tiles = shape.n_tiles(grid.nf)
     mf = cl.mem_flags
 
     rows = prepared.point_arrays
-    phases = [upload(queue, rows[name][r0:r1]) for name in _POINT_ORDER[options.fp64]]
+    phases = [upload(queue, rows[name]) for name in _POINT_ORDER[options.fp64]]
     if options.fp64:
         phases += [np.float64(grid.fmin), np.float64(grid.df)]
     step = _STEP_INPUT[options.fp64]
-    points = [upload(queue, rows[name][r0:r1]) for name in (step, "sd", "w", "wy")]
+    points = [upload(queue, rows[name]) for name in (step, "sd", "w", "wy")]
     objs = [
-        upload(queue, (prepared.offsets[o0:o1] - r0).astype(np.int32)),
-        upload(queue, np.diff(prepared.offsets[o0 : o1 + 1]).astype(np.int32)),
-        upload(queue, prepared.yy[o0:o1].astype(dtype)),
-        upload(queue, prepared.psd_scale[o0:o1].astype(dtype)),
+        upload(queue, prepared.offsets[:-1].astype(np.int32)),
+        upload(queue, np.diff(prepared.offsets).astype(np.int32)),
+        upload(queue, prepared.yy.astype(dtype)),
+        upload(queue, prepared.psd_scale.astype(dtype)),
     ]
     part_val = cl.Buffer(context, mf.READ_WRITE, n_obj * n_tiles * k * itemsize)
     part_idx = cl.Buffer(context, mf.READ_WRITE, n_obj * n_tiles * k * 4)
@@ -577,7 +587,7 @@ def _run_batch(
             name: sum(1e-9 * (e.profile.end - e.profile.start) for e in evs)
             for name, evs in events.items()
         }
-    return vals.astype(np.float64), idx, seconds
+    return _BatchResult(prepared.status, vals.astype(np.float64), idx, seconds)
 
 
 def _copy_block(queue, power, buffer, row0, n_rows, k0, chunk_nf, after) -> cl.Event:

@@ -38,7 +38,7 @@ import pyopencl.array as cl_array
 from pyopencl.tools import ImmediateAllocator, MemoryPool
 
 from . import clustering, kernels
-from .device import DeviceInfo, get_context, get_queue, select_devices, upload
+from .device import DeviceInfo, get_context, get_queue, select_devices
 from .scheduler import run_on_devices, split_range
 
 __all__ = ["CANDIDATE_DTYPE", "Candidates", "Level", "RowStatus", "SearchInfo", "boxcar_plan",
@@ -196,17 +196,19 @@ class _Device:
         self.context = get_context(info)
         self.queue = get_queue(info)
         self.pool = MemoryPool(ImmediateAllocator(self.queue))
-        self._held: list[cl.Buffer] = []
+        self._held: list[cl.Buffer | cl.Event] = []
 
     def empty(self, nbytes: int) -> cl.MemoryObjectHolder:
         """A device buffer of ``nbytes`` (at least 1) from the pool."""
         return self.pool.allocate(max(1, nbytes))
 
     def upload(self, array: np.ndarray) -> cl.Buffer:
-        """A device copy of ``array``, made at once (no wait for the queue)
-        and held until the search ends."""
-        buf = upload(self.queue, array)
-        self._held.append(buf)
+        """A device copy of ``array``, queued without waiting for the queue;
+        the buffer and the copy (which holds ``array``) are kept until the
+        search ends."""
+        array = np.ascontiguousarray(array if array.size else np.zeros(1, array.dtype))
+        buf = cl.Buffer(self.context, cl.mem_flags.READ_ONLY, array.nbytes)
+        self._held += [buf, cl.enqueue_copy(self.queue, buf, array, is_blocking=False)]
         return buf
 
     def program(self, raw: bool, wmax: int, wmin: int) -> dict[str, cl.Kernel]:
@@ -489,7 +491,7 @@ class _Runner:
         if self._resident is not None and self._resident[0] == (c.lo, c.end):
             self._strides = self._resident[2]
             return self._resident[1]
-        queue, ctx = self.dev.queue, self.dev.context
+        queue = self.dev.queue
         series = {0: (x, c.end - c.lo, stride)}
         for k in sorted(self.needed - {0}):
             prev = max(j for j in series if j < k)
@@ -635,7 +637,7 @@ class _Runner:
 
     def _autocovariance(self, lv: Level, buf: cl.Buffer, n: int, own: int) -> np.ndarray:
         """Per-segment sums of z[t] z[t + l]: ``(n_dm, segments, lags)``."""
-        queue, ctx = self.dev.queue, self.dev.context
+        queue = self.dev.queue
         program = self.raw if lv.level == 0 else self.deep[lv.level]
         segment = STAT_BLOCK >> lv.level  # level samples per work-group
         groups = max(1, -(-own // segment))
@@ -673,7 +675,7 @@ class _Runner:
 
     def _boxcar(self, lv: Level, buf, n, own, offset, threshold, capacity):
         """Enqueue one level's boxcars: (count array, capacity, output buffers)."""
-        queue, ctx = self.dev.queue, self.dev.context
+        queue = self.dev.queue
         program = self.raw if lv.level == 0 else self.deep[lv.level]
         source = [buf, self._mean, self._inv_std] if lv.level == 0 else [buf]
         cover = LOCAL_SIZE * BOX_PER_ITEM * self.dev.box_tiles(lv.wmax)  # starts per group

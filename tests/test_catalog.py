@@ -242,6 +242,18 @@ def test_subset(long_format):
         cat.subset([3])
 
 
+def test_slice_is_a_view(long_format):
+    ids, t, y, dy = long_format
+    cat = Catalog.from_arrays(ids, t, y, dy)
+    part = cat.slice(1, 3)
+    np.testing.assert_array_equal(part.ids, cat.ids[1:3])
+    np.testing.assert_array_equal(part.offsets, cat.offsets[1:] - cat.offsets[1])
+    np.testing.assert_array_equal(part.t, cat.t[cat.offsets[1]:])
+    np.testing.assert_array_equal(part.dy, cat.dy[cat.offsets[1]:])
+    assert np.shares_memory(part.y, cat.y)
+    assert cat.slice(2, 2).n_objects == 0
+
+
 def test_constructor_checks_structure():
     with pytest.raises(ValueError, match="offsets"):
         Catalog(np.array([0, 1]), np.array([0, 2, 1]), np.zeros(1), np.zeros(1))

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from two_devices import run_on_two_devices
 
+from clperiod.catalog import Status
 from clperiod.device import select_devices
 from clperiod.planning import KernelShape, plan_batches
 from clperiod.scheduler import BATCHES_PER_DEVICE
@@ -25,7 +26,10 @@ for k in range(40):
     t = np.sort(rng.uniform(0, 100, n))
     lcs.append((t, np.sin(2 * np.pi * t / (0.5 + k / 10)) + 0.3 * rng.standard_normal(n),
                 rng.uniform(0.1, 0.3, n)))
-cat = Catalog.from_lightcurves(lcs, ids=[f"obj{k}" for k in range(40)])
+# objects that are not searched, mid-catalog: too few points, constant values
+lcs.insert(13, (np.arange(3.0), np.ones(3), np.ones(3)))
+lcs.insert(29, (np.arange(50.0), np.full(50, 2.5), np.ones(50)))
+cat = Catalog.from_lightcurves(lcs, ids=[f"obj{k}" for k in range(42)])
 grid = FrequencyGrid.from_range(0.05, 3.0, 3000)
 out = {}
 for name, run in (("lombscargle", clperiod.lombscargle), ("supersmoother", clperiod.supersmoother)):
@@ -37,6 +41,7 @@ for name, run in (("lombscargle", clperiod.lombscargle), ("supersmoother", clper
                     for f in ("ids", "frequency_best", "power_best", "top_k_frequency",
                               "top_k_power", "status")),
         "ok": int((one.status == 0).sum()),
+        "not_ok": [int(both.status[13]), int(both.status[29])],
     }
 print(json.dumps(out))
 """
@@ -52,6 +57,7 @@ def test_two_devices_equal_one(name, two_device_runs):
     out = two_device_runs[name]
     assert len(out["devices"]) == 2
     assert out["same"] and out["ok"] == 40
+    assert out["not_ok"] == [Status.TOO_FEW_POINTS, Status.ZERO_VARIANCE]
 
 
 def test_batches_spread_over_devices():
