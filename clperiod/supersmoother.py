@@ -236,13 +236,16 @@ def supersmoother(
         power = (PINNED_POOL.empty(devices[0], shape, options.dtype) if len(devices) == 1
                  else np.empty(shape, dtype=options.dtype))
         power[prepared.status != Status.OK] = np.nan
+    states = {info: _DeviceState(info) for info in devices}
     with progress_bar(progress, len(items), "supersmoother") as bar:
         results = run_on_devices(
             devices, items,
-            lambda info, item: _run_item(info, item, prepared, grid, options, path, power,
-                                         profile),
+            lambda info, item: _run_item(states[info], item, prepared, grid, options, path,
+                                         power, profile),
             progress=bar.update if bar is not None else None,
         )
+    for state in states.values():
+        state.release()
     top_val, top_idx = _merge_peaks(items, results, prepared, options.top_k)
     found = top_idx != _NO_PEAK
     top_val = np.where(found, top_val, np.nan)
@@ -474,11 +477,52 @@ class _Clock:
                                       + time.perf_counter() - start)
 
 
-def _run_item(info: DeviceInfo, item: _Item, prepared: _Prepared, grid: FrequencyGrid,
+class _DeviceState:
+    """What one device keeps between the items of a run: each object group's
+    inputs (shared by the group's frequency slabs) and a memory pool for the
+    batch buffers, so that later items reuse them.
+
+    Device buffers are released only when the device is idle (a new group
+    after an item was read back, or the end of the run): releasing a buffer
+    that queued kernels still use waits for them (NVIDIA) while holding the
+    GIL, which would stall the other devices' threads.
+    """
+
+    def __init__(self, info: DeviceInfo):
+        self.info = info
+        self.pool = MemoryPool(ImmediateAllocator(get_queue(info)))
+        self.group_key: tuple[int, int] | None = None
+        self.group_inputs: tuple | None = None
+
+    def inputs(self, item: _Item, prepared: _Prepared, grid: FrequencyGrid,
+               options: _Options) -> tuple[Catalog, FoldInputs, cl.Buffer, cl.Buffer, cl.Buffer]:
+        """The group's catalog, fold inputs, ``y``, ``w`` and ``chi0`` on this device."""
+        key = (item.obj_lo, item.obj_hi)
+        if key != self.group_key:
+            self.group_inputs = None
+            self.pool.free_held()  # the last group's batch buffers
+            queue, dtype = get_queue(self.info), options.dtype
+            group = prepared.catalog.slice(*key)
+            rows = slice(int(prepared.catalog.offsets[item.obj_lo]),
+                         int(prepared.catalog.offsets[item.obj_hi]))
+            self.group_key, self.group_inputs = key, (
+                group, FoldInputs(queue, group, grid, options.fp64, options.compat),
+                upload(queue, prepared.y[rows].astype(dtype)),
+                upload(queue, prepared.w[rows].astype(dtype)),
+                upload(queue, prepared.chi0[item.obj_lo:item.obj_hi].astype(dtype)))
+        return self.group_inputs
+
+    def release(self) -> None:
+        """Free the device memory kept (call when the device is idle)."""
+        self.group_key = self.group_inputs = None
+        self.pool.free_held()
+
+
+def _run_item(state: _DeviceState, item: _Item, prepared: _Prepared, grid: FrequencyGrid,
               options: _Options, path: _Path, power: np.ndarray | None,
               profile: bool) -> _ItemResult:
     """Periodogram slab, top-k peaks and (optionally) the periodogram copy of one item."""
-    run = _SlabRun(info, item, prepared, grid, options, path, profile)
+    run = _SlabRun(state, item, prepared, grid, options, path, profile)
     if path.fused:
         run.fused()
     else:
@@ -497,22 +541,19 @@ class _SlabRun:
     ``row_lo:row_lo + row_len``, the item's bins plus their neighbours for
     the peak test) and the kernels that fill and reduce it."""
 
-    def __init__(self, info: DeviceInfo, item: _Item, prepared: _Prepared,
+    def __init__(self, state: _DeviceState, item: _Item, prepared: _Prepared,
                  grid: FrequencyGrid, options: _Options, path: _Path, profile: bool):
-        self.info, self.item, self.grid, self.options, self.path = info, item, grid, options, path
-        self.context = context = get_context(info)
-        self.queue = get_queue(info)
+        self.info, self.item, self.grid, self.options, self.path = (state.info, item, grid,
+                                                                   options, path)
+        self.context = context = get_context(state.info)
+        self.queue = get_queue(state.info)
+        self.pool = state.pool
         self.clock = _Clock(self.queue, profile)
         self.dtype = dtype = options.dtype
         s = np.dtype(dtype).itemsize
-        self.group = group = prepared.catalog.subset(np.arange(item.obj_lo, item.obj_hi))
-        rows = slice(int(prepared.catalog.offsets[item.obj_lo]),
-                     int(prepared.catalog.offsets[item.obj_hi]))
-        queue = self.queue
-        self.inputs = FoldInputs(queue, group, grid, options.fp64, options.compat)
-        self.y = upload(queue, prepared.y[rows].astype(dtype))
-        self.w = upload(queue, prepared.w[rows].astype(dtype))
-        self.chi0 = upload(queue, prepared.chi0[item.obj_lo:item.obj_hi].astype(dtype))
+        group, self.inputs, self.y, self.w, self.chi0 = state.inputs(item, prepared, grid,
+                                                                     options)
+        self.group = group
         self.n_obj, self.n_points = group.n_objects, len(group.t)
         self.row_lo, row_hi = max(0, item.k_lo - 1), min(grid.nf, item.k_hi + 1)
         self.row_len = row_hi - self.row_lo
@@ -520,10 +561,7 @@ class _SlabRun:
         self.device_bytes = self.n_obj * self.row_len * s + self.n_points * (3 * s + 8)
         self.params = dict(real=options.real, wg=_FUSED_WG, nmax=path.fused_nmax,
                            compat=options.compat)
-        # Batch buffers live until the item's results are read back: releasing
-        # buffers that queued kernels still use waits for them (NVIDIA) while
-        # holding the GIL, which would stall the other devices' threads.
-        self.held: list = []
+        self.held: list = []  # batch buffers, back to the pool when the item is done
 
     def fused(self) -> None:
         """Fill the slab with the fused single-pass kernel."""
@@ -563,8 +601,7 @@ class _SlabRun:
         self.device_bytes += batch * n_points * self.path.bytes_per_point_frequency
         longest = int(self.group.lengths.max())
         method = "bitonic" if longest <= bitonic_capacity(self.info) else "radix"
-        allocator = MemoryPool(ImmediateAllocator(queue))
-        self.held.append(allocator)
+        allocator = self.pool
         sorter = FoldSorter(self.info, queue, inputs, method, allocator=allocator)
         single_pass = options.variant == "single_pass"
         names = ("gather_sorted", "sp_search_global" if single_pass else "supsmu_search",
