@@ -47,6 +47,7 @@ __all__ = [
     "get_queue",
     "require_fp64",
     "upload",
+    "write",
     "list_devices",
     "select_devices",
     "skipped_devices",
@@ -585,17 +586,27 @@ def require_fp64(info: DeviceInfo) -> None:
 
 def upload(queue: cl.CommandQueue, array: np.ndarray) -> cl.Buffer:
     """A read-only device copy of ``array`` (one element if empty: OpenCL
-    buffers cannot be empty), written through ``queue``.
+    buffers cannot be empty), written through ``queue`` (:func:`write`).
 
-    The write is blocking and releases the GIL while it waits. A buffer
-    created with ``COPY_HOST_PTR`` would hold the GIL instead, and on NVIDIA
-    that call waits for the device to finish all its queued work, so the host
-    threads of the other devices stop until it does.
+    Creating the buffer with ``COPY_HOST_PTR`` instead would copy while
+    holding the GIL.
     """
     array = np.ascontiguousarray(array if len(array) else np.zeros(1, array.dtype))
     buffer = cl.Buffer(queue.context, cl.mem_flags.READ_ONLY, array.nbytes)
-    cl.enqueue_copy(queue, buffer, array, is_blocking=True)
+    write(queue, buffer, array)
     return buffer
+
+
+def write(queue: cl.CommandQueue, buffer: cl.Buffer, array: np.ndarray) -> None:
+    """Copy ``array`` into ``buffer`` and wait until the copy is done, with the
+    GIL released.
+
+    A blocking write may return as soon as ``array`` can be reused, before
+    the transfer is complete; pyopencl then waits for it in the event's
+    destructor while holding the GIL, which stops every other host thread
+    (on NVIDIA a write can wait there for another queue's kernel).
+    """
+    cl.enqueue_copy(queue, buffer, array, is_blocking=False).wait()
 
 
 # --------------------------------------------------------------------------- report

@@ -29,7 +29,7 @@ from .device import DeviceInfo, get_context, get_queue, require_fp64, select_dev
 from .grid import FrequencyGrid
 from .host import (PeakResults, as_catalog, check_choice, check_top_k, progress_bar,
                    segment_sum)
-from .planning import PINNED_POOL, Batch, KernelShape, plan_batches
+from .planning import DEFAULT_BETA, PINNED_POOL, Batch, KernelShape, plan_batches
 from .scheduler import BATCHES_PER_DEVICE, run_on_devices
 
 __all__ = ["lombscargle", "LombScargleResult"]
@@ -44,6 +44,9 @@ MAX_TOP_K = 64
 _NO_PEAK = np.iinfo(np.int32).max
 #: Largest grid: frequency indices (plus a tile of halo) must fit an int32.
 MAX_NF = 2**31 - 2**16
+#: Batches in flight per device (:func:`clperiod.scheduler.run_on_devices`):
+#: one batch's host preparation overlaps the other's kernels.
+LANES = 2
 
 
 @dataclass(frozen=True)
@@ -227,6 +230,7 @@ def lombscargle(
                 info, batch, shape, compensated, catalog, grid, options, power, profile
             ),
             progress=bar.update if bar is not None else None,
+            lanes=LANES,
         )
     status = np.concatenate([r.status for r in results])
     top_val = np.concatenate([r.val for r in results])
@@ -445,10 +449,12 @@ def _kernel_params(
 
 
 def _plan(devices, shape, lengths, grid, options) -> list[Batch]:
-    """Batches sized for the smallest device (any device may run any batch);
-    with several devices at least :data:`BATCHES_PER_DEVICE` per device, so
-    the dynamic scheduling balances devices of different speed. ``lengths``
-    are the points of each object that is searched (0 for too few points)."""
+    """Batches sized for the smallest device (any device may run any batch)
+    with :data:`LANES` in flight at once; at least :data:`BATCHES_PER_DEVICE`
+    per device (when there are enough objects), so that the dynamic
+    scheduling balances devices of different speed and the lanes overlap.
+    ``lengths`` are the points of each object that is searched (0 for too few
+    points)."""
     smallest = min(devices, key=lambda d: (d.global_mem, d.max_alloc))
     real_bytes = np.dtype(options.dtype).itemsize
     # t (fp64) or the phase inputs a, b_hi, b_lo (fp32), then step, sd, w, wy
@@ -462,7 +468,8 @@ def _plan(devices, shape, lengths, grid, options) -> list[Batch]:
         real_bytes=real_bytes,
         top_k=options.top_k,
         periodogram=options.periodogram,
-        min_batches=BATCHES_PER_DEVICE * len(devices) if len(devices) > 1 else 1,
+        beta=DEFAULT_BETA / LANES,
+        min_batches=BATCHES_PER_DEVICE * len(devices),
     )
 
 

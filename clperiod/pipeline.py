@@ -17,12 +17,6 @@ probabilities), commits its part file and appends its rows to the output
 (under a temporary name) while the device works on the current chunk. When
 every chunk is done the output is renamed into place, the periodogram parts
 are joined in input order, and the work directory is removed.
-
-Lomb-Scargle chunks are searched in up to :data:`SLICES` slices of objects
-by :data:`LOMBSCARGLE_LANES` compute threads (each with its own device
-queues), so one slice's host preparation overlaps another's kernels and the
-writer tabulates the first slices while the device works on the last. The
-results are those of one search over the chunk (objects are independent).
 """
 
 from __future__ import annotations
@@ -77,13 +71,6 @@ PERIODOGRAM_BYTES = 1 << 30
 DEFAULT_PLOTS = 5
 #: Finished chunks waiting to be written at most (bounds memory).
 _PENDING_WRITES = 2
-#: Compute threads of Lomb-Scargle runs (SuperSmoother items fill the device
-#: memory one at a time, so its runs use one).
-LOMBSCARGLE_LANES = 2
-#: A chunk is searched in at most this many slices of objects ...
-SLICES = 4
-#: ... of at least this many observations each.
-SLICE_MIN_ROWS = 32_768
 _MANIFEST = "manifest.json"
 _RUN_FORMAT = 1
 
@@ -195,7 +182,7 @@ class CatalogRun:
         Devices used.
     timings : dict
         Seconds: ``read_s`` (reading and checking chunks, reader thread),
-        ``compute_s`` (searches, summed over the compute threads), ``write_s`` (result tables, false-alarm
+        ``compute_s`` (searches), ``write_s`` (result tables, false-alarm
         probabilities, part files, output rows and figures, writer thread),
         ``join_s`` (closing the output, joining the periodogram parts) and
         ``total_s`` (wall time).
@@ -341,8 +328,7 @@ def run_catalog(
 
 
 class _RunState:
-    """One run over the chunks: read in one thread, search in the compute
-    threads, write in another.
+    """One run over the chunks: compute in this thread, write in another.
 
     The writer thread takes the chunks in input order: it commits each part
     file and appends the chunk's rows to the output (resumed chunks: the rows
@@ -361,9 +347,6 @@ class _RunState:
         self.figures: list[Path] = []
         self.n_objects = self.n_chunks = self.n_resumed = 0
         self.timings = {"read_s": 0.0, "compute_s": 0.0, "write_s": 0.0}
-        self.lanes = LOMBSCARGLE_LANES if search.algorithm == "lombscargle" else 1
-        self._timing_lock = threading.Lock()
-        self.failed = False  # set by the writer thread when a chunk's search failed
         self.output: ResultsWriter | None = None
         self.bar: Any = None
 
@@ -372,11 +355,7 @@ class _RunState:
         self.output, self.bar = output, bar
         pending: list[concurrent.futures.Future] = []
         writer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="clperiod-writer")
-        lanes = concurrent.futures.ThreadPoolExecutor(self.lanes,
-                                                      thread_name_prefix="clperiod-compute")
-        # on an error the chunks queued before it are still written; after a
-        # failed search the writer commits nothing more
-        with lanes, writer as pool, _Prefetch(chunks, self.timings) as prefetched:
+        with writer as pool, _Prefetch(chunks, self.timings) as prefetched:
             for chunk in prefetched:
                 self.n_chunks += 1
                 self.n_objects += chunk.catalog.n_objects
@@ -385,10 +364,11 @@ class _RunState:
                     self.n_resumed += 1
                     pending.append(pool.submit(self._copy_part, chunk))
                     continue
-                searches = [lanes.submit(self._timed, self._search, part)
-                            for part in self._slices(chunk.catalog)]
-                plot_job = lanes.submit(self._timed, self._plot_job, chunk.catalog, plot_ids)
-                pending.append(pool.submit(self._write, chunk, searches, plot_job))
+                started = time.perf_counter()
+                results = self._search(chunk.catalog)
+                plot_job = self._plot_job(chunk.catalog, plot_ids)
+                self.timings["compute_s"] += time.perf_counter() - started
+                pending.append(pool.submit(self._write, chunk, results, plot_job))
                 while len(pending) > _PENDING_WRITES or (pending and pending[0].done()):
                     self.figures += pending.pop(0).result()
             for future in pending:
@@ -415,24 +395,6 @@ class _RunState:
         if self.bar is not None:
             self.bar.update(n)
 
-    def _timed(self, function: Any, *args: Any) -> Any:
-        """Compute thread: ``function(*args)``, its time added to ``compute_s``."""
-        started = time.perf_counter()
-        try:
-            return function(*args)
-        finally:
-            with self._timing_lock:
-                self.timings["compute_s"] += time.perf_counter() - started
-
-    def _slices(self, catalog: Catalog) -> list[Catalog]:
-        """The chunk as consecutive slices of objects of about equal rows
-        (one with a single compute thread)."""
-        rows = int(catalog.offsets[-1])
-        count = min(SLICES, max(1, rows // SLICE_MIN_ROWS)) if self.lanes > 1 else 1
-        edges = np.unique(np.searchsorted(catalog.offsets, np.arange(count + 1) * rows / count))
-        edges[0], edges[-1] = 0, catalog.n_objects
-        return [catalog.slice(a, b) for a, b in zip(edges[:-1], edges[1:]) if b > a] or [catalog]
-
     def _search(self, catalog: Catalog) -> list[Any]:
         if not self.with_periodogram:
             return [self.search.run(catalog, device=self.devices)]
@@ -444,28 +406,11 @@ class _RunState:
             for start in range(0, catalog.n_objects, per_group)
         ]
 
-    def _write(self, chunk: CatalogChunk, searches: list[concurrent.futures.Future],
-               plot_job: concurrent.futures.Future) -> list[Path]:
-        """Writer thread: result tables of the chunk's slices as they finish,
-        periodogram part, figures, then the result part (the commit)."""
-        results, columns, waited = [], [], 0.0
+    def _write(self, chunk: CatalogChunk, results: list[Any], plot_job: Any) -> list[Path]:
+        """Writer thread: periodogram part, figures, then the result part (the commit)."""
         started = time.perf_counter()
-        try:
-            for search in searches:
-                before = time.perf_counter()
-                done = search.result()
-                waited += time.perf_counter() - before
-                results += done
-                columns += [result_columns(result, fap_method=self.search.fap_method)
-                            for result in done]
-            before = time.perf_counter()
-            plot_job = plot_job.result()
-            waited += time.perf_counter() - before
-        except BaseException:
-            self.failed = True
-            raise
-        if self.failed:  # an earlier chunk failed: its successors are not committed
-            return []
+        columns = [result_columns(result, fap_method=self.search.fap_method)
+                   for result in results]
         joined = {name: np.concatenate([c[name] for c in columns]) for name in columns[0]}
         if self.with_periodogram:
             path = self.work / _periodogram_part(chunk.index)
@@ -481,7 +426,7 @@ class _RunState:
         table = results_table(joined, metadata=chunk.summary())
         write_results_table(self.work / _result_part(chunk.index), table, "parquet")
         self.output.write(table)
-        self.timings["write_s"] += time.perf_counter() - started - waited
+        self.timings["write_s"] += time.perf_counter() - started
         self._advance(chunk.n_rows)
         return figures
 

@@ -428,7 +428,8 @@ class ModelEvaluator:
             shapes.update(k=((n_models,), real), offsets=((n_models, n_inst), real))
         host = {name: PINNED_POOL.empty(self.info, shape, dtype)
                 for name, (shape, dtype) in shapes.items()}
-        keep = []  # host arrays whose asynchronous copies are in flight
+        keep = []  # host arrays and copies in flight (an event dropped early
+        # would wait for its copy in its destructor, holding the GIL)
         for i, start in enumerate(range(0, n_models, BATCH_MODELS)):
             stop = min(n_models, start + BATCH_MODELS)
             slot = self._slot(i % 2, stop - start)
@@ -437,7 +438,8 @@ class ModelEvaluator:
                                        for a in (offsets, jitter, trend))))
             self.launch(slot, stop - start, layout)
             for name, buffer in slot.results(profile).items():
-                cl.enqueue_copy(self.queue, host[name][start:stop], buffer, is_blocking=False)
+                keep.append(cl.enqueue_copy(self.queue, host[name][start:stop], buffer,
+                                            is_blocking=False))
         self.queue.finish()
         if out is None:
             out = {name: value.astype(np.float64 if value.dtype != np.int32 else np.int32)

@@ -1,9 +1,12 @@
 """Run independent work items on one or several devices.
 
-One host thread per device pulls the next item from a shared queue (dynamic
-assignment, so ragged batches balance themselves); results come back in input
-order. pyopencl releases the GIL while it waits for a device, so the threads
-overlap. With one device the items run in the calling thread.
+One host thread per device (or several: ``lanes``) pulls the next item from a
+shared queue (dynamic assignment, so ragged batches balance themselves);
+results come back in input order. pyopencl releases the GIL while it waits
+for a device, so the threads overlap; with two lanes one item's host work
+(preparation, uploads, readback) overlaps another item's kernels on the same
+device (queues are per thread, see :func:`clperiod.device.get_queue`). With
+one thread in all the items run in the calling thread.
 :func:`split_range` cuts a run of independent rows (models, elements) into
 such items.
 """
@@ -33,6 +36,7 @@ def run_on_devices(
     items: Sequence[Item],
     work: Callable[[DeviceInfo, Item], Result],
     progress: Callable[[int], None] | None = None,
+    lanes: int = 1,
 ) -> list[Result]:
     """Apply ``work(device, item)`` to every item, spreading items over devices.
 
@@ -46,6 +50,9 @@ def run_on_devices(
         Called once per item with the device that runs it.
     progress
         Optional callback, called with 1 after each finished item.
+    lanes
+        Worker threads per device (each device holds up to ``lanes`` items
+        at once, so size items for that).
 
     Returns
     -------
@@ -53,7 +60,7 @@ def run_on_devices(
         ``work`` results in the order of ``items``. The first exception raised
         by any worker is re-raised after all workers stopped.
     """
-    if len(devices) == 1 or len(items) <= 1:
+    if len(devices) * lanes == 1 or len(items) <= 1:
         results = []
         for item in items:
             results.append(work(devices[0], item))
@@ -81,7 +88,8 @@ def run_on_devices(
             if progress:
                 progress(1)
 
-    threads = [threading.Thread(target=worker, args=(d,), daemon=True) for d in devices]
+    threads = [threading.Thread(target=worker, args=(d,), daemon=True)
+               for _ in range(lanes) for d in devices]
     for thread in threads:
         thread.start()
     for thread in threads:

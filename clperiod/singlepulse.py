@@ -38,7 +38,7 @@ import pyopencl.array as cl_array
 from pyopencl.tools import ImmediateAllocator, MemoryPool
 
 from . import clustering, kernels
-from .device import DeviceInfo, get_context, get_queue, select_devices
+from .device import DeviceInfo, get_context, get_queue, select_devices, write
 from .scheduler import run_on_devices, split_range
 
 __all__ = ["CANDIDATE_DTYPE", "Candidates", "Level", "RowStatus", "SearchInfo", "boxcar_plan",
@@ -481,7 +481,7 @@ class _Runner:
         # a plain copy into a new buffer: creating a buffer from host memory
         # (COPY_HOST_PTR) ran at 1.6 GB/s on the H100, enqueue_copy at 9.8 GB/s
         buf = self.dev.empty(host.nbytes)
-        cl.enqueue_copy(self.dev.queue, buf, host)
+        write(self.dev.queue, buf, host)
         return buf, c.end - c.lo
 
     def _levels(self, c: _Chunk, x: cl.Buffer, stride: int) -> dict[int, tuple[cl.Buffer, int]]:

@@ -46,11 +46,7 @@ def _same_table(a, b) -> None:
     assert left.schema.metadata == right.schema.metadata
 
 
-@pytest.mark.parametrize("slice_rows", [pipeline.SLICE_MIN_ROWS, 50])
-def test_run_matches_one_direct_search(tmp_path, input_file, catalog, cpu_device, monkeypatch,
-                                       slice_rows):
-    """Also with each chunk searched in slices by two compute threads."""
-    monkeypatch.setattr(pipeline, "SLICE_MIN_ROWS", slice_rows)
+def test_run_matches_one_direct_search(tmp_path, input_file, catalog, cpu_device):
     run = run_catalog(_reader(input_file), _search(), tmp_path / "out.parquet",
                       periodogram=tmp_path / "power.npy", device=cpu_device, progress=False)
     assert run.n_chunks == len(list(_reader(input_file))) == 5
