@@ -356,11 +356,12 @@ def _prepare(catalog: Catalog, grid: FrequencyGrid, options: _Options) -> _Prepa
     flat = (status == Status.OK) & (yy <= (64 * np.finfo(np.float64).eps) ** 2 * second_moment)
     status[flat] = Status.ZERO_VARIANCE
 
-    keep = (status == Status.OK)[owner]
-    lengths = np.where(status == Status.OK, catalog.lengths, 0)
-    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    owner, t, y, w, wn = owner[keep], t[keep], y[keep], w[keep], wn[keep]
-    yy = np.where(status == Status.OK, yy, np.nan)
+    if (status != Status.OK).any():  # drop their rows
+        keep = (status == Status.OK)[owner]
+        lengths = np.where(status == Status.OK, catalog.lengths, 0)
+        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        owner, t, y, w, wn = owner[keep], t[keep], y[keep], w[keep], wn[keep]
+        yy = np.where(status == Status.OK, yy, np.nan)
     psd_scale = 0.5 * segment_sum(w * y * y, offsets)
 
     tr = t - _reference_times(catalog)[owner]
@@ -399,8 +400,9 @@ def _reference_times(catalog: Catalog) -> np.ndarray:
     nearest = np.full(catalog.n_objects, np.nan)
     nearest[filled] = np.minimum.reduceat(distance, catalog.offsets[:-1][filled])
     rows = np.flatnonzero(distance == nearest[owner])
-    objects, first = np.unique(owner[rows], return_index=True)
-    reference[objects] = catalog.t[rows[first]]
+    objects = owner[rows]  # non-decreasing: keep each object's first row
+    first = np.flatnonzero(np.diff(objects, prepend=-1))
+    reference[objects[first]] = catalog.t[rows[first]]
     return reference
 
 
