@@ -99,17 +99,20 @@ def worker_rank() -> int:
     (``dask worker --name node7 --nworkers 4`` gives ``node7-0`` ..
     ``node7-3``), and otherwise the position of the worker's address among
     the addresses of the workers on the same host, as the scheduler lists them.
-    Call it from a task: the last rule asks the scheduler through the worker's
-    client.
+    Outside a task (``client.run``) the worker is the one of this process, if
+    it holds just one (worker processes do).
     """
     try:
-        from distributed import get_client, get_worker
+        from distributed import Worker, get_client, get_worker
     except ImportError:
         return 0
     try:
         worker = get_worker()
-    except ValueError:
-        return 0
+    except ValueError:  # not in a task
+        workers = list(Worker._instances)  # distributed's registry of this process's workers
+        if len(workers) != 1:
+            return 0
+        worker = workers[0]
     rank = _rank_from_name(worker.name)
     if rank is not None:
         return rank

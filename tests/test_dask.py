@@ -236,6 +236,8 @@ def test_each_worker_has_a_rank_and_device(client, cpu_device) -> None:
                for address in workers]
     assert sorted(rank for rank, _ in reports) == [0, 1]
     assert {label for _, label in reports} == {cpu_device.label}
+    # outside tasks too (client.run), where distributed has no current worker
+    assert sorted(client.run(binding.worker_rank).values()) == [0, 1]
 
 
 def fake_device(**fields):
