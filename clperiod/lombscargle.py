@@ -47,6 +47,9 @@ MAX_NF = 2**31 - 2**16
 #: Batches in flight per device (:func:`clperiod.scheduler.run_on_devices`):
 #: one batch's host preparation overlaps the other's kernels.
 LANES = 2
+#: On one device a catalog is split for the lanes only into batches of at
+#: least this many points (smaller ones cost more in launches than they save).
+LANE_MIN_POINTS = 32_768
 
 
 @dataclass(frozen=True)
@@ -452,9 +455,11 @@ def _kernel_params(
 
 def _plan(devices, shape, lengths, grid, options) -> list[Batch]:
     """Batches sized for the smallest device (any device may run any batch)
-    with :data:`LANES` in flight at once; at least :data:`BATCHES_PER_DEVICE`
-    per device (when there are enough objects), so that the dynamic
-    scheduling balances devices of different speed and the lanes overlap.
+    with :data:`LANES` in flight at once; with several devices at least
+    :data:`BATCHES_PER_DEVICE` per device (when there are enough objects), so
+    that the dynamic scheduling balances devices of different speed, and on
+    one device up to as many as :data:`LANE_MIN_POINTS` allows, so that the
+    lanes overlap.
     ``lengths`` are the points of each object that is searched (0 for too few
     points)."""
     smallest = min(devices, key=lambda d: (d.global_mem, d.max_alloc))
@@ -471,7 +476,8 @@ def _plan(devices, shape, lengths, grid, options) -> list[Batch]:
         top_k=options.top_k,
         periodogram=options.periodogram,
         beta=DEFAULT_BETA / LANES,
-        min_batches=BATCHES_PER_DEVICE * len(devices),
+        min_batches=(BATCHES_PER_DEVICE * len(devices) if len(devices) > 1 else
+                     min(BATCHES_PER_DEVICE, int(lengths.sum()) // LANE_MIN_POINTS)),
     )
 
 

@@ -5,8 +5,9 @@ shared queue (dynamic assignment, so ragged batches balance themselves);
 results come back in input order. pyopencl releases the GIL while it waits
 for a device, so the threads overlap; with two lanes one item's host work
 (preparation, uploads, readback) overlaps another item's kernels on the same
-device (queues are per thread, see :func:`clperiod.device.get_queue`). With
-one thread in all the items run in the calling thread.
+device (each lane has its own queues, which later calls reuse: see
+:func:`clperiod.device.queue_owner`). With one thread in all the items run in
+the calling thread.
 :func:`split_range` cuts a run of independent rows (models, elements) into
 such items.
 """
@@ -19,7 +20,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from .device import DeviceInfo
+from .device import DeviceInfo, queue_owner
 
 __all__ = ["BATCHES_PER_DEVICE", "run_on_devices", "split_range"]
 
@@ -74,7 +75,8 @@ def run_on_devices(
     out: list = [None] * len(items)
     errors: list[BaseException] = []
 
-    def worker(device: DeviceInfo) -> None:
+    def worker(device: DeviceInfo, lane: int) -> None:
+        queue_owner(("lane", lane))
         while not errors:
             try:
                 index = todo.get_nowait()
@@ -88,8 +90,8 @@ def run_on_devices(
             if progress:
                 progress(1)
 
-    threads = [threading.Thread(target=worker, args=(d,), daemon=True)
-               for _ in range(lanes) for d in devices]
+    threads = [threading.Thread(target=worker, args=(d, lane), daemon=True)
+               for lane in range(lanes) for d in devices]
     for thread in threads:
         thread.start()
     for thread in threads:
