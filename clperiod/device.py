@@ -594,16 +594,23 @@ def require_fp64(info: DeviceInfo) -> None:
         )
 
 
-def upload(queue: cl.CommandQueue, array: np.ndarray) -> cl.Buffer:
+def upload(queue: cl.CommandQueue, array: np.ndarray,
+           pending: list[cl.Event] | None = None) -> cl.Buffer:
     """A read-only device copy of ``array`` (one element if empty: OpenCL
-    buffers cannot be empty), written through ``queue`` (:func:`write`).
+    buffers cannot be empty), written through ``queue``.
 
-    Creating the buffer with ``COPY_HOST_PTR`` instead would copy while
-    holding the GIL.
+    Without ``pending`` the call waits for the copy (:func:`write`). With it,
+    the copy is only queued and its event (which holds ``array``) appended to
+    ``pending``; keep the list until a later wait on ``queue`` (a blocking
+    read, ``finish``) has passed the copy. Creating the buffer with
+    ``COPY_HOST_PTR`` instead would copy while holding the GIL.
     """
     array = np.ascontiguousarray(array if len(array) else np.zeros(1, array.dtype))
     buffer = cl.Buffer(queue.context, cl.mem_flags.READ_ONLY, array.nbytes)
-    write(queue, buffer, array)
+    if pending is None:
+        write(queue, buffer, array)
+    else:
+        pending.append(cl.enqueue_copy(queue, buffer, array, is_blocking=False))
     return buffer
 
 

@@ -540,16 +540,17 @@ def _run_batch(
     mf = cl.mem_flags
 
     rows = prepared.point_arrays
-    phases = [upload(queue, rows[name]) for name in _POINT_ORDER[options.fp64]]
+    copies: list[cl.Event] = []  # queued uploads, done by the final blocking read
+    phases = [upload(queue, rows[name], copies) for name in _POINT_ORDER[options.fp64]]
     if options.fp64:
         phases += [np.float64(grid.fmin), np.float64(grid.df)]
     step = _STEP_INPUT[options.fp64]
-    points = [upload(queue, rows[name]) for name in (step, "sd", "w", "wy")]
+    points = [upload(queue, rows[name], copies) for name in (step, "sd", "w", "wy")]
     objs = [
-        upload(queue, prepared.offsets[:-1].astype(np.int32)),
-        upload(queue, np.diff(prepared.offsets).astype(np.int32)),
-        upload(queue, prepared.yy.astype(dtype)),
-        upload(queue, prepared.psd_scale.astype(dtype)),
+        upload(queue, prepared.offsets[:-1].astype(np.int32), copies),
+        upload(queue, np.diff(prepared.offsets).astype(np.int32), copies),
+        upload(queue, prepared.yy.astype(dtype), copies),
+        upload(queue, prepared.psd_scale.astype(dtype), copies),
     ]
     part_val = cl.Buffer(context, mf.READ_WRITE, n_obj * n_tiles * k * itemsize)
     part_idx = cl.Buffer(context, mf.READ_WRITE, n_obj * n_tiles * k * 4)
