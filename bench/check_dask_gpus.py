@@ -19,6 +19,7 @@ wall time of a warm run against that of the in-process search.
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import subprocess
@@ -87,8 +88,9 @@ def main() -> None:
     ddf = dd.from_pandas(frame, npartitions=args.partitions, sort=True)
     for variable in ("CLPERIOD_DEVICE", "PYOPENCL_CTX", "CUDA_VISIBLE_DEVICES"):
         os.environ.pop(variable, None)  # the workers bind themselves
-    out = {"command": " ".join(sys.argv), "n_objects": args.objects, "nf": args.nf,
-           "partitions": args.partitions}
+    out = {"date": datetime.date.today().isoformat(), "command": " ".join(sys.argv),
+           "devices": [d.label for d in clperiod.select_devices("all")],
+           "n_objects": args.objects, "nf": args.nf, "partitions": args.partitions}
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                       dashboard_address=None) as cluster, Client(cluster) as client:
         out["local_cluster_rank_rule"] = check(client, ddf, grid, reference, in_process)
