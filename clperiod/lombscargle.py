@@ -45,7 +45,8 @@ _NO_PEAK = np.iinfo(np.int32).max
 #: Largest grid: frequency indices (plus a tile of halo) must fit an int32.
 MAX_NF = 2**31 - 2**16
 #: Batches in flight per device (:func:`clperiod.scheduler.run_on_devices`):
-#: one batch's host preparation overlaps the other's kernels.
+#: one batch's host preparation overlaps the other's kernels (best periods
+#: only; runs that return periodograms use one).
 LANES = 2
 #: On one device a catalog is split for the lanes only into batches of at
 #: least this many points (smaller ones cost more in launches than they save).
@@ -233,7 +234,7 @@ def lombscargle(
                 info, batch, shape, compensated, catalog, grid, options, power, profile
             ),
             progress=bar.update if bar is not None else None,
-            lanes=LANES,
+            lanes=_lanes(options),
         )
     status = np.concatenate([r.status for r in results])
     top_val = np.concatenate([r.val for r in results])
@@ -475,10 +476,17 @@ def _plan(devices, shape, lengths, grid, options) -> list[Batch]:
         real_bytes=real_bytes,
         top_k=options.top_k,
         periodogram=options.periodogram,
-        beta=DEFAULT_BETA / LANES,
+        beta=DEFAULT_BETA / _lanes(options),
         min_batches=(BATCHES_PER_DEVICE * len(devices) if len(devices) > 1 else
+                     1 if _lanes(options) == 1 else
                      min(BATCHES_PER_DEVICE, int(lengths.sum()) // LANE_MIN_POINTS)),
     )
+
+
+def _lanes(options: _Options) -> int:
+    """Batches in flight per device: :data:`LANES`, or one when the
+    periodograms come back (their copies, not the host work, bound the run)."""
+    return 1 if options.periodogram else LANES
 
 
 _POINT_ORDER = {True: ("t",), False: ("a", "bh", "bl")}
