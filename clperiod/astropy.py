@@ -15,8 +15,12 @@ exact direct sum, no approximation) on a :class:`clperiod.FrequencyGrid`, and
 the false-alarm statistics from :mod:`clperiod.stats` (the bootstrap runs its
 resamplings as one catalog on the device). What differs from astropy:
 
-* ``method`` is ``"auto"`` or ``"clperiod"``; astropy's other methods and
-  ``nterms > 1`` raise instead of silently computing something else;
+* ``method`` is ``"auto"`` or ``"clperiod"``; astropy's other methods raise
+  instead of silently computing something else;
+* ``nterms != 1`` (up to :data:`clperiod.multiterm.MAX_NTERMS`) is the exact
+  least-squares fit of astropy's ``"chi2"`` method, in fp64
+  (:func:`clperiod.multiterm.multiterm_power`); as in astropy, its
+  false-alarm statistics are not implemented;
 * the device evaluates uniform grids ``f0 + k * df``: ``power(frequency)``
   takes any array whose sorted distinct values form at most
   :data:`MAX_GRIDS` such runs (one run for ``linspace``/``arange``/
@@ -47,6 +51,7 @@ from .catalog import Catalog, Status
 from .grid import FrequencyGrid
 from .host import check_choice
 from .lombscargle import Precision, lombscargle
+from .multiterm import MAX_NTERMS, multiterm_power
 
 __all__ = ["MAX_GRIDS", "LombScargle", "lombscargle_clperiod", "register_astropy_method"]
 
@@ -76,21 +81,23 @@ class LombScargle(_AstropyLombScargle):
     fit_mean, center_data : bool
         Floating mean; subtract the weighted mean first (astropy's meaning).
     nterms : int
-        Must be 1: clperiod evaluates single-harmonic periodograms.
+        Harmonics of the model, 0 to :data:`clperiod.multiterm.MAX_NTERMS`
+        (0 needs ``fit_mean``); other than 1 the periodogram is the
+        multi-term fit (fp64).
     normalization : {"standard", "model", "log", "psd"}
         Default normalization.
     precision : {"fp64", "fp32"}
-        Kernel precision (times stay float64 on the host either way).
+        Kernel precision (times stay float64 on the host either way);
+        multi-term periodograms are fp64 only.
     device : str or devices, optional
         OpenCL device selection (see :func:`clperiod.select_devices`);
         default ``CLPERIOD_DEVICE``.
 
     Raises
     ------
-    NotImplementedError
-        ``nterms != 1``.
     ValueError
-        Unknown ``precision``, or astropy's input checks.
+        Unknown ``precision``, fp32 with ``nterms != 1``, ``nterms`` out of
+        range, or astropy's input checks.
     """
 
     available_methods: ClassVar[list[str]] = list(_METHODS)
@@ -108,12 +115,13 @@ class LombScargle(_AstropyLombScargle):
         precision: Precision = "fp64",
         device: Any = None,
     ) -> None:
-        if operator.index(nterms) != 1:
-            raise NotImplementedError(
-                f"clperiod evaluates single-term periodograms (nterms=1), got nterms={nterms}; "
-                "use astropy.timeseries.LombScargle for multi-term models"
-            )
+        nterms = operator.index(nterms)
+        if not 0 <= nterms <= MAX_NTERMS:
+            raise ValueError(f"nterms must be in [0, {MAX_NTERMS}], got {nterms}")
         check_choice("precision", precision, Precision)
+        if nterms != 1 and precision != "fp64":
+            raise ValueError(f"multi-term periodograms (nterms={nterms}) are computed in fp64; "
+                             f"got precision={precision!r}")
         super().__init__(t, y, dy, fit_mean, center_data, nterms, normalization)
         self.precision = precision
         self.device = device
@@ -173,7 +181,8 @@ class LombScargle(_AstropyLombScargle):
         grid = self._auto_grid(samples_per_peak, nyquist_factor, minimum_frequency,
                                maximum_frequency)
         t, y, dy = self._values()
-        power = _grid_power(t, y, dy, grid, **self._options(normalization, method_kwds))
+        power = _grid_power(t, y, dy, grid, nterms=self.nterms,
+                            **self._options(normalization, method_kwds))
         return (grid.frequencies() * self._frequency_unit(),
                 power * self._power_unit(normalization))
 
@@ -213,6 +222,7 @@ class LombScargle(_AstropyLombScargle):
         frequency = np.asarray(_strip(self._validate_frequency(frequency)))
         t, y, dy = self._values()
         power = lombscargle_clperiod(t, y, dy, frequency,
+                                     nterms=self.nterms,
                                      **self._options(normalization, method_kwds))
         return power * self._power_unit(normalization)
 
@@ -343,6 +353,10 @@ class LombScargle(_AstropyLombScargle):
         return power.to_value(u.dimensionless_unscaled if unit == 1 else unit)
 
     def _check_centered(self) -> None:
+        if self.nterms != 1:  # astropy's own message
+            raise NotImplementedError(
+                "false alarm probability is not implemented for multiterm periodograms."
+            )
         if not (self.fit_mean or self.center_data):
             raise NotImplementedError(
                 "false alarm probability is implemented only for periodograms of centered "
@@ -405,6 +419,7 @@ def lombscargle_clperiod(
     device: Any = None,
     memory: str = "auto",
     progress: bool = False,
+    nterms: int = 1,
 ) -> np.ndarray:
     """Lomb-Scargle power at given frequencies, on the OpenCL device.
 
@@ -429,7 +444,11 @@ def lombscargle_clperiod(
     normalization : {"standard", "model", "log", "psd"}
         As astropy.
     precision, device, memory, progress
-        As :func:`clperiod.lombscargle`.
+        As :func:`clperiod.lombscargle` (``memory`` and ``progress`` apply
+        to single-term periodograms).
+    nterms : int
+        Harmonics; other than 1, :func:`clperiod.multiterm.multiterm_power`
+        computes each run.
 
     Returns
     -------
@@ -456,7 +475,8 @@ def lombscargle_clperiod(
     if dy is not None:
         dy = np.broadcast_to(np.asarray(dy, dtype=np.float64), t.shape)
     options = {"fit_mean": fit_mean, "center_data": center_data, "normalization": normalization,
-               "precision": precision, "device": device, "memory": memory, "progress": progress}
+               "precision": precision, "device": device, "memory": memory, "progress": progress,
+               "nterms": nterms}
     if flat.size > 1 and np.all(flat[1:] > flat[:-1]):
         distinct, inverse = flat, None
     else:
@@ -521,8 +541,14 @@ def _fap_method(method: str, method_kwds: Mapping[str, Any] | None) -> str:
 
 
 def _grid_power(t: np.ndarray, y: np.ndarray, dy: np.ndarray | None, grid: FrequencyGrid,
-                **options: Any) -> np.ndarray:
+                nterms: int = 1, **options: Any) -> np.ndarray:
     """The float64 periodogram of one light curve on ``grid``."""
+    if nterms != 1:
+        if options["precision"] != "fp64":
+            raise ValueError(f"multi-term periodograms (nterms={nterms}) are computed in fp64")
+        return multiterm_power(t, y, dy, grid, nterms, fit_mean=options["fit_mean"],
+                               center_data=options["center_data"],
+                               normalization=options["normalization"], device=options["device"])
     result = lombscargle(t, grid, y, dy, method="generalized", periodogram=True, **options)
     status = Status(result.status[0])
     if status != Status.OK:

@@ -273,8 +273,10 @@ def test_false_alarm_errors(data):
 
 def test_unsupported_options_raise(data, cpu_device):
     t, y, dy = data
-    with pytest.raises(NotImplementedError, match="nterms=1"):
-        LombScargle(t, y, dy, nterms=2)
+    with pytest.raises(ValueError, match="computed in fp64"):
+        LombScargle(t, y, dy, nterms=2, precision="fp32")
+    with pytest.raises(ValueError, match=r"nterms must be in \[0, 8\]"):
+        LombScargle(t, y, dy, nterms=9)
     with pytest.raises(ValueError, match="precision must be one of"):
         LombScargle(t, y, dy, precision="fp16")
     ours = LombScargle(t, y, dy, device=cpu_device)

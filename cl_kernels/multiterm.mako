@@ -1,0 +1,126 @@
+//CL//
+## Multi-term (Fourier series) Lomb-Scargle power of one light curve, fp64.
+##
+## Render parameters (strict_undefined):
+##   nterms  harmonics K of the model (0 <= K)
+##   bias    1 when the model has a constant term (fit_mean), else 0
+##   wg      work-group size (points are staged through local memory in
+##           tiles of wg)
+##
+## The model y(t) = [b] + sum_{k=1..K} a_k sin(k phi) + c_k cos(k phi),
+## phi = 2 pi f t, is fitted by weighted least squares (weights w = dy^-2) at
+## every frequency, as astropy's "chi2" method does: the power is
+## p = X^T W y' (X^T W X)^-1 X^T W y' (astropy's unnormalized chi2_ref - chi2).
+## The normal matrix needs the sums C_m = sum w cos(m phi) and
+## S_m = sum w sin(m phi) for m = 0 .. 2K (product-to-sum identities), the
+## right-hand side sum w y' cos(k phi) and sum w y' sin(k phi) for k <= K.
+## One work-item per frequency; the system is solved by Cholesky in private
+## memory. A system that is not positive definite (f = 0, or fewer distinct
+## phases than unknowns) gives NaN.
+<%namespace name="common" file="common.mako"/>
+${common.prelude("double")}
+#define K ${nterms}
+#define BIAS ${bias}
+#define M (BIAS + 2 * K)
+#define WG ${wg}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void multiterm_power(
+    __global const double *restrict t,    // times relative to a reference
+    __global const double *restrict w,    // dy^-2
+    __global const double *restrict wy,   // w * (centred) y
+    const int n, const double fmin, const double df, const int nf,
+    __global double *restrict power)      // (nf,) unnormalized
+{
+    const int k = get_global_id(0);
+    const int lid = get_local_id(0);
+    const double f = fmin + df * k;
+    __local double l_t[WG], l_w[WG], l_wy[WG];
+    double C[2 * K + 1], S[2 * K + 1], YC[K + 1], YS[K + 1];
+    for (int m = 0; m <= 2 * K; ++m)
+        C[m] = S[m] = 0.0;
+    for (int m = 0; m <= K; ++m)
+        YC[m] = YS[m] = 0.0;
+    for (int base = 0; base < n; base += WG) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (base + lid < n) {
+            l_t[lid] = t[base + lid];
+            l_w[lid] = w[base + lid];
+            l_wy[lid] = wy[base + lid];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        const int count = min(WG, n - base);
+        for (int i = 0; i < count; ++i) {
+            double cycles = f * l_t[i];
+            cycles -= rint(cycles);
+            double s1, c1;
+            sincos_cycles(cycles, &s1, &c1);
+            const double wi = l_w[i], wyi = l_wy[i];
+            C[0] += wi;
+            YC[0] += wyi;
+            double cm = 1.0, sm = 0.0;
+            for (int m = 1; m <= 2 * K; ++m) {  // angle addition: (m - 1) phi + phi
+                const double c_next = cm * c1 - sm * s1;
+                sm = sm * c1 + cm * s1;
+                cm = c_next;
+                C[m] += wi * cm;
+                S[m] += wi * sm;
+                if (m <= K) {
+                    YC[m] += wyi * cm;
+                    YS[m] += wyi * sm;
+                }
+            }
+        }
+    }
+    if (k >= nf)
+        return;
+    // unknowns: [bias], then sin(j phi), cos(j phi) for j = 1 .. K
+    double A[M][M], b[M];
+% if bias:
+    A[0][0] = C[0];
+    b[0] = YC[0];
+% endif
+    for (int j = 1; j <= K; ++j) {
+        const int sj = BIAS + 2 * (j - 1), cj = sj + 1;
+        b[sj] = YS[j];
+        b[cj] = YC[j];
+% if bias:
+        A[0][sj] = A[sj][0] = S[j];
+        A[0][cj] = A[cj][0] = C[j];
+% endif
+        for (int q = 1; q <= K; ++q) {
+            const int sq = BIAS + 2 * (q - 1), cq = sq + 1;
+            const int d = abs(j - q);
+            const double s_diff = j >= q ? S[d] : -S[d];  // sin((j - q) phi)
+            A[sj][sq] = 0.5 * (C[d] - C[j + q]);
+            A[cj][cq] = 0.5 * (C[d] + C[j + q]);
+            A[sj][cq] = 0.5 * (S[j + q] + s_diff);
+            A[cj][sq] = 0.5 * (S[j + q] - s_diff);
+        }
+    }
+    // Cholesky A = L L^T (L in the lower triangle of A), then z = L^-1 b and
+    // p = z . z; a pivot that is not positive leaves NaN.
+    double p = 0.0;
+    for (int r = 0; r < M; ++r) {
+        for (int c = 0; c <= r; ++c) {
+            double sum = A[r][c];
+            for (int q = 0; q < c; ++q)
+                sum -= A[r][q] * A[c][q];
+            if (r == c) {
+                if (!(sum > 0.0)) {
+                    power[k] = NAN;
+                    return;
+                }
+                A[r][r] = sqrt(sum);
+            } else {
+                A[r][c] = sum / A[c][c];
+            }
+        }
+        double z = b[r];
+        for (int q = 0; q < r; ++q)
+            z -= A[r][q] * b[q];
+        b[r] = z / A[r][r];
+        p += b[r] * b[r];
+    }
+    power[k] = p;
+}
