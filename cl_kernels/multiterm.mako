@@ -59,7 +59,6 @@ void multiterm_power(
             C[0] += wi;
             YC[0] += wyi;
             double cm = 1.0, sm = 0.0;
-            #pragma unroll
             for (int m = 1; m <= 2 * K; ++m) {  // angle addition: (m - 1) phi + phi
                 const double c_next = cm * c1 - sm * s1;
                 sm = sm * c1 + cm * s1;
