@@ -581,7 +581,9 @@ def get_queue(
 def queue_owner(name: object) -> None:
     """Let the calling thread use the queues of ``name`` (for example a lane
     of :func:`clperiod.scheduler.run_on_devices`), so that short-lived worker
-    threads reuse queues instead of creating new ones each call."""
+    threads reuse queues instead of creating new ones each call. Threads that
+    run at the same time under one name share its in-order queues: correct
+    (OpenCL queue calls are thread-safe), only serialised."""
     _queue_owner.name = name
 
 
