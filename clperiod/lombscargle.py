@@ -346,38 +346,38 @@ def _prepare(catalog: Catalog, grid: FrequencyGrid, options: _Options) -> _Prepa
     status = np.full(catalog.n_objects, Status.OK, dtype=np.int8)
     status[catalog.lengths < options.min_points] = Status.TOO_FEW_POINTS
     offsets = catalog.offsets.astype(np.int64)
-    owner = np.repeat(np.arange(catalog.n_objects), catalog.lengths)
+    lengths = catalog.lengths
 
     t, y = catalog.t, catalog.y
     use_dy = options.method == "generalized" and catalog.dy is not None
     w = 1.0 / (catalog.dy * catalog.dy) if use_dy else np.ones_like(t)
     with np.errstate(invalid="ignore", divide="ignore"):
-        wn = w / segment_sum(w, offsets)[owner]
+        wn = w / np.repeat(segment_sum(w, offsets), lengths)
         if options.fit_mean or options.center_data:
-            y = y - segment_sum(wn * y, offsets)[owner]
+            y = y - np.repeat(segment_sum(wn * y, offsets), lengths)
         yy = segment_sum(wn * y * y, offsets)
         second_moment = segment_sum(wn * catalog.y**2, offsets)
     flat = (status == Status.OK) & (yy <= (64 * np.finfo(np.float64).eps) ** 2 * second_moment)
     status[flat] = Status.ZERO_VARIANCE
 
     if (status != Status.OK).any():  # drop their rows
-        keep = (status == Status.OK)[owner]
-        lengths = np.where(status == Status.OK, catalog.lengths, 0)
+        keep = np.repeat(status == Status.OK, lengths)
+        lengths = np.where(status == Status.OK, lengths, 0)
         offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-        owner, t, y, w, wn = owner[keep], t[keep], y[keep], w[keep], wn[keep]
+        t, y, w, wn = t[keep], y[keep], w[keep], wn[keep]
         yy = np.where(status == Status.OK, yy, np.nan)
     psd_scale = 0.5 * segment_sum(w * y * y, offsets)
 
-    tr = t - _reference_times(catalog)[owner]
+    tr = t - np.repeat(_reference_times(catalog), lengths)
     dtype = options.dtype
     step = 2 * np.pi * grid.df * tr
     arrays = {
         _STEP_INPUT[options.fp64]: (
             np.cos(step) if options.fp64 else 4 * np.sin(0.5 * step) ** 2
-        ).astype(dtype),
-        "sd": np.sin(step).astype(dtype),
-        "w": wn.astype(dtype),
-        "wy": (wn * y).astype(dtype),
+        ).astype(dtype, copy=False),
+        "sd": np.sin(step).astype(dtype, copy=False),
+        "w": wn.astype(dtype, copy=False),
+        "wy": (wn * y).astype(dtype, copy=False),
     }
     if options.fp64:
         arrays["t"] = tr
@@ -399,12 +399,13 @@ def _reference_times(catalog: Catalog) -> np.ndarray:
     filled = catalog.lengths > 0
     if not filled.any():
         return reference
-    owner = np.repeat(np.arange(catalog.n_objects), catalog.lengths)
-    distance = np.abs(catalog.t - catalog.epochs()[owner])
+    lengths = catalog.lengths
+    distance = np.abs(catalog.t - np.repeat(catalog.epochs(), lengths))
     nearest = np.full(catalog.n_objects, np.nan)
     nearest[filled] = np.minimum.reduceat(distance, catalog.offsets[:-1][filled])
-    rows = np.flatnonzero(distance == nearest[owner])
-    objects = owner[rows]  # non-decreasing: keep each object's first row
+    rows = np.flatnonzero(distance == np.repeat(nearest, lengths))
+    objects = np.searchsorted(catalog.offsets, rows, side="right") - 1  # row owners
+    # non-decreasing: keep each object's first row
     first = np.flatnonzero(np.diff(objects, prepend=-1))
     reference[objects[first]] = catalog.t[rows[first]]
     return reference
