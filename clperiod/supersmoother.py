@@ -20,7 +20,10 @@ Call path: :func:`supersmoother` validates the input and prepares weights and
 
 then ``peaks.mako`` reduces each object's slab of the periodogram to its
 top-k peaks on the device. Only the peaks come back unless the full
-periodograms are requested.
+periodograms are requested. Each device keeps its batch buffers (a memory
+pool) and its object group's inputs from item to item (:class:`_DeviceState`)
+and releases them only when it is idle, which is what lets two devices run
+their items at the same time.
 """
 
 from __future__ import annotations
