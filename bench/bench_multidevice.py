@@ -11,7 +11,9 @@ Workloads:
   variant ``original``;
 * ``kepler``: :func:`clperiod.kepler.chi2` of ``--n-models`` (default 10^7)
   random one-planet models on the bundled HD 164922 velocities (401, three
-  instruments), precision ``mixed``, parameters in an ordinary NumPy array.
+  instruments), precision ``mixed``, parameters in an ordinary NumPy array;
+* ``kepler_pinned``: the same with the parameters in
+  :func:`clperiod.kepler.empty_params` (page-locked, no staging copy).
 
 For each it times (best of ``--repeat``, warm) the run on the first selected
 device and on all selected devices (``CLPERIOD_DEVICE``, e.g. ``nvidia``),
@@ -74,10 +76,10 @@ def bench_supersmoother(repeat: int, copies: int, nf: int) -> dict:
                                                  device=devices), cat, nf, repeat)
 
 
-def bench_kepler(repeat: int, n_models: int) -> dict:
+def bench_kepler(repeat: int, n_models: int, pinned: bool = False) -> dict:
     data = load_rv_example("hd164922")
     rng = np.random.default_rng(0)
-    params = np.empty((n_models, 1, 5))
+    params = kepler.empty_params(n_models, 1) if pinned else np.empty((n_models, 1, 5))
     params[..., 0] = np.exp(rng.uniform(np.log(2.0), np.log(5000.0), (n_models, 1)))
     params[..., 1] = rng.uniform(1.0, 10.0, (n_models, 1))
     params[..., 2] = rng.uniform(0.0, 0.9, (n_models, 1))
@@ -92,7 +94,7 @@ def bench_kepler(repeat: int, n_models: int) -> dict:
     one, chi2_one = best_of(lambda: run(devices[:1]), repeat)
     many, chi2_many = best_of(lambda: run(devices), repeat)
     return {"devices": [d.label for d in devices], "n_models": n_models, "n_planets": 1,
-            "n_obs": int(data.t.size), "precision": "mixed",
+            "n_obs": int(data.t.size), "precision": "mixed", "page_locked_params": pinned,
             "one_device_s": one, "all_devices_s": many, "speedup": one / many,
             "models_per_s_all": n_models / many,
             "identical_results": bool(np.array_equal(chi2_one, chi2_many, equal_nan=True))}
@@ -101,7 +103,7 @@ def bench_kepler(repeat: int, n_models: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("workloads", nargs="*",
-                        help="lombscargle, supersmoother, kepler (default: all three)")
+                        help="lombscargle, supersmoother, kepler, kepler_pinned (default: all)")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--copies", type=int, default=4)
     parser.add_argument("--nf", type=int, default=200_000)
@@ -111,7 +113,8 @@ def main() -> None:
     args = parser.parse_args()
     runners = {"lombscargle": lambda: bench_lombscargle(args.repeat, args.copies, args.nf),
                "supersmoother": lambda: bench_supersmoother(args.repeat, args.copies, args.nf_ss),
-               "kepler": lambda: bench_kepler(args.repeat, args.n_models)}
+               "kepler": lambda: bench_kepler(args.repeat, args.n_models),
+               "kepler_pinned": lambda: bench_kepler(args.repeat, args.n_models, pinned=True)}
     unknown = set(args.workloads) - set(runners)
     if unknown:
         parser.error(f"unknown workloads {sorted(unknown)}; choose from {sorted(runners)}")
