@@ -265,11 +265,12 @@ class LombScargle(_AstropyLombScargle):
         Raises
         ------
         NotImplementedError
-            Uncentered data (``fit_mean = center_data = False``).
+            Uncentered data (``fit_mean = center_data = False``) or
+            ``nterms != 1``, as in astropy.
         ValueError
             Unknown method.
         """
-        self._check_centered()
+        self._check_null_known()
         grid = self._auto_grid(samples_per_peak, nyquist_factor, minimum_frequency,
                                maximum_frequency)
         z = self._power_values(power)
@@ -301,7 +302,7 @@ class LombScargle(_AstropyLombScargle):
             Plain values for the analytic methods and a Quantity for
             ``bootstrap`` (as astropy).
         """
-        self._check_centered()
+        self._check_null_known()
         grid = self._auto_grid(samples_per_peak, nyquist_factor, minimum_frequency,
                                maximum_frequency)
         p = np.asarray(false_alarm_probability, dtype=np.float64)
@@ -352,7 +353,9 @@ class LombScargle(_AstropyLombScargle):
         unit = self._power_unit(self.normalization)
         return power.to_value(u.dimensionless_unscaled if unit == 1 else unit)
 
-    def _check_centered(self) -> None:
+    def _check_null_known(self) -> None:
+        """Raise, as astropy does, where no null distribution of the power is
+        known: multi-term models and uncentered data."""
         if self.nterms != 1:  # astropy's own message
             raise NotImplementedError(
                 "false alarm probability is not implemented for multiterm periodograms."

@@ -607,7 +607,7 @@ def upload(queue: cl.CommandQueue, array: np.ndarray,
     read, ``finish``) has passed the copy. Creating the buffer with
     ``COPY_HOST_PTR`` instead would copy while holding the GIL.
     """
-    array = np.ascontiguousarray(array if len(array) else np.zeros(1, array.dtype))
+    array = np.ascontiguousarray(array if array.size else np.zeros(1, array.dtype))
     buffer = cl.Buffer(queue.context, cl.mem_flags.READ_ONLY, array.nbytes)
     if pending is None:
         write(queue, buffer, array)

@@ -478,10 +478,17 @@ def _plan(devices, shape, lengths, grid, options) -> list[Batch]:
         top_k=options.top_k,
         periodogram=options.periodogram,
         beta=DEFAULT_BETA / _lanes(options),
-        min_batches=(BATCHES_PER_DEVICE * len(devices) if len(devices) > 1 else
-                     1 if _lanes(options) == 1 else
-                     min(BATCHES_PER_DEVICE, int(lengths.sum()) // LANE_MIN_POINTS)),
+        min_batches=_min_batches(len(devices), int(lengths.sum()), options),
     )
+
+
+def _min_batches(n_devices: int, points: int, options: _Options) -> int:
+    """Fewest batches of a run (see :func:`_plan`)."""
+    if n_devices > 1:
+        return BATCHES_PER_DEVICE * n_devices
+    if _lanes(options) == 1:
+        return 1
+    return min(BATCHES_PER_DEVICE, points // LANE_MIN_POINTS)
 
 
 def _lanes(options: _Options) -> int:

@@ -400,8 +400,7 @@ class _RunState:
             return [self.search.run(catalog, device=self.devices)]
         per_group = max(1, PERIODOGRAM_BYTES // (8 * self.search.grid.nf))
         return [
-            self.search.run(catalog.subset(np.arange(start, min(start + per_group,
-                                                                catalog.n_objects))),
+            self.search.run(catalog.slice(start, min(start + per_group, catalog.n_objects)),
                             device=self.devices, periodogram=True)
             for start in range(0, catalog.n_objects, per_group)
         ]

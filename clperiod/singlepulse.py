@@ -38,7 +38,7 @@ import pyopencl.array as cl_array
 from pyopencl.tools import ImmediateAllocator, MemoryPool
 
 from . import clustering, kernels
-from .device import DeviceInfo, get_context, get_queue, select_devices, write
+from .device import DeviceInfo, get_context, get_queue, select_devices, upload, write
 from .scheduler import run_on_devices, split_range
 
 __all__ = ["CANDIDATE_DTYPE", "Candidates", "Level", "RowStatus", "SearchInfo", "boxcar_plan",
@@ -206,9 +206,8 @@ class _Device:
         """A device copy of ``array``, queued without waiting for the queue;
         the buffer and the copy (which holds ``array``) are kept until the
         search ends."""
-        array = np.ascontiguousarray(array if array.size else np.zeros(1, array.dtype))
-        buf = cl.Buffer(self.context, cl.mem_flags.READ_ONLY, array.nbytes)
-        self._held += [buf, cl.enqueue_copy(self.queue, buf, array, is_blocking=False)]
+        buf = upload(self.queue, array, pending=self._held)
+        self._held.append(buf)
         return buf
 
     def program(self, raw: bool, wmax: int, wmin: int) -> dict[str, cl.Kernel]:
