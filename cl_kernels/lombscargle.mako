@@ -31,9 +31,10 @@
 ## strip l = a NB + b is one complex product of the two, so the work-group
 ## pays NA + NB sincos per point instead of wg.
 ##
-## Point data (host-prepared, per object, weights normalised to sum 1 and y
-## centred when the model asks for it; t is measured from the object's
-## reference observation, so that one has phase 0 at every frequency):
+## Point data (from ls_prepare in lsprepare.mako, or the host; per object,
+## weights normalised to sum 1 and y centred when the model asks for it; t is
+## measured from the object's reference observation, so that one has phase 0
+## at every frequency):
 ##   fp64: pt_t = t;  fp32: pt_a = frac(fmin*t), (pt_bh + pt_bl) =
 ##   frac(df*t) as a double-single pair, so phases stay accurate to ~1e-7
 ##   cycles for any epoch;  pt_sd = sin(d) and fp64: pt_cd = cos(d), fp32:

@@ -45,7 +45,6 @@ __all__ = [
     "describe",
     "get_context",
     "get_queue",
-    "queue_owner",
     "require_fp64",
     "upload",
     "write",
@@ -167,7 +166,6 @@ _discovery_lock = threading.Lock()
 _contexts: dict[cl.Device, cl.Context] = {}
 _queues: dict[tuple[cl.Device, bool, str, object], cl.CommandQueue] = {}
 _cache_lock = threading.Lock()
-_queue_owner = threading.local()  # .name: this thread's queues (see queue_owner)
 
 
 # --------------------------------------------------------------------------- discovery
@@ -556,7 +554,7 @@ def get_queue(
     info: DeviceInfo, profiling: bool = False, role: str = "compute"
 ) -> cl.CommandQueue:
     """An in-order command queue on ``info``, cached per (device, profiling, role,
-    owner); the owner is the calling thread unless :func:`queue_owner` names one.
+    calling thread).
 
     Parameters
     ----------
@@ -569,22 +567,13 @@ def get_queue(
         give distinct queues, the OpenCL analogue of CUDA streams, so copies
         can overlap kernels.
     """
-    key = (info.device, profiling, role, getattr(_queue_owner, "name", threading.get_ident()))
+    key = (info.device, profiling, role, threading.get_ident())
     context = get_context(info)
     with _cache_lock:
         if key not in _queues:
             props = cl.command_queue_properties.PROFILING_ENABLE if profiling else 0
             _queues[key] = cl.CommandQueue(context, info.device, properties=props)
         return _queues[key]
-
-
-def queue_owner(name: object) -> None:
-    """Let the calling thread use the queues of ``name`` (for example a lane
-    of :func:`clperiod.scheduler.run_on_devices`), so that short-lived worker
-    threads reuse queues instead of creating new ones each call. Threads that
-    run at the same time under one name share its in-order queues: correct
-    (OpenCL queue calls are thread-safe), only serialised."""
-    _queue_owner.name = name
 
 
 def require_fp64(info: DeviceInfo) -> None:

@@ -3,10 +3,12 @@
 Call path: :func:`lombscargle` validates the input,
 :func:`clperiod.planning.plan_batches` cuts the catalog into batches that fit
 the device, :func:`clperiod.scheduler.run_on_devices` runs the batches, and
-each batch prepares its per-point and per-object arrays on the host (float64;
-in the thread of its device, so that with several devices the preparation
-runs in parallel and overlaps the other devices' kernels), then launches
-``ls_tiles`` and ``ls_merge_topk`` of ``cl_kernels/lombscargle.mako``.
+each batch uploads its raw ``t, y, dy``, prepares the per-point and per-object
+kernel inputs on the device (``ls_prepare`` of ``cl_kernels/lsprepare.mako``,
+fp64; devices without fp64 get them from :func:`_prepare` on the host), then
+launches ``ls_tiles`` and ``ls_merge_topk`` of ``cl_kernels/lombscargle.mako``.
+The host thread of a batch mostly waits for its device (without the GIL), so
+several devices, and reading or writing files, run alongside.
 
 The periodogram is the least-squares power of a sinusoid (plus a floating
 mean for the generalized method) evaluated through its 2x2 normal equations,
@@ -29,7 +31,7 @@ from .device import DeviceInfo, get_context, get_queue, require_fp64, select_dev
 from .grid import FrequencyGrid
 from .host import (PeakResults, as_catalog, check_choice, check_top_k, progress_bar,
                    segment_sum)
-from .planning import DEFAULT_BETA, PINNED_POOL, Batch, KernelShape, plan_batches
+from .planning import PINNED_POOL, Batch, KernelShape, plan_batches
 from .scheduler import BATCHES_PER_DEVICE, run_on_devices
 
 __all__ = ["lombscargle", "LombScargleResult"]
@@ -44,14 +46,6 @@ MAX_TOP_K = 64
 _NO_PEAK = np.iinfo(np.int32).max
 #: Largest grid: frequency indices (plus a tile of halo) must fit an int32.
 MAX_NF = 2**31 - 2**16
-#: Batches in flight per device (:func:`clperiod.scheduler.run_on_devices`):
-#: one batch's host preparation overlaps the other's kernels (best periods
-#: only; runs that return periodograms use one).
-LANES = 2
-#: On one device a catalog is split for the lanes only into batches of at
-#: least this many points (smaller ones cost more in launches than they save).
-LANE_MIN_POINTS = 32_768
-
 
 @dataclass(frozen=True)
 class LombScargleResult(PeakResults):
@@ -234,7 +228,6 @@ def lombscargle(
                 info, batch, shape, compensated, catalog, grid, options, power, profile
             ),
             progress=bar.update if bar is not None else None,
-            lanes=_lanes(options),
         )
     status = np.concatenate([r.status for r in results])
     top_val = np.concatenate([r.val for r in results])
@@ -343,6 +336,8 @@ _STEP_INPUT = {True: "cd", False: "vd"}
 
 
 def _prepare(catalog: Catalog, grid: FrequencyGrid, options: _Options) -> _Prepared:
+    """The kernel inputs of ``catalog``, in NumPy (what ``ls_prepare`` computes on
+    the device)."""
     status = np.full(catalog.n_objects, Status.OK, dtype=np.int8)
     status[catalog.lengths < options.min_points] = Status.TOO_FEW_POINTS
     offsets = catalog.offsets.astype(np.int64)
@@ -456,18 +451,16 @@ def _kernel_params(
 
 
 def _plan(devices, shape, lengths, grid, options) -> list[Batch]:
-    """Batches sized for the smallest device (any device may run any batch)
-    with :data:`LANES` in flight at once; with several devices at least
-    :data:`BATCHES_PER_DEVICE` per device (when there are enough objects), so
-    that the dynamic scheduling balances devices of different speed, and on
-    one device up to as many as :data:`LANE_MIN_POINTS` allows, so that the
-    lanes overlap.
-    ``lengths`` are the points of each object that is searched (0 for too few
-    points)."""
+    """Batches sized for the smallest device (any device may run any batch);
+    with several devices at least :data:`BATCHES_PER_DEVICE` per device (when
+    there are enough objects), so that the dynamic scheduling balances devices
+    of different speed. ``lengths`` are the points of each object that is
+    searched (0 for too few points)."""
     smallest = min(devices, key=lambda d: (d.global_mem, d.max_alloc))
     real_bytes = np.dtype(options.dtype).itemsize
-    # t (fp64) or the phase inputs a, b_hi, b_lo (fp32), then step, sd, w, wy
-    point_bytes = 8 + 4 * real_bytes if options.fp64 else 3 * 4 + 4 * real_bytes
+    # t (fp64) or the phase inputs a, b_hi, b_lo (fp32), then step, sd, w, wy,
+    # and the raw t, y, dy that the device preparation reads
+    point_bytes = (8 + 4 * real_bytes if options.fp64 else 3 * 4 + 4 * real_bytes) + 3 * 8
     return plan_batches(
         lengths,
         grid.nf,
@@ -477,24 +470,8 @@ def _plan(devices, shape, lengths, grid, options) -> list[Batch]:
         real_bytes=real_bytes,
         top_k=options.top_k,
         periodogram=options.periodogram,
-        beta=DEFAULT_BETA / _lanes(options),
-        min_batches=_min_batches(len(devices), int(lengths.sum()), options),
+        min_batches=BATCHES_PER_DEVICE * len(devices) if len(devices) > 1 else 1,
     )
-
-
-def _min_batches(n_devices: int, points: int, options: _Options) -> int:
-    """Fewest batches of a run (see :func:`_plan`)."""
-    if n_devices > 1:
-        return BATCHES_PER_DEVICE * n_devices
-    if _lanes(options) == 1:
-        return 1
-    return min(BATCHES_PER_DEVICE, points // LANE_MIN_POINTS)
-
-
-def _lanes(options: _Options) -> int:
-    """Batches in flight per device: :data:`LANES`, or one when the
-    periodograms come back (their copies, not the host work, bound the run)."""
-    return 1 if options.periodogram else LANES
 
 
 _POINT_ORDER = {True: ("t",), False: ("a", "bh", "bl")}
@@ -538,7 +515,6 @@ def _run_batch(
     summed kernel and copy times.
     """
     o0, o1 = batch.obj_start, batch.obj_stop
-    prepared = _prepare(catalog.slice(o0, o1), grid, options)
     context = get_context(info)
     queue = get_queue(info, profiling=profile)
     copy_queue = get_queue(info, profiling=profile, role="copy")
@@ -555,19 +531,13 @@ def _run_batch(
     n_tiles = shape.n_tiles(grid.nf)
     mf = cl.mem_flags
 
-    rows = prepared.point_arrays
     copies: list[cl.Event] = []  # queued uploads, done by the final blocking read
-    phases = [upload(queue, rows[name], copies) for name in _POINT_ORDER[options.fp64]]
+    prepare = _prepare_on_device if _prepares_on_device(info) else _prepare_on_host
+    inputs = prepare(queue, catalog.slice(o0, o1), grid, options, copies)
+    phases = inputs.phases
     if options.fp64:
         phases += [np.float64(grid.fmin), np.float64(grid.df)]
-    step = _STEP_INPUT[options.fp64]
-    points = [upload(queue, rows[name], copies) for name in (step, "sd", "w", "wy")]
-    objs = [
-        upload(queue, prepared.offsets[:-1].astype(np.int32), copies),
-        upload(queue, np.diff(prepared.offsets).astype(np.int32), copies),
-        upload(queue, prepared.yy.astype(dtype), copies),
-        upload(queue, prepared.psd_scale.astype(dtype), copies),
-    ]
+    points, objs = inputs.points, inputs.objects
     part_val = cl.Buffer(context, mf.READ_WRITE, n_obj * n_tiles * k * itemsize)
     part_idx = cl.Buffer(context, mf.READ_WRITE, n_obj * n_tiles * k * 4)
     events: dict[str, list[cl.Event]] = {"tiles_s": [], "merge_s": [], "copy_s": []}
@@ -619,7 +589,85 @@ def _run_batch(
             name: sum(1e-9 * (e.profile.end - e.profile.start) for e in evs)
             for name, evs in events.items()
         }
-    return _BatchResult(prepared.status, vals.astype(np.float64), idx, seconds)
+    return _BatchResult(inputs.status, vals.astype(np.float64), idx, seconds)
+
+
+@dataclass
+class _DeviceInputs:
+    """The tile kernel's inputs of one batch (device buffers, in its argument
+    order) and the batch's per-object status (filled once the batch's final
+    blocking read on its queue has returned)."""
+
+    phases: list  # t (fp64) or a, b_hi, b_lo (fp32)
+    points: list  # phase step, sd, w, wy
+    objects: list  # start, points searched, yy, psd scale
+    status: np.ndarray
+
+
+#: Work-group size of ``ls_prepare`` (one group per object) on GPUs and on
+#: other devices.
+PREPARE_WG = {"gpu": 256, "other": 16}
+
+
+def _prepares_on_device(info: DeviceInfo) -> bool:
+    """Whether ``info`` runs the preparation (it needs fp64; else the host does)."""
+    return info.fp64
+
+
+def _prepare_on_host(queue, catalog: Catalog, grid: FrequencyGrid, options: _Options,
+                     copies: list) -> _DeviceInputs:
+    """:func:`_prepare` on the host, then the uploads (queued on ``queue``)."""
+    prepared = _prepare(catalog, grid, options)
+    rows = prepared.point_arrays
+    return _DeviceInputs(
+        phases=[upload(queue, rows[name], copies) for name in _POINT_ORDER[options.fp64]],
+        points=[upload(queue, rows[name], copies)
+                for name in (_STEP_INPUT[options.fp64], "sd", "w", "wy")],
+        objects=[
+            upload(queue, prepared.offsets[:-1].astype(np.int32), copies),
+            upload(queue, np.diff(prepared.offsets).astype(np.int32), copies),
+            upload(queue, prepared.yy.astype(options.dtype), copies),
+            upload(queue, prepared.psd_scale.astype(options.dtype), copies),
+        ],
+        status=prepared.status,
+    )
+
+
+def _prepare_on_device(queue, catalog: Catalog, grid: FrequencyGrid, options: _Options,
+                       copies: list) -> _DeviceInputs:
+    """Upload the raw ``t, y, dy`` and queue ``ls_prepare``
+    (``cl_kernels/lsprepare.mako``), which does :func:`_prepare`'s work."""
+    context = queue.context
+    use_dy = options.method == "generalized" and catalog.dy is not None
+    wg = PREPARE_WG["gpu" if queue.device.type & cl.device_type.GPU else "other"]
+    (kernel,) = kernels.get_kernels(
+        context, "lsprepare", ("ls_prepare",),
+        real="double" if options.fp64 else "float", wg=wg, use_dy=use_dy,
+        center=options.fit_mean or options.center_data, min_points=options.min_points,
+        ok=int(Status.OK), too_few=int(Status.TOO_FEW_POINTS),
+        zero_variance=int(Status.ZERO_VARIANCE),
+    )
+    raw = [upload(queue, catalog.t, copies), upload(queue, catalog.y, copies)]
+    if use_dy:
+        raw.append(upload(queue, catalog.dy, copies))
+    n_obj, n_points = catalog.n_objects, max(1, int(catalog.offsets[-1]))
+
+    def empty(n: int, dtype) -> cl.Buffer:
+        return cl.Buffer(context, cl.mem_flags.READ_WRITE, max(1, n) * np.dtype(dtype).itemsize)
+
+    phases = ([empty(n_points, np.float64)] if options.fp64
+              else [empty(n_points, np.float32) for _ in range(3)])
+    points = [empty(n_points, options.dtype) for _ in range(4)]
+    objects = [upload(queue, catalog.offsets[:-1].astype(np.int32), copies),
+               empty(n_obj, np.int32), empty(n_obj, options.dtype), empty(n_obj, options.dtype)]
+    status_buffer = empty(n_obj, np.int8)
+    lengths = upload(queue, catalog.lengths.astype(np.int32), copies)
+    kernel(queue, (n_obj * wg,), (wg,), *raw, objects[0], lengths,
+           np.float64(grid.fmin), np.float64(grid.df), np.float64(2 * np.pi * grid.df),
+           *phases, *points, *objects[1:], status_buffer)
+    status = np.empty(n_obj, dtype=np.int8)
+    copies.append(cl.enqueue_copy(queue, status, status_buffer, is_blocking=False))
+    return _DeviceInputs(phases, points, objects, status)
 
 
 def _copy_block(queue, power, buffer, row0, n_rows, k0, chunk_nf, after) -> cl.Event:

@@ -54,6 +54,7 @@ from .results_files import (
     write_results_table,
 )
 from .results_files import periodogram_format as _periodogram_format
+from .stats import catalog_time_spread
 from .tables import result_columns
 
 __all__ = ["ALGORITHMS", "AutoGrid", "CatalogRun", "PeriodSearch", "catalog_extent",
@@ -349,6 +350,8 @@ class _RunState:
         self.timings = {"read_s": 0.0, "compute_s": 0.0, "write_s": 0.0}
         self.output: ResultsWriter | None = None
         self.bar: Any = None
+        self.null_in_advance = (search.algorithm == "lombscargle" and not with_periodogram
+                                and search.fap_method not in (None, "townsend"))
 
     def process(self, chunks: Iterable[CatalogChunk], output: ResultsWriter, bar: Any) -> None:
         """Search and write every chunk not already in the work directory."""
@@ -364,6 +367,9 @@ class _RunState:
                     self.n_resumed += 1
                     pending.append(pool.submit(self._copy_part, chunk))
                     continue
+                if self.null_in_advance:  # the fap column's inputs, while the device works
+                    pool.submit(catalog_time_spread, chunk.catalog,
+                                self.search.options.get("method", "generalized") == "generalized")
                 started = time.perf_counter()
                 results = self._search(chunk.catalog)
                 plot_job = self._plot_job(chunk.catalog, plot_ids)

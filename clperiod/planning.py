@@ -142,26 +142,28 @@ def plan_batches(
     per_point = point_bytes
     point_array_bytes = max(1, point_bytes // 4)  # the largest single per-point array
 
+    # a batch [start, stop) keeps growing while its points, its bytes and its
+    # partial-peak array fit; all three only grow with stop, so each batch ends
+    # where a binary search over the running sums says (always >= 1 object)
+    n_objects = len(lengths)
+    points_before = np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)])
+    bytes_before = points_before * per_point + np.arange(n_objects + 1) * per_object
+    share = -(-int(points_before[-1]) // max(1, min_batches))  # points per batch at most
+    max_points = min(share, max_alloc // point_array_bytes)
+    max_objects = max_alloc // (n_tiles * top_k * (real_bytes + 4))
+    if periodogram:
+        max_objects = min(max_objects, max_alloc // (shape.owned * real_bytes))
     batches: list[Batch] = []
     start = 0
-    n_objects = len(lengths)
-    share = -(-int(np.sum(lengths)) // max(1, min_batches))  # points per batch at most
     while start < n_objects:
-        stop, used_points = start, 0
-        while stop < n_objects:
-            points = used_points + int(lengths[stop])
-            objects = stop + 1 - start
-            fixed = points * per_point + objects * per_object
-            partial_bytes = objects * n_tiles * top_k * (real_bytes + 4)
-            if stop > start and (
-                points > share
-                or fixed > budget // 2
-                or points * point_array_bytes > max_alloc
-                or partial_bytes > max_alloc
-                or (periodogram and objects * shape.owned * real_bytes > max_alloc)
-            ):
-                break
-            used_points, stop = points, stop + 1
+        stop = min(
+            int(np.searchsorted(points_before, points_before[start] + max_points, "right")) - 1,
+            int(np.searchsorted(bytes_before, bytes_before[start] + budget // 2, "right")) - 1,
+            start + max_objects,
+            n_objects,
+        )
+        stop = max(stop, start + 1)
+        used_points = int(points_before[stop] - points_before[start])
         if used_points * per_point > budget:
             raise MemoryError(
                 f"object {start} has {int(lengths[start])} points, more than fits in "

@@ -1,26 +1,25 @@
 """Run independent work items on one or several devices.
 
-One host thread per device (or several: ``lanes``) pulls the next item from a
-shared queue (dynamic assignment, so ragged batches balance themselves);
-results come back in input order. pyopencl releases the GIL while it waits
-for a device, so the threads overlap; with two lanes one item's host work
-(preparation, uploads, readback) overlaps another item's kernels on the same
-device (each lane has its own queues, which later calls reuse: see
-:func:`clperiod.device.queue_owner`). With one thread in all the items run in
-the calling thread.
+One worker thread per device pulls the next item from a shared queue (dynamic
+assignment, so ragged batches balance themselves); results come back in input
+order. pyopencl releases the GIL while it waits for a device, so the threads
+overlap. The worker threads live as long as the process and serve every call,
+so their per-thread caches (command queues, kernel objects) outlast a call;
+with one device in all the items run in the calling thread.
 :func:`split_range` cuts a run of independent rows (models, elements) into
 such items.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import itertools
 import queue
 import threading
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from .device import DeviceInfo, queue_owner
+from .device import DeviceInfo
 
 __all__ = ["BATCHES_PER_DEVICE", "run_on_devices", "split_range"]
 
@@ -31,29 +30,30 @@ Result = TypeVar("Result")
 #: (when there is enough of it), so that a faster device takes more items.
 BATCHES_PER_DEVICE = 4
 
+_workers: dict[tuple[int, int], concurrent.futures.ThreadPoolExecutor] = {}
+_workers_lock = threading.Lock()
+_in_worker = threading.local()  # .active: this thread is one of _workers
+
 
 def run_on_devices(
     devices: Sequence[DeviceInfo],
     items: Sequence[Item],
     work: Callable[[DeviceInfo, Item], Result],
     progress: Callable[[int], None] | None = None,
-    lanes: int = 1,
 ) -> list[Result]:
     """Apply ``work(device, item)`` to every item, spreading items over devices.
 
     Parameters
     ----------
     devices
-        Devices to use; each gets one worker thread.
+        Devices to use; each gets one worker thread (a device listed twice,
+        two).
     items
         Independent work items.
     work
         Called once per item with the device that runs it.
     progress
         Optional callback, called with 1 after each finished item.
-    lanes
-        Worker threads per device (each device holds up to ``lanes`` items
-        at once, so size items for that).
 
     Returns
     -------
@@ -61,7 +61,7 @@ def run_on_devices(
         ``work`` results in the order of ``items``. The first exception raised
         by any worker is re-raised after all workers stopped.
     """
-    if len(devices) * lanes == 1 or len(items) <= 1:
+    if len(devices) == 1 or len(items) <= 1 or getattr(_in_worker, "active", False):
         results = []
         for item in items:
             results.append(work(devices[0], item))
@@ -75,8 +75,7 @@ def run_on_devices(
     out: list = [None] * len(items)
     errors: list[BaseException] = []
 
-    def worker(device: DeviceInfo, lane: int) -> None:
-        queue_owner(("lane", lane))
+    def worker(device: DeviceInfo) -> None:
         while not errors:
             try:
                 index = todo.get_nowait()
@@ -90,15 +89,32 @@ def run_on_devices(
             if progress:
                 progress(1)
 
-    threads = [threading.Thread(target=worker, args=(d, lane), daemon=True)
-               for lane in range(lanes) for d in devices]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    seen: dict[int, int] = {}
+    futures = []
+    for device in devices:
+        slot = seen[device.device.int_ptr] = seen.get(device.device.int_ptr, -1) + 1
+        futures.append(_worker(device, slot).submit(worker, device))
+    concurrent.futures.wait(futures)
     if errors:
         raise errors[0]
     return out
+
+
+def _worker(device: DeviceInfo, slot: int) -> concurrent.futures.ThreadPoolExecutor:
+    """The long-lived worker thread of ``device`` (``slot``: its n-th listing)."""
+    key = (device.device.int_ptr, slot)
+    with _workers_lock:
+        if key not in _workers:
+            _workers[key] = concurrent.futures.ThreadPoolExecutor(
+                1, thread_name_prefix=f"clperiod-device-{device.platform_index}:"
+                f"{device.device_index}-{slot}", initializer=_mark_worker)
+        return _workers[key]
+
+
+def _mark_worker() -> None:
+    """Work run from inside a worker that calls :func:`run_on_devices` again
+    runs inline (waiting for its own thread would never end)."""
+    _in_worker.active = True
 
 
 def split_range(start: int, stop: int, n_devices: int, min_size: int = 1) -> list[tuple[int, int]]:

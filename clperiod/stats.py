@@ -25,6 +25,8 @@ from __future__ import annotations
 import itertools
 import math
 import operator
+import threading
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -275,9 +277,38 @@ def catalog_false_alarm_probability(
             f"for {catalog.n_objects} objects, got {z.shape}"
         )
     fmax, nf = _check_common(normalization, method, fit_mean, center_data, fmax, nf)
-    dy = catalog.dy if weighted else None
-    null = _objects_null(catalog.offsets, catalog.t, dy, fmax, nf, normalization, method)
+    null = _catalog_null(catalog, weighted, fmax, nf, normalization, method)
     return _fap(null, z)
+
+
+def catalog_time_spread(catalog: Catalog, weighted: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Per-object baseline ``max(t) - min(t)`` and weighted variance of ``t``
+    (the false-alarm null's inputs; NaN for objects without rows).
+
+    Remembered for as long as ``catalog`` lives, so a pipeline can compute
+    them while the device searches and the false-alarm probabilities
+    afterwards cost only their formula.
+
+    Parameters
+    ----------
+    catalog : Catalog
+        The light curves.
+    weighted : bool
+        Weight the variance with ``dy**-2`` (when the catalog has ``dy``).
+    """
+    key = weighted and catalog.dy is not None
+    with _spread_lock:
+        known = _spreads.setdefault(catalog, {})
+        if key in known:
+            return known[key]
+    spread = _time_spread(catalog.offsets, catalog.t, catalog.dy if key else None,
+                          with_variance=True)
+    with _spread_lock:
+        return known.setdefault(key, spread)
+
+
+_spreads: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_spread_lock = threading.Lock()
 
 
 def false_alarm_level(
@@ -370,15 +401,28 @@ def _times_and_weights(t: Any, dy: Any, n: int) -> tuple[np.ndarray, np.ndarray 
     return t, dy
 
 
+def _catalog_null(catalog: Catalog, weighted: bool, fmax, nf, normalization, method) -> _Null:
+    """:func:`_objects_null` of a catalog, from :func:`catalog_time_spread`."""
+    spread = None if method == "townsend" else catalog_time_spread(catalog, weighted)
+    return _spread_null(catalog.lengths, spread, fmax, nf, normalization, method)
+
+
 def _objects_null(offsets, t, dy, fmax, nf, normalization, method) -> _Null:
     """The null of each object, whose rows are ``offsets[k]:offsets[k + 1]`` of
     ``t`` and ``dy`` (``dy`` None: unit weights; ``t`` None for townsend,
     which needs no times)."""
-    lengths = np.diff(offsets)
+    spread = (None if method == "townsend"
+              else _time_spread(offsets, t, dy, with_variance=method != "naive"))
+    return _spread_null(np.diff(offsets), spread, fmax, nf, normalization, method)
+
+
+def _spread_null(lengths, spread, fmax, nf, normalization, method) -> _Null:
+    """The null from the objects' (baseline, time variance); ``spread`` None
+    for townsend (the grid size counts the trials)."""
     nan = np.full(lengths.shape, np.nan)
-    if method == "townsend":
+    if spread is None:
         return _Null(lengths, normalization, method, np.full(lengths.shape, float(nf)), nan)
-    baseline, variance = _time_spread(offsets, t, dy, with_variance=method != "naive")
+    baseline, variance = spread
     trials = fmax * baseline
     if method == "naive":
         return _Null(lengths, normalization, method, trials, nan)

@@ -89,8 +89,25 @@ def test_blocks_of_rows_split_between_objects(rng, monkeypatch):
     assert cat.t.size < stats._BLOCK_ROWS  # one block above; several below
     for rows in (1, 64, 500):  # objects longer than a block get a block of their own
         monkeypatch.setattr(stats, "_BLOCK_ROWS", rows)
-        blocked = stats.catalog_false_alarm_probability(z, cat, fmax=FMAX)
+        fresh = Catalog(cat.ids, cat.offsets, cat.t, cat.y, cat.dy)  # not remembered yet
+        blocked = stats.catalog_false_alarm_probability(z, fresh, fmax=FMAX)
         np.testing.assert_allclose(blocked, whole, rtol=1e-13)
+
+
+def test_time_spread_is_remembered_per_catalog_and_weighting(rng):
+    cat = _catalog(rng)
+    weighted = stats.catalog_time_spread(cat)
+    assert stats.catalog_time_spread(cat) is weighted
+    unweighted = stats.catalog_time_spread(cat, weighted=False)
+    for k in range(cat.n_objects):
+        t, _, dy = cat.lightcurve(k)
+        assert weighted[0][k] == unweighted[0][k] == t.max() - t.min()
+        for spread, w in ((weighted, dy**-2.0), (unweighted, np.ones_like(t))):
+            mean = np.sum(w * t) / w.sum()
+            np.testing.assert_allclose(spread[1][k], np.sum(w * (t - mean) ** 2) / w.sum(),
+                                       rtol=1e-9)
+    no_dy = Catalog(cat.ids, cat.offsets, cat.t, cat.y)
+    assert stats.catalog_time_spread(no_dy) is stats.catalog_time_spread(no_dy, weighted=False)
 
 
 def test_objects_without_rows_get_nan(rng):

@@ -84,6 +84,28 @@ def test_scheduler_keeps_order_and_spreads_items():
     assert run_on_devices(devices[:1], [3, 1, 2], work) == [9, 1, 4]
 
 
+def test_scheduler_workers_outlive_a_call_and_nest():
+    """Each device keeps its worker thread across calls (so its queues and
+    kernel objects are reused); a worker that schedules again runs inline."""
+    info = clperiod.select_devices()[0]
+    devices = [info, info]
+
+    def thread(device, item):
+        time.sleep(0.002)
+        return threading.get_ident()
+
+    first = set(run_on_devices(devices, list(range(8)), thread))
+    second = set(run_on_devices(devices, list(range(8)), thread))
+    assert len(first) == 2 and first == second
+    assert threading.get_ident() not in first
+
+    def nested(device, item):
+        return run_on_devices(devices, [item, item + 1], lambda d, k: (k, threading.get_ident()))
+
+    for (a, ta), (b, tb) in run_on_devices(devices, [0, 10, 20, 30], nested):
+        assert b == a + 1 and ta == tb in first
+
+
 def test_scheduler_reraises_worker_errors():
     info = clperiod.select_devices()[0]
 

@@ -176,6 +176,91 @@ def test_reference_times_are_observations_nearest_the_middle():
     np.testing.assert_array_equal(LS_MODULE._reference_times(cat), [4.0, np.nan, 6.0, 5.0])
 
 
+def preparation_catalog(rng):
+    """JD times, weights of 1e-6 to 1e4, a flat, a short and an empty object."""
+    curves = [simulated(rng, n=n, epoch=2.46e6) for n in (5, 90, 700)]
+    t, y, dy = simulated(rng, n=60, epoch=2.46e6)
+    curves.append((t, y, dy * 10.0 ** rng.uniform(-2, 3, t.size)))
+    curves.append((np.arange(12.0), np.full(12, 7.5), np.ones(12)))  # zero variance
+    curves.append((np.arange(2.0), np.arange(2.0), np.ones(2)))  # too few points
+    full = Catalog.from_lightcurves(curves)
+    offsets = np.concatenate([full.offsets[:3], full.offsets[2:]])  # object 2 is empty
+    return Catalog(np.arange(offsets.size - 1), offsets, full.t, full.y, full.dy)
+
+
+@pytest.mark.parametrize("precision", ["fp64", "fp32"])
+@pytest.mark.parametrize("method,fit_mean,center_data", [
+    ("generalized", True, True), ("generalized", False, True), ("generalized", False, False),
+    ("standard", False, False), ("standard", True, True)])
+def test_device_preparation_matches_the_host(rng, precision, method, fit_mean, center_data):
+    """``ls_prepare`` against the NumPy preparation, array by array."""
+    cat = preparation_catalog(rng)
+    grid = FrequencyGrid.from_range(0.01, 25.0, 40_000)
+    options = LS_MODULE._Options.build(method, "standard", fit_mean, center_data, precision,
+                                       "auto", 1, False)
+    host = LS_MODULE._prepare(cat, grid, options)
+    queue = clperiod.device.get_queue(clperiod.select_devices()[0])
+    copies: list = []
+    inputs = LS_MODULE._prepare_on_device(queue, cat, grid, options, copies)
+
+    def read(buffer, dtype, n):
+        out = np.empty(n, dtype)
+        import pyopencl as cl
+        cl.enqueue_copy(queue, out, buffer, is_blocking=True)
+        return out
+
+    n_obj, n_pts, real = cat.n_objects, cat.t.size, options.dtype
+    queue.finish()
+    np.testing.assert_array_equal(inputs.status, host.status)
+    ok = host.status == Status.OK
+    flat = Status.ZERO_VARIANCE if fit_mean or center_data else Status.OK  # y = 7.5
+    assert list(host.status) == [Status.OK, Status.OK, Status.TOO_FEW_POINTS, Status.OK,
+                                 Status.OK, flat, Status.TOO_FEW_POINTS]
+    np.testing.assert_array_equal(read(inputs.objects[1], np.int32, n_obj),
+                                  np.where(ok, cat.lengths, 0))
+    yy = read(inputs.objects[2], real, n_obj)
+    assert np.isnan(yy[~ok]).all()
+    rtol = 1e-12 if precision == "fp64" else 2e-7
+    np.testing.assert_allclose(yy[ok], host.yy[ok], rtol=rtol)
+    np.testing.assert_allclose(read(inputs.objects[3], real, n_obj)[ok], host.psd_scale[ok],
+                               rtol=rtol)
+    rows = np.concatenate([np.arange(cat.offsets[k], cat.offsets[k + 1])
+                           for k in np.flatnonzero(ok)])  # the host keeps only these
+    device = {name: read(buffer, real, n_pts)[rows]
+              for name, buffer in zip((LS_MODULE._STEP_INPUT[options.fp64], "sd", "w", "wy"),
+                                      inputs.points)}
+    if options.fp64:
+        np.testing.assert_array_equal(read(inputs.phases[0], np.float64, n_pts)[rows],
+                                      host.point_arrays["t"])
+        for name in ("cd", "sd"):
+            np.testing.assert_allclose(device[name], host.point_arrays[name], rtol=0, atol=1e-15)
+        np.testing.assert_allclose(device["w"], host.point_arrays["w"], rtol=1e-14)
+        np.testing.assert_allclose(device["wy"], host.point_arrays["wy"], rtol=0,
+                                   atol=1e-13 * np.abs(host.point_arrays["wy"]).max())
+    else:
+        a, bh, bl = (read(b, np.float32, n_pts)[rows] for b in inputs.phases)
+        ulp = np.float32(2.0**-24)
+        np.testing.assert_allclose(a, host.point_arrays["a"], rtol=0, atol=ulp)
+        np.testing.assert_allclose(bh.astype(np.float64) + bl,
+                                   host.point_arrays["bh"].astype(np.float64)
+                                   + host.point_arrays["bl"], rtol=0, atol=1e-14)
+        for name in ("vd", "sd", "w", "wy"):
+            np.testing.assert_allclose(device[name], host.point_arrays[name], rtol=2 * ulp,
+                                       atol=ulp * np.abs(host.point_arrays[name]).max())
+
+
+def test_host_preparation_gives_the_device_preparation_result(rng, monkeypatch):
+    """Devices without fp64 prepare on the host: same statuses, peaks and powers."""
+    cat = preparation_catalog(rng)
+    grid = FrequencyGrid.from_range(0.01, 25.0, 4000)
+    on_device = lombscargle(cat, grid, periodogram=True, top_k=3)
+    monkeypatch.setattr(LS_MODULE, "_prepares_on_device", lambda info: False)
+    on_host = lombscargle(cat, grid, periodogram=True, top_k=3)
+    np.testing.assert_array_equal(on_device.status, on_host.status)
+    np.testing.assert_array_equal(on_device.top_k_frequency, on_host.top_k_frequency)
+    np.testing.assert_allclose(on_device.power, on_host.power, rtol=0, atol=1e-12)
+
+
 @pytest.mark.parametrize("fit_mean,center_data", [(True, True), (False, True), (False, False)])
 def test_zero_frequency_is_nan_as_in_astropy(rng, fit_mean, center_data):
     t, _, dy = simulated(rng, n=60)
@@ -471,30 +556,3 @@ def test_fp64_on_device_without_fp64(monkeypatch, rng):
 
 
 # }}}
-
-
-def test_two_lanes_on_one_device_match_one(rng, monkeypatch):
-    """Batches run two at a time on one device give the one-at-a-time result."""
-    ls_module = LS_MODULE
-    cat = Catalog.from_lightcurves([simulated(rng, n=40 + 7 * k) for k in range(12)])
-    grid = FrequencyGrid.from_range(0.05, 3.0, 900)
-    monkeypatch.setattr(ls_module, "LANES", 1)
-    one = lombscargle(cat, grid, top_k=2)
-    threads = set()
-    original = ls_module._run_batch
-
-    def spy(*args, **kwargs):
-        threads.add(threading.get_ident())
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(ls_module, "LANES", 2)
-    monkeypatch.setattr(ls_module, "LANE_MIN_POINTS", 100)
-    monkeypatch.setattr(ls_module, "_run_batch", spy)
-    two = lombscargle(cat, grid, top_k=2)
-    assert len(threads) == 2
-    np.testing.assert_array_equal(one.top_k_power, two.top_k_power)
-    np.testing.assert_array_equal(one.top_k_frequency, two.top_k_frequency)
-    np.testing.assert_array_equal(one.status, two.status)
-    threads.clear()
-    lombscargle(cat, grid, periodogram=True)  # periodograms: one batch in flight
-    assert len(threads) == 1

@@ -72,3 +72,49 @@ def test_batches_spread_over_devices():
     assert max(points) <= lengths.sum() / (2 * BATCHES_PER_DEVICE) + 300
     assert batches[0].obj_start == 0 and batches[-1].obj_stop == 1000
     assert all(a.obj_stop == b.obj_start for a, b in zip(batches, batches[1:]))
+
+
+def greedy_batches(lengths, nf, shape, budget, max_alloc, point_bytes, real_bytes, top_k,
+                   periodogram, min_batches):
+    """The batch boundaries by the definition: add objects one at a time while
+    the batch's points, bytes and arrays fit (always at least one object)."""
+    n_tiles = shape.n_tiles(nf)
+    per_object = 4 * 4 + (n_tiles + 1) * top_k * (real_bytes + 4)
+    share = -(-int(lengths.sum()) // min_batches)
+    bounds, start = [], 0
+    while start < len(lengths):
+        stop, points = start + 1, int(lengths[start])
+        while stop < len(lengths):
+            more, objects = points + int(lengths[stop]), stop + 1 - start
+            if (more > share or more * point_bytes + objects * per_object > budget // 2
+                    or more * max(1, point_bytes // 4) > max_alloc
+                    or objects * n_tiles * top_k * (real_bytes + 4) > max_alloc
+                    or (periodogram and objects * shape.owned * real_bytes > max_alloc)):
+                break
+            points, stop = more, stop + 1
+        bounds.append((start, stop))
+        start = stop
+    return bounds
+
+
+@pytest.mark.parametrize("periodogram", [False, True])
+def test_batch_boundaries_follow_the_greedy_definition(periodogram):
+    rng = np.random.default_rng(5)
+    info = select_devices()[0]
+    shape = KernelShape(wg=16, m=4)
+    for trial in range(40):
+        lengths = rng.integers(0, 400, rng.integers(1, 300))
+        budget = int(rng.integers(20_000, 400_000))
+        small = type(info)(**{**info.__dict__, "global_mem": int(budget / 0.5),
+                              "max_alloc": int(rng.integers(2_000, 200_000))})
+        nf, top_k, min_batches = int(rng.integers(10, 3000)), int(rng.integers(1, 4)), int(
+            rng.integers(1, 9))
+        try:
+            batches = plan_batches(lengths, nf, shape, small, point_bytes=40, real_bytes=8,
+                                   top_k=top_k, periodogram=periodogram, beta=0.5,
+                                   min_batches=min_batches)
+        except MemoryError:
+            continue
+        expected = greedy_batches(lengths, nf, shape, int(0.5 * small.global_mem),
+                                  small.max_alloc, 40, 8, top_k, periodogram, min_batches)
+        assert [(b.obj_start, b.obj_stop) for b in batches] == expected, trial

@@ -1,0 +1,194 @@
+//CL//
+## Lomb-Scargle input preparation on the device: from a catalog's raw
+## t, y (and dy) to the per-point and per-object inputs of ``ls_tiles``
+## (see lombscargle.mako), the work ``clperiod.lombscargle._prepare`` does on
+## the host. Always fp64 arithmetic (the times need it); the outputs are in
+## the tile kernel's type.
+##
+## Render parameters (strict_undefined):
+##   real        "float" | "double": the tile kernel's type (its input layout)
+##   wg          work-group size (power of two)
+##   use_dy      weights dy^-2 (else 1)
+##   center      subtract the weighted mean of y (fit_mean or center_data)
+##   min_points  fewest observations an object needs
+##   ok, too_few, zero_variance   the clperiod.Status codes
+##
+## One work-group per object, three passes over its rows:
+##   1. sum w, sum w y, min t, max t;
+##   2. with y' = y - ybar (ybar = sum w y / sum w when centring, else 0) and
+##      wn = w / sum w: yy = sum wn y'^2, the second moment sum wn y^2 (the
+##      zero-variance test), psd scale 1/2 sum w y'^2, and the reference row:
+##      the first row nearest the middle of the time range (see
+##      _reference_times in lombscargle.py);
+##   3. per row, times from the reference, the phase-step inputs of the grid
+##      spacing and the weights wn, wn y'.
+## Objects with too few points or zero variance get obj_n_eff = 0 and
+## yy = NaN (the tile kernel then writes NaN powers and no peak).
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+<%
+    fp64 = real == "double"
+    step = "cd" if fp64 else "vd"
+%>
+#define WG ${wg}
+typedef ${real} real_t;
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void ls_prepare(
+    __global const double *restrict t,
+    __global const double *restrict y,
+% if use_dy:
+    __global const double *restrict dy,
+% endif
+    __global const int *restrict obj_start,
+    __global const int *restrict obj_n,
+    const double f_min, const double df, const double two_pi_df,
+% if fp64:
+    __global double *restrict pt_t,
+% else:
+    __global float *restrict pt_a,
+    __global float *restrict pt_bh,
+    __global float *restrict pt_bl,
+% endif
+    __global real_t *restrict pt_${step},
+    __global real_t *restrict pt_sd,
+    __global real_t *restrict pt_w,
+    __global real_t *restrict pt_wy,
+    __global int *restrict obj_n_eff,
+    __global real_t *restrict obj_yy,
+    __global real_t *restrict obj_scale,
+    __global char *restrict obj_status)
+{
+    __local double ra[WG], rb[WG], rc[WG], rd[WG];
+    __local int rrow[WG];
+    const int obj = get_group_id(0);
+    const int lid = get_local_id(0);
+    const int start = obj_start[obj];
+    const int n = obj_n[obj];
+    if (n < ${min_points}) {  // uniform over the group
+        if (lid == 0) {
+            obj_n_eff[obj] = 0;
+            obj_yy[obj] = NAN;
+            obj_scale[obj] = 0;
+            obj_status[obj] = ${too_few};
+        }
+        return;
+    }
+    __global const double *ot = t + start;
+    __global const double *oy = y + start;
+% if use_dy:
+    __global const double *ody = dy + start;
+#define WEIGHT(i) (1.0 / (ody[i] * ody[i]))
+% else:
+#define WEIGHT(i) 1.0
+% endif
+
+    // pass 1: sum w, sum w y, time range
+    double sw = 0, swy = 0, lo = INFINITY, hi = -INFINITY;
+    for (int i = lid; i < n; i += WG) {
+        const double w = WEIGHT(i);
+        sw += w;
+        swy += w * oy[i];
+        lo = fmin(lo, ot[i]);
+        hi = fmax(hi, ot[i]);
+    }
+    ra[lid] = sw; rb[lid] = swy; rc[lid] = lo; rd[lid] = hi;
+    for (int span = WG / 2; span > 0; span >>= 1) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (lid < span) {
+            ra[lid] += ra[lid + span];
+            rb[lid] += rb[lid + span];
+            rc[lid] = fmin(rc[lid], rc[lid + span]);
+            rd[lid] = fmax(rd[lid], rd[lid + span]);
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const double w_total = ra[0];
+% if center:
+    const double ybar = rb[0] / w_total;
+% else:
+    const double ybar = 0.0;
+% endif
+    const double epoch = 0.5 * (rc[0] + rd[0]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+
+    // pass 2: yy, second moment, psd scale, nearest row to the epoch
+    double yy = 0, second = 0, scale = 0, near = INFINITY;
+    int row = n;
+    for (int i = lid; i < n; i += WG) {
+        const double w = WEIGHT(i);
+        const double wn = w / w_total;
+        const double yc = oy[i] - ybar;
+        yy += wn * yc * yc;
+        second += wn * (oy[i] * oy[i]);
+        scale += w * yc * yc;
+        const double d = fabs(ot[i] - epoch);
+        if (d < near) {  // rows rise with i: the first row of a tie stays
+            near = d;
+            row = i;
+        }
+    }
+    ra[lid] = yy; rb[lid] = second; rc[lid] = scale; rd[lid] = near; rrow[lid] = row;
+    for (int span = WG / 2; span > 0; span >>= 1) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (lid < span) {
+            ra[lid] += ra[lid + span];
+            rb[lid] += rb[lid + span];
+            rc[lid] += rc[lid + span];
+            const double d = rd[lid + span];
+            const int r = rrow[lid + span];
+            if (d < rd[lid] || (d == rd[lid] && r < rrow[lid])) {
+                rd[lid] = d;
+                rrow[lid] = r;
+            }
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    yy = ra[0];
+    second = rb[0];
+    const double t_ref = ot[rrow[0]];
+    const double eps = ${repr(float.fromhex("0x1p-52"))};
+    if (yy <= (64 * eps) * (64 * eps) * second) {
+        if (lid == 0) {
+            obj_n_eff[obj] = 0;
+            obj_yy[obj] = NAN;
+            obj_scale[obj] = 0;
+            obj_status[obj] = ${zero_variance};
+        }
+        return;
+    }
+    if (lid == 0) {
+        obj_n_eff[obj] = n;
+        obj_yy[obj] = (real_t) yy;
+        obj_scale[obj] = (real_t) (0.5 * rc[0]);
+        obj_status[obj] = ${ok};
+    }
+
+    // pass 3: the per-point inputs
+    for (int i = lid; i < n; i += WG) {
+        const int g = start + i;
+        const double tr = ot[i] - t_ref;
+        const double wn = WEIGHT(i) / w_total;
+        const double step = two_pi_df * tr;
+% if fp64:
+        double c;
+        const double s = sincos(step, &c);
+        pt_t[g] = tr;
+        pt_cd[g] = c;
+        pt_sd[g] = s;
+% else:
+        const double half_sin = sin(0.5 * step);
+        pt_vd[g] = (float) (4 * (half_sin * half_sin));
+        pt_sd[g] = (float) sin(step);
+        double a = f_min * tr;
+        double b = df * tr;
+        a -= rint(a);
+        b -= rint(b);
+        const float b_hi = (float) b;
+        pt_a[g] = (float) a;
+        pt_bh[g] = b_hi;
+        pt_bl[g] = (float) (b - (double) b_hi);
+% endif
+        pt_w[g] = (real_t) wn;
+        pt_wy[g] = (real_t) (wn * (oy[i] - ybar));
+    }
+}
