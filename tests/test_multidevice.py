@@ -2,6 +2,8 @@
 object. PoCL shows one CPU as two devices with POCL_DEVICES="pthread pthread";
 device discovery is once per process, so the runs happen in a subprocess."""
 
+import importlib
+
 import numpy as np
 import pytest
 from two_devices import run_on_two_devices
@@ -118,3 +120,13 @@ def test_batch_boundaries_follow_the_greedy_definition(periodogram):
         expected = greedy_batches(lengths, nf, shape, int(0.5 * small.global_mem),
                                   small.max_alloc, 40, 8, top_k, periodogram, min_batches)
         assert [(b.obj_start, b.obj_stop) for b in batches] == expected, trial
+
+
+def test_lombscargle_splits_small_runs_once_per_device():
+    """Batches of another device carry at least MIN_BATCH_PAIRS of work."""
+    ls = importlib.import_module("clperiod.lombscargle")
+    pairs = ls.MIN_BATCH_PAIRS
+    assert ls._min_batches(1, 1000 * pairs) == 1
+    assert ls._min_batches(2, pairs) == 2
+    assert ls._min_batches(2, 2 * pairs + 1) == 4
+    assert ls._min_batches(3, 100 * pairs) == 3 * BATCHES_PER_DEVICE
