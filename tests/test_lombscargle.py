@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib
 import itertools
-import threading
 
 import numpy as np
 import pytest
