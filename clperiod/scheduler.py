@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import itertools
+import os
 import queue
 import threading
 from collections.abc import Callable, Sequence
@@ -109,6 +110,16 @@ def _worker(device: DeviceInfo, slot: int) -> concurrent.futures.ThreadPoolExecu
                 1, thread_name_prefix=f"clperiod-device-{device.platform_index}:"
                 f"{device.device_index}-{slot}", initializer=_mark_worker)
         return _workers[key]
+
+
+def _forget_workers() -> None:
+    """In a forked child: none of the parent's threads exist, so start afresh."""
+    global _workers_lock
+    _workers.clear()
+    _workers_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_workers)
 
 
 def _mark_worker() -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib
+import os
+import signal
 import threading
 import time
 
@@ -146,3 +148,18 @@ def test_lombscargle_batches_on_two_workers_match_one(rng, monkeypatch):
     assert len(threads) == 2
     np.testing.assert_array_equal(one.power, two.power)
     np.testing.assert_array_equal(one.top_k_frequency, two.top_k_frequency)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_scheduler_in_a_forked_child_starts_its_own_workers():
+    info = clperiod.select_devices()[0]
+    assert run_on_devices([info, info], [1, 2, 3], lambda d, k: k) == [1, 2, 3]
+    pid = os.fork()
+    if pid == 0:  # the child: the parent's worker threads do not exist here
+        signal.alarm(30)  # a child waiting on them would hang: end it instead
+        try:
+            ok = run_on_devices([info, info], [4, 5, 6], lambda d, k: k) == [4, 5, 6]
+        finally:
+            os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
