@@ -551,7 +551,7 @@ def _run_batch(
     inputs = prepare(queue, catalog.slice(o0, o1), grid, options, copies)
     phases = inputs.phases
     if options.fp64:
-        phases += [np.float64(grid.fmin), np.float64(grid.df)]
+        phases = [*phases, np.float64(grid.fmin), np.float64(grid.df)]
     points, objs = inputs.points, inputs.objects
     part_val = cl.Buffer(context, mf.READ_WRITE, n_obj * n_tiles * k * itemsize)
     part_idx = cl.Buffer(context, mf.READ_WRITE, n_obj * n_tiles * k * 4)

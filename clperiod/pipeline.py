@@ -352,6 +352,7 @@ class _RunState:
         self.bar: Any = None
         self.null_in_advance = (search.algorithm == "lombscargle" and not with_periodogram
                                 and search.fap_method not in (None, "townsend"))
+        self.null_weighted = search.options.get("method", "generalized") == "generalized"
 
     def process(self, chunks: Iterable[CatalogChunk], output: ResultsWriter, bar: Any) -> None:
         """Search and write every chunk not already in the work directory."""
@@ -368,8 +369,7 @@ class _RunState:
                     pending.append(pool.submit(self._copy_part, chunk))
                     continue
                 if self.null_in_advance:  # the fap column's inputs, while the device works
-                    pool.submit(catalog_time_spread, chunk.catalog,
-                                self.search.options.get("method", "generalized") == "generalized")
+                    pool.submit(catalog_time_spread, chunk.catalog, self.null_weighted)
                 started = time.perf_counter()
                 results = self._search(chunk.catalog)
                 plot_job = self._plot_job(chunk.catalog, plot_ids)
