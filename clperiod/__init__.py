@@ -15,7 +15,7 @@ from . import kepler, orbits, singlepulse
 from .catalog import Catalog, Status
 from .device import DeviceInfo, list_devices, select_devices
 from .grid import FrequencyGrid
-from .lombscargle import LombScargleResult, lombscargle
+from .lombscargle import LombScargleResult, lombscargle, lombscargle_async
 from .supersmoother import SuperSmootherResult, supersmoother
 
 try:
@@ -32,6 +32,7 @@ __all__ = [
     "SuperSmootherResult",
     "list_devices",
     "lombscargle",
+    "lombscargle_async",
     "select_devices",
     "supersmoother",
     "kepler",

@@ -3,15 +3,39 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
-from typing import Any, get_args
+from collections.abc import Callable, Iterator
+from typing import Any, Generic, TypeVar, get_args
 
 import numpy as np
 
 from .catalog import Catalog
 
-__all__ = ["PeakResults", "as_catalog", "check_choice", "check_top_k", "progress_bar",
+__all__ = ["Deferred", "PeakResults", "as_catalog", "check_choice", "check_top_k", "progress_bar",
            "segment_sum"]
+
+
+T = TypeVar("T")
+
+
+class Deferred(Generic[T]):
+    """A result the device may still be computing: :meth:`result` waits for it
+    (once; later calls return the same object)."""
+
+    def __init__(self, finish: Callable[[], T]) -> None:
+        self._finish: Callable[[], T] | None = finish
+        self._value: T | None = None
+
+    @classmethod
+    def ready(cls, value: T) -> Deferred[T]:
+        """An already finished result."""
+        return cls(lambda: value)
+
+    def result(self) -> T:
+        """Wait for the device and return the result."""
+        if self._finish is not None:
+            self._value = self._finish()
+            self._finish = None
+        return self._value
 
 
 class PeakResults:

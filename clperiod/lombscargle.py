@@ -18,23 +18,25 @@ Kuerster (2009) used by SciPy and astropy.
 
 from __future__ import annotations
 
+import inspect
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pyopencl as cl
 
 from . import kernels, stats
 from .catalog import Catalog, Status
-from .device import DeviceInfo, get_context, get_queue, require_fp64, select_devices, upload
+from .device import DeviceInfo, get_context, get_queue, require_fp64, select_devices
 from .grid import FrequencyGrid
-from .host import (PeakResults, as_catalog, check_choice, check_top_k, progress_bar,
-                   segment_sum)
-from .planning import PINNED_POOL, Batch, KernelShape, plan_batches
+from .host import (Deferred, PeakResults, as_catalog, check_choice, check_top_k,
+                   progress_bar, segment_sum)
+from .planning import DEFAULT_BETA, PINNED_POOL, Batch, KernelShape, Staging, plan_batches
 from .scheduler import BATCHES_PER_DEVICE, run_on_devices
 
-__all__ = ["lombscargle", "LombScargleResult"]
+__all__ = ["lombscargle", "lombscargle_async", "LombScargleResult"]
 
 Method = Literal["generalized", "standard"]
 Normalization = Literal["standard", "model", "log", "psd"]
@@ -201,6 +203,44 @@ def lombscargle(
     ValueError
         Bad options or data, or fp64 requested on a device without fp64.
     """
+    return _start(cat_or_t, grid, y, dy, method=method, normalization=normalization,
+                  fit_mean=fit_mean, center_data=center_data, precision=precision,
+                  memory=memory, periodogram=periodogram, top_k=top_k, device=device,
+                  nan_policy=nan_policy, profile=profile, progress=progress,
+                  defer=False).result()
+
+
+def lombscargle_async(
+    cat_or_t: Catalog | np.ndarray,
+    grid: FrequencyGrid,
+    y: np.ndarray | None = None,
+    dy: np.ndarray | None = None,
+    **options: Any,
+) -> Deferred[LombScargleResult]:
+    """Start :func:`lombscargle` and return before the device has finished.
+
+    Takes the same arguments. With one device, no progress bar, and a
+    catalog that fits one batch of a quarter of the device memory, the
+    uploads (from page-locked memory) and the kernels are queued and the
+    call returns at once; otherwise the search runs to the end first.
+    Queuing the next catalog before waiting for this one keeps the device
+    busy while the host reads and writes files
+    (:func:`clperiod.pipeline.run_catalog` does this).
+
+    Returns
+    -------
+    Deferred
+        ``.result()`` waits and returns the :class:`LombScargleResult`.
+    """
+    bound = inspect.signature(lombscargle).bind(cat_or_t, grid, y, dy, **options)
+    bound.apply_defaults()
+    return _start(**bound.arguments, defer=True)
+
+
+def _start(cat_or_t, grid, y, dy, *, method, normalization, fit_mean, center_data, precision,
+           memory, periodogram, top_k, device, nan_policy, profile, progress,
+           defer: bool) -> Deferred[LombScargleResult]:
+    """Check the input, plan the batches and queue (``defer``) or run them."""
     started = time.perf_counter()
     catalog = _as_catalog(cat_or_t, y, dy, method, nan_policy)
     options = _Options.build(
@@ -218,17 +258,38 @@ def lombscargle(
     lengths = np.where(catalog.lengths >= options.min_points, catalog.lengths, 0)
     compensated = not options.fp64 and int(lengths.max(initial=0)) > COMPENSATE_ABOVE
     shape = _kernel_shape(devices, options, compensated)
-    batches = _plan(devices, shape, lengths, grid, options)
+    # a queued batch shares the device with the next call's: half the budget each
+    defer = defer and len(devices) == 1 and not progress
+    batches = _plan(devices, shape, lengths, grid, options,
+                    DEFAULT_BETA / 2 if defer else DEFAULT_BETA)
     power = _result_array(devices, (catalog.n_objects, grid.nf), options) if periodogram else None
-    with progress_bar(progress, len(batches), "lombscargle") as bar:
-        results = run_on_devices(
-            devices,
-            batches,
-            lambda info, batch: _run_batch(
-                info, batch, shape, compensated, catalog, grid, options, power, profile
-            ),
-            progress=bar.update if bar is not None else None,
-        )
+
+    def batch_work(info: DeviceInfo, batch: Batch) -> _QueuedBatch:
+        return _enqueue_batch(info, batch, shape, compensated, catalog, grid, options, power,
+                              profile)
+
+    if defer and len(batches) == 1:
+        queued = batch_work(devices[0], batches[0])
+        collect: Callable[[], list[_BatchResult]] = lambda: [queued.result()]  # noqa: E731
+    else:
+        with progress_bar(progress, len(batches), "lombscargle") as bar:
+            results = run_on_devices(
+                devices, batches, lambda info, batch: batch_work(info, batch).result(),
+                progress=bar.update if bar is not None else None,
+            )
+        collect = lambda: results  # noqa: E731
+
+    def finish() -> LombScargleResult:
+        return _assemble(collect(), catalog, grid, options, power, devices, method, precision,
+                         started)
+
+    return Deferred(finish)
+
+
+def _assemble(results: list[_BatchResult], catalog: Catalog, grid: FrequencyGrid,
+              options: _Options, power: np.ndarray | None, devices: list[DeviceInfo],
+              method: str, precision: str, started: float) -> LombScargleResult:
+    """The result of a search from its batches' results (in catalog order)."""
     status = np.concatenate([r.status for r in results])
     top_val = np.concatenate([r.val for r in results])
     top_idx = np.concatenate([r.idx for r in results])
@@ -450,8 +511,9 @@ def _kernel_params(
     )
 
 
-def _plan(devices, shape, lengths, grid, options) -> list[Batch]:
-    """Batches sized for the smallest device (any device may run any batch);
+def _plan(devices, shape, lengths, grid, options, beta: float) -> list[Batch]:
+    """Batches of at most ``beta`` of the smallest device's memory (any device
+    may run any batch);
     with several devices up to :data:`BATCHES_PER_DEVICE` per device, so that
     the dynamic scheduling balances devices of different speed, but none of
     fewer than :data:`MIN_BATCH_PAIRS` point-frequency pairs (each batch costs
@@ -472,6 +534,7 @@ def _plan(devices, shape, lengths, grid, options) -> list[Batch]:
         real_bytes=real_bytes,
         top_k=options.top_k,
         periodogram=options.periodogram,
+        beta=beta,
         min_batches=_min_batches(len(devices), int(lengths.sum()) * grid.nf),
     )
 
@@ -511,7 +574,31 @@ class _BatchResult:
     seconds: dict[str, float]
 
 
-def _run_batch(
+@dataclass
+class _QueuedBatch:
+    """A batch whose commands are queued: :meth:`result` waits for them."""
+
+    staging: Staging  # page-locked inputs and small outputs, held until done
+    status: np.ndarray
+    val: np.ndarray
+    idx: np.ndarray
+    last: list[cl.Event]  # the final commands of both queues
+    events: dict[str, list[cl.Event]]  # by stage, for profiling
+    profile: bool
+
+    def result(self) -> _BatchResult:
+        cl.wait_for_events(self.last)
+        seconds = {}
+        if self.profile:
+            seconds = {
+                name: sum(1e-9 * (e.profile.end - e.profile.start) for e in evs)
+                for name, evs in self.events.items()
+            }
+        return _BatchResult(self.status.copy(), self.val.astype(np.float64), self.idx.copy(),
+                            seconds)
+
+
+def _enqueue_batch(
     info: DeviceInfo,
     batch: Batch,
     shape: KernelShape,
@@ -521,15 +608,15 @@ def _run_batch(
     options: _Options,
     power: np.ndarray | None,
     profile: bool = False,
-) -> _BatchResult:
-    """Prepare and evaluate one batch on ``info``.
+) -> _QueuedBatch:
+    """Queue the preparation and evaluation of one batch on ``info``.
 
     Periodogram chunks are copied into ``power`` (rows of the batch) on a second
-    queue while the next chunk computes. Returns the status, top-k values and
-    grid indices of the batch's objects and, when ``profile`` is set, the
-    summed kernel and copy times.
+    queue while the next chunk computes. The returned batch gives the status,
+    top-k values and grid indices of the batch's objects and, when ``profile``
+    is set, the summed kernel and copy times.
     """
-    o0, o1 = batch.obj_start, batch.obj_stop
+    o0 = batch.obj_start
     context = get_context(info)
     queue = get_queue(info, profiling=profile)
     copy_queue = get_queue(info, profiling=profile, role="copy")
@@ -546,9 +633,10 @@ def _run_batch(
     n_tiles = shape.n_tiles(grid.nf)
     mf = cl.mem_flags
 
-    copies: list[cl.Event] = []  # queued uploads, done by the final blocking read
+    staging = Staging(info)
+    out_val, out_idx = staging.result((n_obj, k), dtype), staging.result((n_obj, k), np.int32)
     prepare = _prepare_on_device if _prepares_on_device(info) else _prepare_on_host
-    inputs = prepare(queue, catalog.slice(o0, o1), grid, options, copies)
+    inputs = prepare(queue, catalog.slice(o0, batch.obj_stop), grid, options, staging)
     phases = inputs.phases
     if options.fp64:
         phases = [*phases, np.float64(grid.fmin), np.float64(grid.df)]
@@ -593,25 +681,19 @@ def _run_batch(
     events["merge_s"].append(
         cl.enqueue_nd_range_kernel(queue, merge, (n_obj * shape.wg,), (shape.wg,))
     )
-    vals = np.empty((n_obj, k), dtype=dtype)
-    idx = np.empty((n_obj, k), dtype=np.int32)
-    cl.enqueue_copy(queue, vals, best_val)
-    cl.enqueue_copy(queue, idx, best_idx, is_blocking=True)
-    copy_queue.finish()
-    seconds = {}
-    if profile:
-        seconds = {
-            name: sum(1e-9 * (e.profile.end - e.profile.start) for e in evs)
-            for name, evs in events.items()
-        }
-    return _BatchResult(inputs.status, vals.astype(np.float64), idx, seconds)
+    val, idx = staging.results[out_val], staging.results[out_idx]
+    cl.enqueue_copy(queue, val, best_val, is_blocking=False)
+    last = [cl.enqueue_copy(queue, idx, best_idx, is_blocking=False), *events["copy_s"]]
+    queue.flush()
+    copy_queue.flush()
+    return _QueuedBatch(staging, inputs.status, val, idx, last, events, profile)
 
 
 @dataclass
 class _DeviceInputs:
     """The tile kernel's inputs of one batch (device buffers, in its argument
-    order) and the batch's per-object status (filled once the batch's final
-    blocking read on its queue has returned)."""
+    order) and the batch's per-object status (filled once the batch's
+    commands have run)."""
 
     phases: list  # t (fp64) or a, b_hi, b_lo (fp32)
     points: list  # phase step, sd, w, wy
@@ -630,28 +712,31 @@ def _prepares_on_device(info: DeviceInfo) -> bool:
 
 
 def _prepare_on_host(queue, catalog: Catalog, grid: FrequencyGrid, options: _Options,
-                     copies: list) -> _DeviceInputs:
-    """:func:`_prepare` on the host, then the uploads (queued on ``queue``)."""
+                     staging: Staging) -> _DeviceInputs:
+    """:func:`_prepare` on the host, then the uploads (``staging`` sends them)."""
     prepared = _prepare(catalog, grid, options)
     rows = prepared.point_arrays
-    return _DeviceInputs(
-        phases=[upload(queue, rows[name], copies) for name in _POINT_ORDER[options.fp64]],
-        points=[upload(queue, rows[name], copies)
+    inputs = _DeviceInputs(
+        phases=[staging.upload(rows[name]) for name in _POINT_ORDER[options.fp64]],
+        points=[staging.upload(rows[name])
                 for name in (_STEP_INPUT[options.fp64], "sd", "w", "wy")],
         objects=[
-            upload(queue, prepared.offsets[:-1].astype(np.int32), copies),
-            upload(queue, np.diff(prepared.offsets).astype(np.int32), copies),
-            upload(queue, prepared.yy.astype(options.dtype), copies),
-            upload(queue, prepared.psd_scale.astype(options.dtype), copies),
+            staging.upload(prepared.offsets[:-1].astype(np.int32)),
+            staging.upload(np.diff(prepared.offsets).astype(np.int32)),
+            staging.upload(prepared.yy.astype(options.dtype)),
+            staging.upload(prepared.psd_scale.astype(options.dtype)),
         ],
         status=prepared.status,
     )
+    staging.send(queue)
+    return inputs
 
 
 def _prepare_on_device(queue, catalog: Catalog, grid: FrequencyGrid, options: _Options,
-                       copies: list) -> _DeviceInputs:
-    """Upload the raw ``t, y, dy`` and queue ``ls_prepare``
-    (``cl_kernels/lsprepare.mako``), which does :func:`_prepare`'s work."""
+                       staging: Staging) -> _DeviceInputs:
+    """Upload the raw ``t, y, dy`` (``staging`` sends them) and queue
+    ``ls_prepare`` (``cl_kernels/lsprepare.mako``), which does
+    :func:`_prepare`'s work."""
     context = queue.context
     use_dy = options.method == "generalized" and catalog.dy is not None
     wg = PREPARE_WG["gpu" if queue.device.type & cl.device_type.GPU else "other"]
@@ -662,9 +747,9 @@ def _prepare_on_device(queue, catalog: Catalog, grid: FrequencyGrid, options: _O
         ok=int(Status.OK), too_few=int(Status.TOO_FEW_POINTS),
         zero_variance=int(Status.ZERO_VARIANCE),
     )
-    raw = [upload(queue, catalog.t, copies), upload(queue, catalog.y, copies)]
+    raw = [staging.upload(catalog.t), staging.upload(catalog.y)]
     if use_dy:
-        raw.append(upload(queue, catalog.dy, copies))
+        raw.append(staging.upload(catalog.dy))
     n_obj, n_points = catalog.n_objects, max(1, int(catalog.offsets[-1]))
 
     def empty(n: int, dtype) -> cl.Buffer:
@@ -673,15 +758,17 @@ def _prepare_on_device(queue, catalog: Catalog, grid: FrequencyGrid, options: _O
     phases = ([empty(n_points, np.float64)] if options.fp64
               else [empty(n_points, np.float32) for _ in range(3)])
     points = [empty(n_points, options.dtype) for _ in range(4)]
-    objects = [upload(queue, catalog.offsets[:-1].astype(np.int32), copies),
+    objects = [staging.upload(catalog.offsets[:-1].astype(np.int32)),
                empty(n_obj, np.int32), empty(n_obj, options.dtype), empty(n_obj, options.dtype)]
+    lengths = staging.upload(catalog.lengths.astype(np.int32))
+    status_slot = staging.result((n_obj,), np.int8)
     status_buffer = empty(n_obj, np.int8)
-    lengths = upload(queue, catalog.lengths.astype(np.int32), copies)
+    staging.send(queue)
     kernel(queue, (n_obj * wg,), (wg,), *raw, objects[0], lengths,
            np.float64(grid.fmin), np.float64(grid.df), np.float64(2 * np.pi * grid.df),
            *phases, *points, *objects[1:], status_buffer)
-    status = np.empty(n_obj, dtype=np.int8)
-    copies.append(cl.enqueue_copy(queue, status, status_buffer, is_blocking=False))
+    status = staging.results[status_slot]
+    cl.enqueue_copy(queue, status, status_buffer, is_blocking=False)
     return _DeviceInputs(phases, points, objects, status)
 
 

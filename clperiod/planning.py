@@ -29,6 +29,7 @@ __all__ = [
     "KernelShape",
     "PinnedPool",
     "PINNED_POOL",
+    "Staging",
     "plan_batches",
     "DEFAULT_BETA",
     "OVERLAP_CHUNKS",
@@ -216,7 +217,11 @@ class PinnedPool:
     and the buffer returns to the pool for the next request of a similar size.
     """
 
-    def __init__(self, max_free: int = 4):
+    #: A request may take a free buffer up to twice its size, or up to this
+    #: many bytes larger (small requests of varying size share buffers).
+    _SMALL_SLACK = 1 << 20
+
+    def __init__(self, max_free: int = 8):
         self._free: dict[int, list[np.ndarray]] = {}
         self._lock = threading.Lock()
         self._max_free = max_free
@@ -258,7 +263,8 @@ class PinnedPool:
     def _take(self, key: int, nbytes: int) -> np.ndarray | None:
         with self._lock:
             free = self._free.get(key, [])
-            fits = [i for i, m in enumerate(free) if nbytes <= m.nbytes <= 2 * nbytes]
+            most = max(2 * nbytes, nbytes + self._SMALL_SLACK)
+            fits = [i for i, m in enumerate(free) if nbytes <= m.nbytes <= most]
             if not fits:
                 return None
             return free.pop(min(fits, key=lambda i: free[i].nbytes))
@@ -274,6 +280,59 @@ class PinnedPool:
 
 #: The process-wide pool used for returned periodograms and upload staging.
 PINNED_POOL = PinnedPool()
+
+class Staging:
+    """One page-locked host block for a batch's uploads and its small results.
+
+    On NVIDIA a copy from ordinary (pageable) memory blocks the host until
+    the commands queued before it have run; from page-locked memory it is an
+    asynchronous transfer. Staging lets a batch be queued while the previous
+    one computes, so the device never waits for the host between batches.
+
+    Use: :meth:`upload` each input (device buffers are made at once),
+    :meth:`result` each small output, then :meth:`send` (one block from
+    :data:`PINNED_POOL`, inputs copied in, uploads queued); afterwards
+    :attr:`results` holds the output arrays (views of the block). Keep the
+    object until the queue has passed the copies.
+    """
+
+    _ALIGN = 256
+
+    def __init__(self, info: DeviceInfo) -> None:
+        self.info = info
+        self._inputs: list[tuple[np.ndarray, cl.Buffer]] = []
+        self._outputs: list[tuple[tuple[int, ...], np.dtype]] = []
+        self.results: list[np.ndarray] = []
+        self.events: list[cl.Event] = []
+        self._block: np.ndarray | None = None
+
+    def upload(self, array: np.ndarray) -> cl.Buffer:
+        """A read-only device buffer that :meth:`send` will fill with ``array``."""
+        buffer = cl.Buffer(get_context(self.info), cl.mem_flags.READ_ONLY, max(1, array.nbytes))
+        self._inputs.append((array, buffer))
+        return buffer
+
+    def result(self, shape: tuple[int, ...], dtype) -> int:
+        """Reserve a page-locked output array; its index in :attr:`results`."""
+        self._outputs.append((shape, np.dtype(dtype)))
+        return len(self._outputs) - 1
+
+    def send(self, queue: cl.CommandQueue) -> None:
+        """Copy the inputs into page-locked memory and queue their uploads."""
+        sizes = [a.nbytes for a, _ in self._inputs]
+        sizes += [int(np.prod(shape)) * dtype.itemsize for shape, dtype in self._outputs]
+        starts = np.concatenate(([0], np.cumsum([-(-n // self._ALIGN) * self._ALIGN
+                                                 for n in sizes])))
+        block = PINNED_POOL.empty(self.info, (max(1, int(starts[-1])),), np.uint8)
+        self._block = block
+        for k, (array, buffer) in enumerate(self._inputs):
+            if array.nbytes:
+                staged = block[starts[k]:starts[k] + array.nbytes].view(array.dtype)
+                parallel_copy(staged, array.reshape(-1))
+                self.events.append(cl.enqueue_copy(queue, buffer, staged, is_blocking=False))
+        for k, (shape, dtype) in enumerate(self._outputs, start=len(self._inputs)):
+            self.results.append(block[starts[k]:starts[k] + sizes[k]].view(dtype).reshape(shape))
+
 
 _COPY_WORKERS = min(8, os.cpu_count() or 1)
 _COPY_THREADS = ThreadPoolExecutor(max_workers=_COPY_WORKERS, thread_name_prefix="clperiod-copy")

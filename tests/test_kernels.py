@@ -136,14 +136,14 @@ def test_lombscargle_batches_on_two_workers_match_one(rng, monkeypatch):
     one = clperiod.lombscargle(cat, grid, device=info, periodogram=True, top_k=2)
     ls_module = importlib.import_module("clperiod.lombscargle")
     threads = set()
-    original = ls_module._run_batch
+    original = ls_module._enqueue_batch
 
     def spy(*args, **kwargs):
         threads.add(threading.get_ident())
         return original(*args, **kwargs)
 
     monkeypatch.setattr(ls_module, "select_devices", lambda _: [small, small])
-    monkeypatch.setattr(ls_module, "_run_batch", spy)
+    monkeypatch.setattr(ls_module, "_enqueue_batch", spy)
     two = clperiod.lombscargle(cat, grid, periodogram=True, top_k=2)
     assert len(threads) == 2
     np.testing.assert_array_equal(one.power, two.power)

@@ -13,6 +13,7 @@ from astropy.timeseries import LombScargle
 import clperiod
 from clperiod import Catalog, FrequencyGrid, Status, lombscargle, planning
 from clperiod.io import load_example
+from clperiod.planning import Staging
 
 LS_MODULE = importlib.import_module("clperiod.lombscargle")
 NORMALIZATIONS = ["standard", "model", "log", "psd"]
@@ -198,9 +199,10 @@ def test_device_preparation_matches_the_host(rng, precision, method, fit_mean, c
     options = LS_MODULE._Options.build(method, "standard", fit_mean, center_data, precision,
                                        "auto", 1, False)
     host = LS_MODULE._prepare(cat, grid, options)
-    queue = clperiod.device.get_queue(clperiod.select_devices()[0])
-    copies: list = []
-    inputs = LS_MODULE._prepare_on_device(queue, cat, grid, options, copies)
+    info = clperiod.select_devices()[0]
+    queue = clperiod.device.get_queue(info)
+    staging = Staging(info)
+    inputs = LS_MODULE._prepare_on_device(queue, cat, grid, options, staging)
 
     def read(buffer, dtype, n):
         out = np.empty(n, dtype)
@@ -395,21 +397,49 @@ def test_periodogram_overlap_chunks_of_rows(rng, monkeypatch):
 def test_pinned_pool_recycles_buffers():
     info = clperiod.select_devices()[0]
     pool = planning.PinnedPool()
-    first = pool.empty(info, (10, 100), np.float64)
+    key = clperiod.device.get_context(info).int_ptr
+    first = pool.empty(info, (1000, 400), np.float64)  # 3.2 MB
     first[:] = 1.0
     address = first.__array_interface__["data"][0]
     view = first[3]
     del first
-    assert pool._take(clperiod.device.get_context(info).int_ptr, 8000) is None  # view alive
+    assert pool._take(key, 3_200_000) is None  # view alive
     assert view[0] == 1.0
     del view
-    other = pool.empty(info, (3, 100), np.float64)  # too small to take the 8000-byte buffer
-    again = pool.empty(info, (10, 100), np.float64)
+    # too small to take the 3.2 MB buffer: not half its size, nor within 1 MiB of it
+    other = pool.empty(info, (1000, 100), np.float64)
+    again = pool.empty(info, (1000, 400), np.float64)
     assert again.__array_interface__["data"][0] == address
-    assert again.shape == (10, 100) and again.dtype == np.float64
+    assert again.shape == (1000, 400) and again.dtype == np.float64
     assert other.__array_interface__["data"][0] != address
     del other, again
-    assert pool.empty(info, (9, 100), np.float64).__array_interface__["data"][0] == address
+    assert pool.empty(info, (900, 400), np.float64).__array_interface__["data"][0] == address
+    small = pool.empty(info, (10, 10), np.float64)
+    small_address = small.__array_interface__["data"][0]
+    del small
+    # a small request takes a free buffer up to 1 MiB larger than it
+    assert pool.empty(info, (3, 10), np.float64).__array_interface__["data"][0] == small_address
+
+
+def test_staging_uploads_and_returns_results():
+    """Inputs reach the device buffers from page-locked memory; results are views."""
+    import pyopencl as cl
+
+    info = clperiod.select_devices()[0]
+    queue = clperiod.device.get_queue(info)
+    staging = Staging(info)
+    values = np.arange(1000, dtype=np.float64) * 0.5
+    indices = np.arange(7, dtype=np.int32)
+    buffers = [staging.upload(values), staging.upload(indices), staging.upload(values[:0])]
+    slot = staging.result((2, 3), np.int8)
+    staging.send(queue)
+    assert staging.results[slot].shape == (2, 3) and staging.results[slot].dtype == np.int8
+    assert planning.PINNED_POOL.owns(staging.results[slot])
+    back_values, back_indices = np.empty_like(values), np.empty_like(indices)
+    cl.enqueue_copy(queue, back_values, buffers[0])
+    cl.enqueue_copy(queue, back_indices, buffers[1], is_blocking=True)
+    np.testing.assert_array_equal(back_values, values)
+    np.testing.assert_array_equal(back_indices, indices)
 
 
 def test_progress_bar_counts_batches(rng, capsys):
@@ -555,3 +585,38 @@ def test_fp64_on_device_without_fp64(monkeypatch, rng):
 
 
 # }}}
+
+
+def test_lombscargle_async_queues_then_matches_the_blocking_call(rng, monkeypatch):
+    """One device: the call returns with the batch queued (nothing waited for);
+    two calls in flight give the blocking results. Several devices, or a
+    progress bar, run to the end first."""
+    cats = [Catalog.from_lightcurves([simulated(rng, n=40 + 7 * k) for k in range(m)])
+            for m in (5, 9)]
+    grid = FrequencyGrid.from_range(0.05, 3.0, 3000)
+    expected = [lombscargle(cat, grid, top_k=2, periodogram=True) for cat in cats]
+    waits = []
+    original = LS_MODULE._QueuedBatch.result
+    monkeypatch.setattr(LS_MODULE._QueuedBatch, "result",
+                        lambda self: waits.append(1) or original(self))
+    pending = [clperiod.lombscargle_async(cat, grid, top_k=2, periodogram=True) for cat in cats]
+    assert not waits
+    for deferred, reference in zip(reversed(pending), reversed(expected)):
+        result = deferred.result()
+        assert deferred.result() is result
+        np.testing.assert_array_equal(result.top_k_frequency, reference.top_k_frequency)
+        np.testing.assert_array_equal(result.power, reference.power)
+        np.testing.assert_array_equal(result.status, reference.status)
+    assert len(waits) == 2
+    pytest.importorskip("tqdm")
+    clperiod.lombscargle_async(cats[0], grid, progress=True)
+    assert len(waits) == 3
+    info = clperiod.select_devices()[0]
+    monkeypatch.setattr(LS_MODULE, "select_devices", lambda _: [info, info])
+    both = clperiod.lombscargle_async(cats[1], grid)
+    assert len(waits) > 3  # every batch waited for before the call returned
+    np.testing.assert_array_equal(both.result().frequency_best, expected[1].frequency_best)
+    with pytest.raises(ValueError, match="method"):
+        clperiod.lombscargle_async(cats[0], grid, method="fast")
+    with pytest.raises(TypeError):
+        clperiod.lombscargle_async(cats[0], grid, bogus=1)
