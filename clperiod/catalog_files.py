@@ -67,6 +67,10 @@ __all__ = [
 LAYOUTS = ("lightcurve-csv", "csv", "parquet", "nested-parquet")
 #: Default largest number of observations per chunk.
 DEFAULT_CHUNK_ROWS = 1_000_000
+#: Default most observations of the first chunk (the next ones may hold
+#: twice as many as the one before, up to ``chunk_rows``): a run's device
+#: starts after a short read, and the reading of the next chunk overlaps it.
+FIRST_CHUNK_ROWS = 1 << 14
 
 
 @dataclass(frozen=True)
@@ -142,6 +146,11 @@ class CatalogReader:
         that forms a chunk of its own).
     chunk_objects : int, optional
         Largest number of objects per chunk.
+    first_chunk_rows : int or None
+        Ramp: chunk ``i`` holds at most ``min(chunk_rows, first_chunk_rows *
+        2**i)`` observations (the file is also read in blocks that grow so),
+        so the first chunk is ready soon; None: every chunk up to
+        ``chunk_rows``.
     nan_policy : {"raise", "omit"}
         Non-finite ``t``, ``y`` or ``dy``: raise, or drop those rows.
 
@@ -169,6 +178,7 @@ class CatalogReader:
         delimiter: str = ",",
         chunk_rows: int = DEFAULT_CHUNK_ROWS,
         chunk_objects: int | None = None,
+        first_chunk_rows: int | None = FIRST_CHUNK_ROWS,
         nan_policy: str = "raise",
     ) -> None:
         self.path = Path(path)
@@ -181,6 +191,8 @@ class CatalogReader:
         self.chunk_rows = _positive_int("chunk_rows", chunk_rows)
         self.chunk_objects = (None if chunk_objects is None
                               else _positive_int("chunk_objects", chunk_objects))
+        self.first_chunk_rows = (None if first_chunk_rows is None
+                                 else _positive_int("first_chunk_rows", first_chunk_rows))
         self.delimiter = delimiter
         self.nan_policy = nan_policy
         self.nested_col = nested_col
@@ -233,6 +245,7 @@ class CatalogReader:
             "delimiter": self.delimiter,
             "chunk_rows": self.chunk_rows,
             "chunk_objects": self.chunk_objects,
+            "first_chunk_rows": self.first_chunk_rows,
             "nan_policy": self.nan_policy,
         }
 
@@ -242,7 +255,8 @@ class CatalogReader:
     # ------------------------------------------------------------------ reading
     def __iter__(self) -> Iterator[CatalogChunk]:
         chunker = Chunker(self.chunk_rows, self.chunk_objects,
-                          rows_are_objects=self.layout == "nested-parquet")
+                          rows_are_objects=self.layout == "nested-parquet",
+                          first_rows=self.first_chunk_rows)
         seen = SeenIds()
         index = 0
         for block in self._blocks():
@@ -278,11 +292,14 @@ class CatalogReader:
 
     def _blocks(self) -> Iterator[Block]:
         rows = formats.block_rows(self.chunk_rows)
+        first = (None if self.first_chunk_rows is None
+                 else formats.block_rows(min(self.chunk_rows, self.first_chunk_rows)))
         if self.layout in ("csv", "lightcurve-csv"):
-            return formats.csv_blocks(self.path, self.layout, self.columns, self.delimiter, rows)
+            return formats.csv_blocks(self.path, self.layout, self.columns, self.delimiter, rows,
+                                      first)
         if self.layout == "parquet":
-            return formats.parquet_blocks(self.path, self.columns, rows)
-        return formats.nested_blocks(self.path, self.columns, self.nested_col, rows)
+            return formats.parquet_blocks(self.path, self.columns, rows, first)
+        return formats.nested_blocks(self.path, self.columns, self.nested_col, rows, first)
 
     # ------------------------------------------------------------------ layout
     def _detect_layout(self, t_col: str) -> str:

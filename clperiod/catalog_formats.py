@@ -46,11 +46,21 @@ def block_rows(chunk_rows: int) -> int:
     return min(READ_ROWS, max(MIN_READ_ROWS, chunk_rows))
 
 
+def ramp(first: int, most: int) -> Iterator[int]:
+    """Block sizes ``first, 2 first, 4 first, ...`` up to ``most``, then ``most``
+    for ever (the first block of a file is ready soon; see the chunker's ramp)."""
+    size = min(first, most)
+    while True:
+        yield size
+        size = min(most, 2 * size)
+
+
 def csv_blocks(path: Path, layout: str, roles: dict[str, str], delimiter: str,
-               rows: int) -> Iterator[Block]:
+               rows: int, first: int | None = None) -> Iterator[Block]:
     """Blocks of ``rows`` lines of a CSV file ("csv" or "lightcurve-csv" layout), by pandas.
 
-    ``roles`` maps ``id``, ``t``, ``y`` (and ``dy``) to column names.
+    ``roles`` maps ``id``, ``t``, ``y`` (and ``dy``) to column names. With
+    ``first``, the block sizes ramp up from it (:func:`ramp`).
     """
     try:
         import pandas as pd
@@ -74,7 +84,11 @@ def csv_blocks(path: Path, layout: str, roles: dict[str, str], delimiter: str,
     row = 0
     try:
         with pd.read_csv(path, chunksize=rows, **options) as frames:
-            for frame in frames:
+            for size in ramp(first or rows, rows):
+                try:
+                    frame = frames.get_chunk(size)
+                except StopIteration:
+                    break
                 if frame.empty:
                     continue
                 ids = _csv_ids(path, frame[roles["id"]], row, id_kind)
@@ -255,11 +269,13 @@ def nested_columns(schema: Any, field: str | None) -> list[str]:
     return found
 
 
-def parquet_blocks(path: Path, roles: dict[str, str], rows: int) -> Iterator[Block]:
-    """Blocks of ``rows`` rows of a long-format Parquet file (only ``roles`` columns read)."""
+def parquet_blocks(path: Path, roles: dict[str, str], rows: int,
+                   first: int | None = None) -> Iterator[Block]:
+    """Blocks of ``rows`` rows of a long-format Parquet file (only ``roles`` columns
+    read); with ``first``, the block sizes ramp up from it (:func:`ramp`)."""
     row = 0
     with open_parquet(path) as parquet:
-        for batch in parquet.iter_batches(batch_size=rows, columns=list(roles.values())):
+        for batch in _ramped_batches(parquet, list(roles.values()), first or rows, rows):
             ids = id_values(batch.column(roles["id"]), roles["id"], row, path)
             columns = {role: arrow_numbers(batch.column(name), name, row, path)
                        for role, name in roles.items() if role != "id"}
@@ -268,12 +284,13 @@ def parquet_blocks(path: Path, roles: dict[str, str], rows: int) -> Iterator[Blo
 
 
 def nested_blocks(path: Path, roles: dict[str, str], nested_col: str,
-                  rows: int) -> Iterator[Block]:
+                  rows: int, first: int | None = None) -> Iterator[Block]:
     """Blocks of a nested Parquet file: one object per row, observations in ``nested_col``.
 
     Only the id column and the struct fields named in ``roles`` are read, in
     blocks of about ``rows`` observations (objects per block from the mean
-    light-curve length that the file's metadata gives).
+    light-curve length that the file's metadata gives); with ``first``, the
+    block sizes ramp up from about that many (:func:`ramp`).
     """
     id_col = roles["id"]
     roles = {role: name for role, name in roles.items() if role != "id"}
@@ -281,10 +298,41 @@ def nested_blocks(path: Path, roles: dict[str, str], nested_col: str,
     with open_parquet(path) as parquet:
         paths = [id_col] + _leaf_paths(parquet.schema, nested_col, set(roles.values()))
         objects = _objects_per_block(parquet, paths[1], rows)
-        for batch in parquet.iter_batches(batch_size=objects, columns=paths):
+        first_objects = _objects_per_block(parquet, paths[1], first or rows)
+        for batch in _ramped_batches(parquet, paths, first_objects, objects):
             ids = id_values(batch.column(id_col), id_col, row, path)
             yield nested_block(batch.column(nested_col), ids, roles, row, path)
             row += batch.num_rows
+
+
+def _ramped_batches(parquet: Any, columns: list[str], first: int, most: int) -> Iterator[Any]:
+    """Record batches of the sizes :func:`ramp` gives (the first row group is
+    read in batches of ``first`` rows, joined up to each size; later row
+    groups in batches of ``most`` rows, as the ramp has ended by then)."""
+    import pyarrow as pa
+
+    groups = parquet.metadata.num_row_groups
+    if not groups:
+        return
+    sizes = ramp(first, most)
+    size, pending, count = next(sizes), [], 0
+    for batch in parquet.iter_batches(batch_size=min(first, most), columns=columns,
+                                      row_groups=[0]):
+        pending.append(batch)
+        count += batch.num_rows
+        if count >= size:
+            yield pending[0] if len(pending) == 1 else _joined(pa, pending)
+            size, pending, count = next(sizes), [], 0
+    if count:
+        yield _joined(pa, pending)
+    if groups > 1:
+        yield from parquet.iter_batches(batch_size=most, columns=columns,
+                                        row_groups=range(1, groups))
+
+
+def _joined(pa: Any, batches: list[Any]) -> Any:
+    """Consecutive record batches as one."""
+    return pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
 
 
 def _objects_per_block(parquet: Any, leaf_path: str, rows: int) -> int:

@@ -48,15 +48,19 @@ class Chunker:
 
     A chunk holds the largest number of leading objects with at most
     ``chunk_rows`` observations and at most ``chunk_objects`` objects, and at
-    least one object. The cut is made only once data that could change it
+    least one object. With ``first_rows`` the limit ramps up: chunk ``i``
+    holds at most ``min(chunk_rows, first_rows * 2**i)`` observations, so a
+    run's first chunk is read (and its device busy) soon. The cut is made only once data that could change it
     cannot arrive any more, so it never depends on the block boundaries.
 
     Blocks wait in a list and are joined only when a chunk can be cut, so an
     object spanning many blocks is copied once, not once per block.
     """
 
-    def __init__(self, chunk_rows: int, chunk_objects: int | None, rows_are_objects: bool):
-        self.chunk_rows = chunk_rows
+    def __init__(self, chunk_rows: int, chunk_objects: int | None, rows_are_objects: bool,
+                 first_rows: int | None = None):
+        self.most_rows = chunk_rows
+        self.chunk_rows = chunk_rows if first_rows is None else min(chunk_rows, first_rows)
         self.chunk_objects = chunk_objects if chunk_objects is not None else np.iinfo(np.int64).max
         self.rows_are_objects = rows_are_objects
         self._pending: list[Block] = []
@@ -92,6 +96,7 @@ class Chunker:
                 break
             chunk, buffer = buffer.take(n, self.rows_are_objects)
             chunks.append(chunk)
+            self.chunk_rows = min(self.most_rows, 2 * self.chunk_rows)
         self._pending = [buffer] if buffer.n_objects else []
         self._rows, self._objects = int(buffer.offsets[-1]), buffer.n_objects
         return chunks

@@ -259,7 +259,8 @@ def _run_search(args: argparse.Namespace) -> int:
             args.input, layout=args.layout, id_col=args.id_col, t_col=args.t_col,
             y_col=args.y_col, dy_col=None if args.no_dy else args.dy_col,
             nested_col=args.nested_col, delimiter=args.delimiter, chunk_rows=args.chunk_rows,
-            chunk_objects=args.chunk_objects, nan_policy=args.nan_policy,
+            chunk_objects=args.chunk_objects,
+            first_chunk_rows=args.first_chunk_rows or None, nan_policy=args.nan_policy,
         )
         fap = getattr(args, "fap_method", "none")
         search = pipeline.PeriodSearch(args.command, _search_grid(args), _search_options(args),
@@ -361,7 +362,7 @@ def _add_grid_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     """Device, kernel, chunk and resume options."""
-    from clperiod.catalog_files import DEFAULT_CHUNK_ROWS
+    from clperiod.catalog_files import DEFAULT_CHUNK_ROWS, FIRST_CHUNK_ROWS
 
     run = parser.add_argument_group("run")
     run.add_argument("--device", help="device selection (same grammar as CLPERIOD_DEVICE)")
@@ -376,6 +377,9 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
                      f"{DEFAULT_CHUNK_ROWS:,})")
     run.add_argument("--chunk-objects", type=int,
                      help="at most this many objects per chunk (default: no limit)")
+    run.add_argument("--first-chunk-rows", type=int, default=FIRST_CHUNK_ROWS,
+                     help="observations of the first chunk; each next chunk may hold twice "
+                     f"as many, up to --chunk-rows (default {FIRST_CHUNK_ROWS:,}; 0: no ramp)")
     run.add_argument("--restart", action="store_true",
                      help="discard the finished chunks of an earlier run instead of resuming")
     run.add_argument("--no-progress", action="store_true",

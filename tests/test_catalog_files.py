@@ -270,8 +270,8 @@ def _blocks(lengths: list[int], cuts: list[int], rows_are_objects: bool) -> list
     return blocks
 
 
-def _chunk(blocks, chunk_rows, chunk_objects, rows_are_objects):
-    chunker = Chunker(chunk_rows, chunk_objects, rows_are_objects)
+def _chunk(blocks, chunk_rows, chunk_objects, rows_are_objects, first_rows=None):
+    chunker = Chunker(chunk_rows, chunk_objects, rows_are_objects, first_rows)
     out = [c for block in blocks for c in chunker.add(block)] + list(chunker.finish())
     return [(c.ids.tolist(), c.offsets.tolist(), c.first_row) for c in out]
 
@@ -283,23 +283,28 @@ def _chunk(blocks, chunk_rows, chunk_objects, rows_are_objects):
     chunk_rows=st.integers(1, 20),
     chunk_objects=st.one_of(st.none(), st.integers(1, 6)),
     nested=st.booleans(),
+    first_rows=st.one_of(st.none(), st.integers(1, 8)),
 )
-def test_chunks_do_not_depend_on_read_blocks(lengths, cuts, chunk_rows, chunk_objects, nested):
+def test_chunks_do_not_depend_on_read_blocks(lengths, cuts, chunk_rows, chunk_objects, nested,
+                                             first_rows):
     if not nested:
         lengths = [n or 1 for n in lengths]  # long format has no empty objects
-    whole = _chunk(_blocks(lengths, [], nested), chunk_rows, chunk_objects, nested)
-    assert _chunk(_blocks(lengths, cuts, nested), chunk_rows, chunk_objects, nested) == whole
+    args = (chunk_rows, chunk_objects, nested, first_rows)
+    whole = _chunk(_blocks(lengths, [], nested), *args)
+    assert _chunk(_blocks(lengths, cuts, nested), *args) == whole
     assert [i for ids, _, _ in whole for i in ids] == [3 * k + 1 for k in range(len(lengths))]
     position = 0
-    for ids, offsets, first_row in whole:
+    for index, (ids, offsets, first_row) in enumerate(whole):
+        # the ramp: chunk i holds at most min(chunk_rows, first_rows * 2^i) rows
+        limit = chunk_rows if first_rows is None else min(chunk_rows, first_rows << index)
         assert first_row == position
         position += len(ids) if nested else offsets[-1]
         assert len(ids) >= 1 and len(ids) <= (chunk_objects or len(ids))
-        assert offsets[-1] <= chunk_rows or len(ids) == 1  # only a lone long object exceeds it
+        assert offsets[-1] <= limit or len(ids) == 1  # only a lone long object exceeds it
         k = [3 * j + 1 for j in range(len(lengths))].index(ids[-1]) + 1
         more_rows = offsets[-1] + lengths[k] if k < len(lengths) else None
         if more_rows is not None:  # the next object would have broken a limit
-            assert more_rows > chunk_rows or len(ids) == chunk_objects
+            assert more_rows > limit or len(ids) == chunk_objects
 
 
 def test_an_object_of_many_blocks_is_copied_once(monkeypatch):
@@ -339,6 +344,36 @@ def test_chunks_of_a_file_are_the_same_for_any_read_size(tmp_path, monkeypatch):
             assert got == expected
         nested = open_catalog(tmp_path / "n.parquet", chunk_rows=200)
         assert [c.catalog.ids.tolist() for c in nested] == objects
+
+
+def test_first_chunks_ramp_up_and_the_read_blocks_with_them(tmp_path, monkeypatch):
+    cat = _stripe82(20)
+    pq.write_table(_long_table(cat), tmp_path / "a.parquet", row_group_size=500)
+    pq.write_table(_nested_table(cat), tmp_path / "n.parquet")
+    _write_lightcurve_csv(tmp_path / "a.txt", cat)
+    monkeypatch.setattr(catalog_formats, "MIN_READ_ROWS", 1)
+    roles = {"id": "id", "t": "t", "y": "y", "dy": "dy"}
+    blocks = list(catalog_formats.parquet_blocks(tmp_path / "a.parquet", roles, 200, first=25))
+    # row group 0 (500 rows) in batches of 25 joined up the ramp, then batches of 200
+    assert [int(b.offsets[-1]) for b in blocks][:6] == [25, 50, 100, 200, 125, 200]
+    assert sum(int(b.offsets[-1]) for b in blocks) == cat.t.size
+    blocks = catalog_formats.csv_blocks(tmp_path / "a.txt", "lightcurve-csv", roles, ",", 200,
+                                        first=25)
+    assert [int(b.offsets[-1]) for b in blocks][:5] == [25, 50, 100, 200, 200]
+    whole = None
+    for name in ("a.parquet", "a.txt", "n.parquet"):
+        chunks = list(open_catalog(tmp_path / name, chunk_rows=200, first_chunk_rows=25))
+        for index, chunk in enumerate(chunks):
+            rows, limit = int(chunk.catalog.offsets[-1]), min(200, 25 << index)
+            assert rows <= limit or chunk.catalog.n_objects == 1
+            if index + 1 < len(chunks):  # the next object would not have fitted
+                assert rows + int(chunks[index + 1].catalog.lengths[0]) > limit
+        assert len(chunks) > len(list(open_catalog(tmp_path / name, chunk_rows=200,
+                                                   first_chunk_rows=None)))
+        ids = [c.catalog.ids.tolist() for c in chunks]
+        assert whole is None or ids == whole
+        whole = ids
+        _assert_same(CatalogReader(tmp_path / name, first_chunk_rows=25).read(), cat)
 
 
 # ---------------------------------------------------------------------- errors
@@ -462,6 +497,8 @@ def test_bad_options(tmp_path):
         CatalogReader(path, chunk_rows=0)
     with pytest.raises(ValueError, match="chunk_objects must be a positive integer"):
         CatalogReader(path, chunk_objects=1.5)
+    with pytest.raises(ValueError, match="first_chunk_rows must be a positive integer"):
+        CatalogReader(path, first_chunk_rows=-5)
     with pytest.raises(ValueError, match="nan_policy"):
         CatalogReader(path, nan_policy="drop")
     (tmp_path / "five.txt").write_text("1, 2, 3, 4, 5\n")
