@@ -16,6 +16,9 @@ Reported per workload:
   Parquet file (reading, checking, searching, tables, part files, joining),
   the stage sums it reports, and the I/O overhead
   ``end_to_end_s / compute_s - 1`` (and over ``compute_s + table_s``).
+  Chunkings: ``default`` (the reader's defaults: chunks ramp up from
+  ``FIRST_CHUNK_ROWS`` to ``DEFAULT_CHUNK_ROWS`` observations) and, for each
+  ``--chunks`` count ``n``, ``n`` equal chunks without the ramp.
 
 Workloads: ``catalog`` (N_f = 2x10^5, for GPUs) and ``cpu`` (N_f = 5,000, for a
 CPU runtime); ``--objects`` and ``--nf`` scale them (a run's fixed costs,
@@ -60,13 +63,13 @@ def write_inputs(catalog, folder: Path) -> dict[str, Path]:
     return {"long": long_path, "nested": nested_path}
 
 
-def end_to_end(path: Path, grid: FrequencyGrid, chunk_rows: int, folder: Path, repeat: int):
+def end_to_end(path: Path, grid: FrequencyGrid, chunking: dict, folder: Path, repeat: int):
     """Best wall time of a whole run (after a warm-up) and that run's stage timings."""
     search = PeriodSearch("lombscargle", grid)
     runs = []
 
     def once():
-        reader = open_catalog(path, chunk_rows=chunk_rows)
+        reader = open_catalog(path, **chunking)
         run = run_catalog(reader, search, folder / "results.parquet", restart=True,
                           progress=False)
         runs.append(run)
@@ -93,14 +96,16 @@ def bench(workload: str, repeat: int, chunks: list[int], layouts: list[str],
         inputs = write_inputs(catalog, folder)
         out["write_inputs_s"] = time.perf_counter() - started
         out["input_bytes"] = {k: v.stat().st_size for k, v in inputs.items()}
+        chunkings = {"default": {}} | {
+            f"{n}_chunks": {"chunk_rows": math.ceil(rows / n), "first_chunk_rows": None}
+            for n in chunks}
         for layout in layouts:
-            for n_chunks in chunks:
-                chunk_rows = math.ceil(rows / n_chunks)
-                wall, run = end_to_end(inputs[layout], grid, chunk_rows, folder, repeat)
+            for name, chunking in chunkings.items():
+                wall, run = end_to_end(inputs[layout], grid, chunking, folder, repeat)
                 expected = pq.read_table(folder / "results.parquet").column("period").to_numpy()
                 assert np.array_equal(expected, result.period, equal_nan=True)
-                out[f"{layout}_{n_chunks}_chunks"] = {
-                    "chunk_rows": chunk_rows,
+                out[f"{layout}_{name}"] = {
+                    "reader": chunking or "defaults",
                     "chunks": run.n_chunks,
                     "end_to_end_s": wall,
                     "stages_s": {k: round(v, 6) for k, v in run.timings.items()},
@@ -115,7 +120,8 @@ def main() -> None:
     parser.add_argument("workloads", nargs="+", choices=sorted(NF))
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--chunks", type=int, nargs="+", default=[1, 4, 10],
-                        help="cut the catalog into about this many chunks (several runs)")
+                        help="also cut the catalog into this many equal chunks, without "
+                        "the ramp (one run per count)")
     parser.add_argument("--layouts", nargs="+", choices=["long", "nested"],
                         default=["long", "nested"])
     parser.add_argument("--objects", type=int, default=1000, help="catalog size (default 1000)")

@@ -43,6 +43,7 @@ from .catalog_files import DEFAULT_CHUNK_ROWS, CatalogChunk, CatalogReader
 from .chunking import Block, Chunker
 from .device import select_devices
 from .grid import FrequencyGrid
+from .host import Deferred
 from .results_files import (
     PeriodogramWriter,
     ResultsWriter,
@@ -151,6 +152,19 @@ class PeriodSearch:
             raise ValueError("resolve the AutoGrid first (run_catalog does)")
         return self.function(catalog, self.grid, device=device, periodogram=periodogram,
                              **self.options)
+
+    def start(self, catalog: Catalog, *, device: Any = None) -> Deferred:
+        """Begin the search of one catalog (best peaks, no periodograms):
+        Lomb-Scargle on one device returns with it queued
+        (:func:`clperiod.lombscargle_async`), so the caller can prepare the
+        next catalog while the device works; ``.result()`` waits."""
+        if self.algorithm != "lombscargle":
+            return Deferred.ready(self.run(catalog, device=device))
+        if not isinstance(self.grid, FrequencyGrid):
+            raise ValueError("resolve the AutoGrid first (run_catalog does)")
+        from .lombscargle import lombscargle_async
+
+        return lombscargle_async(catalog, self.grid, device=device, **self.options)
 
     def settings(self) -> dict[str, Any]:
         """JSON-ready description (the grid as given, resolved or not)."""
@@ -350,34 +364,50 @@ class _RunState:
         self.timings = {"read_s": 0.0, "compute_s": 0.0, "write_s": 0.0}
         self.output: ResultsWriter | None = None
         self.bar: Any = None
+        self._writer: concurrent.futures.ThreadPoolExecutor | None = None
+        self._writes: list[concurrent.futures.Future] = []
         self.null_in_advance = (search.algorithm == "lombscargle" and not with_periodogram
                                 and search.fap_method not in (None, "townsend"))
         self.null_weighted = search.options.get("method", "generalized") == "generalized"
 
     def process(self, chunks: Iterable[CatalogChunk], output: ResultsWriter, bar: Any) -> None:
-        """Search and write every chunk not already in the work directory."""
+        """Search and write every chunk not already in the work directory.
+
+        A chunk's search is queued before the previous chunk's results are
+        waited for (:meth:`PeriodSearch.start`), so the device goes from one
+        chunk to the next without waiting for the host.
+        """
         self.output, self.bar = output, bar
-        pending: list[concurrent.futures.Future] = []
         writer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="clperiod-writer")
-        with writer as pool, _Prefetch(chunks, self.timings) as prefetched:
-            for chunk in prefetched:
-                self.n_chunks += 1
-                self.n_objects += chunk.catalog.n_objects
-                plot_ids = self._plot_choice(chunk.catalog)
-                if self._finished(chunk):
-                    self.n_resumed += 1
-                    pending.append(pool.submit(self._copy_part, chunk))
-                    continue
-                if self.null_in_advance:  # the fap column's inputs, while the device works
-                    pool.submit(catalog_time_spread, chunk.catalog, self.null_weighted)
-                started = time.perf_counter()
-                results = self._search(chunk.catalog)
-                plot_job = self._plot_job(chunk.catalog, plot_ids)
-                self.timings["compute_s"] += time.perf_counter() - started
-                pending.append(pool.submit(self._write, chunk, results, plot_job))
-                while len(pending) > _PENDING_WRITES or (pending and pending[0].done()):
-                    self.figures += pending.pop(0).result()
-            for future in pending:
+        queued = None  # the chunk whose search is in flight
+        with writer as self._writer, _Prefetch(chunks, self.timings) as prefetched:
+            try:
+                for chunk in prefetched:
+                    self.n_chunks += 1
+                    self.n_objects += chunk.catalog.n_objects
+                    plot_ids = self._plot_choice(chunk.catalog)
+                    if self._finished(chunk):
+                        previous, queued = queued, None
+                        self._collect(previous)
+                        self.n_resumed += 1
+                        self._writes.append(self._writer.submit(self._copy_part, chunk))
+                        continue
+                    if self.null_in_advance:  # the fap column's inputs, while the device works
+                        self._writer.submit(catalog_time_spread, chunk.catalog,
+                                            self.null_weighted)
+                    started = time.perf_counter()
+                    searches = self._start(chunk.catalog)
+                    self.timings["compute_s"] += time.perf_counter() - started
+                    previous, queued = queued, (chunk, searches, plot_ids)
+                    self._collect(previous)
+                previous, queued = queued, None
+                self._collect(previous)
+            except BaseException:
+                # a bad row or a failed search: keep the chunk in flight if it finishes
+                with contextlib.suppress(Exception):
+                    self._collect(queued)
+                raise
+            for future in self._writes:
                 self.figures += future.result()
 
     def warn_missing_plot_ids(self) -> None:
@@ -401,15 +431,32 @@ class _RunState:
         if self.bar is not None:
             self.bar.update(n)
 
-    def _search(self, catalog: Catalog) -> list[Any]:
+    def _start(self, catalog: Catalog) -> list[Deferred]:
+        """Begin the chunk's search: queued on the device when it can be
+        (best peaks), run now in groups of objects when periodograms are
+        kept (they bound the host memory)."""
         if not self.with_periodogram:
-            return [self.search.run(catalog, device=self.devices)]
+            return [self.search.start(catalog, device=self.devices)]
         per_group = max(1, PERIODOGRAM_BYTES // (8 * self.search.grid.nf))
         return [
-            self.search.run(catalog.slice(start, min(start + per_group, catalog.n_objects)),
-                            device=self.devices, periodogram=True)
+            Deferred.ready(self.search.run(
+                catalog.slice(start, min(start + per_group, catalog.n_objects)),
+                device=self.devices, periodogram=True))
             for start in range(0, catalog.n_objects, per_group)
         ]
+
+    def _collect(self, queued: tuple | None) -> None:
+        """Wait for a queued chunk's search, then hand it to the writer thread."""
+        if queued is None:
+            return
+        chunk, searches, plot_ids = queued
+        started = time.perf_counter()
+        results = [search.result() for search in searches]
+        plot_job = self._plot_job(chunk.catalog, plot_ids)
+        self.timings["compute_s"] += time.perf_counter() - started
+        self._writes.append(self._writer.submit(self._write, chunk, results, plot_job))
+        while len(self._writes) > _PENDING_WRITES or (self._writes and self._writes[0].done()):
+            self.figures += self._writes.pop(0).result()
 
     def _write(self, chunk: CatalogChunk, results: list[Any], plot_job: Any) -> list[Path]:
         """Writer thread: periodogram part, figures, then the result part (the commit)."""

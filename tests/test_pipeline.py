@@ -131,7 +131,8 @@ def test_interrupted_run_resumes_without_loss_or_repeats(tmp_path, input_file, m
 def test_work_directory_of_other_settings_is_refused(tmp_path, input_file, monkeypatch,
                                                      cpu_device):
     output = tmp_path / "out.parquet"
-    monkeypatch.setattr(PeriodSearch, "run", lambda *a, **k: (_ for _ in ()).throw(OSError("x")))
+    monkeypatch.setattr(PeriodSearch, "start",
+                        lambda *a, **k: (_ for _ in ()).throw(OSError("x")))
     with pytest.raises(OSError):
         run_catalog(_reader(input_file), _search(), output, device=cpu_device, progress=False)
     monkeypatch.undo()
@@ -152,7 +153,7 @@ def test_work_directory_of_other_settings_is_refused(tmp_path, input_file, monke
 
 def test_a_part_of_another_chunk_is_refused(tmp_path, input_file, monkeypatch, cpu_device):
     output = tmp_path / "out.parquet"
-    original = PeriodSearch.run
+    original = PeriodSearch.start
     calls = []
 
     def failing(self, catalog, **options):
@@ -161,10 +162,12 @@ def test_a_part_of_another_chunk_is_refused(tmp_path, input_file, monkeypatch, c
             raise RuntimeError("stop")
         return original(self, catalog, **options)
 
-    monkeypatch.setattr(PeriodSearch, "run", failing)
+    monkeypatch.setattr(PeriodSearch, "start", failing)
     with pytest.raises(RuntimeError):
         run_catalog(_reader(input_file), _search(), output, device=cpu_device, progress=False)
-    monkeypatch.setattr(PeriodSearch, "run", original)
+    assert sorted(p.name for p in work_directory(output).glob("part-*")) == [
+        "part-000000.parquet", "part-000001.parquet"]  # the chunk queued before is kept
+    monkeypatch.setattr(PeriodSearch, "start", original)
     work = work_directory(output)
     (work / "part-000001.parquet").replace(work / "part-000000.parquet")
     with pytest.raises(ValueError, match="but chunk 0 of the input is .*stale"):
