@@ -38,6 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyopencl as cl
+import pyopencl.tools as cl_tools
 
 __all__ = [
     "DeviceInfo",
@@ -45,6 +46,8 @@ __all__ = [
     "describe",
     "get_context",
     "get_queue",
+    "memory_pool",
+    "trim_memory_pool",
     "require_fp64",
     "upload",
     "write",
@@ -165,6 +168,7 @@ _discovery: _Discovery | None = None
 _discovery_lock = threading.Lock()
 _contexts: dict[cl.Device, cl.Context] = {}
 _queues: dict[tuple[cl.Device, bool, str, object], cl.CommandQueue] = {}
+_pools: dict[cl.Device, cl_tools.MemoryPool] = {}
 _cache_lock = threading.Lock()
 
 
@@ -574,6 +578,38 @@ def get_queue(
             props = cl.command_queue_properties.PROFILING_ENABLE if profiling else 0
             _queues[key] = cl.CommandQueue(context, info.device, properties=props)
         return _queues[key]
+
+
+#: Freed pool memory kept for reuse at most (fraction of the device memory);
+#: beyond it :func:`trim_memory_pool` hands it back to the driver.
+POOL_HELD_FRACTION = 1 / 8
+
+
+def memory_pool(info: DeviceInfo) -> cl_tools.MemoryPool:
+    """The process-wide device-memory pool of ``info`` (pyopencl's
+    :class:`~pyopencl.tools.MemoryPool`, created on first use).
+
+    NVIDIA allocates a buffer on its first use, and that allocation waits
+    for the kernels running on the device. Pooled buffers are allocated
+    once and reused, so a batch can be queued while the one before it runs.
+    Freed memory stays in the pool (see :func:`trim_memory_pool`); an
+    allocation that finds the device full first frees what the pool holds.
+    Return a buffer only once the commands that use it have finished.
+    """
+    context = get_context(info)
+    with _cache_lock:
+        if info.device not in _pools:
+            allocator = cl_tools.ImmediateAllocator(cl.CommandQueue(context, info.device))
+            _pools[info.device] = cl_tools.MemoryPool(allocator)
+        return _pools[info.device]
+
+
+def trim_memory_pool(info: DeviceInfo) -> None:
+    """Free the pool's unused memory if it holds more than
+    :data:`POOL_HELD_FRACTION` of the device memory."""
+    pool = memory_pool(info)
+    if pool.managed_bytes - pool.active_bytes > POOL_HELD_FRACTION * info.global_mem:
+        pool.free_held()
 
 
 def require_fp64(info: DeviceInfo) -> None:

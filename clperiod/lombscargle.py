@@ -594,8 +594,10 @@ class _QueuedBatch:
                 name: sum(1e-9 * (e.profile.end - e.profile.start) for e in evs)
                 for name, evs in self.events.items()
             }
-        return _BatchResult(self.status.copy(), self.val.astype(np.float64), self.idx.copy(),
+        done = _BatchResult(self.status.copy(), self.val.astype(np.float64), self.idx.copy(),
                             seconds)
+        self.staging.release()
+        return done
 
 
 def _enqueue_batch(
@@ -631,7 +633,6 @@ def _enqueue_batch(
     k = options.top_k
     n_obj = batch.n_objects
     n_tiles = shape.n_tiles(grid.nf)
-    mf = cl.mem_flags
 
     staging = Staging(info)
     out_val, out_idx = staging.result((n_obj, k), dtype), staging.result((n_obj, k), np.int32)
@@ -641,17 +642,14 @@ def _enqueue_batch(
     if options.fp64:
         phases = [*phases, np.float64(grid.fmin), np.float64(grid.df)]
     points, objs = inputs.points, inputs.objects
-    part_val = cl.Buffer(context, mf.READ_WRITE, n_obj * n_tiles * k * itemsize)
-    part_idx = cl.Buffer(context, mf.READ_WRITE, n_obj * n_tiles * k * 4)
+    part_val = staging.buffer(n_obj * n_tiles * k * itemsize)
+    part_idx = staging.buffer(n_obj * n_tiles * k * 4)
     events: dict[str, list[cl.Event]] = {"tiles_s": [], "merge_s": [], "copy_s": []}
     if power is None:
-        outputs = [cl.Buffer(context, mf.READ_WRITE, itemsize)]
+        outputs = [staging.buffer(itemsize)]
     else:
         largest = max((c.obj_hi - c.obj_lo) * c.tile_count for c in batch.chunks) * shape.owned
-        outputs = [
-            cl.Buffer(context, mf.WRITE_ONLY, largest * itemsize)
-            for _ in range(min(2, len(batch.chunks)))
-        ]
+        outputs = [staging.buffer(largest * itemsize) for _ in range(min(2, len(batch.chunks)))]
     pending: list[cl.Event | None] = [None] * len(outputs)
     for number, chunk in enumerate(batch.chunks):
         rows = chunk.obj_hi - chunk.obj_lo
@@ -675,15 +673,17 @@ def _enqueue_batch(
                 copy_queue, power, outputs[slot], o0 + chunk.obj_lo, rows, k0, chunk_nf, done
             )
             events["copy_s"].append(pending[slot])
-    best_val = cl.Buffer(context, mf.WRITE_ONLY, n_obj * k * itemsize)
-    best_idx = cl.Buffer(context, mf.WRITE_ONLY, n_obj * k * 4)
+    best_val = staging.buffer(n_obj * k * itemsize)
+    best_idx = staging.buffer(n_obj * k * 4)
     merge.set_args(part_val, part_idx, np.int32(n_tiles), best_val, best_idx)
     events["merge_s"].append(
         cl.enqueue_nd_range_kernel(queue, merge, (n_obj * shape.wg,), (shape.wg,))
     )
     val, idx = staging.results[out_val], staging.results[out_idx]
-    cl.enqueue_copy(queue, val, best_val, is_blocking=False)
-    last = [cl.enqueue_copy(queue, idx, best_idx, is_blocking=False), *events["copy_s"]]
+    # keep every copy's event: pyopencl waits for a copy whose event is freed,
+    # holding the GIL
+    last = [cl.enqueue_copy(queue, val, best_val, is_blocking=False),
+            cl.enqueue_copy(queue, idx, best_idx, is_blocking=False), *events["copy_s"]]
     queue.flush()
     copy_queue.flush()
     return _QueuedBatch(staging, inputs.status, val, idx, last, events, profile)
@@ -752,8 +752,8 @@ def _prepare_on_device(queue, catalog: Catalog, grid: FrequencyGrid, options: _O
         raw.append(staging.upload(catalog.dy))
     n_obj, n_points = catalog.n_objects, max(1, int(catalog.offsets[-1]))
 
-    def empty(n: int, dtype) -> cl.Buffer:
-        return cl.Buffer(context, cl.mem_flags.READ_WRITE, max(1, n) * np.dtype(dtype).itemsize)
+    def empty(n: int, dtype) -> cl.MemoryObjectHolder:
+        return staging.buffer(max(1, n) * np.dtype(dtype).itemsize)
 
     phases = ([empty(n_points, np.float64)] if options.fp64
               else [empty(n_points, np.float32) for _ in range(3)])
@@ -768,7 +768,7 @@ def _prepare_on_device(queue, catalog: Catalog, grid: FrequencyGrid, options: _O
            np.float64(grid.fmin), np.float64(grid.df), np.float64(2 * np.pi * grid.df),
            *phases, *points, *objects[1:], status_buffer)
     status = staging.results[status_slot]
-    cl.enqueue_copy(queue, status, status_buffer, is_blocking=False)
+    staging.events.append(cl.enqueue_copy(queue, status, status_buffer, is_blocking=False))
     return _DeviceInputs(phases, points, objects, status)
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyopencl as cl
 
-from .device import DeviceInfo, get_context, get_queue
+from .device import DeviceInfo, get_context, get_queue, memory_pool, trim_memory_pool
 
 __all__ = [
     "Batch",
@@ -282,33 +282,44 @@ class PinnedPool:
 PINNED_POOL = PinnedPool()
 
 class Staging:
-    """One page-locked host block for a batch's uploads and its small results.
+    """The memory of one batch: device buffers from the device's pool, and one
+    page-locked host block for its uploads and small results.
 
-    On NVIDIA a copy from ordinary (pageable) memory blocks the host until
-    the commands queued before it have run; from page-locked memory it is an
-    asynchronous transfer. Staging lets a batch be queued while the previous
-    one computes, so the device never waits for the host between batches.
+    On NVIDIA a new buffer is allocated on first use, which waits for the
+    kernels running on the device, and a copy from ordinary (pageable)
+    memory may wait too; pooled buffers (:func:`clperiod.device.memory_pool`)
+    and page-locked copies do not, so a batch can be queued while the
+    previous one computes and the device never waits for the host.
 
-    Use: :meth:`upload` each input (device buffers are made at once),
+    Use: :meth:`upload` each input and :meth:`buffer` each work buffer,
     :meth:`result` each small output, then :meth:`send` (one block from
     :data:`PINNED_POOL`, inputs copied in, uploads queued); afterwards
     :attr:`results` holds the output arrays (views of the block). Keep the
-    object until the queue has passed the copies.
+    object until the batch's commands have finished (and keep the events of
+    copies into :attr:`results` in :attr:`events`: pyopencl waits for a copy
+    whose event is freed, holding the GIL), then :meth:`release` it.
     """
 
     _ALIGN = 256
 
     def __init__(self, info: DeviceInfo) -> None:
         self.info = info
-        self._inputs: list[tuple[np.ndarray, cl.Buffer]] = []
+        self._inputs: list[tuple[np.ndarray, cl.MemoryObjectHolder]] = []
         self._outputs: list[tuple[tuple[int, ...], np.dtype]] = []
+        self._buffers: list[cl.MemoryObjectHolder] = []
         self.results: list[np.ndarray] = []
         self.events: list[cl.Event] = []
         self._block: np.ndarray | None = None
 
-    def upload(self, array: np.ndarray) -> cl.Buffer:
-        """A read-only device buffer that :meth:`send` will fill with ``array``."""
-        buffer = cl.Buffer(get_context(self.info), cl.mem_flags.READ_ONLY, max(1, array.nbytes))
+    def buffer(self, nbytes: int) -> cl.MemoryObjectHolder:
+        """A device buffer of at least ``nbytes`` (pooled), held until :meth:`release`."""
+        buffer = memory_pool(self.info).allocate(max(1, int(nbytes)))
+        self._buffers.append(buffer)
+        return buffer
+
+    def upload(self, array: np.ndarray) -> cl.MemoryObjectHolder:
+        """A device buffer that :meth:`send` will fill with ``array``."""
+        buffer = self.buffer(array.nbytes)
         self._inputs.append((array, buffer))
         return buffer
 
@@ -332,6 +343,15 @@ class Staging:
                 self.events.append(cl.enqueue_copy(queue, buffer, staged, is_blocking=False))
         for k, (shape, dtype) in enumerate(self._outputs, start=len(self._inputs)):
             self.results.append(block[starts[k]:starts[k] + sizes[k]].view(dtype).reshape(shape))
+
+    def release(self) -> None:
+        """Return the buffers to their pools (the batch's commands must have finished)."""
+        self._inputs.clear()
+        self._buffers.clear()
+        self.results.clear()
+        self.events.clear()
+        self._block = None
+        trim_memory_pool(self.info)
 
 
 _COPY_WORKERS = min(8, os.cpu_count() or 1)

@@ -442,6 +442,28 @@ def test_staging_uploads_and_returns_results():
     np.testing.assert_array_equal(back_indices, indices)
 
 
+def test_batch_buffers_come_from_the_pool_and_go_back(monkeypatch):
+    """Released buffers return to the device pool for reuse; beyond the held
+    limit the pool frees them."""
+    info = clperiod.select_devices()[0]
+    pool = clperiod.device.memory_pool(info)
+    assert clperiod.device.memory_pool(info) is pool
+    active = pool.active_bytes
+    staging = Staging(info)
+    assert staging.buffer(1 << 20).size >= 1 << 20
+    assert pool.active_bytes >= active + (1 << 20)  # held by the staging
+    staging.release()
+    assert pool.active_bytes == active
+    held = pool.held_blocks
+    assert held >= 1
+    again = Staging(info)
+    again.buffer(1 << 20)
+    assert pool.held_blocks == held - 1  # the freed block, reused
+    monkeypatch.setattr(clperiod.device, "POOL_HELD_FRACTION", 0.0)
+    again.release()
+    assert pool.held_blocks == 0 and pool.managed_bytes == pool.active_bytes
+
+
 def test_progress_bar_counts_batches(rng, capsys):
     pytest.importorskip("tqdm")
     cat = Catalog.from_lightcurves([simulated(rng, n=30) for _ in range(3)])
