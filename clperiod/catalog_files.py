@@ -292,8 +292,10 @@ class CatalogReader:
 
     def _blocks(self) -> Iterator[Block]:
         rows = formats.block_rows(self.chunk_rows)
+        # the first block holds the first chunk and the start of the next, so
+        # that chunk is cut as soon as one block is read
         first = (None if self.first_chunk_rows is None
-                 else formats.block_rows(min(self.chunk_rows, self.first_chunk_rows)))
+                 else formats.block_rows(2 * min(self.chunk_rows, self.first_chunk_rows)))
         if self.layout in ("csv", "lightcurve-csv"):
             return formats.csv_blocks(self.path, self.layout, self.columns, self.delimiter, rows,
                                       first)

@@ -167,14 +167,14 @@ def test_killed_process_resumes_to_the_same_output(tmp_path, capsys):
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                env=dict(os.environ))
     deadline = time.monotonic() + 120
-    while not (work / "part-000000.parquet").exists():
+    while not (work / "part-000000.arrow").exists():
         assert process.poll() is None, process.stderr.read().decode()
         assert time.monotonic() < deadline, "no part file appeared"
         time.sleep(0.002)
     process.send_signal(signal.SIGKILL)
     process.wait()
     process.stderr.close()
-    done = len(list(work.glob("part-*.parquet")))
+    done = len(list(work.glob("part-*.arrow")))
     assert not out.exists() and 1 <= done < n_objects // 2
     status, text, _ = _cli(capsys, *argv, "-o", out)
     assert status == 0 and f"{done} chunk(s) resumed" in text

@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.feather as feather
 import pyarrow.parquet as pq
 import pytest
 
@@ -108,11 +109,11 @@ def test_interrupted_run_resumes_without_loss_or_repeats(tmp_path, input_file, m
         run_catalog(_reader(input_file), _search(), output, **kwargs)
     work = work_directory(output)
     parts = sorted(p.name for p in work.glob("part-*"))
-    assert parts == [f"part-00000{i}.parquet" for i in range(3)]
+    assert parts == [f"part-00000{i}.arrow" for i in range(3)]
     assert not output.exists()
     # what a killed run leaves: files being written under temporary names
     strays = [tmp_path / ".out.parquet.tmp-99999", tmp_path / ".power.h5.tmp-99999",
-              work / ".part-000003.parquet.tmp-99999"]
+              work / ".part-000003.arrow.tmp-99999"]
     for stray in strays:
         stray.write_bytes(b"half")
     monkeypatch.setattr(PeriodSearch, "run", original)
@@ -166,10 +167,10 @@ def test_a_part_of_another_chunk_is_refused(tmp_path, input_file, monkeypatch, c
     with pytest.raises(RuntimeError):
         run_catalog(_reader(input_file), _search(), output, device=cpu_device, progress=False)
     assert sorted(p.name for p in work_directory(output).glob("part-*")) == [
-        "part-000000.parquet", "part-000001.parquet"]  # the chunk queued before is kept
+        "part-000000.arrow", "part-000001.arrow"]  # the chunk queued before is kept
     monkeypatch.setattr(PeriodSearch, "start", original)
     work = work_directory(output)
-    (work / "part-000001.parquet").replace(work / "part-000000.parquet")
+    (work / "part-000001.arrow").replace(work / "part-000000.arrow")
     with pytest.raises(ValueError, match="but chunk 0 of the input is .*stale"):
         run_catalog(_reader(input_file), _search(), output, device=cpu_device, progress=False)
     killed = work_directory(tmp_path / "early.parquet")  # killed while writing its manifest
@@ -261,9 +262,9 @@ def test_bad_row_stops_the_run_after_saving_the_chunks_before_it(tmp_path, catal
     with pytest.raises(ValueError, match=rf"bad\.parquet: row {bad_row} \(object "
                                          rf"{catalog.ids[20]}\): y is nan"):
         run_catalog(_reader(path), _search(), output, device=cpu_device, progress=False)
-    parts = sorted(work_directory(output).glob("part-*.parquet"))
+    parts = sorted(work_directory(output).glob("part-*.arrow"))
     assert len(parts) >= 3 and not output.exists()
-    saved = np.concatenate([pq.read_table(p).column("id").to_numpy() for p in parts])
+    saved = np.concatenate([feather.read_table(p).column("id").to_numpy() for p in parts])
     np.testing.assert_array_equal(saved, catalog.ids[:saved.size])
     assert catalog.ids[20] not in saved
     run = run_catalog(open_catalog(path, chunk_rows=300, nan_policy="omit"), _search(), output,
