@@ -81,7 +81,7 @@ def end_to_end(path: Path, grid: FrequencyGrid, chunking: dict, folder: Path, re
 
 
 def bench(workload: str, repeat: int, chunks: list[int], layouts: list[str],
-          n_objects: int = 1000, nf: int | None = None) -> dict:
+          n_objects: int = 1000, nf: int | None = None, folder: str | None = None) -> dict:
     catalog = synthetic_catalog(n_objects)
     grid = FrequencyGrid.from_range(0.1, 10.0, nf or NF[workload])
     info = clperiod.select_devices()[0]
@@ -90,7 +90,8 @@ def bench(workload: str, repeat: int, chunks: list[int], layouts: list[str],
     compute, result = best_of(lambda: lombscargle(catalog, grid), repeat)
     table, _ = best_of(lambda: result_columns(result), repeat)
     out["compute_s"], out["table_s"] = compute, table
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory(dir=folder) as tmp:
+        out["folder"] = tmp
         folder = Path(tmp)
         started = time.perf_counter()
         inputs = write_inputs(catalog, folder)
@@ -126,11 +127,13 @@ def main() -> None:
                         default=["long", "nested"])
     parser.add_argument("--objects", type=int, default=1000, help="catalog size (default 1000)")
     parser.add_argument("--nf", type=int, help="grid size (default: the workload's)")
+    parser.add_argument("--folder", help="where the input and output files go (default: "
+                        "the system's temporary folder; e.g. /dev/shm for a RAM disk)")
     parser.add_argument("--out", help="write the JSON here")
     args = parser.parse_args()
     run_report("bench_catalog_io.py", args.workloads,
                lambda name: bench(name, args.repeat, args.chunks, args.layouts, args.objects,
-                                  args.nf), args.out)
+                                  args.nf, args.folder), args.out)
 
 
 if __name__ == "__main__":

@@ -232,9 +232,12 @@ def lombscargle_async(
     Deferred
         ``.result()`` waits and returns the :class:`LombScargleResult`.
     """
-    bound = inspect.signature(lombscargle).bind(cat_or_t, grid, y, dy, **options)
+    bound = _SIGNATURE.bind(cat_or_t, grid, y, dy, **options)
     bound.apply_defaults()
     return _start(**bound.arguments, defer=True)
+
+
+_SIGNATURE = inspect.signature(lombscargle)
 
 
 def _start(cat_or_t, grid, y, dy, *, method, normalization, fit_mean, center_data, precision,

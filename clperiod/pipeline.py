@@ -314,6 +314,7 @@ def run_catalog(
             "periodogram": periodogram is not None,
         })
         manifest = _open_work(work, settings, restart)
+        resuming = manifest is not None
         for path in (output, periodogram):
             if path is not None:
                 remove_temporaries(path)
@@ -327,7 +328,8 @@ def run_catalog(
         results = ResultsWriter(output, formats[0], _run_metadata(settings, grid))
         with results, _progress_bar(progress, reader, search.algorithm) as bar:
             state.process(chunks, results, bar)
-            _check_no_stale_parts(work, state.n_chunks)
+            if resuming:  # a fresh work directory holds this run's parts only
+                _check_no_stale_parts(work, state.n_chunks)
             state.warn_missing_plot_ids()
             joined = time.perf_counter()
     if periodogram is not None:
@@ -367,6 +369,7 @@ class _RunState:
         self.output: ResultsWriter | None = None
         self.bar: Any = None
         self._writer: concurrent.futures.ThreadPoolExecutor | None = None
+        self._appender: concurrent.futures.ThreadPoolExecutor | None = None
         self._writes: list[concurrent.futures.Future] = []
         self.null_in_advance = (search.algorithm == "lombscargle" and not with_periodogram
                                 and search.fap_method not in (None, "townsend"))
@@ -381,8 +384,10 @@ class _RunState:
         """
         self.output, self.bar = output, bar
         writer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="clperiod-writer")
+        appender = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="clperiod-output")
         queued = None  # the chunk whose search is in flight
-        with writer as self._writer:
+        # the writer finishes (its jobs use the appender) before the appender
+        with appender as self._appender, writer as self._writer:
             try:
                 for chunk in chunks:
                     self.n_chunks += 1
@@ -476,8 +481,9 @@ class _RunState:
             result, catalog, ids = plot_job
             figures = plot_objects(result, catalog, ids, self.plot, fmt=self.plot_format)
         table = results_table(joined, metadata=chunk.summary())
+        appended = self._appender.submit(self.output.write, table)  # alongside the commit
         _write_part(self.work / _result_part(chunk.index), table)
-        self.output.write(table)
+        appended.result()
         self.timings["write_s"] += time.perf_counter() - started
         self._advance(chunk.n_rows)
         return figures
