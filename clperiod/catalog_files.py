@@ -227,8 +227,7 @@ class CatalogReader:
         """
         if self.layout not in ("parquet", "nested-parquet"):
             return None
-        with formats.open_parquet(self.path) as parquet:
-            return parquet.metadata.num_rows
+        return formats.parquet_metadata(self.path).num_rows
 
     def identity(self) -> dict[str, Any]:
         """The file's resolved path, size and modification time (ns)."""

@@ -13,6 +13,7 @@ import csv
 import gzip
 import itertools
 import lzma
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -235,16 +236,38 @@ def _pyarrow_parquet(path: Path) -> Any:
 
 def open_parquet(path: Path) -> Any:
     """A ``pyarrow.parquet.ParquetFile`` that reads as it goes, never a whole row group at once."""
-    return _pyarrow_parquet(path).ParquetFile(path, pre_buffer=False, buffer_size=PARQUET_BUFFER)
+    return _pyarrow_parquet(path).ParquetFile(path, metadata=parquet_metadata(path),
+                                              pre_buffer=False, buffer_size=PARQUET_BUFFER)
+
+
+def parquet_metadata(path: Path) -> Any:
+    """The footer (``FileMetaData``) of a Parquet file, read once per version
+    of the file (its path, size and modification time)."""
+    pq = _pyarrow_parquet(path)
+    stat = Path(path).stat()
+    key = (str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns)
+    with _FOOTERS_LOCK:
+        if key in _FOOTERS:
+            return _FOOTERS[key]
+    try:
+        metadata = pq.read_metadata(path)
+    except (OSError, ValueError) as error:  # pyarrow's ArrowIOError / ArrowInvalid
+        raise ValueError(f"{path}: not a readable Parquet file ({error})") from None
+    with _FOOTERS_LOCK:
+        _FOOTERS[key] = metadata
+        while len(_FOOTERS) > _FOOTERS_KEPT:
+            del _FOOTERS[next(iter(_FOOTERS))]
+    return metadata
+
+
+_FOOTERS: dict[tuple[str, int, int], Any] = {}
+_FOOTERS_KEPT = 16
+_FOOTERS_LOCK = threading.Lock()
 
 
 def parquet_schema(path: Path) -> Any:
     """The Arrow schema of a Parquet file."""
-    pq = _pyarrow_parquet(path)
-    try:
-        return pq.read_schema(path)
-    except (OSError, ValueError) as error:  # pyarrow's ArrowIOError / ArrowInvalid
-        raise ValueError(f"{path}: not a readable Parquet file ({error})") from None
+    return parquet_metadata(path).schema.to_arrow_schema()
 
 
 def struct_fields(arrow_type: Any) -> list[str] | None:

@@ -526,3 +526,23 @@ def test_optional_dependencies_are_imported_only_when_used(tmp_path, monkeypatch
     monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
     with pytest.raises(ImportError, match=r"needs pyarrow: pip install clperiod\[catalog\]"):
         open_catalog(tmp_path / "a.parquet")
+
+
+def test_parquet_footer_is_read_once_per_version_of_the_file(tmp_path, monkeypatch):
+    import os
+
+    path = tmp_path / "a.parquet"
+    pq.write_table(_long_table(_stripe82(3)), path)
+    reads = []
+    original = pq.read_metadata
+    monkeypatch.setattr(pq, "read_metadata", lambda p: reads.append(p) or original(p))
+    first = CatalogReader(path)
+    assert first.n_rows == _stripe82(3).t.size
+    _assert_same(first.read(), _stripe82(3))
+    assert len(reads) == 1
+    pq.write_table(_long_table(_stripe82(5)), path)  # another version: read again
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    assert CatalogReader(path).n_rows == _stripe82(5).t.size
+    _assert_same(CatalogReader(path).read(), _stripe82(5))
+    assert len(reads) == 2
