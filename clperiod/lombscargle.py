@@ -638,58 +638,60 @@ def _enqueue_batch(
     n_tiles = shape.n_tiles(grid.nf)
 
     staging = Staging(info)
-    out_val, out_idx = staging.result((n_obj, k), dtype), staging.result((n_obj, k), np.int32)
-    prepare = _prepare_on_device if _prepares_on_device(info) else _prepare_on_host
-    inputs = prepare(queue, catalog.slice(o0, batch.obj_stop), grid, options, staging)
-    phases = inputs.phases
-    if options.fp64:
-        phases = [*phases, np.float64(grid.fmin), np.float64(grid.df)]
-    points, objs = inputs.points, inputs.objects
-    part_val = staging.buffer(n_obj * n_tiles * k * itemsize)
-    part_idx = staging.buffer(n_obj * n_tiles * k * 4)
-    events: dict[str, list[cl.Event]] = {"tiles_s": [], "merge_s": [], "copy_s": []}
-    if power is None:
-        outputs = [staging.buffer(itemsize)]
-    else:
-        largest = max((c.obj_hi - c.obj_lo) * c.tile_count for c in batch.chunks) * shape.owned
-        outputs = [staging.buffer(largest * itemsize) for _ in range(min(2, len(batch.chunks)))]
-    pending: list[cl.Event | None] = [None] * len(outputs)
-    for number, chunk in enumerate(batch.chunks):
-        rows = chunk.obj_hi - chunk.obj_lo
-        k0 = chunk.tile_first * shape.owned
-        chunk_nf = min(chunk.tile_count * shape.owned, grid.nf - k0)
-        slot = number % len(outputs)
-        tiles.set_args(
-            *phases, *points, *objs,
-            np.int32(grid.nf), np.int32(0 if grid.fmin == 0 else -1),
-            np.int32(n_tiles), np.int32(chunk.obj_lo),
-            np.int32(chunk.tile_first), np.int32(chunk.tile_count),
-            np.int32(k0), np.int32(chunk_nf), outputs[slot], part_val, part_idx,
-        )
-        wait = [pending[slot]] if pending[slot] is not None else None
-        done = cl.enqueue_nd_range_kernel(
-            queue, tiles, (rows * chunk.tile_count * shape.wg,), (shape.wg,), wait_for=wait
-        )
-        events["tiles_s"].append(done)
-        if power is not None:
-            pending[slot] = _copy_block(
-                copy_queue, power, outputs[slot], o0 + chunk.obj_lo, rows, k0, chunk_nf, done
+    with staging.guard(queue, copy_queue):
+        out_val, out_idx = staging.result((n_obj, k), dtype), staging.result((n_obj, k), np.int32)
+        prepare = _prepare_on_device if _prepares_on_device(info) else _prepare_on_host
+        inputs = prepare(queue, catalog.slice(o0, batch.obj_stop), grid, options, staging)
+        phases = inputs.phases
+        if options.fp64:
+            phases = [*phases, np.float64(grid.fmin), np.float64(grid.df)]
+        points, objs = inputs.points, inputs.objects
+        part_val = staging.buffer(n_obj * n_tiles * k * itemsize)
+        part_idx = staging.buffer(n_obj * n_tiles * k * 4)
+        events: dict[str, list[cl.Event]] = {"tiles_s": [], "merge_s": [], "copy_s": []}
+        if power is None:
+            outputs = [staging.buffer(itemsize)]
+        else:
+            largest = max((c.obj_hi - c.obj_lo) * c.tile_count for c in batch.chunks) * shape.owned
+            outputs = [staging.buffer(largest * itemsize)
+                       for _ in range(min(2, len(batch.chunks)))]
+        pending: list[cl.Event | None] = [None] * len(outputs)
+        for number, chunk in enumerate(batch.chunks):
+            rows = chunk.obj_hi - chunk.obj_lo
+            k0 = chunk.tile_first * shape.owned
+            chunk_nf = min(chunk.tile_count * shape.owned, grid.nf - k0)
+            slot = number % len(outputs)
+            tiles.set_args(
+                *phases, *points, *objs,
+                np.int32(grid.nf), np.int32(0 if grid.fmin == 0 else -1),
+                np.int32(n_tiles), np.int32(chunk.obj_lo),
+                np.int32(chunk.tile_first), np.int32(chunk.tile_count),
+                np.int32(k0), np.int32(chunk_nf), outputs[slot], part_val, part_idx,
             )
-            events["copy_s"].append(pending[slot])
-    best_val = staging.buffer(n_obj * k * itemsize)
-    best_idx = staging.buffer(n_obj * k * 4)
-    merge.set_args(part_val, part_idx, np.int32(n_tiles), best_val, best_idx)
-    events["merge_s"].append(
-        cl.enqueue_nd_range_kernel(queue, merge, (n_obj * shape.wg,), (shape.wg,))
-    )
-    val, idx = staging.results[out_val], staging.results[out_idx]
-    # keep every copy's event: pyopencl waits for a copy whose event is freed,
-    # holding the GIL
-    last = [cl.enqueue_copy(queue, val, best_val, is_blocking=False),
-            cl.enqueue_copy(queue, idx, best_idx, is_blocking=False), *events["copy_s"]]
-    queue.flush()
-    copy_queue.flush()
-    return _QueuedBatch(staging, inputs.status, val, idx, last, events, profile)
+            wait = [pending[slot]] if pending[slot] is not None else None
+            done = cl.enqueue_nd_range_kernel(
+                queue, tiles, (rows * chunk.tile_count * shape.wg,), (shape.wg,), wait_for=wait
+            )
+            events["tiles_s"].append(done)
+            if power is not None:
+                pending[slot] = _copy_block(
+                    copy_queue, power, outputs[slot], o0 + chunk.obj_lo, rows, k0, chunk_nf, done
+                )
+                events["copy_s"].append(pending[slot])
+        best_val = staging.buffer(n_obj * k * itemsize)
+        best_idx = staging.buffer(n_obj * k * 4)
+        merge.set_args(part_val, part_idx, np.int32(n_tiles), best_val, best_idx)
+        events["merge_s"].append(
+            cl.enqueue_nd_range_kernel(queue, merge, (n_obj * shape.wg,), (shape.wg,))
+        )
+        val, idx = staging.results[out_val], staging.results[out_idx]
+        # keep every copy's event: pyopencl waits for a copy whose event is freed,
+        # holding the GIL
+        last = [cl.enqueue_copy(queue, val, best_val, is_blocking=False),
+                cl.enqueue_copy(queue, idx, best_idx, is_blocking=False), *events["copy_s"]]
+        queue.flush()
+        copy_queue.flush()
+        return _QueuedBatch(staging, inputs.status, val, idx, last, events, profile)
 
 
 @dataclass

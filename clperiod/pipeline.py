@@ -11,12 +11,14 @@ same manifest skips the chunks already written, so an interrupted run
 continues where it stopped, with no object lost or written twice; a manifest
 that does not match is refused (``restart=True`` discards it).
 
-I/O overlaps compute: a reader thread reads and checks the next chunk, and a
-writer thread computes the previous chunk's table (false-alarm
-probabilities), commits its part file and appends its rows to the output
-(under a temporary name) while the device works on the current chunk. When
-every chunk is done the output is renamed into place, the periodogram parts
-are joined in input order, and the work directory is removed.
+I/O overlaps compute: a reader thread (started before the run's set-up)
+reads and checks the next chunk; the next chunk's search is queued on the
+device before the current one is waited for (:meth:`PeriodSearch.start`);
+and a writer thread computes the previous chunk's table (false-alarm
+probabilities) and commits its part file while an appender thread adds its
+rows to the output (under a temporary name). When every chunk is done the
+output is renamed into place, the periodogram parts are joined in input
+order, and the work directory is removed.
 """
 
 from __future__ import annotations

@@ -11,10 +11,12 @@ Returned periodograms live in recycled page-locked host memory
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import threading
 import weakref
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -343,6 +345,18 @@ class Staging:
                 self.events.append(cl.enqueue_copy(queue, buffer, staged, is_blocking=False))
         for k, (shape, dtype) in enumerate(self._outputs, start=len(self._inputs)):
             self.results.append(block[starts[k]:starts[k] + sizes[k]].view(dtype).reshape(shape))
+
+    @contextlib.contextmanager
+    def guard(self, *queues: cl.CommandQueue) -> Iterator[Staging]:
+        """Queue the batch inside this block: if it raises, the queues are
+        finished before the buffers go back (no command may still use them)."""
+        try:
+            yield self
+        except BaseException:
+            for queue in queues:
+                queue.finish()
+            self.release()
+            raise
 
     def release(self) -> None:
         """Return the buffers to their pools (the batch's commands must have finished)."""

@@ -642,3 +642,24 @@ def test_lombscargle_async_queues_then_matches_the_blocking_call(rng, monkeypatc
         clperiod.lombscargle_async(cats[0], grid, method="fast")
     with pytest.raises(TypeError):
         clperiod.lombscargle_async(cats[0], grid, bogus=1)
+
+
+def test_a_batch_that_fails_while_queuing_returns_its_buffers(rng, monkeypatch):
+    """The queues are finished before a failed batch's pooled buffers go back."""
+    info = clperiod.select_devices()[0]
+    pool = clperiod.device.memory_pool(info)
+    cat = Catalog.from_lightcurves([simulated(rng, n=50) for _ in range(3)])
+    grid = FrequencyGrid.from_range(0.05, 3.0, 2000)
+    expected = lombscargle(cat, grid)
+    active = pool.active_bytes
+
+    def failing(*args, **kwargs):
+        raise RuntimeError("launch failed")
+
+    monkeypatch.setattr(LS_MODULE, "_copy_block", failing)
+    with pytest.raises(RuntimeError, match="launch failed"):
+        lombscargle(cat, grid, periodogram=True)
+    assert pool.active_bytes == active
+    monkeypatch.undo()
+    np.testing.assert_array_equal(lombscargle(cat, grid).frequency_best,
+                                  expected.frequency_best)
