@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import inspect
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -271,22 +270,19 @@ def _start(cat_or_t, grid, y, dy, *, method, normalization, fit_mean, center_dat
         return _enqueue_batch(info, batch, shape, compensated, catalog, grid, options, power,
                               profile)
 
-    if defer and len(batches) == 1:
-        queued = batch_work(devices[0], batches[0])
-        collect: Callable[[], list[_BatchResult]] = lambda: [queued.result()]  # noqa: E731
-    else:
-        with progress_bar(progress, len(batches), "lombscargle") as bar:
-            results = run_on_devices(
-                devices, batches, lambda info, batch: batch_work(info, batch).result(),
-                progress=bar.update if bar is not None else None,
-            )
-        collect = lambda: results  # noqa: E731
-
-    def finish() -> LombScargleResult:
-        return _assemble(collect(), catalog, grid, options, power, devices, method, precision,
+    def assemble(results: list[_BatchResult]) -> LombScargleResult:
+        return _assemble(results, catalog, grid, options, power, devices, method, precision,
                          started)
 
-    return Deferred(finish)
+    if defer and len(batches) == 1:
+        queued = batch_work(devices[0], batches[0])
+        return Deferred(lambda: assemble([queued.result()]))
+    with progress_bar(progress, len(batches), "lombscargle") as bar:
+        results = run_on_devices(
+            devices, batches, lambda info, batch: batch_work(info, batch).result(),
+            progress=bar.update if bar is not None else None,
+        )
+    return Deferred.ready(assemble(results))
 
 
 def _assemble(results: list[_BatchResult], catalog: Catalog, grid: FrequencyGrid,
@@ -758,7 +754,7 @@ def _prepare_on_device(queue, catalog: Catalog, grid: FrequencyGrid, options: _O
     n_obj, n_points = catalog.n_objects, max(1, int(catalog.offsets[-1]))
 
     def empty(n: int, dtype) -> cl.MemoryObjectHolder:
-        return staging.buffer(max(1, n) * np.dtype(dtype).itemsize)
+        return staging.buffer(n * np.dtype(dtype).itemsize)
 
     phases = ([empty(n_points, np.float64)] if options.fp64
               else [empty(n_points, np.float32) for _ in range(3)])

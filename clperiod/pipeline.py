@@ -149,10 +149,8 @@ class PeriodSearch:
 
     def run(self, catalog: Catalog, *, device: Any = None, periodogram: bool = False) -> Any:
         """Search one catalog with a resolved grid."""
-        if not isinstance(self.grid, FrequencyGrid):
-            raise ValueError("resolve the AutoGrid first (run_catalog does)")
-        return self.function(catalog, self.grid, device=device, periodogram=periodogram,
-                             **self.options)
+        return self.function(catalog, self._resolved_grid(), device=device,
+                             periodogram=periodogram, **self.options)
 
     def start(self, catalog: Catalog, *, device: Any = None) -> Deferred:
         """Begin the search of one catalog (best peaks, no periodograms):
@@ -161,11 +159,14 @@ class PeriodSearch:
         next catalog while the device works; ``.result()`` waits."""
         if self.algorithm != "lombscargle":
             return Deferred.ready(self.run(catalog, device=device))
-        if not isinstance(self.grid, FrequencyGrid):
-            raise ValueError("resolve the AutoGrid first (run_catalog does)")
         from .lombscargle import lombscargle_async
 
-        return lombscargle_async(catalog, self.grid, device=device, **self.options)
+        return lombscargle_async(catalog, self._resolved_grid(), device=device, **self.options)
+
+    def _resolved_grid(self) -> FrequencyGrid:
+        if not isinstance(self.grid, FrequencyGrid):
+            raise ValueError("resolve the AutoGrid first (run_catalog does)")
+        return self.grid
 
     def settings(self) -> dict[str, Any]:
         """JSON-ready description (the grid as given, resolved or not)."""
