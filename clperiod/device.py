@@ -47,6 +47,7 @@ __all__ = [
     "get_context",
     "get_queue",
     "memory_pool",
+    "thread_memory_pool",
     "trim_memory_pool",
     "require_fp64",
     "upload",
@@ -168,7 +169,7 @@ _discovery: _Discovery | None = None
 _discovery_lock = threading.Lock()
 _contexts: dict[cl.Device, cl.Context] = {}
 _queues: dict[tuple[cl.Device, bool, str, object], cl.CommandQueue] = {}
-_pools: dict[cl.Device, cl_tools.MemoryPool] = {}
+_pools: dict[tuple[cl.Device, object], cl_tools.MemoryPool] = {}
 _cache_lock = threading.Lock()
 
 
@@ -596,18 +597,32 @@ def memory_pool(info: DeviceInfo) -> cl_tools.MemoryPool:
     allocation that finds the device full first frees what the pool holds.
     Return a buffer only once the commands that use it have finished.
     """
+    return _pool(info, None)
+
+
+def thread_memory_pool(info: DeviceInfo) -> cl_tools.MemoryPool:
+    """A device-memory pool of ``info`` for the calling thread alone.
+
+    Like :func:`memory_pool`, but a buffer may go back to it while commands
+    of this thread's in-order queue (:func:`get_queue`) still use it: the
+    next buffer it hands out is used by later commands of the same queue.
+    """
+    return _pool(info, threading.get_ident())
+
+
+def _pool(info: DeviceInfo, thread: object) -> cl_tools.MemoryPool:
     context = get_context(info)
     with _cache_lock:
-        if info.device not in _pools:
+        if (info.device, thread) not in _pools:
             allocator = cl_tools.ImmediateAllocator(cl.CommandQueue(context, info.device))
-            _pools[info.device] = cl_tools.MemoryPool(allocator)
-        return _pools[info.device]
+            _pools[info.device, thread] = cl_tools.MemoryPool(allocator)
+        return _pools[info.device, thread]
 
 
-def trim_memory_pool(info: DeviceInfo) -> None:
-    """Free the pool's unused memory if it holds more than
-    :data:`POOL_HELD_FRACTION` of the device memory."""
-    pool = memory_pool(info)
+def trim_memory_pool(info: DeviceInfo, pool: cl_tools.MemoryPool | None = None) -> None:
+    """Free the unused memory of ``pool`` (default :func:`memory_pool`) if it
+    holds more than :data:`POOL_HELD_FRACTION` of the device memory."""
+    pool = memory_pool(info) if pool is None else pool
     if pool.managed_bytes - pool.active_bytes > POOL_HELD_FRACTION * info.global_mem:
         pool.free_held()
 

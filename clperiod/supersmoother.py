@@ -20,10 +20,11 @@ Call path: :func:`supersmoother` validates the input and prepares weights and
 
 then ``peaks.mako`` reduces each object's slab of the periodogram to its
 top-k peaks on the device. Only the peaks come back unless the full
-periodograms are requested. Each device keeps its batch buffers (a memory
-pool) and its object group's inputs from item to item (:class:`_DeviceState`)
-and releases them only when it is idle, which is what lets two devices run
-their items at the same time.
+periodograms are requested. Each device keeps its object group's inputs from
+item to item (:class:`_DeviceState`); slabs and batch buffers come from the
+calling thread's memory pool (:func:`clperiod.device.thread_memory_pool`),
+which outlives the call, so repeated searches allocate nothing and release
+nothing while another device computes.
 """
 
 from __future__ import annotations
@@ -37,11 +38,11 @@ from typing import Literal
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
-from pyopencl.tools import ImmediateAllocator, MemoryPool
 
 from . import kernels
 from .catalog import Catalog, Status
-from .device import DeviceInfo, get_context, get_queue, require_fp64, select_devices, upload
+from .device import (DeviceInfo, get_context, get_queue, require_fp64, select_devices,
+                     thread_memory_pool, trim_memory_pool, upload)
 from .grid import FrequencyGrid
 from .host import (PeakResults, as_catalog, check_choice, check_top_k, progress_bar,
                    segment_sum)
@@ -482,18 +483,16 @@ class _Clock:
 
 class _DeviceState:
     """What one device keeps between the items of a run: each object group's
-    inputs (shared by the group's frequency slabs) and a memory pool for the
-    batch buffers, so that later items reuse them.
+    inputs, shared by the group's frequency slabs.
 
-    Device buffers are released only when the device is idle (a new group
-    after an item was read back, or the end of the run): releasing a buffer
-    that queued kernels still use waits for them (NVIDIA) while holding the
-    GIL, which would stall the other devices' threads.
+    They are released only when the device is idle (a new group after an
+    item was read back, or the end of the run): releasing a buffer that
+    queued kernels still use waits for them (NVIDIA) while holding the GIL,
+    which would stall the other devices' threads.
     """
 
     def __init__(self, info: DeviceInfo):
         self.info = info
-        self.pool = MemoryPool(ImmediateAllocator(get_queue(info)))
         self.group_key: tuple[int, int] | None = None
         self.group_inputs: tuple | None = None
 
@@ -503,7 +502,6 @@ class _DeviceState:
         key = (item.obj_lo, item.obj_hi)
         if key != self.group_key:
             self.group_inputs = None
-            self.pool.free_held()  # the last group's batch buffers
             queue, dtype = get_queue(self.info), options.dtype
             group = prepared.catalog.slice(*key)
             rows = slice(int(prepared.catalog.offsets[item.obj_lo]),
@@ -516,9 +514,8 @@ class _DeviceState:
         return self.group_inputs
 
     def release(self) -> None:
-        """Free the device memory kept (call when the device is idle)."""
+        """Free the group's inputs (call when the device is idle)."""
         self.group_key = self.group_inputs = None
-        self.pool.free_held()
 
 
 def _run_item(state: _DeviceState, item: _Item, prepared: _Prepared, grid: FrequencyGrid,
@@ -536,7 +533,10 @@ def _run_item(state: _DeviceState, item: _Item, prepared: _Prepared, grid: Frequ
             _copy_periodogram(run.queue, run.slab, power,
                               prepared.searched[item.obj_lo:item.obj_hi], item, run.row_lo,
                               run.row_len, options.dtype)
-    return _ItemResult(val, idx, run.device_bytes, run.clock.seconds)
+    result = _ItemResult(val, idx, run.device_bytes, run.clock.seconds)
+    run.release()  # the queue is drained: the item's buffers go back to the pool
+    trim_memory_pool(state.info, run.pool)
+    return result
 
 
 class _SlabRun:
@@ -548,9 +548,9 @@ class _SlabRun:
                  grid: FrequencyGrid, options: _Options, path: _Path, profile: bool):
         self.info, self.item, self.grid, self.options, self.path = (state.info, item, grid,
                                                                    options, path)
-        self.context = context = get_context(state.info)
+        self.context = get_context(state.info)
         self.queue = get_queue(state.info)
-        self.pool = state.pool
+        self.pool = thread_memory_pool(state.info)
         self.clock = _Clock(self.queue, profile)
         self.dtype = dtype = options.dtype
         s = np.dtype(dtype).itemsize
@@ -560,11 +560,16 @@ class _SlabRun:
         self.n_obj, self.n_points = group.n_objects, len(group.t)
         self.row_lo, row_hi = max(0, item.k_lo - 1), min(grid.nf, item.k_hi + 1)
         self.row_len = row_hi - self.row_lo
-        self.slab = cl.Buffer(context, cl.mem_flags.READ_WRITE, self.n_obj * self.row_len * s)
+        self.slab = self.pool.allocate(self.n_obj * self.row_len * s)
         self.device_bytes = self.n_obj * self.row_len * s + self.n_points * (3 * s + 8)
         self.params = dict(real=options.real, wg=_FUSED_WG, nmax=path.fused_nmax,
                            compat=options.compat)
         self.held: list = []  # batch buffers, back to the pool when the item is done
+
+    def release(self) -> None:
+        """Return the slab and batch buffers to the pool (the queue must be drained)."""
+        self.slab = None
+        self.held.clear()
 
     def fused(self) -> None:
         """Fill the slab with the fused single-pass kernel."""
@@ -663,9 +668,9 @@ class _SlabRun:
         k, n_obj, item = self.options.top_k, self.n_obj, self.item
         (kernel,) = kernels.get_kernels(self.context, "peaks", ("peaks_topk",),
                                         real=self.options.real, wg=_PEAKS_WG, top_k=k)
-        best_val = cl.Buffer(self.context, cl.mem_flags.WRITE_ONLY,
-                             n_obj * k * np.dtype(self.dtype).itemsize)
-        best_idx = cl.Buffer(self.context, cl.mem_flags.WRITE_ONLY, n_obj * k * 4)
+        best_val = self.pool.allocate(n_obj * k * np.dtype(self.dtype).itemsize)
+        best_idx = self.pool.allocate(n_obj * k * 4)
+        self.held += [best_val, best_idx]
         with self.clock("peaks"):
             kernel.set_args(self.slab, np.int32(self.row_len), np.int32(self.row_lo),
                             np.int32(item.k_lo - self.row_lo), np.int32(item.k_hi - item.k_lo),

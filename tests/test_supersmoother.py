@@ -295,3 +295,25 @@ def test_same_best_period_as_jakevdp_supersmoother(rng, variant):
     ours = clperiod.supersmoother(t, grid, y, dy, variant=variant)
     assert abs(ours.frequency_best[0] - freqs[np.argmax(theirs)]) <= 1.01 * grid.df
     assert abs(ours.frequency_best[0] - f_true) <= grid.df
+
+
+def test_repeated_searches_reuse_the_thread_pool(rng):
+    """Slabs and batch buffers come from the calling thread's pool and go back
+    after each item: a second search allocates nothing new; another thread
+    has a pool of its own."""
+    _, cat = sawtooth_catalog(rng, [(40, 0.4), (55, 0.7)])
+    grid = FrequencyGrid.from_range(0.2, 4.0, 400)
+    info = clperiod.select_devices()[0]
+    pool = clperiod.device.thread_memory_pool(info)
+    first = clperiod.supersmoother(cat, grid, device=info)
+    managed, active = pool.managed_bytes, pool.active_bytes
+    assert managed > active  # the run's buffers, held for the next run
+    again = clperiod.supersmoother(cat, grid, device=info)
+    assert (pool.managed_bytes, pool.active_bytes) == (managed, active)
+    np.testing.assert_array_equal(again.top_k_power, first.top_k_power)
+    other = []
+    thread = threading.Thread(target=lambda: other.append(
+        clperiod.device.thread_memory_pool(info)))
+    thread.start()
+    thread.join()
+    assert other[0] is not pool and clperiod.device.thread_memory_pool(info) is pool
