@@ -2,9 +2,11 @@
 
 :func:`run_catalog` reads the input chunk by chunk
 (:class:`~clperiod.catalog_files.CatalogReader`), runs a period search on
-each chunk, and writes every finished chunk atomically (temporary name, then
-``os.replace``) as a part file (Arrow IPC) in a work directory next to the output,
-``<output>.parts/``. The directory's ``manifest.json`` records the input file
+each chunk, and writes every finished chunk but the input's last atomically
+(temporary name, then ``os.replace``) as a part file (Arrow IPC) in a work
+directory next to the output, ``<output>.parts/``; the last chunk's rows go
+straight to the output, which is then complete (runs that keep periodograms
+write its part too). The directory's ``manifest.json`` records the input file
 (path, size, modification time), the reader settings (layout, columns, chunk
 size) and the search settings. A run that finds a work directory with the
 same manifest skips the chunks already written, so an interrupted run
@@ -353,7 +355,9 @@ class _RunState:
 
     The writer thread takes the chunks in input order: it commits each part
     file and appends the chunk's rows to the output (resumed chunks: the rows
-    of their part file), so the output grows while the device computes.
+    of their part file), so the output grows while the device computes. The
+    input's last chunk, with nothing left to overlap, is written in the run's
+    own thread.
     """
 
     def __init__(self, work: Path, search: PeriodSearch, devices: list, with_periodogram: bool,
@@ -386,39 +390,43 @@ class _RunState:
         chunk to the next without waiting for the host.
         """
         self.output, self.bar = output, bar
-        writer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="clperiod-writer")
-        appender = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="clperiod-output")
+        self._writer = concurrent.futures.ThreadPoolExecutor(
+            1, thread_name_prefix="clperiod-writer")
+        self._appender = concurrent.futures.ThreadPoolExecutor(
+            1, thread_name_prefix="clperiod-output")
         queued = None  # the chunk whose search is in flight
-        # the writer finishes (its jobs use the appender) before the appender
-        with appender as self._appender, writer as self._writer:
-            try:
-                for chunk in chunks:
-                    self.n_chunks += 1
-                    self.n_objects += chunk.catalog.n_objects
-                    plot_ids = self._plot_choice(chunk.catalog)
-                    if self._finished(chunk):
-                        previous, queued = queued, None
-                        self._collect(previous)
-                        self.n_resumed += 1
-                        self._writes.append(self._writer.submit(self._copy_part, chunk))
-                        continue
-                    started = time.perf_counter()
-                    searches = self._start(chunk.catalog)
-                    self.timings["compute_s"] += time.perf_counter() - started
-                    if self.null_in_advance:  # the fap column's inputs, while the device works
-                        self._writer.submit(catalog_time_spread, chunk.catalog,
-                                            self.null_weighted)
-                    previous, queued = queued, (chunk, searches, plot_ids)
+        try:
+            for chunk in chunks:
+                self.n_chunks += 1
+                self.n_objects += chunk.catalog.n_objects
+                plot_ids = self._plot_choice(chunk.catalog)
+                if self._finished(chunk):
+                    previous, queued = queued, None
                     self._collect(previous)
-                previous, queued = queued, None
+                    self.n_resumed += 1
+                    self._writes.append(self._writer.submit(self._copy_part, chunk))
+                    continue
+                started = time.perf_counter()
+                searches = self._start(chunk.catalog)
+                self.timings["compute_s"] += time.perf_counter() - started
+                if self.null_in_advance:  # the fap column's inputs, while the device works
+                    self._writer.submit(catalog_time_spread, chunk.catalog, self.null_weighted)
+                previous, queued = queued, (chunk, searches, plot_ids)
                 self._collect(previous)
-            except BaseException:
-                # a bad row or a failed search: keep the chunk in flight if it finishes
-                with contextlib.suppress(Exception):
-                    self._collect(queued)
-                raise
-            for future in self._writes:
-                self.figures += future.result()
+            previous, queued = queued, None
+            self._collect(previous, final=True)
+            self._drain()
+        except BaseException:
+            # a bad row or a failed search: keep the chunk in flight if it finishes
+            with contextlib.suppress(Exception):
+                self._collect(queued)
+            # the writer finishes (its jobs use the appender) before the appender
+            self._writer.shutdown()
+            self._appender.shutdown()
+            raise
+        # every job has finished: the idle threads end by themselves
+        self._writer.shutdown(wait=False)
+        self._appender.shutdown(wait=False)
 
     def warn_missing_plot_ids(self) -> None:
         """Warn about requested plot ids that the input does not hold."""
@@ -453,8 +461,9 @@ class _RunState:
             for start in range(0, catalog.n_objects, per_group)
         ]
 
-    def _collect(self, queued: tuple | None) -> None:
-        """Wait for a queued chunk's search, then hand it to the writer thread."""
+    def _collect(self, queued: tuple | None, final: bool = False) -> None:
+        """Wait for a queued chunk's search, then hand it to the writer thread
+        (``final``: the input has no more chunks)."""
         if queued is None:
             return
         chunk, searches, plot_ids = queued
@@ -462,12 +471,26 @@ class _RunState:
         results = [search.result() for search in searches]
         plot_job = self._plot_job(chunk.catalog, plot_ids)
         self.timings["compute_s"] += time.perf_counter() - started
-        self._writes.append(self._writer.submit(self._write, chunk, results, plot_job))
+        if final:  # nothing left to overlap: written here, after the writes before it
+            self._drain()
+            self.figures += self._write(chunk, results, plot_job, final)
+            return
+        self._writes.append(self._writer.submit(self._write, chunk, results, plot_job, final))
         while len(self._writes) > _PENDING_WRITES or (self._writes and self._writes[0].done()):
             self.figures += self._writes.pop(0).result()
 
-    def _write(self, chunk: CatalogChunk, results: list[Any], plot_job: Any) -> list[Path]:
-        """Writer thread: periodogram part, figures, then the result part (the commit)."""
+    def _drain(self) -> None:
+        """Wait for the writer thread's jobs, in order."""
+        while self._writes:
+            self.figures += self._writes.pop(0).result()
+
+    def _write(self, chunk: CatalogChunk, results: list[Any], plot_job: Any,
+               final: bool) -> list[Path]:
+        """Writer thread (the final chunk: the run's thread): periodogram part, figures, then the result part (the
+        commit) alongside the output rows; the final chunk of the input has no
+        result part, as the output is complete once its rows are in (a run
+        that stops before the output is in place searches that chunk again;
+        runs with periodograms keep it: their join reads its ids)."""
         started = time.perf_counter()
         columns = [result_columns(result, fap_method=self.search.fap_method)
                    for result in results]
@@ -484,9 +507,12 @@ class _RunState:
             result, catalog, ids = plot_job
             figures = plot_objects(result, catalog, ids, self.plot, fmt=self.plot_format)
         table = results_table(joined, metadata=chunk.summary())
-        appended = self._appender.submit(self.output.write, table)  # alongside the commit
-        _write_part(self.work / _result_part(chunk.index), table)
-        appended.result()
+        if final and not self.with_periodogram:
+            self.output.write(table)
+        else:
+            appended = self._appender.submit(self.output.write, table)  # alongside the commit
+            _write_part(self.work / _result_part(chunk.index), table)
+            appended.result()
         self.timings["write_s"] += time.perf_counter() - started
         self._advance(chunk.n_rows)
         return figures
