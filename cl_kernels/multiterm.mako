@@ -1,11 +1,13 @@
 //CL//
-## Multi-term (Fourier series) Lomb-Scargle power of one light curve, fp64.
+## Multi-term (Fourier series) Lomb-Scargle power of light curves that share
+## their times (one, or the resamplings of a bootstrap), fp64.
 ##
 ## Render parameters (strict_undefined):
 ##   nterms  harmonics K of the model (0 <= K)
 ##   bias    1 when the model has a constant term (fit_mean), else 0
 ##   wg      work-group size (points are staged through local memory in
 ##           tiles of wg)
+##   rows    light curves per work-item (they share the harmonics of t)
 ##
 ## The model y(t) = [b] + sum_{k=1..K} a_k sin(k phi) + c_k cos(k phi),
 ## phi = 2 pi f t, is fitted by weighted least squares (weights w = dy^-2) at
@@ -14,66 +16,23 @@
 ## The normal matrix needs the sums C_m = sum w cos(m phi) and
 ## S_m = sum w sin(m phi) for m = 0 .. 2K (product-to-sum identities), the
 ## right-hand side sum w y' cos(k phi) and sum w y' sin(k phi) for k <= K.
-## One work-item per frequency; the system is solved by Cholesky in private
-## memory. A system that is not positive definite (f = 0, or fewer distinct
-## phases than unknowns) gives NaN.
+## The ND-range is nf (padded to wg) x ceil(n_curves / rows): one work-item
+## per frequency and group of `rows` light curves, whose sums it accumulates
+## from one evaluation of cos(m phi), sin(m phi) per point; a work-group's
+## items share their light curves. Each system is solved by Cholesky in
+## private memory. A system that is not positive definite (f = 0, or fewer
+## distinct phases than unknowns) gives NaN.
 <%namespace name="common" file="common.mako"/>
 ${common.prelude("double")}
 #define K ${nterms}
 #define BIAS ${bias}
 #define M (BIAS + 2 * K)
 #define WG ${wg}
+#define ROWS ${rows}
 
-__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void multiterm_power(
-    __global const double *restrict t,    // times relative to a reference
-    __global const double *restrict w,    // dy^-2
-    __global const double *restrict wy,   // w * (centred) y
-    const int n, const double fmin, const double df, const int nf,
-    __global double *restrict power)      // (nf,) unnormalized
+// p = b^T A^-1 b of one light curve's sums, NaN for a singular system.
+inline double solve(const double *C, const double *S, const double *YC, const double *YS)
 {
-    const int k = get_global_id(0);
-    const int lid = get_local_id(0);
-    const double f = fmin + df * k;
-    __local double l_t[WG], l_w[WG], l_wy[WG];
-    double C[2 * K + 1], S[2 * K + 1], YC[K + 1], YS[K + 1];
-    for (int m = 0; m <= 2 * K; ++m)
-        C[m] = S[m] = 0.0;
-    for (int m = 0; m <= K; ++m)
-        YC[m] = YS[m] = 0.0;
-    for (int base = 0; base < n; base += WG) {
-        barrier(CLK_LOCAL_MEM_FENCE);
-        if (base + lid < n) {
-            l_t[lid] = t[base + lid];
-            l_w[lid] = w[base + lid];
-            l_wy[lid] = wy[base + lid];
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        const int count = min(WG, n - base);
-        for (int i = 0; i < count; ++i) {
-            double cycles = f * l_t[i];
-            cycles -= rint(cycles);
-            double s1, c1;
-            sincos_cycles(cycles, &s1, &c1);
-            const double wi = l_w[i], wyi = l_wy[i];
-            C[0] += wi;
-            YC[0] += wyi;
-            double cm = 1.0, sm = 0.0;
-            for (int m = 1; m <= 2 * K; ++m) {  // angle addition: (m - 1) phi + phi
-                const double c_next = cm * c1 - sm * s1;
-                sm = sm * c1 + cm * s1;
-                cm = c_next;
-                C[m] += wi * cm;
-                S[m] += wi * sm;
-                if (m <= K) {
-                    YC[m] += wyi * cm;
-                    YS[m] += wyi * sm;
-                }
-            }
-        }
-    }
-    if (k >= nf)
-        return;
     // unknowns: [bias], then sin(j phi), cos(j phi) for j = 1 .. K
     double A[M][M], b[M];
 % if bias:
@@ -99,7 +58,7 @@ void multiterm_power(
         }
     }
     // Cholesky A = L L^T (L in the lower triangle of A), then z = L^-1 b and
-    // p = z . z; a pivot that is not positive leaves NaN.
+    // p = z . z; a pivot that is not positive gives NaN.
     double p = 0.0;
     for (int r = 0; r < M; ++r) {
         for (int c = 0; c <= r; ++c) {
@@ -107,10 +66,8 @@ void multiterm_power(
             for (int q = 0; q < c; ++q)
                 sum -= A[r][q] * A[c][q];
             if (r == c) {
-                if (!(sum > 0.0)) {
-                    power[k] = NAN;
-                    return;
-                }
+                if (!(sum > 0.0))
+                    return NAN;
                 A[r][r] = sqrt(sum);
             } else {
                 A[r][c] = sum / A[c][c];
@@ -122,5 +79,68 @@ void multiterm_power(
         b[r] = z / A[r][r];
         p += b[r] * b[r];
     }
-    power[k] = p;
+    return p;
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void multiterm_power(
+    __global const double *restrict t,    // (n,) times relative to a reference
+    __global const double *restrict w,    // (n_curves, n) dy^-2
+    __global const double *restrict wy,   // (n_curves, n) w * (centred) y
+    const int n, const double fmin, const double df, const int nf, const int n_curves,
+    __global double *restrict power)      // (n_curves, nf) unnormalized
+{
+    const int k = get_global_id(0);
+    const int lid = get_local_id(0);
+    const int first = get_global_id(1) * ROWS;  // this item's light curves: first + r
+    const double f = fmin + df * k;
+    __local double l_t[WG], l_w[ROWS][WG], l_wy[ROWS][WG];
+    double C[ROWS][2 * K + 1], S[ROWS][2 * K + 1], YC[ROWS][K + 1], YS[ROWS][K + 1];
+    for (int r = 0; r < ROWS; ++r) {
+        for (int m = 0; m <= 2 * K; ++m)
+            C[r][m] = S[r][m] = 0.0;
+        for (int m = 0; m <= K; ++m)
+            YC[r][m] = YS[r][m] = 0.0;
+    }
+    for (int base = 0; base < n; base += WG) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (base + lid < n) {
+            l_t[lid] = t[base + lid];
+            for (int r = 0; r < ROWS; ++r) {  // past the last curve: repeat it (unused)
+                const size_t row = (size_t) min(first + r, n_curves - 1) * n;
+                l_w[r][lid] = w[row + base + lid];
+                l_wy[r][lid] = wy[row + base + lid];
+            }
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        const int count = min(WG, n - base);
+        for (int i = 0; i < count; ++i) {
+            double cycles = f * l_t[i];
+            cycles -= rint(cycles);
+            double s1, c1;
+            sincos_cycles(cycles, &s1, &c1);
+            double cm[2 * K + 1], sm[2 * K + 1];
+            cm[0] = 1.0;
+            sm[0] = 0.0;
+            for (int m = 1; m <= 2 * K; ++m) {  // angle addition: (m - 1) phi + phi
+                cm[m] = cm[m - 1] * c1 - sm[m - 1] * s1;
+                sm[m] = sm[m - 1] * c1 + cm[m - 1] * s1;
+            }
+            for (int r = 0; r < ROWS; ++r) {
+                const double wi = l_w[r][i], wyi = l_wy[r][i];
+                for (int m = 0; m <= 2 * K; ++m) {
+                    C[r][m] += wi * cm[m];
+                    S[r][m] += wi * sm[m];
+                }
+                for (int m = 0; m <= K; ++m) {
+                    YC[r][m] += wyi * cm[m];
+                    YS[r][m] += wyi * sm[m];
+                }
+            }
+        }
+    }
+    if (k >= nf)
+        return;
+    for (int r = 0; r < ROWS && first + r < n_curves; ++r)
+        power[(size_t) (first + r) * nf + k] = solve(C[r], S[r], YC[r], YS[r]);
 }

@@ -13,14 +13,19 @@ Existing astropy code switches to the OpenCL device with one line::
 astropy's own; the periodogram comes from :func:`clperiod.lombscargle` (the
 exact direct sum, no approximation) on a :class:`clperiod.FrequencyGrid`, and
 the false-alarm statistics from :mod:`clperiod.stats` (the bootstrap runs its
-resamplings as one catalog on the device). What differs from astropy:
+resamplings as one catalog, or one multi-term batch, on the device). What
+differs from astropy:
 
 * ``method`` is ``"auto"`` or ``"clperiod"``; astropy's other methods raise
   instead of silently computing something else;
 * ``nterms != 1`` (up to :data:`clperiod.multiterm.MAX_NTERMS`) is the exact
   least-squares fit of astropy's ``"chi2"`` method, in fp64
-  (:func:`clperiod.multiterm.multiterm_power`); as in astropy, its
-  false-alarm statistics are not implemented;
+  (:func:`clperiod.multiterm.multiterm_power`);
+* false-alarm probabilities and levels also exist for ``nterms != 1`` and
+  for uncentred data (``fit_mean = center_data = False``), which astropy
+  refuses (NotImplementedError): Baluev's approximation generalized to
+  ``2 nterms`` harmonic components (see :mod:`clperiod.stats`), and a
+  bootstrap of the object's own model;
 * the device evaluates uniform grids ``f0 + k * df``: ``power(frequency)``
   takes any array whose sorted distinct values form at most
   :data:`MAX_GRIDS` such runs (one run for ``linspace``/``arange``/
@@ -51,7 +56,7 @@ from .catalog import Catalog, Status
 from .grid import FrequencyGrid
 from .host import check_choice
 from .lombscargle import Precision, lombscargle
-from .multiterm import MAX_NTERMS, multiterm_power
+from .multiterm import MAX_NTERMS, multiterm_max_power, multiterm_power
 
 __all__ = ["MAX_GRIDS", "LombScargle", "lombscargle_clperiod", "register_astropy_method"]
 
@@ -251,9 +256,11 @@ class LombScargle(_AstropyLombScargle):
             astropy's methods, plus ``townsend`` (Townsend 2010: the
             :meth:`autofrequency` grid size as the number of independent
             frequencies). ``bootstrap`` evaluates ``n_bootstraps``
-            resamplings (astropy's draws for a given ``random_seed``) as one
-            catalog on the device, with this object's ``fit_mean`` and
-            ``center_data`` (astropy's bootstrap uses its defaults).
+            resamplings (astropy's draws for a given ``random_seed``) on the
+            device, with this object's ``nterms``, ``fit_mean`` and
+            ``center_data`` (astropy's bootstrap uses its defaults): one
+            catalog for ``nterms = 1``, one
+            :func:`clperiod.multiterm.multiterm_max_power` batch otherwise.
         method_kwds : dict, optional
             ``n_bootstraps`` (default 1000) and ``random_seed`` for ``bootstrap``.
 
@@ -264,13 +271,17 @@ class LombScargle(_AstropyLombScargle):
 
         Raises
         ------
-        NotImplementedError
-            Uncentered data (``fit_mean = center_data = False``) or
-            ``nterms != 1``, as in astropy.
         ValueError
-            Unknown method.
+            Unknown method, or ``nterms = 0`` (no periodic model).
+
+        Notes
+        -----
+        Unlike astropy, ``nterms != 1`` and uncentred data
+        (``fit_mean = center_data = False``: the null hypothesis is zero-mean
+        noise) are supported by every method; see :mod:`clperiod.stats` for
+        the analytic null distributions.
         """
-        self._check_null_known()
+        self._check_periodic()
         grid = self._auto_grid(samples_per_peak, nyquist_factor, minimum_frequency,
                                maximum_frequency)
         z = self._power_values(power)
@@ -302,7 +313,7 @@ class LombScargle(_AstropyLombScargle):
             Plain values for the analytic methods and a Quantity for
             ``bootstrap`` (as astropy).
         """
-        self._check_null_known()
+        self._check_periodic()
         grid = self._auto_grid(samples_per_peak, nyquist_factor, minimum_frequency,
                                maximum_frequency)
         p = np.asarray(false_alarm_probability, dtype=np.float64)
@@ -353,18 +364,11 @@ class LombScargle(_AstropyLombScargle):
         unit = self._power_unit(self.normalization)
         return power.to_value(u.dimensionless_unscaled if unit == 1 else unit)
 
-    def _check_null_known(self) -> None:
-        """Raise, as astropy does, where no null distribution of the power is
-        known: multi-term models and uncentered data."""
-        if self.nterms != 1:  # astropy's own message
-            raise NotImplementedError(
-                "false alarm probability is not implemented for multiterm periodograms."
-            )
-        if not (self.fit_mean or self.center_data):
-            raise NotImplementedError(
-                "false alarm probability is implemented only for periodograms of centered "
-                "data (fit_mean or center_data)"
-            )
+    def _check_periodic(self) -> None:
+        """False-alarm statistics need a periodic model: raise for ``nterms = 0``."""
+        if self.nterms == 0:
+            raise ValueError("false-alarm probabilities need a periodic model: nterms=0 "
+                             "fits only the mean")
 
     def _null(self, method: str, grid: FrequencyGrid) -> dict:
         """Arguments of the clperiod.stats false-alarm functions."""
@@ -374,7 +378,7 @@ class LombScargle(_AstropyLombScargle):
         return {"n": t.size, "fmax": grid.fmax, "t": t, "dy": dy,
                 "normalization": self.normalization, "method": named,
                 "fit_mean": self.fit_mean, "center_data": self.center_data,
-                "nf": 1 if method == "single" else grid.nf}
+                "nf": 1 if method == "single" else grid.nf, "nterms": self.nterms}
 
     def _bootstrap_maxima(
         self, fmax: float, n_bootstraps: int = 1000, random_seed: Any = None
@@ -384,7 +388,8 @@ class LombScargle(_AstropyLombScargle):
         The draws are astropy's (``rng.integers(0, n, n)`` per resampling of
         ``default_rng(random_seed)``) and the grid is astropy's bootstrap grid,
         ``autofrequency(maximum_frequency=fmax)``; every resampling is one
-        object of a single catalog.
+        object of a single catalog (``nterms = 1``) or one row of a
+        :func:`clperiod.multiterm.multiterm_max_power` batch.
         """
         n_bootstraps = operator.index(n_bootstraps)
         if n_bootstraps < 1:
@@ -392,13 +397,23 @@ class LombScargle(_AstropyLombScargle):
         t, y, dy = self._values()
         rng = np.random.default_rng(random_seed)
         picks = np.stack([rng.integers(0, y.size, y.size) for _ in range(n_bootstraps)])
+        grid = FrequencyGrid.auto(t, maximum_frequency=fmax)
+        if self.nterms != 1:
+            maxima = multiterm_max_power(
+                t, y[picks], None if dy is None else dy[picks], grid, self.nterms,
+                fit_mean=self.fit_mean, center_data=self.center_data,
+                normalization=self.normalization, device=self.device)
+            bad = np.flatnonzero(np.isnan(maxima))
+            if bad.size:
+                raise ValueError(f"bootstrap resampling {bad[0]} has no periodogram: constant "
+                                 f"values, or fewer distinct times than the model's parameters")
+            return np.sort(maxima)
         catalog = Catalog.from_arrays(
             np.repeat(np.arange(n_bootstraps), t.size),
             np.tile(t, n_bootstraps),
             y[picks].ravel(),
             None if dy is None else dy[picks].ravel(),
         )
-        grid = FrequencyGrid.auto(t, maximum_frequency=fmax)
         result = lombscargle(catalog, grid, **self._options(self.normalization, None))
         bad = np.flatnonzero(result.status != Status.OK)
         if bad.size:

@@ -3,21 +3,43 @@
 The false-alarm probability (FAP) of a peak of height ``z`` is the chance
 that pure Gaussian noise gives a periodogram maximum at least that high.
 The ``baluev``, ``davies`` and ``naive`` approximations follow astropy's
-``_statistics.py`` (Baluev 2008, Table 1, with ``dH = 1`` and ``dK = 3``);
-``townsend`` is eq. 3 of Townsend (2010) with the number of grid frequencies
-as the number of independent trials:
+``_statistics.py`` (Baluev 2008, Table 1); ``townsend`` is eq. 3 of
+Townsend (2010) with the number of grid frequencies as the number of
+independent trials:
 
     FAP = 1 - (1 - fap_single(z)) ** nf,  fap_single = (1 - z_std) ** ((N - 3) / 2)
 
-where ``fap_single`` is written in the periodogram's own normalization
-(for ``psd`` it is the chi-square(2) tail ``exp(-z)``, as in astropy).
+(one term, centred data), where ``fap_single`` is written in the
+periodogram's own normalization (for ``psd`` it is the chi-square(2) tail
+``exp(-z)``, as in astropy).
 :func:`false_alarm_probability` evaluates one light curve (astropy's
 arguments); :func:`catalog_false_alarm_probability` every object of a
 catalog at once, from segment sums over its flat arrays.
 
+The null hypothesis has ``dH = 1`` parameter (the mean) when the data are
+centred (``fit_mean`` or ``center_data``, astropy's ``distribution()``
+convention) and ``dH = 0`` otherwise ("y is zero-mean noise"); the model
+adds ``2 n`` harmonic components (``nterms = n``), leaving ``NK = N - dH -
+2 n`` noise degrees of freedom. For ``n = 1`` the formulas are astropy's
+(Baluev's ``dK = dH + 2``). For ``n > 1`` (astropy refuses ``nterms != 1``
+and uncentred data) Baluev's derivation is generalized: at one frequency
+the standard power is ``Beta(n, NK / 2)`` (psd: ``Gamma(n)``), and the Rice
+formula for the process whose ``2 n`` components are the cosines and sines
+of harmonics ``h = 1 .. n`` (frequency-derivative variance ``h**2`` times
+that of the fundamental) gives
+
+    tau(Z) = W A_n Gamma(n + NK/2) / (Gamma(n) Gamma((NK+1)/2))
+             * Z**(n - 1/2) * (1 - Z)**((NK - 1)/2)           (standard)
+    tau(z) = W A_n z**(n - 1/2) exp(-z) / Gamma(n)           (psd)
+
+with ``W = fmax * T_eff`` and ``A_n = E[sqrt(sum_h h**2 s_h)]`` for ``s``
+uniform on the simplex (exact, by divided differences; ``A_1 = 1``,
+``A_2 = 14/9``); the model and log powers are mapped to the standard one.
+
 Normalizations, from the standard power ``z = (chi2_0 - chi2) / chi2_0``:
 ``standard`` ``z``; ``model`` ``z / (1 - z)``; ``log`` ``-ln(1 - z)``;
-``psd`` ``z * YY / 2`` with ``YY = sum(dy**-2 * (y - ybar)**2)``.
+``psd`` ``z * YY / 2`` with ``YY = sum(dy**-2 * (y - ybar)**2)`` (``ybar = 0``
+for uncentred data).
 """
 
 from __future__ import annotations
@@ -28,19 +50,20 @@ import operator
 import threading
 import weakref
 from dataclasses import dataclass
+from fractions import Fraction
+from functools import cache
 from typing import Any
 
 import numpy as np
 from scipy import optimize
-from scipy.special import gammaln
+from scipy.special import betainc, betaincinv, gammaincc, gammainccinv, gammaln, xlogy
 
 from .catalog import Catalog
 from .host import segment_sum
 
 NORMALIZATIONS = ("standard", "model", "log", "psd")
 FAP_METHODS = ("baluev", "davies", "naive", "townsend")
-_DH = 1  # parameters of the null hypothesis (the mean)
-_DK = 3  # parameters of the periodic model (mean, sine, cosine)
+_DH = 1  # parameters of the null hypothesis of centred data (the mean)
 
 
 # ---------------------------------------------------------------- normalizations
@@ -156,10 +179,17 @@ class _Null:
     method: str
     trials: np.ndarray  # independent frequencies: nf (townsend), else fmax * (max t - min t)
     bandwidth: np.ndarray  # W = fmax * T_eff (baluev, davies); NaN otherwise
+    nterms: int = 1  # harmonics of the periodic model (2 * nterms components)
+    dh: int = _DH  # parameters of the null hypothesis: 1 (the mean) if centred, else 0
 
     def single(self) -> _Null:
         """This null of one object with 0-d fields, which broadcast against any ``z``."""
-        return _Null(self.n[0], self.normalization, self.method, self.trials[0], self.bandwidth[0])
+        return _Null(self.n[0], self.normalization, self.method, self.trials[0], self.bandwidth[0],
+                     self.nterms, self.dh)
+
+    def noise_dof(self) -> Any:
+        """``NK = n - dH - 2 nterms``, the noise degrees of freedom of each object."""
+        return self.n - self.dh - 2 * self.nterms
 
 
 def false_alarm_probability(
@@ -174,6 +204,7 @@ def false_alarm_probability(
     fit_mean: bool = True,
     center_data: bool = True,
     nf: int | None = None,
+    nterms: int = 1,
 ) -> np.ndarray:
     """False-alarm probability of periodogram maxima ``z`` under pure noise.
 
@@ -197,30 +228,34 @@ def false_alarm_probability(
         ``davies``: the Davies upper bound; ``naive``: ``fmax * T``
         independent frequencies; ``townsend``: ``nf`` independent frequencies.
     fit_mean, center_data : bool
-        At least one must be True: these null distributions (Baluev 2008, as
-        in astropy) describe centered data of a one-term model; no null
-        distribution is known for uncentered data, so that case is an error.
+        Either one centres the data: the null hypothesis is then a constant
+        plus noise (``dH = 1``, astropy's); with both False it is zero-mean
+        noise (``dH = 0``; astropy refuses this case).
     nf : int, optional
         Number of grid frequencies; required for ``townsend``.
+    nterms : int
+        Harmonics of the periodogram's model (``>= 1``); other than 1 uses
+        the generalization of Baluev (2008) in the module notes (astropy
+        refuses ``nterms != 1``).
 
     Returns
     -------
     ndarray or float
-        Same shape as ``z``; NaN when ``n <= 3`` (no degrees of freedom
-        left for the noise model).
+        Same shape as ``z``; NaN when ``n - dH - 2 nterms <= 0`` (no degrees
+        of freedom left for the noise; ``n <= 3`` for centred one-term
+        periodograms).
 
     Raises
     ------
     ValueError
         Unknown normalization or method, inconsistent inputs, or
-        ``fit_mean = center_data = False`` (no null distribution; astropy
-        refuses it too).
+        ``nterms < 1`` (no periodic model).
 
     See Also
     --------
     catalog_false_alarm_probability : the same for every object of a catalog.
     """
-    null = _null(n, fmax, t, dy, normalization, method, fit_mean, center_data, nf)
+    null = _null(n, fmax, t, dy, normalization, method, fit_mean, center_data, nf, nterms)
     return _fap(null, np.asarray(z, dtype=np.float64))[()]
 
 
@@ -235,6 +270,7 @@ def catalog_false_alarm_probability(
     fit_mean: bool = True,
     center_data: bool = True,
     nf: int | None = None,
+    nterms: int = 1,
 ) -> np.ndarray:
     """:func:`false_alarm_probability` of every object of a catalog at once.
 
@@ -254,13 +290,14 @@ def catalog_false_alarm_probability(
         Weight the effective baselines with the catalog's ``dy`` (when it has
         them), as for periodograms of ``method="generalized"``; False for
         unweighted periodograms.
-    normalization, method, fit_mean, center_data, nf
+    normalization, method, fit_mean, center_data, nf, nterms
         As in :func:`false_alarm_probability`.
 
     Returns
     -------
     ndarray
-        Same shape as ``z``; NaN for objects with 3 or fewer points.
+        Same shape as ``z``; NaN for objects with ``n - dH - 2 nterms <= 0``
+        (3 or fewer points for centred one-term periodograms).
 
     Raises
     ------
@@ -276,8 +313,9 @@ def catalog_false_alarm_probability(
             f"z must have shape ({catalog.n_objects},) or ({catalog.n_objects}, k) "
             f"for {catalog.n_objects} objects, got {z.shape}"
         )
-    fmax, nf = _check_common(normalization, method, fit_mean, center_data, fmax, nf)
-    null = _catalog_null(catalog, weighted, fmax, nf, normalization, method)
+    fmax, nf, nterms = _check_common(normalization, method, nterms, fmax, nf)
+    null = _catalog_null(catalog, weighted, fmax, nf, normalization, method, nterms,
+                         _null_parameters(fit_mean, center_data))
     return _fap(null, z)
 
 
@@ -323,12 +361,15 @@ def false_alarm_level(
     fit_mean: bool = True,
     center_data: bool = True,
     nf: int | None = None,
+    nterms: int = 1,
 ) -> np.ndarray:
     """Peak height whose false-alarm probability is ``fap``.
 
     The inverse of :func:`false_alarm_probability` (same arguments): closed
-    forms for ``naive`` and ``townsend``; for ``baluev`` and ``davies`` the
-    root nearest the naive level, bracketed and solved with Brent's method.
+    forms for ``naive`` and ``townsend`` (the inverse regularized incomplete
+    beta or gamma function when ``nterms > 1``); for ``baluev`` and
+    ``davies`` the root nearest the naive level, bracketed and solved with
+    Brent's method.
 
     Parameters
     ----------
@@ -339,13 +380,13 @@ def false_alarm_level(
     -------
     ndarray or float
         Levels in ``normalization``, same shape as ``fap``; NaN when
-        ``n <= 3``.
+        ``n - dH - 2 nterms <= 0``.
     """
-    null = _null(n, fmax, t, dy, normalization, method, fit_mean, center_data, nf)
+    null = _null(n, fmax, t, dy, normalization, method, fit_mean, center_data, nf, nterms)
     p = np.asarray(fap, dtype=np.float64)
     if not np.all((p > 0) & (p < 1)):
         raise ValueError("false-alarm probabilities must lie in (0, 1)")
-    if null.n <= _DK:
+    if null.noise_dof() <= 0:
         return np.full(p.shape, np.nan)[()]
     if method in ("naive", "townsend"):
         return _inverse_trials(null, p)[()]
@@ -353,37 +394,44 @@ def false_alarm_level(
     return np.array(levels, dtype=np.float64).reshape(p.shape)[()]
 
 
-def _null(n, fmax, t, dy, normalization, method, fit_mean, center_data, nf) -> _Null:
+def _null(n, fmax, t, dy, normalization, method, fit_mean, center_data, nf, nterms) -> _Null:
     """Validate the FAP arguments of one light curve and reduce it to its null."""
-    fmax, nf = _check_common(normalization, method, fit_mean, center_data, fmax, nf)
+    fmax, nf, nterms = _check_common(normalization, method, nterms, fmax, nf)
     n = operator.index(n)
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")
     if method != "townsend":
         t, dy = _times_and_weights(t, dy, n)
-    return _objects_null(np.array([0, n]), t, dy, fmax, nf, normalization, method).single()
+    return _objects_null(np.array([0, n]), t, dy, fmax, nf, normalization, method, nterms,
+                         _null_parameters(fit_mean, center_data)).single()
+
+
+def _null_parameters(fit_mean: bool, center_data: bool) -> int:
+    """``dH``: 1 (the mean) when the data are centred, else 0 (astropy's convention)."""
+    return int(bool(fit_mean or center_data))
 
 
 def _check_common(
-    normalization: str, method: str, fit_mean: bool, center_data: bool, fmax: Any, nf: Any
-) -> tuple[float, int | None]:
-    """Checks shared by one light curve and a catalog; ``fmax`` and ``nf`` as float and int."""
+    normalization: str, method: str, nterms: Any, fmax: Any, nf: Any
+) -> tuple[float, int | None, int]:
+    """Checks shared by one light curve and a catalog; ``fmax``, ``nf`` and
+    ``nterms`` as float and ints."""
     _check_name(normalization)
     if method not in FAP_METHODS:
         raise ValueError(f"method must be one of {FAP_METHODS}, got {method!r}")
-    if not (fit_mean or center_data):
+    nterms = operator.index(nterms)
+    if nterms < 1:
         raise ValueError(
-            "false-alarm probabilities need centered data (fit_mean or center_data): "
-            "no null distribution is known for an uncentered periodogram"
+            f"false-alarm probabilities need a periodic model (nterms >= 1), got nterms={nterms}"
         )
     fmax = float(fmax)
     if not (math.isfinite(fmax) and fmax > 0):
         raise ValueError(f"fmax must be finite and > 0, got {fmax}")
     if method != "townsend":
-        return fmax, None
+        return fmax, None, nterms
     if nf is None or operator.index(nf) < 1:
         raise ValueError("method='townsend' needs nf >= 1 (the number of grid frequencies)")
-    return fmax, operator.index(nf)
+    return fmax, operator.index(nf), nterms
 
 
 def _times_and_weights(t: Any, dy: Any, n: int) -> tuple[np.ndarray, np.ndarray | None]:
@@ -401,32 +449,33 @@ def _times_and_weights(t: Any, dy: Any, n: int) -> tuple[np.ndarray, np.ndarray 
     return t, dy
 
 
-def _catalog_null(catalog: Catalog, weighted: bool, fmax, nf, normalization, method) -> _Null:
+def _catalog_null(catalog: Catalog, weighted: bool, fmax, nf, normalization, method, nterms,
+                  dh) -> _Null:
     """:func:`_objects_null` of a catalog, from :func:`catalog_time_spread`."""
     spread = None if method == "townsend" else catalog_time_spread(catalog, weighted)
-    return _spread_null(catalog.lengths, spread, fmax, nf, normalization, method)
+    return _spread_null(catalog.lengths, spread, fmax, nf, normalization, method, nterms, dh)
 
 
-def _objects_null(offsets, t, dy, fmax, nf, normalization, method) -> _Null:
+def _objects_null(offsets, t, dy, fmax, nf, normalization, method, nterms, dh) -> _Null:
     """The null of each object, whose rows are ``offsets[k]:offsets[k + 1]`` of
     ``t`` and ``dy`` (``dy`` None: unit weights; ``t`` None for townsend,
     which needs no times)."""
     spread = (None if method == "townsend"
               else _time_spread(offsets, t, dy, with_variance=method != "naive"))
-    return _spread_null(np.diff(offsets), spread, fmax, nf, normalization, method)
+    return _spread_null(np.diff(offsets), spread, fmax, nf, normalization, method, nterms, dh)
 
 
-def _spread_null(lengths, spread, fmax, nf, normalization, method) -> _Null:
+def _spread_null(lengths, spread, fmax, nf, normalization, method, nterms, dh) -> _Null:
     """The null from the objects' (baseline, time variance); ``spread`` None
     for townsend (the grid size counts the trials)."""
     nan = np.full(lengths.shape, np.nan)
     if spread is None:
-        return _Null(lengths, normalization, method, np.full(lengths.shape, float(nf)), nan)
-    baseline, variance = spread
-    trials = fmax * baseline
-    if method == "naive":
-        return _Null(lengths, normalization, method, trials, nan)
-    return _Null(lengths, normalization, method, trials, fmax * np.sqrt(4 * np.pi * variance))
+        trials, bandwidth = np.full(lengths.shape, float(nf)), nan
+    else:
+        baseline, variance = spread
+        trials = fmax * baseline
+        bandwidth = nan if method == "naive" else fmax * np.sqrt(4 * np.pi * variance)
+    return _Null(lengths, normalization, method, trials, bandwidth, nterms, dh)
 
 
 #: Rows per block of :func:`_time_spread`: its float64 temporaries of this
@@ -486,21 +535,23 @@ def _block_spread(offsets, t, dy, with_variance: bool) -> tuple[np.ndarray, np.n
 
 def _fap(null: _Null, z: np.ndarray) -> np.ndarray:
     """FAP of peak heights ``z`` whose leading axis runs over the null's objects
-    (any shape for a 0-d null); NaN where ``n <= 3``."""
+    (any shape for a 0-d null); NaN where no noise degrees of freedom are left."""
     def per_row(values: Any) -> np.ndarray:
         values = np.asarray(values)
         return values.reshape(values.shape + (1,) * (z.ndim - values.ndim))
 
-    valid = per_row(null.n > _DK)
-    # a stand-in where the answer is NaN anyway keeps the formulas finite there
-    n = per_row(np.where(null.n > _DK, null.n, _DK + 2))
-    single = _fap_single(z, n, null.normalization)
+    known = null.noise_dof() > 0
+    valid = per_row(known)
+    # a stand-in (NK = 2) where the answer is NaN anyway keeps the formulas finite there
+    n = per_row(np.where(known, null.n, null.dh + 2 * null.nterms + 2))
+    single = _fap_single(z, n, null.normalization, null.nterms, null.dh)
     if null.method in ("naive", "townsend"):
         # 1 - (1 - single) ** trials, accurate for small single.
         with np.errstate(divide="ignore"):
             fap = -np.expm1(per_row(null.trials) * np.log1p(-single))
     else:
-        tau = _tau_davies(z, n, per_row(null.bandwidth), null.normalization)
+        tau = _tau_davies(z, n, per_row(null.bandwidth), null.normalization, null.nterms,
+                          null.dh)
         if null.method == "davies":
             fap = single + tau
         else:  # baluev: 1 - (1 - single) * exp(-tau), accurate for small values.
@@ -511,7 +562,7 @@ def _fap(null: _Null, z: np.ndarray) -> np.ndarray:
 def _inverse_trials(null: _Null, p: np.ndarray) -> np.ndarray:
     """Closed-form inverse of the naive and townsend FAPs."""
     single = -np.expm1(np.log1p(-p) / null.trials)
-    return _inverse_fap_single(single, null.n, null.normalization)
+    return _inverse_fap_single(single, null.n, null.normalization, null.nterms, null.dh)
 
 
 def _solve_level(null: _Null, p: float) -> float:
@@ -543,9 +594,14 @@ def _solve_level(null: _Null, p: float) -> float:
     return optimize.brentq(excess, low, high, xtol=1e-300, rtol=4 * np.finfo(float).eps)
 
 
-def _fap_single(z: np.ndarray, n: Any, normalization: str) -> np.ndarray:
-    """Single-frequency FAP, Baluev (2008) Table 1."""
-    nk = n - _DK
+def _fap_single(
+    z: np.ndarray, n: Any, normalization: str, nterms: int = 1, dh: int = _DH
+) -> np.ndarray:
+    """Single-frequency FAP: Baluev (2008) Table 1 for one term (astropy's
+    rows, ``NK = n - dH - 2``), :func:`_fap_single_terms` for more."""
+    nk = n - dh - 2 * nterms
+    if nterms != 1:
+        return _fap_single_terms(z, nk, nterms, normalization)
     if normalization == "psd":
         return np.exp(-z)
     if normalization == "standard":
@@ -555,8 +611,12 @@ def _fap_single(z: np.ndarray, n: Any, normalization: str) -> np.ndarray:
     return np.exp(-0.5 * nk * z)
 
 
-def _inverse_fap_single(p: np.ndarray, n: Any, normalization: str) -> np.ndarray:
-    nk = n - _DK
+def _inverse_fap_single(
+    p: np.ndarray, n: Any, normalization: str, nterms: int = 1, dh: int = _DH
+) -> np.ndarray:
+    nk = n - dh - 2 * nterms
+    if nterms != 1:
+        return _inverse_fap_single_terms(p, nk, nterms, normalization)
     with np.errstate(divide="ignore"):
         if normalization == "psd":
             return -np.log(p)
@@ -567,9 +627,14 @@ def _inverse_fap_single(p: np.ndarray, n: Any, normalization: str) -> np.ndarray
         return -2 / nk * np.log(p)
 
 
-def _tau_davies(z: np.ndarray, n: Any, bandwidth: Any, normalization: str) -> np.ndarray:
-    """The tau term of the Davies bound, Baluev (2008) Table 1."""
-    nh, nk, w = n - _DH, n - _DK, bandwidth
+def _tau_davies(
+    z: np.ndarray, n: Any, bandwidth: Any, normalization: str, nterms: int = 1, dh: int = _DH
+) -> np.ndarray:
+    """The tau term of the Davies bound: Baluev (2008) Table 1 for one term
+    (astropy's rows), :func:`_tau_terms` for more."""
+    nh, nk, w = n - dh, n - dh - 2 * nterms, bandwidth
+    if nterms != 1:
+        return _tau_terms(z, nk, w, nterms, normalization)
     if normalization == "psd":
         return w * np.exp(-z) * np.sqrt(z)
     if normalization == "standard":
@@ -582,3 +647,71 @@ def _tau_davies(z: np.ndarray, n: Any, bandwidth: Any, normalization: str) -> np
 def _gamma(n: Any) -> np.ndarray:
     """``sqrt(2 / n) * Gamma(n / 2) / Gamma((n - 1) / 2)``."""
     return np.sqrt(2 / n) * np.exp(gammaln(n / 2) - gammaln((n - 1) / 2))
+
+
+# ------------------------------------------------- models of 2 * nterms components
+def _fap_single_terms(z: np.ndarray, nk: Any, nterms: int, normalization: str) -> np.ndarray:
+    """``P(power > z)`` at one frequency for ``nterms`` harmonics and ``nk``
+    noise degrees of freedom: the standard power is ``Beta(nterms, nk / 2)``,
+    the psd power ``Gamma(nterms)`` (for ``nterms = 1``, Baluev's Table 1)."""
+    if normalization == "psd":
+        return gammaincc(nterms, z)
+    _, complement = _standard_and_complement(z, normalization)
+    return betainc(0.5 * nk, nterms, complement)
+
+
+def _inverse_fap_single_terms(p: np.ndarray, nk: Any, nterms: int,
+                              normalization: str) -> np.ndarray:
+    """Inverse of :func:`_fap_single_terms` in ``z``."""
+    if normalization == "psd":
+        return gammainccinv(nterms, p)
+    complement = betaincinv(0.5 * nk, nterms, p)  # 1 - z_std
+    with np.errstate(divide="ignore"):
+        if normalization == "standard":
+            return 1 - complement
+        if normalization == "model":
+            return 1 / complement - 1
+        return -np.log(complement)
+
+
+def _tau_terms(z: np.ndarray, nk: Any, bandwidth: Any, nterms: int,
+               normalization: str) -> np.ndarray:
+    """The tau term for ``nterms`` harmonics: the Rice formula's expected number
+    of upcrossings of ``z`` (module notes; for ``nterms = 1`` Baluev's
+    Table 1)."""
+    rate = bandwidth * _harmonic_rate_factor(nterms)
+    if normalization == "psd":
+        return rate * np.exp(xlogy(nterms - 0.5, z) - z - gammaln(nterms))
+    z_std, complement = _standard_and_complement(z, normalization)
+    log_scale = gammaln(nterms + 0.5 * nk) - gammaln(nterms) - gammaln(0.5 * (nk + 1))
+    return rate * np.exp(log_scale + xlogy(nterms - 0.5, z_std)
+                         + xlogy(0.5 * (nk - 1), complement))
+
+
+def _standard_and_complement(z: np.ndarray, normalization: str) -> tuple[np.ndarray, np.ndarray]:
+    """Standard power ``z_std`` of ``z`` in ``normalization`` (not psd) and
+    ``1 - z_std``, each without cancellation."""
+    if normalization == "standard":
+        return z, 1 - z
+    # -log(1 - z_std): model z_std = z / (1 + z), log z_std = 1 - exp(-z)
+    minus_log = np.log1p(z) if normalization == "model" else z
+    return -np.expm1(-minus_log), np.exp(-minus_log)
+
+
+@cache
+def _harmonic_rate_factor(nterms: int) -> float:
+    """``A_n = E[sqrt(sum_h h**2 s_h)]``, ``s`` uniform on the simplex of ``n`` parts.
+
+    The mean of ``g(sum_h a_h s_h)`` over that simplex is ``(n - 1)!`` times
+    the divided difference of ``g``'s ``(n - 1)``-fold antiderivative at the
+    ``a_h``; for ``g = sqrt`` and ``a_h = h**2`` that antiderivative is
+    ``x**(n - 1/2) / prod_{k<n} (k + 1/2)``, whose values ``h**(2n - 1) /
+    const`` are rational, so the sum is exact in fractions.
+    """
+    n = nterms
+    const = math.prod(Fraction(2 * k + 1, 2) for k in range(1, n))
+    total = sum(
+        Fraction(h ** (2 * n - 1), math.prod(h * h - j * j for j in range(1, n + 1) if j != h))
+        for h in range(1, n + 1)
+    )
+    return float(math.factorial(n - 1) * total / const)

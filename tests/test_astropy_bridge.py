@@ -253,10 +253,52 @@ def test_bootstrap_resamplings_on_the_device_equal_astropys(data, cpu_device):
         theirs.false_alarm_probability(z, method="bootstrap", method_kwds=kwds))
 
 
+def test_uncentred_false_alarms_use_the_zero_mean_null(data, cpu_device):
+    """astropy raises NotImplementedError here; clperiod's null is zero-mean noise (dH = 0)."""
+    t, y, dy = data
+    y = y - np.average(y, weights=dy**-2.0)  # zero-mean data, as the null assumes
+    ours = LombScargle(t, y, dy, fit_mean=False, center_data=False, device=cpu_device)
+    with pytest.raises(NotImplementedError):
+        AstropyLombScargle(t, y, dy, fit_mean=False, center_data=False).false_alarm_probability(
+            0.2)
+    fmax = ours.autofrequency(return_freq_limits=True)[1]
+    z = np.array([0.2, 0.3, 0.4])
+    for method in ("baluev", "davies", "naive"):
+        expected = stats.false_alarm_probability(
+            z, n=t.size, fmax=fmax, t=t - t[0], dy=dy, method=method, fit_mean=False,
+            center_data=False)
+        assert relative(ours.false_alarm_probability(z, method=method), expected) < 1e-12
+        p = ours.false_alarm_probability(z, method=method)
+        assert relative(ours.false_alarm_level(p, method=method), z) < 1e-9
+    kwds = {"n_bootstraps": 30, "random_seed": 4}
+    np.testing.assert_allclose(ours.false_alarm_level(np.arange(29.5, 0, -1) / 30,
+                                                      method="bootstrap", method_kwds=kwds),
+                               _bootstrap_reference(t - t[0], y, dy, 1, False, False,
+                                                    "standard", **kwds), rtol=1e-9)
+
+
+def _bootstrap_reference(t, y, dy, nterms, fit_mean, center_data, normalization,
+                         n_bootstraps, random_seed):
+    """Sorted maxima of astropy's exact periodograms of the bootstrap draws
+    (astropy's own bootstrap ignores nterms, fit_mean and center_data)."""
+    ls = AstropyLombScargle(t, y, dy)
+    frequency = ls.autofrequency(maximum_frequency=ls.autofrequency(return_freq_limits=True)[1])
+    rng = np.random.default_rng(random_seed)
+    maxima = []
+    for _ in range(n_bootstraps):
+        pick = rng.integers(0, y.size, y.size)
+        resampled = AstropyLombScargle(t, y[pick], dy[pick], nterms=nterms, fit_mean=fit_mean,
+                                       center_data=center_data, normalization=normalization)
+        maxima.append(resampled.power(frequency, method="chi2").max())
+    return np.sort(maxima)
+
+
 def test_false_alarm_errors(data):
     t, y, dy = data
-    with pytest.raises(NotImplementedError, match="centered"):
-        LombScargle(t, y, fit_mean=False, center_data=False).false_alarm_probability(0.2)
+    with pytest.raises(ValueError, match="periodic model"):
+        LombScargle(t, y, nterms=0).false_alarm_probability(0.2)
+    with pytest.raises(ValueError, match="periodic model"):
+        LombScargle(t, y, nterms=0).false_alarm_level(0.1, method="bootstrap")
     ours = LombScargle(t, y, dy)
     with pytest.raises(ValueError, match="method must be one of"):
         ours.false_alarm_level(0.1, method="cython")

@@ -68,6 +68,23 @@ def test_catalog_equals_per_object(rng, norm, method):
             assert np.all((got[2:] >= 0) & (got[2:] <= 1))
 
 
+@pytest.mark.parametrize("norm", NORMS)
+@pytest.mark.parametrize(("nterms", "fit_mean", "center_data"),
+                         [(1, False, False), (2, True, True), (3, False, False)])
+def test_catalog_multiterm_and_uncentred_equal_per_object(rng, norm, nterms, fit_mean,
+                                                          center_data):
+    cat = _catalog(rng)
+    z = _heights(rng, norm, (cat.n_objects, 2))
+    dead = cat.lengths <= int(fit_mean or center_data) + 2 * nterms  # no noise dof left
+    for method in stats.FAP_METHODS:
+        kwargs = {"normalization": norm, "method": method, "fit_mean": fit_mean,
+                  "center_data": center_data, "nterms": nterms}
+        got = stats.catalog_false_alarm_probability(z, cat, fmax=FMAX, nf=NF, **kwargs)
+        expected = _per_object(z, cat, True, **kwargs)
+        np.testing.assert_array_equal(np.isnan(got), np.broadcast_to(dead[:, None], z.shape))
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=0)
+
+
 @pytest.mark.parametrize("method", ["baluev", "davies", "naive"])
 def test_catalog_matches_astropy(rng, method):
     cat = _catalog(rng)
@@ -134,9 +151,8 @@ def test_catalog_argument_errors(rng):
         stats.catalog_false_alarm_probability(z[:, None, None], cat, fmax=FMAX)
     with pytest.raises(TypeError, match="Catalog"):
         stats.catalog_false_alarm_probability(z, cat.t, fmax=FMAX)
-    with pytest.raises(ValueError, match="centered"):
-        stats.catalog_false_alarm_probability(z, cat, fmax=FMAX, fit_mean=False,
-                                              center_data=False)
+    with pytest.raises(ValueError, match="periodic model"):
+        stats.catalog_false_alarm_probability(z, cat, fmax=FMAX, nterms=0)
     with pytest.raises(ValueError, match="nf"):
         stats.catalog_false_alarm_probability(z, cat, fmax=FMAX, method="townsend")
     with pytest.raises(ValueError, match="method"):

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from astropy.timeseries import LombScargle as AstropyLombScargle
 
-from clperiod import FrequencyGrid
+from clperiod import FrequencyGrid, multiterm, stats
 from clperiod.astropy import LombScargle
-from clperiod.multiterm import MAX_NTERMS, multiterm_power
+from clperiod.multiterm import MAX_NTERMS, multiterm_max_power, multiterm_power
 
 GRID = FrequencyGrid.from_range(0.01, 3.0, 1500)
 
@@ -100,6 +100,114 @@ def test_astropy_bridge_with_nterms(light_curve, cpu_device):
     np.testing.assert_allclose(p_ours, p_theirs, rtol=2e-4)
     np.testing.assert_allclose(ours.model(t, 1 / 2.3), theirs.model(t, 1 / 2.3))  # astropy's
     with pytest.raises(NotImplementedError, match="multiterm periodograms"):
-        ours.false_alarm_probability(0.5)
-    with pytest.raises(NotImplementedError, match="multiterm periodograms"):
-        ours.false_alarm_level(0.01)
+        theirs.false_alarm_probability(0.5)  # astropy has no null for nterms != 1
+    # clperiod's: Baluev (2008) generalized to 2 nterms components (clperiod.stats)
+    fmax = ours.autofrequency(return_freq_limits=True)[1]
+    z = np.array([0.3, 0.4, 0.5])
+    for method in ("baluev", "davies", "naive", "single"):
+        expected = stats.false_alarm_probability(
+            z, n=t.size, fmax=fmax, t=t - t[0], dy=dy, nterms=3,
+            method="townsend" if method == "single" else method,
+            nf=1 if method == "single" else None)
+        np.testing.assert_allclose(ours.false_alarm_probability(z, method=method), expected,
+                                   rtol=1e-12)
+        p = ours.false_alarm_probability(z, method=method)
+        np.testing.assert_allclose(ours.false_alarm_level(p, method=method), z, rtol=1e-9)
+
+
+# {{{ many light curves on the same times: multiterm_max_power and the bootstrap
+
+
+@pytest.mark.parametrize(("nterms", "fit_mean", "center_data", "normalization"),
+                         [(2, True, True, "standard"), (3, False, False, "psd"),
+                          (1, False, True, "model"), (0, True, True, "log")])
+def test_max_power_equals_each_curves_maximum(light_curve, cpu_device, monkeypatch, nterms,
+                                              fit_mean, center_data, normalization):
+    t, y, dy = light_curve
+    rng = np.random.default_rng(5)
+    picks = rng.integers(0, t.size, (13, t.size))  # not a multiple of 8 curves per item
+    grid = FrequencyGrid(0.0, 0.01, 300)  # f = 0 is degenerate (NaN): skipped
+    options = {"fit_mean": fit_mean, "center_data": center_data,
+               "normalization": normalization, "device": cpu_device}
+    for errors in (dy[picks], dy, None):  # per curve, shared, none
+        rows = [None] * len(picks) if errors is None else np.broadcast_to(errors, picks.shape)
+        expected = [np.nanmax(multiterm_power(t, y[p], e, grid, nterms, **options))
+                    for p, e in zip(picks, rows)]
+        # one kernel call, then 2 curves per call; 8 (a CPU's default), 1 (a
+        # GPU's) and 3 curves per work-item
+        for block, rows in ((1 << 22, 8), (700, 8), (1 << 22, 1), (700, 3)):
+            monkeypatch.setattr(multiterm, "_MAX_BLOCK", block)
+            monkeypatch.setattr(multiterm, "_CPU_ROWS", rows)
+            got = multiterm_max_power(t, y[picks], errors, grid, nterms, **options)
+            np.testing.assert_allclose(got, expected, rtol=1e-13, atol=1e-15)
+
+
+def test_max_power_errors(light_curve, cpu_device):
+    t, y, dy = light_curve
+    with pytest.raises(ValueError, match=r"shape \(n_curves, n\)"):
+        multiterm_max_power(t, y, dy, GRID, 2, device=cpu_device)
+    with pytest.raises(ValueError, match="differ in length"):
+        multiterm_max_power(t[:-1], y[None], None, GRID, 2, device=cpu_device)
+    with pytest.raises(ValueError, match="positive"):
+        multiterm_max_power(t, y[None], -dy, GRID, 2, device=cpu_device)
+    assert multiterm_max_power(t, np.empty((0, t.size)), None, GRID, 2,
+                               device=cpu_device).shape == (0,)
+
+
+def _bootstrap_reference(t, y, dy, nterms, fit_mean, center_data, normalization,
+                         n_bootstraps, random_seed):
+    """Sorted maxima of astropy's exact "chi2" periodograms of astropy's bootstrap
+    draws, and the relative tolerance of each: 1e-9, or 2e-4 for a maximum below
+    f = 1 / T, where the normal equations are ill-conditioned (both codes are
+    off by ~5e-5 there, see test_astropy_bridge_with_nterms)."""
+    ls = AstropyLombScargle(t, y, dy)
+    frequency = ls.autofrequency(maximum_frequency=ls.autofrequency(return_freq_limits=True)[1])
+    rng = np.random.default_rng(random_seed)
+    maxima, rtol = [], []
+    for _ in range(n_bootstraps):
+        pick = rng.integers(0, y.size, y.size)
+        power = AstropyLombScargle(t, y[pick], None if dy is None else dy[pick], nterms=nterms,
+                                   fit_mean=fit_mean, center_data=center_data,
+                                   normalization=normalization).power(frequency, method="chi2")
+        maxima.append(power.max())
+        rtol.append(1e-9 if frequency[np.argmax(power)] * np.ptp(t) >= 1 else 2e-4)
+    order = np.argsort(maxima)
+    return np.array(maxima)[order], np.array(rtol)[order]
+
+
+@pytest.mark.parametrize(("nterms", "fit_mean", "center_data", "normalization", "weighted"),
+                         [(2, True, True, "standard", True), (2, False, False, "psd", True),
+                          (3, True, False, "log", False)])
+def test_bootstrap_equals_astropy_reference(light_curve, cpu_device, nterms, fit_mean,
+                                            center_data, normalization, weighted):
+    t, y, dy = (a[::2] for a in light_curve)  # 80 points: astropy's reference is slow
+    t = t - t[0]  # astropy's chi2 reference loses digits at MJD epochs
+    if not (fit_mean or center_data):
+        y = y - np.average(y, weights=dy**-2.0)  # zero-mean data, as that null assumes
+    dy = dy if weighted else None
+    options = {"nterms": nterms, "fit_mean": fit_mean, "center_data": center_data,
+               "normalization": normalization}
+    ours = LombScargle(t, y, dy, device=cpu_device, **options)
+    n = 20
+    kwds = {"n_bootstraps": n, "random_seed": 8}
+    expected, rtol = _bootstrap_reference(t, y, dy, **options, **kwds)
+    assert np.sum(rtol == 1e-9) >= 16  # most maxima lie where the fit is well conditioned
+    # p = (k + 1/2) / n picks every sorted maximum once
+    p = (np.arange(n) + 0.5)[::-1] / n
+    level = ours.false_alarm_level(p, method="bootstrap", method_kwds=kwds)
+    assert np.all(np.abs(level - expected) <= rtol * np.abs(expected))
+    z = np.quantile(expected, [0.1, 0.5, 0.9])
+    np.testing.assert_array_equal(
+        ours.false_alarm_probability(z, method="bootstrap", method_kwds=kwds),
+        1 - np.searchsorted(expected, z) / n)
+
+
+def test_bootstrap_of_a_constant_resampling_raises(cpu_device):
+    t = np.array([0.0, 1.3, 2.1, 3.7, 4.2, 5.9])
+    ours = LombScargle(t, [1.0, 1.0, 1.0, 1.0, 1.0, 2.0], nterms=2, device=cpu_device)
+    with pytest.raises(ValueError, match="has no periodogram: constant values"):
+        ours.false_alarm_level(0.1, method="bootstrap",
+                               method_kwds={"n_bootstraps": 20, "random_seed": 0})
+
+
+# }}}

@@ -175,10 +175,15 @@ def test_argument_errors(data):
         stats.false_alarm_probability(0.3, method="bootstrap", **base)
     with pytest.raises(ValueError, match="normalization"):
         stats.false_alarm_probability(0.3, normalization="scipy", **base)
-    with pytest.raises(ValueError, match="centered"):
-        stats.false_alarm_probability(0.3, fit_mean=False, center_data=False, **base)
-    with pytest.raises(ValueError, match="centered"):
-        stats.false_alarm_level(0.1, fit_mean=False, center_data=False, **base)
+    # uncentred data has a null (zero-mean noise, dH = 0): more noise degrees
+    # of freedom than centred data, so a smaller FAP at the same power
+    uncentred = stats.false_alarm_probability(0.3, fit_mean=False, center_data=False, **base)
+    assert 0 < uncentred < stats.false_alarm_probability(0.3, **base)
+    level = stats.false_alarm_level(0.1, fit_mean=False, center_data=False, **base)
+    assert stats.false_alarm_probability(level, fit_mean=False, center_data=False,
+                                         **base) == pytest.approx(0.1, rel=1e-9)
+    with pytest.raises(ValueError, match="periodic model"):
+        stats.false_alarm_probability(0.3, nterms=0, **base)
     assert stats.false_alarm_probability(0.3, fit_mean=False, center_data=True, **base) > 0
     with pytest.raises(ValueError, match="t is required"):
         stats.false_alarm_probability(0.3, n=t.size, fmax=FMAX)
