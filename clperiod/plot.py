@@ -214,9 +214,6 @@ def _draw_false_alarm_levels(
     if isinstance(result, SuperSmootherResult):
         _note(ax, "no FAP levels: SuperSmoother has no analytic FAP")
         return
-    if not (result.fit_mean or result.center_data):
-        _note(ax, "no FAP levels: uncentered data (no null distribution)")
-        return
     levels = _false_alarm_levels(result, index, probabilities, method)
     from matplotlib.transforms import blended_transform_factory
 

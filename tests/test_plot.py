@@ -92,14 +92,22 @@ def test_fap_levels_follow_the_normalization(catalog, cpu_device, normalization)
     assert line.get_ydata()[0] == pytest.approx(level, rel=1e-12)
 
 
-def test_no_fap_lines_when_not_asked_or_without_null_distribution(result, catalog, cpu_device):
+def test_no_fap_lines_when_not_asked_and_uncentred_lines_from_the_zero_mean_null(
+        result, catalog, cpu_device):
     fig = plot_result(result, catalog, 0, fap_levels=())
     assert fap_lines(fig.axes[0]) == []
     raw = clperiod.lombscargle(catalog, GRID, method="standard", periodogram=True,
                                device=cpu_device)  # fit_mean = center_data = False
-    fig = plot_result(raw, catalog, 0)
-    assert fap_lines(fig.axes[0]) == []
-    assert any("no FAP levels: uncentered" in text for text in legend_texts(fig.axes[0]))
+    fig = plot_result(raw, catalog, 0, fap_levels=[0.01])
+    t, _, _ = catalog.lightcurve(0)
+    level = stats.false_alarm_level(0.01, n=t.size, fmax=GRID.fmax, t=t,
+                                    normalization=raw.normalization, fit_mean=False,
+                                    center_data=False)
+    centred = stats.false_alarm_level(0.01, n=t.size, fmax=GRID.fmax, t=t,
+                                      normalization=raw.normalization)
+    (line,) = fap_lines(fig.axes[0])
+    assert line.get_ydata()[0] == pytest.approx(level, rel=1e-12)
+    assert level != pytest.approx(centred, rel=1e-6)  # dH = 0, not the centred null
 
 
 def test_supersmoother_result_plots_without_fap(catalog, cpu_device):
