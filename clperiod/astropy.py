@@ -287,7 +287,7 @@ class LombScargle(_AstropyLombScargle):
         z = self._power_values(power)
         if _fap_method(method, method_kwds) == "bootstrap":
             maxima = self._bootstrap_maxima(grid.fmax, **dict(method_kwds or {}))
-            fap = 1 - np.searchsorted(maxima, z) / len(maxima)
+            fap = np.where(np.isnan(z), np.nan, 1 - np.searchsorted(maxima, z) / len(maxima))[()]
         else:
             fap = stats.false_alarm_probability(z, **self._null(method, grid))
         return u.Quantity(fap, u.dimensionless_unscaled) if isinstance(power, u.Quantity) else fap

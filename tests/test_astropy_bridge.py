@@ -251,6 +251,14 @@ def test_bootstrap_resamplings_on_the_device_equal_astropys(data, cpu_device):
     np.testing.assert_array_equal(
         ours.false_alarm_probability(z, method="bootstrap", method_kwds=kwds),
         theirs.false_alarm_probability(z, method="bootstrap", method_kwds=kwds))
+    # a NaN power (a degenerate frequency) has no false-alarm probability
+    # (astropy's searchsorted would give 0)
+    fap = ours.false_alarm_probability(np.array([np.nan, 0.2]), method="bootstrap",
+                                       method_kwds=kwds)
+    assert np.isnan(fap[0]) and fap[1] == theirs.false_alarm_probability(
+        0.2, method="bootstrap", method_kwds=kwds)
+    assert np.isnan(ours.false_alarm_probability(np.nan, method="bootstrap",
+                                                 method_kwds=kwds))
 
 
 def test_uncentred_false_alarms_use_the_zero_mean_null(data, cpu_device):
