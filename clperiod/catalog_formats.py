@@ -13,6 +13,7 @@ import csv
 import gzip
 import itertools
 import lzma
+import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,8 +34,10 @@ READ_ROWS = 1 << 18
 MIN_READ_ROWS = 1 << 14
 #: Bytes that the Parquet reader buffers per column (pages are decoded as the
 #: rows are read; pyarrow's default pre-buffering would read whole row
-#: groups, or the whole file, at once).
-PARQUET_BUFFER = 1 << 20
+#: groups, or the whole file, at once). 256 KiB read the first 32,768 rows of
+#: a file 20 % sooner than 1 MiB and a whole 1.6x10^6-row file as fast;
+#: 64 KiB read the whole file 20 % slower.
+PARQUET_BUFFER = 1 << 18
 #: Suffixes of Parquet files.
 PARQUET_SUFFIXES = (".parquet", ".pq")
 #: Text compressions known by suffix (pandas' names).
@@ -242,10 +245,10 @@ def open_parquet(path: Path) -> Any:
 
 def parquet_metadata(path: Path) -> Any:
     """The footer (``FileMetaData``) of a Parquet file, read once per version
-    of the file (its path, size and modification time)."""
+    of the file (its device and inode, size and modification time)."""
     pq = _pyarrow_parquet(path)
-    stat = Path(path).stat()
-    key = (str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns)
+    stat = os.stat(path)
+    key = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
     with _FOOTERS_LOCK:
         if key in _FOOTERS:
             return _FOOTERS[key]
@@ -260,7 +263,7 @@ def parquet_metadata(path: Path) -> Any:
     return metadata
 
 
-_FOOTERS: dict[tuple[str, int, int], Any] = {}
+_FOOTERS: dict[tuple[int, int, int, int], Any] = {}
 _FOOTERS_KEPT = 16
 _FOOTERS_LOCK = threading.Lock()
 
