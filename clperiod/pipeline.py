@@ -473,9 +473,9 @@ class _RunState:
         self.timings["compute_s"] += time.perf_counter() - started
         if final:  # nothing left to overlap: written here, after the writes before it
             self._drain()
-            self.figures += self._write(chunk, results, plot_job, final)
+            self.figures += self._write(chunk, results, plot_job, True)
             return
-        self._writes.append(self._writer.submit(self._write, chunk, results, plot_job, final))
+        self._writes.append(self._writer.submit(self._write, chunk, results, plot_job, False))
         while len(self._writes) > _PENDING_WRITES or (self._writes and self._writes[0].done()):
             self.figures += self._writes.pop(0).result()
 
