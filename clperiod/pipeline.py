@@ -20,7 +20,8 @@ and a writer thread computes the previous chunk's table (false-alarm
 probabilities) and commits its part file while an appender thread adds its
 rows to the output (under a temporary name). When every chunk is done the
 output is renamed into place, the periodogram parts are joined in input
-order, and the work directory is removed.
+order, and the work directory is removed (moved aside at once, deleted in a
+background thread: :func:`clperiod.disposal.dispose`).
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ import dataclasses
 import inspect
 import json
 import queue
-import shutil
 import threading
 import time
 import warnings
@@ -46,6 +46,7 @@ from .catalog import Catalog
 from .catalog_files import DEFAULT_CHUNK_ROWS, CatalogChunk, CatalogReader
 from .chunking import Block, Chunker
 from .device import select_devices
+from .disposal import dispose
 from .grid import FrequencyGrid
 from .host import Deferred
 from .results_files import (
@@ -320,7 +321,7 @@ def run_catalog(
         })
         manifest = _open_work(work, settings, restart)
         resuming = manifest is not None
-        for path in (output, periodogram):
+        for path in (output, periodogram, work):
             if path is not None:
                 remove_temporaries(path)
         if manifest is None:
@@ -339,7 +340,7 @@ def run_catalog(
             joined = time.perf_counter()
     if periodogram is not None:
         _join_periodograms(work, state.n_chunks, periodogram, formats[1], grid, state.n_objects)
-    shutil.rmtree(work)
+    dispose(work)
     timings = dict(state.timings, join_s=time.perf_counter() - joined,
                    total_s=time.perf_counter() - started)
     return CatalogRun(output, Path(periodogram) if periodogram else None, state.figures,
@@ -494,7 +495,8 @@ class _RunState:
         started = time.perf_counter()
         columns = [result_columns(result, fap_method=self.search.fap_method)
                    for result in results]
-        joined = {name: np.concatenate([c[name] for c in columns]) for name in columns[0]}
+        joined = columns[0] if len(columns) == 1 else {
+            name: np.concatenate([c[name] for c in columns]) for name in columns[0]}
         if self.with_periodogram:
             path = self.work / _periodogram_part(chunk.index)
             with PeriodogramWriter(path, chunk.catalog.n_objects, self.search.grid, "npy") as out:
@@ -506,10 +508,10 @@ class _RunState:
 
             result, catalog, ids = plot_job
             figures = plot_objects(result, catalog, ids, self.plot, fmt=self.plot_format)
-        table = results_table(joined, metadata=chunk.summary())
-        if final and not self.with_periodogram:
-            self.output.write(table)
+        if final and not self.with_periodogram:  # no part file: no chunk summary
+            self.output.write(results_table(joined))
         else:
+            table = results_table(joined, metadata=chunk.summary())
             appended = self._appender.submit(self.output.write, table)  # alongside the commit
             _write_part(self.work / _result_part(chunk.index), table)
             appended.result()
@@ -619,14 +621,14 @@ def _open_work(work: Path, settings: dict[str, Any], restart: bool) -> dict[str,
 
     Files that a killed run left half written (temporary names) are removed.
     """
-    if restart and work.exists():
-        shutil.rmtree(work)
+    if restart:
+        dispose(work)
     manifest_path = work / _MANIFEST
     if not manifest_path.exists():
         if work.exists() and not all(is_temporary(p) for p in work.iterdir()):
             raise ValueError(f"{work} exists but holds no {_MANIFEST}; it is not a clperiod "
                              "work directory: move it away")
-        shutil.rmtree(work, ignore_errors=True)
+        dispose(work)
         work.mkdir(parents=True)
         return None
     manifest = json.loads(manifest_path.read_text())

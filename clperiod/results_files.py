@@ -28,6 +28,7 @@ import contextlib
 import glob
 import json
 import os
+import shutil
 import zipfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -36,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .disposal import released_on_replace
 from .tables import result_columns
 
 if TYPE_CHECKING:
@@ -168,7 +170,7 @@ class ResultsWriter:
         if self._sink is not None:
             self._sink.close()
         if kind is None and self._sink is not None:
-            os.replace(self._temporary, self.path)
+            _replace(self._temporary, self.path)
         else:
             self._temporary.unlink(missing_ok=True)
 
@@ -178,7 +180,10 @@ class ResultsWriter:
             table = table.replace_schema_metadata(self.metadata)
         if self._sink is None:
             if self.format == "parquet":
-                self._sink = _pyarrow_parquet().ParquetWriter(self._temporary, table.schema)
+                # dictionaries only for text: results are mostly distinct numbers
+                text = [f.name for f in table.schema if _is_text(f.type)]
+                self._sink = _pyarrow_parquet().ParquetWriter(self._temporary, table.schema,
+                                                              use_dictionary=text)
             else:
                 import pyarrow.csv as pcsv
 
@@ -265,7 +270,7 @@ class PeriodogramWriter:
         finally:
             self._close_sink()
             if completed:
-                os.replace(self._temporary, self.path)
+                _replace(self._temporary, self.path)
             else:
                 self._temporary.unlink(missing_ok=True)
 
@@ -372,7 +377,7 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
-    os.replace(temporary, path)
+    _replace(temporary, path)
 
 
 # ---------------------------------------------------------------------- helpers
@@ -393,10 +398,15 @@ def _format(path: Any, fmt: str | None, formats: dict[str, tuple[str, ...]], wha
 
 
 def remove_temporaries(path: str | os.PathLike[str]) -> None:
-    """Remove the temporary files that interrupted writes of ``path`` left next to it."""
+    """Remove the temporary files (and directories) that interrupted writes of
+    ``path``, or a process that ended during a :mod:`~clperiod.disposal`, left
+    next to it."""
     path = Path(path)
     for stray in path.parent.glob(f".{glob.escape(path.name)}.tmp-*"):
-        stray.unlink(missing_ok=True)
+        if stray.is_dir() and not stray.is_symlink():
+            shutil.rmtree(stray, ignore_errors=True)
+        else:
+            stray.unlink(missing_ok=True)
 
 
 def is_temporary(path: Path) -> bool:
@@ -404,8 +414,21 @@ def is_temporary(path: Path) -> bool:
     return path.name.startswith(".") and ".tmp-" in path.name
 
 
+def _replace(temporary: Path, path: Path) -> None:
+    """Move a finished file into place; the old version's blocks are freed in
+    the background (:func:`~clperiod.disposal.released_on_replace`)."""
+    with released_on_replace(path):
+        os.replace(temporary, path)
+
+
 def _temporary_name(path: Path) -> Path:
     return path.with_name(f".{path.name}.tmp-{os.getpid()}")
+
+
+def _is_text(arrow_type: Any) -> bool:
+    pa = _pyarrow()
+    return (pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type)
+            or pa.types.is_binary(arrow_type) or pa.types.is_large_binary(arrow_type))
 
 
 def _pyarrow() -> Any:
