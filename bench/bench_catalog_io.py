@@ -17,7 +17,8 @@ Reported per workload:
   the stage sums it reports, and the I/O overhead
   ``end_to_end_s / compute_s - 1`` (and over ``compute_s + table_s``).
   Chunkings: ``default`` (the reader's defaults: chunks ramp up from
-  ``FIRST_CHUNK_ROWS`` to ``DEFAULT_CHUNK_ROWS`` observations) and, for each
+  ``FIRST_CHUNK_ROWS`` to ``DEFAULT_CHUNK_ROWS`` observations), for each
+  ``--first`` value ``n`` the ramp from ``n`` observations, and for each
   ``--chunks`` count ``n``, ``n`` equal chunks without the ramp.
 
 Workloads: ``catalog`` (N_f = 2x10^5, for GPUs) and ``cpu`` (N_f = 5,000, for a
@@ -81,7 +82,8 @@ def end_to_end(path: Path, grid: FrequencyGrid, chunking: dict, folder: Path, re
 
 
 def bench(workload: str, repeat: int, chunks: list[int], layouts: list[str],
-          n_objects: int = 1000, nf: int | None = None, folder: str | None = None) -> dict:
+          n_objects: int = 1000, nf: int | None = None, folder: str | None = None,
+          first_rows: list[int] = ()) -> dict:
     catalog = synthetic_catalog(n_objects)
     grid = FrequencyGrid.from_range(0.1, 10.0, nf or NF[workload])
     info = clperiod.select_devices()[0]
@@ -98,6 +100,7 @@ def bench(workload: str, repeat: int, chunks: list[int], layouts: list[str],
         out["write_inputs_s"] = time.perf_counter() - started
         out["input_bytes"] = {k: v.stat().st_size for k, v in inputs.items()}
         chunkings = {"default": {}} | {
+            f"first_{n}": {"first_chunk_rows": n} for n in first_rows} | {
             f"{n}_chunks": {"chunk_rows": math.ceil(rows / n), "first_chunk_rows": None}
             for n in chunks}
         for layout in layouts:
@@ -123,6 +126,9 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, nargs="+", default=[1, 4, 10],
                         help="also cut the catalog into this many equal chunks, without "
                         "the ramp (one run per count)")
+    parser.add_argument("--first", type=int, nargs="*", default=[],
+                        help="also ramp up from first chunks of this many observations "
+                        "(one run per value; the default is FIRST_CHUNK_ROWS)")
     parser.add_argument("--layouts", nargs="+", choices=["long", "nested"],
                         default=["long", "nested"])
     parser.add_argument("--objects", type=int, default=1000, help="catalog size (default 1000)")
@@ -133,7 +139,7 @@ def main() -> None:
     args = parser.parse_args()
     run_report("bench_catalog_io.py", args.workloads,
                lambda name: bench(name, args.repeat, args.chunks, args.layouts, args.objects,
-                                  args.nf, args.folder), args.out)
+                                  args.nf, args.folder, args.first), args.out)
 
 
 if __name__ == "__main__":

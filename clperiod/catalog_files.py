@@ -253,12 +253,17 @@ class CatalogReader:
 
     # ------------------------------------------------------------------ reading
     def __iter__(self) -> Iterator[CatalogChunk]:
+        """The chunks, in file order. A Parquet file is opened here, in the
+        calling thread; it is read from the first ``next`` on."""
+        return self._chunks(self._blocks())
+
+    def _chunks(self, blocks: Iterator[Block]) -> Iterator[CatalogChunk]:
         chunker = Chunker(self.chunk_rows, self.chunk_objects,
                           rows_are_objects=self.layout == "nested-parquet",
                           first_rows=self.first_chunk_rows)
         seen = SeenIds()
         index = 0
-        for block in self._blocks():
+        for block in blocks:
             for part in chunker.add(block):
                 yield self._chunk(index, part, seen)
                 index += 1

@@ -298,9 +298,17 @@ def nested_columns(schema: Any, field: str | None) -> list[str]:
 def parquet_blocks(path: Path, roles: dict[str, str], rows: int,
                    first: int | None = None) -> Iterator[Block]:
     """Blocks of ``rows`` rows of a long-format Parquet file (only ``roles`` columns
-    read); with ``first``, the block sizes ramp up from it (:func:`ramp`)."""
+    read); with ``first``, the block sizes ramp up from it (:func:`ramp`).
+
+    The file is opened at once, in the caller's thread, and read from the
+    first ``next`` on (a reader thread then starts with the decoding)."""
+    return _long_blocks(open_parquet(path), path, roles, rows, first)
+
+
+def _long_blocks(parquet: Any, path: Path, roles: dict[str, str], rows: int,
+                 first: int | None) -> Iterator[Block]:
     row = 0
-    with open_parquet(path) as parquet:
+    with parquet:
         for batch in _ramped_batches(parquet, list(roles.values()), first or rows, rows):
             ids = id_values(batch.column(roles["id"]), roles["id"], row, path)
             columns = {role: arrow_numbers(batch.column(name), name, row, path)
@@ -316,12 +324,18 @@ def nested_blocks(path: Path, roles: dict[str, str], nested_col: str,
     Only the id column and the struct fields named in ``roles`` are read, in
     blocks of about ``rows`` observations (objects per block from the mean
     light-curve length that the file's metadata gives); with ``first``, the
-    block sizes ramp up from about that many (:func:`ramp`).
+    block sizes ramp up from about that many (:func:`ramp`). Opened at once,
+    like :func:`parquet_blocks`.
     """
+    return _nested_blocks(open_parquet(path), path, roles, nested_col, rows, first)
+
+
+def _nested_blocks(parquet: Any, path: Path, roles: dict[str, str], nested_col: str,
+                   rows: int, first: int | None) -> Iterator[Block]:
     id_col = roles["id"]
     roles = {role: name for role, name in roles.items() if role != "id"}
     row = 0
-    with open_parquet(path) as parquet:
+    with parquet:
         paths = [id_col] + _leaf_paths(parquet.schema, nested_col, set(roles.values()))
         objects = _objects_per_block(parquet, paths[1], rows)
         first_objects = _objects_per_block(parquet, paths[1], first or rows)
