@@ -15,20 +15,18 @@ whatever a process that ended early left behind.
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import itertools
 import os
 import shutil
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+from .workers import SerialQueue
+
 __all__ = ["dispose", "hidden_name", "released_on_replace", "wait_for_disposals"]
 
-_executor: concurrent.futures.ThreadPoolExecutor | None = None
-_pending: set[concurrent.futures.Future] = set()
-_lock = threading.Lock()
+_removals = SerialQueue()
 _serial = itertools.count()
 
 
@@ -75,25 +73,11 @@ def released_on_replace(path: str | os.PathLike[str]) -> Iterator[None]:
 
 def wait_for_disposals() -> None:
     """Wait until every path disposed of so far is removed."""
-    with _lock:
-        pending = list(_pending)
-    concurrent.futures.wait(pending)
+    _removals.join()
 
 
 def _submit(hidden: Path) -> None:
-    global _executor
-    with _lock:
-        if _executor is None:
-            _executor = concurrent.futures.ThreadPoolExecutor(
-                1, thread_name_prefix="clperiod-disposal")
-        future = _executor.submit(_remove, hidden)
-        _pending.add(future)
-    future.add_done_callback(_forget)
-
-
-def _forget(future: concurrent.futures.Future) -> None:
-    with _lock:
-        _pending.discard(future)
+    _removals.submit(_remove, hidden)
 
 
 def _remove(path: Path) -> None:

@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from . import workers
 from .catalog import Catalog
 from .catalog_files import DEFAULT_CHUNK_ROWS, CatalogChunk, CatalogReader
 from .chunking import Block, Chunker
@@ -61,6 +62,7 @@ from .results_files import (
 from .results_files import periodogram_format as _periodogram_format
 from .stats import catalog_time_spread
 from .tables import result_columns
+from .workers import SerialQueue
 
 __all__ = ["ALGORITHMS", "AutoGrid", "CatalogRun", "PeriodSearch", "catalog_extent",
            "run_catalog", "work_directory"]
@@ -376,8 +378,8 @@ class _RunState:
         self.timings = timings  # read_s is the reader thread's (_Prefetch)
         self.output: ResultsWriter | None = None
         self.bar: Any = None
-        self._writer: concurrent.futures.ThreadPoolExecutor | None = None
-        self._appender: concurrent.futures.ThreadPoolExecutor | None = None
+        self._writer = SerialQueue()  # part files, in chunk order
+        self._appender = SerialQueue()  # output rows, alongside the part files
         self._writes: list[concurrent.futures.Future] = []
         self.null_in_advance = (search.algorithm == "lombscargle" and not with_periodogram
                                 and search.fap_method not in (None, "townsend"))
@@ -391,10 +393,6 @@ class _RunState:
         chunk to the next without waiting for the host.
         """
         self.output, self.bar = output, bar
-        self._writer = concurrent.futures.ThreadPoolExecutor(
-            1, thread_name_prefix="clperiod-writer")
-        self._appender = concurrent.futures.ThreadPoolExecutor(
-            1, thread_name_prefix="clperiod-output")
         queued = None  # the chunk whose search is in flight
         try:
             for chunk in chunks:
@@ -422,12 +420,9 @@ class _RunState:
             with contextlib.suppress(Exception):
                 self._collect(queued)
             # the writer finishes (its jobs use the appender) before the appender
-            self._writer.shutdown()
-            self._appender.shutdown()
+            self._writer.join()
+            self._appender.join()
             raise
-        # every job has finished: the idle threads end by themselves
-        self._writer.shutdown(wait=False)
-        self._appender.shutdown(wait=False)
 
     def warn_missing_plot_ids(self) -> None:
         """Warn about requested plot ids that the input does not hold."""
@@ -557,7 +552,7 @@ class _RunState:
 
 
 class _Prefetch:
-    """Iterate over ``items`` in a background thread, one item ahead."""
+    """Iterate over ``items`` in a worker thread, one item ahead."""
 
     _DONE = object()
 
@@ -566,20 +561,19 @@ class _Prefetch:
         self._timings = timings
         self._queue: queue.Queue = queue.Queue(maxsize=1)
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="clperiod-reader", daemon=True)
+        self._job: concurrent.futures.Future | None = None
 
     def __enter__(self) -> Iterator[Any]:
-        self._thread.start()
+        self._job = workers.submit(self._run)
         return self._iterate()
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
-        while self._thread.is_alive():
-            try:
-                self._queue.get(timeout=0.05)
-            except queue.Empty:
-                pass
-        self._thread.join()
+        while True:
+            with contextlib.suppress(queue.Empty):
+                self._queue.get_nowait()  # frees a reader waiting on the full queue
+            if not concurrent.futures.wait([self._job], timeout=0.05).not_done:
+                return
 
     def _run(self) -> None:
         try:

@@ -69,6 +69,7 @@ def test_build_failure_reports_log_and_source(context, monkeypatch):
     path = message.split("rendered source: ")[1].split()[0]
     with open(path) as handle:
         assert handle.read() == broken
+    os.unlink(path)
 
 
 def test_scheduler_keeps_order_and_spreads_items():

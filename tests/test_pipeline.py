@@ -15,6 +15,7 @@ import pytest
 import clperiod
 from clperiod import pipeline
 from clperiod.catalog_files import open_catalog
+from clperiod.disposal import wait_for_disposals
 from clperiod.io import load_example
 from clperiod.pipeline import AutoGrid, PeriodSearch, run_catalog, work_directory
 from clperiod.tables import result_columns
@@ -66,6 +67,23 @@ def test_run_matches_one_direct_search(tmp_path, input_file, catalog, cpu_device
     assert provenance["search"]["grid"] == {"fmin": GRID.fmin, "df": GRID.df, "nf": GRID.nf}
     assert provenance["input"]["path"] == str(input_file.resolve())
     assert not work_directory(run.output).exists()
+
+
+def test_a_repeated_run_replaces_its_output_and_leaves_nothing_behind(tmp_path, input_file,
+                                                                       cpu_device):
+    output = tmp_path / "out.parquet"
+    first = run_catalog(_reader(input_file), _search(), output, device=cpu_device,
+                        progress=False)
+    expected = pq.read_table(first.output)
+    reader = open(output, "rb")  # the old version stays readable while it is replaced
+    run_catalog(_reader(input_file), _search(), output, device=cpu_device, progress=False,
+                restart=True)
+    assert pq.read_table(output).equals(expected)
+    assert pq.read_table(reader).equals(expected)
+    reader.close()
+    wait_for_disposals()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["catalog.parquet", "out.parquet"]
+    assert output.stat().st_nlink == 1
 
 
 def test_catalog_source_csv_output_and_supersmoother(tmp_path, catalog, cpu_device):

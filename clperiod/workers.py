@@ -1,0 +1,97 @@
+"""Long-lived worker threads shared by catalog runs.
+
+A catalog run reads, writes and cleans up in background threads. Starting a
+thread, and ending it, costs the interpreter a fraction of a millisecond each,
+at a run's start and end, where nothing overlaps it; so the threads are kept:
+:func:`submit` runs a job on an idle worker (a new one only when none is idle),
+and :class:`SerialQueue` runs jobs one after another, in order, on them.
+"""
+
+from __future__ import annotations
+
+import collections
+import concurrent.futures
+import os
+import threading
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["SerialQueue", "submit"]
+
+#: Workers at most; more than any number of concurrent runs needs (each holds
+#: at most three at once), so a job never waits for a worker.
+MAX_WORKERS = 256
+
+_pool: concurrent.futures.ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+_queues: weakref.WeakSet[SerialQueue] = weakref.WeakSet()
+
+
+def submit(function: Callable[..., Any], *args: Any) -> concurrent.futures.Future:
+    """Run ``function(*args)`` on an idle worker thread."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = concurrent.futures.ThreadPoolExecutor(
+                MAX_WORKERS, thread_name_prefix="clperiod-worker")
+        return _pool.submit(function, *args)
+
+
+class SerialQueue:
+    """Jobs that run one at a time, in the order submitted, on the worker threads."""
+
+    def __init__(self) -> None:
+        self._jobs: collections.deque = collections.deque()
+        self._lock = threading.Lock()
+        self._running = False
+        self._last: concurrent.futures.Future | None = None
+        _queues.add(self)
+
+    def submit(self, function: Callable[..., Any], *args: Any) -> concurrent.futures.Future:
+        """Queue ``function(*args)`` after the jobs already queued."""
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        with self._lock:
+            self._jobs.append((future, function, args))
+            self._last = future
+            start, self._running = not self._running, True
+        if start:
+            submit(self._drain)
+        return future
+
+    def join(self) -> None:
+        """Wait until every job queued so far has run (whatever its outcome)."""
+        with self._lock:
+            last = self._last
+        if last is not None:
+            concurrent.futures.wait([last])
+
+    def _drain(self) -> None:
+        while True:
+            with self._lock:
+                if not self._jobs:
+                    self._running = False
+                    return
+                future, function, args = self._jobs.popleft()
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                result = function(*args)
+            except BaseException as error:  # handed to whoever waits on the future
+                future.set_exception(error)
+            else:
+                future.set_result(result)
+
+
+def _after_fork_in_child() -> None:
+    """A forked process has none of the parent's threads: start afresh."""
+    global _pool, _pool_lock
+    _pool, _pool_lock = None, threading.Lock()
+    for serial in list(_queues):
+        serial._jobs.clear()
+        serial._lock = threading.Lock()
+        serial._running = False
+        serial._last = None
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
