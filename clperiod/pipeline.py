@@ -13,12 +13,14 @@ same manifest skips the chunks already written, so an interrupted run
 continues where it stopped, with no object lost or written twice; a manifest
 that does not match is refused (``restart=True`` discards it).
 
-I/O overlaps compute: a reader thread (started before the run's set-up)
-reads and checks the next chunk; the next chunk's search is queued on the
-device before the current one is waited for (:meth:`PeriodSearch.start`);
-and a writer thread computes the previous chunk's table (false-alarm
-probabilities) and commits its part file while an appender thread adds its
-rows to the output (under a temporary name). When every chunk is done the
+I/O overlaps compute: a fresh run reads its first chunk and queues its
+search before the rest of its set-up (manifest, output), which then overlaps
+the device; a reader thread reads and checks the next chunk; the next
+chunk's search is queued on the device before the current one is waited for
+(:meth:`PeriodSearch.start`); and a writer thread computes the previous
+chunk's table (false-alarm probabilities) and commits its part file while an
+appender thread adds its rows to the output (under a temporary name). The
+threads are long-lived workers (:mod:`clperiod.workers`). When every chunk is done the
 output is renamed into place, the periodogram parts are joined in input
 order, and the work directory is removed (moved aside at once, deleted in a
 background thread: :func:`clperiod.disposal.dispose`).
@@ -308,38 +310,53 @@ def run_catalog(
     started = time.perf_counter()
     reader = _as_reader(source, chunk_rows)
     timings = {"read_s": 0.0, "compute_s": 0.0, "write_s": 0.0}
-    with _Prefetch(reader, timings) as chunks:  # reading starts alongside the set-up
-        output = Path(output)
-        formats = (result_format(output, output_format),
-                   _periodogram_format(periodogram, periodogram_format) if periodogram else None)
-        work = work_directory(output)
-        settings = _normalised({
-            "run_format": _RUN_FORMAT,
-            "clperiod": _version(),
-            "input": reader.identity(),
-            "reader": reader.settings(),
-            "search": search.settings(),
-            "periodogram": periodogram is not None,
-        })
-        manifest = _open_work(work, settings, restart)
-        resuming = manifest is not None
+    output = Path(output)
+    formats = (result_format(output, output_format),
+               _periodogram_format(periodogram, periodogram_format) if periodogram else None)
+    work = work_directory(output)
+    settings = _normalised({
+        "run_format": _RUN_FORMAT,
+        "clperiod": _version(),
+        "input": reader.identity(),
+        "reader": reader.settings(),
+        "search": search.settings(),
+        "periodogram": periodogram is not None,
+    })
+    manifest = _open_work(work, settings, restart)
+    resuming = manifest is not None
+    devices = select_devices(device)
+    state_args = (work, devices, periodogram is not None, plot, plot_ids, plot_format, timings)
+    chunks = iter(reader)  # a Parquet file is opened here
+    queued = state = None
+    if manifest is None and isinstance(search.grid, FrequencyGrid):
+        # a fresh run: the first chunk is read here and its search queued
+        # before the rest of the set-up, which then overlaps the device
+        state = _RunState(search, *state_args)
+        reading = time.perf_counter()
+        first = next(chunks)  # the reader raises for an empty input
+        timings["read_s"] += time.perf_counter() - reading
+        queued = state.begin(first)
+    try:
         for path in (output, periodogram, work):
             if path is not None:
                 remove_temporaries(path)
         if manifest is None:
             manifest = _new_manifest(work, settings, search, reader)
         grid = FrequencyGrid(**manifest["grid"])
-        search = dataclasses.replace(search, grid=grid)
-        devices = select_devices(device)
-        state = _RunState(work, search, devices, periodogram is not None, plot, plot_ids,
-                          plot_format, timings)
+        if state is None:
+            state = _RunState(dataclasses.replace(search, grid=grid), *state_args)
         results = ResultsWriter(output, formats[0], _run_metadata(settings, grid))
-        with results, _progress_bar(progress, reader, search.algorithm) as bar:
-            state.process(chunks, results, bar)
-            if resuming:  # a fresh work directory holds this run's parts only
-                _check_no_stale_parts(work, state.n_chunks)
-            state.warn_missing_plot_ids()
-            joined = time.perf_counter()
+    except BaseException:
+        if queued is not None:
+            state.abandon(queued)
+        raise
+    with _Prefetch(chunks, timings) as rest, results, \
+            _progress_bar(progress, reader, search.algorithm) as bar:
+        state.process(rest, results, bar, queued)
+        if resuming:  # a fresh work directory holds this run's parts only
+            _check_no_stale_parts(work, state.n_chunks)
+        state.warn_missing_plot_ids()
+        joined = time.perf_counter()
     if periodogram is not None:
         _join_periodograms(work, state.n_chunks, periodogram, formats[1], grid, state.n_objects)
     dispose(work)
@@ -363,7 +380,7 @@ class _RunState:
     own thread.
     """
 
-    def __init__(self, work: Path, search: PeriodSearch, devices: list, with_periodogram: bool,
+    def __init__(self, search: PeriodSearch, work: Path, devices: list, with_periodogram: bool,
                  plot: Any, plot_ids: Sequence[Any] | None, plot_format: str,
                  timings: dict[str, float]) -> None:
         self.work, self.search, self.devices = work, search, devices
@@ -385,15 +402,29 @@ class _RunState:
                                 and search.fap_method not in (None, "townsend"))
         self.null_weighted = search.options.get("method", "generalized") == "generalized"
 
-    def process(self, chunks: Iterable[CatalogChunk], output: ResultsWriter, bar: Any) -> None:
+    def begin(self, chunk: CatalogChunk) -> tuple:
+        """Count a chunk and queue its search (a fresh run's first chunk, before
+        :meth:`process`, which takes what this returns)."""
+        self.n_chunks += 1
+        self.n_objects += chunk.catalog.n_objects
+        return self._queue(chunk, self._plot_choice(chunk.catalog))
+
+    def abandon(self, queued: tuple) -> None:
+        """Wait for a queued search whose run failed before :meth:`process`."""
+        with contextlib.suppress(Exception):
+            for search in queued[1]:
+                search.result()
+
+    def process(self, chunks: Iterable[CatalogChunk], output: ResultsWriter, bar: Any,
+                queued: tuple | None = None) -> None:
         """Search and write every chunk not already in the work directory.
 
         A chunk's search is queued before the previous chunk's results are
         waited for (:meth:`PeriodSearch.start`), so the device goes from one
-        chunk to the next without waiting for the host.
+        chunk to the next without waiting for the host. ``queued`` is the
+        chunk :meth:`begin` queued, if any.
         """
         self.output, self.bar = output, bar
-        queued = None  # the chunk whose search is in flight
         try:
             for chunk in chunks:
                 self.n_chunks += 1
@@ -405,12 +436,7 @@ class _RunState:
                     self.n_resumed += 1
                     self._writes.append(self._writer.submit(self._copy_part, chunk))
                     continue
-                started = time.perf_counter()
-                searches = self._start(chunk.catalog)
-                self.timings["compute_s"] += time.perf_counter() - started
-                if self.null_in_advance:  # the fap column's inputs, while the device works
-                    self._writer.submit(catalog_time_spread, chunk.catalog, self.null_weighted)
-                previous, queued = queued, (chunk, searches, plot_ids)
+                previous, queued = queued, self._queue(chunk, plot_ids)
                 self._collect(previous)
             previous, queued = queued, None
             self._collect(previous, final=True)
@@ -442,6 +468,15 @@ class _RunState:
     def _advance(self, n: int) -> None:
         if self.bar is not None:
             self.bar.update(n)
+
+    def _queue(self, chunk: CatalogChunk, plot_ids: np.ndarray) -> tuple:
+        """Begin a chunk's search: ``(chunk, searches, plot_ids)``."""
+        started = time.perf_counter()
+        searches = self._start(chunk.catalog)
+        self.timings["compute_s"] += time.perf_counter() - started
+        if self.null_in_advance:  # the fap column's inputs, while the device works
+            self._writer.submit(catalog_time_spread, chunk.catalog, self.null_weighted)
+        return chunk, searches, plot_ids
 
     def _start(self, catalog: Catalog) -> list[Deferred]:
         """Begin the chunk's search: queued on the device when it can be

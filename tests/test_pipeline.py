@@ -183,8 +183,15 @@ def test_a_run_stopped_before_its_output_is_in_place_searches_the_last_chunk_aga
 def test_work_directory_of_other_settings_is_refused(tmp_path, input_file, monkeypatch,
                                                      cpu_device):
     output = tmp_path / "out.parquet"
-    monkeypatch.setattr(PeriodSearch, "start",
-                        lambda *a, **k: (_ for _ in ()).throw(OSError("x")))
+    original, calls = PeriodSearch.start, []
+
+    def fail_on_the_second_chunk(self, catalog, **kwargs):
+        calls.append(catalog.n_objects)
+        if len(calls) == 2:
+            raise OSError("x")
+        return original(self, catalog, **kwargs)
+
+    monkeypatch.setattr(PeriodSearch, "start", fail_on_the_second_chunk)
     with pytest.raises(OSError):
         run_catalog(_reader(input_file), _search(), output, device=cpu_device, progress=False)
     monkeypatch.undo()
@@ -200,6 +207,25 @@ def test_work_directory_of_other_settings_is_refused(tmp_path, input_file, monke
         run_catalog(_reader(input_file), _search(), output, device=cpu_device)
     run = run_catalog(_reader(input_file, 400), _search(), output, restart=True,
                       device=cpu_device, progress=False)
+    assert run.n_resumed == 0 and run.n_objects == 24
+
+
+def test_a_set_up_failure_after_the_first_search_waits_for_it(tmp_path, input_file,
+                                                             monkeypatch, cpu_device):
+    """A fresh run queues its first chunk before writing its manifest; a failure
+    in between waits for that search and leaves nothing to resume."""
+    output = tmp_path / "out.parquet"
+    waited = []
+    abandon = pipeline._RunState.abandon
+    monkeypatch.setattr(pipeline._RunState, "abandon",
+                        lambda self, queued: waited.append(abandon(self, queued)))
+    monkeypatch.setattr(pipeline, "_new_manifest",
+                        lambda *a, **k: (_ for _ in ()).throw(OSError("disk full")))
+    with pytest.raises(OSError, match="disk full"):
+        run_catalog(_reader(input_file), _search(), output, device=cpu_device, progress=False)
+    assert len(waited) == 1 and not output.exists()
+    monkeypatch.undo()
+    run = run_catalog(_reader(input_file), _search(), output, device=cpu_device, progress=False)
     assert run.n_resumed == 0 and run.n_objects == 24
 
 
