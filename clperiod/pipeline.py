@@ -328,30 +328,32 @@ def run_catalog(
     state_args = (work, devices, periodogram is not None, plot, plot_ids, plot_format, timings)
     chunks = iter(reader)  # a Parquet file is opened here
     queued = state = None
-    if manifest is None and isinstance(search.grid, FrequencyGrid):
-        # a fresh run: the first chunk is read here and its search queued
-        # before the rest of the set-up, which then overlaps the device
-        state = _RunState(search, *state_args)
-        reading = time.perf_counter()
-        first = next(chunks)  # the reader raises for an empty input
-        timings["read_s"] += time.perf_counter() - reading
-        queued = state.begin(first)
-    try:
-        for path in (output, periodogram, work):
-            if path is not None:
-                remove_temporaries(path)
-        if manifest is None:
-            manifest = _new_manifest(work, settings, search, reader)
-        grid = FrequencyGrid(**manifest["grid"])
-        if state is None:
-            state = _RunState(dataclasses.replace(search, grid=grid), *state_args)
-        results = ResultsWriter(output, formats[0], _run_metadata(settings, grid))
-    except BaseException:
-        if queued is not None:
-            state.abandon(queued)
-        raise
-    with _Prefetch(chunks, timings) as rest, results, \
-            _progress_bar(progress, reader, search.algorithm) as bar:
+    with contextlib.ExitStack() as stack:
+        if manifest is None and isinstance(search.grid, FrequencyGrid):
+            # a fresh run: the first chunk is read here and its search queued
+            # before the rest of the set-up, which then overlaps the device
+            state = _RunState(search, *state_args)
+            reading = time.perf_counter()
+            first = next(chunks)  # the reader raises for an empty input
+            timings["read_s"] += time.perf_counter() - reading
+            queued = state.begin(first)
+        rest = stack.enter_context(_Prefetch(chunks, timings))  # reads on during the set-up
+        try:
+            for path in (output, periodogram, work):
+                if path is not None:
+                    remove_temporaries(path)
+            if manifest is None:
+                manifest = _new_manifest(work, settings, search, reader)
+            grid = FrequencyGrid(**manifest["grid"])
+            if state is None:
+                state = _RunState(dataclasses.replace(search, grid=grid), *state_args)
+            results = stack.enter_context(
+                ResultsWriter(output, formats[0], _run_metadata(settings, grid)))
+        except BaseException:
+            if queued is not None:
+                state.abandon(queued)
+            raise
+        bar = stack.enter_context(_progress_bar(progress, reader, search.algorithm))
         state.process(rest, results, bar, queued)
         if resuming:  # a fresh work directory holds this run's parts only
             _check_no_stale_parts(work, state.n_chunks)
@@ -474,8 +476,6 @@ class _RunState:
         started = time.perf_counter()
         searches = self._start(chunk.catalog)
         self.timings["compute_s"] += time.perf_counter() - started
-        if self.null_in_advance:  # the fap column's inputs, while the device works
-            self._writer.submit(catalog_time_spread, chunk.catalog, self.null_weighted)
         return chunk, searches, plot_ids
 
     def _start(self, catalog: Catalog) -> list[Deferred]:
@@ -498,6 +498,9 @@ class _RunState:
         if queued is None:
             return
         chunk, searches, plot_ids = queued
+        if self.null_in_advance:  # the fap column's inputs, while the device works (after
+            # the next chunk is queued, so they never delay it)
+            self._writer.submit(catalog_time_spread, chunk.catalog, self.null_weighted)
         started = time.perf_counter()
         results = [search.result() for search in searches]
         plot_job = self._plot_job(chunk.catalog, plot_ids)
