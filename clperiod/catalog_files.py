@@ -296,10 +296,16 @@ class CatalogReader:
 
     def _blocks(self) -> Iterator[Block]:
         rows = formats.block_rows(self.chunk_rows)
-        # the first block holds the first chunk and the start of the next, so
-        # that chunk is cut as soon as one block is read
-        first = (None if self.first_chunk_rows is None
-                 else formats.block_rows(2 * min(self.chunk_rows, self.first_chunk_rows)))
+        first = None
+        if self.first_chunk_rows is not None:
+            # the first block holds the first chunk and one row more, so that
+            # chunk is cut as soon as one block is read, and the ramp of blocks
+            # (first, 2 first, 4 first, ...) then completes each chunk of the
+            # chunker's ramp with one block; a nested file's blocks count objects
+            # from the mean length, so there it holds about two first chunks
+            most = min(self.chunk_rows, self.first_chunk_rows)
+            nested = self.layout == "nested-parquet"
+            first = formats.block_rows(2 * most if nested else most + 1)
         if self.layout in ("csv", "lightcurve-csv"):
             return formats.csv_blocks(self.path, self.layout, self.columns, self.delimiter, rows,
                                       first)

@@ -376,6 +376,25 @@ def test_first_chunks_ramp_up_and_the_read_blocks_with_them(tmp_path, monkeypatc
         _assert_same(CatalogReader(tmp_path / name, first_chunk_rows=25).read(), cat)
 
 
+def test_each_early_chunk_needs_one_more_block(tmp_path, monkeypatch):
+    """A long file's first block holds the first chunk and one row more; chunk
+    ``k`` of the ramp is cut once block ``k`` is read, with nothing read ahead."""
+    cat = _stripe82(20)
+    pq.write_table(_long_table(cat), tmp_path / "a.parquet")
+    _write_lightcurve_csv(tmp_path / "a.txt", cat)
+    monkeypatch.setattr(catalog_formats, "MIN_READ_ROWS", 1)
+    long_block = catalog_formats.long_block
+    for name in ("a.parquet", "a.txt"):
+        sizes = []
+        monkeypatch.setattr(catalog_formats, "long_block",
+                            lambda ids, *a: sizes.append(ids.size) or long_block(ids, *a))
+        reader = iter(open_catalog(tmp_path / name, chunk_rows=800, first_chunk_rows=100))
+        for k in range(1, 4):
+            next(reader)
+            assert len(sizes) == k, name
+        assert sizes == [101, 202, 404], name
+
+
 # ---------------------------------------------------------------------- errors
 
 
