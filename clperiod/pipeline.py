@@ -32,6 +32,7 @@ import concurrent.futures
 import contextlib
 import dataclasses
 import inspect
+import itertools
 import json
 import queue
 import threading
@@ -314,29 +315,38 @@ def run_catalog(
     formats = (result_format(output, output_format),
                _periodogram_format(periodogram, periodogram_format) if periodogram else None)
     work = work_directory(output)
-    settings = _normalised({
-        "run_format": _RUN_FORMAT,
-        "clperiod": _version(),
-        "input": reader.identity(),
-        "reader": reader.settings(),
-        "search": search.settings(),
-        "periodogram": periodogram is not None,
-    })
-    manifest = _open_work(work, settings, restart)
-    resuming = manifest is not None
-    devices = select_devices(device)
-    state_args = (work, devices, periodogram is not None, plot, plot_ids, plot_format, timings)
     chunks = iter(reader)  # a Parquet file is opened here
+    reading = workers.submit(_timed_next, chunks)  # the first chunk, alongside the checks
+    try:
+        settings = _normalised({
+            "run_format": _RUN_FORMAT,
+            "clperiod": _version(),
+            "input": reader.identity(),
+            "reader": reader.settings(),
+            "search": search.settings(),
+            "periodogram": periodogram is not None,
+        })
+        manifest = _open_work(work, settings, restart)
+        devices = select_devices(device)
+    finally:
+        concurrent.futures.wait([reading])
+    resuming = manifest is not None
+    try:
+        first, timings["read_s"] = reading.result()  # the reader's errors are raised here
+    except BaseException:
+        if not resuming:  # the empty work directory of a run that did not start
+            dispose(work)
+        raise
+    state_args = (work, devices, periodogram is not None, plot, plot_ids, plot_format, timings)
     queued = state = None
     with contextlib.ExitStack() as stack:
         if manifest is None and isinstance(search.grid, FrequencyGrid):
-            # a fresh run: the first chunk is read here and its search queued
-            # before the rest of the set-up, which then overlaps the device
+            # a fresh run queues the first chunk's search before the rest of
+            # its set-up, which then overlaps the device
             state = _RunState(search, *state_args)
-            reading = time.perf_counter()
-            first = next(chunks)  # the reader raises for an empty input
-            timings["read_s"] += time.perf_counter() - reading
             queued = state.begin(first)
+        else:
+            chunks = itertools.chain([first], chunks)
         rest = stack.enter_context(_Prefetch(chunks, timings))  # reads on during the set-up
         try:
             for path in (output, periodogram, work):
@@ -802,6 +812,13 @@ def _run_metadata(settings: dict[str, Any], grid: FrequencyGrid) -> dict[str, An
     """Provenance stored in the results file: version, input, search with its grid."""
     return {"clperiod": settings["clperiod"], "input": settings["input"],
             "search": dict(settings["search"], grid=_grid_facts(grid))}
+
+
+def _timed_next(items: Iterator[Any]) -> tuple[Any, float]:
+    """The next item and the seconds it took."""
+    started = time.perf_counter()
+    item = next(items)
+    return item, time.perf_counter() - started
 
 
 def _normalised(value: Any) -> Any:

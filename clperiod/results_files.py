@@ -161,24 +161,28 @@ class ResultsWriter:
         self.written = 0
         self._temporary = _temporary_name(self.path)
         self._sink: Any = None
+        self._old = contextlib.ExitStack()  # a link to the file being replaced
 
     def __enter__(self) -> ResultsWriter:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
                  traceback: TracebackType | None) -> None:
-        if self._sink is not None:
-            self._sink.close()
-        if kind is None and self._sink is not None:
-            _replace(self._temporary, self.path)
-        else:
-            self._temporary.unlink(missing_ok=True)
+        with self._old:  # the old version's blocks are freed in the background
+            if self._sink is not None:
+                self._sink.close()
+            if kind is None and self._sink is not None:
+                os.replace(self._temporary, self.path)
+            else:
+                self._temporary.unlink(missing_ok=True)
 
     def write(self, table: Any) -> None:
         """Append the rows of ``table`` (a pyarrow Table)."""
         if self.metadata is not None:
             table = table.replace_schema_metadata(self.metadata)
         if self._sink is None:
+            # linked now, while the rows are written, not when the file is replaced
+            self._old.enter_context(released_on_replace(self.path))
             if self.format == "parquet":
                 # dictionaries only for text: results are mostly distinct numbers
                 text = [f.name for f in table.schema if _is_text(f.type)]

@@ -348,3 +348,16 @@ def test_bad_row_stops_the_run_after_saving_the_chunks_before_it(tmp_path, catal
                       restart=True, device=cpu_device, progress=False)
     n_points = pq.read_table(output).column("n_points").to_numpy()
     assert run.n_objects == 24 and n_points[20] == catalog.lengths[20] - 1
+
+
+def test_a_bad_first_chunk_leaves_no_work_directory(tmp_path, catalog, cpu_device):
+    ids = np.repeat(catalog.ids, catalog.lengths)
+    dy = catalog.dy.copy()
+    dy[5] = -1.0
+    path = tmp_path / "bad.parquet"
+    pq.write_table(pa.table({"id": ids, "t": catalog.t, "y": catalog.y, "dy": dy}), path)
+    output = tmp_path / "out.parquet"
+    with pytest.raises(ValueError, match=r"bad\.parquet: row 5 .*dy"):
+        run_catalog(_reader(path), _search(), output, device=cpu_device, progress=False)
+    wait_for_disposals()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.parquet"]
