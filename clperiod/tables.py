@@ -63,10 +63,11 @@ def result_columns(result: Any, *, fap_method: str | None = "baluev") -> dict[st
 def _status_names(status: Any) -> np.ndarray:
     """Names of :class:`~clperiod.catalog.Status` values (object array, same shape)."""
     status = np.asarray(status)
-    known = np.array([member.value for member in Status])
-    unknown = ~np.isin(status, known)
-    if unknown.any():
-        raise ValueError(f"{int(status[unknown].flat[0])} is not a valid Status")
-    names = np.empty(known.max() + 1, dtype=object)
-    names[known] = [member.name for member in Status]
-    return names[status]
+    invalid = (status < 0) | (status >= _STATUS_NAMES.size)
+    if invalid.any():
+        raise ValueError(f"{int(status[invalid].flat[0])} is not a valid Status")
+    return _STATUS_NAMES[status]
+
+
+#: Status names by value (the values are 0, 1, 2, ...).
+_STATUS_NAMES = np.array([Status(value).name for value in range(len(Status))], dtype=object)
