@@ -316,27 +316,22 @@ def run_catalog(
                _periodogram_format(periodogram, periodogram_format) if periodogram else None)
     work = work_directory(output)
     chunks = iter(reader)  # a Parquet file is opened here
-    reading = workers.submit(_timed_next, chunks)  # the first chunk, alongside the checks
+    # the run's checks (work directory, devices) in a worker while this
+    # thread reads the first chunk
+    checking = workers.submit(_check_run, reader, search, periodogram is not None, work,
+                              restart, device)
     try:
-        settings = _normalised({
-            "run_format": _RUN_FORMAT,
-            "clperiod": _version(),
-            "input": reader.identity(),
-            "reader": reader.settings(),
-            "search": search.settings(),
-            "periodogram": periodogram is not None,
-        })
-        manifest = _open_work(work, settings, restart)
-        devices = select_devices(device)
-    finally:
-        concurrent.futures.wait([reading])
-    resuming = manifest is not None
-    try:
-        first, timings["read_s"] = reading.result()  # the reader's errors are raised here
+        reading = time.perf_counter()
+        first = next(chunks)  # the reader raises for an empty input
+        timings["read_s"] = time.perf_counter() - reading
     except BaseException:
-        if not resuming:  # the empty work directory of a run that did not start
-            dispose(work)
+        concurrent.futures.wait([checking])
+        if checking.exception() is None and checking.result()[1] is None:
+            dispose(work)  # the empty work directory of a run that did not start
         raise
+    finally:
+        settings, manifest, devices = checking.result()  # its errors come first
+    resuming = manifest is not None
     state_args = (work, devices, periodogram is not None, plot, plot_ids, plot_format, timings)
     queued = state = None
     with contextlib.ExitStack() as stack:
@@ -814,11 +809,19 @@ def _run_metadata(settings: dict[str, Any], grid: FrequencyGrid) -> dict[str, An
             "search": dict(settings["search"], grid=_grid_facts(grid))}
 
 
-def _timed_next(items: Iterator[Any]) -> tuple[Any, float]:
-    """The next item and the seconds it took."""
-    started = time.perf_counter()
-    item = next(items)
-    return item, time.perf_counter() - started
+def _check_run(reader: CatalogReader, search: PeriodSearch, with_periodogram: bool,
+               work: Path, restart: bool, device: Any) -> tuple[dict, dict | None, list]:
+    """The run's settings, the manifest of the run it resumes (None: a fresh
+    work directory) and its devices."""
+    settings = _normalised({
+        "run_format": _RUN_FORMAT,
+        "clperiod": _version(),
+        "input": reader.identity(),
+        "reader": reader.settings(),
+        "search": search.settings(),
+        "periodogram": with_periodogram,
+    })
+    return settings, _open_work(work, settings, restart), select_devices(device)
 
 
 def _normalised(value: Any) -> Any:
