@@ -380,7 +380,10 @@ def false_alarm_level(
     -------
     ndarray or float
         Levels in ``normalization``, same shape as ``fap``; NaN when
-        ``n - dH - 2 nterms <= 0``.
+        ``n - dH - 2 nterms <= 0``, and (``baluev``, ``davies``) where the
+        bound never falls to ``fap``: with one noise degree of freedom the
+        standard power's tau term does not vanish at the top of the range,
+        so small probabilities have no level.
     """
     null = _null(n, fmax, t, dy, normalization, method, fit_mean, center_data, nf, nterms)
     p = np.asarray(fap, dtype=np.float64)
@@ -585,6 +588,8 @@ def _solve_level(null: _Null, p: float) -> float:
         if excess(high) < 0:
             break
         high = 0.5 * (high + upper) if upper < math.inf else 2.0 * high
+    else:  # the bound stays above p up to the top of the range: no such level
+        return math.nan
     for _ in range(2000):
         if excess(low) > 0:
             break

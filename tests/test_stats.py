@@ -208,3 +208,22 @@ def test_large_epochs_do_not_lose_the_effective_baseline(data):
     z = np.array([0.2, 0.4])
     shifted = stats.false_alarm_probability(z, t=t + 2_450_000.0, **kwargs)
     np.testing.assert_allclose(shifted, stats.false_alarm_probability(z, t=t, **kwargs), rtol=1e-12)
+
+
+@pytest.mark.parametrize("method", ["baluev", "davies"])
+def test_a_level_the_bound_never_reaches_is_nan(method):
+    """One noise degree of freedom (4 centred points): the standard power's
+    tau term stays finite at z = 1, so the bound never falls below its value
+    there and smaller probabilities have no level (astropy returns a level
+    whose FAP is 1, or NaN with a warning)."""
+    t = np.array([0.0, 1.3, 4.1, 9.7])
+    kwargs = dict(n=4, fmax=5.0, t=t, method=method)
+    assert float(stats.false_alarm_probability(1 - 1e-12, **kwargs)) > 0.99
+    assert np.isnan(stats.false_alarm_level([0.1, 0.5, 0.9], **kwargs)).all()
+    few = dict(kwargs, fmax=0.05)  # few trials: the bound at the top is lower
+    top = float(stats.false_alarm_probability(1 - 1e-12, **few))
+    assert 0.3 < top < 0.9
+    level = float(stats.false_alarm_level(0.9, **few))
+    assert 0 < level < 1
+    np.testing.assert_allclose(stats.false_alarm_probability(level, **few), 0.9, rtol=1e-9)
+    assert np.isnan(stats.false_alarm_level(top / 2, **few))
