@@ -44,6 +44,19 @@ def _reader(path, chunk_rows=300):
     return open_catalog(path, chunk_rows=chunk_rows)
 
 
+def _fail_on_call(monkeypatch, method: str, call: int, error: Exception) -> None:
+    """Make ``PeriodSearch.<method>`` raise ``error`` on its ``call``-th call."""
+    original, calls = getattr(PeriodSearch, method), []
+
+    def failing(self, catalog, **options):
+        calls.append(catalog.n_objects)
+        if len(calls) == call:
+            raise error
+        return original(self, catalog, **options)
+
+    monkeypatch.setattr(PeriodSearch, method, failing)
+
+
 def _same_table(a, b) -> None:
     left, right = pq.read_table(a), pq.read_table(b)
     assert left.equals(right)
@@ -114,16 +127,7 @@ def test_interrupted_run_resumes_without_loss_or_repeats(tmp_path, input_file, m
     kwargs = {"periodogram": tmp_path / "power.h5", "device": cpu_device, "progress": False}
     reference = run_catalog(_reader(input_file), _search(), tmp_path / "ref.parquet",
                             periodogram=tmp_path / "ref.h5", device=cpu_device, progress=False)
-    original = PeriodSearch.run
-    calls = []
-
-    def failing(self, catalog, **options):
-        calls.append(catalog.n_objects)
-        if len(calls) == 4:
-            raise RuntimeError("device lost")
-        return original(self, catalog, **options)
-
-    monkeypatch.setattr(PeriodSearch, "run", failing)
+    _fail_on_call(monkeypatch, "run", 4, RuntimeError("device lost"))
     output = tmp_path / "out.parquet"
     with pytest.raises(RuntimeError, match="device lost"):
         run_catalog(_reader(input_file), _search(), output, **kwargs)
@@ -136,7 +140,7 @@ def test_interrupted_run_resumes_without_loss_or_repeats(tmp_path, input_file, m
               work / ".part-000003.arrow.tmp-99999"]
     for stray in strays:
         stray.write_bytes(b"half")
-    monkeypatch.setattr(PeriodSearch, "run", original)
+    monkeypatch.undo()
     run = run_catalog(_reader(input_file), _search(), output, **kwargs)
     assert run.n_resumed == 3 and run.n_chunks == 5 and run.n_objects == 24
     assert not any(stray.exists() for stray in strays)
@@ -183,15 +187,7 @@ def test_a_run_stopped_before_its_output_is_in_place_searches_the_last_chunk_aga
 def test_work_directory_of_other_settings_is_refused(tmp_path, input_file, monkeypatch,
                                                      cpu_device):
     output = tmp_path / "out.parquet"
-    original, calls = PeriodSearch.start, []
-
-    def fail_on_the_second_chunk(self, catalog, **kwargs):
-        calls.append(catalog.n_objects)
-        if len(calls) == 2:
-            raise OSError("x")
-        return original(self, catalog, **kwargs)
-
-    monkeypatch.setattr(PeriodSearch, "start", fail_on_the_second_chunk)
+    _fail_on_call(monkeypatch, "start", 2, OSError("x"))  # the second chunk's search
     with pytest.raises(OSError):
         run_catalog(_reader(input_file), _search(), output, device=cpu_device, progress=False)
     monkeypatch.undo()
