@@ -22,7 +22,7 @@ import pyopencl as cl
 
 from . import kernels, orbits
 from .device import DeviceInfo, get_context, get_queue, require_fp64, select_devices, upload
-from .planning import PINNED_POOL, parallel_copy
+from .planning import PINNED_POOL, in_parts, parallel_copy
 from .scheduler import run_on_devices, split_range
 
 __all__ = ["ModelEvaluator", "ModelStatus", "MultiDeviceEvaluator", "Observations", "Plan",
@@ -282,6 +282,24 @@ def _ds(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return hi, (x - hi.astype(np.float64)).astype(np.float32)
 
 
+def _ds_coefficients(out: np.ndarray, rows: np.ndarray, t_ref: float, m0: bool) -> None:
+    """The double-single ``(inv P, phi0)`` of parameter rows ``(P, K, e, w, tau)``
+    as ``out[:, 0:2]`` (hi, lo of 1 / P) and ``out[:, 2:4]`` (hi, lo of the
+    phase at ``t_ref``, in ``[0, 1)``)."""
+    per, tau = rows[:, 0], rows[:, 4]
+    with np.errstate(divide="ignore", invalid="ignore"):  # bad P: flagged by the kernel
+        inv_p = 1.0 / per
+        phi0 = tau / (2 * np.pi) if m0 else (t_ref - tau) * inv_p
+        phi0 -= np.floor(phi0)
+        for column, value in ((0, inv_p), (2, phi0)):
+            out[:, column] = value  # rounded to float32: the high part
+            out[:, column + 1] = value - out[:, column]  # the rest, rounded
+
+
+#: Parameter rows per thread at least for the double-single coefficients.
+_COEFF_PART = 1 << 15
+
+
 class ModelEvaluator:
     """Compiled kernels and device-resident observations for one data set.
 
@@ -380,14 +398,11 @@ class ModelEvaluator:
             slot.staged.wait()  # the previous upload from this staging is done
         parallel_copy(slot.staging[: p.size], p)
         if self.plan.phase == "ds":
-            per, tau = p[..., 0], p[..., 4]
-            with np.errstate(divide="ignore", invalid="ignore"):  # bad P: flagged by the kernel
-                inv_p = 1.0 / per
-                phi0 = (tau / (2 * np.pi) if self.time_form == "m0"
-                        else (self.obs.t_ref - tau) * inv_p)
-                phi0 = phi0 - np.floor(phi0)
-                coeff = np.stack([*_ds(inv_p), *_ds(phi0)], axis=-1)
-            slot.staging_coeff[: coeff.size] = coeff.reshape(-1)
+            rows = p.reshape(-1, 5)
+            coeff = slot.staging_coeff[: 4 * rows.shape[0]].reshape(-1, 4)
+            in_parts(rows.shape[0], lambda lo, hi: _ds_coefficients(
+                coeff[lo:hi], rows[lo:hi], self.obs.t_ref, self.time_form == "m0"),
+                min_part=_COEFF_PART)
 
     # ---------------------------------------------------------------- launch
     def __call__(self, params: np.ndarray, offsets: np.ndarray | None = None,
