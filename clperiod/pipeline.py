@@ -412,9 +412,7 @@ class _RunState:
     def begin(self, chunk: CatalogChunk) -> tuple:
         """Count a chunk and queue its search (a fresh run's first chunk, before
         :meth:`process`, which takes what this returns)."""
-        self.n_chunks += 1
-        self.n_objects += chunk.catalog.n_objects
-        return self._queue(chunk, self._plot_choice(chunk.catalog))
+        return self._queue(chunk, self._count(chunk))
 
     def abandon(self, queued: tuple) -> None:
         """Wait for a queued search whose run failed before :meth:`process`."""
@@ -434,9 +432,7 @@ class _RunState:
         self.output, self.bar = output, bar
         try:
             for chunk in chunks:
-                self.n_chunks += 1
-                self.n_objects += chunk.catalog.n_objects
-                plot_ids = self._plot_choice(chunk.catalog)
+                plot_ids = self._count(chunk)
                 if self._finished(chunk):
                     previous, queued = queued, None
                     self._collect(previous)
@@ -475,6 +471,12 @@ class _RunState:
     def _advance(self, n: int) -> None:
         if self.bar is not None:
             self.bar.update(n)
+
+    def _count(self, chunk: CatalogChunk) -> np.ndarray:
+        """Count a chunk of the input; the ids of it to plot."""
+        self.n_chunks += 1
+        self.n_objects += chunk.catalog.n_objects
+        return self._plot_choice(chunk.catalog)
 
     def _queue(self, chunk: CatalogChunk, plot_ids: np.ndarray) -> tuple:
         """Begin a chunk's search: ``(chunk, searches, plot_ids)``."""
@@ -525,11 +527,12 @@ class _RunState:
 
     def _write(self, chunk: CatalogChunk, results: list[Any], plot_job: Any,
                final: bool) -> list[Path]:
-        """Writer thread (the final chunk: the run's thread): periodogram part, figures, then the result part (the
-        commit) alongside the output rows; the final chunk of the input has no
-        result part, as the output is complete once its rows are in (a run
-        that stops before the output is in place searches that chunk again;
-        runs with periodograms keep it: their join reads its ids)."""
+        """Writer thread (the final chunk: the run's thread): periodogram part,
+        figures, then the result part (the commit) alongside the output rows.
+        The input's final chunk has no result part, as the output is complete
+        once its rows are in (a run that stops before the output is in place
+        searches that chunk again; runs with periodograms keep it: their join
+        reads its ids)."""
         started = time.perf_counter()
         columns = [result_columns(result, fap_method=self.search.fap_method)
                    for result in results]

@@ -17,12 +17,12 @@ import os
 import threading
 import weakref
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 import pyopencl as cl
 
+from . import workers
 from .device import DeviceInfo, get_context, get_queue, memory_pool, trim_memory_pool
 
 __all__ = [
@@ -369,20 +369,20 @@ class Staging:
 
 
 _COPY_WORKERS = min(8, os.cpu_count() or 1)
-_COPY_THREADS = ThreadPoolExecutor(max_workers=_COPY_WORKERS, thread_name_prefix="clperiod-copy")
 _COPY_PART = 1 << 19  # elements per thread at least
 
 
 def in_parts(n: int, work: Callable[[int, int], None], min_part: int = _COPY_PART) -> None:
-    """``work(lo, hi)`` over near-equal parts of ``range(n)``, on several threads
-    (NumPy lets go of the interpreter in its loops); in this thread when
-    ``n`` is below two parts of ``min_part``."""
+    """``work(lo, hi)`` over near-equal parts of ``range(n)``: the first in this
+    thread, the others on :mod:`clperiod.workers` threads (NumPy lets go of the
+    interpreter in its loops); all in this thread when ``n`` is below two
+    parts of ``min_part``."""
     parts = max(1, min(_COPY_WORKERS, n // min_part))
-    if parts == 1:
-        work(0, n)
-        return
-    bounds = np.linspace(0, n, parts + 1).astype(np.int64)
-    list(_COPY_THREADS.map(lambda k: work(int(bounds[k]), int(bounds[k + 1])), range(parts)))
+    bounds = [n * k // parts for k in range(parts + 1)]
+    others = [workers.submit(work, bounds[k], bounds[k + 1]) for k in range(1, parts)]
+    work(bounds[0], bounds[1])  # the first part in this thread
+    for job in others:
+        job.result()
 
 
 def parallel_copy(destination: np.ndarray, source: np.ndarray) -> None:
