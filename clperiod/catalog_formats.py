@@ -38,6 +38,15 @@ MIN_READ_ROWS = 1 << 14
 #: a file 20 % sooner than 1 MiB and a whole 1.6x10^6-row file as fast;
 #: 64 KiB read the whole file 20 % slower.
 PARQUET_BUFFER = 1 << 18
+#: Parquet files up to this size are memory-mapped instead: pyarrow then
+#: decodes pages straight from the page cache, without first copying them
+#: (a file written with pyarrow's defaults starts each float column with a
+#: 1 MiB dictionary page, so the first rows need a megabyte per column);
+#: the first 16,385 rows of a 1000-object file are decoded in half the time.
+#: Larger files keep the buffer, so a run's resident memory does not grow
+#: with the mapped file. (As with any mapped file, one truncated while it is
+#: read ends the process with SIGBUS instead of an error.)
+MEMORY_MAP_BYTES = 1 << 28
 #: Suffixes of Parquet files.
 PARQUET_SUFFIXES = (".parquet", ".pq")
 #: Text compressions known by suffix (pandas' names).
@@ -238,9 +247,15 @@ def _pyarrow_parquet(path: Path) -> Any:
 
 
 def open_parquet(path: Path) -> Any:
-    """A ``pyarrow.parquet.ParquetFile`` that reads as it goes, never a whole row group at once."""
-    return _pyarrow_parquet(path).ParquetFile(path, metadata=parquet_metadata(path),
-                                              pre_buffer=False, buffer_size=PARQUET_BUFFER)
+    """A ``pyarrow.parquet.ParquetFile`` that reads as it goes, never a whole
+    row group at once (memory-mapped up to :data:`MEMORY_MAP_BYTES`)."""
+    metadata = parquet_metadata(path)
+    if os.stat(path).st_size <= MEMORY_MAP_BYTES:
+        options = {"memory_map": True}
+    else:
+        options = {"buffer_size": PARQUET_BUFFER}
+    return _pyarrow_parquet(path).ParquetFile(path, metadata=metadata, pre_buffer=False,
+                                              **options)
 
 
 def parquet_metadata(path: Path) -> Any:

@@ -10,6 +10,7 @@ the data and the limits, never on the block boundaries, and
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,6 +80,12 @@ class Chunker:
         closed = self._objects - (1 if block.open_end else 0)
         over = self._rows > self.chunk_rows or self._objects > self.chunk_objects
         return self._emit(final=False) if closed and over else []
+
+    def cut(self, blocks: Iterable[Block]) -> Iterator[Block]:
+        """The chunks of a whole stream of blocks, as soon as each is decided."""
+        for block in blocks:
+            yield from self.add(block)
+        yield from self.finish()
 
     def finish(self) -> list[Block]:
         """The remaining chunks, once the stream has ended."""

@@ -47,7 +47,7 @@ import numpy as np
 
 from . import workers
 from .catalog import Catalog
-from .catalog_files import DEFAULT_CHUNK_ROWS, CatalogChunk, CatalogReader
+from .catalog_files import DEFAULT_CHUNK_ROWS, CatalogChunk, CatalogReader, checked
 from .chunking import Block, Chunker
 from .device import select_devices
 from .disposal import dispose
@@ -315,14 +315,14 @@ def run_catalog(
     formats = (result_format(output, output_format),
                _periodogram_format(periodogram, periodogram_format) if periodogram else None)
     work = work_directory(output)
-    chunks = iter(reader)  # a Parquet file is opened here
+    pairs = reader.unchecked()  # a Parquet file is opened here
     # the run's checks (work directory, devices) in a worker while this
     # thread reads the first chunk
     checking = workers.submit(_check_run, reader, search, periodogram is not None, work,
                               restart, device)
     try:
         reading = time.perf_counter()
-        first = next(chunks)  # the reader raises for an empty input
+        first, check_first = next(pairs)  # the reader raises for an empty input
         timings["read_s"] = time.perf_counter() - reading
     except BaseException:
         concurrent.futures.wait([checking])
@@ -335,12 +335,29 @@ def run_catalog(
     state_args = (work, devices, periodogram is not None, plot, plot_ids, plot_format, timings)
     queued = state = None
     with contextlib.ExitStack() as stack:
-        if manifest is None and isinstance(search.grid, FrequencyGrid):
-            # a fresh run queues the first chunk's search before the rest of
-            # its set-up, which then overlaps the device
-            state = _RunState(search, *state_args)
-            queued = state.begin(first)
-        else:
+        try:
+            if manifest is None and isinstance(search.grid, FrequencyGrid):
+                # a fresh run queues the first chunk's search before the rest
+                # of its set-up, even before the chunk's rows are checked: all
+                # of it then overlaps the device (a failed check abandons it)
+                state = _RunState(search, *state_args)
+                try:
+                    with np.errstate(all="ignore"):  # nothing to say of unchecked rows
+                        queued = state.begin(first)
+                except Exception:
+                    check_first()  # a bad row is the error to report
+                    raise
+            checking_rows = time.perf_counter()
+            check_first()
+            timings["read_s"] += time.perf_counter() - checking_rows
+        except BaseException:
+            if queued is not None:
+                state.abandon(queued)
+            if not resuming:
+                dispose(work)  # still empty: nothing of this run was written
+            raise
+        chunks = checked(pairs)
+        if queued is None:
             chunks = itertools.chain([first], chunks)
         rest = stack.enter_context(_Prefetch(chunks, timings))  # reads on during the set-up
         try:
@@ -768,6 +785,11 @@ class _MemorySource:
     def settings(self) -> dict[str, Any]:
         return {"chunk_rows": self.chunk_rows}
 
+    def unchecked(self) -> Iterator[tuple[CatalogChunk, Any]]:
+        """The chunks (as :meth:`CatalogReader.unchecked`), with nothing left to
+        check: a Catalog was checked when it was made."""
+        return ((chunk, _nothing_to_check) for chunk in self)
+
     def __iter__(self) -> Iterator[CatalogChunk]:
         cat = self.catalog
         columns = {"t": cat.t, "y": cat.y} | ({"dy": cat.dy} if cat.dy is not None else {})
@@ -777,6 +799,10 @@ class _MemorySource:
             catalog = Catalog(block.ids, block.offsets, block.columns["t"], block.columns["y"],
                               block.columns.get("dy"))
             yield CatalogChunk(index, block.first_row, int(block.offsets[-1]), catalog)
+
+
+def _nothing_to_check() -> None:
+    """The row check of a chunk of an in-memory catalog (done when it was made)."""
 
 
 def _as_reader(source: Any, chunk_rows: int) -> Any:

@@ -565,3 +565,53 @@ def test_parquet_footer_is_read_once_per_version_of_the_file(tmp_path, monkeypat
     assert CatalogReader(path).n_rows == _stripe82(5).t.size
     _assert_same(CatalogReader(path).read(), _stripe82(5))
     assert len(reads) == 2
+
+
+@pytest.mark.parametrize("mapped", [True, False])
+def test_parquet_files_read_the_same_mapped_or_buffered(tmp_path, monkeypatch, mapped):
+    """Files up to MEMORY_MAP_BYTES are memory-mapped, larger ones buffered."""
+    cat = _stripe82()
+    pq.write_table(_long_table(cat), tmp_path / "long.parquet", row_group_size=100)
+    pq.write_table(_nested_table(cat), tmp_path / "nested.parquet", row_group_size=5)
+    monkeypatch.setattr(catalog_formats, "MEMORY_MAP_BYTES", 1 << 40 if mapped else 0)
+    opened = []
+    original = pq.ParquetFile
+
+    def parquet_file(path, **options):
+        opened.append(options)
+        return original(path, **options)
+
+    monkeypatch.setattr(pq, "ParquetFile", parquet_file)
+    for name in ("long", "nested"):
+        _assert_same(open_catalog(tmp_path / f"{name}.parquet", chunk_rows=150).read(), cat)
+    assert len(opened) == 2
+    assert all(options.get("memory_map", False) is mapped for options in opened)
+    assert all(("buffer_size" in options) is not mapped for options in opened)
+
+
+def test_unchecked_chunks_carry_the_check_that_iterating_runs(tmp_path):
+    cat = _stripe82()
+    y = cat.y.copy()
+    bad = int(cat.offsets[8]) + 2  # in the second of the chunks below
+    y[bad] = np.inf
+    table = _long_table(cat).set_column(2, "y", pa.array(y))
+    pq.write_table(table, tmp_path / "a.parquet")
+    message = rf"a\.parquet: row {bad} \(object {cat.ids[8]}\): y is inf"
+    with pytest.raises(ValueError, match=message):
+        list(open_catalog(tmp_path / "a.parquet", chunk_rows=400, first_chunk_rows=None))
+    reader = open_catalog(tmp_path / "a.parquet", chunk_rows=400, first_chunk_rows=None)
+    pairs = reader.unchecked()
+    first, check_first = next(pairs)
+    check_first()
+    second, check_second = next(pairs)
+    assert cat.ids[8] not in first.catalog.ids and cat.ids[8] in second.catalog.ids
+    assert np.isinf(second.catalog.y).sum() == 1  # the rows as read, not yet checked
+    for _ in range(2):  # a failed check repeats its error
+        with pytest.raises(ValueError, match=message):
+            check_second()
+    skipped = open_catalog(tmp_path / "a.parquet", chunk_rows=400, first_chunk_rows=None)
+    pairs = skipped.unchecked()
+    next(pairs)
+    next(pairs)
+    with pytest.raises(ValueError, match=message):  # taking the next pair runs the check
+        next(pairs)

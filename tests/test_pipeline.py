@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -357,3 +359,52 @@ def test_a_bad_first_chunk_leaves_no_work_directory(tmp_path, catalog, cpu_devic
         run_catalog(_reader(path), _search(), output, device=cpu_device, progress=False)
     wait_for_disposals()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.parquet"]
+
+
+@pytest.mark.parametrize("host_prepares", [False, True])
+def test_the_first_search_starts_before_its_rows_are_checked(tmp_path, catalog, monkeypatch,
+                                                              cpu_device, host_prepares):
+    """A fresh run queues its first chunk before checking its rows; a bad row
+    then abandons that search (waited for) with the row's error, without numpy
+    warnings about the bad values (which the host preparation of devices
+    without FP64 computes with), and leaves nothing behind."""
+    lombscargle_module = importlib.import_module("clperiod.lombscargle")
+    monkeypatch.setattr(lombscargle_module, "_prepares_on_device", lambda info: not host_prepares)
+    ids = np.repeat(catalog.ids, catalog.lengths)
+    t, dy = catalog.t.copy(), catalog.dy.copy()
+    t[7], dy[9] = np.inf, 0.0
+    path = tmp_path / "bad.parquet"
+    pq.write_table(pa.table({"id": ids, "t": t, "y": catalog.y, "dy": dy}), path)
+    started, waited = [], []
+    start, abandon = PeriodSearch.start, pipeline._RunState.abandon
+    monkeypatch.setattr(PeriodSearch, "start",
+                        lambda self, cat, **k: started.append(cat) or start(self, cat, **k))
+    monkeypatch.setattr(pipeline._RunState, "abandon",
+                        lambda self, queued: waited.append(abandon(self, queued)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match=r"bad\.parquet: row 7 \(object .*\): t is inf"):
+            run_catalog(_reader(path), _search(), tmp_path / "out.parquet", device=cpu_device,
+                        progress=False)
+    assert len(started) == 1 and np.isinf(started[0].t).any() and len(waited) == 1
+    wait_for_disposals()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.parquet"]
+
+
+def test_a_search_failing_on_unchecked_rows_reports_the_bad_row(tmp_path, catalog, input_file,
+                                                                 monkeypatch, cpu_device):
+    ids = np.repeat(catalog.ids, catalog.lengths)
+    y = catalog.y.copy()
+    y[3] = np.nan
+    path = tmp_path / "bad.parquet"
+    pq.write_table(pa.table({"id": ids, "t": catalog.t, "y": y, "dy": catalog.dy}), path)
+    _fail_on_call(monkeypatch, "start", 1, RuntimeError("the search failed"))
+    with pytest.raises(ValueError, match=r"row 3 \(object .*\): y is nan"):
+        run_catalog(_reader(path), _search(), tmp_path / "a.parquet", device=cpu_device,
+                    progress=False)
+    _fail_on_call(monkeypatch, "start", 1, RuntimeError("the search failed"))
+    with pytest.raises(RuntimeError, match="the search failed"):  # good rows: its own error
+        run_catalog(_reader(input_file), _search(), tmp_path / "b.parquet", device=cpu_device,
+                    progress=False)
+    wait_for_disposals()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.parquet", "catalog.parquet"]
