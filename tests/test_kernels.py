@@ -59,6 +59,35 @@ def test_programs_cached_per_context_and_variant(context):
     assert seen[0] is not tiles  # kernel objects are per thread
 
 
+SCALARS_SOURCE = """typedef double real_t;
+__kernel void scalars(__global real_t *out, const real_t x, const int n, const long m,
+                      const float f, __local real_t *scratch)
+{
+    scratch[0] = x;
+    out[0] = scratch[0] + n + m + f;
+}
+__kernel void vector_arg(__global float *out, const float4 v) { out[0] = v.x; }
+"""
+
+
+def test_scalar_arguments_are_declared_from_the_kernels_argument_info(context, monkeypatch):
+    import pyopencl as cl
+
+    monkeypatch.setattr(kernels, "render", lambda template, **params: SCALARS_SOURCE)
+    scalars, vector = kernels.get_kernels(context, "scalars_for_test", ("scalars", "vector_arg"))
+    assert kernels.declare_scalar_args(scalars, {"real_t": "double"})
+    assert not kernels.declare_scalar_args(vector)  # a float4: left to pyopencl
+    queue = cl.CommandQueue(context)
+    out = np.zeros(1)
+    buffer = cl.Buffer(context, cl.mem_flags.READ_WRITE, 8)
+    # declared (get_kernels did it): scalars of other NumPy types and Python numbers
+    # are converted to the declared types, which pyopencl's generic handling refuses
+    scalars(queue, (1,), (1,), buffer, np.float32(0.5), 2, np.int32(3), 0.25,
+            cl.LocalMemory(8))
+    cl.enqueue_copy(queue, out, buffer)
+    assert out[0] == 5.75
+
+
 def test_build_failure_reports_log_and_source(context, monkeypatch):
     broken = "__kernel void k(__global float *x) { x[0] = undefined_name; }\n"
     monkeypatch.setattr(kernels, "render", lambda template, **params: broken)
