@@ -13,17 +13,18 @@ same manifest skips the chunks already written, so an interrupted run
 continues where it stopped, with no object lost or written twice; a manifest
 that does not match is refused (``restart=True`` discards it).
 
-I/O overlaps compute: a fresh run reads its first chunk and queues its
-search before the rest of its set-up (manifest, output), which then overlaps
+I/O overlaps compute: a fresh run (no manifest in the work directory) reads
+its first chunk and queues its search before anything else (the chunk's row
+checks, the work directory, the manifest, the output), which then overlaps
 the device; a reader thread reads and checks the next chunk; the next
 chunk's search is queued on the device before the current one is waited for
 (:meth:`PeriodSearch.start`); and a writer thread computes the previous
 chunk's table (false-alarm probabilities) and commits its part file while an
 appender thread adds its rows to the output (under a temporary name). The
-threads are long-lived workers (:mod:`clperiod.workers`). When every chunk is done the
-output is renamed into place, the periodogram parts are joined in input
-order, and the work directory is removed (moved aside at once, deleted in a
-background thread: :func:`clperiod.disposal.dispose`).
+threads are long-lived workers (:mod:`clperiod.workers`). When every chunk
+is done the output is renamed into place, the periodogram parts are joined
+in input order, and the work directory is removed (moved aside at once,
+deleted in a background thread: :func:`clperiod.disposal.dispose`).
 """
 
 from __future__ import annotations
@@ -316,30 +317,19 @@ def run_catalog(
                _periodogram_format(periodogram, periodogram_format) if periodogram else None)
     work = work_directory(output)
     pairs = reader.unchecked()  # a Parquet file is opened here
-    # the run's checks (work directory, devices) in a worker while this
-    # thread reads the first chunk
-    checking = workers.submit(_check_run, reader, search, periodogram is not None, work,
-                              restart, device)
-    try:
-        reading = time.perf_counter()
-        first, check_first = next(pairs)  # the reader raises for an empty input
-        timings["read_s"] = time.perf_counter() - reading
-    except BaseException:
-        concurrent.futures.wait([checking])
-        if checking.exception() is None and checking.result()[1] is None:
-            dispose(work)  # the empty work directory of a run that did not start
-        raise
-    finally:
-        settings, manifest, devices = checking.result()  # its errors come first
-    resuming = manifest is not None
+    reading = time.perf_counter()
+    first, check_first = next(pairs)  # the reader raises for an empty input
+    timings["read_s"] = time.perf_counter() - reading
+    devices = select_devices(device)
     state_args = (work, devices, periodogram is not None, plot, plot_ids, plot_format, timings)
     queued = state = None
     with contextlib.ExitStack() as stack:
         try:
-            if manifest is None and isinstance(search.grid, FrequencyGrid):
-                # a fresh run queues the first chunk's search before the rest
-                # of its set-up, even before the chunk's rows are checked: all
-                # of it then overlaps the device (a failed check abandons it)
+            if isinstance(search.grid, FrequencyGrid) and _looks_fresh(work):
+                # a fresh run queues the first chunk's search before anything
+                # else, even before the chunk's rows are checked and the work
+                # directory is set up: all of that then overlaps the device (a
+                # failed check or set-up abandons the search)
                 state = _RunState(search, *state_args)
                 try:
                     with np.errstate(all="ignore"):  # nothing to say of unchecked rows
@@ -347,19 +337,23 @@ def run_catalog(
                 except Exception:
                     check_first()  # a bad row is the error to report
                     raise
-            checking_rows = time.perf_counter()
+            checking = time.perf_counter()
             check_first()
-            timings["read_s"] += time.perf_counter() - checking_rows
+            timings["read_s"] += time.perf_counter() - checking
+            # the reader thread reads on while this thread sets the run up
+            rest = stack.enter_context(_Prefetch(checked(pairs), timings))
+            settings, manifest = _check_run(reader, search, periodogram is not None, work,
+                                            restart)
         except BaseException:
             if queued is not None:
                 state.abandon(queued)
-            if not resuming:
-                dispose(work)  # still empty: nothing of this run was written
             raise
-        chunks = checked(pairs)
+        resuming = manifest is not None
+        if resuming and queued is not None:  # a manifest appeared meanwhile
+            state.abandon(queued)
+            queued = state = None
         if queued is None:
-            chunks = itertools.chain([first], chunks)
-        rest = stack.enter_context(_Prefetch(chunks, timings))  # reads on during the set-up
+            rest = itertools.chain([first], rest)
         try:
             for path in (output, periodogram, work):
                 if path is not None:
@@ -673,6 +667,11 @@ class _Prefetch:
 # ---------------------------------------------------------------------- work directory
 
 
+def _looks_fresh(work: Path) -> bool:
+    """Whether a run has no manifest to resume (one stat: decided before its checks)."""
+    return not (work / _MANIFEST).exists()
+
+
 def _open_work(work: Path, settings: dict[str, Any], restart: bool) -> dict[str, Any] | None:
     """The matching manifest of a previous run, or None for a fresh work directory.
 
@@ -839,9 +838,9 @@ def _run_metadata(settings: dict[str, Any], grid: FrequencyGrid) -> dict[str, An
 
 
 def _check_run(reader: CatalogReader, search: PeriodSearch, with_periodogram: bool,
-               work: Path, restart: bool, device: Any) -> tuple[dict, dict | None, list]:
-    """The run's settings, the manifest of the run it resumes (None: a fresh
-    work directory) and its devices."""
+               work: Path, restart: bool) -> tuple[dict, dict | None]:
+    """The run's settings and the manifest of the run it resumes (None: a
+    fresh work directory)."""
     settings = _normalised({
         "run_format": _RUN_FORMAT,
         "clperiod": _version(),
@@ -850,7 +849,7 @@ def _check_run(reader: CatalogReader, search: PeriodSearch, with_periodogram: bo
         "search": search.settings(),
         "periodogram": with_periodogram,
     })
-    return settings, _open_work(work, settings, restart), select_devices(device)
+    return settings, _open_work(work, settings, restart)
 
 
 def _normalised(value: Any) -> Any:

@@ -11,6 +11,7 @@ Returned periodograms live in recycled page-locked host memory
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import ctypes
 import os
@@ -228,6 +229,10 @@ class PinnedPool:
         self._lock = threading.Lock()
         self._max_free = max_free
         self._buffers: dict[int, cl.Buffer] = {}  # mapping address -> buffer (kept alive)
+        # buffers whose arrays died, not yet in _free: a finalizer only appends
+        # here (atomic), as it may run inside any allocation, even while this
+        # thread holds the lock (a garbage collection in _take)
+        self._returned: collections.deque[tuple[int, np.ndarray]] = collections.deque()
 
     def empty(self, info: DeviceInfo, shape: tuple[int, ...], dtype) -> np.ndarray:
         """A page-locked array of ``shape`` (ordinary memory if pinning fails)."""
@@ -264,6 +269,7 @@ class PinnedPool:
 
     def _take(self, key: int, nbytes: int) -> np.ndarray | None:
         with self._lock:
+            self._file_returned()
             free = self._free.get(key, [])
             most = max(2 * nbytes, nbytes + self._SMALL_SLACK)
             fits = [i for i, m in enumerate(free) if nbytes <= m.nbytes <= most]
@@ -272,7 +278,14 @@ class PinnedPool:
             return free.pop(min(fits, key=lambda i: free[i].nbytes))
 
     def _give_back(self, key: int, mapped: np.ndarray) -> None:
-        with self._lock:
+        """Finalizer of a handed-out array: its buffer is free again."""
+        self._returned.append((key, mapped))
+
+    def _file_returned(self) -> None:
+        """Move the buffers given back into the free lists, keeping at most
+        ``max_free`` per context (the lock is held)."""
+        while self._returned:
+            key, mapped = self._returned.popleft()
             free = self._free.setdefault(key, [])
             free.append(mapped)
             for dropped in free[: -self._max_free]:

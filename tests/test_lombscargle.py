@@ -421,6 +421,32 @@ def test_pinned_pool_recycles_buffers():
     assert pool.empty(info, (3, 10), np.float64).__array_interface__["data"][0] == small_address
 
 
+def test_pinned_pool_takes_back_buffers_while_its_lock_is_held():
+    """A handed-out array can die in a garbage collection that runs inside the
+    pool's own locked section (an allocation in _take); its finalizer must not
+    wait for the lock (it did, and the thread deadlocked on itself)."""
+    import gc
+    import threading
+
+    info = clperiod.select_devices()[0]
+    pool = planning.PinnedPool()
+    array = pool.empty(info, (1000,), np.float64)
+    address = array.__array_interface__["data"][0]
+    cycle = [array]
+    cycle.append(cycle)  # only the cyclic garbage collector frees it
+    del array, cycle
+
+    def collect_while_locked():
+        with pool._lock:
+            gc.collect()
+
+    thread = threading.Thread(target=collect_while_locked, daemon=True)
+    thread.start()
+    thread.join(timeout=10)
+    assert not thread.is_alive()
+    assert pool.empty(info, (1000,), np.float64).__array_interface__["data"][0] == address
+
+
 def test_staging_uploads_and_returns_results():
     """Inputs reach the device buffers from page-locked memory; results are views."""
     import pyopencl as cl

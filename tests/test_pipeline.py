@@ -155,6 +155,28 @@ def test_interrupted_run_resumes_without_loss_or_repeats(tmp_path, input_file, m
         np.testing.assert_array_equal(got["id"][:], expected["id"][:])
 
 
+def test_a_first_search_queued_before_a_manifest_appeared_is_abandoned(tmp_path, input_file,
+                                                                        monkeypatch, cpu_device):
+    """A fresh-looking run queues its first search at once; if the work
+    directory then turns out to hold a run to resume (another process wrote
+    its manifest meanwhile), that search is abandoned and the run resumes."""
+    reference = run_catalog(_reader(input_file), _search(), tmp_path / "ref.parquet",
+                            device=cpu_device, progress=False)
+    _fail_on_call(monkeypatch, "start", 3, RuntimeError("device lost"))
+    output = tmp_path / "out.parquet"
+    with pytest.raises(RuntimeError, match="device lost"):
+        run_catalog(_reader(input_file), _search(), output, device=cpu_device, progress=False)
+    monkeypatch.undo()
+    waited = []
+    abandon = pipeline._RunState.abandon
+    monkeypatch.setattr(pipeline._RunState, "abandon",
+                        lambda self, queued: waited.append(abandon(self, queued)))
+    monkeypatch.setattr(pipeline, "_looks_fresh", lambda work: True)
+    run = run_catalog(_reader(input_file), _search(), output, device=cpu_device, progress=False)
+    assert len(waited) == 1 and run.n_resumed == 2 and run.n_chunks == 5
+    assert pq.read_table(output).equals(pq.read_table(reference.output))
+
+
 def test_a_run_stopped_before_its_output_is_in_place_searches_the_last_chunk_again(
         tmp_path, input_file, monkeypatch, cpu_device):
     """The last chunk has no part file (its rows complete the output): a run
