@@ -316,10 +316,11 @@ class CatalogReader:
             # chunk is cut as soon as one block is read, and the ramp of blocks
             # (first, 2 first, 4 first, ...) then completes each chunk of the
             # chunker's ramp with one block; a nested file's blocks count objects
-            # from the mean length, so there it holds about two first chunks
+            # from the mean length, so there the first block holds a quarter
+            # more (block k then ends 5/4 of the way through chunk k's rows)
             most = min(self.chunk_rows, self.first_chunk_rows)
             nested = self.layout == "nested-parquet"
-            first = formats.block_rows(2 * most if nested else most + 1)
+            first = formats.block_rows(most + most // 4 if nested else most + 1)
         if self.layout in ("csv", "lightcurve-csv"):
             return formats.csv_blocks(self.path, self.layout, self.columns, self.delimiter, rows,
                                       first)

@@ -395,6 +395,28 @@ def test_each_early_chunk_needs_one_more_block(tmp_path, monkeypatch):
         assert sizes == [101, 202, 404], name
 
 
+def test_each_early_chunk_of_a_nested_file_needs_one_more_block(tmp_path, monkeypatch):
+    """A nested file's first block holds a quarter more objects than the mean
+    length puts in the first chunk, and the blocks ramp up from there: chunk
+    ``k`` of the ramp is cut once block ``k`` is read."""
+    cat = _stripe82(120)
+    pq.write_table(_nested_table(cat), tmp_path / "n.parquet")
+    monkeypatch.setattr(catalog_formats, "MIN_READ_ROWS", 1)
+    nested_block = catalog_formats.nested_block
+    sizes = []
+    monkeypatch.setattr(catalog_formats, "nested_block",
+                        lambda nested, ids, *a: sizes.append(ids.size)
+                        or nested_block(nested, ids, *a))
+    chunks = iter(open_catalog(tmp_path / "n.parquet", chunk_rows=4000, first_chunk_rows=400))
+    per_object = cat.t.size / cat.n_objects
+    for k in range(1, 4):
+        chunk = next(chunks)
+        assert len(sizes) == k
+        assert chunk.catalog.n_objects <= 400 * 2 ** (k - 1) / per_object * 1.25
+    first = int(500 / per_object)  # 1.25 x 400 observations
+    assert sizes == [first, 2 * first, 4 * first]
+
+
 # ---------------------------------------------------------------------- errors
 
 
