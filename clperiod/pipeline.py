@@ -317,13 +317,15 @@ def run_catalog(
                _periodogram_format(periodogram, periodogram_format) if periodogram else None)
     work = work_directory(output)
     pairs = reader.unchecked()  # a Parquet file is opened here
-    reading = time.perf_counter()
-    first, check_first = next(pairs)  # the reader raises for an empty input
-    timings["read_s"] = time.perf_counter() - reading
-    devices = select_devices(device)
-    state_args = (work, devices, periodogram is not None, plot, plot_ids, plot_format, timings)
-    queued = state = None
     with contextlib.ExitStack() as stack:
+        stack.callback(pairs.close)  # runs once the reader thread below has stopped
+        reading = time.perf_counter()
+        first, check_first = next(pairs)  # the reader raises for an empty input
+        timings["read_s"] = time.perf_counter() - reading
+        devices = select_devices(device)
+        state_args = (work, devices, periodogram is not None, plot, plot_ids, plot_format,
+                      timings)
+        queued = state = None
         try:
             if isinstance(search.grid, FrequencyGrid) and _looks_fresh(work):
                 # a fresh run queues the first chunk's search before anything
