@@ -317,7 +317,8 @@ class CatalogReader:
             # (first, 2 first, 4 first, ...) then completes each chunk of the
             # chunker's ramp with one block; a nested file's blocks count objects
             # from the mean length, so there the first block holds a quarter
-            # more (block k then ends 5/4 of the way through chunk k's rows)
+            # more (a margin for the estimate; block k then still ends past
+            # chunk k's last row)
             most = min(self.chunk_rows, self.first_chunk_rows)
             nested = self.layout == "nested-parquet"
             first = formats.block_rows(most + most // 4 if nested else most + 1)
