@@ -60,8 +60,7 @@ def _source_excerpt(source: str, log: str) -> str:
     return "\n".join(shown)
 
 
-_program_cache: dict[tuple, cl.Program] = {}
-_typedef_cache: dict[tuple, dict[str, str]] = {}  # typedefs of each cached program's source
+_program_cache: dict[tuple, tuple[cl.Program, dict[str, str]]] = {}  # with its typedefs
 _program_lock = threading.Lock()
 #: Programs keep their kernels' argument information, from which
 #: :func:`get_kernels` declares the scalar argument types.
@@ -102,13 +101,12 @@ def _cached_program(context: cl.Context, template: str,
                     params: dict[str, Any]) -> tuple[cl.Program, dict[str, str]]:
     key = (context.int_ptr, template, tuple(sorted(params.items())))
     with _program_lock:
-        program = _program_cache.get(key)
-    if program is None:
-        built, typedefs = _build(context, template, key[2])
+        cached = _program_cache.get(key)
+    if cached is None:
+        built = _build(context, template, key[2])
         with _program_lock:
-            program = _program_cache.setdefault(key, built)
-            _typedef_cache.setdefault(key, typedefs)
-    return program, _typedef_cache[key]
+            cached = _program_cache.setdefault(key, built)
+    return cached
 
 
 _kernel_cache = threading.local()
