@@ -8,7 +8,10 @@
 ##   use_local      stage point data through local memory (tiled, culsp-style)
 ##                  instead of reading it from global memory
 ##   fit_mean       floating-mean model (generalized LS) -> also accumulate C, S
-##   normalization  "standard" | "model" | "log" | "psd"
+##   normalization  "standard" | "model" | "log" | "psd" (psd peaks are ranked
+##                  and reported as the standard power, which the host scales
+##                  by its float64 psd factor; the periodogram is written as
+##                  power * obj_scale)
 ##   top_k          number of distinct peaks kept per object
 ##   write_power    also write the periodogram
 ##   points_per_tile  observations staged per local-memory tile (local variant)
@@ -32,9 +35,10 @@
 ## pays NA + NB sincos per point instead of wg.
 ##
 ## Point data (from ls_prepare in lsprepare.mako, or the host; per object,
-## weights normalised to sum 1 and y centred when the model asks for it; t is
-## measured from the object's reference observation, so that one has phase 0
-## at every frequency):
+## weights normalised to sum 1 and y centred when the model asks for it and
+## scaled to a weighted mean square yy in [1/4, 1) (clperiod.standardize), so
+## any finite y and dy fit fp32; t is measured from the object's reference
+## observation, so that one has phase 0 at every frequency):
 ##   fp64: pt_t = t;  fp32: pt_a = frac(fmin*t), (pt_bh + pt_bl) =
 ##   frac(df*t) as a double-single pair, so phases stay accurate to ~1e-7
 ##   cycles for any epoch;  pt_sd = sin(d) and fp64: pt_cd = cos(d), fp32:
@@ -294,9 +298,6 @@ ${phase("k0", "off + i", True)}
     // power of each strip bin from the 2x2 normal equations (tau-free form of
     // the Zechmeister-Kuerster / Scargle periodogram): p = b' A^-1 b / YY
     const real_t yy = obj_yy[obj];
-% if normalization == "psd":
-    const real_t scale = obj_scale[obj];
-% endif
 % for j in range(m):
     {
 %   if versine:
@@ -325,7 +326,7 @@ ${phase("k0", "off + i", True)}
 %   elif normalization == "log":
         l_pow[lid * M + ${j}] = -log1p(-z);
 %   else:
-        l_pow[lid * M + ${j}] = z * scale;
+        l_pow[lid * M + ${j}] = z;   // psd: ranked by z, scaled when written
 %   endif
     }
 % endfor
@@ -333,10 +334,11 @@ ${phase("k0", "off + i", True)}
 
 % if write_power:
     // coalesced write of the owned bins
+    const real_t scale = ${"obj_scale[obj]" if normalization == "psd" else "1"};
     for (int li = lid; li < TILE; li += WG) {
         const int k = tile_first + li;
         if (li >= 1 && li <= OWNED && k < nf)
-            power[(long) row * chunk_nf + (k - chunk_k0)] = l_pow[li];
+            power[(long) row * chunk_nf + (k - chunk_k0)] = l_pow[li] * scale;
     }
 % endif
 

@@ -13,15 +13,20 @@
 ##   min_points  fewest observations an object needs
 ##   ok, too_few, zero_variance   the clperiod.Status codes
 ##
-## One work-group per object, three passes over its rows:
-##   1. sum w, sum w y, min t, max t;
-##   2. with y' = y - ybar (ybar = sum w y / sum w when centring, else 0) and
-##      wn = w / sum w: yy = sum wn y'^2, the second moment sum wn y^2 (the
-##      zero-variance test), psd scale 1/2 sum w y'^2, and the reference row:
-##      the first row nearest the middle of the time range (see
-##      _reference_times in lombscargle.py);
-##   3. per row, times from the reference, the phase-step inputs of the grid
-##      spacing and the weights wn, wn y'.
+## One work-group per object, four passes over its rows, the steps of
+## clperiod.standardize.standardize (see there) in the same order:
+##   1. the exponent e of max |y|, min dy, the time range;
+##   2. with y_s = y 2^-e, d_s = y_s - y_s[0] when centring (else y_s) and
+##      w = (min dy / dy)^2: sum w, sum w d_s, and the reference row: the
+##      first row nearest the middle of the time range (see _reference_times
+##      in lombscargle.py);
+##   3. with wn = w / sum w and u = d_s - ybar (ybar = sum w d_s / sum w
+##      when centring, else 0): the residual mean r = sum wn u, yy =
+##      sum wn u^2 - r^2 and the second moment sum wn y_s^2 (the
+##      zero-variance test); the unit 2^f with yy 4^-f in [1/4, 1), and the
+##      psd scale 1/2 sum dy^-2 (y - ybar)^2;
+##   4. per row, times from the reference, the phase-step inputs of the grid
+##      spacing and the weights wn, wn (u - r) 2^-f.
 ## Objects with too few points or zero variance get obj_n_eff = 0 and
 ## yy = NaN (the tile kernel then writes NaN powers and no peak).
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
@@ -56,6 +61,7 @@ void ls_prepare(
     __global int *restrict obj_n_eff,
     __global real_t *restrict obj_yy,
     __global real_t *restrict obj_scale,
+    __global double *restrict obj_psd,
     __global char *restrict obj_status)
 {
     __local double ra[WG], rb[WG], rc[WG], rd[WG];
@@ -69,71 +75,72 @@ void ls_prepare(
             obj_n_eff[obj] = 0;
             obj_yy[obj] = NAN;
             obj_scale[obj] = 0;
+            obj_psd[obj] = 0;
             obj_status[obj] = ${too_few};
         }
         return;
     }
     __global const double *ot = t + start;
     __global const double *oy = y + start;
-% if use_dy:
-    __global const double *ody = dy + start;
-#define WEIGHT(i) (1.0 / (ody[i] * ody[i]))
-% else:
-#define WEIGHT(i) 1.0
-% endif
 
-    // pass 1: sum w, sum w y, time range
-    double sw = 0, swy = 0, lo = INFINITY, hi = -INFINITY;
+    // pass 1: largest |y|, smallest dy, time range
+    double big = 0, small = INFINITY, lo = INFINITY, hi = -INFINITY;
     for (int i = lid; i < n; i += WG) {
-        const double w = WEIGHT(i);
-        sw += w;
-        swy += w * oy[i];
+        big = fmax(big, fabs(oy[i]));
+% if use_dy:
+        small = fmin(small, dy[start + i]);
+% endif
         lo = fmin(lo, ot[i]);
         hi = fmax(hi, ot[i]);
     }
-    ra[lid] = sw; rb[lid] = swy; rc[lid] = lo; rd[lid] = hi;
+    ra[lid] = big; rb[lid] = small; rc[lid] = lo; rd[lid] = hi;
     for (int span = WG / 2; span > 0; span >>= 1) {
         barrier(CLK_LOCAL_MEM_FENCE);
         if (lid < span) {
-            ra[lid] += ra[lid + span];
-            rb[lid] += rb[lid + span];
+            ra[lid] = fmax(ra[lid], ra[lid + span]);
+            rb[lid] = fmin(rb[lid], rb[lid + span]);
             rc[lid] = fmin(rc[lid], rc[lid + span]);
             rd[lid] = fmax(rd[lid], rd[lid + span]);
         }
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    const double w_total = ra[0];
-% if center:
-    const double ybar = rb[0] / w_total;
+    int e;
+    frexp(ra[0], &e);
+% if use_dy:
+    const double dy_min = rb[0];
+#define WEIGHT(i) ((dy_min / dy[start + (i)]) * (dy_min / dy[start + (i)]))
 % else:
-    const double ybar = 0.0;
+    const double dy_min = 1.0;
+#define WEIGHT(i) 1.0
+% endif
+% if center:
+    const double y_ref = ldexp(oy[0], -e);
+#define SCALED(i) (ldexp(oy[i], -e) - y_ref)
+% else:
+#define SCALED(i) ldexp(oy[i], -e)
 % endif
     const double epoch = 0.5 * (rc[0] + rd[0]);
     barrier(CLK_LOCAL_MEM_FENCE);
 
-    // pass 2: yy, second moment, psd scale, nearest row to the epoch
-    double yy = 0, second = 0, scale = 0, near = INFINITY;
+    // pass 2: sum w, sum w d_s, nearest row to the epoch
+    double sw = 0, swd = 0, near = INFINITY;
     int row = n;
     for (int i = lid; i < n; i += WG) {
         const double w = WEIGHT(i);
-        const double wn = w / w_total;
-        const double yc = oy[i] - ybar;
-        yy += wn * yc * yc;
-        second += wn * (oy[i] * oy[i]);
-        scale += w * yc * yc;
+        sw += w;
+        swd += w * SCALED(i);
         const double d = fabs(ot[i] - epoch);
         if (d < near) {  // rows rise with i: the first row of a tie stays
             near = d;
             row = i;
         }
     }
-    ra[lid] = yy; rb[lid] = second; rc[lid] = scale; rd[lid] = near; rrow[lid] = row;
+    ra[lid] = sw; rb[lid] = swd; rd[lid] = near; rrow[lid] = row;
     for (int span = WG / 2; span > 0; span >>= 1) {
         barrier(CLK_LOCAL_MEM_FENCE);
         if (lid < span) {
             ra[lid] += ra[lid + span];
             rb[lid] += rb[lid + span];
-            rc[lid] += rc[lid + span];
             const double d = rd[lid + span];
             const int r = rrow[lid + span];
             if (d < rd[lid] || (d == rd[lid] && r < rrow[lid])) {
@@ -143,27 +150,67 @@ void ls_prepare(
         }
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    yy = ra[0];
-    second = rb[0];
+    const double w_total = ra[0];
+% if center:
+    const double ybar = rb[0] / w_total;
+% else:
+    const double ybar = 0.0;
+% endif
     const double t_ref = ot[rrow[0]];
+    barrier(CLK_LOCAL_MEM_FENCE);
+
+    // pass 3: residual mean, yy, second moment
+    double res = 0, yy = 0, second = 0;
+    for (int i = lid; i < n; i += WG) {
+        const double wn = WEIGHT(i) / w_total;
+        const double u = SCALED(i) - ybar;
+        const double ys = ldexp(oy[i], -e);
+        res += wn * u;
+        yy += wn * u * u;
+        second += wn * ys * ys;
+    }
+    ra[lid] = res; rb[lid] = yy; rc[lid] = second;
+    for (int span = WG / 2; span > 0; span >>= 1) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (lid < span) {
+            ra[lid] += ra[lid + span];
+            rb[lid] += rb[lid + span];
+            rc[lid] += rc[lid + span];
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+% if center:
+    res = ra[0];
+    yy = fmax(rb[0] - res * res, 0.0);
+% else:
+    res = 0.0;
+    yy = rb[0];
+% endif
+    second = rc[0];
     const double eps = ${repr(float.fromhex("0x1p-52"))};
-    if (yy <= (64 * eps) * (64 * eps) * second) {
+    if (yy <= eps * eps * second) {
         if (lid == 0) {
             obj_n_eff[obj] = 0;
             obj_yy[obj] = NAN;
             obj_scale[obj] = 0;
+            obj_psd[obj] = 0;
             obj_status[obj] = ${zero_variance};
         }
         return;
     }
+    int f;
+    frexp(sqrt(yy), &f);
     if (lid == 0) {
+        const double spread = ldexp(sqrt(ldexp(yy, -2 * f)), e + f) / dy_min;
+        const double psd = 0.5 * (w_total * spread * spread);
         obj_n_eff[obj] = n;
-        obj_yy[obj] = (real_t) yy;
-        obj_scale[obj] = (real_t) (0.5 * rc[0]);
+        obj_yy[obj] = (real_t) ldexp(yy, -2 * f);
+        obj_scale[obj] = (real_t) psd;
+        obj_psd[obj] = psd;
         obj_status[obj] = ${ok};
     }
 
-    // pass 3: the per-point inputs
+    // pass 4: the per-point inputs
     for (int i = lid; i < n; i += WG) {
         const int g = start + i;
         const double tr = ot[i] - t_ref;
@@ -189,6 +236,6 @@ void ls_prepare(
         pt_bl[g] = (float) (b - (double) b_hi);
 % endif
         pt_w[g] = (real_t) wn;
-        pt_wy[g] = (real_t) (wn * (oy[i] - ybar));
+        pt_wy[g] = (real_t) (wn * ldexp((SCALED(i) - ybar) - res, -f));
     }
 }

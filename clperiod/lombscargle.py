@@ -7,6 +7,10 @@ each batch uploads its raw ``t, y, dy``, prepares the per-point and per-object
 kernel inputs on the device (``ls_prepare`` of ``cl_kernels/lsprepare.mako``,
 fp64; devices without fp64 get them from :func:`_prepare` on the host), then
 launches ``ls_tiles`` and ``ls_merge_topk`` of ``cl_kernels/lombscargle.mako``.
+The preparation expresses each object's values in its own units
+(:mod:`clperiod.standardize`: centred without losing digits to an offset,
+scaled by powers of two), so the powers do not depend on the units or the
+offset of ``y`` in either precision.
 The host thread of a batch mostly waits for its device (without the GIL), so
 several devices, and reading or writing files, run alongside.
 
@@ -31,9 +35,10 @@ from .catalog import Catalog, Status
 from .device import DeviceInfo, get_context, get_queue, require_fp64, select_devices
 from .grid import FrequencyGrid
 from .host import (Deferred, PeakResults, as_catalog, check_choice, check_top_k,
-                   progress_bar, segment_sum)
+                   progress_bar)
 from .planning import DEFAULT_BETA, PINNED_POOL, Batch, KernelShape, Staging, plan_batches
 from .scheduler import BATCHES_PER_DEVICE, run_on_devices
+from .standardize import standardize
 
 __all__ = ["lombscargle", "lombscargle_async", "LombScargleResult"]
 
@@ -172,7 +177,13 @@ def lombscargle(
     precision
         ``"fp64"`` or ``"fp32"``. Times stay float64 on the host; the fp32
         kernel gets per-point phases in double-single form, so raw MJD/JD
-        inputs keep their accuracy.
+        inputs keep their accuracy. Values are centred and scaled per
+        object in float64 first, so both precisions take any finite ``y``
+        and ``dy``; an object whose variation is below float64's resolution
+        of its values is ZERO_VARIANCE. fp32 psd periodograms are float32 in
+        the units of ``(y / dy)**2`` (``y**2`` without ``dy``): outside
+        :data:`FLOAT32_PSD_RANGE` they raise ValueError (the peaks, scaled in
+        float64, have no such limit).
     memory
         ``"local"`` stages observations through local memory in tiles,
         ``"global"`` reads them from global memory; ``"auto"`` picks by device.
@@ -290,6 +301,8 @@ def _assemble(results: list[_BatchResult], catalog: Catalog, grid: FrequencyGrid
               method: str, precision: str, started: float) -> LombScargleResult:
     """The result of a search from its batches' results (in catalog order)."""
     status = np.concatenate([r.status for r in results])
+    if power is not None and options.normalization == "psd" and not options.fp64:
+        _check_float32_psd(np.concatenate([r.psd_scale for r in results]), status, catalog)
     top_val = np.concatenate([r.val for r in results])
     top_idx = np.concatenate([r.idx for r in results])
     found = top_idx != _NO_PEAK
@@ -317,6 +330,31 @@ def _assemble(results: list[_BatchResult], catalog: Catalog, grid: FrequencyGrid
         catalog=catalog,
         timings={**timings, "total_s": time.perf_counter() - started},
     )
+
+
+#: The psd factors whose fp32 periodograms keep float32's precision: powers
+#: down to its epsilon (relative to the largest) stay normal numbers.
+FLOAT32_PSD_RANGE = (float(np.finfo(np.float32).tiny / np.finfo(np.float32).eps),
+                     float(np.finfo(np.float32).max))
+
+
+def _check_float32_psd(psd_scale: np.ndarray, status: np.ndarray, catalog: Catalog) -> None:
+    """Raise ValueError if an object's fp32 psd periodogram leaves float32's range.
+
+    psd powers carry the units of ``(y / dy)**2`` (of ``y**2`` without
+    ``dy``); the peak values are scaled in float64, the periodogram is not.
+    """
+    low, high = FLOAT32_PSD_RANGE
+    outside = (status == Status.OK) & ~((psd_scale >= low) & (psd_scale <= high))
+    if outside.any():
+        first = int(np.flatnonzero(outside)[0])
+        raise ValueError(
+            f"normalization='psd' periodograms of precision='fp32' are float32, but "
+            f"{int(outside.sum())} object(s) have psd powers outside its range "
+            f"(object {catalog.ids[first]!r}: 1/2 sum dy^-2 (y - ybar)^2 = "
+            f"{psd_scale[first]:.3g}, outside [{low:.1g}, {high:.1g}]); use "
+            f"precision='fp64', another normalization, or rescale y (and dy)"
+        )
 
 
 # {{{ options and host preparation
@@ -385,8 +423,8 @@ class _Prepared:
     status: np.ndarray  # per object
     offsets: np.ndarray  # (n_objects + 1,) rows of each object in the arrays below
     point_arrays: dict[str, np.ndarray]
-    yy: np.ndarray  # sum wn*y'^2 per object
-    psd_scale: np.ndarray  # 1/2 sum w*y'^2 per object
+    yy: np.ndarray  # sum wn*u^2 per object, u the standardized values (in [1/4, 1))
+    psd_scale: np.ndarray  # 1/2 sum dy^-2 (y - ybar)^2 per object (0 if not OK)
 
 
 #: The kernel's per-point phase-step input, by ``fp64``: the cosine of the
@@ -403,25 +441,19 @@ def _prepare(catalog: Catalog, grid: FrequencyGrid, options: _Options) -> _Prepa
     offsets = catalog.offsets.astype(np.int64)
     lengths = catalog.lengths
 
-    t, y = catalog.t, catalog.y
     use_dy = options.method == "generalized" and catalog.dy is not None
-    w = 1.0 / (catalog.dy * catalog.dy) if use_dy else np.ones_like(t)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        wn = w / np.repeat(segment_sum(w, offsets), lengths)
-        if options.fit_mean or options.center_data:
-            y = y - np.repeat(segment_sum(wn * y, offsets), lengths)
-        yy = segment_sum(wn * y * y, offsets)
-        second_moment = segment_sum(wn * catalog.y**2, offsets)
-    flat = (status == Status.OK) & (yy <= (64 * np.finfo(np.float64).eps) ** 2 * second_moment)
-    status[flat] = Status.ZERO_VARIANCE
-
-    if (status != Status.OK).any():  # drop their rows
-        keep = np.repeat(status == Status.OK, lengths)
-        lengths = np.where(status == Status.OK, lengths, 0)
+    values = standardize(catalog.y, catalog.dy if use_dy else None, offsets,
+                         center=options.fit_mean or options.center_data)
+    status[(status == Status.OK) & values.flat] = Status.ZERO_VARIANCE
+    ok = status == Status.OK
+    yy = np.where(ok, values.yy, np.nan)
+    psd_scale = np.where(ok, 0.5 * values.weighted_sum_of_squares(), 0.0)
+    t, u, wn = catalog.t, values.u, values.wn
+    if not ok.all():  # drop their rows
+        keep = np.repeat(ok, lengths)
+        lengths = np.where(ok, lengths, 0)
         offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-        t, y, w, wn = t[keep], y[keep], w[keep], wn[keep]
-        yy = np.where(status == Status.OK, yy, np.nan)
-    psd_scale = 0.5 * segment_sum(w * y * y, offsets)
+        t, u, wn = t[keep], u[keep], wn[keep]
 
     tr = t - np.repeat(_reference_times(catalog), lengths)
     dtype = options.dtype
@@ -432,7 +464,7 @@ def _prepare(catalog: Catalog, grid: FrequencyGrid, options: _Options) -> _Prepa
         ).astype(dtype, copy=False),
         "sd": np.sin(step).astype(dtype, copy=False),
         "w": wn.astype(dtype, copy=False),
-        "wy": (wn * y).astype(dtype, copy=False),
+        "wy": (wn * u).astype(dtype, copy=False),
     }
     if options.fp64:
         arrays["t"] = tr
@@ -570,6 +602,7 @@ class _BatchResult:
     status: np.ndarray
     val: np.ndarray  # (objects, top_k) float64
     idx: np.ndarray  # (objects, top_k) grid indices
+    psd_scale: np.ndarray  # (objects,) float64
     seconds: dict[str, float]
 
 
@@ -578,11 +611,12 @@ class _QueuedBatch:
     """A batch whose commands are queued: :meth:`result` waits for them."""
 
     staging: Staging  # page-locked inputs and small outputs, held until done
-    status: np.ndarray
+    inputs: _DeviceInputs
     val: np.ndarray
     idx: np.ndarray
     last: list[cl.Event]  # the final commands of both queues
     events: dict[str, list[cl.Event]]  # by stage, for profiling
+    psd: bool  # the peak values are standard powers, to be scaled to psd
     profile: bool
 
     def result(self) -> _BatchResult:
@@ -593,8 +627,11 @@ class _QueuedBatch:
                 name: sum(1e-9 * (e.profile.end - e.profile.start) for e in evs)
                 for name, evs in self.events.items()
             }
-        done = _BatchResult(self.status.copy(), self.val.astype(np.float64), self.idx.copy(),
-                            seconds)
+        val = self.val.astype(np.float64)
+        psd_scale = self.inputs.psd_scale.copy()
+        if self.psd:
+            val *= psd_scale[:, None]
+        done = _BatchResult(self.inputs.status.copy(), val, self.idx.copy(), psd_scale, seconds)
         self.staging.release()
         return done
 
@@ -687,7 +724,8 @@ def _enqueue_batch(
                 cl.enqueue_copy(queue, idx, best_idx, is_blocking=False), *events["copy_s"]]
         queue.flush()
         copy_queue.flush()
-        return _QueuedBatch(staging, inputs.status, val, idx, last, events, profile)
+        return _QueuedBatch(staging, inputs, val, idx, last, events,
+                            options.normalization == "psd", profile)
 
 
 @dataclass
@@ -700,6 +738,7 @@ class _DeviceInputs:
     points: list  # phase step, sd, w, wy
     objects: list  # start, points searched, yy, psd scale
     status: np.ndarray
+    psd_scale: np.ndarray  # float64, scales the peak powers of normalization "psd"
 
 
 #: Work-group size of ``ls_prepare`` (one group per object) on GPUs and on
@@ -717,6 +756,8 @@ def _prepare_on_host(queue, catalog: Catalog, grid: FrequencyGrid, options: _Opt
     """:func:`_prepare` on the host, then the uploads (``staging`` sends them)."""
     prepared = _prepare(catalog, grid, options)
     rows = prepared.point_arrays
+    with np.errstate(over="ignore"):  # psd factors beyond float32 (checked at the end)
+        psd_factor = prepared.psd_scale.astype(options.dtype)
     inputs = _DeviceInputs(
         phases=[staging.upload(rows[name]) for name in _POINT_ORDER[options.fp64]],
         points=[staging.upload(rows[name])
@@ -725,9 +766,10 @@ def _prepare_on_host(queue, catalog: Catalog, grid: FrequencyGrid, options: _Opt
             staging.upload(prepared.offsets[:-1].astype(np.int32)),
             staging.upload(np.diff(prepared.offsets).astype(np.int32)),
             staging.upload(prepared.yy.astype(options.dtype)),
-            staging.upload(prepared.psd_scale.astype(options.dtype)),
+            staging.upload(psd_factor),
         ],
         status=prepared.status,
+        psd_scale=prepared.psd_scale,
     )
     staging.send(queue)
     return inputs
@@ -763,14 +805,16 @@ def _prepare_on_device(queue, catalog: Catalog, grid: FrequencyGrid, options: _O
                empty(n_obj, np.int32), empty(n_obj, options.dtype), empty(n_obj, options.dtype)]
     lengths = staging.upload(catalog.lengths.astype(np.int32))
     status_slot = staging.result((n_obj,), np.int8)
-    status_buffer = empty(n_obj, np.int8)
+    psd_slot = staging.result((n_obj,), np.float64)
+    status_buffer, psd_buffer = empty(n_obj, np.int8), empty(n_obj, np.float64)
     staging.send(queue)
     kernel(queue, (n_obj * wg,), (wg,), *raw, objects[0], lengths,
            np.float64(grid.fmin), np.float64(grid.df), np.float64(2 * np.pi * grid.df),
-           *phases, *points, *objects[1:], status_buffer)
-    status = staging.results[status_slot]
-    staging.events.append(cl.enqueue_copy(queue, status, status_buffer, is_blocking=False))
-    return _DeviceInputs(phases, points, objects, status)
+           *phases, *points, *objects[1:], psd_buffer, status_buffer)
+    status, psd_scale = staging.results[status_slot], staging.results[psd_slot]
+    staging.events += [cl.enqueue_copy(queue, status, status_buffer, is_blocking=False),
+                       cl.enqueue_copy(queue, psd_scale, psd_buffer, is_blocking=False)]
+    return _DeviceInputs(phases, points, objects, status, psd_scale)
 
 
 def _copy_block(queue, power, buffer, row0, n_rows, k0, chunk_nf, after) -> cl.Event:

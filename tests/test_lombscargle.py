@@ -177,10 +177,13 @@ def test_reference_times_are_observations_nearest_the_middle():
 
 
 def preparation_catalog(rng):
-    """JD times, weights of 1e-6 to 1e4, a flat, a short and an empty object."""
+    """JD times, weights of 1e-6 to 1e4, cgs fluxes, values of 1e200, an offset of
+    1e13, a flat, a short and an empty object."""
     curves = [simulated(rng, n=n, epoch=2.46e6) for n in (5, 90, 700)]
     t, y, dy = simulated(rng, n=60, epoch=2.46e6)
     curves.append((t, y, dy * 10.0 ** rng.uniform(-2, 3, t.size)))
+    t, y, dy = simulated(rng, n=50, epoch=2.46e6)
+    curves += [(t, 3e-27 * y, 3e-27 * dy), (t, 1e200 * y, 1e200 * dy), (t, y + 1e13, dy)]
     curves.append((np.arange(12.0), np.full(12, 7.5), np.ones(12)))  # zero variance
     curves.append((np.arange(2.0), np.arange(2.0), np.ones(2)))  # too few points
     full = Catalog.from_lightcurves(curves)
@@ -216,15 +219,17 @@ def test_device_preparation_matches_the_host(rng, precision, method, fit_mean, c
     ok = host.status == Status.OK
     flat = Status.ZERO_VARIANCE if fit_mean or center_data else Status.OK  # y = 7.5
     assert list(host.status) == [Status.OK, Status.OK, Status.TOO_FEW_POINTS, Status.OK,
-                                 Status.OK, flat, Status.TOO_FEW_POINTS]
+                                 Status.OK, Status.OK, Status.OK, Status.OK, flat,
+                                 Status.TOO_FEW_POINTS]
     np.testing.assert_array_equal(read(inputs.objects[1], np.int32, n_obj),
                                   np.where(ok, cat.lengths, 0))
     yy = read(inputs.objects[2], real, n_obj)
     assert np.isnan(yy[~ok]).all()
     rtol = 1e-12 if precision == "fp64" else 2e-7
     np.testing.assert_allclose(yy[ok], host.yy[ok], rtol=rtol)
-    np.testing.assert_allclose(read(inputs.objects[3], real, n_obj)[ok], host.psd_scale[ok],
-                               rtol=rtol)
+    np.testing.assert_allclose(read(inputs.objects[3], real, n_obj)[ok],
+                               host.psd_scale[ok].astype(real), rtol=rtol)
+    np.testing.assert_allclose(inputs.psd_scale, host.psd_scale, rtol=1e-12)
     rows = np.concatenate([np.arange(cat.offsets[k], cat.offsets[k + 1])
                            for k in np.flatnonzero(ok)])  # the host keeps only these
     device = {name: read(buffer, real, n_pts)[rows]
