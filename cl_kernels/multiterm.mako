@@ -10,9 +10,12 @@
 ##   rows    light curves per work-item (they share the harmonics of t)
 ##
 ## The model y(t) = [b] + sum_{k=1..K} a_k sin(k phi) + c_k cos(k phi),
-## phi = 2 pi f t, is fitted by weighted least squares (weights w = dy^-2) at
+## phi = 2 pi f t, is fitted by weighted least squares (weights w ~ dy^-2) at
 ## every frequency, as astropy's "chi2" method does: the power is
 ## p = X^T W y' (X^T W X)^-1 X^T W y' (astropy's unnormalized chi2_ref - chi2).
+## The host passes each light curve standardized (clperiod.standardize): w
+## summing to 1, y' centred (when asked) and scaled to a mean square near 1,
+## so p is the standard power times sum w y'^2.
 ## The normal matrix needs the sums C_m = sum w cos(m phi) and
 ## S_m = sum w sin(m phi) for m = 0 .. 2K (product-to-sum identities), the
 ## right-hand side sum w y' cos(k phi) and sum w y' sin(k phi) for k <= K.
@@ -85,10 +88,10 @@ inline double solve(const double *C, const double *S, const double *YC, const do
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void multiterm_power(
     __global const double *restrict t,    // (n,) times relative to a reference
-    __global const double *restrict w,    // (n_curves, n) dy^-2
+    __global const double *restrict w,    // (n_curves, n) dy^-2, normalised
     __global const double *restrict wy,   // (n_curves, n) w * (centred) y
     const int n, const double fmin, const double df, const int nf, const int n_curves,
-    __global double *restrict power)      // (n_curves, nf) unnormalized
+    __global double *restrict power)      // (n_curves, nf) p
 {
     const int k = get_global_id(0);
     const int lid = get_local_id(0);

@@ -23,6 +23,7 @@ from .device import get_context, get_queue, require_fp64, select_devices, upload
 from .grid import FrequencyGrid
 from .host import check_choice
 from .lombscargle import Normalization
+from .standardize import Standardized, standardize
 
 __all__ = ["MAX_NTERMS", "multiterm_max_power", "multiterm_power"]
 
@@ -80,7 +81,11 @@ def multiterm_power(
     -------
     ndarray
         ``(grid.nf,)`` float64 powers; NaN where the model is degenerate
-        (frequency 0, fewer distinct phases than unknowns).
+        (frequency 0, fewer distinct phases than unknowns), and everywhere
+        when ``y`` does not vary within float64 resolution
+        (:data:`clperiod.standardize.RESOLUTION`). The values are centred and
+        scaled per light curve first, so a common scale of ``y`` and ``dy``
+        or an offset of centred ``y`` leaves the powers unchanged.
 
     Raises
     ------
@@ -89,10 +94,10 @@ def multiterm_power(
         than unknowns, or a device without fp64.
     """
     nterms = _check_options(nterms, fit_mean, normalization, grid)
-    t, y, w = _weighted(t, np.ravel(y), dy, 2 * nterms + int(fit_mean))
-    ((_, p, chi2_ref),) = _power_blocks(t, y[None], w[None], grid, nterms, fit_mean,
-                                        center_data, device, block_rows=1)
-    return _normalized(p[0], chi2_ref[0], normalization)
+    t, y, dy = _checked(t, np.ravel(y)[None], dy, 2 * nterms + int(fit_mean))
+    values = _standardized(y, dy, fit_mean or center_data)
+    ((_, z),) = _power_blocks(t, values, grid, nterms, fit_mean, device, block_rows=1)
+    return _normalized(z, values, normalization)[0]
 
 
 def multiterm_max_power(
@@ -143,7 +148,8 @@ def multiterm_max_power(
     ndarray
         ``(n_curves,)`` float64: each light curve's largest power on the
         grid, skipping frequencies where its model is degenerate (NaN only if
-        it is degenerate at every frequency): the maximum of
+        it is degenerate at every frequency, or ``y`` does not vary): the
+        maximum of
         ``multiterm_power(t, y[i], dy[i], ...)`` for each row ``i``.
 
     Raises
@@ -155,13 +161,13 @@ def multiterm_max_power(
     y = np.asarray(y, dtype=np.float64)
     if y.ndim != 2:
         raise ValueError(f"y must have shape (n_curves, n), got {y.shape}")
-    t, y, w = _weighted(t, y, dy, 2 * nterms + int(fit_mean))
+    t, y, dy = _checked(t, y, dy, 2 * nterms + int(fit_mean))
+    values = _standardized(y, dy, fit_mean or center_data)
     maxima = np.empty(y.shape[0])
     block_rows = max(1, _MAX_BLOCK // grid.nf)
-    for block, p, chi2_ref in _power_blocks(t, y, w, grid, nterms, fit_mean, center_data,
-                                            device, block_rows):
-        # every normalization increases with p: normalizing the maxima is exact
-        maxima[block] = _normalized(np.fmax.reduce(p, axis=1), chi2_ref, normalization)
+    for block, z in _power_blocks(t, values, grid, nterms, fit_mean, device, block_rows):
+        # every normalization increases with z: normalizing the maxima is exact
+        maxima[block] = _normalized(np.fmax.reduce(z, axis=1), values, normalization, block)
     return maxima
 
 
@@ -178,26 +184,35 @@ def _check_options(nterms, fit_mean: bool, normalization: str, grid: FrequencyGr
     return nterms
 
 
-def _power_blocks(t, y, w, grid: FrequencyGrid, nterms: int, fit_mean: bool, center_data: bool,
-                  device, block_rows: int) -> Iterator[tuple[slice, np.ndarray, np.ndarray]]:
-    """Each block of ``block_rows`` light curves (rows of ``y`` and ``w``): its rows,
-    unnormalized powers ``(n_rows, nf)`` and ``chi2_ref``; one kernel call per
-    block."""
-    if fit_mean or center_data:
-        y = y - (np.sum(w * y, axis=1) / np.sum(w, axis=1))[:, None]
-    chi2_ref = np.sum(w * y * y, axis=1)
+def _standardized(y: np.ndarray, dy: np.ndarray | None, center: bool) -> Standardized:
+    """Each light curve (row of ``y``) centred (when ``center``) and scaled
+    (:func:`clperiod.standardize.standardize`): the powers keep their precision
+    for any finite scale and offset."""
+    n_curves, n = y.shape
+    offsets = np.arange(n_curves + 1, dtype=np.int64) * n
+    return standardize(y.ravel(), None if dy is None else dy.ravel(), offsets, center)
+
+
+def _power_blocks(t, values: Standardized, grid: FrequencyGrid, nterms: int, fit_mean: bool,
+                  device, block_rows: int) -> Iterator[tuple[slice, np.ndarray]]:
+    """Each block of ``block_rows`` light curves: its rows and standard powers
+    ``(n_rows, nf)`` (NaN for light curves that do not vary); one kernel call
+    per block."""
+    n_curves = values.yy.size
+    w = values.wn.reshape(n_curves, t.size)
+    wy = (values.wn * values.u).reshape(n_curves, t.size)
     info = select_devices(device)[0]
     require_fp64(info)
     context, queue = get_context(info), get_queue(info)
-    per_item = _CPU_ROWS if y.shape[0] > 1 and info.kind == "cpu" else 1
+    per_item = _CPU_ROWS if n_curves > 1 and info.kind == "cpu" else 1
     (kernel,) = kernels.get_kernels(context, "multiterm", ("multiterm_power",),
                                     nterms=nterms, bias=int(fit_mean), wg=_WG, rows=per_item)
     pending: list[cl.Event] = []  # queued uploads, passed by each block's blocking read
     t_buffer = upload(queue, t - np.median(t), pending)
-    for start in range(0, y.shape[0], block_rows):
+    for start in range(0, n_curves, block_rows):
         block = slice(start, start + block_rows)
-        n_rows = y[block].shape[0]
-        inputs = [upload(queue, a, pending) for a in (w[block], w[block] * y[block])]
+        n_rows = w[block].shape[0]
+        inputs = [upload(queue, a, pending) for a in (w[block], wy[block])]
         out = cl.Buffer(context, cl.mem_flags.WRITE_ONLY, 8 * n_rows * grid.nf)
         kernel.set_args(t_buffer, *inputs, np.int32(t.size), np.float64(grid.fmin),
                         np.float64(grid.df), np.int32(grid.nf), np.int32(n_rows), out)
@@ -206,34 +221,41 @@ def _power_blocks(t, y, w, grid: FrequencyGrid, nterms: int, fit_mean: bool, cen
         p = np.empty((n_rows, grid.nf))
         cl.enqueue_copy(queue, p, out, is_blocking=True)
         pending.clear()
-        yield block, p, chi2_ref[block]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            z = p / values.yy[block, None]
+        yield block, np.where(values.flat[block, None], np.nan, z)
 
 
-def _weighted(t, y, dy, unknowns: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Checked float64 ``t`` (1-D), ``y`` (``(n,)`` or ``(n_curves, n)``) and
-    the weights ``dy^-2`` (broadcast to ``y``)."""
+def _checked(t, y: np.ndarray, dy, unknowns: int
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Checked float64 ``t`` (1-D), ``y`` (``(n_curves, n)``) and ``dy``
+    (None, or broadcast to ``y``)."""
     t = np.asarray(t, dtype=np.float64).ravel()
     y = np.asarray(y, dtype=np.float64)
     if y.shape[-1:] != t.shape:
         raise ValueError(f"t and y differ in length: {t.size} and {y.shape[-1]}")
-    dy = np.ones_like(y) if dy is None else np.broadcast_to(
-        np.asarray(dy, dtype=np.float64), y.shape)
-    if not (np.isfinite(t).all() and np.isfinite(y).all() and np.isfinite(dy).all()):
+    if dy is not None:
+        dy = np.broadcast_to(np.asarray(dy, dtype=np.float64), y.shape)
+    if not (np.isfinite(t).all() and np.isfinite(y).all()
+            and (dy is None or np.isfinite(dy).all())):
         raise ValueError("t, y and dy must be finite")
-    if (dy <= 0).any():
+    if dy is not None and (dy <= 0).any():
         raise ValueError("dy must be positive")
     if t.size < unknowns:
         raise ValueError(f"{t.size} points cannot fit a model of {unknowns} parameters")
-    return t, y, dy**-2.0
+    return t, y, dy
 
 
-def _normalized(p: np.ndarray, chi2_ref: float, normalization: str) -> np.ndarray:
-    """astropy's normalizations of the chi^2 reduction ``p``."""
+def _normalized(z: np.ndarray, values: Standardized, normalization: str,
+                rows: slice = slice(None)) -> np.ndarray:
+    """astropy's normalizations of the standard powers ``z`` of light curves
+    ``rows`` (``z``'s first axis; ``psd`` needs their weighted sums of squares)."""
     if normalization == "psd":
-        return 0.5 * p
+        yy = values.weighted_sum_of_squares()[rows]
+        return 0.5 * z * yy.reshape(yy.shape + (1,) * (z.ndim - 1))
     with np.errstate(divide="ignore", invalid="ignore"):
         if normalization == "standard":
-            return p / chi2_ref
+            return z
         if normalization == "model":
-            return p / (chi2_ref - p)
-        return -np.log(1 - p / chi2_ref)
+            return z / (1 - z)
+        return -np.log1p(-z)

@@ -60,6 +60,7 @@ from scipy.special import betainc, betaincinv, gammaincc, gammainccinv, gammaln,
 
 from .catalog import Catalog
 from .host import segment_sum
+from .standardize import standardize
 
 NORMALIZATIONS = ("standard", "model", "log", "psd")
 FAP_METHODS = ("baluev", "davies", "naive", "townsend")
@@ -83,12 +84,13 @@ def weighted_sum_of_squares(y: Any, dy: Any = None, *, center: bool = True) -> f
     Returns
     -------
     float
+        Computed in units of the data (:func:`clperiod.standardize.standardize`),
+        so it keeps its precision for any scale and offset that float64 holds.
     """
-    y = np.asarray(y, dtype=np.float64)
-    w = np.ones_like(y) if dy is None else np.asarray(dy, dtype=np.float64) ** -2.0
-    if center:
-        y = y - np.dot(w, y) / w.sum()
-    return float(np.dot(w, y * y))
+    y = np.asarray(y, dtype=np.float64).ravel()
+    dy = None if dy is None else np.broadcast_to(np.asarray(dy, dtype=np.float64), y.shape)
+    values = standardize(y, dy, np.array([0, y.size]), center)
+    return float(values.weighted_sum_of_squares()[0])
 
 
 def normalize(
@@ -526,7 +528,7 @@ def _block_spread(offsets, t, dy, with_variance: bool) -> tuple[np.ndarray, np.n
     if not with_variance:
         return high - low, None
     dt = t - np.repeat(low, lengths)
-    w = None if dy is None else 1.0 / (dy * dy)
+    w = None if dy is None else _relative_weights(dy, offsets, starts, filled)
     with np.errstate(invalid="ignore"):  # objects without rows: 0 / 0
         total = lengths.astype(np.float64) if w is None else segment_sum(w, offsets)
         mean = segment_sum(dt if w is None else w * dt, offsets) / total
@@ -534,6 +536,17 @@ def _block_spread(offsets, t, dy, with_variance: bool) -> tuple[np.ndarray, np.n
         square = dt * dt
         variance = segment_sum(square if w is None else w * square, offsets) / total
     return high - low, variance
+
+
+def _relative_weights(dy: np.ndarray, offsets: np.ndarray, starts: np.ndarray,
+                      filled: np.ndarray) -> np.ndarray:
+    """``(min(dy) / dy)**2`` per object: the weights ``dy**-2`` up to a factor
+    per object, in ``(0, 1]`` for any scale of ``dy``."""
+    smallest = np.ones(filled.shape)
+    if starts.size:
+        smallest[filled] = np.minimum.reduceat(dy, starts)
+    w = np.repeat(smallest, np.diff(offsets)) / dy
+    return w * w
 
 
 def _fap(null: _Null, z: np.ndarray) -> np.ndarray:
