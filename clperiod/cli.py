@@ -343,7 +343,8 @@ def _add_grid_arguments(parser: argparse.ArgumentParser) -> None:
         "frequency grid",
         "--fmin/--fmax/--nf: nf frequencies from fmin up to, not including, fmax (the papers' "
         "grid); --fmin/--df/--nf: fmin + k df. Without --nf: astropy's autofrequency over the "
-        "whole catalog (longest baseline, largest object), --fmin/--fmax bounding it. "
+        "whole catalog (longest baseline, largest object), reaching periods of 0.05 (days) at "
+        "least unless --fmax or --min-period is given; --fmin/--fmax bounding it. "
         "--max-period and --min-period may stand for --fmin and --fmax.")
     low = grid.add_mutually_exclusive_group()
     low.add_argument("--fmin", type=float, help="lowest frequency (cycles per time unit)")
@@ -758,4 +759,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         Exit status (0 on success).
     """
     args = build_parser().parse_args(argv)
-    return args.func(args)
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        return args.func(args)
+
+
+def _show_warning(message: Warning | str, category: type[Warning], *_: Any, **__: Any) -> None:
+    """Print a warning as one ``clperiod: warning:`` line on stderr."""
+    print(f"clperiod: warning: {message}", file=sys.stderr)

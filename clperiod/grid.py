@@ -5,12 +5,17 @@ Frequencies are ordinary (cycles per time unit).  Three ways to choose one:
 * :meth:`FrequencyGrid.from_range` -- the papers' semantics: ``nf`` points
   from ``fmin`` with step ``(fmax - fmin) / nf``, so ``fmax`` is excluded;
 * :meth:`FrequencyGrid.auto` -- astropy's ``LombScargle.autofrequency``;
+* :meth:`FrequencyGrid.survey` -- the default of catalog runs: astropy's rule,
+  extended up to periods of :data:`SURVEY_MIN_PERIOD` days at least;
 * :meth:`FrequencyGrid.richards` -- the Richards et al. (2011) rule used by
   gpu_lomb_scargle (``df = 0.1 / T_max``).
+
+:func:`grid_warnings` says, per object, where a grid cannot resolve the data.
 """
 
 from __future__ import annotations
 
+import enum
 import math
 import operator
 from dataclasses import dataclass
@@ -21,6 +26,11 @@ import numpy as np
 from .catalog import Catalog
 
 MAX_NF = 2**31 - 1  # frequency indices are int32 on the device
+#: Shortest period, in days, that the default grid of catalog runs reaches:
+#: delta Scuti stars, contact binaries and RR Lyrae are all above it.
+SURVEY_MIN_PERIOD = 0.05
+#: Grid points across a peak of width ``1 / T`` below which a step is coarse.
+RESOLVED_SAMPLES_PER_PEAK = 5
 
 
 @dataclass(frozen=True)
@@ -135,6 +145,52 @@ class FrequencyGrid:
         return cls(fmin, df, nf)
 
     @classmethod
+    def survey(
+        cls,
+        catalog_or_t: Catalog | Any,
+        samples_per_peak: float = 5,
+        nyquist_factor: float = 5,
+        min_period: float = SURVEY_MIN_PERIOD,
+        minimum_frequency: float | None = None,
+        maximum_frequency: float | None = None,
+    ) -> FrequencyGrid:
+        """The default grid of catalog runs: :meth:`auto`, reaching ``1 / min_period``.
+
+        Survey light curves have few points over long baselines, so the
+        average Nyquist frequency of :meth:`auto` (``0.5 n / T``) stops far
+        below the frequencies that irregular sampling still resolves: a few
+        hundred points over years give about 2.5 cycles per day. This grid
+        keeps astropy's step and lower limit and raises the upper limit to
+        at least ``1 / min_period``::
+
+            fmax = maximum_frequency or max(nyquist_factor * 0.5 * n / T, 1 / min_period)
+
+        Parameters
+        ----------
+        catalog_or_t : Catalog or array_like
+            A catalog, or the times of one light curve.
+        samples_per_peak, nyquist_factor : float
+            As in :meth:`auto`.
+        min_period : float
+            Shortest period searched at least, in the time unit (days for
+            MJD/JD/BJD times: :data:`SURVEY_MIN_PERIOD`, 0.05 d, by default).
+        minimum_frequency, maximum_frequency : float, optional
+            Override the limits (``maximum_frequency`` replaces the rule).
+
+        Returns
+        -------
+        FrequencyGrid
+        """
+        if not min_period > 0:
+            raise ValueError(f"min_period must be > 0, got {min_period}")
+        baseline, n_samples = _baseline_and_size(catalog_or_t)
+        if maximum_frequency is None:
+            nyquist = nyquist_factor * (0.5 * n_samples / baseline)
+            maximum_frequency = max(nyquist, 1.0 / min_period)
+        return cls.auto(catalog_or_t, samples_per_peak, nyquist_factor, minimum_frequency,
+                        maximum_frequency)
+
+    @classmethod
     def richards(cls, catalog_or_t: Catalog | Any, fmin: float, fmax: float) -> FrequencyGrid:
         """The Richards et al. (2011) rule of gpu_lomb_scargle.
 
@@ -223,6 +279,100 @@ class FrequencyGrid:
             (start, type(self)(self.fmin + start * self.df, self.df, min(max_nf, self.nf - start)))
             for start in range(0, self.nf, max_nf)
         ]
+
+
+class GridWarning(enum.IntFlag):
+    """Ways a grid fails to resolve an object's periodogram (bit flags).
+
+    COARSE_STEP
+        The step is coarser than ``1 / (RESOLVED_SAMPLES_PER_PEAK * T)``, ``T``
+        the object's baseline: a peak of width ``1 / T`` can fall between two
+        grid frequencies and lose power.
+    LOW_FMAX
+        The grid stops more than one step below the frequency the sampling
+        supports, capped at the survey range ``1 / SURVEY_MIN_PERIOD``:
+        periods the data can show are not searched. Times on a lattice
+        (every spacing a multiple of the shortest, ``dt``) support up to the
+        Nyquist frequency ``1 / (2 dt)``; irregular times support the whole
+        survey range.
+    """
+
+    COARSE_STEP = 1
+    LOW_FMAX = 2
+
+
+def grid_warnings(grid: FrequencyGrid, catalog: Catalog) -> np.ndarray:
+    """Per-object :class:`GridWarning` flags of a grid searched on a catalog.
+
+    Parameters
+    ----------
+    grid : FrequencyGrid
+        The searched grid.
+    catalog : Catalog
+        The searched objects.
+
+    Returns
+    -------
+    ndarray of int8, shape (n_objects,)
+        Bitwise OR of :class:`GridWarning` values; 0 where the grid resolves
+        the object or the object has fewer than two distinct times.
+    """
+    flags = np.zeros(catalog.n_objects, dtype=np.int8)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        coarse = grid.df * RESOLVED_SAMPLES_PER_PEAK * catalog.baselines() > 1 + 1e-9
+        reach = np.minimum(supported_frequencies(catalog), 1.0 / SURVEY_MIN_PERIOD)
+        low = grid.fmax + grid.df < reach
+    flags[coarse] |= GridWarning.COARSE_STEP
+    flags[low] |= GridWarning.LOW_FMAX
+    return flags
+
+
+def grid_warning_names(flags: Any) -> np.ndarray:
+    """Comma-separated :class:`GridWarning` names of flags (``""`` for none)."""
+    names = np.array(["", "coarse_step", "low_fmax", "coarse_step,low_fmax"], dtype=object)
+    return names[np.asarray(flags) & 3]
+
+
+def supported_frequencies(catalog: Catalog) -> np.ndarray:
+    """Per object, the highest frequency its sampling resolves.
+
+    ``1 / (2 dt)`` for times on a lattice (every spacing of distinct times
+    within 1 % of a multiple of the shortest, ``dt``), ``inf`` for irregular
+    times (no Nyquist limit), NaN with fewer than two distinct times.
+    """
+    lengths, starts = catalog.lengths, catalog.offsets[:-1]
+    several = lengths >= 2
+    supported = np.full(catalog.n_objects, np.nan)
+    if not np.any(several):
+        return supported
+    gaps = _gaps(catalog)
+    # object k's gaps are gaps[starts[k]:starts[k] + lengths[k] - 1], then an inf
+    gaps = np.append(gaps, np.inf)
+    shortest = np.full(catalog.n_objects, np.nan)
+    shortest[several] = np.minimum.reduceat(gaps, starts[several])
+    shortest[np.isinf(shortest)] = np.nan  # all times equal
+    with np.errstate(invalid="ignore"):
+        ratio = gaps[:-1] / np.repeat(shortest, lengths)[: gaps.size - 1]
+        off_lattice = np.append(np.abs(ratio - np.round(ratio)) > 0.01, False)  # not inf, NaN
+    irregular = np.logical_or.reduceat(off_lattice, starts[several])
+    supported[several] = np.where(irregular, np.inf, 0.5 / shortest[several])
+    return supported
+
+
+def _gaps(catalog: Catalog) -> np.ndarray:
+    """Spacings of consecutive times within objects (time-sorted), ``inf`` where
+    two times are equal or the next row belongs to another object."""
+    t = catalog.t
+    crossings = catalog.offsets[1:-1]
+    crossings = crossings[(crossings > 0) & (crossings < t.size)] - 1
+    gaps = np.diff(t)
+    gaps[crossings] = np.inf
+    if np.any(gaps < 0):  # some object is not time-sorted
+        owner = np.repeat(np.arange(catalog.n_objects), catalog.lengths)
+        gaps = np.diff(t[np.lexsort((t, owner))])
+        gaps[crossings] = np.inf
+    gaps[gaps <= 0] = np.inf
+    return gaps
 
 
 def _times(catalog_or_t: Catalog | Any) -> np.ndarray:

@@ -342,7 +342,7 @@ def test_search_settings_are_checked():
     assert search.settings() == {
         "algorithm": "supersmoother", "options": {"alpha": 5.0}, "fap_method": "baluev",
         "grid": {"auto": {"samples_per_peak": 5, "nyquist_factor": 5, "minimum_frequency": None,
-                          "maximum_frequency": None}},
+                          "maximum_frequency": None, "min_period": 0.05}},
     }
     with pytest.raises(ValueError, match="resolve the AutoGrid"):
         search.run(load_example("ida"))
