@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import enum
 import operator
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -134,7 +135,7 @@ class Catalog:
     @classmethod
     def from_lightcurves(
         cls,
-        lightcurves: Iterable[Sequence[Any]],
+        lightcurves: Iterable[Any],
         ids: Any = None,
         *,
         nan_policy: str = "raise",
@@ -143,9 +144,13 @@ class Catalog:
 
         Parameters
         ----------
-        lightcurves : iterable of tuples
-            Each item is ``(t, y)`` or ``(t, y, dy)``; all items must have
-            the same form.
+        lightcurves : iterable
+            Each item is a ``(t, y)`` or ``(t, y, dy)`` tuple, or a pandas
+            DataFrame or astropy Table (QTable, TimeSeries) of one light
+            curve with columns ``t``, ``y`` and, when present, ``dy`` (read
+            as :func:`clperiod.frames.lightcurve_columns` reads them: times,
+            units and masks as in :mod:`clperiod.frames`). Every item must
+            have uncertainties, or none.
         ids : array_like, optional
             One unique id per light curve; default ``0 .. K-1``.
         nan_policy : {"raise", "omit"}
@@ -159,10 +164,11 @@ class Catalog:
         ------
         TypeError, ValueError
             As :meth:`from_arrays`; also for items that are not 2- or
-            3-tuples, a mix of both forms, or duplicate ids.
+            3-tuples or tables, a mix of items with and without dy, missing
+            columns, or duplicate ids.
         """
         _check_nan_policy(nan_policy)
-        items = [tuple(item) for item in lightcurves]
+        items = [_lightcurve_tuple(item, number) for number, item in enumerate(lightcurves)]
         if not items:
             raise ValueError("empty catalog: no light curves given")
         ids = np.arange(len(items)) if ids is None else _as_1d("ids", ids).copy()
@@ -174,8 +180,6 @@ class Catalog:
                 f"duplicate object id {_show(ids[repeat[0]])} (light curves {repeat[0]} "
                 f"and {repeat[1]})"
             )
-        if any(len(item) not in (2, 3) for item in items):
-            raise ValueError("each light curve must be a (t, y) or (t, y, dy) tuple")
         if len({len(item) == 3 and item[2] is not None for item in items}) > 1:
             raise ValueError("give dy for every light curve or for none")
         parts = [_columns(*item, copy=False) for item in items]  # concatenate copies
@@ -370,6 +374,72 @@ class Catalog:
             low[filled] = np.minimum.reduceat(self.t, starts)
             high[filled] = np.maximum.reduceat(self.t, starts)
         return low, high
+
+
+# ---------------------------------------------------------------------- lists
+def is_lightcurve_list(value: Any) -> bool:
+    """Whether ``value`` is a non-empty list or tuple of light curves: tuples
+    or lists ``(t, y[, dy])``, 2-D arrays (rows t, y[, dy]), pandas DataFrames
+    or astropy Tables (what :meth:`Catalog.from_lightcurves` takes)."""
+    if not isinstance(value, (list, tuple)) or not value:
+        return False
+    return all(isinstance(item, (list, tuple)) or _is_table(item)
+               or (isinstance(item, np.ndarray) and item.ndim == 2) for item in value)
+
+
+def catalog_of(value: Any, nan_policy: str = "raise", name: str = "catalog") -> Catalog:
+    """A Catalog as given, or the catalog of a list of light curves.
+
+    Parameters
+    ----------
+    value : Catalog or list
+        A catalog, or a list of light curves (see
+        :meth:`Catalog.from_lightcurves`; ids ``0 .. K-1``).
+    nan_policy : {"raise", "omit"}
+        For a list: see :meth:`Catalog.from_arrays`.
+    name : str
+        The argument's name in error messages.
+
+    Raises
+    ------
+    TypeError
+        ``value`` is neither.
+    """
+    if isinstance(value, Catalog):
+        return value
+    if is_lightcurve_list(value):
+        return Catalog.from_lightcurves(value, nan_policy=nan_policy)
+    raise TypeError(f"{name} must be a Catalog or a list of (t, y[, dy]) light curves "
+                    f"(tuples, DataFrames or astropy Tables), got {type(value).__name__}")
+
+
+def _is_table(item: Any) -> bool:
+    """Whether ``item`` is a pandas DataFrame or an astropy Table (without
+    importing either: an instance's module is loaded already)."""
+    pandas = sys.modules.get("pandas")
+    tables = sys.modules.get("astropy.table")
+    return ((pandas is not None and isinstance(item, pandas.DataFrame))
+            or (tables is not None and isinstance(item, tables.Table)))
+
+
+def _lightcurve_tuple(item: Any, number: int) -> tuple[Any, ...]:
+    """``(t, y)`` or ``(t, y, dy)`` of one item of :meth:`Catalog.from_lightcurves`."""
+    if _is_table(item):
+        from .frames import lightcurve_columns
+
+        try:
+            t, y, dy = lightcurve_columns(item)
+        except (TypeError, ValueError) as error:
+            raise type(error)(f"light curve {number}: {error}") from None
+        return (t, y) if dy is None else (t, y, dy)
+    if isinstance(item, (str, bytes)) or not isinstance(item, (Sequence, np.ndarray)):
+        raise TypeError(f"light curve {number} must be a (t, y) or (t, y, dy) tuple, a "
+                        f"DataFrame or an astropy Table, got {type(item).__name__}")
+    item = tuple(item)
+    if len(item) not in (2, 3):
+        raise ValueError(f"light curve {number} must be a (t, y) or (t, y, dy) tuple, "
+                         f"got {len(item)} entries")
+    return item
 
 
 # ---------------------------------------------------------------------- helpers

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .catalog import Catalog
+from .catalog import Catalog, is_lightcurve_list
 
 MAX_NF = 2**31 - 1  # frequency indices are int32 on the device
 
@@ -109,8 +109,10 @@ class FrequencyGrid:
 
         Parameters
         ----------
-        catalog_or_t : Catalog or array_like
-            A catalog, or the times of one light curve.
+        catalog_or_t : Catalog, list or array_like
+            A catalog, a list of light curves (as
+            :meth:`Catalog.from_lightcurves` takes), or the times of one
+            light curve.
         samples_per_peak : float
             Grid points across a peak of width ``1 / T``.
         nyquist_factor : float
@@ -145,8 +147,8 @@ class FrequencyGrid:
 
         Parameters
         ----------
-        catalog_or_t : Catalog or array_like
-            A catalog, or the times of one light curve.
+        catalog_or_t : Catalog, list or array_like
+            A catalog, a list of light curves, or the times of one light curve.
         fmin, fmax : float
             Bounds; ``fmax`` is excluded.
 
@@ -243,8 +245,18 @@ def _positive(baseline: float) -> float:
     return float(baseline)
 
 
+def _listed(catalog_or_t: Catalog | Any) -> Catalog | Any:
+    """A list of light curves as its catalog (rows with a non-finite value
+    left out, as a search with ``nan_policy="omit"`` leaves them); anything
+    else as given."""
+    if is_lightcurve_list(catalog_or_t):
+        return Catalog.from_lightcurves(catalog_or_t, nan_policy="omit")
+    return catalog_or_t
+
+
 def _baseline_and_size(catalog_or_t: Catalog | Any) -> tuple[float, int]:
     """Largest ``max(t) - min(t)`` and largest length (one object or a catalog)."""
+    catalog_or_t = _listed(catalog_or_t)
     if isinstance(catalog_or_t, Catalog):
         baselines = catalog_or_t.baselines()
         baseline = np.nanmax(baselines) if np.any(np.isfinite(baselines)) else np.nan
@@ -255,6 +267,7 @@ def _baseline_and_size(catalog_or_t: Catalog | Any) -> tuple[float, int]:
 
 def _richards_baseline(catalog_or_t: Catalog | Any) -> float:
     """Largest ``t_last - t_first`` in row order."""
+    catalog_or_t = _listed(catalog_or_t)
     if isinstance(catalog_or_t, Catalog):
         filled = catalog_or_t.lengths > 0
         first = catalog_or_t.offsets[:-1][filled]

@@ -8,7 +8,7 @@ from typing import Any, Generic, TypeVar, get_args
 
 import numpy as np
 
-from .catalog import Catalog
+from .catalog import Catalog, catalog_of, is_lightcurve_list
 
 __all__ = ["Deferred", "PeakResults", "as_catalog", "check_choice", "check_top_k", "progress_bar",
            "segment_sum"]
@@ -63,13 +63,16 @@ class PeakResults:
 
 
 def as_catalog(cat_or_t: Any, y: Any, dy: Any, nan_policy: str) -> Catalog:
-    """The catalog of a search call: a Catalog as given, or one light curve."""
-    if isinstance(cat_or_t, Catalog):
+    """The catalog of a search call: a Catalog as given, a list of light
+    curves (:meth:`Catalog.from_lightcurves`), or one light curve."""
+    if isinstance(cat_or_t, Catalog) or (y is None and is_lightcurve_list(cat_or_t)):
         if y is not None or dy is not None:
-            raise ValueError("give y and dy inside the Catalog, not as arguments")
-        return cat_or_t
+            raise ValueError("give y and dy inside the Catalog or the light curves, not as "
+                             "arguments")
+        return catalog_of(cat_or_t, nan_policy)
     if y is None:
-        raise ValueError("y is required when the first argument is a time array")
+        raise ValueError("y is required when the first argument is a time array (or pass a "
+                         "Catalog, or a list of (t, y[, dy]) tuples, DataFrames or Tables)")
     return Catalog.from_single(cat_or_t, y, dy, nan_policy=nan_policy)
 
 

@@ -58,7 +58,7 @@ import numpy as np
 from scipy import optimize
 from scipy.special import betainc, betaincinv, gammaincc, gammainccinv, gammaln, xlogy
 
-from .catalog import Catalog
+from .catalog import Catalog, catalog_of
 from .host import segment_sum
 
 NORMALIZATIONS = ("standard", "model", "log", "psd")
@@ -282,8 +282,9 @@ def catalog_false_alarm_probability(
     ----------
     z : array_like, shape (n_objects,) or (n_objects, k)
         Peak heights in ``normalization``, one row per object.
-    catalog : Catalog
-        The light curves the periodograms were computed from.
+    catalog : Catalog or list
+        The light curves the periodograms were computed from (a list as
+        :meth:`Catalog.from_lightcurves` takes).
     fmax : float
         Highest frequency searched.
     weighted : bool
@@ -305,8 +306,7 @@ def catalog_false_alarm_probability(
         As :func:`false_alarm_probability`, or ``z`` without one row per
         object.
     """
-    if not isinstance(catalog, Catalog):
-        raise TypeError(f"catalog must be a Catalog, got {type(catalog).__name__}")
+    catalog = catalog_of(catalog)
     z = np.asarray(z, dtype=np.float64)
     if z.ndim not in (1, 2) or z.shape[0] != catalog.n_objects:
         raise ValueError(
