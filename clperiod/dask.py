@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from . import checks
 from .catalog import NAN_POLICIES
 from .catalog_formats import struct_fields
 from .chunking import show_id
@@ -235,8 +236,7 @@ def _map_search(
     then the id check (as ``partitioning`` says)."""
     if not isinstance(grid, FrequencyGrid):
         raise TypeError(f"grid must be a FrequencyGrid, got {type(grid).__name__}")
-    if nan_policy not in NAN_POLICIES:
-        raise ValueError(f"nan_policy must be one of {NAN_POLICIES}, got {nan_policy!r}")
+    checks.choice("nan_policy", nan_policy, NAN_POLICIES)
     if device is not None and not isinstance(device, str):
         raise TypeError(
             "device must be a selection string such as 'gpu' or '0:1' (device objects "

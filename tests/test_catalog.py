@@ -19,7 +19,7 @@ def long_format():
 
 
 def test_status_values():
-    assert [int(s) for s in Status] == [0, 1, 2, 3]
+    assert [int(s) for s in Status] == [0, 1, 2, 3, 4, 5, 6]
     assert Status.OK == 0 and Status(2) is Status.ZERO_VARIANCE
 
 
