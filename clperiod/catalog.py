@@ -29,7 +29,7 @@ class Status(enum.IntEnum):
     """Per-object status of a period search (objects that are not OK get NaN)."""
 
     OK = 0
-    TOO_FEW_POINTS = 1  # fewer points than the model has parameters, plus one
+    TOO_FEW_POINTS = 1  # fewer points than the search needs (see each search)
     ZERO_VARIANCE = 2  # the values are equal to within rounding
     NOT_FINITE = 3  # a t, y or (used) dy is NaN or infinite (Catalog() does not check)
     ZERO_BASELINE = 4  # all times are equal: no frequency is told from another
