@@ -51,7 +51,7 @@ try:
 except ImportError as error:  # pragma: no cover - exercised only without astropy
     raise ImportError("clperiod.astropy needs astropy: pip install clperiod[astropy]") from error
 
-from . import stats
+from . import checks, stats
 from .catalog import Catalog, Status
 from .grid import FrequencyGrid
 from .host import check_choice
@@ -120,9 +120,7 @@ class LombScargle(_AstropyLombScargle):
         precision: Precision = "fp64",
         device: Any = None,
     ) -> None:
-        nterms = operator.index(nterms)
-        if not 0 <= nterms <= MAX_NTERMS:
-            raise ValueError(f"nterms must be in [0, {MAX_NTERMS}], got {nterms}")
+        nterms = checks.integer("nterms", nterms, low=0, high=MAX_NTERMS)
         check_choice("precision", precision, Precision)
         if nterms != 1 and precision != "fp64":
             raise ValueError(f"multi-term periodograms (nterms={nterms}) are computed in fp64; "

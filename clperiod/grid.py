@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import enum
 import math
-import operator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from .catalog import Catalog
+from . import checks
+from .catalog import Catalog, is_lightcurve_list, mask_of
 
 MAX_NF = 2**31 - 1  # frequency indices are int32 on the device
 #: Shortest period, in days, that the default grid of catalog runs reaches:
@@ -52,11 +52,9 @@ class FrequencyGrid:
     nf: int
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "fmin", float(self.fmin))
-        object.__setattr__(self, "df", float(self.df))
-        object.__setattr__(self, "nf", operator.index(self.nf))
-        if not (math.isfinite(self.fmin) and math.isfinite(self.df)):
-            raise ValueError(f"fmin and df must be finite, got fmin={self.fmin}, df={self.df}")
+        object.__setattr__(self, "fmin", checks.real("fmin", self.fmin))
+        object.__setattr__(self, "df", checks.real("df", self.df))
+        object.__setattr__(self, "nf", checks.integer("nf", self.nf))
         if self.fmin < 0:
             raise ValueError(f"fmin must be >= 0, got {self.fmin}")
         if self.df <= 0:
@@ -82,9 +80,8 @@ class FrequencyGrid:
         -------
         FrequencyGrid
         """
-        fmin, fmax, nf = float(fmin), float(fmax), operator.index(nf)
-        if not (math.isfinite(fmin) and math.isfinite(fmax)):
-            raise ValueError(f"fmin and fmax must be finite, got {fmin}, {fmax}")
+        fmin, fmax = checks.real("fmin", fmin), checks.real("fmax", fmax)
+        nf = checks.integer("nf", nf)
         if fmax <= fmin:
             raise ValueError(f"fmax must be > fmin, got fmin={fmin}, fmax={fmax}")
         if nf < 1:
@@ -119,8 +116,10 @@ class FrequencyGrid:
 
         Parameters
         ----------
-        catalog_or_t : Catalog or array_like
-            A catalog, or the times of one light curve.
+        catalog_or_t : Catalog, list or array_like
+            A catalog, a list of light curves (as
+            :meth:`Catalog.from_lightcurves` takes), or the times of one
+            light curve.
         samples_per_peak : float
             Grid points across a peak of width ``1 / T``.
         nyquist_factor : float
@@ -134,13 +133,18 @@ class FrequencyGrid:
             Its :attr:`fmax` equals astropy's
             ``autofrequency(..., return_freq_limits=True)[1]``.
         """
-        if not (samples_per_peak > 0 and nyquist_factor > 0):
-            raise ValueError("samples_per_peak and nyquist_factor must be > 0")
+        samples_per_peak = checks.real("samples_per_peak", samples_per_peak, positive=True)
+        nyquist_factor = checks.real("nyquist_factor", nyquist_factor, positive=True)
         baseline, n_samples = _baseline_and_size(catalog_or_t)
         df = 1.0 / baseline / samples_per_peak
-        fmin = 0.5 * df if minimum_frequency is None else minimum_frequency
+        fmin = (0.5 * df if minimum_frequency is None
+                else checks.real("minimum_frequency", minimum_frequency))
         if maximum_frequency is None:
             maximum_frequency = nyquist_factor * (0.5 * n_samples / baseline)
+        maximum_frequency = checks.real("maximum_frequency", maximum_frequency)
+        if maximum_frequency < fmin:
+            raise ValueError(f"maximum_frequency ({maximum_frequency}) must not be below the "
+                             f"minimum frequency ({fmin})")
         nf = 1 + int(np.round((maximum_frequency - fmin) / df))
         return cls(fmin, df, nf)
 
@@ -201,8 +205,8 @@ class FrequencyGrid:
 
         Parameters
         ----------
-        catalog_or_t : Catalog or array_like
-            A catalog, or the times of one light curve.
+        catalog_or_t : Catalog, list or array_like
+            A catalog, a list of light curves, or the times of one light curve.
         fmin, fmax : float
             Bounds; ``fmax`` is excluded.
 
@@ -210,6 +214,9 @@ class FrequencyGrid:
         -------
         FrequencyGrid
         """
+        fmin, fmax = checks.real("fmin", fmin), checks.real("fmax", fmax)
+        if fmax <= fmin:
+            raise ValueError(f"fmax must be > fmin, got fmin={fmin}, fmax={fmax}")
         t_max = _richards_baseline(catalog_or_t)
         nf = int((fmax - fmin) / (0.1 / t_max))
         return cls.from_range(fmin, fmax, nf)
@@ -272,9 +279,7 @@ class FrequencyGrid:
             df`` and the same ``df`` (its frequencies equal the parent's up to
             rounding of that sum).
         """
-        max_nf = operator.index(max_nf)
-        if max_nf < 1:
-            raise ValueError(f"max_nf must be >= 1, got {max_nf}")
+        max_nf = checks.integer("max_nf", max_nf, low=1)
         return [
             (start, type(self)(self.fmin + start * self.df, self.df, min(max_nf, self.nf - start)))
             for start in range(0, self.nf, max_nf)
@@ -376,7 +381,11 @@ def _gaps(catalog: Catalog) -> np.ndarray:
 
 
 def _times(catalog_or_t: Catalog | Any) -> np.ndarray:
-    t = np.asarray(catalog_or_t)
+    """Checked float64 times (masked entries left out)."""
+    mask = mask_of(catalog_or_t)
+    t = np.asarray(np.ma.getdata(getattr(catalog_or_t, "unmasked", catalog_or_t)))
+    if mask is not None and t.shape == mask.shape:
+        t = t[~mask]
     if t.dtype.kind not in "iuf":
         raise TypeError(f"expected a Catalog or real times, got dtype {t.dtype}")
     if t.ndim != 1:
@@ -393,8 +402,18 @@ def _positive(baseline: float) -> float:
     return float(baseline)
 
 
+def _listed(catalog_or_t: Catalog | Any) -> Catalog | Any:
+    """A list of light curves as its catalog (rows with a non-finite value
+    left out, as a search with ``nan_policy="omit"`` leaves them); anything
+    else as given."""
+    if is_lightcurve_list(catalog_or_t):
+        return Catalog.from_lightcurves(catalog_or_t, nan_policy="omit")
+    return catalog_or_t
+
+
 def _baseline_and_size(catalog_or_t: Catalog | Any) -> tuple[float, int]:
     """Largest ``max(t) - min(t)`` and largest length (one object or a catalog)."""
+    catalog_or_t = _listed(catalog_or_t)
     if isinstance(catalog_or_t, Catalog):
         baselines = catalog_or_t.baselines()
         baseline = np.nanmax(baselines) if np.any(np.isfinite(baselines)) else np.nan
@@ -405,6 +424,7 @@ def _baseline_and_size(catalog_or_t: Catalog | Any) -> tuple[float, int]:
 
 def _richards_baseline(catalog_or_t: Catalog | Any) -> float:
     """Largest ``t_last - t_first`` in row order."""
+    catalog_or_t = _listed(catalog_or_t)
     if isinstance(catalog_or_t, Catalog):
         filled = catalog_or_t.lengths > 0
         first = catalog_or_t.offsets[:-1][filled]

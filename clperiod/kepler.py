@@ -50,7 +50,8 @@ from typing import Literal
 import numpy as np
 import pyopencl as cl
 
-from . import kernels, orbits
+from . import checks, kernels, orbits
+from .catalog import refuse_masked
 from .device import DeviceInfo, get_context, get_queue, require_fp64, select_devices, upload
 from .planning import PINNED_POOL
 from .rvmodel import (ModelStatus, MultiDeviceEvaluator, Observations, Precision, model_params,
@@ -140,8 +141,9 @@ def solve(
         ``e`` is outside ``[0, 1)`` or an input is not finite), or the full
         :class:`KeplerSolution`.
     """
-    if precision not in ("fp64", "fp32"):
-        raise ValueError(f"precision must be 'fp64' or 'fp32', got {precision!r}")
+    checks.choice("precision", precision, ("fp64", "fp32"))
+    refuse_masked("mean_anomaly", mean_anomaly)
+    refuse_masked("eccentricity", eccentricity)
     m, e = np.broadcast_arrays(np.asarray(mean_anomaly), np.asarray(eccentricity))
     for name, a in (("mean_anomaly", m), ("eccentricity", e)):
         if not (np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.integer)):
@@ -241,6 +243,7 @@ def radial_velocity(
         (``P <= 0``, ``e`` outside ``[0, 1)``, non-finite values).
     """
     p, batch = model_params(params, basis)
+    refuse_masked("t", t)
     t = np.asarray(t)
     obs = Observations.build(t, np.zeros(np.shape(t)), np.ones(np.shape(t)), instrument, t_ref)
     if p.shape[0] == 0:

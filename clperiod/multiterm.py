@@ -12,13 +12,13 @@ light curves on the same times (a bootstrap's resamplings) in one ND-range.
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Iterator
 
 import numpy as np
 import pyopencl as cl
 
-from . import kernels
+from . import checks, kernels
+from .catalog import refuse_masked
 from .device import get_context, get_queue, require_fp64, select_devices, upload
 from .grid import FrequencyGrid
 from .host import check_choice
@@ -167,9 +167,7 @@ def multiterm_max_power(
 
 def _check_options(nterms, fit_mean: bool, normalization: str, grid: FrequencyGrid) -> int:
     """Checked ``nterms`` (as int), ``normalization`` and ``grid``."""
-    nterms = operator.index(nterms)
-    if not 0 <= nterms <= MAX_NTERMS:
-        raise ValueError(f"nterms must be in [0, {MAX_NTERMS}], got {nterms}")
+    nterms = checks.integer("nterms", nterms, low=0, high=MAX_NTERMS)
     if nterms == 0 and not fit_mean:
         raise ValueError("nterms = 0 needs fit_mean=True (the model would be empty)")
     check_choice("normalization", normalization, Normalization)
@@ -212,6 +210,8 @@ def _power_blocks(t, y, w, grid: FrequencyGrid, nterms: int, fit_mean: bool, cen
 def _weighted(t, y, dy, unknowns: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Checked float64 ``t`` (1-D), ``y`` (``(n,)`` or ``(n_curves, n)``) and
     the weights ``dy^-2`` (broadcast to ``y``)."""
+    for name, values in (("t", t), ("y", y), ("dy", dy)):
+        refuse_masked(name, values)
     t = np.asarray(t, dtype=np.float64).ravel()
     y = np.asarray(y, dtype=np.float64)
     if y.shape[-1:] != t.shape:

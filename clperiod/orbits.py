@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .catalog import refuse_masked
+
 __all__ = [
     "BASES",
     "STANDARD",
@@ -50,7 +52,7 @@ TWO_PI = 2.0 * np.pi
 
 def check_basis(basis: str) -> tuple[str, str]:
     """Validate ``basis``; return its (eccentricity form, time form) words."""
-    if basis not in BASES:
+    if not (isinstance(basis, str) and basis in BASES):
         raise ValueError(f"unknown basis {basis!r}; choose one of {BASES}")
     words = basis.split()
     return ("e_w" if words[2] == "e" else "secosw_sesinw"), words[4]
@@ -88,6 +90,7 @@ def timeperi_to_timetrans(tp, per, e, w) -> np.ndarray:
 def _split(params, basis: str, t_ref: float):
     """Per-planet (P, K, e, w, tp) from any basis, float64."""
     ecc_form, time_form = check_basis(basis)
+    refuse_masked("params", params)
     p = np.asarray(params, dtype=np.float64)
     if p.shape[-1:] != (5,):
         raise ValueError(f"params must end in an axis of 5 per-planet values, got shape {p.shape}")

@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from . import workers
-from .catalog import Catalog
+from .catalog import Catalog, catalog_of, is_lightcurve_list
 from .catalog_files import DEFAULT_CHUNK_ROWS, CatalogChunk, CatalogReader, checked
 from .chunking import Block, Chunker
 from .device import select_devices
@@ -265,7 +265,7 @@ def catalog_extent(chunks: Iterable[CatalogChunk]) -> tuple[float, int]:
 
 
 def run_catalog(
-    source: CatalogReader | Catalog | str | Path,
+    source: CatalogReader | Catalog | list | str | Path,
     search: PeriodSearch,
     output: str | Path,
     *,
@@ -284,10 +284,11 @@ def run_catalog(
 
     Parameters
     ----------
-    source : CatalogReader, path-like or Catalog
+    source : CatalogReader, path-like, Catalog or list
         The input: an opened reader (its options decide the layout, columns
         and chunks), a file path (opened with defaults and ``chunk_rows``),
-        or an in-memory catalog (identified by a hash of its content).
+        or an in-memory catalog (identified by a hash of its content) or
+        list of light curves (:meth:`Catalog.from_lightcurves`).
     search : PeriodSearch
         Algorithm, grid and options.
     output : path-like
@@ -855,8 +856,8 @@ def _nothing_to_check() -> None:
 def _as_reader(source: Any, chunk_rows: int) -> Any:
     if isinstance(source, CatalogReader):
         return source
-    if isinstance(source, Catalog):
-        return _MemorySource(source, chunk_rows)
+    if isinstance(source, Catalog) or is_lightcurve_list(source):
+        return _MemorySource(catalog_of(source, name="source"), chunk_rows)
     return CatalogReader(source, chunk_rows=chunk_rows)
 
 

@@ -20,7 +20,8 @@ from typing import Literal, TypeVar
 import numpy as np
 import pyopencl as cl
 
-from . import angles, kernels, orbits
+from . import angles, checks, kernels, orbits
+from .catalog import refuse_masked
 from .device import DeviceInfo, get_context, get_queue, require_fp64, select_devices, upload
 from .planning import PINNED_POOL, in_parts, parallel_copy
 from .scheduler import run_on_devices, split_range
@@ -50,6 +51,7 @@ class ModelStatus(enum.IntEnum):
 
 
 def _real_array(name: str, value, ndim: int | None = None) -> np.ndarray:
+    refuse_masked(name, value)
     a = np.asarray(value)
     if a.dtype == object or not (np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.integer)):
         raise TypeError(f"{name} must be real numbers, got dtype {a.dtype}")
@@ -210,9 +212,7 @@ class Plan:
 
 
 def _phase_choice(precision: str, info: DeviceInfo, phase_arithmetic: str) -> str:
-    if phase_arithmetic not in ("auto", "double", "double_single"):
-        raise ValueError("phase_arithmetic must be 'auto', 'double' or 'double_single', "
-                         f"got {phase_arithmetic!r}")
+    checks.choice("phase_arithmetic", phase_arithmetic, ("auto", "double", "double_single"))
     if precision != "mixed":
         if phase_arithmetic != "auto":
             raise ValueError("phase_arithmetic applies to precision='mixed' only")
@@ -227,8 +227,7 @@ def choose_kepler_method(info: DeviceInfo, method: str) -> str:
     """The Kepler solver: ``"markley"`` (fixed cost) on GPUs, where it
     measured 1.7x (fp64) and 1.1x (fp32) faster than Danby's iteration on
     the H100, and ``"danby"`` elsewhere (1.2-1.9x faster on PoCL)."""
-    if method not in ("auto", "danby", "markley"):
-        raise ValueError(f"kepler_method must be 'auto', 'danby' or 'markley', got {method!r}")
+    checks.choice("kepler_method", method, ("auto", "danby", "markley"))
     if method == "auto":
         return "markley" if info.kind == "gpu" else "danby"
     return method
@@ -262,20 +261,17 @@ def plan(info: DeviceInfo, n_obs: int, n_inst: int, precision: str, layout: str 
     (:meth:`Plan.layout_for`). Observations go to constant memory when they
     fit the device's constant buffer, else to local memory, else stay global.
     """
-    if precision not in PRECISIONS:
-        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+    checks.choice("precision", precision, PRECISIONS)
     if precision == "fp64":
         require_fp64(info)
     phase = _phase_choice(precision, info, phase_arithmetic)
     real = "double" if precision == "fp64" else "float"
-    if layout not in ("auto", "fused", "split"):
-        raise ValueError(f"layout must be 'auto', 'fused' or 'split', got {layout!r}")
+    checks.choice("layout", layout, ("auto", "fused", "split"))
     obs_bytes = n_obs * ({"double": 8, "ds": 8, "float": 4}[phase] + 2 * (8 if real == "double" else 4))
     obs_bytes += 4 * (n_inst + 1)
     constant_ok = obs_bytes <= info.device.max_constant_buffer_size and info.device.max_constant_args >= 4
     local_ok = obs_bytes + 64 <= info.local_mem
-    if memory not in ("auto", "constant", "local", "global"):
-        raise ValueError(f"memory must be 'auto', 'constant', 'local' or 'global', got {memory!r}")
+    checks.choice("memory", memory, ("auto", "constant", "local", "global"))
     if memory == "auto":
         memory = "constant" if constant_ok else "local" if local_ok else "global"
     elif (memory == "constant" and not constant_ok) or (memory == "local" and not local_ok):
@@ -354,8 +350,7 @@ class ModelEvaluator:
                  trend: int = 0, precision: Precision = "mixed", layout: str = "auto",
                  memory: str = "auto", phase_arithmetic: str = "auto",
                  kepler_method: str = "auto", device=None) -> None:
-        if statistic not in ("chi2", "loglike", "profile"):
-            raise ValueError(f"statistic must be 'chi2', 'loglike' or 'profile', got {statistic!r}")
+        checks.choice("statistic", statistic, ("chi2", "loglike", "profile"))
         if statistic == "profile" and offsets:
             raise ValueError("profile solves the offsets; do not pass them")
         if trend not in (0, 1, 2):

@@ -28,7 +28,6 @@ so chunking neither loses nor duplicates candidates.
 from __future__ import annotations
 
 import enum
-import math
 import time
 from dataclasses import dataclass, field
 
@@ -37,7 +36,8 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 from pyopencl.tools import ImmediateAllocator, MemoryPool
 
-from . import clustering, kernels
+from . import checks, clustering, kernels
+from .catalog import mask_of
 from .device import DeviceInfo, get_context, get_queue, select_devices, upload, write
 from .scheduler import run_on_devices, split_range
 
@@ -75,6 +75,7 @@ class RowStatus(enum.IntEnum):
     OK = 0
     CONSTANT = 1  # zero variance
     NO_DATA = 2  # no finite sample
+    OUT_OF_RANGE = 3  # the samples' mean or standard deviation overflows (not finite)
 
 
 @dataclass(frozen=True)
@@ -110,12 +111,11 @@ def boxcar_plan(max_width: int = 32, plan: str = "dit") -> tuple[Level, ...]:
     """
     if not isinstance(max_width, (int, np.integer)) or max_width < 1:
         raise ValueError(f"max_width must be a positive integer, got {max_width!r}")
+    checks.choice("plan", plan, ("dit", "full"))
     if plan == "full":
         if max_width > FULL_PLAN_MAX:
             raise ValueError(f"plan='full' supports max_width <= {FULL_PLAN_MAX}; use plan='dit'")
         return (Level(0, np.arange(1, max_width + 1)),)
-    if plan != "dit":
-        raise ValueError(f"plan must be 'dit' or 'full', got {plan!r}")
     levels = [Level(0, np.arange(1, min(FULL_WIDTHS, max_width) + 1))]
     k = 1
     while DIT_WIDTHS[0] << k <= max_width:
@@ -158,18 +158,51 @@ class Candidates(np.ndarray):
         self.info = getattr(obj, "info", None)
 
 
-def _as_rows(data) -> tuple[np.ndarray | cl_array.Array, int, int]:
-    """The rows to search (a memory map stays one: chunks are read as needed)."""
+def _as_rows(data, nan_policy: str) -> tuple[np.ndarray | cl_array.Array, int, int]:
+    """The rows to search (a memory map stays one: chunks are read as needed;
+    masked samples of a masked array are NaN, as ``nan_policy`` allows)."""
     if isinstance(data, cl_array.Array):
         if data.ndim != 2 or data.dtype != np.float32 or not data.flags.c_contiguous:
             raise ValueError("a device array must be 2-D, float32 and C-contiguous")
         return data, *data.shape
-    a = np.asanyarray(data)
+    mask = mask_of(data)
+    if mask is not None and mask.any():
+        data = _masked_as_nan(data, mask, nan_policy)
+    a = np.asanyarray(np.ma.getdata(data))
     if a.ndim != 2:
         raise ValueError(f"data must be a 2-D (DM, time) array, got {a.ndim} dimensions")
     if not (np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.integer)):
         raise TypeError(f"data must hold real numbers, got dtype {a.dtype}")
     return a, *a.shape
+
+
+def _dm_values(dm, n_dm: int) -> np.ndarray:
+    """The DM of each row as float64, or an error naming ``dm``."""
+    values = np.asarray(dm)
+    if values.dtype.kind not in "iuf":
+        raise TypeError(f"dm must be real numbers (pc cm^-3), got dtype {values.dtype}")
+    if values.shape != (n_dm,):
+        raise ValueError(f"dm must have one value per row ({n_dm}), got shape {values.shape}")
+    return values.astype(np.float64)
+
+
+def _row_status(mean: np.ndarray, std: np.ndarray, masked: np.ndarray, n_t: int) -> np.ndarray:
+    """The :class:`RowStatus` of each row from its statistics."""
+    status = np.where(std > 0, RowStatus.OK, RowStatus.CONSTANT)
+    status = np.where(np.isfinite(mean) & np.isfinite(std), status, RowStatus.OUT_OF_RANGE)
+    return np.where(masked >= n_t, RowStatus.NO_DATA, status).astype(np.int8)
+
+
+def _masked_as_nan(data, mask: np.ndarray, nan_policy: str) -> np.ndarray:
+    """A masked array's samples with the masked ones NaN (``nan_policy="mask"``)."""
+    if nan_policy == "raise":
+        where = np.argwhere(mask)[0].tolist()
+        raise ValueError(f"data has {int(mask.sum())} masked samples (the first at row, "
+                         f"sample {where}); nan_policy='mask' leaves them out")
+    values = np.asarray(np.ma.getdata(getattr(data, "unmasked", data)))
+    if values.dtype.kind not in "f":
+        values = values.astype(np.float32)
+    return np.where(mask, np.nan, values).astype(values.dtype, copy=False)
 
 
 def _merge_moments(count, mean, m2) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -311,19 +344,12 @@ def search(
         per-row statistics and status, the plan and timings.
     """
     started = time.perf_counter()
-    rows, n_dm, n_t = _as_rows(data)
-    dm = np.asarray(dm, dtype=np.float64)
-    if dm.shape != (n_dm,):
-        raise ValueError(f"dm must have one value per row ({n_dm}), got shape {dm.shape}")
-    tsamp = float(tsamp)
-    if not (tsamp > 0 and math.isfinite(tsamp)):
-        raise ValueError(f"tsamp must be positive, got {tsamp}")
-    if not (threshold > 0 and math.isfinite(threshold)):
-        raise ValueError(f"threshold must be positive, got {threshold}")
-    if snr_mode not in ("approx", "exact"):
-        raise ValueError(f"snr_mode must be 'approx' or 'exact', got {snr_mode!r}")
-    if nan_policy not in ("raise", "mask"):
-        raise ValueError(f"nan_policy must be 'raise' or 'mask', got {nan_policy!r}")
+    checks.choice("nan_policy", nan_policy, ("raise", "mask"))
+    rows, n_dm, n_t = _as_rows(data, nan_policy)
+    dm = _dm_values(dm, n_dm)
+    tsamp = checks.real("tsamp", tsamp, positive=True)
+    threshold = checks.real("threshold", threshold, positive=True)
+    checks.choice("snr_mode", snr_mode, ("approx", "exact"))
     levels = boxcar_plan(max_width, plan)
     if n_dm == 0 or n_t == 0:
         raise ValueError(f"data is empty (shape {(n_dm, n_t)})")
@@ -335,8 +361,8 @@ def search(
     # a chunk's level-k series must reach max(wmax, lags) samples past its
     # owned part (boxcars and autocovariance products that start inside it)
     halo = max(max(lv.wmax, _lags(lv)) << lv.level for lv in levels) + levels[-1].scale
-    if chunk_samples is not None and int(chunk_samples) < 1:
-        raise ValueError(f"chunk_samples must be positive, got {chunk_samples}")
+    if chunk_samples is not None:
+        chunk_samples = checks.integer("chunk_samples", chunk_samples, low=1)
     settings = _Settings(levels, snr_mode, bool(robust), nan_policy, float(threshold),
                          chunk_samples, halo, align)
     devices = select_devices(device)
@@ -415,8 +441,7 @@ def _search_rows(info: DeviceInfo, rows, block: tuple[int, int],
         row = lo + int(np.argmax(masked > 0))
         raise ValueError(f"data has {int(masked.sum())} non-finite samples in rows {lo}..{hi - 1} "
                          f"(first in row {row}); pass nan_policy='mask' to leave them out")
-    status = np.where(masked >= n_t, RowStatus.NO_DATA,
-                      np.where(std > 0, RowStatus.OK, RowStatus.CONSTANT)).astype(np.int8)
+    status = _row_status(mean, std, masked, n_t)
     timings["statistics"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     runner.set_normalisation(mean, std, status)

@@ -14,7 +14,7 @@ from typing import Literal
 import numpy as np
 import pyopencl as cl
 
-from . import kernels
+from . import checks, kernels
 from .device import get_context, get_queue, require_fp64, select_devices, upload
 
 __all__ = ["single_pass_smooth", "supsmu_smooth"]
@@ -24,8 +24,7 @@ class _Target:
     """The device, precision and queue of one call."""
 
     def __init__(self, precision: str, device):
-        if precision not in ("fp64", "fp32"):
-            raise ValueError(f"precision must be 'fp64' or 'fp32', got {precision!r}")
+        checks.choice("precision", precision, ("fp64", "fp32"))
         self.info = select_devices(device)[0]
         self.fp64 = precision == "fp64"
         if self.fp64:

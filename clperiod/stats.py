@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import operator
 import threading
 import weakref
 from dataclasses import dataclass
@@ -58,7 +57,8 @@ import numpy as np
 from scipy import optimize
 from scipy.special import betainc, betaincinv, gammaincc, gammainccinv, gammaln, xlogy
 
-from .catalog import Catalog
+from . import checks
+from .catalog import Catalog, catalog_of, refuse_masked
 from .host import segment_sum
 
 NORMALIZATIONS = ("standard", "model", "log", "psd")
@@ -84,6 +84,8 @@ def weighted_sum_of_squares(y: Any, dy: Any = None, *, center: bool = True) -> f
     -------
     float
     """
+    refuse_masked("y", y)
+    refuse_masked("dy", dy)
     y = np.asarray(y, dtype=np.float64)
     w = np.ones_like(y) if dy is None else np.asarray(dy, dtype=np.float64) ** -2.0
     if center:
@@ -160,8 +162,7 @@ def _check_normalization(normalization: str, yy_weighted_sum: float | None) -> N
 
 
 def _check_name(normalization: str) -> None:
-    if normalization not in NORMALIZATIONS:
-        raise ValueError(f"normalization must be one of {NORMALIZATIONS}, got {normalization!r}")
+    checks.choice("normalization", normalization, NORMALIZATIONS)
 
 
 # ------------------------------------------------------------ false alarms
@@ -282,8 +283,9 @@ def catalog_false_alarm_probability(
     ----------
     z : array_like, shape (n_objects,) or (n_objects, k)
         Peak heights in ``normalization``, one row per object.
-    catalog : Catalog
-        The light curves the periodograms were computed from.
+    catalog : Catalog or list
+        The light curves the periodograms were computed from (a list as
+        :meth:`Catalog.from_lightcurves` takes).
     fmax : float
         Highest frequency searched.
     weighted : bool
@@ -305,8 +307,7 @@ def catalog_false_alarm_probability(
         As :func:`false_alarm_probability`, or ``z`` without one row per
         object.
     """
-    if not isinstance(catalog, Catalog):
-        raise TypeError(f"catalog must be a Catalog, got {type(catalog).__name__}")
+    catalog = catalog_of(catalog)
     z = np.asarray(z, dtype=np.float64)
     if z.ndim not in (1, 2) or z.shape[0] != catalog.n_objects:
         raise ValueError(
@@ -400,9 +401,7 @@ def false_alarm_level(
 def _null(n, fmax, t, dy, normalization, method, fit_mean, center_data, nf, nterms) -> _Null:
     """Validate the FAP arguments of one light curve and reduce it to its null."""
     fmax, nf, nterms = _check_common(normalization, method, nterms, fmax, nf)
-    n = operator.index(n)
-    if n < 1:
-        raise ValueError(f"n must be >= 1, got {n}")
+    n = checks.integer("n", n, low=1)
     if method != "townsend":
         t, dy = _times_and_weights(t, dy, n)
     return _objects_null(np.array([0, n]), t, dy, fmax, nf, normalization, method, nterms,
@@ -420,27 +419,26 @@ def _check_common(
     """Checks shared by one light curve and a catalog; ``fmax``, ``nf`` and
     ``nterms`` as float and ints."""
     _check_name(normalization)
-    if method not in FAP_METHODS:
-        raise ValueError(f"method must be one of {FAP_METHODS}, got {method!r}")
-    nterms = operator.index(nterms)
+    checks.choice("method", method, FAP_METHODS)
+    nterms = checks.integer("nterms", nterms)
     if nterms < 1:
         raise ValueError(
             f"false-alarm probabilities need a periodic model (nterms >= 1), got nterms={nterms}"
         )
-    fmax = float(fmax)
-    if not (math.isfinite(fmax) and fmax > 0):
-        raise ValueError(f"fmax must be finite and > 0, got {fmax}")
+    fmax = checks.real("fmax", fmax, positive=True)
     if method != "townsend":
         return fmax, None, nterms
-    if nf is None or operator.index(nf) < 1:
+    if nf is None:
         raise ValueError("method='townsend' needs nf >= 1 (the number of grid frequencies)")
-    return fmax, operator.index(nf), nterms
+    return fmax, checks.integer("nf", nf, low=1), nterms
 
 
 def _times_and_weights(t: Any, dy: Any, n: int) -> tuple[np.ndarray, np.ndarray | None]:
     """``t`` and ``dy`` of one light curve as float64 arrays (``dy`` may stay None)."""
     if t is None:
         raise ValueError("t is required for the baluev, davies and naive methods")
+    refuse_masked("t", t)
+    refuse_masked("dy", dy)
     t = np.asarray(t, dtype=np.float64)
     if t.shape != (n,):
         raise ValueError(f"t must have shape ({n},), got {t.shape}")

@@ -39,13 +39,13 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
-from . import kernels
+from . import checks, kernels
 from .catalog import Catalog, Status
 from .device import (DeviceInfo, get_context, get_queue, require_fp64, select_devices,
                      thread_memory_pool, trim_memory_pool, upload)
 from .grid import FrequencyGrid
-from .host import (PeakResults, as_catalog, check_choice, check_top_k, progress_bar,
-                   segment_sum)
+from .host import (PeakResults, as_catalog, check_choice, check_top_k, degenerate_status,
+                   progress_bar, segment_sum)
 from .planning import PINNED_POOL
 from .scheduler import run_on_devices
 from .sort import FoldInputs, FoldSorter, bitonic_capacity
@@ -254,6 +254,11 @@ def supersmoother(
     found = top_idx != _NO_PEAK
     top_val = np.where(found, top_val, np.nan)
     top_freq = np.where(found, grid.fmin + top_idx * grid.df, np.nan)
+    status = degenerate_status(catalog, prepared.status, top_val[:, 0], catalog.dy is not None)
+    failed = status != Status.OK
+    top_val[failed] = top_freq[failed] = np.nan
+    if power is not None and failed.any():
+        power[failed] = np.nan
     timings: dict[str, float] = {}
     for result in results:
         for name, seconds in result.seconds.items():
@@ -264,7 +269,7 @@ def supersmoother(
         power_best=top_val[:, 0].copy(),
         top_k_frequency=top_freq,
         top_k_power=top_val,
-        status=prepared.status,
+        status=status,
         power=power,
         grid=grid,
         variant=options.variant,
@@ -313,15 +318,17 @@ class _Options:
         if not 0 <= alpha <= 10:  # also rejects NaN
             raise ValueError(f"alpha must be in [0, 10], got {alpha}")
         top_k = check_top_k(top_k, MAX_TOP_K)
+        compat = checks.boolean("compat", compat)
         if periodic is None:
             periodic = not (compat and variant == "original")
+        periodic = checks.boolean("periodic", periodic)
         if variant == "single_pass" and not periodic:
             raise ValueError("the single-pass variant is always periodic; use "
                              "variant='original' for interval (periodic=False) smoothing")
         if variant == "original" and memory == "local":
             raise ValueError("the original variant has no local-memory kernel (its eight "
                              "scratch arrays do not fit); use memory='auto' or 'global'")
-        return cls(variant, float(alpha), bool(periodic), bool(compat), precision == "fp64",
+        return cls(variant, float(alpha), periodic, compat, precision == "fp64",
                    memory, int(top_k), bool(periodogram))
 
 

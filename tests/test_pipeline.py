@@ -115,6 +115,16 @@ def test_catalog_source_csv_output_and_supersmoother(tmp_path, catalog, cpu_devi
     assert "fap" not in frame.columns and run.n_chunks == 3
 
 
+def test_a_list_of_light_curves_is_a_source(tmp_path, catalog, cpu_device):
+    curves = [catalog.lightcurve(k) for k in range(5)]
+    run = run_catalog(curves, _search(), tmp_path / "out.parquet", device=cpu_device,
+                      progress=False)
+    table = pq.read_table(run.output).to_pandas()
+    direct = clperiod.lombscargle(catalog.subset(np.arange(5)), GRID, top_k=2, device=cpu_device)
+    np.testing.assert_array_equal(table["id"], np.arange(5))
+    np.testing.assert_array_equal(table["period"], direct.period)
+
+
 def test_auto_grid_is_astropy_rule_over_the_whole_catalog(tmp_path, input_file, catalog,
                                                           cpu_device):
     auto = AutoGrid(samples_per_peak=2, maximum_frequency=3.0)
