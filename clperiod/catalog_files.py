@@ -97,7 +97,8 @@ class CatalogChunk:
     index : int
         Chunk number, from 0.
     first_row : int
-        File row of its first observation (first object for nested files).
+        File row of its first observation (first object for nested files;
+        for a file sorted by id, its position in the sorted rows).
     n_rows : int
         File rows it covers (observations; objects for nested files),
         dropped rows included.
