@@ -124,8 +124,9 @@ def _merged(runs: list[dict[str, np.ndarray]], block_rows: int) -> Iterator[dict
     holds such an id further on. A run whose rows read all carry the frontier
     id reads further.
     """
-    if len(runs) == 1:
-        yield from _pieces(runs[0], block_rows)
+    if len(runs) <= 1:
+        for run in runs:
+            yield from _pieces(run, block_rows)
         return
     piece = max(_MIN_PIECE, MERGE_ROWS // len(runs))
     sizes = [run["id"].size for run in runs]

@@ -548,8 +548,9 @@ def test_bad_options(tmp_path):
     with pytest.raises(ValueError, match="expected 3 .* or 4 .* columns, found 5"):
         CatalogReader(tmp_path / "five.txt")
     (tmp_path / "head.csv").write_text("id,t,y\n")
-    with pytest.raises(ValueError, match=r"head\.csv: no data rows"):
-        CatalogReader(tmp_path / "head.csv").read()
+    for grouping_option in ("contiguous", "sort", "auto"):
+        with pytest.raises(ValueError, match=r"head\.csv: no data rows"):
+            CatalogReader(tmp_path / "head.csv", grouping=grouping_option).read()
 
 
 def test_optional_dependencies_are_imported_only_when_used(tmp_path, monkeypatch):
