@@ -348,9 +348,7 @@ def read_rv(path: str | os.PathLike) -> RVData:
         columns = ("time", "mnvel", "errvel", "tel")
     else:
         columns = ("t", "vel", "errvel")
-    missing = [c for c in columns if c not in names]
-    if missing:
-        require_columns(list(columns), names, str(path))
+    require_columns(list(columns), names, str(path))
     with text_errors(path), open_text(path) as handle:
         reader = csv.reader(handle) if csv_layout else (line.split() for line in handle)
         rows = list(reader)[1:]

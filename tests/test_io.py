@@ -264,3 +264,19 @@ def test_corrupt_parquet_names_the_row_group(tmp_path):
     with pytest.raises(ValueError, match=r"bad\.parquet: at or after row 1000 \(row group 1 of "
                                          r"2, rows 1000 to 1999\): cannot read the Parquet data"):
         read_catalog(path)
+
+
+def test_repeated_column_names_name_the_file(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from clperiod.io import read_rv
+
+    table = pa.Table.from_arrays([pa.array([1, 1]), pa.array([0.0, 1.0]), pa.array([1.0, 2.0]),
+                                  pa.array([3.0, 4.0])], names=["id", "t", "y", "y"])
+    pq.write_table(table, tmp_path / "two.parquet")
+    with pytest.raises(ValueError, match=r"more than one column named \['y'\] in .*two\.parquet"):
+        read_catalog(tmp_path / "two.parquet")
+    rv = _write(tmp_path / "rv.txt", "time mnvel errvel tel mnvel\n1 2 3 a 4\n")
+    with pytest.raises(ValueError, match=r"more than one column named \['mnvel'\] in .*rv\.txt"):
+        read_rv(rv)
