@@ -240,10 +240,15 @@ def mjd_from_datetime64(values: Any) -> np.ndarray:
 
 
 def require_columns(names: list[str], found: list[str], where: str = "the table") -> None:
-    """Raise a ValueError naming the ``names`` absent from ``found`` (in ``where``)."""
+    """Raise a ValueError naming the ``names`` absent from ``found`` (in ``where``), or
+    found more than once."""
     absent = [name for name in names if name not in found]
     if absent:
         raise ValueError(f"no column(s) {absent} in {where}; it has columns {found}")
+    repeated = sorted({name for name in names if list(found).count(name) > 1})
+    if repeated:
+        raise ValueError(f"more than one column named {repeated} in {where}; it has columns "
+                         f"{found}")
 
 
 def _present_ids(ids: np.ndarray, missing: np.ndarray, name: str, labels: Any) -> np.ndarray:

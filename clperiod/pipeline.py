@@ -69,7 +69,7 @@ from .tables import result_columns
 from .workers import SerialQueue
 
 __all__ = ["ALGORITHMS", "AutoGrid", "CatalogRun", "GridResolutionWarning", "PeriodSearch",
-           "catalog_extent", "run_catalog", "work_directory"]
+           "catalog_extent", "default_plot_labels", "run_catalog", "work_directory"]
 
 #: Period searches a catalog run can use.
 ALGORITHMS = ("lombscargle", "supersmoother")
@@ -252,6 +252,17 @@ def work_directory(output: str | Path) -> Path:
     return output.with_name(output.name + ".parts")
 
 
+def default_plot_labels(source: Any) -> Any:
+    """The :class:`~clperiod.plot.PlotLabels` of a run's figures: the input's t and y
+    column names (a time column of timestamps, read as MJD, in days)."""
+    from .plot import PlotLabels
+
+    columns = getattr(source, "columns", {"t": "t", "y": "y"})
+    if getattr(source, "timestamps", False):
+        return PlotLabels(f"{columns['t']} (MJD)", columns["y"], t_unit="d")
+    return PlotLabels(columns["t"], columns["y"])
+
+
 def catalog_extent(chunks: Iterable[CatalogChunk]) -> tuple[float, int]:
     """Longest baseline and largest object of a catalog, read once."""
     baseline, largest = np.nan, 0
@@ -279,6 +290,7 @@ def run_catalog(
     plot: str | Path | None = None,
     plot_ids: Sequence[Any] | None = None,
     plot_format: str = "png",
+    plot_labels: Any = None,
 ) -> CatalogRun:
     """Search every object of a catalog file; resumable (see the module notes).
 
@@ -318,6 +330,10 @@ def run_catalog(
         :data:`DEFAULT_PLOTS` objects of the input.
     plot_format : str
         Figure file format (``png``, ``pdf``, ``svg``, ...).
+    plot_labels : clperiod.plot.PlotLabels, optional
+        Names and units on the figures' axes; default
+        :func:`default_plot_labels` of the input (its column names; days for
+        Julian dates and timestamps; magnitudes inverted).
 
     Returns
     -------
@@ -343,8 +359,9 @@ def run_catalog(
         first, check_first = next(pairs)  # the reader raises for an empty input
         timings["read_s"] = time.perf_counter() - reading
         devices = select_devices(device)
+        labels = default_plot_labels(reader) if plot and plot_labels is None else plot_labels
         state_args = (work, devices, periodogram is not None, plot, plot_ids, plot_format,
-                      timings)
+                      labels, timings)
         queued = state = None
         try:
             if isinstance(search.grid, FrequencyGrid) and _looks_fresh(work):
@@ -423,12 +440,13 @@ class _RunState:
 
     def __init__(self, search: PeriodSearch, work: Path, devices: list, with_periodogram: bool,
                  plot: Any, plot_ids: Sequence[Any] | None, plot_format: str,
-                 timings: dict[str, float]) -> None:
+                 plot_labels: Any, timings: dict[str, float]) -> None:
         self.work, self.search, self.devices = work, search, devices
         self.with_periodogram = with_periodogram
         self.plot = None if plot is None else Path(plot)
         self.plot_ids = None if plot_ids is None else np.asarray([str(i) for i in plot_ids])
         self.plot_format = plot_format
+        self.plot_labels = plot_labels
         self.plots_left = DEFAULT_PLOTS
         self.plot_ids_found: set[str] = set()
         self.figures: list[Path] = []
@@ -608,7 +626,8 @@ class _RunState:
             from .plot import plot_objects
 
             result, catalog, ids = plot_job
-            figures = plot_objects(result, catalog, ids, self.plot, fmt=self.plot_format)
+            figures = plot_objects(result, catalog, ids, self.plot, fmt=self.plot_format,
+                                   labels=self.plot_labels)
         if final and not self.with_periodogram:  # no part file: no chunk summary
             self.output.write(results_table(joined))
         else:
