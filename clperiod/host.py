@@ -12,7 +12,7 @@ from . import checks
 from .catalog import Catalog, Status, catalog_of, is_lightcurve_list
 
 __all__ = ["Deferred", "PeakResults", "as_catalog", "check_choice", "check_top_k",
-           "degenerate_status", "progress_bar", "segment_sum"]
+           "degenerate_status", "progress_bar", "segment_max", "segment_sum"]
 
 
 T = TypeVar("T")
@@ -193,3 +193,12 @@ def segment_sum(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     if len(nonempty):
         sums[nonempty] = np.add.reduceat(values, offsets[:-1][nonempty])
     return sums
+
+
+def segment_max(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Per-object maxima of ``values`` (segments given by ``offsets``; empty -> 0)."""
+    maxima = np.zeros(len(offsets) - 1)
+    nonempty = np.flatnonzero(np.diff(offsets) > 0)
+    if len(nonempty):
+        maxima[nonempty] = np.maximum.reduceat(values, offsets[:-1][nonempty])
+    return maxima
