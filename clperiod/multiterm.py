@@ -6,8 +6,10 @@ harmonics, fitted by weighted least squares exactly as astropy's
 reduction of chi^2 in astropy's normalizations. The device evaluates the
 weighted harmonic sums and solves each frequency's small normal system
 (``cl_kernels/multiterm.mako``, fp64). :class:`clperiod.astropy.LombScargle`
-uses it for ``nterms != 1``; :func:`multiterm_max_power` evaluates many
-light curves on the same times (a bootstrap's resamplings) in one ND-range.
+uses it for ``nterms != 1`` and astropy's ``chi2`` methods;
+:func:`multiterm_max_power` evaluates many light curves on the same times (a
+bootstrap's resamplings) in one ND-range; :func:`multiterm_coefficients`
+returns the fits themselves (:func:`clperiod.scipy.lombscargle`'s amplitudes).
 """
 
 from __future__ import annotations

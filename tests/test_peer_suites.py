@@ -70,7 +70,8 @@ def test_astropys_lombscargle_suites_pass_through_the_bridge(tmp_path):
         assert switched == 1, module
         (tmp_path / f"{module}.py").write_text(source)
     counts = _run_pytest(tmp_path, *(f"{module}.py" for module in ASTROPY_MODULES))
-    assert counts["tests"] > 1700  # every astropy method name is parametrized in
+    # astropy 8.0: 1766 with every method name parametrized in (766 with two names)
+    assert counts["tests"] > 1000
 
 
 def test_scipys_lombscargle_tests_pass_through_the_bridge(tmp_path):
