@@ -380,6 +380,72 @@ def _gaps(catalog: Catalog) -> np.ndarray:
     return gaps
 
 
+#: Two frequencies are on one uniform run when they lie within this many
+#: units of roundoff (of the largest frequency) of ``f0 + k * df``.
+_RUN_ULPS = 8
+
+
+def uniform_runs(frequency: np.ndarray, max_runs: int) -> list[tuple[int, FrequencyGrid]] | None:
+    """Cut sorted distinct frequencies into maximal uniform runs ``f0 + k * df``.
+
+    Greedy from the left: a run continues while the spacing stays equal to
+    its first step (to within 8 units of roundoff of the largest frequency),
+    and every member is then checked against the grid through the run's end
+    points. A lone frequency is a one-point grid.
+
+    Parameters
+    ----------
+    frequency : ndarray
+        Sorted, distinct, finite frequencies >= 0 (at least one).
+    max_runs : int
+        Most runs to cut.
+
+    Returns
+    -------
+    list of (int, FrequencyGrid) or None
+        ``(start, grid)`` in order, ``grid`` covering ``frequency[start :
+        start + grid.nf]``; None when more than ``max_runs`` runs are needed.
+
+    Raises
+    ------
+    ValueError
+        A run whose spacing drifts too slowly for neighbouring steps to
+        differ, so that it is off its end points' grid.
+    """
+    n = frequency.size
+    tolerance = _RUN_ULPS * np.finfo(np.float64).eps * float(frequency[-1])
+    step = np.diff(frequency)
+    # Step index i starts a new spacing when it differs from step i - 1.
+    change = np.flatnonzero(np.abs(np.diff(step)) > tolerance) + 1
+    runs: list[tuple[int, FrequencyGrid]] = []
+    start = 0
+    while start < n:
+        if len(runs) == max_runs:
+            return None
+        # Steps start .. c - 1 share one spacing (c the next change), so the
+        # run holds points start .. c; the step after it is a gap.
+        k = np.searchsorted(change, start, side="right")
+        stop = int(change[k]) + 1 if k < change.size else n
+        runs.append((start, _run_grid(frequency[start:stop], tolerance)))
+        start = stop
+    return runs
+
+
+def _run_grid(run: np.ndarray, tolerance: float) -> FrequencyGrid:
+    """The grid through a run's end points, checked against every member."""
+    if run.size == 1:
+        return FrequencyGrid(run[0], 1.0, 1)  # the step of a one-point grid is unused
+    df = (run[-1] - run[0]) / (run.size - 1)
+    grid = FrequencyGrid(run[0], df, run.size)
+    drift = np.max(np.abs(grid.frequencies() - run))
+    if drift > tolerance:
+        raise ValueError(
+            f"frequencies {run[0]:.17g}..{run[-1]:.17g} have a slowly varying spacing "
+            f"(off a uniform grid by {drift:.3g}): clperiod evaluates uniform grids"
+        )
+    return grid
+
+
 def _times(catalog_or_t: Catalog | Any) -> np.ndarray:
     """Checked float64 times (masked entries left out)."""
     mask = mask_of(catalog_or_t)

@@ -6,8 +6,10 @@ harmonics, fitted by weighted least squares exactly as astropy's
 reduction of chi^2 in astropy's normalizations. The device evaluates the
 weighted harmonic sums and solves each frequency's small normal system
 (``cl_kernels/multiterm.mako``, fp64). :class:`clperiod.astropy.LombScargle`
-uses it for ``nterms != 1``; :func:`multiterm_max_power` evaluates many
-light curves on the same times (a bootstrap's resamplings) in one ND-range.
+uses it for ``nterms != 1`` and astropy's ``chi2`` methods;
+:func:`multiterm_max_power` evaluates many light curves on the same times (a
+bootstrap's resamplings) in one ND-range; :func:`multiterm_coefficients`
+returns the fits themselves (:func:`clperiod.scipy.lombscargle`'s amplitudes).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from .grid import FrequencyGrid
 from .host import check_choice
 from .lombscargle import Normalization
 
-__all__ = ["MAX_NTERMS", "multiterm_max_power", "multiterm_power"]
+__all__ = ["MAX_NTERMS", "multiterm_coefficients", "multiterm_max_power", "multiterm_power"]
 
 #: Most harmonics (the normal system has up to 2 * MAX_NTERMS + 1 unknowns,
 #: held in private memory).
@@ -52,6 +54,7 @@ def multiterm_power(
     fit_mean: bool = True,
     center_data: bool = True,
     normalization: Normalization = "standard",
+    direct_harmonics: bool = False,
     device=None,
 ) -> np.ndarray:
     """Multi-term Lomb-Scargle power of one light curve on a uniform grid.
@@ -72,6 +75,12 @@ def multiterm_power(
     normalization : {"standard", "model", "log", "psd"}
         astropy's normalizations of ``p = chi2_ref - chi2``: ``p / chi2_ref``,
         ``p / (chi2_ref - p)``, ``-log(1 - p / chi2_ref)`` and ``p / 2``.
+    direct_harmonics : bool
+        Evaluate the sine and cosine of every harmonic ``h`` from its own
+        phase ``h f t`` (reduced to one cycle) instead of by angle addition
+        from the first harmonic: recurrence-free, ``2 nterms`` sine-cosine
+        evaluations per point and frequency instead of one. Both are exact
+        to rounding; they differ in the last digits.
     device
         Device selection (see :func:`clperiod.select_devices`); the first
         selected device computes. It must support fp64.
@@ -91,8 +100,57 @@ def multiterm_power(
     nterms = _check_options(nterms, fit_mean, normalization, grid)
     t, y, w = _weighted(t, np.ravel(y), dy, 2 * nterms + int(fit_mean))
     ((_, p, chi2_ref),) = _power_blocks(t, y[None], w[None], grid, nterms, fit_mean,
-                                        center_data, device, block_rows=1)
+                                        center_data, device, block_rows=1,
+                                        direct=direct_harmonics)
     return _normalized(p[0], chi2_ref[0], normalization)
+
+
+def multiterm_coefficients(
+    t: np.ndarray,
+    y: np.ndarray,
+    dy: np.ndarray | None,
+    grid: FrequencyGrid,
+    nterms: int,
+    *,
+    fit_mean: bool = True,
+    center_data: bool = True,
+    direct_harmonics: bool = False,
+    device=None,
+) -> np.ndarray:
+    """Least-squares coefficients of the multi-term model at every grid frequency.
+
+    The fit behind :func:`multiterm_power`: at frequency ``f`` the model
+    ``[offset] + sum_h a_h sin(2 pi h f t) + b_h cos(2 pi h f t)`` (times as
+    given, not shifted), fitted with weights ``dy**-2`` to ``y``, or with
+    ``center_data`` and no ``fit_mean`` to ``y`` less its weighted mean.
+
+    Parameters
+    ----------
+    t, y, dy, grid, nterms, fit_mean, center_data, direct_harmonics, device
+        As :func:`multiterm_power`.
+
+    Returns
+    -------
+    ndarray
+        ``(grid.nf, int(fit_mean) + 2 * nterms)`` float64: the offset (with
+        ``fit_mean``), then ``a_h, b_h`` for ``h = 1 .. nterms``; rows of NaN
+        where the model is degenerate (frequency 0, fewer distinct phases
+        than unknowns).
+
+    Raises
+    ------
+    ValueError
+        As :func:`multiterm_power`.
+    """
+    nterms = _check_options(nterms, fit_mean, "standard", grid)
+    t, y, w = _weighted(t, np.ravel(y), dy, 2 * nterms + int(fit_mean))
+    ((_, x, _),) = _power_blocks(t, y[None], w[None], grid, nterms, fit_mean, center_data,
+                                 device, block_rows=1, direct=direct_harmonics,
+                                 coefficients=True)
+    x = _shift_origin(x[0], grid.frequencies(), float(np.median(t)), nterms, fit_mean)
+    if fit_mean:  # the kernel fitted y less its weighted mean
+        x[:, 0] += np.dot(w, y) / np.sum(w)
+    return x
 
 
 def multiterm_max_power(
@@ -177,10 +235,12 @@ def _check_options(nterms, fit_mean: bool, normalization: str, grid: FrequencyGr
 
 
 def _power_blocks(t, y, w, grid: FrequencyGrid, nterms: int, fit_mean: bool, center_data: bool,
-                  device, block_rows: int) -> Iterator[tuple[slice, np.ndarray, np.ndarray]]:
+                  device, block_rows: int, direct: bool = False, coefficients: bool = False
+                  ) -> Iterator[tuple[slice, np.ndarray, np.ndarray]]:
     """Each block of ``block_rows`` light curves (rows of ``y`` and ``w``): its rows,
-    unnormalized powers ``(n_rows, nf)`` and ``chi2_ref``; one kernel call per
-    block."""
+    unnormalized powers ``(n_rows, nf)`` (or with ``coefficients`` the fits'
+    coefficients ``(n_rows, nf, M)``, times from their median) and ``chi2_ref``;
+    one kernel call per block."""
     if fit_mean or center_data:
         y = y - (np.sum(w * y, axis=1) / np.sum(w, axis=1))[:, None]
     chi2_ref = np.sum(w * y * y, axis=1)
@@ -189,22 +249,43 @@ def _power_blocks(t, y, w, grid: FrequencyGrid, nterms: int, fit_mean: bool, cen
     context, queue = get_context(info), get_queue(info)
     per_item = _CPU_ROWS if y.shape[0] > 1 and info.kind == "cpu" else 1
     (kernel,) = kernels.get_kernels(context, "multiterm", ("multiterm_power",),
-                                    nterms=nterms, bias=int(fit_mean), wg=_WG, rows=per_item)
+                                    nterms=nterms, bias=int(fit_mean), wg=_WG, rows=per_item,
+                                    direct=direct, coefficients=coefficients)
+    per_frequency = int(fit_mean) + 2 * nterms if coefficients else 1
     pending: list[cl.Event] = []  # queued uploads, passed by each block's blocking read
     t_buffer = upload(queue, t - np.median(t), pending)
     for start in range(0, y.shape[0], block_rows):
         block = slice(start, start + block_rows)
         n_rows = y[block].shape[0]
         inputs = [upload(queue, a, pending) for a in (w[block], w[block] * y[block])]
-        out = cl.Buffer(context, cl.mem_flags.WRITE_ONLY, 8 * n_rows * grid.nf)
+        out = cl.Buffer(context, cl.mem_flags.WRITE_ONLY, 8 * n_rows * grid.nf * per_frequency)
         kernel.set_args(t_buffer, *inputs, np.int32(t.size), np.float64(grid.fmin),
                         np.float64(grid.df), np.int32(grid.nf), np.int32(n_rows), out)
         cl.enqueue_nd_range_kernel(queue, kernel,
                                    (-(-grid.nf // _WG) * _WG, -(-n_rows // per_item)), (_WG, 1))
-        p = np.empty((n_rows, grid.nf))
+        p = np.empty((n_rows, grid.nf) + ((per_frequency,) if coefficients else ()))
         cl.enqueue_copy(queue, p, out, is_blocking=True)
         pending.clear()
         yield block, p, chi2_ref[block]
+
+
+def _shift_origin(x: np.ndarray, frequency: np.ndarray, origin: float, nterms: int,
+                  fit_mean: bool) -> np.ndarray:
+    """Coefficients ``(nf, M)`` of fits in times ``t - origin`` as coefficients in ``t``.
+
+    Harmonic ``h`` at frequency ``f`` turns by ``phi = 2 pi h f origin``:
+    ``a sin(th - phi) + b cos(th - phi)`` is ``a' sin th + b' cos th`` with
+    ``a' = a cos phi + b sin phi`` and ``b' = b cos phi - a sin phi``.
+    """
+    shifted = x.copy()
+    for h in range(1, nterms + 1):
+        turn = h * frequency * origin
+        turn -= np.rint(turn)
+        cos, sin = np.cos(2 * np.pi * turn), np.sin(2 * np.pi * turn)
+        a, b = x[:, int(fit_mean) + 2 * (h - 1)], x[:, int(fit_mean) + 2 * h - 1]
+        shifted[:, int(fit_mean) + 2 * (h - 1)] = a * cos + b * sin
+        shifted[:, int(fit_mean) + 2 * h - 1] = b * cos - a * sin
+    return shifted
 
 
 def _weighted(t, y, dy, unknowns: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -375,21 +375,23 @@ def false_alarm_level(
     Parameters
     ----------
     fap : array_like
-        False-alarm probabilities, ``0 < fap < 1``.
+        False-alarm probabilities, ``0 <= fap <= 1``.
 
     Returns
     -------
     ndarray or float
-        Levels in ``normalization``, same shape as ``fap``; NaN when
+        Levels in ``normalization``, same shape as ``fap``: 0 for
+        ``fap = 1`` and the top of the range (1 for ``standard``, inf
+        otherwise) for ``fap = 0``, as astropy; NaN when
         ``n - dH - 2 nterms <= 0``, and (``baluev``, ``davies``) where the
         bound never falls to ``fap``: with one noise degree of freedom the
-        standard power's tau term does not vanish at the top of the range,
-        so small probabilities have no level.
+        tau term does not vanish at the top of the range, so small
+        probabilities (and 0) have no level.
     """
     null = _null(n, fmax, t, dy, normalization, method, fit_mean, center_data, nf, nterms)
     p = np.asarray(fap, dtype=np.float64)
-    if not np.all((p > 0) & (p < 1)):
-        raise ValueError("false-alarm probabilities must lie in (0, 1)")
+    if not np.all((p >= 0) & (p <= 1)):
+        raise ValueError("false-alarm probabilities must lie in [0, 1]")
     if null.noise_dof() <= 0:
         return np.full(p.shape, np.nan)[()]
     if method in ("naive", "townsend"):
@@ -551,18 +553,24 @@ def _fap(null: _Null, z: np.ndarray) -> np.ndarray:
         with np.errstate(divide="ignore"):
             fap = -np.expm1(per_row(null.trials) * np.log1p(-single))
     else:
-        tau = _tau_davies(z, n, per_row(null.bandwidth), null.normalization, null.nterms,
-                          null.dh)
+        with np.errstate(invalid="ignore"):  # z = inf: 0 * inf, replaced below
+            tau = _tau_davies(z, n, per_row(null.bandwidth), null.normalization, null.nterms,
+                              null.dh)
         if null.method == "davies":
             fap = single + tau
         else:  # baluev: 1 - (1 - single) * exp(-tau), accurate for small values.
             fap = -np.expm1(-tau) + single * np.exp(-tau)
+        # at z = inf the bound is 0 where tau vanishes there (as at the top, z = 1,
+        # of the standard power): with more than one noise degree of freedom
+        vanishes = (null.normalization == "psd") | (n - null.dh - 2 * null.nterms > 1)
+        fap = np.where(np.isposinf(z), np.where(vanishes, 0.0, np.nan), fap)
     return np.where(valid, fap, np.nan)
 
 
 def _inverse_trials(null: _Null, p: np.ndarray) -> np.ndarray:
-    """Closed-form inverse of the naive and townsend FAPs."""
-    single = -np.expm1(np.log1p(-p) / null.trials)
+    """Closed-form inverse of the naive and townsend FAPs (``p = 1``: level 0)."""
+    with np.errstate(divide="ignore"):  # p = 1: log1p(-1) = -inf, single = 1
+        single = -np.expm1(np.log1p(-p) / null.trials)
     return _inverse_fap_single(single, null.n, null.normalization, null.nterms, null.dh)
 
 
@@ -575,6 +583,10 @@ def _solve_level(null: _Null, p: float) -> float:
     astropy's solver, started there, converges to.
     """
     lower, upper = 0.0, (1.0 if null.normalization == "standard" else math.inf)
+    if p == 1:  # FAP(0) = 1 for every method: the single-frequency tail is 1, tau is 0
+        return lower
+    if p == 0:  # the bound reaches 0 only at the top of the range, if at all
+        return upper if null.normalization == "psd" or null.noise_dof() > 1 else math.nan
     start = float(_inverse_trials(null, np.asarray(p)))
     start = min(max(start, np.nextafter(lower, 1.0)), np.nextafter(upper, 0.0))
 
