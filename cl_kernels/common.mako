@@ -6,7 +6,11 @@
 ##
 ## Provides: the fp64 pragma (only for double kernels), the ``real_t`` typedef,
 ## ``REAL_NEG_INF``, ``KAHAN_ADD`` (compensated summation) and the
-## range-reduced ``sincos_cycles`` below.
+## range-reduced ``sincos_cycles`` below. ``reduce_angle(type)`` is emitted on
+## request (Kepler's equation, the RV kernels' mean anomalies).
+<%!
+    from clperiod.angles import CODY_WAITE_LIMIT, INV_TWO_PI_WORDS, TWO_PI_HI, TWO_PI_LO
+%>
 <%def name="prelude(real)">
 % if real == "double":
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
@@ -55,6 +59,82 @@ inline void sincos_cycles(const real_t r, real_t *s_out, real_t *c_out)
     const int quadrant = ((int) q) & 3;
     *s_out = quadrant == 0 ? s : quadrant == 1 ? c : quadrant == 2 ? -s : -c;
     *c_out = quadrant == 0 ? c : quadrant == 1 ? -s : quadrant == 2 ? -c : s;
+}
+</%def>
+
+## reduce_angle(type): ``type reduce_angle_<type>(type x)`` = x - 2 pi k in
+## [-pi, pi] (k the nearest integer to x / 2 pi) for any finite x of type
+## "float" or "double", within about an ulp of the exact reduction of x
+## (clperiod.angles.reduce_angle does the same on the host). Small |x|: a
+## two-part 2 pi (Cody-Waite; k * HI exact). Larger: Payne-Hanek, x = mant
+## 2^expo times the bits of 1 / (2 pi) from 2^-(expo + 1) on (the bits above
+## give whole turns), in 64-bit integers; the 128-bit fraction of a turn is
+## off by less than 2^-127, far below the smallest |x mod 2 pi| of any
+## float64 (~2^-61 relative).
+<%def name="reduce_angle(type)">
+<%
+    double = type == "double"
+    f = "" if double else "f"
+    # k * HI exact below the limit: double HI has 30 bits, float HI 8 (k < 2^16;
+    # k * LO's missing bits stay below 1/6 ulp of pi up to 2^11)
+    hi, lo = (repr(TWO_PI_HI), repr(TWO_PI_LO)) if double else ("6.28125", "0.0019353072")
+    limit = float(CODY_WAITE_LIMIT) if double else 2.0**11
+%>
+#ifndef CLPERIOD_INV_TWO_PI_WORDS
+#define CLPERIOD_INV_TWO_PI_WORDS
+// 1 / (2 pi) in 64-bit words from the binary point, after one zero word
+// (clperiod.angles.INV_TWO_PI_WORDS)
+__constant ulong INV_TWO_PI_WORDS[${len(INV_TWO_PI_WORDS)}] = {
+% for i in range(0, len(INV_TWO_PI_WORDS), 4):
+    ${", ".join(f"0x{w:016x}UL" for w in INV_TWO_PI_WORDS[i:i + 4])},
+% endfor
+};
+
+// 64 bits of the table from bit `first` (0 = the top bit of the zero word)
+inline ulong inv_two_pi_window(const int first)
+{
+    const int word = first >> 6, shift = first & 63;
+    const ulong high = INV_TWO_PI_WORDS[word] << shift;
+    return shift ? high | (INV_TWO_PI_WORDS[word + 1] >> (64 - shift)) : high;
+}
+
+// |mant 2^expo| / (2 pi) less its nearest integer, in turns (mant < 2^53,
+// -64 <= expo <= 971): the fraction of mant (W0 2^-64 + W1 2^-128 + W2 2^-192)
+// as a 128-bit fixed-point number a 2^-64 + b 2^-128, centred on 0: returns
+// its magnitude (a, b) and sets *negative
+inline ulong2 payne_hanek_turns(const ulong mant, const int expo, bool *negative)
+{
+    const int first = expo + 64;
+    const ulong w0 = inv_two_pi_window(first), w1 = inv_two_pi_window(first + 64),
+                w2 = inv_two_pi_window(first + 128);
+    const ulong lo1 = mant * w1;
+    const ulong b = lo1 + mul_hi(mant, w2);
+    const ulong a = mant * w0 + mul_hi(mant, w1) + (b < lo1 ? 1 : 0);
+    *negative = a >> 63;  // a fraction of 1/2 or more: minus (1 - fraction)
+    return *negative ? (ulong2) (~a + (b == 0 ? 1 : 0), ~b + 1) : (ulong2) (a, b);
+}
+#endif
+
+inline ${type} reduce_angle_${type}(const ${type} x)
+{
+    const ${type} k = rint(x * (${type}) 0.15915494309189533577${f});
+    if (fabs(x) < (${type}) ${repr(limit)}${f})
+        return (x - k * (${type}) ${hi}${f}) - k * (${type}) ${lo}${f};
+    bool negative;
+% if double:
+    const ulong bits = as_ulong(fabs(x));
+    const ulong2 turns = payne_hanek_turns((bits & 0xFFFFFFFFFFFFFUL) | 0x10000000000000UL,
+                                           (int) (bits >> 52) - 1075, &negative);
+    const double fraction = convert_double(turns.x) * 0x1p-64 + convert_double(turns.y) * 0x1p-128;
+% else:
+    const uint bits = as_uint(fabs(x));
+    const ulong2 turns = payne_hanek_turns((ulong) ((bits & 0x7FFFFFu) | 0x800000u),
+                                           (int) (bits >> 23) - 150, &negative);
+    const float fraction = convert_float(turns.x) * 0x1p-64f
+                           + convert_float(turns.y >> 32) * 0x1p-96f;
+% endif
+    const ${type} m = fraction * (${type}) 6.283185307179586476925${f};
+    return (x < 0) != negative ? -m : m;
 }
 </%def>
 

@@ -19,11 +19,11 @@
 ## slower (an absolute tolerance left 5e-6 rad in E at e = 1 - 1e-6).
 ## Never an endless loop.
 ##
-## The kernel ``kepler_solve`` range-reduces any finite M to [-pi, pi] with a
-## two-part 2 pi (Cody-Waite, so M many orbits from the epoch keeps its
-## accuracy), solves, and returns E in M's own revolution with the true
-## anomaly's sine and cosine; e outside [0, 1) or non-finite input give NaN
-## and a status code.
+## The kernel ``kepler_solve`` range-reduces any finite M to m in [-pi, pi]
+## at rounding level (common.mako's reduce_angle: Cody-Waite, Payne-Hanek
+## beyond 2^25 (fp64) / 2^11 (fp32)), solves, and returns E = M + (E_m - m)
+## in M's own revolution with the true anomaly's sine and cosine; e outside
+## [0, 1) or non-finite input give NaN and a status code.
 <%namespace name="common" file="common.mako"/>
 
 <%def name="solver(real)">
@@ -126,17 +126,7 @@ inline char kepler_sincos_markley(const real_t m, const real_t e,
 </%def>
 
 <%def name="solve_kernel(real)">
-<%
-    fp64 = real == "double"
-    suffix = "" if fp64 else "f"
-    # 2 pi = HI + LO with HI in 30 (fp64) / 12 (fp32) bits, so k * HI is exact
-    # for |k| below 2^23 / 2^12 revolutions
-    two_pi_hi = "6.283185303211212" if fp64 else "6.28125"
-    two_pi_lo = "3.968374318722162e-09" if fp64 else "0.0019353072"
-%>
-#define TWO_PI_HI ((real_t) ${two_pi_hi}${suffix})
-#define TWO_PI_LO ((real_t) ${two_pi_lo}${suffix})
-
+${common.reduce_angle(real)}
 __kernel void kepler_solve(
     __global const real_t *restrict mean_anomaly,
     __global const real_t *restrict eccentricity,
@@ -160,14 +150,13 @@ __kernel void kepler_solve(
         status[i] = KEPLER_BAD_ECCENTRICITY;
         return;
     }
-    const real_t k = rint(big_m * KEPLER_INV_TWO_PI);
-    const real_t m = (big_m - k * TWO_PI_HI) - k * TWO_PI_LO;   // in about [-pi, pi]
+    const real_t m = reduce_angle_${real}(big_m);   // big_m - 2 pi k, in [-pi, pi]
     real_t big_e, s, c;
     status[i] = ${"kepler_sincos_markley" if method == "markley" else "kepler_sincos"}(m, e, &big_e, &s, &c);
     const real_t inv_denom = KEPLER_DIV((real_t) 1, 1 - e * c);
     sin_true[i] = sqrt((1 - e) * (1 + e)) * s * inv_denom;
     cos_true[i] = (c - e) * inv_denom;
-    ecc_anomaly[i] = big_e + (k * TWO_PI_HI + k * TWO_PI_LO);   // in M's revolution
+    ecc_anomaly[i] = big_m + (big_e - m);   // 2 pi k + E: in M's revolution
 }
 </%def>
 

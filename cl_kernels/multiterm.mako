@@ -8,6 +8,10 @@
 ##   wg      work-group size (points are staged through local memory in
 ##           tiles of wg)
 ##   rows    light curves per work-item (they share the harmonics of t)
+##   direct  evaluate every harmonic's sine and cosine from its own reduced
+##           phase (m f t mod 1) instead of by angle addition from the first
+##   coefficients  write the M least-squares coefficients of each frequency
+##           (the unknowns below, in that order) instead of the power
 ##
 ## The model y(t) = [b] + sum_{k=1..K} a_k sin(k phi) + c_k cos(k phi),
 ## phi = 2 pi f t, is fitted by weighted least squares (weights w ~ dy^-2) at
@@ -15,7 +19,8 @@
 ## p = X^T W y' (X^T W X)^-1 X^T W y' (astropy's unnormalized chi2_ref - chi2).
 ## The host passes each light curve standardized (clperiod.standardize): w
 ## summing to 1, y' centred (when asked) and scaled to a mean square near 1,
-## so p is the standard power times sum w y'^2.
+## so p is the standard power times sum w y'^2 and the coefficients are in
+## the units of y' (the host converts them back to those of y).
 ## The normal matrix needs the sums C_m = sum w cos(m phi) and
 ## S_m = sum w sin(m phi) for m = 0 .. 2K (product-to-sum identities), the
 ## right-hand side sum w y' cos(k phi) and sum w y' sin(k phi) for k <= K.
@@ -23,8 +28,9 @@
 ## per frequency and group of `rows` light curves, whose sums it accumulates
 ## from one evaluation of cos(m phi), sin(m phi) per point; a work-group's
 ## items share their light curves. Each system is solved by Cholesky in
-## private memory. A system that is not positive definite (f = 0, or fewer
-## distinct phases than unknowns) gives NaN.
+## private memory (and back substitution for the coefficients). A system that
+## is not positive definite (f = 0, or fewer distinct phases than unknowns)
+## gives NaN.
 <%namespace name="common" file="common.mako"/>
 ${common.prelude("double")}
 #define K ${nterms}
@@ -33,8 +39,10 @@ ${common.prelude("double")}
 #define WG ${wg}
 #define ROWS ${rows}
 
-// p = b^T A^-1 b of one light curve's sums, NaN for a singular system.
-inline double solve(const double *C, const double *S, const double *YC, const double *YS)
+// p = b^T A^-1 b of one light curve's sums, NaN for a singular system; with
+// coefficients also x = A^-1 b (all NaN for a singular system).
+inline double solve(const double *C, const double *S, const double *YC, const double *YS${
+        ", double *x" if coefficients else ""})
 {
     // unknowns: [bias], then sin(j phi), cos(j phi) for j = 1 .. K
     double A[M][M], b[M];
@@ -69,8 +77,13 @@ inline double solve(const double *C, const double *S, const double *YC, const do
             for (int q = 0; q < c; ++q)
                 sum -= A[r][q] * A[c][q];
             if (r == c) {
-                if (!(sum > 0.0))
+                if (!(sum > 0.0)) {
+% if coefficients:
+                    for (int q = 0; q < M; ++q)
+                        x[q] = NAN;
+% endif
                     return NAN;
+                }
                 A[r][r] = sqrt(sum);
             } else {
                 A[r][c] = sum / A[c][c];
@@ -82,8 +95,36 @@ inline double solve(const double *C, const double *S, const double *YC, const do
         b[r] = z / A[r][r];
         p += b[r] * b[r];
     }
+% if coefficients:
+    // L^T x = z
+    for (int r = M - 1; r >= 0; --r) {
+        double v = b[r];
+        for (int q = r + 1; q < M; ++q)
+            v -= A[q][r] * x[q];
+        x[r] = v / A[r][r];
+    }
+% endif
     return p;
 }
+
+## c, s = cos and sin of harmonic m (an int expression) of the reduced phase
+## `cycles`: from its own reduced phase m * cycles, or by angle addition from
+## harmonic m - 1 (c_prev, s_prev) and the first (c1, s1).
+<%def name="harmonic(m, c, s, c_prev, s_prev)">
+% if direct:
+                {
+                    double rm = (${m}) * cycles;
+                    rm -= rint(rm);
+                    sincos_cycles(rm, &${s}, &${c});
+                }
+% else:
+                {
+                    const double c_next = ${c_prev} * c1 - ${s_prev} * s1;
+                    ${s} = ${s_prev} * c1 + ${c_prev} * s1;
+                    ${c} = c_next;
+                }
+% endif
+</%def>
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void multiterm_power(
@@ -91,7 +132,8 @@ void multiterm_power(
     __global const double *restrict w,    // (n_curves, n) dy^-2, normalised
     __global const double *restrict wy,   // (n_curves, n) w * (centred) y
     const int n, const double fmin, const double df, const int nf, const int n_curves,
-    __global double *restrict power)      // (n_curves, nf) p
+    __global double *restrict power)      // (n_curves, nf) p, or
+                                          // (n_curves, nf, M) coefficients
 {
     const int k = get_global_id(0);
     const int lid = get_local_id(0);
@@ -129,10 +171,8 @@ void multiterm_power(
             C[0][0] += wi;
             YC[0][0] += wyi;
             double cm = 1.0, sm = 0.0;
-            for (int m = 1; m <= 2 * K; ++m) {  // angle addition: (m - 1) phi + phi
-                const double c_next = cm * c1 - sm * s1;
-                sm = sm * c1 + cm * s1;
-                cm = c_next;
+            for (int m = 1; m <= 2 * K; ++m) {
+${harmonic("m", "cm", "sm", "cm", "sm")}
                 C[0][m] += wi * cm;
                 S[0][m] += wi * sm;
                 if (m <= K) {
@@ -146,9 +186,8 @@ void multiterm_power(
             double cm[2 * K + 1], sm[2 * K + 1];
             cm[0] = 1.0;
             sm[0] = 0.0;
-            for (int m = 1; m <= 2 * K; ++m) {  // angle addition: (m - 1) phi + phi
-                cm[m] = cm[m - 1] * c1 - sm[m - 1] * s1;
-                sm[m] = sm[m - 1] * c1 + cm[m - 1] * s1;
+            for (int m = 1; m <= 2 * K; ++m) {
+${harmonic("m", "cm[m]", "sm[m]", "cm[m - 1]", "sm[m - 1]")}
             }
             for (int r = 0; r < ROWS; ++r) {
                 const double wi = l_w[r][i], wyi = l_wy[r][i];
@@ -166,6 +205,15 @@ void multiterm_power(
     }
     if (k >= nf)
         return;
-    for (int r = 0; r < ROWS && first + r < n_curves; ++r)
-        power[(size_t) (first + r) * nf + k] = solve(C[r], S[r], YC[r], YS[r]);
+    for (int r = 0; r < ROWS && first + r < n_curves; ++r) {
+        const size_t at = (size_t) (first + r) * nf + k;
+% if coefficients:
+        double x[M];
+        solve(C[r], S[r], YC[r], YS[r], x);
+        for (int q = 0; q < M; ++q)
+            power[at * M + q] = x[q];
+% else:
+        power[at] = solve(C[r], S[r], YC[r], YS[r]);
+% endif
+    }
 }

@@ -4,11 +4,14 @@
 ## Render parameters (strict_undefined):
 ##   real        "float" | "double": Kepler solve, velocities and sums
 ##   phase       "double" | "ds" | "float": arithmetic of the orbital phase
-##               (t - t_ref) / P + phi0 in cycles; "ds" = double-single
-##               (float2 hi + lo) with per-planet coefficients from the host
+##               (t - t_origin) / P + phi0 in cycles, phi0 the phase at
+##               t_origin (within the data's span); "double" forms phi0 from
+##               the parameters, "ds" (double-single, float2 hi + lo) and
+##               "float" read (1/P, phi0) from per-planet coefficients that
+##               the host computes in float64
 ##   n_planets   planets per model (unrolled)
 ##   ecc_form    "e_w" | "secosw_sesinw"   (params[2], params[3])
-##   time_form   "m0" | "tp"                (params[4]; unused with "ds")
+##   time_form   "m0" | "tp" | "tc"         (params[4]; used by "double" only)
 ##   n_inst      instruments (observations are sorted by instrument; seg[i]
 ##               .. seg[i+1] is instrument i)
 ##   statistic   "chi2" | "loglike" | "profile"
@@ -30,6 +33,14 @@
 ## minimum chi^2 (the other planets, the trend and the jitter are fixed).
 ## With real == "float" every sum is Kahan-compensated: the build must not
 ## use -cl-fast-relaxed-math / -cl-unsafe-math-optimizations.
+##
+## Phases of barycentric times (~2.46e6 d) lose nothing to cancellation: the
+## observation times are t - t_origin, and phi0 = (t_origin - epoch) / P +
+## M_epoch / 2 pi less whole turns (epoch t_ref with M_epoch = M0, tp with 0,
+## tc with the mean anomaly at conjunction) comes from the epoch difference
+## taken exactly as a double-double, whole periods removed before the
+## division (turns_between), and M0 reduced at rounding level (reduce_angle).
+## This runs once per model and planet, outside the loop over observations.
 <%namespace name="common" file="common.mako"/>
 <%namespace name="kepler" file="kepler.mako"/>
 % if phase == "double" and real == "float":
@@ -38,6 +49,25 @@
 ${common.prelude(real)}
 ${kepler.solver(real)}
 ${kepler.markley(real)}
+% if phase == "double":
+${common.reduce_angle("double")}
+
+// (a - b) / per less whole turns, within 0.75 of 0 (2 of 0 beyond 2^50
+// periods), to a few 1e-16 for any finite a, b and per > 0: a - b exact as
+// d + d_lo (two-sum), whole periods removed before the division (an fma
+// with one rounding, or the exact fmod for huge ratios)
+inline double turns_between(const double a, const double b, const double per,
+                            const double inv_per)
+{
+    const double d = a - b;
+    const double back = d - a;
+    const double d_lo = (a - (d - back)) - (b + back);
+    const double q = d * inv_per;
+    if (fabs(q) < 0x1p50)
+        return (fma(-rint(q), per, d) + d_lo) * inv_per;
+    return (fmod(d, per) + fmod(d_lo, per)) * inv_per;
+}
+% endif
 <%
     fp_real = real == "double"
     ptype = "double" if phase == "double" else "float"   # parameter arithmetic
@@ -84,21 +114,34 @@ typedef ${ttype} time_t;
     const param_t cw_${j} = root_${j} > 0 ? pa_${j} / root_${j} : (param_t) 1;
     const param_t sw_${j} = root_${j} > 0 ? pb_${j} / root_${j} : (param_t) 0;
   % endif
-    if (!(per_${j} > 0 && isfinite(per_${j}) && isfinite(amp_${j}) && isfinite(tau_${j})
-          && isfinite(pb_${j}) && ecc_${j} >= 0 && ecc_${j} < 1))
-        state = MODEL_BAD_PARAMETERS;
-  % if phase == "ds":
-    const float4 phc_${j} = coeff[model * N_PLANETS + ${j}];
-  % else:
+    const param_t sq_${j} = sqrt((1 - ecc_${j}) * (1 + ecc_${j}));
+  % if phase == "double":
     const param_t inv_p_${j} = 1 / per_${j};
     % if time_form == "m0":
-    const param_t phi0_${j} = tau_${j} * PARAM_INV_TWO_PI;
+    const param_t phi0_${j} = turns_between(t_origin, t_ref, per_${j}, inv_p_${j})
+                              + reduce_angle_double(tau_${j}) * PARAM_INV_TWO_PI;
+    % elif time_form == "tp":
+    const param_t phi0_${j} = turns_between(t_origin, tau_${j}, per_${j}, inv_p_${j});
     % else:
-    const param_t phi0_${j} = (t_ref - tau_${j}) * inv_p_${j};
+    // mean anomaly at conjunction (f = pi/2 - w: cos E = (e + sin w) / (1 + e sin w))
+    const param_t econj_${j} = atan2(sq_${j} * cw_${j}, ecc_${j} + sw_${j});
+    const param_t mconj_${j} = econj_${j}
+                               - ecc_${j} * sq_${j} * cw_${j} / (1 + ecc_${j} * sw_${j});
+    const param_t phi0_${j} = turns_between(t_origin, tau_${j}, per_${j}, inv_p_${j})
+                              + mconj_${j} * PARAM_INV_TWO_PI;
+    % endif
+  % else:
+    const float4 phc_${j} = coeff[model * N_PLANETS + ${j}];
+    % if phase == "float":
+    const param_t inv_p_${j} = phc_${j}.x, phi0_${j} = phc_${j}.z;
     % endif
   % endif
+  ## "ds" and "float" read no epoch from params (their float32 copy may overflow)
+  <% epoch = f"tau_{j}" if phase == "double" else f"phc_{j}.z" %>
+    if (!(per_${j} > 0 && isfinite(per_${j}) && isfinite(amp_${j}) && isfinite(${epoch})
+          && isfinite(pb_${j}) && ecc_${j} >= 0 && ecc_${j} < 1))
+        state = MODEL_BAD_PARAMETERS;
   <% unit = profile and j == last %>
-    const param_t sq_${j} = sqrt((1 - ecc_${j}) * (1 + ecc_${j}));
     const real_t e_${j} = (real_t) ecc_${j};
     const real_t a_${j} = (real_t) (${"" if unit else f"amp_{j} * "}sq_${j} * sq_${j} * cw_${j});
     const real_t b_${j} = (real_t) (-${"" if unit else f"amp_{j} * "}sq_${j} * sw_${j});
@@ -185,7 +228,7 @@ ${planet_velocities()}
 % endif
 % if trend:
   <% tt = "tk.x" if phase == "ds" else "tk" %>
-            const real_t dt = (real_t) ${tt};
+            const real_t dt = (real_t) (${tt} + trend_shift);   // t - t_ref
             const real_t known = vsum + gamma + dt * (tr_1${" + dt * tr_2" if trend == 2 else ""});
 % else:
             const real_t known = vsum + gamma;
@@ -296,7 +339,9 @@ ${planet_velocities()}
     const int n_models,
     __global const param_t *restrict params,
     __global const float4 *restrict coeff,
+    const param_t t_origin,
     const param_t t_ref,
+    const param_t trend_shift,
     __global const real_t *restrict offsets,
     __global const real_t *restrict jitter,
     __global const real_t *restrict trend,

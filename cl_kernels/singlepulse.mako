@@ -21,7 +21,10 @@
 ## * row_moments: per (row, work-group) count, mean and M2 of the finite
 ##   samples (optionally only |x - clip_mean| <= clip * clip_std), streaming
 ##   (Chan et al. eq. 1) per work-item, then merged pairwise in local memory
-##   (eq. 2); the host merges the work-groups with eq. 2 in float64.
+##   (eq. 2); the host merges the work-groups with eq. 2 in float64. Values
+##   enter as (x - x0) * scale[row] (scale a power of two chosen by the host,
+##   so the squares stay in float32 range), and the largest |(x - x0) * scale|
+##   is returned with them.
 ## * decimate: out[i] = z[2i] + z[2i + 1].
 ## * autocovariance: per (row, work-group) sums of z[t] z[t + l] for a block
 ##   of 32 lags, over the owned t; the host divides by the number of terms.
@@ -103,8 +106,10 @@ __kernel void row_moments(
     const int clip,                    // 0: all finite samples; 1: clipped
     __global const float *restrict clip_mean,
     __global const float *restrict clip_half_width,
-    __global float *restrict out)      // [5][row][group]: count, mean (relative
-                                       // to x0), M2, non-finite samples, x0
+    __global const float *restrict scale,  // per row: values enter as (x - x0) * scale
+    __global float *restrict out)      // [6][row][group]: count, mean (relative
+                                       // to x0), M2, non-finite samples, x0 and
+                                       // max |x - x0|; mean, M2, max scaled
 {
     const int row = get_global_id(1);
     const int lid = get_local_id(0);
@@ -119,7 +124,8 @@ __kernel void row_moments(
     const float c0 = clip ? clip_mean[row] : 0, hw = clip ? clip_half_width[row] : 0;
     const int t_begin = group * block;
     const float x0 = clip ? c0 : (t_begin < n && isfinite(xr[t_begin]) ? xr[t_begin] : 0.0f);
-    float cnt = 0, tsum = 0, ssum = 0;
+    const float s = scale[row];
+    float cnt = 0, tsum = 0, ssum = 0, dev = 0;
     int bad = 0;
     const int t_end = min(n, (group + 1) * block);
     for (int t = t_begin + lid; t < t_end; t += LOCAL_SIZE) {
@@ -130,7 +136,8 @@ __kernel void row_moments(
         }
         if (clip && fabs(raw - c0) > hw)
             continue;
-        const float v = raw - x0;
+        const float v = (raw - x0) * s;
+        dev = fmax(dev, fabs(v));
         cnt += 1;
         tsum += v;
         if (cnt > 1) {
@@ -140,9 +147,9 @@ __kernel void row_moments(
     }
     const float mu = cnt > 0 ? tsum / cnt : 0;   // relative to x0 until the host adds it
     const float m2 = ssum;
-    __local float l_cnt[LOCAL_SIZE], l_mu[LOCAL_SIZE], l_m2[LOCAL_SIZE];
+    __local float l_cnt[LOCAL_SIZE], l_mu[LOCAL_SIZE], l_m2[LOCAL_SIZE], l_dev[LOCAL_SIZE];
     __local int l_bad[LOCAL_SIZE];
-    l_cnt[lid] = cnt; l_mu[lid] = mu; l_m2[lid] = m2; l_bad[lid] = bad;
+    l_cnt[lid] = cnt; l_mu[lid] = mu; l_m2[lid] = m2; l_bad[lid] = bad; l_dev[lid] = dev;
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int step = LOCAL_SIZE / 2; step > 0; step >>= 1) {
         if (lid < step) {              // Chan et al. eq. 2
@@ -154,6 +161,7 @@ __kernel void row_moments(
                 l_cnt[lid] = nab;
             }
             l_bad[lid] += l_bad[lid + step];
+            l_dev[lid] = fmax(l_dev[lid], l_dev[lid + step]);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
@@ -165,6 +173,7 @@ __kernel void row_moments(
         o[2 * total] = l_m2[0];
         o[3 * total] = l_bad[0];   // exact: at most `block` samples
         o[4 * total] = x0;
+        o[5 * total] = l_dev[0];
     }
 }
 

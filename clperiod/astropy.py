@@ -13,14 +13,39 @@ Existing astropy code switches to the OpenCL device with one line::
 astropy's own; the periodogram comes from :func:`clperiod.lombscargle` (the
 exact direct sum, no approximation) on a :class:`clperiod.FrequencyGrid`, and
 the false-alarm statistics from :mod:`clperiod.stats` (the bootstrap runs its
-resamplings as one catalog, or one multi-term batch, on the device). What
-differs from astropy:
+resamplings as one catalog, or one multi-term batch, on the device).
 
-* ``method`` is ``"auto"`` or ``"clperiod"``; astropy's other methods raise
-  instead of silently computing something else;
+Every astropy method name is accepted and computed exactly, with astropy's
+rules on which models a method takes:
+
+=====================================  ===========================================
+``method``                             clperiod computes
+=====================================  ===========================================
+``"auto"``, ``"clperiod"``             single-term kernel (``nterms = 1``), else
+                                       the multi-term kernel
+``"slow"``, ``"cython"``, ``"fast"``   single-term kernel; ``nterms != 1`` raises
+``"scipy"``                            single-term kernel, uniform ``dy`` kept as
+                                       weights; ``fit_mean=True``, a non-uniform
+                                       ``dy`` or ``nterms != 1`` raise
+``"chi2"``, ``"fastchi2"``             multi-term kernel, any ``nterms`` (fp64)
+=====================================  ===========================================
+
+The fast methods' approximation controls in ``method_kwds`` (``use_fft``,
+``trig_sum_kwds``, ``algorithm``; also taken with ``"auto"``) do not
+approximate anything here: ``use_fft=False``, astropy's request for direct
+sums, evaluates every harmonic's sine and cosine from its own phase with the
+multi-term kernel (fp64), where the default kernels use trigonometric
+recurrences; both are exact to rounding. What else differs from astropy:
+
 * ``nterms != 1`` (up to :data:`clperiod.multiterm.MAX_NTERMS`) is the exact
   least-squares fit of astropy's ``"chi2"`` method, in fp64
   (:func:`clperiod.multiterm.multiterm_power`);
+* the power at frequency 0 is NaN for every method (astropy's exact
+  single-term methods give NaN, ``"chi2"`` raises LinAlgError and the fast
+  methods return their approximation of 0);
+* ``false_alarm_level`` takes probabilities 0 and 1 as astropy (levels at
+  the top of the range, 1 or inf, and 0), and ``false_alarm_probability``
+  of an infinite power is 0;
 * false-alarm probabilities and levels also exist for ``nterms != 1`` and
   for uncentred data (``fit_mean = center_data = False``), which astropy
   refuses (NotImplementedError): Baluev's approximation generalized to
@@ -41,7 +66,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
@@ -51,9 +76,9 @@ try:
 except ImportError as error:  # pragma: no cover - exercised only without astropy
     raise ImportError("clperiod.astropy needs astropy: pip install clperiod[astropy]") from error
 
-from . import stats
+from . import checks, stats
 from .catalog import Catalog, Status
-from .grid import FrequencyGrid
+from .grid import FrequencyGrid, uniform_runs
 from .host import check_choice
 from .lombscargle import Precision, lombscargle
 from .multiterm import MAX_NTERMS, multiterm_max_power, multiterm_power
@@ -62,12 +87,18 @@ __all__ = ["MAX_GRIDS", "LombScargle", "lombscargle_clperiod", "register_astropy
 
 #: Most uniform runs ``power(frequency)`` evaluates (one device call each).
 MAX_GRIDS = 64
-#: Two frequencies are on one uniform run when they lie within this many
-#: units of roundoff (of the largest frequency) of ``f0 + k * df``.
-_RUN_ULPS = 8
 #: Keywords of ``method_kwds`` passed on to :func:`clperiod.lombscargle`.
 _DEVICE_KEYWORDS = ("precision", "device", "memory", "progress")
-_METHODS = ("auto", "clperiod")
+#: astropy's method names, in astropy's order, and clperiod's own.
+_METHODS = ("auto", "slow", "chi2", "cython", "fast", "fastchi2", "scipy", "clperiod")
+#: Methods fitting the multi-term model whatever ``nterms`` is.
+_MULTITERM_METHODS = ("chi2", "fastchi2")
+#: Methods astropy runs only with ``nterms = 1``.
+_SINGLE_TERM_METHODS = ("slow", "cython", "fast", "scipy")
+#: Methods whose ``method_kwds`` may hold the fast methods' approximation controls.
+_FAST_METHODS = ("auto", "fast", "fastchi2")
+_APPROXIMATION_KEYWORDS = ("use_fft", "trig_sum_kwds", "algorithm")
+Kernel = Literal["auto", "multiterm", "direct"]
 _FAP_METHODS = ("baluev", "davies", "naive", "single", "townsend", "bootstrap")
 
 
@@ -120,9 +151,7 @@ class LombScargle(_AstropyLombScargle):
         precision: Precision = "fp64",
         device: Any = None,
     ) -> None:
-        nterms = operator.index(nterms)
-        if not 0 <= nterms <= MAX_NTERMS:
-            raise ValueError(f"nterms must be in [0, {MAX_NTERMS}], got {nterms}")
+        nterms = checks.integer("nterms", nterms, low=0, high=MAX_NTERMS)
         check_choice("precision", precision, Precision)
         if nterms != 1 and precision != "fp64":
             raise ValueError(f"multi-term periodograms (nterms={nterms}) are computed in fp64; "
@@ -167,11 +196,16 @@ class LombScargle(_AstropyLombScargle):
 
         Parameters
         ----------
-        method : {"auto", "clperiod"}
-            Both mean clperiod's exact periodogram.
+        method : str
+            One of :attr:`available_methods`: astropy's method names, and
+            ``"clperiod"`` (as ``"auto"``); each computes the exact
+            periodogram (module notes).
         method_kwds : dict, optional
             ``precision``, ``device``, ``memory`` or ``progress`` for this
-            call (see :func:`clperiod.lombscargle`).
+            call (see :func:`clperiod.lombscargle`); with ``"auto"``,
+            ``"fast"`` and ``"fastchi2"`` also astropy's ``use_fft``
+            (False: recurrence-free sums), ``trig_sum_kwds`` and
+            ``algorithm`` (no effect: nothing is approximated).
         normalization : str, optional
             Override the normalization given at construction.
         samples_per_peak, nyquist_factor, minimum_frequency, maximum_frequency
@@ -181,13 +215,12 @@ class LombScargle(_AstropyLombScargle):
         -------
         frequency, power : ndarray or Quantity
         """
-        _check_method(method)
         normalization = self.normalization if normalization is None else normalization
+        options = self._options(normalization, method, method_kwds)
         grid = self._auto_grid(samples_per_peak, nyquist_factor, minimum_frequency,
                                maximum_frequency)
         t, y, dy = self._values()
-        power = _grid_power(t, y, dy, grid, nterms=self.nterms,
-                            **self._options(normalization, method_kwds))
+        power = _grid_power(t, y, dy, grid, **options)
         return (grid.frequencies() * self._frequency_unit(),
                 power * self._power_unit(normalization))
 
@@ -209,26 +242,32 @@ class LombScargle(_AstropyLombScargle):
             :func:`lombscargle_clperiod`).
         normalization : str, optional
             Override the normalization given at construction.
-        method : {"auto", "clperiod"}
-            Both mean clperiod's exact periodogram.
+        method : str
+            As :meth:`autopower`.
         assume_regular_frequency : bool
             Accepted for compatibility; the spacing is always checked (it
             costs one pass over the frequencies).
         method_kwds : dict, optional
-            ``precision``, ``device``, ``memory`` or ``progress`` for this call.
+            As :meth:`autopower`.
 
         Returns
         -------
         ndarray or Quantity
-            Same shape as ``frequency``; NaN at frequency 0 (as astropy).
+            Same shape as ``frequency``; NaN at frequency 0 (as astropy's
+            exact single-term methods).
+
+        Raises
+        ------
+        ValueError
+            A method astropy does not run with this model (module notes),
+            frequencies on more than :data:`MAX_GRIDS` uniform runs, or a
+            light curve clperiod cannot evaluate.
         """
-        _check_method(method)
         normalization = self.normalization if normalization is None else normalization
+        options = self._options(normalization, method, method_kwds)
         frequency = np.asarray(_strip(self._validate_frequency(frequency)))
         t, y, dy = self._values()
-        power = lombscargle_clperiod(t, y, dy, frequency,
-                                     nterms=self.nterms,
-                                     **self._options(normalization, method_kwds))
+        power = lombscargle_clperiod(t, y, dy, frequency, **options)
         return power * self._power_unit(normalization)
 
     # ------------------------------------------------------------ false alarms
@@ -349,14 +388,14 @@ class LombScargle(_AstropyLombScargle):
             maximum_frequency=self._frequency_value(maximum_frequency),
         )
 
-    def _options(self, normalization: str, method_kwds: Mapping[str, Any] | None) -> dict:
-        extra = dict(method_kwds or {})
-        unknown = sorted(set(extra) - set(_DEVICE_KEYWORDS))
-        if unknown:
-            raise TypeError(f"method_kwds accepts {_DEVICE_KEYWORDS}, got {unknown}")
+    def _options(self, normalization: str, method: str = "auto",
+                 method_kwds: Mapping[str, Any] | None = None) -> dict:
+        """Keywords of :func:`lombscargle_clperiod` for ``method`` and ``method_kwds``."""
         return {"fit_mean": self.fit_mean, "center_data": self.center_data,
                 "normalization": normalization, "precision": self.precision,
-                "device": self.device, **extra}
+                "device": self.device, "nterms": self.nterms,
+                **_method_options(method, method_kwds, self.nterms, self.fit_mean,
+                                  self._values()[2])}
 
     def _power_values(self, power: Any) -> np.ndarray:
         if not isinstance(power, u.Quantity):
@@ -414,7 +453,9 @@ class LombScargle(_AstropyLombScargle):
             y[picks].ravel(),
             None if dy is None else dy[picks].ravel(),
         )
-        result = lombscargle(catalog, grid, **self._options(self.normalization, None))
+        result = lombscargle(catalog, grid, fit_mean=self.fit_mean,
+                             center_data=self.center_data, normalization=self.normalization,
+                             precision=self.precision, device=self.device)
         bad = np.flatnonzero(result.status != Status.OK)
         if bad.size:
             raise ValueError(
@@ -438,6 +479,7 @@ def lombscargle_clperiod(
     memory: str = "auto",
     progress: bool = False,
     nterms: int = 1,
+    kernel: Kernel = "auto",
 ) -> np.ndarray:
     """Lomb-Scargle power at given frequencies, on the OpenCL device.
 
@@ -446,8 +488,9 @@ def lombscargle_clperiod(
     :func:`register_astropy_method`). The frequencies are reduced to their
     sorted distinct absolute values (the power is even in ``f``) and cut
     into maximal uniform runs ``f0 + k * df`` (to within 8 units of
-    roundoff); each run is one :class:`clperiod.FrequencyGrid` and one call
-    of :func:`clperiod.lombscargle`.
+    roundoff, :func:`clperiod.grid.uniform_runs`); each run is one
+    :class:`clperiod.FrequencyGrid` and one call of :func:`clperiod.lombscargle`
+    or :func:`clperiod.multiterm.multiterm_power`.
 
     Parameters
     ----------
@@ -467,6 +510,12 @@ def lombscargle_clperiod(
     nterms : int
         Harmonics; other than 1, :func:`clperiod.multiterm.multiterm_power`
         computes each run.
+    kernel : {"auto", "multiterm", "direct"}
+        ``"auto"``: :func:`clperiod.lombscargle` for ``nterms = 1``, else the
+        multi-term kernel; ``"multiterm"``: the multi-term kernel for any
+        ``nterms`` (astropy's ``chi2`` methods); ``"direct"``: the multi-term
+        kernel with every harmonic from its own phase (no recurrence; astropy's
+        ``use_fft=False``). The last two are fp64.
 
     Returns
     -------
@@ -492,15 +541,24 @@ def lombscargle_clperiod(
     t = np.asarray(t, dtype=np.float64)
     if dy is not None:
         dy = np.broadcast_to(np.asarray(dy, dtype=np.float64), t.shape)
+    check_choice("kernel", kernel, Kernel)
     options = {"fit_mean": fit_mean, "center_data": center_data, "normalization": normalization,
                "precision": precision, "device": device, "memory": memory, "progress": progress,
-               "nterms": nterms}
+               "nterms": nterms, "kernel": kernel}
     if flat.size > 1 and np.all(flat[1:] > flat[:-1]):
         distinct, inverse = flat, None
     else:
         distinct, inverse = np.unique(flat, return_inverse=True)
+    runs = uniform_runs(distinct, MAX_GRIDS)
+    if runs is None:
+        raise ValueError(
+            f"the {distinct.size} frequencies are not on at most {MAX_GRIDS} uniform grids "
+            "f0 + k * df: clperiod evaluates uniform grids (use autopower(), an "
+            "np.linspace/np.arange array, or astropy.timeseries.LombScargle for "
+            "arbitrary frequencies)"
+        )
     power = np.empty(distinct.size)
-    for start, grid in _uniform_runs(distinct):
+    for start, grid in runs:
         power[start : start + grid.nf] = _grid_power(t, y, dy, grid, **options)
     power[distinct == 0] = np.nan
     return (power if inverse is None else power[inverse]).reshape(frequency.shape)
@@ -542,12 +600,37 @@ def _strip(value: Any) -> Any:
     return value.value if isinstance(value, u.Quantity) else value
 
 
-def _check_method(method: str) -> None:
+def _method_options(method: str, method_kwds: Mapping[str, Any] | None, nterms: int,
+                    fit_mean: bool, dy: np.ndarray | None) -> dict:
+    """:func:`lombscargle_clperiod` keywords (``kernel`` and those of ``method_kwds``)
+    for astropy's method name ``method``; astropy's errors for models it does
+    not run with that method."""
     if method not in _METHODS:
-        raise ValueError(
-            f"method must be one of {_METHODS} (clperiod's exact periodogram on the OpenCL "
-            f"device), got {method!r}; astropy.timeseries.LombScargle has the others"
-        )
+        raise ValueError(f"method must be one of {_METHODS}, got {method!r}")
+    extra = dict(method_kwds or {})
+    allowed = _DEVICE_KEYWORDS + (_APPROXIMATION_KEYWORDS if method in _FAST_METHODS else ())
+    unknown = sorted(set(extra) - set(allowed))
+    if unknown:
+        raise TypeError(f"method={method!r} takes method_kwds {allowed}, got {unknown}")
+    if method in _SINGLE_TERM_METHODS and nterms != 1:
+        raise ValueError(f"nterms != 1 needs method 'chi2', 'fastchi2' or 'auto' (astropy's "
+                         f"rule), got method={method!r} with nterms={nterms}")
+    if method == "scipy":
+        _check_scipy_method(fit_mean, dy)
+    direct = not extra.pop("use_fft", True)
+    extra.pop("trig_sum_kwds", None)  # controls of an approximation clperiod does not make
+    extra.pop("algorithm", None)
+    kernel = "direct" if direct else "multiterm" if method in _MULTITERM_METHODS else "auto"
+    return {"kernel": kernel, **extra}
+
+
+def _check_scipy_method(fit_mean: bool, dy: np.ndarray | None) -> None:
+    """astropy's limits of its ``"scipy"`` method: no floating mean, uniform ``dy``."""
+    if fit_mean:
+        raise ValueError("method='scipy' has no floating mean: use fit_mean=False "
+                         "(or another method)")
+    if dy is not None and not np.allclose(np.ravel(dy)[0], dy):
+        raise ValueError("method='scipy' needs uniform uncertainties dy (or another method)")
 
 
 def _fap_method(method: str, method_kwds: Mapping[str, Any] | None) -> str:
@@ -559,63 +642,20 @@ def _fap_method(method: str, method_kwds: Mapping[str, Any] | None) -> str:
 
 
 def _grid_power(t: np.ndarray, y: np.ndarray, dy: np.ndarray | None, grid: FrequencyGrid,
-                nterms: int = 1, **options: Any) -> np.ndarray:
-    """The float64 periodogram of one light curve on ``grid``."""
-    if nterms != 1:
+                nterms: int = 1, kernel: str = "auto", **options: Any) -> np.ndarray:
+    """The float64 periodogram of one light curve on ``grid`` (``kernel`` as
+    :func:`lombscargle_clperiod`)."""
+    if nterms != 1 or kernel != "auto":
         if options["precision"] != "fp64":
-            raise ValueError(f"multi-term periodograms (nterms={nterms}) are computed in fp64")
+            raise ValueError(f"multi-term periodograms (nterms={nterms}, kernel={kernel!r}) are "
+                             f"computed in fp64")
         return multiterm_power(t, y, dy, grid, nterms, fit_mean=options["fit_mean"],
                                center_data=options["center_data"],
-                               normalization=options["normalization"], device=options["device"])
+                               normalization=options["normalization"],
+                               direct_harmonics=kernel == "direct", device=options["device"])
     result = lombscargle(t, grid, y, dy, method="generalized", periodogram=True, **options)
     status = Status(result.status[0])
     if status != Status.OK:
         raise ValueError(f"clperiod cannot evaluate this light curve ({len(t)} points): "
                          f"{status.name}")
     return result.power[0].astype(np.float64)
-
-
-def _uniform_runs(frequency: np.ndarray) -> list[tuple[int, FrequencyGrid]]:
-    """Cut sorted distinct frequencies into maximal uniform runs ``(start, grid)``.
-
-    Greedy from the left: a run continues while the spacing stays equal to
-    its first step within the tolerance, and every member is then checked
-    against ``f0 + k * df`` with ``df`` from the run's end points.
-    """
-    n = frequency.size
-    tolerance = _RUN_ULPS * np.finfo(np.float64).eps * float(frequency[-1])
-    step = np.diff(frequency)
-    # Step index i starts a new spacing when it differs from step i - 1.
-    change = np.flatnonzero(np.abs(np.diff(step)) > tolerance) + 1
-    runs: list[tuple[int, FrequencyGrid]] = []
-    start = 0
-    while start < n:
-        if len(runs) == MAX_GRIDS:
-            raise ValueError(
-                f"the {n} frequencies are not on at most {MAX_GRIDS} uniform grids "
-                "f0 + k * df: clperiod evaluates uniform grids (use autopower(), an "
-                "np.linspace/np.arange array, or astropy.timeseries.LombScargle for "
-                "arbitrary frequencies)"
-            )
-        # Steps start .. c - 1 share one spacing (c the next change), so the
-        # run holds points start .. c; the step after it is a gap.
-        k = np.searchsorted(change, start, side="right")
-        stop = int(change[k]) + 1 if k < change.size else n
-        runs.append((start, _run_grid(frequency[start:stop], tolerance)))
-        start = stop
-    return runs
-
-
-def _run_grid(run: np.ndarray, tolerance: float) -> FrequencyGrid:
-    """The grid through a run's end points, checked against every member."""
-    if run.size == 1:
-        return FrequencyGrid(run[0], 1.0, 1)  # the step of a one-point grid is unused
-    df = (run[-1] - run[0]) / (run.size - 1)
-    grid = FrequencyGrid(run[0], df, run.size)
-    drift = np.max(np.abs(grid.frequencies() - run))
-    if drift > tolerance:
-        raise ValueError(
-            f"frequencies {run[0]:.17g}..{run[-1]:.17g} have a slowly varying spacing "
-            f"(off a uniform grid by {drift:.3g}): clperiod evaluates uniform grids"
-        )
-    return grid

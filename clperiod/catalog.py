@@ -13,22 +13,28 @@ from __future__ import annotations
 
 import enum
 import operator
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from . import checks
+
 NAN_POLICIES = ("raise", "omit")
 
 
 class Status(enum.IntEnum):
-    """Per-object status of an algorithm result."""
+    """Per-object status of a period search (objects that are not OK get NaN)."""
 
     OK = 0
-    TOO_FEW_POINTS = 1
-    ZERO_VARIANCE = 2
-    NOT_FINITE = 3
+    TOO_FEW_POINTS = 1  # fewer points than the search needs (see each search)
+    ZERO_VARIANCE = 2  # the values are equal to within rounding
+    NOT_FINITE = 3  # a t, y or (used) dy is NaN or infinite (Catalog() does not check)
+    ZERO_BASELINE = 4  # all times are equal: no frequency is told from another
+    OUT_OF_RANGE = 5  # values beyond the precision's range: no finite power anywhere
+    BAD_UNCERTAINTY = 6  # a (used) dy is zero or negative (Catalog() does not check)
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -37,7 +43,9 @@ class Catalog:
 
     Build one with :meth:`from_arrays` (long format), :meth:`from_lightcurves`
     or :meth:`from_single`; those validate the values.  The constructor
-    itself only checks the structure and is meant for internal use.
+    itself only checks the structure and is meant for internal use (a search
+    gives objects with a non-finite value or a ``dy <= 0`` the status
+    NOT_FINITE or BAD_UNCERTAINTY).
 
     Attributes
     ----------
@@ -90,13 +98,16 @@ class Catalog:
         ids : array_like
             ``(n_rows,)`` object id of every row.  The rows of one object must
             be contiguous: objects are the runs of equal ids, in file order.
+            Ids must equal themselves (no NaN or None) and be all strings
+            or all numbers.
         t, y : array_like
             ``(n_rows,)`` times and values (real numbers; ints are converted).
         dy : array_like, optional
             ``(n_rows,)`` uncertainties, all > 0.
         nan_policy : {"raise", "omit"}
-            What to do with rows whose t, y or dy is not finite: raise a
-            ValueError, or drop them (an object may be left with 0 rows).
+            What to do with rows whose t, y or dy is not finite or masked
+            (NumPy masked arrays, astropy ``Masked``): raise a ValueError, or
+            drop them (an object may be left with 0 rows).
 
         Returns
         -------
@@ -105,21 +116,24 @@ class Catalog:
         Raises
         ------
         TypeError
-            Complex, boolean, object or string values.
+            Complex, boolean, object or string values; ids that mix
+            strings and numbers.
         ValueError
             Non-1-D or mismatched columns, an empty catalog, an id that
-            appears in two separate runs, non-finite values (with
-            ``nan_policy="raise"``) or ``dy <= 0``; messages name the object
-            id, the row index within the object and the value.
+            appears in two separate runs, a NaN, None or masked id,
+            non-finite or masked values (with ``nan_policy="raise"``) or
+            ``dy <= 0``; messages name the object id, the row index within
+            the object and the value.
         """
         _check_nan_policy(nan_policy)
         ids = _as_1d("ids", ids)
-        columns = _columns(t, y, dy)
+        columns, masked = _columns(t, y, dy)
         _check_lengths({"ids": ids, **columns})
         if ids.size == 0:
             raise ValueError("empty catalog: no rows given")
         starts = np.flatnonzero(np.concatenate(([True], ids[1:] != ids[:-1])))
         run_ids = ids[starts]
+        _check_ids(run_ids, starts, "row")
         repeat = _first_repeat(run_ids)
         if repeat is not None:
             first, again = starts[repeat[0]], starts[repeat[1]]
@@ -129,12 +143,12 @@ class Catalog:
                 "object must be contiguous"
             )
         offsets = np.append(starts, ids.size)
-        return _build(cls, run_ids, offsets, columns, nan_policy)
+        return _build(cls, run_ids, offsets, columns, nan_policy, masked)
 
     @classmethod
     def from_lightcurves(
         cls,
-        lightcurves: Iterable[Sequence[Any]],
+        lightcurves: Iterable[Any],
         ids: Any = None,
         *,
         nan_policy: str = "raise",
@@ -143,9 +157,13 @@ class Catalog:
 
         Parameters
         ----------
-        lightcurves : iterable of tuples
-            Each item is ``(t, y)`` or ``(t, y, dy)``; all items must have
-            the same form.
+        lightcurves : iterable
+            Each item is a ``(t, y)`` or ``(t, y, dy)`` tuple, or a pandas
+            DataFrame or astropy Table (QTable, TimeSeries) of one light
+            curve with columns ``t``, ``y`` and, when present, ``dy`` (read
+            as :func:`clperiod.frames.lightcurve_columns` reads them: times,
+            units and masks as in :mod:`clperiod.frames`). Every item must
+            have uncertainties, or none.
         ids : array_like, optional
             One unique id per light curve; default ``0 .. K-1``.
         nan_policy : {"raise", "omit"}
@@ -159,34 +177,38 @@ class Catalog:
         ------
         TypeError, ValueError
             As :meth:`from_arrays`; also for items that are not 2- or
-            3-tuples, a mix of both forms, or duplicate ids.
+            3-tuples or tables, a mix of items with and without dy, missing
+            columns, or duplicate ids.
         """
         _check_nan_policy(nan_policy)
-        items = [tuple(item) for item in lightcurves]
+        items = [_lightcurve_tuple(item, number) for number, item in enumerate(lightcurves)]
         if not items:
             raise ValueError("empty catalog: no light curves given")
         ids = np.arange(len(items)) if ids is None else _as_1d("ids", ids).copy()
         if ids.size != len(items):
             raise ValueError(f"got {ids.size} ids for {len(items)} light curves")
+        _check_ids(ids, np.arange(ids.size), "light curve")
         repeat = _first_repeat(ids)
         if repeat is not None:
             raise ValueError(
                 f"duplicate object id {_show(ids[repeat[0]])} (light curves {repeat[0]} "
                 f"and {repeat[1]})"
             )
-        if any(len(item) not in (2, 3) for item in items):
-            raise ValueError("each light curve must be a (t, y) or (t, y, dy) tuple")
         if len({len(item) == 3 and item[2] is not None for item in items}) > 1:
             raise ValueError("give dy for every light curve or for none")
         parts = [_columns(*item, copy=False) for item in items]  # concatenate copies
-        for object_id, part in zip(ids, parts):
+        for object_id, (part, _) in zip(ids, parts):
             _check_lengths(part, f" of object {_show(object_id)}")
-        lengths = [part["t"].size for part in parts]
+        lengths = [part["t"].size for part, _ in parts]
         if sum(lengths) == 0:
             raise ValueError("empty catalog: every light curve has 0 rows")
         offsets = np.concatenate(([0], np.cumsum(lengths)))
-        columns = {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
-        return _build(cls, ids, offsets, columns, nan_policy)
+        names = parts[0][0]
+        columns = {name: np.concatenate([p[name] for p, _ in parts]) for name in names}
+        masked = {name: np.concatenate([m.get(name, np.zeros(p[name].size, bool))
+                                        for p, m in parts])
+                  for name in names if any(name in m for _, m in parts)}
+        return _build(cls, ids, offsets, columns, nan_policy, masked)
 
     @classmethod
     def from_offsets(
@@ -235,7 +257,7 @@ class Catalog:
         offsets = _as_1d("offsets", offsets)
         if offsets.dtype.kind not in "iu":
             raise TypeError(f"offsets must be integers, got dtype {offsets.dtype}")
-        columns = _columns(t, y, dy)
+        columns, masked = _columns(t, y, dy)
         _check_lengths(columns)
         if ids.size == 0:
             raise ValueError("empty catalog: no objects given")
@@ -245,12 +267,13 @@ class Catalog:
                              f"got {offsets.shape}")
         if offsets[0] != 0 or offsets[-1] != n_rows or np.any(np.diff(offsets) < 0):
             raise ValueError(f"offsets must rise from 0 to the number of rows ({n_rows})")
+        _check_ids(ids, np.arange(ids.size), "object")
         repeat = _first_repeat(ids)
         if repeat is not None:
             raise ValueError(
                 f"duplicate object id {_show(ids[repeat[0]])} (objects {repeat[0]} and {repeat[1]})"
             )
-        return _build(cls, ids, offsets, columns, nan_policy)
+        return _build(cls, ids, offsets, columns, nan_policy, masked)
 
     @classmethod
     def from_single(
@@ -313,7 +336,7 @@ class Catalog:
         k : int
             Object index, ``0 <= k < n_objects``.
         """
-        k = operator.index(k)
+        k = checks.integer("k", k)
         if not 0 <= k < self.n_objects:
             raise IndexError(f"object index {k} out of range for {self.n_objects} objects")
         rows = slice(self.offsets[k], self.offsets[k + 1])
@@ -372,6 +395,72 @@ class Catalog:
         return low, high
 
 
+# ---------------------------------------------------------------------- lists
+def is_lightcurve_list(value: Any) -> bool:
+    """Whether ``value`` is a non-empty list or tuple of light curves: tuples
+    or lists ``(t, y[, dy])``, 2-D arrays (rows t, y[, dy]), pandas DataFrames
+    or astropy Tables (what :meth:`Catalog.from_lightcurves` takes)."""
+    if not isinstance(value, (list, tuple)) or not value:
+        return False
+    return all(isinstance(item, (list, tuple)) or _is_table(item)
+               or (isinstance(item, np.ndarray) and item.ndim == 2) for item in value)
+
+
+def catalog_of(value: Any, nan_policy: str = "raise", name: str = "catalog") -> Catalog:
+    """A Catalog as given, or the catalog of a list of light curves.
+
+    Parameters
+    ----------
+    value : Catalog or list
+        A catalog, or a list of light curves (see
+        :meth:`Catalog.from_lightcurves`; ids ``0 .. K-1``).
+    nan_policy : {"raise", "omit"}
+        For a list: see :meth:`Catalog.from_arrays`.
+    name : str
+        The argument's name in error messages.
+
+    Raises
+    ------
+    TypeError
+        ``value`` is neither.
+    """
+    if isinstance(value, Catalog):
+        return value
+    if is_lightcurve_list(value):
+        return Catalog.from_lightcurves(value, nan_policy=nan_policy)
+    raise TypeError(f"{name} must be a Catalog or a list of (t, y[, dy]) light curves "
+                    f"(tuples, DataFrames or astropy Tables), got {type(value).__name__}")
+
+
+def _is_table(item: Any) -> bool:
+    """Whether ``item`` is a pandas DataFrame or an astropy Table (without
+    importing either: an instance's module is loaded already)."""
+    pandas = sys.modules.get("pandas")
+    tables = sys.modules.get("astropy.table")
+    return ((pandas is not None and isinstance(item, pandas.DataFrame))
+            or (tables is not None and isinstance(item, tables.Table)))
+
+
+def _lightcurve_tuple(item: Any, number: int) -> tuple[Any, ...]:
+    """``(t, y)`` or ``(t, y, dy)`` of one item of :meth:`Catalog.from_lightcurves`."""
+    if _is_table(item):
+        from .frames import lightcurve_columns
+
+        try:
+            t, y, dy = lightcurve_columns(item)
+        except (TypeError, ValueError) as error:
+            raise type(error)(f"light curve {number}: {error}") from None
+        return (t, y) if dy is None else (t, y, dy)
+    if isinstance(item, (str, bytes)) or not isinstance(item, (Sequence, np.ndarray)):
+        raise TypeError(f"light curve {number} must be a (t, y) or (t, y, dy) tuple, a "
+                        f"DataFrame or an astropy Table, got {type(item).__name__}")
+    item = tuple(item)
+    if len(item) not in (2, 3):
+        raise ValueError(f"light curve {number} must be a (t, y) or (t, y, dy) tuple, "
+                         f"got {len(item)} entries")
+    return item
+
+
 # ---------------------------------------------------------------------- helpers
 def _readonly(array: Any, dtype: type | None = None) -> np.ndarray:
     """``array`` as a read-only C-contiguous array, copied unless already one."""
@@ -397,29 +486,90 @@ def _check_structure(ids, offsets, t, y, dy) -> None:
 
 
 def _check_nan_policy(nan_policy: str) -> None:
-    if nan_policy not in NAN_POLICIES:
-        raise ValueError(f"nan_policy must be one of {NAN_POLICIES}, got {nan_policy!r}")
+    checks.choice("nan_policy", nan_policy, NAN_POLICIES)
+
+
+def _check_ids(ids: np.ndarray, positions: np.ndarray, unit: str) -> None:
+    """Raise for object ids that cannot identify objects: NaN, None, or a mix
+    of strings and numbers (which do not sort together); ``positions[k]`` is
+    where id ``k`` is, counted in ``unit``s, for the message."""
+    if ids.dtype.kind == "f" and np.isnan(ids).any():
+        at = int(positions[np.argmax(np.isnan(ids))])
+        raise ValueError(f"ids: NaN at {unit} {at} is not an object id (NaN equals nothing); "
+                         "ids must be integers, strings or other values equal to themselves")
+    if ids.dtype.kind != "O":
+        return
+    kinds: dict[bool, int] = {}
+    for k, value in enumerate(ids):
+        if value is None or (isinstance(value, float) and value != value):
+            raise ValueError(f"ids: missing id ({value!r}) at {unit} {int(positions[k])}")
+        kinds.setdefault(isinstance(value, (str, bytes)), k)
+    if len(kinds) > 1:
+        shown = ", ".join(f"{ids[k]!r} at {unit} {int(positions[k])}" for k in kinds.values())
+        raise TypeError(f"ids mix strings and other values ({shown}); give every id as a "
+                        "string or every id as a number")
+
+
+def mask_of(values: Any) -> np.ndarray | None:
+    """The mask of a NumPy masked array or an astropy ``Masked`` array
+    (True: masked), else None."""
+    if isinstance(values, np.ma.MaskedArray):
+        return np.ma.getmaskarray(values)
+    masked = sys.modules.get("astropy.utils.masked")
+    if masked is not None and isinstance(values, masked.Masked):
+        return np.asarray(values.mask)
+    return None
+
+
+def refuse_masked(name: str, values: Any) -> None:
+    """Raise a ValueError naming ``name`` if ``values`` has masked entries
+    (for functions that evaluate every entry and so cannot leave any out)."""
+    mask = mask_of(values)
+    if mask is not None and mask.any():
+        first = np.argwhere(mask)[0].tolist() if mask.ndim else []
+        raise ValueError(f"{name} has {int(mask.sum())} masked entries (the first at index "
+                         f"{first}); this function uses every value: fill them or leave "
+                         "them out first")
 
 
 def _as_1d(name: str, values: Any) -> np.ndarray:
-    array = np.asarray(values)
+    mask = mask_of(values)
+    if mask is not None and mask.any():
+        raise ValueError(f"{name} has a masked entry (at index {int(np.argmax(mask))}); every "
+                         "row needs a value")
+    array = np.asarray(values if mask is None else getattr(values, "unmasked", values))
     if array.ndim != 1:
         raise ValueError(f"{name} must be 1-D, got shape {array.shape}")
     return array
 
 
-def _as_real(name: str, values: Any, copy: bool) -> np.ndarray:
-    """``values`` as float64 1-D (a copy if ``copy``); ints are accepted, other kinds are not."""
+def _as_real(name: str, values: Any, copy: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    """``values`` as float64 1-D (a copy if ``copy``; masked entries NaN) and
+    its mask (None when nothing is masked); ints are accepted, other kinds are not."""
+    mask = mask_of(values)
+    if mask is not None:
+        values = np.ma.getdata(getattr(values, "unmasked", values))
     array = _as_1d(name, values)
     if array.dtype.kind not in "iuf":
         raise TypeError(f"{name} must be real numbers, got dtype {array.dtype}")
-    return np.array(array, dtype=np.float64, order="C", copy=True if copy else None)
+    if mask is None or not mask.any():
+        return np.array(array, dtype=np.float64, order="C", copy=True if copy else None), None
+    if mask.shape != array.shape:
+        raise ValueError(f"{name} has a mask of shape {mask.shape} for shape {array.shape}")
+    return np.where(mask, np.nan, array.astype(np.float64)), mask
 
 
-def _columns(t: Any, y: Any, dy: Any = None, *, copy: bool = True) -> dict[str, np.ndarray]:
-    """Validated float64 columns t, y (and dy if given)."""
+def _columns(t: Any, y: Any, dy: Any = None, *,
+             copy: bool = True) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Validated float64 columns t, y (and dy if given), masked entries NaN,
+    and the masks of the columns that have masked entries."""
     named = {"t": t, "y": y} if dy is None else {"t": t, "y": y, "dy": dy}
-    return {name: _as_real(name, values, copy) for name, values in named.items()}
+    columns, masked = {}, {}
+    for name, values in named.items():
+        columns[name], mask = _as_real(name, values, copy)
+        if mask is not None:
+            masked[name] = mask
+    return columns, masked
 
 
 def _check_lengths(columns: dict[str, np.ndarray], where: str = "") -> None:
@@ -439,11 +589,16 @@ def _first_repeat(values: np.ndarray) -> tuple[int, int] | None:
     return i, j
 
 
-def _build(cls, ids, offsets, columns, nan_policy: str) -> Catalog:
-    """Validate the values of flat columns, apply ``nan_policy`` and make the catalog."""
+def _build(cls, ids, offsets, columns, nan_policy: str,
+           masked: dict[str, np.ndarray] | None = None) -> Catalog:
+    """Validate the values of flat columns, apply ``nan_policy`` (to non-finite
+    and ``masked`` entries, which are NaN in ``columns``) and make the catalog."""
     offsets = np.asarray(offsets, dtype=np.int64)
     finite = np.logical_and.reduce([np.isfinite(column) for column in columns.values()])
     if nan_policy == "raise":
+        for name, mask in (masked or {}).items():
+            _raise_at(f"masked {name} in", mask, columns[name], ids, offsets,
+                      "; nan_policy='omit' leaves masked rows out")
         for name, column in columns.items():
             _raise_at(f"non-finite {name} in", ~np.isfinite(column), column, ids, offsets)
     if "dy" in columns:
@@ -460,15 +615,18 @@ def _build(cls, ids, offsets, columns, nan_policy: str) -> Catalog:
     return cls(ids, offsets, columns["t"], columns["y"], columns.get("dy"), n_dropped)
 
 
-def _raise_at(what: str, bad: np.ndarray, column: np.ndarray, ids, offsets) -> None:
-    """Raise a ValueError naming the first bad row by object id and index within it."""
+def _raise_at(what: str, bad: np.ndarray, column: np.ndarray, ids, offsets,
+              note: str = "") -> None:
+    """Raise a ValueError naming the first bad row by object id and index within
+    it (and its value, unless a ``note`` is given instead)."""
     if not bad.any():
         return
     row = int(np.argmax(bad))
     k = int(np.searchsorted(offsets, row, side="right")) - 1
+    shown = note or f": {float(column[row])!r}"
     raise ValueError(
         f"{what} object {_show(ids[k])} at row {row - offsets[k]} of that object "
-        f"(row {row} overall): {float(column[row])!r}"
+        f"(row {row} overall){shown}"
     )
 
 

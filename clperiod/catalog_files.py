@@ -26,14 +26,22 @@ Which objects form a chunk depends only on the file's content and these two
 limits, not on how the file is read, so a run that stops can resume at a
 chunk.
 
+**Grouping.** The rows of one object must be contiguous, or the reader sorts
+them by id (``grouping="sort"``, or ``"auto"`` when a first read of the ids
+finds them not contiguous: :mod:`clperiod.grouping`, an external merge sort
+with bounded memory). Chunks of a sorted file count rows in the sorted order.
+
 **Checks.** Errors name the file and the row. Rows are counted from 0 in the
 order of the data (a header line, comment and blank lines not counted; for
-nested files a row is an object). Checked: missing columns, a first data
-row with more fields than the header, values that are not numbers, missing
-ids, non-finite values (``nan_policy="raise"``; ``"omit"``
-drops those rows), ``dy <= 0``, and ids that appear twice: an id whose rows
-start again after another object (long layouts: rows of one object must be
-contiguous) or a repeated row id (nested), within and across chunks.
+nested files a row is an object). Checked: missing or repeated columns, a
+first data row with more fields than the header, a line cut short (fewer
+fields than the header), values that are not numbers, missing ids,
+non-finite values (``nan_policy="raise"``; ``"omit"`` drops those rows),
+``dy <= 0``, and ids that appear twice: an id whose rows start again after
+another object (long layouts read as contiguous) or a repeated row id
+(nested), within and across chunks. Undecodable text, damaged compressed
+data and damaged Parquet pages name the file and the line and byte, or the
+row group (:mod:`clperiod.file_errors`).
 
 **Types.** Ids are integers (int64, or uint64 for ids beyond int64) or text
 for the whole file: Parquet by the column type, CSV by the ids of the first
@@ -53,11 +61,13 @@ from typing import Any
 import numpy as np
 
 from . import catalog_formats as formats
+from . import grouping
 from .catalog import NAN_POLICIES, Catalog
-from .chunking import Block, Chunker, SeenIds, check_block
+from .chunking import Block, Chunker, SeenIds, check_block, check_values
 
 __all__ = [
     "DEFAULT_CHUNK_ROWS",
+    "GROUPINGS",
     "LAYOUTS",
     "CatalogChunk",
     "CatalogReader",
@@ -68,6 +78,8 @@ __all__ = [
 ]
 
 LAYOUTS = ("lightcurve-csv", "csv", "parquet", "nested-parquet")
+#: How the rows of an object are found (``grouping=``).
+GROUPINGS = ("contiguous", "sort", "auto")
 #: Default largest number of observations per chunk.
 DEFAULT_CHUNK_ROWS = 1_000_000
 #: Default most observations of the first chunk (the next ones may hold
@@ -85,7 +97,8 @@ class CatalogChunk:
     index : int
         Chunk number, from 0.
     first_row : int
-        File row of its first observation (first object for nested files).
+        File row of its first observation (first object for nested files;
+        for a file sorted by id, its position in the sorted rows).
     n_rows : int
         File rows it covers (observations; objects for nested files),
         dropped rows included.
@@ -156,14 +169,23 @@ class CatalogReader:
         ``chunk_rows``.
     nan_policy : {"raise", "omit"}
         Non-finite ``t``, ``y`` or ``dy``: raise, or drop those rows.
+    grouping : {"contiguous", "sort", "auto"}
+        Long layouts: ``"contiguous"`` (default) takes the rows of one object
+        to be contiguous (an id that comes back after other objects is an
+        error); ``"sort"`` sorts the rows by id first, for files in time order
+        (:mod:`clperiod.grouping`: an external merge sort with temporary files,
+        memory bounded; objects then follow the sorted ids and chunk rows count
+        in that order); ``"auto"`` reads the id column once first and sorts
+        only when the rows are not contiguous. Nested files have one row per
+        object and are never sorted.
 
     Raises
     ------
     FileNotFoundError
         No such file.
     ValueError
-        Unknown layout, a missing column (the message lists the columns
-        found), or bad limits.
+        Unknown layout or grouping, a missing or repeated column (the message
+        lists the columns found), or bad limits.
     ImportError
         pandas (CSV) or pyarrow (Parquet) is missing.
     """
@@ -183,6 +205,7 @@ class CatalogReader:
         chunk_objects: int | None = None,
         first_chunk_rows: int | None = FIRST_CHUNK_ROWS,
         nan_policy: str = "raise",
+        grouping: str = "contiguous",
     ) -> None:
         self.path = Path(path)
         if not self.path.is_file():
@@ -191,6 +214,8 @@ class CatalogReader:
             raise ValueError(f"layout must be 'auto' or one of {LAYOUTS}, got {layout!r}")
         if nan_policy not in NAN_POLICIES:
             raise ValueError(f"nan_policy must be one of {NAN_POLICIES}, got {nan_policy!r}")
+        if grouping not in GROUPINGS:
+            raise ValueError(f"grouping must be one of {GROUPINGS}, got {grouping!r}")
         self.chunk_rows = _positive_int("chunk_rows", chunk_rows)
         self.chunk_objects = (None if chunk_objects is None
                               else _positive_int("chunk_objects", chunk_objects))
@@ -217,8 +242,16 @@ class CatalogReader:
         absent = [name for name in names_found if name not in found]
         if absent:
             raise ValueError(f"{self.path}: no column(s) {absent}{where}; found {found}")
+        repeated = sorted({name for name in names_found if found.count(name) > 1})
+        if repeated:
+            raise ValueError(f"{self.path}: more than one column named {repeated}{where}; "
+                             f"found {found}")
         #: Role (``id``, ``t``, ``y``, ``dy``) -> column name.
         self.columns: dict[str, str] = names
+        if grouping == "sort" and layout == "nested-parquet":
+            raise ValueError(f"{self.path}: grouping='sort' applies to long layouts; a nested "
+                             "file holds one row per object")
+        self._grouping = "contiguous" if layout == "nested-parquet" else grouping
 
     # ------------------------------------------------------------------ facts
     @property
@@ -232,16 +265,41 @@ class CatalogReader:
             return None
         return formats.parquet_metadata(self.path).num_rows
 
+    @property
+    def timestamps(self) -> bool:
+        """Whether the time column holds timestamps or dates (read as MJD, days)."""
+        if self.layout not in ("parquet", "nested-parquet"):
+            return False
+        import pyarrow as pa
+
+        schema = formats.parquet_schema(self.path)
+        if self.layout == "parquet":
+            kind = schema.field(self.columns["t"]).type
+        else:
+            kind = schema.field(self.nested_col).type.value_type.field(self.columns["t"]).type
+        return pa.types.is_timestamp(kind) or pa.types.is_date(kind)
+
     def identity(self) -> dict[str, Any]:
         """The file's resolved path, size and modification time (ns)."""
         stat = self.path.stat()
         return {"path": str(self.path.resolve()), "size": stat.st_size,
                 "mtime_ns": stat.st_mtime_ns}
 
+    @property
+    def grouping(self) -> str:
+        """``"contiguous"`` or ``"sort"``: how the rows of an object are found
+        (``"auto"`` is decided here, by a read of the id column, once)."""
+        if self._grouping == "auto":
+            ids_only = {"id": self.columns["id"]}
+            self._grouping = "contiguous" if grouping.is_grouped(self._raw_blocks(ids_only)) \
+                else "sort"
+        return self._grouping
+
     def settings(self) -> dict[str, Any]:
         """Everything that decides the chunks and their content (JSON-ready)."""
         return {
             "layout": self.layout,
+            "grouping": self.grouping,
             "columns": dict(self.columns),
             "nested_col": self.nested_col,
             "delimiter": self.delimiter,
@@ -252,7 +310,8 @@ class CatalogReader:
         }
 
     def __repr__(self) -> str:
-        return f"CatalogReader({str(self.path)!r}, layout={self.layout!r}, columns={self.columns})"
+        return (f"CatalogReader({str(self.path)!r}, layout={self.layout!r}, "
+                f"columns={self.columns}, grouping={self._grouping!r})")
 
     # ------------------------------------------------------------------ reading
     def __iter__(self) -> Iterator[CatalogChunk]:
@@ -322,12 +381,21 @@ class CatalogReader:
             most = min(self.chunk_rows, self.first_chunk_rows)
             nested = self.layout == "nested-parquet"
             first = formats.block_rows(most + most // 4 if nested else most + 1)
+        if self.grouping == "sort":
+            # values are checked in file order, so that errors name file rows
+            raw = self._raw_blocks(self.columns)
+            checked_raw = (_values_checked(self.path, block, self.nan_policy) for block in raw)
+            return grouping.sorted_blocks(checked_raw, rows)
+        return self._raw_blocks(self.columns, rows, first)
+
+    def _raw_blocks(self, roles: dict[str, str], rows: int = formats.READ_ROWS,
+                    first: int | None = None) -> Iterator[Block]:
+        """The ``roles`` columns of the file in blocks, in file order."""
         if self.layout in ("csv", "lightcurve-csv"):
-            return formats.csv_blocks(self.path, self.layout, self.columns, self.delimiter, rows,
-                                      first)
+            return formats.csv_blocks(self.path, self.layout, roles, self.delimiter, rows, first)
         if self.layout == "parquet":
-            return formats.parquet_blocks(self.path, self.columns, rows, first)
-        return formats.nested_blocks(self.path, self.columns, self.nested_col, rows, first)
+            return formats.parquet_blocks(self.path, roles, rows, first)
+        return formats.nested_blocks(self.path, roles, self.nested_col, rows, first)
 
     # ------------------------------------------------------------------ layout
     def _detect_layout(self, t_col: str) -> str:
@@ -446,6 +514,12 @@ def nested_to_catalog(ids: Any, nested: Any, fields: dict[str, str], *,
     return Catalog.from_offsets(block.ids, block.offsets, block.columns["t"],
                                 block.columns["y"], block.columns.get("dy"),
                                 nan_policy=nan_policy)
+
+
+def _values_checked(path: Path, block: Block, nan_policy: str) -> Block:
+    """``block`` once its values pass :func:`~clperiod.chunking.check_values`."""
+    check_values(path, block, nan_policy, nested=False)
+    return block
 
 
 def _positive_int(name: str, value: Any) -> int:

@@ -8,11 +8,8 @@ missing ids raise a ValueError naming the file and row.
 
 from __future__ import annotations
 
-import bz2
 import csv
-import gzip
 import itertools
-import lzma
 import os
 import threading
 from collections.abc import Iterator
@@ -22,6 +19,7 @@ from typing import IO, Any
 import numpy as np
 
 from .chunking import Block, long_block
+from .file_errors import OPENERS, damage_message, is_damage, text_errors
 from .frames import first_non_number, mjd_from_datetime64
 
 #: Largest and smallest read block, in observations. Blocks only bound memory
@@ -51,7 +49,6 @@ MEMORY_MAP_BYTES = 1 << 28
 PARQUET_SUFFIXES = (".parquet", ".pq")
 #: Text compressions known by suffix (pandas' names).
 COMPRESSIONS = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz"}
-_OPENERS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
 
 
 def block_rows(chunk_rows: int) -> int:
@@ -73,7 +70,9 @@ def csv_blocks(path: Path, layout: str, roles: dict[str, str], delimiter: str,
     """Blocks of ``rows`` lines of a CSV file ("csv" or "lightcurve-csv" layout), by pandas.
 
     ``roles`` maps ``id``, ``t``, ``y`` (and ``dy``) to column names. With
-    ``first``, the block sizes ramp up from it (:func:`ramp`).
+    ``first``, the block sizes ramp up from it (:func:`ramp`). A line with
+    fewer fields than the header (a file cut off mid-line) is an error,
+    not missing values (:class:`_ShortRows`).
     """
     try:
         import pandas as pd
@@ -83,9 +82,11 @@ def csv_blocks(path: Path, layout: str, roles: dict[str, str], delimiter: str,
     if layout == "lightcurve-csv":
         names = lightcurve_columns(path, delimiter)
         options = {"header": None, "names": names, "comment": "#"}
+        lines_before = 0
     else:
         skip, names = csv_header(path, delimiter)
         options = {"header": 0, "names": names, "skiprows": skip}
+        lines_before = skip + 1
     # Every column is parsed (no usecols): pandas then rejects lines with too
     # many fields instead of silently cutting them; index_col=False stops it
     # from taking the first column as an index (csv_header checked row 0).
@@ -95,8 +96,9 @@ def csv_blocks(path: Path, layout: str, roles: dict[str, str], delimiter: str,
     if id_kind == "text":
         options["dtype"] = {roles["id"]: str}
     row = 0
+    short_rows = _ShortRows(path, layout, delimiter, lines_before, names, roles)
     try:
-        with pd.read_csv(path, chunksize=rows, **options) as frames:
+        with short_rows, pd.read_csv(path, chunksize=rows, **options) as frames:
             for size in ramp(first or rows, rows):
                 try:
                     frame = frames.get_chunk(size)
@@ -104,13 +106,26 @@ def csv_blocks(path: Path, layout: str, roles: dict[str, str], delimiter: str,
                     break
                 if frame.empty:
                     continue
+                short_rows.check(frame, row)
                 ids = _csv_ids(path, frame[roles["id"]], row, id_kind)
                 columns = {role: _csv_numbers(path, frame[name], name, row)
                            for role, name in roles.items() if role != "id"}
                 yield long_block(ids, columns, row)
                 row += len(frame)
-    except (pd.errors.ParserError, UnicodeDecodeError) as error:
-        raise ValueError(f"{path}: {str(error).strip()}") from None
+    except Exception as error:
+        raise _csv_error(path, error) from None
+
+
+def _csv_error(path: Path, error: Exception) -> Exception:
+    """The error to raise for one met reading a CSV file: pandas' parse errors and
+    damaged data as ValueErrors naming the file and line; others as they are."""
+    import pandas as pd
+
+    if isinstance(error, pd.errors.ParserError):
+        return ValueError(f"{path}: {' '.join(str(error).split())}")
+    if is_damage(error):
+        return ValueError(damage_message(path, error))
+    return error
 
 
 def _csv_id_kind(path: Path, options: dict[str, Any], id_col: str, rows: int) -> str:
@@ -119,11 +134,81 @@ def _csv_id_kind(path: Path, options: dict[str, Any], id_col: str, rows: int) ->
 
     try:
         ids = pd.read_csv(path, nrows=rows, usecols=[id_col], **options)[id_col]
-    except (pd.errors.ParserError, UnicodeDecodeError) as error:
-        raise ValueError(f"{path}: {str(error).strip()}") from None
+    except Exception as error:
+        raise _csv_error(path, error) from None
     if not pd.api.types.is_integer_dtype(ids.dtype):
         return "text"
     return "uint64" if ids.dtype == np.uint64 else "int64"
+
+
+class _ShortRows:
+    """Tell a line cut short (fewer fields than the header) from one with empty fields.
+
+    pandas reads both as missing values. A block's rows whose last column
+    and some used column are missing are looked up in the file again with
+    Python's csv module (forward only, opened at the first such row), and
+    one with fewer fields than the header is an error naming the file, row
+    and line.
+    """
+
+    def __init__(self, path: Path, layout: str, delimiter: str, lines_before: int,
+                 names: list[str], roles: dict[str, str]) -> None:
+        self.path, self.layout, self.delimiter = path, layout, delimiter
+        self.lines_before, self.names = lines_before, names
+        self.used = list(roles.values())
+        self.id_field = names.index(roles["id"])
+        self._handle: IO[str] | None = None
+        self._records: Any = None
+        self._row = -1
+        self._last: list[str] = []
+
+    def __enter__(self) -> _ShortRows:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._handle is not None:
+            self._handle.close()
+
+    def check(self, frame: Any, first_row: int) -> None:
+        """Raise for the first row of ``frame`` (file row ``first_row`` on) cut short."""
+        missing = frame[self.names[-1]].isna().to_numpy()
+        if not missing.any():
+            return
+        missing = missing & frame[self.used].isna().to_numpy().any(axis=1)
+        for k in np.flatnonzero(missing):
+            line, record = self._record(first_row + int(k))
+            if len(record) < len(self.names) and self._same_id(record, frame.iloc[k]):
+                raise ValueError(
+                    f"{self.path}: row {first_row + int(k)} (line {line}) is cut short: "
+                    f"{len(record)} of {len(self.names)} fields "
+                    f"({self.delimiter.join(record)!r}); the file may be truncated"
+                )
+
+    def _record(self, row: int) -> tuple[int, list[str]]:
+        """Line number (from 1) and fields of data row ``row`` (asked in increasing order)."""
+        if self._records is None:
+            self._handle = open_text(self.path)
+            lines = itertools.islice(self._handle, self.lines_before, None)
+            if self.layout == "lightcurve-csv":
+                lines = (line.split("#", 1)[0] for line in lines)
+            self._records = csv.reader(lines, delimiter=self.delimiter, skipinitialspace=True)
+        while self._row < row:
+            self._last = next(self._records, None)
+            if self._last is None:
+                return 0, list(self.names)  # the file changed: nothing to tell
+            if len(self._last) > 1 or "".join(self._last).strip():  # pandas skips blank lines
+                self._row += 1
+        return self.lines_before + self._records.line_num, self._last
+
+    def _same_id(self, record: list[str], parsed: Any) -> bool:
+        """Whether the record's id field holds the id that pandas read for the row."""
+        if self.id_field >= len(record):
+            return False
+        value = parsed.iloc[self.id_field]
+        text = record[self.id_field].strip()
+        if isinstance(value, str):
+            return text == value.strip()
+        return _integer(text) == value
 
 
 def _csv_ids(path: Path, ids: Any, first_row: int, kind: str) -> np.ndarray:
@@ -184,14 +269,22 @@ def _plain(value: Any) -> Any:
 
 def open_text(path: Path) -> IO[str]:
     """Open a text file, decompressing ``.gz``, ``.bz2`` and ``.xz`` files (a BOM is dropped)."""
-    opener = _OPENERS.get(path.suffix.lower(), open)
+    opener = OPENERS.get(path.suffix.lower(), open)
     return opener(path, "rt", encoding="utf-8-sig", newline="")
 
 
 def leading_record(path: Path) -> tuple[int, str]:
-    """The first line that is neither blank nor a ``#`` comment, and how many lines precede it."""
-    with open_text(path) as handle:
+    """The first line that is neither blank nor a ``#`` comment, and how many lines precede it.
+
+    Raises a ValueError naming the file (and the line and byte) for text that
+    is not UTF-8, damaged compressed data, NUL bytes (UTF-16 text without a
+    byte-order mark, or binary data) and a file without data rows.
+    """
+    with text_errors(path), open_text(path) as handle:
         for index, line in enumerate(handle):
+            if "\0" in line:
+                raise ValueError(f"{path}: line {index + 1} holds NUL bytes: the file is not "
+                                 "UTF-8 text (UTF-16 without a byte-order mark, or binary)")
             if line.split("#", 1)[0].strip():
                 return index, line.strip()
     raise ValueError(f"{path}: no data rows")
@@ -218,10 +311,14 @@ def csv_header(path: Path, delimiter: str) -> tuple[int, list[str]]:
     header (pandas would silently take the first column as an index).
     """
     skip, _ = leading_record(path)
-    with open_text(path) as handle:
+    with text_errors(path), open_text(path) as handle:
         records = csv.reader(itertools.islice(handle, skip, None), delimiter=delimiter)
         names = [name.strip() for name in next(records)]
         first = next((row for row in records if any(field.strip() for field in row)), None)
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise ValueError(f"{path}: line {skip + 1}: the header names the column(s) {repeated} "
+                         f"more than once ({names}); column names must be unique")
     if first is not None and len(first) > len(names):
         raise ValueError(f"{path}: row 0 has {len(first)} fields, the header {len(names)} "
                          f"({names})")
@@ -324,7 +421,8 @@ def _long_blocks(parquet: Any, path: Path, roles: dict[str, str], rows: int,
                  first: int | None) -> Iterator[Block]:
     row = 0
     with parquet:
-        for batch in _ramped_batches(parquet, list(roles.values()), first or rows, rows):
+        batches = _ramped_batches(parquet, list(roles.values()), first or rows, rows)
+        for batch in readable_batches(parquet.metadata, path, batches):
             ids = id_values(batch.column(roles["id"]), roles["id"], row, path)
             columns = {role: arrow_numbers(batch.column(name), name, row, path)
                        for role, name in roles.items() if role != "id"}
@@ -354,10 +452,43 @@ def _nested_blocks(parquet: Any, path: Path, roles: dict[str, str], nested_col: 
         paths = [id_col] + _leaf_paths(parquet.schema, nested_col, set(roles.values()))
         objects = _objects_per_block(parquet, paths[1], rows)
         first_objects = _objects_per_block(parquet, paths[1], first or rows)
-        for batch in _ramped_batches(parquet, paths, first_objects, objects):
+        batches = _ramped_batches(parquet, paths, first_objects, objects)
+        for batch in readable_batches(parquet.metadata, path, batches):
             ids = id_values(batch.column(id_col), id_col, row, path)
             yield nested_block(batch.column(nested_col), ids, roles, row, path)
             row += batch.num_rows
+
+
+def readable_batches(metadata: Any, path: Path, batches: Iterator[Any]) -> Iterator[Any]:
+    """``batches`` of a Parquet file, pyarrow's errors on damaged data (``Corrupt
+    snappy compressed data.``, bad pages) as ValueErrors naming the file, the
+    row group and the row where the batch that failed starts."""
+    import pyarrow as pa
+
+    row = 0
+    while True:
+        try:
+            batch = next(batches)
+        except StopIteration:
+            return
+        except (OSError, ValueError, pa.ArrowException) as error:
+            raise ValueError(f"{path}: {parquet_place(metadata, row)}: cannot read the Parquet "
+                             f"data ({' '.join(str(error).split())})") from None
+        yield batch
+        row += batch.num_rows
+
+
+def parquet_place(metadata: Any, row: int) -> str:
+    """``at or after row R (row group G of N, rows A to B)``: where a read from file row
+    ``row`` on lies in a Parquet file."""
+    start = 0
+    for group in range(metadata.num_row_groups):
+        size = metadata.row_group(group).num_rows
+        if row < start + size:
+            return (f"at or after row {row} (row group {group} of {metadata.num_row_groups}, "
+                    f"rows {start} to {start + size - 1})")
+        start += size
+    return f"after row {row}"
 
 
 def _ramped_batches(parquet: Any, columns: list[str], first: int, most: int) -> Iterator[Any]:

@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Block", "Chunker", "SeenIds", "check_block", "long_block", "show_id"]
+__all__ = ["Block", "Chunker", "SeenIds", "check_block", "check_ids", "check_values",
+           "long_block", "show_id"]
 
 
 @dataclass
@@ -186,6 +187,12 @@ class SeenIds:
 def check_block(path: Any, block: Block, seen: SeenIds, nan_policy: str,
                  nested: bool) -> None:
     """Duplicate ids, non-finite values and dy <= 0, named by file row."""
+    check_ids(path, block, seen, nested)
+    check_values(path, block, nan_policy, nested)
+
+
+def check_ids(path: Any, block: Block, seen: SeenIds, nested: bool) -> None:
+    """Ids that repeat within the block or that ``seen`` holds (then added to it)."""
     ids = block.ids
     rows = block.first_row + (np.arange(ids.size) if nested else block.offsets[:-1])
     order = np.argsort(ids, kind="stable")
@@ -199,6 +206,10 @@ def check_block(path: Any, block: Block, seen: SeenIds, nan_policy: str,
     if hit is not None:
         _duplicate(path, ids[hit[0]], hit[1], int(rows[hit[0]]), nested)
     seen.add(ids, rows)
+
+
+def check_values(path: Any, block: Block, nan_policy: str, nested: bool) -> None:
+    """Non-finite values (``nan_policy="raise"``) and dy <= 0, named by file row."""
     for name, values in block.columns.items():
         bad = ~np.isfinite(values) if nan_policy == "raise" else np.zeros(values.size, bool)
         if name == "dy":
@@ -214,7 +225,8 @@ def _duplicate(path: Any, object_id: Any, first: int, again: int, nested: bool) 
     raise ValueError(
         f"{path}: object id {show_id(object_id)} appears again at row {again} after other "
         f"objects (its rows start at row {first}); the rows of one object must be "
-        "contiguous (sort the file by id)"
+        "contiguous: sort the file by id, or read it with grouping='sort' or 'auto' "
+        "(command line: --grouping sort)"
     )
 
 

@@ -9,15 +9,31 @@ adder in ``_COMMANDS``. pyopencl is imported inside the handlers only, so that
 from __future__ import annotations
 
 import argparse
+import csv
 import json
+import lzma
 import sys
 import warnings
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 __all__ = ["build_parser", "main"]
+
+#: Exceptions that a command reports as ``clperiod: error: ...`` (exit status 1):
+#: the readers' errors on bad or damaged input (which they raise as ValueErrors
+#: naming the file; the raw kinds are listed too), bad options, failed searches.
+_ERRORS = (OSError, ValueError, TypeError, RuntimeError, ImportError, KeyError, EOFError,
+           zlib.error, lzma.LZMAError, csv.Error)
+
+
+def _fail(exc: BaseException) -> int:
+    """Print ``exc`` as one line on stderr; exit status 1."""
+    message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+    print(f"clperiod: error: {' '.join(str(message).split())}", file=sys.stderr)
+    return 1
 
 
 def _device_facts(selected: set[str]) -> list[dict[str, Any]]:
@@ -85,7 +101,7 @@ def _read_pulse_input(args: argparse.Namespace) -> tuple[Any, Any, float]:
         if any(v is not None for v in (args.tsamp, args.dm_start, args.dm_step, args.dm_file)):
             raise ValueError("PRESTO .dat input takes the DMs and tsamp from the .inf files; "
                              "drop --tsamp and the DM options")
-        return pulsefiles.read_presto_series(inputs)
+        return pulsefiles.read_presto_series(inputs, require_finite=args.nan_policy == "raise")
     if len(inputs) != 1 or not inputs[0].endswith(".npy"):
         raise ValueError("INPUT must be one .npy file or one or more PRESTO .dat files")
     if args.tsamp is None:
@@ -133,9 +149,8 @@ def _run_singlepulse(args: argparse.Namespace) -> int:
             nan_policy=args.nan_policy, cluster=not args.no_cluster, device=args.device,
         )
         fmt = pulsefiles.write_candidates(output, cands, args.format)
-    except (OSError, ValueError, RuntimeError) as exc:
-        print(f"clperiod: error: {exc}", file=sys.stderr)
-        return 1
+    except _ERRORS as exc:
+        return _fail(exc)
     summary = f"{len(cands)} candidate(s) over {len(dm)} DMs written to {output} ({fmt})"
     if len(cands):
         best = cands[int(cands["snr"].argmax())]
@@ -261,6 +276,7 @@ def _run_search(args: argparse.Namespace) -> int:
             nested_col=args.nested_col, delimiter=args.delimiter, chunk_rows=args.chunk_rows,
             chunk_objects=args.chunk_objects,
             first_chunk_rows=args.first_chunk_rows or None, nan_policy=args.nan_policy,
+            grouping=args.grouping,
         )
         fap = getattr(args, "fap_method", "none")
         search = pipeline.PeriodSearch(args.command, _search_grid(args), _search_options(args),
@@ -271,26 +287,39 @@ def _run_search(args: argparse.Namespace) -> int:
             device=args.device, restart=args.restart,
             progress=False if args.no_progress else None,
             plot=args.plot, plot_ids=plot_ids, plot_format=args.plot_format,
+            plot_labels=_plot_labels(args, reader) if args.plot else None,
         )
     except KeyboardInterrupt:
         print(f"clperiod: interrupted; the finished chunks are kept in "
               f"{pipeline.work_directory(output)}: run the same command again to resume",
               file=sys.stderr)
         return 130
-    except (OSError, ValueError, TypeError, RuntimeError, ImportError, KeyError) as exc:
-        print(f"clperiod: error: {exc}", file=sys.stderr)
-        return 1
+    except _ERRORS as exc:
+        return _fail(exc)
     grid = run.grid
     summary = (f"{run.n_objects} objects in {run.n_chunks} chunk(s) written to {run.output} "
                f"({args.command}, {grid.nf:,} frequencies from {grid.fmin:.6g} to "
                f"{grid.fmax:.6g}, {args.precision}, {', '.join(run.devices)}")
     summary += f"; {run.n_resumed} chunk(s) resumed)" if run.n_resumed else ")"
+    if reader.grouping == "sort":
+        summary += "; input rows sorted by id"
     if run.periodogram is not None:
         summary += f"; periodograms in {run.periodogram}"
     if run.figures:
-        summary += f"; {len(run.figures)} figure(s) in {args.plot}"
+        summary += f"; {len(set(run.figures))} figure(s) written to {args.plot}"
     print(summary)
     return 0
+
+
+def _plot_labels(args: argparse.Namespace, reader: Any) -> Any:
+    """The figures' axis labels: the input's columns, with the units given."""
+    import dataclasses
+
+    from clperiod import pipeline
+
+    labels = pipeline.default_plot_labels(reader)
+    given = {"t_unit": args.t_unit, "y_unit": args.y_unit, "invert_y": args.invert_y}
+    return dataclasses.replace(labels, **{k: v for k, v in given.items() if v is not None})
 
 
 def _add_search_arguments(parser: argparse.ArgumentParser) -> None:
@@ -306,6 +335,13 @@ def _add_search_arguments(parser: argparse.ArgumentParser) -> None:
     out.add_argument("--plot-ids", metavar="ID[,ID...]",
                      help="objects to plot (default: the first 5 objects of INPUT)")
     out.add_argument("--plot-format", default="png", help="figure format (default png)")
+    out.add_argument("--t-unit", metavar="UNIT",
+                     help="unit of the time column on the figures (default: d for a column "
+                     "named like mjd, jd, hjd, bjd; else none)")
+    out.add_argument("--y-unit", metavar="UNIT", help="unit of the value column on the figures")
+    out.add_argument("--invert-y", action=argparse.BooleanOptionalAction,
+                     help="draw y growing downwards (default: when the column name or "
+                     "--y-unit says magnitude)")
     parser.set_defaults(func=_run_search)
 
 
@@ -335,6 +371,10 @@ def _add_input_arguments(parser: argparse.ArgumentParser) -> None:
     read.add_argument("--delimiter", default=",", help="CSV field separator (default ,)")
     read.add_argument("--nan-policy", choices=("raise", "omit"), default="raise",
                       help="non-finite t, y or dy: error (default), or drop those rows")
+    read.add_argument("--grouping", choices=("auto", "contiguous", "sort"), default="auto",
+                      help="rows of one object: found by reading the ids once and sorted by "
+                      "id when not contiguous (auto, default), taken as contiguous, or "
+                      "always sorted (sort; files in time order)")
 
 
 def _add_grid_arguments(parser: argparse.ArgumentParser) -> None:
@@ -343,7 +383,8 @@ def _add_grid_arguments(parser: argparse.ArgumentParser) -> None:
         "frequency grid",
         "--fmin/--fmax/--nf: nf frequencies from fmin up to, not including, fmax (the papers' "
         "grid); --fmin/--df/--nf: fmin + k df. Without --nf: astropy's autofrequency over the "
-        "whole catalog (longest baseline, largest object), --fmin/--fmax bounding it. "
+        "whole catalog (longest baseline, largest object), reaching periods of 0.05 (days) at "
+        "least unless --fmax or --min-period is given; --fmin/--fmax bounding it. "
         "--max-period and --min-period may stand for --fmin and --fmax.")
     low = grid.add_mutually_exclusive_group()
     low.add_argument("--fmin", type=float, help="lowest frequency (cycles per time unit)")
@@ -466,17 +507,25 @@ def _read_params(path: str) -> Any:
     import numpy as np
 
     from clperiod.catalog_formats import are_numbers, leading_record
+    from clperiod.file_errors import is_damage, text_errors
 
     if path.endswith(".npy"):
-        params = np.load(path)
+        try:
+            params = np.load(path)
+        except (ValueError, EOFError) as exc:  # pickled objects, a truncated header
+            raise ValueError(f"{path}: not a readable .npy array ({exc})") from None
     else:
         skip, record = leading_record(Path(path))
         delimiter = "," if "," in record else None
         header = not are_numbers(record.replace(",", " ").split())
-        try:
-            params = np.loadtxt(path, delimiter=delimiter, skiprows=skip + header, ndmin=2)
-        except ValueError as exc:
-            raise ValueError(f"{path}: {exc}") from None
+        with text_errors(Path(path)):
+            try:
+                params = np.loadtxt(path, delimiter=delimiter, skiprows=skip + header, ndmin=2,
+                                    encoding="utf-8-sig")
+            except ValueError as exc:
+                if is_damage(exc):  # undecodable text: text_errors says where
+                    raise
+                raise ValueError(f"{path}: {exc}") from None
     if params.ndim not in (2, 3) or params.shape[-1] % 5 or params.size == 0:
         raise ValueError(f"{path}: expected 5 numbers per planet on each row (n_models rows), "
                          f"got shape {params.shape}")
@@ -534,8 +583,6 @@ def _search_planets(data: Any, args: argparse.Namespace) -> tuple[list[Any], Any
 
 def _write_planets(path: Path, planets: list[Any], last: Any) -> None:
     """One CSV row per planet: its orbit, then t_ref, chi^2 and offsets of the whole fit."""
-    import csv
-
     from clperiod.results_files import atomic_path
 
     names = ["planet", "period", "k", "e", "w", "m0", "t_ref", "chi2"]
@@ -559,9 +606,8 @@ def _run_rv_search(args: argparse.Namespace) -> int:
         data = io.read_rv(args.data)
         planets, last = _search_planets(data, args)
         _write_planets(output, planets, last)
-    except (OSError, ValueError, RuntimeError) as exc:
-        print(f"clperiod: error: {exc}", file=sys.stderr)
-        return 1
+    except _ERRORS as exc:
+        return _fail(exc)
     print(f"{len(planets)} planet(s) from {data.t.size} velocities ({args.n_models:,} trial "
           f"orbits per search), chi2 = {last.chi2[0]:.2f}, t_ref = {last.t_ref:.6f}; "
           f"written to {output}")
@@ -597,9 +643,8 @@ def _run_rv_evaluate(args: argparse.Namespace) -> int:
             trend=args.trend, precision=args.precision, device=args.device,
         )
         _write_values(output, values, args.statistic)
-    except (OSError, ValueError, RuntimeError) as exc:
-        print(f"clperiod: error: {exc}", file=sys.stderr)
-        return 1
+    except _ERRORS as exc:
+        return _fail(exc)
     finite = np.isfinite(values)
     summary = f"{values.size} models ({params.shape[1]} planet(s)) written to {output}"
     if finite.any():
@@ -758,4 +803,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         Exit status (0 on success).
     """
     args = build_parser().parse_args(argv)
-    return args.func(args)
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        return args.func(args)
+
+
+def _show_warning(message: Warning | str, category: type[Warning], *_: Any, **__: Any) -> None:
+    """Print a warning as one ``clperiod: warning:`` line on stderr."""
+    print(f"clperiod: warning: {message}", file=sys.stderr)

@@ -1,8 +1,8 @@
 """Period searches of a catalog held in a Dask DataFrame, on a Dask cluster.
 
 >>> import clperiod.dask
->>> out = clperiod.dask.lombscargle(ddf, grid, dy_col="dy")   # doctest: +SKIP
->>> table = out.compute()                                     # doctest: +SKIP
+>>> out = clperiod.dask.lombscargle(ddf, grid)    # doctest: +SKIP
+>>> table = out.compute()                         # doctest: +SKIP
 
 Every partition of the input becomes one :class:`~clperiod.catalog.Catalog`
 (by :func:`clperiod.frames.catalog_from_dataframe`, so partitions get the
@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from . import checks
 from .catalog import NAN_POLICIES
 from .catalog_formats import struct_fields
 from .chunking import show_id
@@ -63,6 +64,11 @@ if TYPE_CHECKING:
 
 __all__ = ["lombscargle", "supersmoother"]
 
+#: ``dy_col`` value that picks :data:`DY_NAME` when the frame has it.
+AUTO = "auto"
+#: The uncertainty column (struct field) that ``dy_col="auto"`` uses.
+DY_NAME = "dy"
+
 #: Arguments of the searches that this front end sets itself.
 _HANDLED = ("cat_or_t", "grid", "y", "dy", "device", "nan_policy", "periodogram", "progress",
             "profile")
@@ -76,6 +82,7 @@ class _Layout:
     id_in_index: bool
     fields: tuple[str, ...]  # t, y[, dy] column names (struct fields when nested)
     nested_col: str | None
+    dy_auto: bool = False  # nested, dy_col="auto", struct fields unknown on the client
 
 
 def lombscargle(
@@ -85,11 +92,12 @@ def lombscargle(
     id_col: str = "id",
     t_col: str = "t",
     y_col: str = "y",
-    dy_col: str | None = None,
+    dy_col: str | None = "auto",
     nested_col: str | None = None,
     nan_policy: str = "raise",
     fap_method: str | None = "baluev",
-    check_ids: bool = True,
+    shuffle: bool | None = None,
+    check_ids: bool | None = None,
     device: str | None = None,
     **options: Any,
 ) -> dd.DataFrame:
@@ -103,9 +111,13 @@ def lombscargle(
         The frequency grid, the same for every object.
     id_col
         Name of the object-id column, or of the index.
-    t_col, y_col, dy_col
-        Names of the time, value and (optional) uncertainty columns; with
-        ``nested_col``, names of the fields of its structs.
+    t_col, y_col
+        Names of the time and value columns; with ``nested_col``, names of
+        the fields of its structs.
+    dy_col
+        Name of the uncertainty column (struct field); ``"auto"`` (default):
+        ``dy`` when the frame has it, else none, as the command line's
+        ``--dy-col``; None: no uncertainties (unweighted).
     nested_col
         Name of the ``list<struct>`` column of the nested layout; None for the
         long layout.
@@ -115,11 +127,20 @@ def lombscargle(
     fap_method
         Method of the ``fap`` column (see
         :meth:`LombScargleResult.false_alarm_probability`); None for none.
+    shuffle
+        Bring the rows of every object into one partition with Dask's
+        shuffle on the id before the search. None (default): for the long
+        layout of more than one partition, unless the id is the index and
+        its divisions are known (``set_index``); the nested layout has one
+        row per object and is not shuffled. False: the frame is known to be
+        partitioned by id.
     check_ids
         Check that no object appears in two partitions. The check gathers the
         output ids of all partitions in one task, so every output partition
-        waits for the whole catalog; set False for frames partitioned by id
-        (``set_index``, LSDB) to stream the output.
+        waits for the whole catalog. None (default): check unless the frame
+        was shuffled here (a shuffle guarantees it); set False for frames
+        known to be partitioned by id (LSDB, Parquet files that never cut an
+        object) to stream the output.
     device
         A device selection string (see :func:`clperiod.device.select_devices`)
         used by every worker; default: each worker's own device
@@ -145,7 +166,7 @@ def lombscargle(
     """
     layout = _layout(ddf, id_col, t_col, y_col, dy_col, nested_col)
     return _map_search(_lombscargle, _LS_MAX_TOP_K, ddf, grid, layout, nan_policy, fap_method,
-                       check_ids, device, options)
+                       _Partitioning.build(ddf, layout, shuffle, check_ids), device, options)
 
 
 def supersmoother(
@@ -155,10 +176,11 @@ def supersmoother(
     id_col: str = "id",
     t_col: str = "t",
     y_col: str = "y",
-    dy_col: str | None = None,
+    dy_col: str | None = "auto",
     nested_col: str | None = None,
     nan_policy: str = "raise",
-    check_ids: bool = True,
+    shuffle: bool | None = None,
+    check_ids: bool | None = None,
     device: str | None = None,
     **options: Any,
 ) -> dd.DataFrame:
@@ -170,7 +192,29 @@ def supersmoother(
     """
     layout = _layout(ddf, id_col, t_col, y_col, dy_col, nested_col)
     return _map_search(_supersmoother, _SS_MAX_TOP_K, ddf, grid, layout, nan_policy, None,
-                       check_ids, device, options)
+                       _Partitioning.build(ddf, layout, shuffle, check_ids), device, options)
+
+
+@dataclass(frozen=True)
+class _Partitioning:
+    """Whether a frame is shuffled by id before the search, and whether the
+    output ids are checked across partitions after it."""
+
+    shuffle: bool
+    check_ids: bool
+
+    @classmethod
+    def build(cls, ddf: Any, layout: _Layout, shuffle: bool | None,
+              check_ids: bool | None) -> _Partitioning:
+        for name, value in (("shuffle", shuffle), ("check_ids", check_ids)):
+            if value is not None and not isinstance(value, (bool, np.bool_)):
+                raise TypeError(f"{name} must be True, False or None, got {value!r}")
+        if shuffle is None:
+            by_index = layout.id_in_index and ddf.known_divisions
+            shuffle = layout.nested_col is None and not by_index and ddf.npartitions > 1
+        if check_ids is None:
+            check_ids = not shuffle
+        return cls(bool(shuffle), bool(check_ids))
 
 
 # ---------------------------------------------------------------------- graph
@@ -184,15 +228,15 @@ def _map_search(
     layout: _Layout,
     nan_policy: str,
     fap_method: str | None,
-    check_ids: bool,
+    partitioning: _Partitioning,
     device: str | None,
     options: dict[str, Any],
 ) -> dd.DataFrame:
-    """The lazy output frame: one search task per partition, then the id check."""
+    """The lazy output frame: the shuffle by id, one search task per partition,
+    then the id check (as ``partitioning`` says)."""
     if not isinstance(grid, FrequencyGrid):
         raise TypeError(f"grid must be a FrequencyGrid, got {type(grid).__name__}")
-    if nan_policy not in NAN_POLICIES:
-        raise ValueError(f"nan_policy must be one of {NAN_POLICIES}, got {nan_policy!r}")
+    checks.choice("nan_policy", nan_policy, NAN_POLICIES)
     if device is not None and not isinstance(device, str):
         raise TypeError(
             "device must be a selection string such as 'gpu' or '0:1' (device objects "
@@ -202,11 +246,14 @@ def _map_search(
     top_k = check_top_k(options.get("top_k", 1), max_top_k)
     id_dtype = ddf.index.dtype if layout.id_in_index else ddf.dtypes[layout.id_col]
     meta = _meta(id_dtype, top_k, fap_method)
+    if partitioning.shuffle:
+        ddf = (ddf.shuffle(on_index=True) if layout.id_in_index
+               else ddf.shuffle(on=layout.id_col))
     results = ddf.map_partitions(
         _search_partition, search, grid, layout, nan_policy, fap_method, device, options, meta,
         meta=meta, clear_divisions=True,
     )
-    if not check_ids:
+    if not partitioning.check_ids:
         return results
     import pandas as pd
 
@@ -215,7 +262,6 @@ def _map_search(
     )
     n_objects = tagged.reduction(
         chunk=_same, aggregate=_count_unique, meta=int, split_every=False,
-        aggregate_kwargs={"id_col": layout.id_col},
     )
     return results.map_partitions(_after_check, n_objects, meta=meta)
 
@@ -234,7 +280,8 @@ def _check_options(search: Callable[..., Any], options: dict[str, Any]) -> None:
 def _layout(
     ddf: Any, id_col: str, t_col: str, y_col: str, dy_col: str | None, nested_col: str | None
 ) -> _Layout:
-    """Check the named columns against the frame's metadata."""
+    """Check the named columns against the frame's metadata (and resolve
+    ``dy_col="auto"`` where the metadata tells the columns)."""
     try:
         import dask.dataframe as dd
     except ImportError as error:
@@ -243,6 +290,11 @@ def _layout(
         raise TypeError(f"ddf must be a dask.dataframe.DataFrame, got {type(ddf).__name__}")
     columns = list(ddf.columns)
     id_in_index = id_col not in columns and ddf.index.name == id_col
+    dy_auto = dy_col == AUTO
+    if dy_auto:
+        found = columns if nested_col is None else _known_fields(ddf, nested_col)
+        dy_col = (DY_NAME if DY_NAME in found else None) if found is not None else None
+        dy_auto = found is None
     fields = (t_col, y_col) if dy_col is None else (t_col, y_col, dy_col)
     wanted = [nested_col] if nested_col is not None else list(fields)
     absent = [name for name in wanted if name not in columns]
@@ -254,7 +306,18 @@ def _layout(
         )
     if nested_col is not None:
         _check_nested_dtype(ddf.dtypes[nested_col], nested_col, fields)
-    return _Layout(id_col, id_in_index, fields, nested_col)
+    return _Layout(id_col, id_in_index, fields, nested_col, dy_auto)
+
+
+def _known_fields(ddf: Any, nested_col: str) -> list[str] | None:
+    """The struct fields of a nested column when its dtype tells them
+    (pyarrow-backed), else None (resolved on the workers)."""
+    import pandas as pd
+
+    dtype = ddf.dtypes.get(nested_col) if nested_col in ddf.columns else None
+    if isinstance(dtype, pd.ArrowDtype):
+        return struct_fields(dtype.pyarrow_dtype)
+    return None
 
 
 def _meta(id_dtype: Any, top_k: int, fap_method: str | None) -> pd.DataFrame:
@@ -299,8 +362,7 @@ def _search_partition(
         return meta.copy()
     number = partition_info["number"] if partition_info is not None else 0
     try:
-        catalog = catalog_from_dataframe(frame, layout.id_col, *layout.fields,
-                                         nested_col=layout.nested_col, nan_policy=nan_policy)
+        catalog = _partition_catalog(frame, layout, nan_policy)
     except (TypeError, ValueError) as error:
         raise type(error)(f"partition {number}: {error}") from error
     result = search(catalog, grid, device=worker_device() if device is None else device,
@@ -310,6 +372,33 @@ def _search_partition(
     return pd.DataFrame(result_columns(result, fap_method=fap_method)).astype(
         meta.dtypes.to_dict()
     )
+
+
+def _partition_catalog(frame: pd.DataFrame, layout: _Layout, nan_policy: str) -> Any:
+    """The catalog of one partition: long partitions sorted by id and time first."""
+    fields = layout.fields
+    if layout.nested_col is None:
+        frame = _by_object_and_time(frame, layout.id_col, fields[0])
+    elif layout.dy_auto:
+        import pyarrow as pa
+
+        present = struct_fields(pa.array(frame[layout.nested_col]).type) or []
+        fields = fields + (DY_NAME,) if DY_NAME in present else fields
+    return catalog_from_dataframe(frame, layout.id_col, *fields, nested_col=layout.nested_col,
+                                  nan_policy=nan_policy)
+
+
+def _by_object_and_time(frame: pd.DataFrame, id_col: str, t_col: str) -> pd.DataFrame:
+    """The rows sorted by id, then time (a stable sort: ties keep their order).
+
+    Ids of object dtype are compared by their string form, as
+    :func:`clperiod.frames.catalog_from_dataframe` reads them.
+    """
+    def key(column: pd.Series) -> pd.Series:
+        return column.astype(str) if column.name == id_col and column.dtype == object \
+            else column
+
+    return frame.sort_values([id_col, t_col], key=key, kind="stable")
 
 
 def _tag_ids(results: pd.DataFrame, partition_info: dict[str, Any] | None = None) -> pd.DataFrame:
@@ -323,7 +412,7 @@ def _same(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def _count_unique(tagged: pd.DataFrame, id_col: str) -> int:
+def _count_unique(tagged: pd.DataFrame) -> int:
     """Number of objects; ValueError naming an object found in several partitions."""
     repeated = tagged["id"].duplicated(keep=False).to_numpy()
     if repeated.any():
@@ -331,8 +420,8 @@ def _count_unique(tagged: pd.DataFrame, id_col: str) -> int:
         where = tagged["partition"].to_numpy()[repeated & (tagged["id"] == object_id).to_numpy()]
         raise ValueError(
             f"object id {show_id(object_id)} appears in partitions {sorted(set(where.tolist()))}: "
-            "the rows of one object must lie in one partition; partition the frame by id, "
-            f"e.g. ddf.set_index({id_col!r})"
+            "the rows of one object must lie in one partition; let clperiod.dask shuffle "
+            "the frame by id (shuffle=True)"
         )
     return len(tagged)
 

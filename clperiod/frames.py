@@ -28,7 +28,8 @@ import numpy as np
 
 from .catalog import Catalog
 
-__all__ = ["catalog_from_dataframe", "catalog_from_table", "mjd_from_datetime64"]
+__all__ = ["catalog_from_dataframe", "catalog_from_table", "lightcurve_columns",
+           "mjd_from_datetime64"]
 
 #: MJD 0 on the NumPy time line.
 _MJD_ZERO = np.datetime64("1858-11-17T00:00:00", "ns")
@@ -157,6 +158,76 @@ def catalog_from_table(
     return _long_catalog(ids, columns, sort, nan_policy)
 
 
+def lightcurve_columns(
+    table: Any,
+    t_col: str = "t",
+    y_col: str = "y",
+    dy_col: str | None = "auto",
+    *,
+    time_scale: str | None = "tdb",
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """The float64 ``t``, ``y`` and ``dy`` of one light curve in a table.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame or astropy.table.Table
+        One row per observation of one object.
+    t_col, y_col : str
+        Time and value columns (converted as in :func:`catalog_from_dataframe`
+        and :func:`catalog_from_table`: datetimes and ``Time`` to MJD, units
+        dropped, masked entries NaN).
+    dy_col : str or None
+        Uncertainty column; ``"auto"`` (default): ``dy`` when the table has
+        it; None: none.
+    time_scale : str or None
+        For ``Time`` columns of astropy tables, as in :func:`catalog_from_table`.
+
+    Returns
+    -------
+    t, y : ndarray
+    dy : ndarray or None
+
+    Raises
+    ------
+    TypeError
+        ``table`` is neither a DataFrame nor an astropy Table.
+    ValueError
+        A missing column or a value that is not a number.
+    """
+    from .catalog import _is_table
+
+    if not _is_table(table):
+        raise TypeError(f"expected a pandas DataFrame or an astropy Table, got "
+                        f"{type(table).__name__}")
+    if hasattr(table, "colnames"):
+        return _table_lightcurve(table, t_col, y_col, dy_col, time_scale)
+    return _frame_lightcurve(table, t_col, y_col, dy_col)
+
+
+def _frame_lightcurve(frame: Any, t_col: str, y_col: str,
+                      dy_col: str | None) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    if dy_col == "auto":
+        dy_col = "dy" if "dy" in frame.columns else None
+    labels = frame.index
+    t, y, dy = (None if col is None
+                else _numbers(_frame_column(frame, col), col, labels, times=role == "t")
+                for role, col in (("t", t_col), ("y", y_col), ("dy", dy_col)))
+    return t, y, dy
+
+
+def _table_lightcurve(table: Any, t_col: str, y_col: str, dy_col: str | None,
+                      time_scale: str | None) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    names = list(table.colnames)
+    if dy_col == "auto":
+        dy_col = "dy" if "dy" in names else None
+    require_columns([c for c in (t_col, y_col, dy_col) if c is not None], names)
+    t = _table_times(table[t_col], t_col, time_scale)
+    y = _plain(table[y_col], y_col)
+    dy = (None if dy_col is None
+          else _uncertainties(table[dy_col], dy_col, _unit(table[y_col]), y_col))
+    return t, y, dy
+
+
 def mjd_from_datetime64(values: Any) -> np.ndarray:
     """Modified Julian Dates (float64 days) of ``datetime64`` values; NaT gives NaN."""
     values = np.asarray(values)
@@ -169,10 +240,15 @@ def mjd_from_datetime64(values: Any) -> np.ndarray:
 
 
 def require_columns(names: list[str], found: list[str], where: str = "the table") -> None:
-    """Raise a ValueError naming the ``names`` absent from ``found`` (in ``where``)."""
+    """Raise a ValueError naming the ``names`` absent from ``found`` (in ``where``), or
+    found more than once."""
     absent = [name for name in names if name not in found]
     if absent:
         raise ValueError(f"no column(s) {absent} in {where}; it has columns {found}")
+    repeated = sorted({name for name in names if list(found).count(name) > 1})
+    if repeated:
+        raise ValueError(f"more than one column named {repeated} in {where}; it has columns "
+                         f"{found}")
 
 
 def _present_ids(ids: np.ndarray, missing: np.ndarray, name: str, labels: Any) -> np.ndarray:

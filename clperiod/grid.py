@@ -5,22 +5,32 @@ Frequencies are ordinary (cycles per time unit).  Three ways to choose one:
 * :meth:`FrequencyGrid.from_range` -- the papers' semantics: ``nf`` points
   from ``fmin`` with step ``(fmax - fmin) / nf``, so ``fmax`` is excluded;
 * :meth:`FrequencyGrid.auto` -- astropy's ``LombScargle.autofrequency``;
+* :meth:`FrequencyGrid.survey` -- the default of catalog runs: astropy's rule,
+  extended up to periods of :data:`SURVEY_MIN_PERIOD` days at least;
 * :meth:`FrequencyGrid.richards` -- the Richards et al. (2011) rule used by
   gpu_lomb_scargle (``df = 0.1 / T_max``).
+
+:func:`grid_warnings` says, per object, where a grid cannot resolve the data.
 """
 
 from __future__ import annotations
 
+import enum
 import math
-import operator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from .catalog import Catalog
+from . import checks
+from .catalog import Catalog, is_lightcurve_list, mask_of
 
 MAX_NF = 2**31 - 1  # frequency indices are int32 on the device
+#: Shortest period, in days, that the default grid of catalog runs reaches:
+#: delta Scuti stars, contact binaries and RR Lyrae are all above it.
+SURVEY_MIN_PERIOD = 0.05
+#: Grid points across a peak of width ``1 / T`` below which a step is coarse.
+RESOLVED_SAMPLES_PER_PEAK = 5
 
 
 @dataclass(frozen=True)
@@ -42,11 +52,9 @@ class FrequencyGrid:
     nf: int
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "fmin", float(self.fmin))
-        object.__setattr__(self, "df", float(self.df))
-        object.__setattr__(self, "nf", operator.index(self.nf))
-        if not (math.isfinite(self.fmin) and math.isfinite(self.df)):
-            raise ValueError(f"fmin and df must be finite, got fmin={self.fmin}, df={self.df}")
+        object.__setattr__(self, "fmin", checks.real("fmin", self.fmin))
+        object.__setattr__(self, "df", checks.real("df", self.df))
+        object.__setattr__(self, "nf", checks.integer("nf", self.nf))
         if self.fmin < 0:
             raise ValueError(f"fmin must be >= 0, got {self.fmin}")
         if self.df <= 0:
@@ -72,9 +80,8 @@ class FrequencyGrid:
         -------
         FrequencyGrid
         """
-        fmin, fmax, nf = float(fmin), float(fmax), operator.index(nf)
-        if not (math.isfinite(fmin) and math.isfinite(fmax)):
-            raise ValueError(f"fmin and fmax must be finite, got {fmin}, {fmax}")
+        fmin, fmax = checks.real("fmin", fmin), checks.real("fmax", fmax)
+        nf = checks.integer("nf", nf)
         if fmax <= fmin:
             raise ValueError(f"fmax must be > fmin, got fmin={fmin}, fmax={fmax}")
         if nf < 1:
@@ -109,8 +116,10 @@ class FrequencyGrid:
 
         Parameters
         ----------
-        catalog_or_t : Catalog or array_like
-            A catalog, or the times of one light curve.
+        catalog_or_t : Catalog, list or array_like
+            A catalog, a list of light curves (as
+            :meth:`Catalog.from_lightcurves` takes), or the times of one
+            light curve.
         samples_per_peak : float
             Grid points across a peak of width ``1 / T``.
         nyquist_factor : float
@@ -124,15 +133,66 @@ class FrequencyGrid:
             Its :attr:`fmax` equals astropy's
             ``autofrequency(..., return_freq_limits=True)[1]``.
         """
-        if not (samples_per_peak > 0 and nyquist_factor > 0):
-            raise ValueError("samples_per_peak and nyquist_factor must be > 0")
+        samples_per_peak = checks.real("samples_per_peak", samples_per_peak, positive=True)
+        nyquist_factor = checks.real("nyquist_factor", nyquist_factor, positive=True)
         baseline, n_samples = _baseline_and_size(catalog_or_t)
         df = 1.0 / baseline / samples_per_peak
-        fmin = 0.5 * df if minimum_frequency is None else minimum_frequency
+        fmin = (0.5 * df if minimum_frequency is None
+                else checks.real("minimum_frequency", minimum_frequency))
         if maximum_frequency is None:
             maximum_frequency = nyquist_factor * (0.5 * n_samples / baseline)
+        maximum_frequency = checks.real("maximum_frequency", maximum_frequency)
+        if maximum_frequency < fmin:
+            raise ValueError(f"maximum_frequency ({maximum_frequency}) must not be below the "
+                             f"minimum frequency ({fmin})")
         nf = 1 + int(np.round((maximum_frequency - fmin) / df))
         return cls(fmin, df, nf)
+
+    @classmethod
+    def survey(
+        cls,
+        catalog_or_t: Catalog | Any,
+        samples_per_peak: float = 5,
+        nyquist_factor: float = 5,
+        min_period: float = SURVEY_MIN_PERIOD,
+        minimum_frequency: float | None = None,
+        maximum_frequency: float | None = None,
+    ) -> FrequencyGrid:
+        """The default grid of catalog runs: :meth:`auto`, reaching ``1 / min_period``.
+
+        Survey light curves have few points over long baselines, so the
+        average Nyquist frequency of :meth:`auto` (``0.5 n / T``) stops far
+        below the frequencies that irregular sampling still resolves: a few
+        hundred points over years give about 2.5 cycles per day. This grid
+        keeps astropy's step and lower limit and raises the upper limit to
+        at least ``1 / min_period``::
+
+            fmax = maximum_frequency or max(nyquist_factor * 0.5 * n / T, 1 / min_period)
+
+        Parameters
+        ----------
+        catalog_or_t : Catalog or array_like
+            A catalog, or the times of one light curve.
+        samples_per_peak, nyquist_factor : float
+            As in :meth:`auto`.
+        min_period : float
+            Shortest period searched at least, in the time unit (days for
+            MJD/JD/BJD times: :data:`SURVEY_MIN_PERIOD`, 0.05 d, by default).
+        minimum_frequency, maximum_frequency : float, optional
+            Override the limits (``maximum_frequency`` replaces the rule).
+
+        Returns
+        -------
+        FrequencyGrid
+        """
+        if not min_period > 0:
+            raise ValueError(f"min_period must be > 0, got {min_period}")
+        baseline, n_samples = _baseline_and_size(catalog_or_t)
+        if maximum_frequency is None:
+            nyquist = nyquist_factor * (0.5 * n_samples / baseline)
+            maximum_frequency = max(nyquist, 1.0 / min_period)
+        return cls.auto(catalog_or_t, samples_per_peak, nyquist_factor, minimum_frequency,
+                        maximum_frequency)
 
     @classmethod
     def richards(cls, catalog_or_t: Catalog | Any, fmin: float, fmax: float) -> FrequencyGrid:
@@ -145,8 +205,8 @@ class FrequencyGrid:
 
         Parameters
         ----------
-        catalog_or_t : Catalog or array_like
-            A catalog, or the times of one light curve.
+        catalog_or_t : Catalog, list or array_like
+            A catalog, a list of light curves, or the times of one light curve.
         fmin, fmax : float
             Bounds; ``fmax`` is excluded.
 
@@ -154,6 +214,9 @@ class FrequencyGrid:
         -------
         FrequencyGrid
         """
+        fmin, fmax = checks.real("fmin", fmin), checks.real("fmax", fmax)
+        if fmax <= fmin:
+            raise ValueError(f"fmax must be > fmin, got fmin={fmin}, fmax={fmax}")
         t_max = _richards_baseline(catalog_or_t)
         nf = int((fmax - fmin) / (0.1 / t_max))
         return cls.from_range(fmin, fmax, nf)
@@ -216,17 +279,179 @@ class FrequencyGrid:
             df`` and the same ``df`` (its frequencies equal the parent's up to
             rounding of that sum).
         """
-        max_nf = operator.index(max_nf)
-        if max_nf < 1:
-            raise ValueError(f"max_nf must be >= 1, got {max_nf}")
+        max_nf = checks.integer("max_nf", max_nf, low=1)
         return [
             (start, type(self)(self.fmin + start * self.df, self.df, min(max_nf, self.nf - start)))
             for start in range(0, self.nf, max_nf)
         ]
 
 
+class GridWarning(enum.IntFlag):
+    """Ways a grid fails to resolve an object's periodogram (bit flags).
+
+    COARSE_STEP
+        The step is coarser than ``1 / (RESOLVED_SAMPLES_PER_PEAK * T)``, ``T``
+        the object's baseline: a peak of width ``1 / T`` can fall between two
+        grid frequencies and lose power.
+    LOW_FMAX
+        The grid stops more than one step below the frequency the sampling
+        supports, capped at the survey range ``1 / SURVEY_MIN_PERIOD``:
+        periods the data can show are not searched. Times on a lattice
+        (every spacing a multiple of the shortest, ``dt``) support up to the
+        Nyquist frequency ``1 / (2 dt)``; irregular times support the whole
+        survey range.
+    """
+
+    COARSE_STEP = 1
+    LOW_FMAX = 2
+
+
+def grid_warnings(grid: FrequencyGrid, catalog: Catalog) -> np.ndarray:
+    """Per-object :class:`GridWarning` flags of a grid searched on a catalog.
+
+    Parameters
+    ----------
+    grid : FrequencyGrid
+        The searched grid.
+    catalog : Catalog
+        The searched objects.
+
+    Returns
+    -------
+    ndarray of int8, shape (n_objects,)
+        Bitwise OR of :class:`GridWarning` values; 0 where the grid resolves
+        the object or the object has fewer than two distinct times.
+    """
+    flags = np.zeros(catalog.n_objects, dtype=np.int8)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        coarse = grid.df * RESOLVED_SAMPLES_PER_PEAK * catalog.baselines() > 1 + 1e-9
+        reach = np.minimum(supported_frequencies(catalog), 1.0 / SURVEY_MIN_PERIOD)
+        low = grid.fmax + grid.df < reach
+    flags[coarse] |= GridWarning.COARSE_STEP
+    flags[low] |= GridWarning.LOW_FMAX
+    return flags
+
+
+def grid_warning_names(flags: Any) -> np.ndarray:
+    """Comma-separated :class:`GridWarning` names of flags (``""`` for none)."""
+    names = np.array(["", "coarse_step", "low_fmax", "coarse_step,low_fmax"], dtype=object)
+    return names[np.asarray(flags) & 3]
+
+
+def supported_frequencies(catalog: Catalog) -> np.ndarray:
+    """Per object, the highest frequency its sampling resolves.
+
+    ``1 / (2 dt)`` for times on a lattice (every spacing of distinct times
+    within 1 % of a multiple of the shortest, ``dt``), ``inf`` for irregular
+    times (no Nyquist limit), NaN with fewer than two distinct times.
+    """
+    lengths, starts = catalog.lengths, catalog.offsets[:-1]
+    several = lengths >= 2
+    supported = np.full(catalog.n_objects, np.nan)
+    if not np.any(several):
+        return supported
+    gaps = _gaps(catalog)
+    # object k's gaps are gaps[starts[k]:starts[k] + lengths[k] - 1], then an inf
+    gaps = np.append(gaps, np.inf)
+    shortest = np.full(catalog.n_objects, np.nan)
+    shortest[several] = np.minimum.reduceat(gaps, starts[several])
+    shortest[np.isinf(shortest)] = np.nan  # all times equal
+    with np.errstate(invalid="ignore"):
+        ratio = gaps[:-1] / np.repeat(shortest, lengths)[: gaps.size - 1]
+        off_lattice = np.append(np.abs(ratio - np.round(ratio)) > 0.01, False)  # not inf, NaN
+    irregular = np.logical_or.reduceat(off_lattice, starts[several])
+    supported[several] = np.where(irregular, np.inf, 0.5 / shortest[several])
+    return supported
+
+
+def _gaps(catalog: Catalog) -> np.ndarray:
+    """Spacings of consecutive times within objects (time-sorted), ``inf`` where
+    two times are equal or the next row belongs to another object."""
+    t = catalog.t
+    crossings = catalog.offsets[1:-1]
+    crossings = crossings[(crossings > 0) & (crossings < t.size)] - 1
+    gaps = np.diff(t)
+    gaps[crossings] = np.inf
+    if np.any(gaps < 0):  # some object is not time-sorted
+        owner = np.repeat(np.arange(catalog.n_objects), catalog.lengths)
+        gaps = np.diff(t[np.lexsort((t, owner))])
+        gaps[crossings] = np.inf
+    gaps[gaps <= 0] = np.inf
+    return gaps
+
+
+#: Two frequencies are on one uniform run when they lie within this many
+#: units of roundoff (of the largest frequency) of ``f0 + k * df``.
+_RUN_ULPS = 8
+
+
+def uniform_runs(frequency: np.ndarray, max_runs: int) -> list[tuple[int, FrequencyGrid]] | None:
+    """Cut sorted distinct frequencies into maximal uniform runs ``f0 + k * df``.
+
+    Greedy from the left: a run continues while the spacing stays equal to
+    its first step (to within 8 units of roundoff of the largest frequency),
+    and every member is then checked against the grid through the run's end
+    points. A lone frequency is a one-point grid.
+
+    Parameters
+    ----------
+    frequency : ndarray
+        Sorted, distinct, finite frequencies >= 0 (at least one).
+    max_runs : int
+        Most runs to cut.
+
+    Returns
+    -------
+    list of (int, FrequencyGrid) or None
+        ``(start, grid)`` in order, ``grid`` covering ``frequency[start :
+        start + grid.nf]``; None when more than ``max_runs`` runs are needed.
+
+    Raises
+    ------
+    ValueError
+        A run whose spacing drifts too slowly for neighbouring steps to
+        differ, so that it is off its end points' grid.
+    """
+    n = frequency.size
+    tolerance = _RUN_ULPS * np.finfo(np.float64).eps * float(frequency[-1])
+    step = np.diff(frequency)
+    # Step index i starts a new spacing when it differs from step i - 1.
+    change = np.flatnonzero(np.abs(np.diff(step)) > tolerance) + 1
+    runs: list[tuple[int, FrequencyGrid]] = []
+    start = 0
+    while start < n:
+        if len(runs) == max_runs:
+            return None
+        # Steps start .. c - 1 share one spacing (c the next change), so the
+        # run holds points start .. c; the step after it is a gap.
+        k = np.searchsorted(change, start, side="right")
+        stop = int(change[k]) + 1 if k < change.size else n
+        runs.append((start, _run_grid(frequency[start:stop], tolerance)))
+        start = stop
+    return runs
+
+
+def _run_grid(run: np.ndarray, tolerance: float) -> FrequencyGrid:
+    """The grid through a run's end points, checked against every member."""
+    if run.size == 1:
+        return FrequencyGrid(run[0], 1.0, 1)  # the step of a one-point grid is unused
+    df = (run[-1] - run[0]) / (run.size - 1)
+    grid = FrequencyGrid(run[0], df, run.size)
+    drift = np.max(np.abs(grid.frequencies() - run))
+    if drift > tolerance:
+        raise ValueError(
+            f"frequencies {run[0]:.17g}..{run[-1]:.17g} have a slowly varying spacing "
+            f"(off a uniform grid by {drift:.3g}): clperiod evaluates uniform grids"
+        )
+    return grid
+
+
 def _times(catalog_or_t: Catalog | Any) -> np.ndarray:
-    t = np.asarray(catalog_or_t)
+    """Checked float64 times (masked entries left out)."""
+    mask = mask_of(catalog_or_t)
+    t = np.asarray(np.ma.getdata(getattr(catalog_or_t, "unmasked", catalog_or_t)))
+    if mask is not None and t.shape == mask.shape:
+        t = t[~mask]
     if t.dtype.kind not in "iuf":
         raise TypeError(f"expected a Catalog or real times, got dtype {t.dtype}")
     if t.ndim != 1:
@@ -243,8 +468,18 @@ def _positive(baseline: float) -> float:
     return float(baseline)
 
 
+def _listed(catalog_or_t: Catalog | Any) -> Catalog | Any:
+    """A list of light curves as its catalog (rows with a non-finite value
+    left out, as a search with ``nan_policy="omit"`` leaves them); anything
+    else as given."""
+    if is_lightcurve_list(catalog_or_t):
+        return Catalog.from_lightcurves(catalog_or_t, nan_policy="omit")
+    return catalog_or_t
+
+
 def _baseline_and_size(catalog_or_t: Catalog | Any) -> tuple[float, int]:
     """Largest ``max(t) - min(t)`` and largest length (one object or a catalog)."""
+    catalog_or_t = _listed(catalog_or_t)
     if isinstance(catalog_or_t, Catalog):
         baselines = catalog_or_t.baselines()
         baseline = np.nanmax(baselines) if np.any(np.isfinite(baselines)) else np.nan
@@ -255,6 +490,7 @@ def _baseline_and_size(catalog_or_t: Catalog | Any) -> tuple[float, int]:
 
 def _richards_baseline(catalog_or_t: Catalog | Any) -> float:
     """Largest ``t_last - t_first`` in row order."""
+    catalog_or_t = _listed(catalog_or_t)
     if isinstance(catalog_or_t, Catalog):
         filled = catalog_or_t.lengths > 0
         first = catalog_or_t.offsets[:-1][filled]

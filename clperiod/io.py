@@ -24,6 +24,7 @@ are written by :func:`write_results` and :func:`write_periodograms`
 from __future__ import annotations
 
 import csv
+import itertools
 import os
 import warnings
 from dataclasses import dataclass
@@ -39,8 +40,12 @@ from .catalog_formats import (
     csv_header,
     first_fields,
     leading_record,
+    open_parquet,
     open_text,
+    parquet_schema,
+    readable_batches,
 )
+from .file_errors import is_damage, text_errors
 from .frames import catalog_from_dataframe, catalog_from_table, require_columns
 from .results_files import write_periodograms, write_results
 
@@ -250,9 +255,16 @@ def _read_parquet(path: Path, names: list[str]) -> list[np.ndarray]:
     except ImportError:
         pq = None
     if pq is not None:
-        schema_names = pq.read_schema(path).names
-        require_columns(names, schema_names, str(path))
-        table = pq.read_table(path, columns=names)
+        import pyarrow as pa
+
+        require_columns(names, parquet_schema(path).names, str(path))
+        with open_parquet(path) as parquet:
+            groups = range(parquet.metadata.num_row_groups)
+            batches = itertools.chain.from_iterable(  # by row group: errors name the group
+                parquet.iter_batches(columns=names, row_groups=[g]) for g in groups)
+            batches = readable_batches(parquet.metadata, path, batches)
+            schema = pa.schema([parquet.schema_arrow.field(name) for name in names])
+            table = pa.Table.from_batches(list(batches), schema=schema)
         return [table.column(name).to_numpy() for name in names]
     try:
         import pandas as pd
@@ -281,10 +293,13 @@ def _loadtxt(path: Path, **kwargs: Any) -> np.ndarray:
         # NumPy notes that comment/blank lines do not count towards its
         # internal chunk size; irrelevant here.
         warnings.filterwarnings("ignore", message="Input line", category=UserWarning)
-        try:
-            return np.loadtxt(path, ndmin=1, **kwargs)
-        except ValueError as error:
-            raise ValueError(f"{path}: {error}") from None
+        with text_errors(path):
+            try:
+                return np.loadtxt(path, ndmin=1, encoding="utf-8-sig", **kwargs)
+            except ValueError as error:
+                if is_damage(error):  # undecodable text: text_errors says where
+                    raise
+                raise ValueError(f"{path}: {error}") from None
 
 
 def _load_columns(path: Path, columns: tuple[int, ...], **kwargs: Any) -> np.ndarray:
@@ -333,10 +348,8 @@ def read_rv(path: str | os.PathLike) -> RVData:
         columns = ("time", "mnvel", "errvel", "tel")
     else:
         columns = ("t", "vel", "errvel")
-    missing = [c for c in columns if c not in names]
-    if missing:
-        require_columns(list(columns), names, str(path))
-    with open_text(path) as handle:
+    require_columns(list(columns), names, str(path))
+    with text_errors(path), open_text(path) as handle:
         reader = csv.reader(handle) if csv_layout else (line.split() for line in handle)
         rows = list(reader)[1:]
     index = [names.index(c) for c in columns]

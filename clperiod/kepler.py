@@ -27,6 +27,14 @@ devices.
 Conventions are radvel's (see :mod:`clperiod.orbits`): ``w`` is the star's
 argument of periastron, ``v = K (cos(f + w) + e cos w)`` is positive when the
 star recedes, and the mean anomaly is ``M = 2 pi (t - t_ref) / P + M0``.
+
+Phases lose nothing to large times: the kernels take the times from an
+origin within the data (``t_ref`` if it lies there, else the middle of the
+data) and each planet's phase at that origin from the exact difference of
+the epochs, whole periods removed before the division, with ``M0`` reduced
+modulo 2 pi at rounding level (:mod:`clperiod.angles`). With barycentric
+dates and the default ``t_ref = 0`` the fp64 velocities are as accurate as
+with ``t_ref`` inside the data (a few 1e-12 K), in every basis.
 """
 
 from __future__ import annotations
@@ -42,7 +50,8 @@ from typing import Literal
 import numpy as np
 import pyopencl as cl
 
-from . import kernels, orbits
+from . import checks, kernels, orbits
+from .catalog import refuse_masked
 from .device import DeviceInfo, get_context, get_queue, require_fp64, select_devices, upload
 from .planning import PINNED_POOL
 from .rvmodel import (ModelStatus, MultiDeviceEvaluator, Observations, Precision, model_params,
@@ -77,7 +86,7 @@ class KeplerStatus(enum.IntEnum):
 
     OK = 0
     BAD_ECCENTRICITY = 1  # e < 0 or e >= 1
-    NOT_FINITE = 2  # M or e is NaN or infinite
+    NOT_FINITE = 2  # M or e is NaN or infinite (fp32: or beyond the float32 range)
     NOT_CONVERGED = 3  # the bounded iteration did not reach 1e-6 (never seen)
 
 
@@ -106,10 +115,13 @@ def solve(
     ----------
     mean_anomaly, eccentricity
         Arrays (or scalars) broadcast against each other; radians, any
-        revolution (``M`` is range-reduced exactly on the device).
+        revolution: every finite ``M`` is reduced modulo 2 pi on the device
+        at rounding level (Payne-Hanek beyond 2^25, fp32 2^11), so the true
+        anomaly is that of the exact ``M`` whatever its size.
     precision
         ``"fp64"`` (residual ``|E - e sin E - M|`` at rounding level, below
-        1e-12 up to e = 0.99) or ``"fp32"``.
+        1e-12 up to e = 0.99) or ``"fp32"`` (``M`` and ``e`` rounded to
+        float32 first; ``|M|`` beyond 3.4e38 gives ``NOT_FINITE``).
     method
         ``"danby"``: Ford 2009's quartic iteration, stopping when converged
         (at most 8 / 6 steps); ``"markley"``: Markley (1995)'s cubic starter
@@ -124,12 +136,14 @@ def solve(
     Returns
     -------
     ndarray or KeplerSolution
-        ``E`` in the revolution of ``M`` (same shape as the broadcast
-        inputs; NaN where ``e`` is outside ``[0, 1)`` or an input is not
-        finite), or the full :class:`KeplerSolution`.
+        ``E`` in the revolution of ``M``, ``M + (E_m - m)`` rounded once
+        (``m``: ``M`` reduced; same shape as the broadcast inputs; NaN where
+        ``e`` is outside ``[0, 1)`` or an input is not finite), or the full
+        :class:`KeplerSolution`.
     """
-    if precision not in ("fp64", "fp32"):
-        raise ValueError(f"precision must be 'fp64' or 'fp32', got {precision!r}")
+    checks.choice("precision", precision, ("fp64", "fp32"))
+    refuse_masked("mean_anomaly", mean_anomaly)
+    refuse_masked("eccentricity", eccentricity)
     m, e = np.broadcast_arrays(np.asarray(mean_anomaly), np.asarray(eccentricity))
     for name, a in (("mean_anomaly", m), ("eccentricity", e)):
         if not (np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.integer)):
@@ -144,7 +158,8 @@ def solve(
     shape, n = m.shape, m.size
     outputs = [np.empty(n, dtype=dtype) for _ in range(3)] + [np.empty(n, dtype=np.int8)]
     if n:
-        inputs = [np.ascontiguousarray(a.ravel(), dtype=dtype) for a in (m, e)]
+        with np.errstate(over="ignore"):  # beyond float32: infinite, NOT_FINITE
+            inputs = [np.ascontiguousarray(a.ravel(), dtype=dtype) for a in (m, e)]
         run_on_devices(devices, split_range(0, n, len(devices), SOLVE_MIN_ELEMENTS),
                        lambda info, item: _solve_range(info, method, inputs, outputs, *item))
     big_e, sin_f, cos_f, status = (out.reshape(shape) for out in outputs)
@@ -176,7 +191,7 @@ def empty_params(n_models: int, n_planets: int, device=None) -> np.ndarray:
 
     Filling this array instead of an ordinary one lets :func:`chi2`,
     :func:`loglike` and :class:`RVLikelihood` (fp64 and mixed precision on
-    fp64 devices, ``m0``/``tp`` bases) upload parameters straight to the
+    fp64 devices, every basis) upload parameters straight to the
     device at the bus speed, skipping a host copy; results are identical.
     The memory returns to a pool when the array is garbage-collected.
     """
@@ -228,6 +243,7 @@ def radial_velocity(
         (``P <= 0``, ``e`` outside ``[0, 1)``, non-finite values).
     """
     p, batch = model_params(params, basis)
+    refuse_masked("t", t)
     t = np.asarray(t)
     obs = Observations.build(t, np.zeros(np.shape(t)), np.ones(np.shape(t)), instrument, t_ref)
     if p.shape[0] == 0:
@@ -321,9 +337,11 @@ _STAT_DOC = """
     trend
         ``(..., 2)``: ``dvdt``, ``curv`` about ``t_ref``.
     precision
-        ``"mixed"`` (default: phase ``(t - t_ref)/P`` in double, or
-        double-single on devices without fp64, the rest in single precision
-        with Kahan-compensated sums), ``"fp64"`` or ``"fp32"``.
+        ``"mixed"`` (default: orbital phase in double, or double-single on
+        devices without fp64, the rest in single precision with
+        Kahan-compensated sums), ``"fp64"`` or ``"fp32"``. The phase is
+        formed without cancellation for any ``t_ref`` and epochs (e.g.
+        barycentric dates with ``t_ref = 0``), see :mod:`clperiod.kepler`.
     layout, memory
         ``"auto"`` (planned), or force ``"fused"``/``"split"`` kernels and
         ``"constant"``/``"local"``/``"global"`` memory for the observations.

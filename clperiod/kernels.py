@@ -14,6 +14,7 @@ import os
 import re
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +63,7 @@ def _source_excerpt(source: str, log: str) -> str:
 
 _program_cache: dict[tuple, tuple[cl.Program, dict[str, str]]] = {}  # with its typedefs
 _program_lock = threading.Lock()
+_build_seconds = [0.0]  # wall time spent in _build, all threads
 #: Programs keep their kernels' argument information, from which
 #: :func:`get_kernels` declares the scalar argument types.
 _BUILD_OPTIONS = ["-cl-kernel-arg-info"]
@@ -103,10 +105,20 @@ def _cached_program(context: cl.Context, template: str,
     with _program_lock:
         cached = _program_cache.get(key)
     if cached is None:
+        started = time.perf_counter()
         built = _build(context, template, key[2])
         with _program_lock:
+            _build_seconds[0] += time.perf_counter() - started
             cached = _program_cache.setdefault(key, built)
     return cached
+
+
+def build_seconds() -> float:
+    """Wall seconds this process has spent building programs (rendering the
+    template, compiling or loading a cached binary); a program built before
+    in this process costs nothing."""
+    with _program_lock:
+        return _build_seconds[0]
 
 
 _kernel_cache = threading.local()

@@ -30,12 +30,12 @@ from typing import Any, Literal
 import numpy as np
 import pyopencl as cl
 
-from . import kernels, stats
+from . import checks, kernels, stats
 from .catalog import Catalog, Status
 from .device import DeviceInfo, get_context, get_queue, require_fp64, select_devices
 from .grid import FrequencyGrid
 from .host import (Deferred, PeakResults, as_catalog, check_choice, check_top_k,
-                   progress_bar)
+                   degenerate_status, progress_bar)
 from .planning import DEFAULT_BETA, PINNED_POOL, Batch, KernelShape, Staging, plan_batches
 from .scheduler import BATCHES_PER_DEVICE, run_on_devices
 from .standardize import standardize
@@ -255,12 +255,15 @@ def _start(cat_or_t, grid, y, dy, *, method, normalization, fit_mean, center_dat
            defer: bool) -> Deferred[LombScargleResult]:
     """Check the input, plan the batches and queue (``defer``) or run them."""
     started = time.perf_counter()
-    catalog = _as_catalog(cat_or_t, y, dy, method, nan_policy)
     options = _Options.build(
         method, normalization, fit_mean, center_data, precision, memory, top_k, periodogram
     )
+    catalog = _as_catalog(cat_or_t, y, dy, method, nan_policy)
     if not isinstance(grid, FrequencyGrid):
         raise TypeError(f"grid must be a FrequencyGrid, got {type(grid).__name__}")
+    if grid.fmax == 0:
+        raise ValueError("grid has no frequency above 0 (the power at f = 0 is NaN); "
+                         f"got {grid}")
     if grid.nf > MAX_NF:
         raise ValueError(f"grids of more than {MAX_NF} frequencies are not supported "
                          f"(int32 frequency indices); split the range, got nf={grid.nf}")
@@ -300,14 +303,19 @@ def _assemble(results: list[_BatchResult], catalog: Catalog, grid: FrequencyGrid
               options: _Options, power: np.ndarray | None, devices: list[DeviceInfo],
               method: str, precision: str, started: float) -> LombScargleResult:
     """The result of a search from its batches' results (in catalog order)."""
-    status = np.concatenate([r.status for r in results])
-    if power is not None and options.normalization == "psd" and not options.fp64:
-        _check_float32_psd(np.concatenate([r.psd_scale for r in results]), status, catalog)
     top_val = np.concatenate([r.val for r in results])
     top_idx = np.concatenate([r.idx for r in results])
     found = top_idx != _NO_PEAK
     top_val = np.where(found, top_val, np.nan)
     top_freq = np.where(found, grid.fmin + top_idx * grid.df, np.nan)
+    status = _search_status(catalog, np.concatenate([r.status for r in results]),
+                            top_val[:, 0], options)
+    if power is not None and options.normalization == "psd" and not options.fp64:
+        _check_float32_psd(np.concatenate([r.psd_scale for r in results]), status, catalog)
+    failed = status != Status.OK
+    top_val[failed] = top_freq[failed] = np.nan
+    if power is not None and failed.any():
+        power[failed] = np.nan
     timings: dict[str, float] = {}
     for result in results:
         for name, value in result.seconds.items():
@@ -330,6 +338,24 @@ def _assemble(results: list[_BatchResult], catalog: Catalog, grid: FrequencyGrid
         catalog=catalog,
         timings={**timings, "total_s": time.perf_counter() - started},
     )
+
+
+def _search_status(catalog: Catalog, prepared: np.ndarray, power_best: np.ndarray,
+                   options: _Options) -> np.ndarray:
+    """Per-object status: the preparation's (TOO_FEW_POINTS, ZERO_VARIANCE)
+    with the causes of degenerate results (:func:`clperiod.host.degenerate_status`).
+
+    The preparation's ZERO_VARIANCE is kept where the degenerate-status test
+    would say OUT_OF_RANGE: the standardization decides it exactly and for any
+    finite values (no value leaves the range there), whereas that test centres
+    in one pass; the invalid-value statuses (NOT_FINITE, BAD_UNCERTAINTY)
+    take precedence over both.
+    """
+    use_dy = options.method == "generalized" and catalog.dy is not None
+    status = degenerate_status(catalog, prepared, power_best, use_dy)
+    status[(prepared == Status.ZERO_VARIANCE) & (status == Status.OUT_OF_RANGE)] = (
+        Status.ZERO_VARIANCE)
+    return status
 
 
 #: The psd factors whose fp32 periodograms keep float32's precision: powers
@@ -391,8 +417,9 @@ class _Options:
         check_choice("normalization", normalization, Normalization)
         top_k = check_top_k(top_k, MAX_TOP_K)
         default = method == "generalized"
-        fit_mean = default if fit_mean is None else bool(fit_mean)
-        center_data = default if center_data is None else bool(center_data)
+        fit_mean = default if fit_mean is None else checks.boolean("fit_mean", fit_mean)
+        center_data = (default if center_data is None
+                       else checks.boolean("center_data", center_data))
         return cls(
             method,
             normalization,
@@ -630,7 +657,8 @@ class _QueuedBatch:
         val = self.val.astype(np.float64)
         psd_scale = self.inputs.psd_scale.copy()
         if self.psd:
-            val *= psd_scale[:, None]
+            with np.errstate(invalid="ignore"):  # no peak (-inf) of an object not OK (0)
+                val *= psd_scale[:, None]
         done = _BatchResult(self.inputs.status.copy(), val, self.idx.copy(), psd_scale, seconds)
         self.staging.release()
         return done

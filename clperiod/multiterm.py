@@ -6,26 +6,28 @@ harmonics, fitted by weighted least squares exactly as astropy's
 reduction of chi^2 in astropy's normalizations. The device evaluates the
 weighted harmonic sums and solves each frequency's small normal system
 (``cl_kernels/multiterm.mako``, fp64). :class:`clperiod.astropy.LombScargle`
-uses it for ``nterms != 1``; :func:`multiterm_max_power` evaluates many
-light curves on the same times (a bootstrap's resamplings) in one ND-range.
+uses it for ``nterms != 1`` and astropy's ``chi2`` methods;
+:func:`multiterm_max_power` evaluates many light curves on the same times (a
+bootstrap's resamplings) in one ND-range; :func:`multiterm_coefficients`
+returns the fits themselves (:func:`clperiod.scipy.lombscargle`'s amplitudes).
 """
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Iterator
 
 import numpy as np
 import pyopencl as cl
 
-from . import kernels
+from . import checks, kernels
+from .catalog import refuse_masked
 from .device import get_context, get_queue, require_fp64, select_devices, upload
 from .grid import FrequencyGrid
 from .host import check_choice
 from .lombscargle import Normalization
 from .standardize import Standardized, standardize
 
-__all__ = ["MAX_NTERMS", "multiterm_max_power", "multiterm_power"]
+__all__ = ["MAX_NTERMS", "multiterm_coefficients", "multiterm_max_power", "multiterm_power"]
 
 #: Most harmonics (the normal system has up to 2 * MAX_NTERMS + 1 unknowns,
 #: held in private memory).
@@ -53,6 +55,7 @@ def multiterm_power(
     fit_mean: bool = True,
     center_data: bool = True,
     normalization: Normalization = "standard",
+    direct_harmonics: bool = False,
     device=None,
 ) -> np.ndarray:
     """Multi-term Lomb-Scargle power of one light curve on a uniform grid.
@@ -73,6 +76,12 @@ def multiterm_power(
     normalization : {"standard", "model", "log", "psd"}
         astropy's normalizations of ``p = chi2_ref - chi2``: ``p / chi2_ref``,
         ``p / (chi2_ref - p)``, ``-log(1 - p / chi2_ref)`` and ``p / 2``.
+    direct_harmonics : bool
+        Evaluate the sine and cosine of every harmonic ``h`` from its own
+        phase ``h f t`` (reduced to one cycle) instead of by angle addition
+        from the first harmonic: recurrence-free, ``2 nterms`` sine-cosine
+        evaluations per point and frequency instead of one. Both are exact
+        to rounding; they differ in the last digits.
     device
         Device selection (see :func:`clperiod.select_devices`); the first
         selected device computes. It must support fp64.
@@ -94,10 +103,57 @@ def multiterm_power(
         than unknowns, or a device without fp64.
     """
     nterms = _check_options(nterms, fit_mean, normalization, grid)
-    t, y, dy = _checked(t, np.ravel(y)[None], dy, 2 * nterms + int(fit_mean))
+    t, y, dy = _checked(t, y, dy, 2 * nterms + int(fit_mean), batch=False)
     values = _standardized(y, dy, fit_mean or center_data)
-    ((_, z),) = _power_blocks(t, values, grid, nterms, fit_mean, device, block_rows=1)
+    ((_, z),) = _power_blocks(t, values, grid, nterms, fit_mean, device, block_rows=1,
+                              direct=direct_harmonics)
     return _normalized(z, values, normalization)[0]
+
+
+def multiterm_coefficients(
+    t: np.ndarray,
+    y: np.ndarray,
+    dy: np.ndarray | None,
+    grid: FrequencyGrid,
+    nterms: int,
+    *,
+    fit_mean: bool = True,
+    center_data: bool = True,
+    direct_harmonics: bool = False,
+    device=None,
+) -> np.ndarray:
+    """Least-squares coefficients of the multi-term model at every grid frequency.
+
+    The fit behind :func:`multiterm_power`: at frequency ``f`` the model
+    ``[offset] + sum_h a_h sin(2 pi h f t) + b_h cos(2 pi h f t)`` (times as
+    given, not shifted), fitted with weights ``dy**-2`` to ``y``, or with
+    ``center_data`` and no ``fit_mean`` to ``y`` less its weighted mean.
+
+    Parameters
+    ----------
+    t, y, dy, grid, nterms, fit_mean, center_data, direct_harmonics, device
+        As :func:`multiterm_power`.
+
+    Returns
+    -------
+    ndarray
+        ``(grid.nf, int(fit_mean) + 2 * nterms)`` float64: the offset (with
+        ``fit_mean``), then ``a_h, b_h`` for ``h = 1 .. nterms``; rows of NaN
+        where the model is degenerate (frequency 0, fewer distinct phases
+        than unknowns).
+
+    Raises
+    ------
+    ValueError
+        As :func:`multiterm_power`.
+    """
+    nterms = _check_options(nterms, fit_mean, "standard", grid)
+    t, y, dy = _checked(t, y, dy, 2 * nterms + int(fit_mean), batch=False)
+    values = _standardized(y, dy, fit_mean or center_data)
+    ((_, x),) = _kernel_blocks(t, values, grid, nterms, fit_mean, device, block_rows=1,
+                               direct=direct_harmonics, coefficients=True)
+    x = _in_units_of_y(x[0], values, fit_mean)
+    return _shift_origin(x, grid.frequencies(), float(np.median(t)), nterms, fit_mean)
 
 
 def multiterm_max_power(
@@ -158,10 +214,7 @@ def multiterm_max_power(
         As :func:`multiterm_power`, or ``y`` not two-dimensional.
     """
     nterms = _check_options(nterms, fit_mean, normalization, grid)
-    y = np.asarray(y, dtype=np.float64)
-    if y.ndim != 2:
-        raise ValueError(f"y must have shape (n_curves, n), got {y.shape}")
-    t, y, dy = _checked(t, y, dy, 2 * nterms + int(fit_mean))
+    t, y, dy = _checked(t, y, dy, 2 * nterms + int(fit_mean), batch=True)
     values = _standardized(y, dy, fit_mean or center_data)
     maxima = np.empty(y.shape[0])
     block_rows = max(1, _MAX_BLOCK // grid.nf)
@@ -173,9 +226,7 @@ def multiterm_max_power(
 
 def _check_options(nterms, fit_mean: bool, normalization: str, grid: FrequencyGrid) -> int:
     """Checked ``nterms`` (as int), ``normalization`` and ``grid``."""
-    nterms = operator.index(nterms)
-    if not 0 <= nterms <= MAX_NTERMS:
-        raise ValueError(f"nterms must be in [0, {MAX_NTERMS}], got {nterms}")
+    nterms = checks.integer("nterms", nterms, low=0, high=MAX_NTERMS)
     if nterms == 0 and not fit_mean:
         raise ValueError("nterms = 0 needs fit_mean=True (the model would be empty)")
     check_choice("normalization", normalization, Normalization)
@@ -194,10 +245,25 @@ def _standardized(y: np.ndarray, dy: np.ndarray | None, center: bool) -> Standar
 
 
 def _power_blocks(t, values: Standardized, grid: FrequencyGrid, nterms: int, fit_mean: bool,
-                  device, block_rows: int) -> Iterator[tuple[slice, np.ndarray]]:
+                  device, block_rows: int, direct: bool = False
+                  ) -> Iterator[tuple[slice, np.ndarray]]:
     """Each block of ``block_rows`` light curves: its rows and standard powers
     ``(n_rows, nf)`` (NaN for light curves that do not vary); one kernel call
     per block."""
+    for block, p in _kernel_blocks(t, values, grid, nterms, fit_mean, device, block_rows,
+                                   direct, coefficients=False):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            z = p / values.yy[block, None]
+        yield block, np.where(values.flat[block, None], np.nan, z)
+
+
+def _kernel_blocks(t, values: Standardized, grid: FrequencyGrid, nterms: int, fit_mean: bool,
+                   device, block_rows: int, direct: bool, coefficients: bool
+                   ) -> Iterator[tuple[slice, np.ndarray]]:
+    """Each block of ``block_rows`` standardized light curves: its rows and the
+    kernel's output in the standardized units: ``p = chi2_ref - chi2``
+    ``(n_rows, nf)``, or with ``coefficients`` the fits' coefficients
+    ``(n_rows, nf, M)`` (times from their median); one kernel call per block."""
     n_curves = values.yy.size
     w = values.wn.reshape(n_curves, t.size)
     wy = (values.wn * values.u).reshape(n_curves, t.size)
@@ -206,32 +272,67 @@ def _power_blocks(t, values: Standardized, grid: FrequencyGrid, nterms: int, fit
     context, queue = get_context(info), get_queue(info)
     per_item = _CPU_ROWS if n_curves > 1 and info.kind == "cpu" else 1
     (kernel,) = kernels.get_kernels(context, "multiterm", ("multiterm_power",),
-                                    nterms=nterms, bias=int(fit_mean), wg=_WG, rows=per_item)
+                                    nterms=nterms, bias=int(fit_mean), wg=_WG, rows=per_item,
+                                    direct=direct, coefficients=coefficients)
+    per_frequency = int(fit_mean) + 2 * nterms if coefficients else 1
     pending: list[cl.Event] = []  # queued uploads, passed by each block's blocking read
     t_buffer = upload(queue, t - np.median(t), pending)
     for start in range(0, n_curves, block_rows):
         block = slice(start, start + block_rows)
         n_rows = w[block].shape[0]
         inputs = [upload(queue, a, pending) for a in (w[block], wy[block])]
-        out = cl.Buffer(context, cl.mem_flags.WRITE_ONLY, 8 * n_rows * grid.nf)
+        out = cl.Buffer(context, cl.mem_flags.WRITE_ONLY, 8 * n_rows * grid.nf * per_frequency)
         kernel.set_args(t_buffer, *inputs, np.int32(t.size), np.float64(grid.fmin),
                         np.float64(grid.df), np.int32(grid.nf), np.int32(n_rows), out)
         cl.enqueue_nd_range_kernel(queue, kernel,
                                    (-(-grid.nf // _WG) * _WG, -(-n_rows // per_item)), (_WG, 1))
-        p = np.empty((n_rows, grid.nf))
+        p = np.empty((n_rows, grid.nf) + ((per_frequency,) if coefficients else ()))
         cl.enqueue_copy(queue, p, out, is_blocking=True)
         pending.clear()
-        with np.errstate(invalid="ignore", divide="ignore"):
-            z = p / values.yy[block, None]
-        yield block, np.where(values.flat[block, None], np.nan, z)
+        yield block, p
 
 
-def _checked(t, y: np.ndarray, dy, unknowns: int
+def _in_units_of_y(x: np.ndarray, values: Standardized, fit_mean: bool) -> np.ndarray:
+    """Coefficients ``(nf, M)`` of the fits to one standardized light curve as
+    coefficients of the fit to its ``y``: scaled by its unit ``2**exponent``,
+    with the centring value added back to the offset (with ``fit_mean``)."""
+    x = np.ldexp(x, values.exponent[0])
+    if fit_mean:
+        x[:, 0] += values.center[0]
+    return x
+
+
+def _shift_origin(x: np.ndarray, frequency: np.ndarray, origin: float, nterms: int,
+                  fit_mean: bool) -> np.ndarray:
+    """Coefficients ``(nf, M)`` of fits in times ``t - origin`` as coefficients in ``t``.
+
+    Harmonic ``h`` at frequency ``f`` turns by ``phi = 2 pi h f origin``:
+    ``a sin(th - phi) + b cos(th - phi)`` is ``a' sin th + b' cos th`` with
+    ``a' = a cos phi + b sin phi`` and ``b' = b cos phi - a sin phi``.
+    """
+    shifted = x.copy()
+    for h in range(1, nterms + 1):
+        turn = h * frequency * origin
+        turn -= np.rint(turn)
+        cos, sin = np.cos(2 * np.pi * turn), np.sin(2 * np.pi * turn)
+        a, b = x[:, int(fit_mean) + 2 * (h - 1)], x[:, int(fit_mean) + 2 * h - 1]
+        shifted[:, int(fit_mean) + 2 * (h - 1)] = a * cos + b * sin
+        shifted[:, int(fit_mean) + 2 * h - 1] = b * cos - a * sin
+    return shifted
+
+
+def _checked(t, y, dy, unknowns: int, *, batch: bool
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """Checked float64 ``t`` (1-D), ``y`` (``(n_curves, n)``) and ``dy``
-    (None, or broadcast to ``y``)."""
+    """Checked float64 ``t`` (1-D), ``y`` (``(n_curves, n)``: as given with
+    ``batch``, else one light curve) and ``dy`` (None, or broadcast to ``y``)."""
+    for name, values in (("t", t), ("y", y), ("dy", dy)):
+        refuse_masked(name, values)
     t = np.asarray(t, dtype=np.float64).ravel()
     y = np.asarray(y, dtype=np.float64)
+    if not batch:
+        y = y.ravel()[None]
+    elif y.ndim != 2:
+        raise ValueError(f"y must have shape (n_curves, n), got {y.shape}")
     if y.shape[-1:] != t.shape:
         raise ValueError(f"t and y differ in length: {t.size} and {y.shape[-1]}")
     if dy is not None:

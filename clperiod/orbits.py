@@ -19,17 +19,20 @@ basis                       parameters
 ==========================  =================================================
 
 ``"per k e w m0"`` is the standard basis (Ford 2009's, with an explicit
-reference epoch); the device kernels read the ``m0`` and ``tp`` bases
-directly, ``tc`` is converted to ``tp`` on the host first.
+reference epoch); the device kernels read every basis directly (``tc``
+through the mean anomaly at conjunction, :func:`conjunction_mean_anomaly`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from .catalog import refuse_masked
+
 __all__ = [
     "BASES",
     "STANDARD",
+    "conjunction_mean_anomaly",
     "convert",
     "timeperi_to_timetrans",
     "timetrans_to_timeperi",
@@ -49,7 +52,7 @@ TWO_PI = 2.0 * np.pi
 
 def check_basis(basis: str) -> tuple[str, str]:
     """Validate ``basis``; return its (eccentricity form, time form) words."""
-    if basis not in BASES:
+    if not (isinstance(basis, str) and basis in BASES):
         raise ValueError(f"unknown basis {basis!r}; choose one of {BASES}")
     words = basis.split()
     return ("e_w" if words[2] == "e" else "secosw_sesinw"), words[4]
@@ -57,6 +60,17 @@ def check_basis(basis: str) -> tuple[str, str]:
 
 def _eccentric_from_true(f: np.ndarray, e: np.ndarray) -> np.ndarray:
     return 2.0 * np.arctan(np.tan(f / 2.0) * np.sqrt((1.0 - e) / (1.0 + e)))
+
+
+def conjunction_mean_anomaly(e, w) -> np.ndarray:
+    """Mean anomaly at conjunction (true anomaly ``pi/2 - w``), in ``(-pi, pi]``.
+
+    ``tp = tc - P M_c / (2 pi)``; the same value as radvel's formula, from
+    ``E = atan2(sqrt(1 - e^2) cos w, e + sin w)``, which has no singular angle.
+    """
+    e, w = np.asarray(e, dtype=np.float64), np.asarray(w, dtype=np.float64)
+    root, cos_w, sin_w = np.sqrt((1.0 - e) * (1.0 + e)), np.cos(w), np.sin(w)
+    return np.arctan2(root * cos_w, e + sin_w) - e * root * cos_w / (1.0 + e * sin_w)
 
 
 def timetrans_to_timeperi(tc, per, e, w) -> np.ndarray:
@@ -76,6 +90,7 @@ def timeperi_to_timetrans(tp, per, e, w) -> np.ndarray:
 def _split(params, basis: str, t_ref: float):
     """Per-planet (P, K, e, w, tp) from any basis, float64."""
     ecc_form, time_form = check_basis(basis)
+    refuse_masked("params", params)
     p = np.asarray(params, dtype=np.float64)
     if p.shape[-1:] != (5,):
         raise ValueError(f"params must end in an axis of 5 per-planet values, got shape {p.shape}")

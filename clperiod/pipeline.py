@@ -47,12 +47,12 @@ from typing import Any
 import numpy as np
 
 from . import workers
-from .catalog import Catalog
+from .catalog import Catalog, catalog_of, is_lightcurve_list
 from .catalog_files import DEFAULT_CHUNK_ROWS, CatalogChunk, CatalogReader, checked
 from .chunking import Block, Chunker
 from .device import select_devices
 from .disposal import dispose
-from .grid import FrequencyGrid
+from .grid import SURVEY_MIN_PERIOD, FrequencyGrid, GridWarning
 from .host import Deferred
 from .results_files import (
     PeriodogramWriter,
@@ -68,8 +68,8 @@ from .stats import catalog_time_spread
 from .tables import result_columns
 from .workers import SerialQueue
 
-__all__ = ["ALGORITHMS", "AutoGrid", "CatalogRun", "PeriodSearch", "catalog_extent",
-           "run_catalog", "work_directory"]
+__all__ = ["ALGORITHMS", "AutoGrid", "CatalogRun", "GridResolutionWarning", "PeriodSearch",
+           "catalog_extent", "default_plot_labels", "run_catalog", "work_directory"]
 
 #: Period searches a catalog run can use.
 ALGORITHMS = ("lombscargle", "supersmoother")
@@ -89,24 +89,33 @@ _RUN_FORMAT = 2  # 2: part files in Arrow IPC
 
 @dataclass(frozen=True)
 class AutoGrid:
-    """astropy's ``autofrequency`` rule over a whole catalog (:meth:`FrequencyGrid.auto`).
+    """The default grid of catalog runs, resolved on the input.
 
-    A run resolves it by reading the input once (:func:`catalog_extent`) for
-    the longest baseline and the largest object, then keeps the grid in its
-    manifest.
+    With ``min_period`` (default :data:`~clperiod.grid.SURVEY_MIN_PERIOD`,
+    0.05 days) it is :meth:`FrequencyGrid.survey` (astropy's rule, reaching
+    periods of ``min_period`` at least); with ``min_period=None`` astropy's
+    ``autofrequency`` (:meth:`FrequencyGrid.auto`). A run resolves it by
+    reading the input once (:func:`catalog_extent`) for the longest baseline
+    and the largest object, then keeps the grid in its manifest.
     """
 
     samples_per_peak: float = 5
     nyquist_factor: float = 5
     minimum_frequency: float | None = None
     maximum_frequency: float | None = None
+    min_period: float | None = SURVEY_MIN_PERIOD
 
     def resolve(self, baseline: float, n_samples: int) -> FrequencyGrid:
         """The grid for a catalog whose longest baseline and largest object are given."""
-        # FrequencyGrid.auto depends on a catalog only through these two
-        # numbers; evenly spaced times reproduce them exactly.
+        # the rules depend on a catalog only through these two numbers;
+        # evenly spaced times reproduce them exactly
         times = np.linspace(0.0, baseline, max(int(n_samples), 2))
-        return FrequencyGrid.auto(times, **dataclasses.asdict(self))
+        limits = (self.samples_per_peak, self.nyquist_factor)
+        bounds = {"minimum_frequency": self.minimum_frequency,
+                  "maximum_frequency": self.maximum_frequency}
+        if self.min_period is None:
+            return FrequencyGrid.auto(times, *limits, **bounds)
+        return FrequencyGrid.survey(times, *limits, self.min_period, **bounds)
 
 
 @dataclass(frozen=True)
@@ -118,7 +127,8 @@ class PeriodSearch:
     algorithm : {"lombscargle", "supersmoother"}
         The search.
     grid : FrequencyGrid or AutoGrid
-        The frequency grid (an :class:`AutoGrid` is resolved on the input).
+        The frequency grid; default :class:`AutoGrid` (resolved on the input,
+        periods from 0.05 days up).
     options : mapping
         Keyword arguments of the search (``method``, ``normalization``,
         ``precision``, ``top_k``, ``variant``, ...), JSON-ready values. The
@@ -128,7 +138,7 @@ class PeriodSearch:
     """
 
     algorithm: str
-    grid: FrequencyGrid | AutoGrid
+    grid: FrequencyGrid | AutoGrid = field(default_factory=AutoGrid)
     options: Mapping[str, Any] = field(default_factory=dict)
     fap_method: str | None = "baluev"
 
@@ -214,6 +224,10 @@ class CatalogRun:
         ``total_s`` (wall time).
         Reading and writing overlap the searches, so ``total_s`` is less
         than their sum.
+    grid_warnings : dict of str to int
+        Objects per :class:`~clperiod.grid.GridWarning` name that the grid
+        does not resolve (empty when it resolves every object; a
+        :class:`GridResolutionWarning` is issued otherwise).
     """
 
     output: Path
@@ -225,12 +239,28 @@ class CatalogRun:
     grid: FrequencyGrid
     devices: list[str]
     timings: dict[str, float]
+    grid_warnings: dict[str, int] = field(default_factory=dict)
+
+
+class GridResolutionWarning(UserWarning):
+    """A catalog run's grid does not resolve some objects (:func:`~clperiod.grid.grid_warnings`)."""
 
 
 def work_directory(output: str | Path) -> Path:
     """The work directory of a run writing ``output``: ``<output>.parts``."""
     output = Path(output)
     return output.with_name(output.name + ".parts")
+
+
+def default_plot_labels(source: Any) -> Any:
+    """The :class:`~clperiod.plot.PlotLabels` of a run's figures: the input's t and y
+    column names (a time column of timestamps, read as MJD, in days)."""
+    from .plot import PlotLabels
+
+    columns = getattr(source, "columns", {"t": "t", "y": "y"})
+    if getattr(source, "timestamps", False):
+        return PlotLabels(f"{columns['t']} (MJD)", columns["y"], t_unit="d")
+    return PlotLabels(columns["t"], columns["y"])
 
 
 def catalog_extent(chunks: Iterable[CatalogChunk]) -> tuple[float, int]:
@@ -246,7 +276,7 @@ def catalog_extent(chunks: Iterable[CatalogChunk]) -> tuple[float, int]:
 
 
 def run_catalog(
-    source: CatalogReader | Catalog | str | Path,
+    source: CatalogReader | Catalog | list | str | Path,
     search: PeriodSearch,
     output: str | Path,
     *,
@@ -260,15 +290,17 @@ def run_catalog(
     plot: str | Path | None = None,
     plot_ids: Sequence[Any] | None = None,
     plot_format: str = "png",
+    plot_labels: Any = None,
 ) -> CatalogRun:
     """Search every object of a catalog file; resumable (see the module notes).
 
     Parameters
     ----------
-    source : CatalogReader, path-like or Catalog
+    source : CatalogReader, path-like, Catalog or list
         The input: an opened reader (its options decide the layout, columns
         and chunks), a file path (opened with defaults and ``chunk_rows``),
-        or an in-memory catalog (identified by a hash of its content).
+        or an in-memory catalog (identified by a hash of its content) or
+        list of light curves (:meth:`Catalog.from_lightcurves`).
     search : PeriodSearch
         Algorithm, grid and options.
     output : path-like
@@ -298,6 +330,10 @@ def run_catalog(
         :data:`DEFAULT_PLOTS` objects of the input.
     plot_format : str
         Figure file format (``png``, ``pdf``, ``svg``, ...).
+    plot_labels : clperiod.plot.PlotLabels, optional
+        Names and units on the figures' axes; default
+        :func:`default_plot_labels` of the input (its column names; days for
+        Julian dates and timestamps; magnitudes inverted).
 
     Returns
     -------
@@ -323,8 +359,9 @@ def run_catalog(
         first, check_first = next(pairs)  # the reader raises for an empty input
         timings["read_s"] = time.perf_counter() - reading
         devices = select_devices(device)
+        labels = default_plot_labels(reader) if plot and plot_labels is None else plot_labels
         state_args = (work, devices, periodogram is not None, plot, plot_ids, plot_format,
-                      timings)
+                      labels, timings)
         queued = state = None
         try:
             if isinstance(search.grid, FrequencyGrid) and _looks_fresh(work):
@@ -376,6 +413,7 @@ def run_catalog(
         if resuming:  # a fresh work directory holds this run's parts only
             _check_no_stale_parts(work, state.n_chunks)
         state.warn_missing_plot_ids()
+        state.warn_grid()
         joined = time.perf_counter()
     if periodogram is not None:
         _join_periodograms(work, state.n_chunks, periodogram, formats[1], grid, state.n_objects)
@@ -384,7 +422,7 @@ def run_catalog(
                    total_s=time.perf_counter() - started)
     return CatalogRun(output, Path(periodogram) if periodogram else None, state.figures,
                       state.n_objects, state.n_chunks, state.n_resumed, grid,
-                      [d.label for d in devices], timings)
+                      [d.label for d in devices], timings, dict(state.grid_warnings))
 
 
 # ---------------------------------------------------------------------- the run
@@ -402,15 +440,17 @@ class _RunState:
 
     def __init__(self, search: PeriodSearch, work: Path, devices: list, with_periodogram: bool,
                  plot: Any, plot_ids: Sequence[Any] | None, plot_format: str,
-                 timings: dict[str, float]) -> None:
+                 plot_labels: Any, timings: dict[str, float]) -> None:
         self.work, self.search, self.devices = work, search, devices
         self.with_periodogram = with_periodogram
         self.plot = None if plot is None else Path(plot)
         self.plot_ids = None if plot_ids is None else np.asarray([str(i) for i in plot_ids])
         self.plot_format = plot_format
+        self.plot_labels = plot_labels
         self.plots_left = DEFAULT_PLOTS
         self.plot_ids_found: set[str] = set()
         self.figures: list[Path] = []
+        self.grid_warnings: dict[str, int] = {}
         self.n_objects = self.n_chunks = self.n_resumed = 0
         self.timings = timings  # read_s is the reader thread's (_Prefetch)
         self.output: ResultsWriter | None = None
@@ -475,9 +515,33 @@ class _RunState:
             warnings.warn(f"no object with id(s) {', '.join(missing)} in the input: "
                           "nothing plotted for them", stacklevel=3)
 
+    def warn_grid(self) -> None:
+        """Warn about objects that the grid does not resolve (:class:`GridWarning`)."""
+        if not self.grid_warnings:
+            return
+        grid = self.search.grid
+        counts = ", ".join(f"{count} with {name}" for name, count in self.grid_warnings.items())
+        warnings.warn(
+            f"the grid ({grid.nf:,} frequencies from {grid.fmin:.6g} to {grid.fmax:.6g}) does "
+            f"not resolve every object: {counts} (see the grid_warning column); a finer step "
+            "(more samples per peak) or a higher fmax (a shorter minimum period) fixes it",
+            GridResolutionWarning, stacklevel=3)
+
+    def _count_grid_warnings(self, names: Any) -> None:
+        """Add a chunk's ``grid_warning`` column to the run's counts (writer thread)."""
+        names = np.asarray(names, dtype=object)
+        for flag in GridWarning:
+            key = flag.name.lower()
+            count = int(np.count_nonzero((names == key) | (names == "coarse_step,low_fmax")))
+            if count:
+                self.grid_warnings[key] = self.grid_warnings.get(key, 0) + count
+
     def _copy_part(self, chunk: CatalogChunk) -> list[Path]:
         """Writer thread: a resumed chunk's rows, from its part file, to the output."""
-        self.output.write(_read_part(self.work / _result_part(chunk.index)))
+        table = _read_part(self.work / _result_part(chunk.index))
+        if "grid_warning" in table.column_names:
+            self._count_grid_warnings(table.column("grid_warning").to_pylist())
+        self.output.write(table)
         self._advance(chunk.n_rows)
         return []
 
@@ -551,6 +615,7 @@ class _RunState:
                    for result in results]
         joined = columns[0] if len(columns) == 1 else {
             name: np.concatenate([c[name] for c in columns]) for name in columns[0]}
+        self._count_grid_warnings(joined["grid_warning"])
         if self.with_periodogram:
             path = self.work / _periodogram_part(chunk.index)
             with PeriodogramWriter(path, chunk.catalog.n_objects, self.search.grid, "npy") as out:
@@ -561,7 +626,8 @@ class _RunState:
             from .plot import plot_objects
 
             result, catalog, ids = plot_job
-            figures = plot_objects(result, catalog, ids, self.plot, fmt=self.plot_format)
+            figures = plot_objects(result, catalog, ids, self.plot, fmt=self.plot_format,
+                                   labels=self.plot_labels)
         if final and not self.with_periodogram:  # no part file: no chunk summary
             self.output.write(results_table(joined))
         else:
@@ -809,8 +875,8 @@ def _nothing_to_check() -> None:
 def _as_reader(source: Any, chunk_rows: int) -> Any:
     if isinstance(source, CatalogReader):
         return source
-    if isinstance(source, Catalog):
-        return _MemorySource(source, chunk_rows)
+    if isinstance(source, Catalog) or is_lightcurve_list(source):
+        return _MemorySource(catalog_of(source, name="source"), chunk_rows)
     return CatalogReader(source, chunk_rows=chunk_rows)
 
 

@@ -4,17 +4,21 @@
 best and the top-k peaks marked and, for Lomb-Scargle, horizontal lines at
 the power of chosen false-alarm probabilities; below it the light curve
 folded at the best period. :func:`plot_objects` writes one such figure per
-object of a chosen set. matplotlib is imported when a function is called,
-never at ``import clperiod``.
+object of a chosen set. :class:`PlotLabels` names the axes after the data's
+columns and units (days for Julian dates) and turns the y axis of
+magnitudes over (brighter up). matplotlib is imported when a function is
+called, never at ``import clperiod``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import re
 import sys
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,13 +33,108 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-__all__ = ["plot_objects", "plot_result"]
+__all__ = ["PlotLabels", "file_stem", "plot_objects", "plot_result"]
 
 #: Periodograms longer than this are drawn as a min/max envelope of this many bins.
 _MAX_LINE_POINTS = 20_000
 #: Colours of the false-alarm lines, most to least probable.
 _FAP_COLORS = ("0.55", "tab:purple", "tab:green", "tab:brown", "tab:cyan")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+#: Characters of an id kept in a file name that needs a hash (the name stays
+#: far below the 255 bytes file systems allow).
+_NAME_CHARS = 100
+#: ``-`` and hex digits of the id's hash ending a file name that is not the id itself.
+_HASHED = re.compile(r"-[0-9a-f]{16}$")
+#: Words (split at non-letters and lower-to-upper case changes) naming Julian
+#: dates: MJD, JD, HJD, BJD, RJD, BJD_TDB, TESS's BTJD, Kepler's BKJD.
+_JULIAN_DATE = re.compile(r"[mhbr]?jd|btjd|bkjd", re.IGNORECASE)
+#: Words naming magnitudes: mag, mags, magnitude, rmag, Gmag, psfmag, ...
+_MAGNITUDE = re.compile(r"mag(?:nitude)?s?$", re.IGNORECASE)
+_WORDS = re.compile(r"[A-Z]*[a-z0-9]+|[A-Z]+(?![a-z])")
+
+
+@dataclass(frozen=True)
+class PlotLabels:
+    """What a figure calls the data: column names, units, direction of the y axis.
+
+    Parameters
+    ----------
+    t, y : str
+        Names of the time and value columns, as the axes show them.
+    t_unit, y_unit : str, optional
+        Units, as text (``"d"``, ``"mag"``, ``"e-/s"``). ``t_unit`` defaults
+        to ``"d"`` when ``t`` names a Julian date (``mjd``, ``jd``, ``hjd``,
+        ``bjd``, ``bjd_tdb``, ``btjd``, ...); frequencies are then in ``1/d``.
+        Without a time unit they are in cycles per unit of ``t``.
+    invert_y : bool, optional
+        Draw y growing downwards, as magnitudes are shown (brighter up).
+        Default: when ``y_unit`` or the name ``y`` says magnitude (``mag``,
+        ``ABmag``, ``psfMag_r``, ``Gmag``, ``magnitude``).
+
+    Examples
+    --------
+    >>> PlotLabels("mjd", "mag_g").frequency_label
+    'frequency [1/d]'
+    >>> PlotLabels("mjd", "mag_g").inverted
+    True
+    """
+
+    t: str = "t"
+    y: str = "y"
+    t_unit: str | None = None
+    y_unit: str | None = None
+    invert_y: bool | None = None
+
+    @property
+    def time_unit(self) -> str | None:
+        """The unit of t: as given, else ``"d"`` for a Julian date, else None."""
+        if self.t_unit is not None:
+            return self.t_unit
+        return "d" if any(_JULIAN_DATE.fullmatch(w) for w in _words(self.t)) else None
+
+    @property
+    def inverted(self) -> bool:
+        """Whether the y axis grows downwards (magnitudes)."""
+        if self.invert_y is not None:
+            return bool(self.invert_y)
+        if self.y_unit is not None:
+            return "mag" in self.y_unit.lower()
+        return any(_MAGNITUDE.search(w) for w in _words(self.y))
+
+    @property
+    def time_label(self) -> str:
+        """The time axis: ``"mjd [d]"``."""
+        return _with_unit(self.t, self.time_unit)
+
+    @property
+    def value_label(self) -> str:
+        """The value axis: ``"flux [e-/s]"``, or the name alone without a unit."""
+        return _with_unit(self.y, self.y_unit)
+
+    @property
+    def frequency_label(self) -> str:
+        """The frequency axis: ``"frequency [1/d]"``."""
+        unit = self.time_unit
+        return f"frequency [1/{unit}]" if unit else f"frequency [cycles per unit of {self.t}]"
+
+    def period(self, period: float) -> str:
+        """A period with its unit, e.g. ``"0.5297 d"``."""
+        unit = self.time_unit
+        return f"{period:.6g} {unit}" if unit else f"{period:.6g}"
+
+    def frequency(self, frequency: float) -> str:
+        """A frequency with its unit, e.g. ``"1.8885 /d"``."""
+        unit = self.time_unit
+        return f"{frequency:.6g} /{unit}" if unit else f"{frequency:.6g}"
+
+
+def _words(name: str) -> list[str]:
+    """The words of a column name: ``"psfMag_r"`` -> psf, Mag, r; ``"BJD_TDB"`` -> BJD, TDB."""
+    return _WORDS.findall(name)
+
+
+def _with_unit(name: str, unit: str | None) -> str:
+    return f"{name} [{unit}]" if unit else name
 
 
 def plot_result(
@@ -47,6 +146,8 @@ def plot_result(
     *,
     fap_levels: Sequence[float] = (0.1, 0.01, 0.001),
     fap_method: str = "baluev",
+    labels: PlotLabels | None = None,
+    name: str | None = None,
 ) -> Figure:
     """Plot the periodogram and the phase-folded light curve of one object.
 
@@ -74,6 +175,11 @@ def plot_result(
     fap_method : {"baluev", "davies", "naive", "townsend"}
         The false-alarm approximation, as in
         :meth:`LombScargleResult.false_alarm_probability`.
+    labels : PlotLabels, optional
+        Names and units of t and y, and whether the y axis is inverted
+        (default: ``PlotLabels()``, columns ``t`` and ``y`` without units).
+    name : str, optional
+        How the titles name the object (default: ``"object <id>"``).
 
     Returns
     -------
@@ -97,11 +203,13 @@ def plot_result(
     if not -n_objects <= index < n_objects:
         raise IndexError(f"object index {index} out of range for {n_objects} objects")
     index %= n_objects
+    labels = PlotLabels() if labels is None else labels
+    name = f"object {result.ids[index]}" if name is None else str(name)
     has_power = result.power is not None
     fig, axes = _axes(ax, 2 if has_power else 1, path)
     if has_power:
-        _draw_periodogram(axes[0], result, index, probabilities, fap_method)
-    _draw_fold(axes[-1], result, catalog, index, note_missing_power=not has_power)
+        _draw_periodogram(axes[0], result, index, probabilities, fap_method, labels, name)
+    _draw_fold(axes[-1], result, catalog, index, labels, name, note_missing_power=not has_power)
     if ax is None:
         fig.tight_layout()
     if path is not None:
@@ -117,6 +225,7 @@ def plot_objects(
     *,
     fap_levels: Sequence[float] = (0.1, 0.01, 0.001),
     fmt: str = "png",
+    labels: PlotLabels | None = None,
 ) -> list[Path]:
     """Save the :func:`plot_result` figure of each chosen object to a file.
 
@@ -137,14 +246,19 @@ def plot_objects(
         False-alarm probabilities drawn on Lomb-Scargle periodograms.
     fmt : str
         A file format matplotlib writes (``png``, ``pdf``, ``svg``, ...).
+    labels : PlotLabels, optional
+        Names and units of the axes (see :func:`plot_result`).
 
     Returns
     -------
     list of pathlib.Path
-        ``<directory>/<safe id>.<fmt>``, one per entry of ``objects`` (a
-        repeated id is drawn once). The safe id keeps letters, digits,
-        ``.``, ``_`` and ``-`` and replaces other runs by ``_``; ids that
-        would share a file name get ``_<catalog index>`` appended.
+        ``<directory>/<name>.<fmt>``, one per entry of ``objects`` (a
+        repeated id is drawn once). The name is the id itself when it holds
+        only letters, digits, ``.``, ``_`` and ``-`` (and up to 100 of
+        them); otherwise other characters become ``_``, the text is cut to
+        100 characters and ``-`` and 16 hex digits of a hash of the id
+        follow (``a/b`` -> ``a_b-<hash>``), so that distinct ids get distinct
+        names in every call (the chunks of a catalog run included).
 
     Raises
     ------
@@ -164,7 +278,7 @@ def plot_objects(
     directory.mkdir(parents=True, exist_ok=True)
     paths = {k: directory / f"{name}.{fmt}" for k, name in names.items()}
     for k, path in paths.items():
-        plot_result(result, catalog, k, path=path, fap_levels=probabilities)
+        plot_result(result, catalog, k, path=path, fap_levels=probabilities, labels=labels)
     return [paths[k] for k in indices]
 
 
@@ -172,7 +286,8 @@ def plot_objects(
 
 
 def _draw_periodogram(
-    ax: Axes, result: Any, index: int, probabilities: tuple[float, ...], fap_method: str
+    ax: Axes, result: Any, index: int, probabilities: tuple[float, ...], fap_method: str,
+    labels: PlotLabels, name: str,
 ) -> None:
     frequency = np.asarray(result.frequency(), dtype=np.float64)
     power = np.asarray(result.power[index], dtype=np.float64)
@@ -187,7 +302,7 @@ def _draw_periodogram(
         best_f, best_p = result.frequency_best[index], result.power_best[index]
         ax.axvline(best_f, color="tab:red", lw=0.8, ls="--", alpha=0.7)
         ax.plot([best_f], [best_p], "v", color="tab:red", ms=8,
-                label=f"best: f = {best_f:.6g}, P = {1.0 / best_f:.6g}")
+                label=f"best: f = {labels.frequency(best_f)}, P = {labels.period(1.0 / best_f)}")
     if ok:
         _draw_false_alarm_levels(ax, result, index, probabilities, fap_method)
     else:
@@ -196,12 +311,10 @@ def _draw_periodogram(
     if ax.get_legend_handles_labels()[1]:
         ax.legend(loc="upper right", fontsize="small")
     ax.set_xlim(frequency[0], frequency[-1])
-    ax.set_xlabel("frequency [cycles / time unit]")
+    ax.set_xlabel(labels.frequency_label)
     ax.set_ylabel(_power_label(result))
-    ax.set_title(
-        f"object {result.ids[index]}: {_algorithm_name(result)}, "
-        f"{len(frequency):,} frequencies, {result.precision}"
-    )
+    ax.set_title(f"{name}: {_algorithm_name(result)}, {len(frequency):,} frequencies, "
+                 f"{result.precision}")
 
 
 def _draw_false_alarm_levels(
@@ -252,15 +365,18 @@ def _false_alarm_levels(
 
 
 def _draw_fold(
-    ax: Axes, result: Any, catalog: Catalog, index: int, note_missing_power: bool
+    ax: Axes, result: Any, catalog: Catalog, index: int, labels: PlotLabels, name: str,
+    note_missing_power: bool,
 ) -> None:
     t, y, dy = catalog.lightcurve(index)
     frequency = result.frequency_best[index]
-    ax.set_ylabel("y")
+    ax.set_ylabel(labels.value_label)
+    if labels.inverted:
+        ax.invert_yaxis()
     if result.status[index] != Status.OK or not np.isfinite(frequency) or t.size == 0:
         ax.plot(t, y, ".", color="tab:blue")
-        ax.set_xlabel("t")
-        ax.set_title(f"object {result.ids[index]}: no period ({Status(result.status[index]).name})")
+        ax.set_xlabel(labels.time_label)
+        ax.set_title(f"{name}: no period ({Status(result.status[index]).name})")
         return
     phase = ((t - t.min()) * frequency) % 1.0
     phase2 = np.concatenate((phase, phase + 1.0))
@@ -271,11 +387,9 @@ def _draw_fold(
     else:
         ax.plot(phase2, y2, ".", color="tab:blue", ms=4)
     ax.set_xlim(0.0, 2.0)
-    ax.set_xlabel(f"phase (t0 = {t.min():.6f}, two cycles)")
-    ax.set_title(
-        f"object {result.ids[index]} folded at P = {1.0 / frequency:.6g} "
-        f"(power {result.power_best[index]:.3g}, n = {t.size})"
-    )
+    ax.set_xlabel(f"phase (two cycles; phase 0 at {labels.t} = {t.min():.6f})")
+    ax.set_title(f"{name} folded at P = {labels.period(1.0 / frequency)} "
+                 f"(power {result.power_best[index]:.3g}, n = {t.size})")
     if note_missing_power:
         ax.text(0.01, 0.02, "periodogram not stored (run with periodogram=True)",
                 transform=ax.transAxes, fontsize="small", color="0.4")
@@ -345,19 +459,29 @@ def _key(value: Any) -> Any:
 
 
 def _file_names(ids: np.ndarray, indices: Sequence[int]) -> dict[int, str]:
-    """File stems for the objects ``indices``: safe ids, made unique by catalog index."""
-    safe = {k: _safe_name(ids[k]) for k in indices}
+    """File stems for the objects ``indices`` (:func:`file_stem`); distinct ids whose
+    text is the same (``1`` and ``"1"`` of one object array) get ``_<catalog index>``."""
+    stems = {k: file_stem(ids[k]) for k in indices}
     counts: dict[str, int] = {}
-    for name in safe.values():
-        counts[name] = counts.get(name, 0) + 1
-    return {k: name if counts[name] == 1 else f"{name}_{k}" for k, name in safe.items()}
+    for stem in stems.values():
+        counts[stem] = counts.get(stem, 0) + 1
+    return {k: stem if counts[stem] == 1 else f"{stem}_{k}" for k, stem in stems.items()}
 
 
-def _safe_name(object_id: Any) -> str:
-    """``object_id`` as a file stem: runs of characters other than letters,
-    digits, ``.``, ``_`` and ``-`` become ``_``; no leading dot."""
-    name = _UNSAFE.sub("_", str(object_id))
-    return "_" + name if not name or name.startswith(".") else name
+def file_stem(object_id: Any) -> str:
+    """The file name (without suffix) of an object's figure: the id's text when it
+    is made of letters, digits, ``.``, ``_`` and ``-`` only, has at most 100 of
+    them, does not start with ``.`` and does not end like a hashed name; else
+    the text with other runs of characters as ``_``, cut to 100 characters,
+    then ``-`` and 16 hex digits of the BLAKE2b hash of the text."""
+    text = str(object_id.item() if isinstance(object_id, np.generic) else object_id)
+    safe = _UNSAFE.sub("_", text)
+    if safe == text and 0 < len(text) <= _NAME_CHARS and not text.startswith(".") \
+            and not _HASHED.search(text):
+        return text
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+    stem = safe[:_NAME_CHARS]
+    return f"{'_' if stem.startswith('.') or not stem else ''}{stem}-{digest}"
 
 
 def _algorithm_name(result: Any) -> str:
@@ -366,10 +490,21 @@ def _algorithm_name(result: Any) -> str:
     return f"{result.method} Lomb-Scargle"
 
 
+#: What each Lomb-Scargle normalization computes (astropy's definitions).
+_NORMALIZATIONS = {
+    "standard": r"$1 - \chi^2/\chi^2_{\rm ref}$",
+    "model": r"$\chi^2_{\rm ref}/\chi^2 - 1$",
+    "log": r"$-\ln(\chi^2/\chi^2_{\rm ref})$",
+    "psd": r"$(\chi^2_{\rm ref} - \chi^2)/2$",
+}
+
+
 def _power_label(result: Any) -> str:
     if isinstance(result, SuperSmootherResult):
-        return "power (n/2)(1 - chi2/chi0)"
-    return f"power ({result.normalization})"
+        return r"power, $(n/2)(1 - \chi^2/\chi^2_{\rm ref})$"
+    formula = _NORMALIZATIONS.get(result.normalization)
+    normalization = f"{result.normalization} normalization"
+    return f"power, {normalization}: {formula}" if formula else f"power, {normalization}"
 
 
 def _note(ax: Axes, text: str) -> None:

@@ -61,6 +61,8 @@ from typing import Any
 
 import numpy as np
 
+from .file_errors import text_errors
+
 __all__ = [
     "FORMATS",
     "read_heimdall_cand",
@@ -216,6 +218,8 @@ def read_presto_dat(path: str | os.PathLike[str]) -> tuple[np.ndarray, dict[str,
 
 def read_presto_series(
     paths: list[str | os.PathLike[str]],
+    *,
+    require_finite: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, float]:
     """Read PRESTO ``.dat`` files, one per DM, into a DM x time array.
 
@@ -223,6 +227,9 @@ def read_presto_series(
     ----------
     paths : list of path-like
         ``.dat`` files, each with its ``.inf`` beside it, in any order.
+    require_finite : bool
+        Raise for a NaN or infinite sample, naming the file and the sample
+        (a search with ``nan_policy="raise"`` would name only the row).
 
     Returns
     -------
@@ -236,9 +243,11 @@ def read_presto_series(
     Raises
     ------
     ValueError
-        No files, an ``.inf`` without a DM, or a file whose time step or
-        length differs from the first file's (the message names it); and the
-        errors of :func:`read_presto_dat`.
+        No files, an ``.inf`` without a DM, a file whose time step or
+        length differs from the first file's (the message names it), a
+        non-finite sample with ``require_finite``; and the errors of
+        :func:`read_presto_dat`. Every file's size is checked before the
+        array is allocated.
     """
     if not paths:
         raise ValueError("no .dat files given")
@@ -253,11 +262,14 @@ def read_presto_series(
                              f"of {first}")
         if info["n_samples"] != n_t:
             raise ValueError(f"{path}: {info['n_samples']} samples differ from {n_t} of {first}")
+        _check_dat_size(path, n_t)
     dm = np.array([info["dm"] for info in infos], dtype=np.float64)
     order = np.argsort(dm, kind="stable")
     data = np.empty((len(paths), n_t), dtype=np.float32)
     for row, index in enumerate(order):
         data[row] = _read_dat(paths[index], n_t)
+        if require_finite:
+            _check_finite(paths[index], data[row], tsamp)
     return data, dm[order], tsamp
 
 
@@ -300,8 +312,8 @@ def read_npy_series(
     path = Path(path)
     try:
         data = np.load(path, mmap_mode="r")
-    except ValueError as error:  # e.g. an object array
-        raise ValueError(f"{path}: {error}") from None
+    except (ValueError, EOFError) as error:  # e.g. an object array, a truncated header
+        raise ValueError(f"{path}: not a readable .npy array ({error})") from None
     if not isinstance(data, np.ndarray) or data.ndim != 2 or data.dtype.kind not in "fiu":
         shape = getattr(data, "shape", None)
         dtype = getattr(data, "dtype", type(data).__name__)
@@ -453,16 +465,34 @@ def _dat_info(dat: Path) -> dict[str, Any]:
                        ("tsamp", "Width of each time series bin (sec)")):
         if key not in info:
             raise ValueError(f"{inf}: no {label!r} line")
+    if info["n_samples"] < 1:
+        raise ValueError(f"{inf}: 'Number of bins in the time series' must be at least 1, got "
+                         f"{info['n_samples']}")
     _check_tsamp(info["tsamp"], inf)
     return info
 
 
-def _read_dat(dat: Path, n_samples: int) -> np.ndarray:
+def _check_dat_size(dat: Path, n_samples: int) -> None:
+    """The ``.dat`` holds ``n_samples`` float32 values (its .inf's count)."""
     size = dat.stat().st_size
     if size != 4 * n_samples:
         raise ValueError(f"{dat}: {size} bytes, but its .inf gives {n_samples} float32 samples "
                          f"({4 * n_samples} bytes)")
+
+
+def _read_dat(dat: Path, n_samples: int) -> np.ndarray:
+    _check_dat_size(dat, n_samples)
     return np.fromfile(dat, dtype="<f4").astype(np.float32, copy=False)
+
+
+def _check_finite(dat: Path, series: np.ndarray, tsamp: float) -> None:
+    """Raise for the first NaN or infinite sample of a ``.dat``, naming file and sample."""
+    bad = np.flatnonzero(~np.isfinite(series))
+    if bad.size:
+        k = int(bad[0])
+        raise ValueError(f"{dat}: sample {k} (t = {k * tsamp:.9g} s) is {series[k]}, and "
+                         f"{bad.size} sample(s) in all are not finite; search with "
+                         "nan_policy='mask' to leave them out")
 
 
 def _check_tsamp(tsamp: float, path: Path) -> float:
@@ -480,7 +510,7 @@ def _require(cands: np.ndarray, names: tuple[str, ...]) -> None:
 
 def _read_table(path: Path, dtype: np.dtype) -> np.ndarray:
     """Whitespace-separated rows (``#`` comments) into a structured array."""
-    with open(path) as handle:
+    with text_errors(path), open(path, encoding="utf-8") as handle:
         rows = [line for line in handle if line.split("#", 1)[0].strip()]
     if not rows:
         return np.empty(0, dtype=dtype)

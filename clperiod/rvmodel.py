@@ -20,7 +20,8 @@ from typing import Literal, TypeVar
 import numpy as np
 import pyopencl as cl
 
-from . import kernels, orbits
+from . import angles, checks, kernels, orbits
+from .catalog import refuse_masked
 from .device import DeviceInfo, get_context, get_queue, require_fp64, select_devices, upload
 from .planning import PINNED_POOL, in_parts, parallel_copy
 from .scheduler import run_on_devices, split_range
@@ -50,6 +51,7 @@ class ModelStatus(enum.IntEnum):
 
 
 def _real_array(name: str, value, ndim: int | None = None) -> np.ndarray:
+    refuse_masked(name, value)
     a = np.asarray(value)
     if a.dtype == object or not (np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.integer)):
         raise TypeError(f"{name} must be real numbers, got dtype {a.dtype}")
@@ -77,6 +79,10 @@ class Observations:
         Stable permutation that groups the observations by instrument.
     seg
         ``seg[i]:seg[i + 1]`` are instrument ``i``'s rows after ``order``.
+    t_origin
+        Origin of the times on the device: ``t_ref`` when it lies within the
+        observations' span, else the middle of the span, so that
+        ``t - t_origin`` and the phases formed from it stay small.
     """
 
     t: np.ndarray
@@ -87,6 +93,7 @@ class Observations:
     t_ref: float
     order: np.ndarray
     seg: np.ndarray
+    t_origin: float
 
     @classmethod
     def build(cls, t, v, sigma, instrument=None, t_ref: float = 0.0) -> Observations:
@@ -119,7 +126,9 @@ class Observations:
             labels = tuple(str(x) for x in names)
         order = np.argsort(code, kind="stable")
         seg = np.searchsorted(code[order], np.arange(len(labels) + 1)).astype(np.int32)
-        return cls(t, v, sigma, code, labels, t_ref, order, seg)
+        first, last = float(t.min()), float(t.max())
+        t_origin = t_ref if first <= t_ref <= last else 0.5 * first + 0.5 * last
+        return cls(t, v, sigma, code, labels, t_ref, order, seg, t_origin)
 
     @property
     def n_obs(self) -> int:
@@ -203,9 +212,7 @@ class Plan:
 
 
 def _phase_choice(precision: str, info: DeviceInfo, phase_arithmetic: str) -> str:
-    if phase_arithmetic not in ("auto", "double", "double_single"):
-        raise ValueError("phase_arithmetic must be 'auto', 'double' or 'double_single', "
-                         f"got {phase_arithmetic!r}")
+    checks.choice("phase_arithmetic", phase_arithmetic, ("auto", "double", "double_single"))
     if precision != "mixed":
         if phase_arithmetic != "auto":
             raise ValueError("phase_arithmetic applies to precision='mixed' only")
@@ -220,8 +227,7 @@ def choose_kepler_method(info: DeviceInfo, method: str) -> str:
     """The Kepler solver: ``"markley"`` (fixed cost) on GPUs, where it
     measured 1.7x (fp64) and 1.1x (fp32) faster than Danby's iteration on
     the H100, and ``"danby"`` elsewhere (1.2-1.9x faster on PoCL)."""
-    if method not in ("auto", "danby", "markley"):
-        raise ValueError(f"kepler_method must be 'auto', 'danby' or 'markley', got {method!r}")
+    checks.choice("kepler_method", method, ("auto", "danby", "markley"))
     if method == "auto":
         return "markley" if info.kind == "gpu" else "danby"
     return method
@@ -255,20 +261,17 @@ def plan(info: DeviceInfo, n_obs: int, n_inst: int, precision: str, layout: str 
     (:meth:`Plan.layout_for`). Observations go to constant memory when they
     fit the device's constant buffer, else to local memory, else stay global.
     """
-    if precision not in PRECISIONS:
-        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+    checks.choice("precision", precision, PRECISIONS)
     if precision == "fp64":
         require_fp64(info)
     phase = _phase_choice(precision, info, phase_arithmetic)
     real = "double" if precision == "fp64" else "float"
-    if layout not in ("auto", "fused", "split"):
-        raise ValueError(f"layout must be 'auto', 'fused' or 'split', got {layout!r}")
+    checks.choice("layout", layout, ("auto", "fused", "split"))
     obs_bytes = n_obs * ({"double": 8, "ds": 8, "float": 4}[phase] + 2 * (8 if real == "double" else 4))
     obs_bytes += 4 * (n_inst + 1)
     constant_ok = obs_bytes <= info.device.max_constant_buffer_size and info.device.max_constant_args >= 4
     local_ok = obs_bytes + 64 <= info.local_mem
-    if memory not in ("auto", "constant", "local", "global"):
-        raise ValueError(f"memory must be 'auto', 'constant', 'local' or 'global', got {memory!r}")
+    checks.choice("memory", memory, ("auto", "constant", "local", "global"))
     if memory == "auto":
         memory = "constant" if constant_ok else "local" if local_ok else "global"
     elif (memory == "constant" and not constant_ok) or (memory == "local" and not local_ok):
@@ -282,15 +285,35 @@ def _ds(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return hi, (x - hi.astype(np.float64)).astype(np.float32)
 
 
-def _ds_coefficients(out: np.ndarray, rows: np.ndarray, t_ref: float, m0: bool) -> None:
-    """The double-single ``(inv P, phi0)`` of parameter rows ``(P, K, e, w, tau)``
-    as ``out[:, 0:2]`` (hi, lo of 1 / P) and ``out[:, 2:4]`` (hi, lo of the
-    phase at ``t_ref``, in ``[0, 1)``)."""
-    per, tau = rows[:, 0], rows[:, 4]
+def _phase_at_origin(rows: np.ndarray, ecc_form: str, time_form: str, t_origin: float,
+                     t_ref: float) -> np.ndarray:
+    """Orbital phase at ``t_origin`` in turns, in ``[-0.5, 0.5]``, of parameter
+    rows ``(P, K, a, b, tau)`` (float64, to a few 1e-16 for any finite
+    values): ``(t_origin - epoch) / P + M_epoch / 2 pi`` with epoch ``t_ref``
+    and ``M_epoch = M0`` (``m0``), ``tp`` and 0, or ``tc`` and the mean
+    anomaly at conjunction. The kernels do the same for ``phase="double"``."""
+    per, a, b, tau = rows[:, 0], rows[:, 2], rows[:, 3], rows[:, 4]
     with np.errstate(divide="ignore", invalid="ignore"):  # bad P: flagged by the kernel
-        inv_p = 1.0 / per
-        phi0 = tau / (2 * np.pi) if m0 else (t_ref - tau) * inv_p
-        phi0 -= np.floor(phi0)
+        if time_form == "m0":
+            turns = angles.turns_between(t_origin, t_ref, per)
+            turns += angles.reduce_angle(tau) / (2 * np.pi)
+        else:
+            turns = angles.turns_between(t_origin, tau, per)
+        if time_form == "tc":
+            e, w = (a, b) if ecc_form == "e_w" else (a * a + b * b, np.arctan2(b, a))
+            turns += orbits.conjunction_mean_anomaly(e, w) / (2 * np.pi)
+        return turns - np.rint(turns)
+
+
+def _phase_coefficients(out: np.ndarray, rows: np.ndarray, ecc_form: str, time_form: str,
+                        t_origin: float, t_ref: float) -> None:
+    """The double-single ``(inv P, phi0)`` of parameter rows ``(P, K, a, b, tau)``
+    as ``out[:, 0:2]`` (hi, lo of 1 / P) and ``out[:, 2:4]`` (hi, lo of
+    :func:`_phase_at_origin`); ``phase="float"`` reads the high parts."""
+    with np.errstate(divide="ignore"):
+        inv_p = 1.0 / rows[:, 0]
+    phi0 = _phase_at_origin(rows, ecc_form, time_form, t_origin, t_ref)
+    with np.errstate(invalid="ignore", over="ignore"):
         for column, value in ((0, inv_p), (2, phi0)):
             out[:, column] = value  # rounded to float32: the high part
             out[:, column + 1] = value - out[:, column]  # the rest, rounded
@@ -327,8 +350,7 @@ class ModelEvaluator:
                  trend: int = 0, precision: Precision = "mixed", layout: str = "auto",
                  memory: str = "auto", phase_arithmetic: str = "auto",
                  kepler_method: str = "auto", device=None) -> None:
-        if statistic not in ("chi2", "loglike", "profile"):
-            raise ValueError(f"statistic must be 'chi2', 'loglike' or 'profile', got {statistic!r}")
+        checks.choice("statistic", statistic, ("chi2", "loglike", "profile"))
         if statistic == "profile" and offsets:
             raise ValueError("profile solves the offsets; do not pass them")
         if trend not in (0, 1, 2):
@@ -348,7 +370,7 @@ class ModelEvaluator:
         self._kernels = dict(zip(("rv_fused", "rv_velocity", "rv_statistic"), kernels.get_kernels(
             self.context, "rvmodel", ("rv_fused", "rv_velocity", "rv_statistic"),
             real=self.plan.real, phase=self.plan.phase, n_planets=n_planets,
-            ecc_form=self.ecc_form, time_form="m0" if self.time_form == "m0" else "tp",
+            ecc_form=self.ecc_form, time_form=self.time_form,
             n_inst=n_inst, statistic=statistic, offsets=offsets, jitter=jitter, trend=trend,
             space=self.plan.memory, method=self.plan.method)))
         self._upload_observations()
@@ -357,7 +379,7 @@ class ModelEvaluator:
     # ------------------------------------------------------------------ data
     def _upload_observations(self) -> None:
         obs, order = self.obs, self.obs.order
-        dt = obs.t[order] - obs.t_ref
+        dt = obs.t[order] - obs.t_origin
         v = obs.v[order]
         if self.statistic == "profile":
             # centre each instrument (its offset absorbs any constant) so the
@@ -389,20 +411,19 @@ class ModelEvaluator:
         return args
 
     def _stage_params(self, slot: _Slot, p: np.ndarray) -> None:
-        """Write parameters as the kernel reads them (and, for phase "ds",
-        the double-single coefficients (inv P, phi0) per planet) into the
+        """Write parameters as the kernel reads them (and, for phases "ds"
+        and "float", the coefficients (inv P, phi0) per planet) into the
         slot's page-locked staging arrays."""
-        if self.time_form == "tc":
-            p = orbits.convert(p, self.basis, self.basis.replace("tc", "tp"))
         if slot.staged is not None:
             slot.staged.wait()  # the previous upload from this staging is done
         parallel_copy(slot.staging[: p.size], p)
-        if self.plan.phase == "ds":
-            rows = p.reshape(-1, 5)
+        if self.plan.phase != "double":
+            rows = np.asarray(p, np.float64).reshape(-1, 5)
             coeff = slot.staging_coeff[: 4 * rows.shape[0]].reshape(-1, 4)
-            in_parts(rows.shape[0], lambda lo, hi: _ds_coefficients(
-                coeff[lo:hi], rows[lo:hi], self.obs.t_ref, self.time_form == "m0"),
-                min_part=_COEFF_PART)
+            obs = self.obs
+            in_parts(rows.shape[0], lambda lo, hi: _phase_coefficients(
+                coeff[lo:hi], rows[lo:hi], self.ecc_form, self.time_form, obs.t_origin,
+                obs.t_ref), min_part=_COEFF_PART)
 
     # ---------------------------------------------------------------- launch
     def __call__(self, params: np.ndarray, offsets: np.ndarray | None = None,
@@ -476,7 +497,7 @@ class ModelEvaluator:
         """Enqueue the copies of one batch into ``slot`` (after the slot's
         previous kernels); returns the host arrays to keep alive."""
         n_values = params.shape[0] * self.n_planets
-        direct = (self.plan.phase == "double" and self.time_form != "tc"
+        direct = (self.plan.phase == "double"
                   and params.dtype == np.float64 and params.flags.c_contiguous
                   and PINNED_POOL.owns(params))
         if direct:  # already page-locked (clperiod.kepler.empty_params): no staging copy
@@ -484,7 +505,7 @@ class ModelEvaluator:
         else:
             self._stage_params(slot, params)
             arrays = [(slot.params, slot.staging[: 5 * n_values])]
-        if self.plan.phase == "ds":
+        if self.plan.phase != "double":
             arrays.append((slot.coeff, slot.staging_coeff[: 4 * n_values]))
         real = self.real_dtype
         for buffer, value in ((slot.offsets, offsets), (slot.jitter, jitter), (slot.trend, trend)):
@@ -528,8 +549,10 @@ class ModelEvaluator:
 
     def _model_args(self, slot: _Slot, n: int) -> list:
         """The kernels' leading arguments: models, parameters and extras."""
-        t_ref = (np.float64 if self.plan.phase == "double" else np.float32)(self.obs.t_ref)
-        return [np.int32(n), slot.params, slot.coeff, t_ref, slot.offsets, slot.jitter,
+        obs, ptype = self.obs, np.float64 if self.plan.phase == "double" else np.float32
+        with np.errstate(over="ignore"):  # times beyond float32: only "double" reads them
+            times = [ptype(obs.t_origin), ptype(obs.t_ref), ptype(obs.t_origin - obs.t_ref)]
+        return [np.int32(n), slot.params, slot.coeff, *times, slot.offsets, slot.jitter,
                 slot.trend]
 
     def _velocities(self, slot: _Slot, n: int, profile: bool) -> tuple[cl.Buffer, cl.Buffer]:
@@ -590,10 +613,10 @@ class _Slot:
         # page-locked staging: uploads run at bus speed and overlap kernels
         self.staging = PINNED_POOL.empty(ev.info, (capacity * ev.n_planets * 5,),
                                          np.float64 if psize == 8 else np.float32)
-        self.staging_coeff = PINNED_POOL.empty(
-            ev.info, (capacity * ev.n_planets * 4 if ev.plan.phase == "ds" else 1,), np.float32)
+        n_coeff = capacity * ev.n_planets * 4 if ev.plan.phase != "double" else 4
+        self.staging_coeff = PINNED_POOL.empty(ev.info, (n_coeff,), np.float32)
         self.staged: cl.Event | None = None
-        self.coeff = buf(capacity * ev.n_planets * 4 if ev.plan.phase == "ds" else 4, 4)
+        self.coeff = buf(n_coeff, 4)
         self.offsets = buf(capacity * n_inst if ev.has_offsets else 1, size)
         self.jitter = buf(capacity * n_inst if ev.has_jitter else 1, size)
         self.trend = buf(capacity * 2 if ev.trend else 1, size)

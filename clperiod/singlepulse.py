@@ -7,6 +7,8 @@ pyopencl array) and returns the candidates as a structured array. The steps
 1. per-DM mean and standard deviation with the streaming and pairwise
    formulas of Chan et al. (Adamek & Armour eqs. 1-2), optionally with
    iterative 3-sigma clipping (``robust=True``) against bright pulses and RFI;
+   rows far from unit scale are scaled by powers of two (on the host, or
+   inside the moments), so nothing depends on the data's units;
 2. the boxcar plan (:func:`boxcar_plan`): every width 1..32 at full
    resolution and, for wider pulses, AstroAccelerate's decimation in time
    (widths 17..32 of series summed over 2, 4, 8, ... samples);
@@ -28,7 +30,6 @@ so chunking neither loses nor duplicates candidates.
 from __future__ import annotations
 
 import enum
-import math
 import time
 from dataclasses import dataclass, field
 
@@ -37,7 +38,8 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 from pyopencl.tools import ImmediateAllocator, MemoryPool
 
-from . import clustering, kernels
+from . import checks, clustering, kernels
+from .catalog import mask_of
 from .device import DeviceInfo, get_context, get_queue, select_devices, upload, write
 from .scheduler import run_on_devices, split_range
 
@@ -67,6 +69,14 @@ MIN_ROWS_PER_BLOCK = 256  # with several devices, DM rows are split into blocks
                           # of at least this many (each block has fixed costs)
 _CHUNK_BYTES_GPU = 4 << 30
 _CHUNK_BYTES_CPU = 256 << 20
+#: Rows the float32 device passes take as they are: largest |x| at most 2**100
+#: and the largest deviation from a block's first sample 0 or at least
+#: 2**-100. Host rows outside are scaled by a power of two on the host; device
+#: arrays outside raise.
+FLOAT32_RANGE = (2.0**-100, 2.0**100)
+#: Deviations whose squares the moments take as they are; rows outside get
+#: their values scaled by a power of two inside the moments kernel.
+MOMENT_RANGE = (2.0**-32, 2.0**32)
 
 
 class RowStatus(enum.IntEnum):
@@ -75,6 +85,7 @@ class RowStatus(enum.IntEnum):
     OK = 0
     CONSTANT = 1  # zero variance
     NO_DATA = 2  # no finite sample
+    OUT_OF_RANGE = 3  # the samples' mean or standard deviation overflows (not finite)
 
 
 @dataclass(frozen=True)
@@ -110,12 +121,11 @@ def boxcar_plan(max_width: int = 32, plan: str = "dit") -> tuple[Level, ...]:
     """
     if not isinstance(max_width, (int, np.integer)) or max_width < 1:
         raise ValueError(f"max_width must be a positive integer, got {max_width!r}")
+    checks.choice("plan", plan, ("dit", "full"))
     if plan == "full":
         if max_width > FULL_PLAN_MAX:
             raise ValueError(f"plan='full' supports max_width <= {FULL_PLAN_MAX}; use plan='dit'")
         return (Level(0, np.arange(1, max_width + 1)),)
-    if plan != "dit":
-        raise ValueError(f"plan must be 'dit' or 'full', got {plan!r}")
     levels = [Level(0, np.arange(1, min(FULL_WIDTHS, max_width) + 1))]
     k = 1
     while DIT_WIDTHS[0] << k <= max_width:
@@ -158,18 +168,58 @@ class Candidates(np.ndarray):
         self.info = getattr(obj, "info", None)
 
 
-def _as_rows(data) -> tuple[np.ndarray | cl_array.Array, int, int]:
-    """The rows to search (a memory map stays one: chunks are read as needed)."""
+def _as_rows(data, nan_policy: str) -> tuple[np.ndarray | cl_array.Array, int, int]:
+    """The rows to search (a memory map stays one: chunks are read as needed;
+    masked samples of a masked array are NaN, as ``nan_policy`` allows)."""
     if isinstance(data, cl_array.Array):
         if data.ndim != 2 or data.dtype != np.float32 or not data.flags.c_contiguous:
             raise ValueError("a device array must be 2-D, float32 and C-contiguous")
         return data, *data.shape
-    a = np.asanyarray(data)
+    mask = mask_of(data)
+    if mask is not None and mask.any():
+        data = _masked_as_nan(data, mask, nan_policy)
+    a = np.asanyarray(np.ma.getdata(data))
     if a.ndim != 2:
         raise ValueError(f"data must be a 2-D (DM, time) array, got {a.ndim} dimensions")
     if not (np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.integer)):
         raise TypeError(f"data must hold real numbers, got dtype {a.dtype}")
     return a, *a.shape
+
+
+def _dm_values(dm, n_dm: int) -> np.ndarray:
+    """The DM of each row as float64, or an error naming ``dm``."""
+    values = np.asarray(dm)
+    if values.dtype.kind not in "iuf":
+        raise TypeError(f"dm must be real numbers (pc cm^-3), got dtype {values.dtype}")
+    if values.shape != (n_dm,):
+        raise ValueError(f"dm must have one value per row ({n_dm}), got shape {values.shape}")
+    return values.astype(np.float64)
+
+
+def _row_status(mean: np.ndarray, std: np.ndarray, masked: np.ndarray, n_t: int) -> np.ndarray:
+    """The :class:`RowStatus` of each row from its statistics."""
+    status = np.where(std > 0, RowStatus.OK, RowStatus.CONSTANT)
+    status = np.where(np.isfinite(mean) & np.isfinite(std), status, RowStatus.OUT_OF_RANGE)
+    return np.where(masked >= n_t, RowStatus.NO_DATA, status).astype(np.int8)
+
+
+def _masked_as_nan(data, mask: np.ndarray, nan_policy: str) -> np.ndarray:
+    """A masked array's samples with the masked ones NaN (``nan_policy="mask"``)."""
+    if nan_policy == "raise":
+        where = np.argwhere(mask)[0].tolist()
+        raise ValueError(f"data has {int(mask.sum())} masked samples (the first at row, "
+                         f"sample {where}); nan_policy='mask' leaves them out")
+    values = np.asarray(np.ma.getdata(getattr(data, "unmasked", data)))
+    if values.dtype.kind not in "f":
+        values = values.astype(np.float32)
+    return np.where(mask, np.nan, values).astype(values.dtype, copy=False)
+
+
+def _mean_std(parts) -> tuple[np.ndarray, np.ndarray]:
+    """Per-row mean and standard deviation from per-block (count, mean, M2, ...)."""
+    total, mu, spread = _merge_moments(*parts[:3])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return mu, np.where(total > 0, np.sqrt(spread / np.maximum(total, 1)), 0.0)
 
 
 def _merge_moments(count, mean, m2) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -311,19 +361,12 @@ def search(
         per-row statistics and status, the plan and timings.
     """
     started = time.perf_counter()
-    rows, n_dm, n_t = _as_rows(data)
-    dm = np.asarray(dm, dtype=np.float64)
-    if dm.shape != (n_dm,):
-        raise ValueError(f"dm must have one value per row ({n_dm}), got shape {dm.shape}")
-    tsamp = float(tsamp)
-    if not (tsamp > 0 and math.isfinite(tsamp)):
-        raise ValueError(f"tsamp must be positive, got {tsamp}")
-    if not (threshold > 0 and math.isfinite(threshold)):
-        raise ValueError(f"threshold must be positive, got {threshold}")
-    if snr_mode not in ("approx", "exact"):
-        raise ValueError(f"snr_mode must be 'approx' or 'exact', got {snr_mode!r}")
-    if nan_policy not in ("raise", "mask"):
-        raise ValueError(f"nan_policy must be 'raise' or 'mask', got {nan_policy!r}")
+    checks.choice("nan_policy", nan_policy, ("raise", "mask"))
+    rows, n_dm, n_t = _as_rows(data, nan_policy)
+    dm = _dm_values(dm, n_dm)
+    tsamp = checks.real("tsamp", tsamp, positive=True)
+    threshold = checks.real("threshold", threshold, positive=True)
+    checks.choice("snr_mode", snr_mode, ("approx", "exact"))
     levels = boxcar_plan(max_width, plan)
     if n_dm == 0 or n_t == 0:
         raise ValueError(f"data is empty (shape {(n_dm, n_t)})")
@@ -335,8 +378,8 @@ def search(
     # a chunk's level-k series must reach max(wmax, lags) samples past its
     # owned part (boxcars and autocovariance products that start inside it)
     halo = max(max(lv.wmax, _lags(lv)) << lv.level for lv in levels) + levels[-1].scale
-    if chunk_samples is not None and int(chunk_samples) < 1:
-        raise ValueError(f"chunk_samples must be positive, got {chunk_samples}")
+    if chunk_samples is not None:
+        chunk_samples = checks.integer("chunk_samples", chunk_samples, low=1)
     settings = _Settings(levels, snr_mode, bool(robust), nan_policy, float(threshold),
                          chunk_samples, halo, align)
     devices = select_devices(device)
@@ -415,8 +458,7 @@ def _search_rows(info: DeviceInfo, rows, block: tuple[int, int],
         row = lo + int(np.argmax(masked > 0))
         raise ValueError(f"data has {int(masked.sum())} non-finite samples in rows {lo}..{hi - 1} "
                          f"(first in row {row}); pass nan_policy='mask' to leave them out")
-    status = np.where(masked >= n_t, RowStatus.NO_DATA,
-                      np.where(std > 0, RowStatus.OK, RowStatus.CONSTANT)).astype(np.int8)
+    status = _row_status(mean, std, masked, n_t)
     timings["statistics"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     runner.set_normalisation(mean, std, status)
@@ -425,6 +467,7 @@ def _search_rows(info: DeviceInfo, rows, block: tuple[int, int],
     t0 = time.perf_counter()
     row, start, width, snr = runner.detections(chunks, settings.threshold)
     timings["boxcar"] = time.perf_counter() - t0
+    mean, std = mean / runner.host_scale, std / runner.host_scale  # in the data's units
     return _RowsResult(mean, std, masked, status, runner.sigma, (row + lo, start, width, snr),
                        len(chunks), info.label, timings)
 
@@ -465,6 +508,11 @@ class _Runner:
         self.plain = dev.program(False, FULL_WIDTHS, 1)  # decimation below the DIT levels
         self._resident: tuple | None = None
         self._no_clip = dev.upload(np.zeros(1, np.float32))  # unused clip arguments
+        self._unit = np.ones(n_dm)
+        self._unit_buf = dev.upload(np.ones(n_dm, np.float32))
+        #: per row: the device holds x * host_scale (a power of two)
+        self.host_scale = np.ones(n_dm)
+        self._moment_scale = self._unit
         self._by_level = {lv.level: lv for lv in levels}
         # series needed: the plan's levels and, for "approx", those decimated
         # by the widest boxcar of each level (its measured noise)
@@ -476,7 +524,11 @@ class _Runner:
         """Rows [lo, end) of the chunk as a float32 device buffer; row stride."""
         if isinstance(self.rows, cl_array.Array):
             return self.rows.data, self.rows.shape[1]
-        host = np.ascontiguousarray(self.rows[:, c.lo:c.end], dtype=np.float32)
+        host = self.rows[:, c.lo:c.end]
+        if (self.host_scale != 1).any():
+            host = host * self.host_scale[:, None]
+        with np.errstate(over="ignore"):  # overflow to inf is found by the statistics
+            host = np.ascontiguousarray(host, dtype=np.float32)
         # a plain copy into a new buffer: creating a buffer from host memory
         # (COPY_HOST_PTR) ran at 1.6 GB/s on the H100, enqueue_copy at 9.8 GB/s
         buf = self.dev.empty(host.nbytes)
@@ -510,46 +562,119 @@ class _Runner:
 
     # ------------------------------------------------------------ statistics
     def statistics(self, chunks: list[_Chunk], robust: bool):
-        """Per-row mean, std and count of non-finite samples over all chunks."""
-        clip = None
-        for _ in range(1 + (CLIP_ITERATIONS if robust else 0)):
-            parts = [self._moments(c, clip) for c in chunks]
-            count, mean, m2 = (np.concatenate([p[i] for p in parts], axis=1) for i in range(3))
-            masked = sum(p[3] for p in parts)
-            total, mu, spread = _merge_moments(count, mean, m2)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                std = np.where(total > 0, np.sqrt(spread / np.maximum(total, 1)), 0.0)
-            clip = (mu.astype(np.float32), (CLIP_SIGMA * std).astype(np.float32))
+        """Per-row mean and std (in the units on the device: the data times
+        :attr:`host_scale`) and count of non-finite samples over all chunks.
+
+        A first pass also measures each row's range; rows outside the float32
+        range are rescaled (:meth:`_fit_float32`), rows whose squares would
+        leave it get scaled moments (:meth:`_fit_moments`), and the pass runs
+        again; rows of ordinary scale need the one pass.
+        """
+        parts = self._row_moments(chunks, None)
+        if self._fit_float32(chunks, parts) | self._fit_moments(parts):
+            parts = self._row_moments(chunks, None)
+        masked = parts[3]
+        for _ in range(CLIP_ITERATIONS if robust else 0):
+            mu, std = _mean_std(parts)
+            parts = self._row_moments(chunks, (mu.astype(np.float32),
+                                               (CLIP_SIGMA * std).astype(np.float32)))
+        mu, std = _mean_std(parts)
         return mu, std, masked
 
-    def _moments(self, c: _Chunk, clip):
-        x, stride = self._upload(c)
-        return self._series_moments(x, stride, c.hi - c.lo, STAT_BLOCK, clip)()
+    def _row_moments(self, chunks: list[_Chunk], clip) -> tuple[np.ndarray, ...]:
+        """The statistics pass over every chunk: per (row, block) count, mean,
+        M2, largest |x| and largest deviation, and the non-finite count per row."""
+        got = []
+        for c in chunks:
+            x, stride = self._upload(c)
+            got.append(self._series_moments(x, stride, c.hi - c.lo, STAT_BLOCK, clip,
+                                            self._moment_scale)())
+        count, mean, m2, magnitude, deviation = (np.concatenate([g[i] for g in got], axis=1)
+                                                 for i in (0, 1, 2, 4, 5))
+        return count, mean, m2, sum(g[3] for g in got), magnitude, deviation
 
-    def _series_moments(self, x, stride: int, n: int, block: int, clip):
-        """Enqueue the per (row, block of ``block`` samples) count, mean, M2 of
-        ``x``'s first ``n`` samples per row and the non-finite count per row;
+    def _fit_float32(self, chunks: list[_Chunk], parts) -> bool:
+        """Scale on the host (by a power of two, to a largest |x| in [0.5, 1))
+        the rows outside :data:`FLOAT32_RANGE`, and those whose float32 copy
+        overflowed or lost precision; raise for a device array. True if any
+        row was rescaled."""
+        lo, hi = FLOAT32_RANGE
+        magnitude, deviation = parts[4].max(axis=1), parts[5].max(axis=1)
+        outside = ~(magnitude <= hi) | ((deviation > 0) & (deviation < lo))
+        if isinstance(self.rows, cl_array.Array):
+            if outside.any():
+                row = int(np.argmax(outside))
+                raise ValueError(
+                    f"row {row} of the device array (largest |x| {magnitude[row]:.3g}, "
+                    f"deviations up to {deviation[row]:.3g}) is outside the float32 range "
+                    f"the search takes: |x| <= 2**100 (~1.3e30) and deviations 0 or >= "
+                    f"2**-100 (~7.9e-31); scale the data, or pass a host array (rows "
+                    f"outside are rescaled on the host)")
+            return False
+        suspect = outside.copy()
+        if self.rows.dtype != np.float32:  # the cast may have overflowed or flushed to 0
+            suspect |= (parts[3] > 0) | (magnitude < lo)
+        rows = np.flatnonzero(suspect)
+        if not len(rows):
+            return False
+        largest = self._source_magnitude(chunks, rows)
+        rescale = ((largest > 0) & np.isfinite(largest)
+                   & (outside[rows] | (largest > hi) | (largest < lo)))
+        self.host_scale[rows[rescale]] = np.ldexp(1.0, -np.frexp(largest[rescale])[1])
+        return bool(rescale.any())
+
+    def _source_magnitude(self, chunks: list[_Chunk], rows: np.ndarray) -> np.ndarray:
+        """Largest finite |x| of each of ``rows`` of the host data, in float64."""
+        largest = np.zeros(len(rows))
+        for c in chunks:
+            part = np.abs(np.asarray(self.rows[rows, c.lo:c.hi], dtype=np.float64))
+            part[~np.isfinite(part)] = 0
+            largest = np.maximum(largest, part.max(axis=1, initial=0))
+        return largest
+
+    def _fit_moments(self, parts) -> bool:
+        """Scale the moments of rows whose deviations leave :data:`MOMENT_RANGE`
+        (a power of two to deviations within [0.5, 1)); True if any."""
+        lo, hi = MOMENT_RANGE
+        deviation = parts[5].max(axis=1)
+        outside = (deviation > 0) & np.isfinite(deviation) & ((deviation < lo) | (deviation > hi))
+        outside &= self.host_scale == 1  # rescaled rows fit already
+        self._moment_scale = np.where(outside, np.ldexp(1.0, -np.frexp(deviation)[1]),
+                                      self._moment_scale)
+        return bool(outside.any())
+
+    def _series_moments(self, x, stride: int, n: int, block: int, clip,
+                        scale: np.ndarray | None = None):
+        """Enqueue the per (row, block of ``block`` samples) count, mean, M2,
+        largest |x| and largest deviation from the block's first sample of
+        ``x``'s first ``n`` samples per row, and the non-finite count per row;
         returns a function that waits for them (so several series can be
-        enqueued before one wait)."""
+        enqueued before one wait). ``scale``: per-row power of two the kernel
+        multiplies the deviations by (default 1); the results are unscaled."""
         queue = self.dev.queue
         groups = max(1, -(-n // block))
         size = self.n_dm * groups
-        out = self.dev.empty(5 * size * 4)   # count, mean, M2, bad, shift
+        out = self.dev.empty(6 * size * 4)   # count, mean, M2, bad, shift, deviation
         if clip is None:
             clip_args = [self._no_clip] * 2
         else:
             clip_args = [self.dev.upload(clip[0]), self.dev.upload(clip[1])]
+        factor = self._unit if scale is None else scale
+        scale_buf = (self._unit_buf if (factor == 1).all()
+                     else self.dev.upload(factor.astype(np.float32)))
         self.raw["row_moments"](queue, (groups * LOCAL_SIZE, self.n_dm), (LOCAL_SIZE, 1),
                                 x, np.int64(stride), np.int32(n), np.int32(block),
-                                np.int32(clip is not None), *clip_args, out)
-        host = np.empty((5, self.n_dm, groups), np.float32)
+                                np.int32(clip is not None), *clip_args, scale_buf, out)
+        host = np.empty((6, self.n_dm, groups), np.float32)
         copied = cl.enqueue_copy(queue, host, out, is_blocking=False)
 
         def wait():
             copied.wait()
-            count, mean, m2, bad, shift = host
-            return (count, shift.astype(np.float64) + mean, m2,
-                    bad.sum(axis=1, dtype=np.int64))
+            count, mean, m2, bad, shift, deviation = host.astype(np.float64)
+            per_row = factor[:, None]
+            deviation = deviation / per_row
+            return (count, shift + mean / per_row, m2 / per_row**2,
+                    bad.sum(axis=1, dtype=np.int64), np.abs(shift) + deviation, deviation)
 
         return wait
 

@@ -5,27 +5,90 @@ SuperSmoother (seed spec §4) and :func:`supsmu_smooth` Friedman's original
 (§2.3) on many independent problems at once, one work-item each. The period
 search (:func:`clperiod.supersmoother`) inlines the same code
 (``cl_kernels/supersmoother.mako``) into its search kernels.
+
+Both are free of units (:func:`scale_free`): every problem's values and
+weights are normalised on the host before the kernel, so scaling y, or the
+weights, or offsetting y, changes the smoothed values in the same way and
+nothing else (the seed's slope guard compares a weighted variance with an
+absolute threshold, spec §2.1).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 import pyopencl as cl
 
-from . import kernels
+from . import checks, kernels
 from .device import get_context, get_queue, require_fp64, select_devices, upload
+from .host import segment_max, segment_sum
 
-__all__ = ["single_pass_smooth", "supsmu_smooth"]
+__all__ = ["ScaleFree", "scale_free", "single_pass_smooth", "supsmu_smooth"]
+
+
+@dataclass(frozen=True)
+class ScaleFree:
+    """Values and weights of independent problems with their units removed.
+
+    Problem ``p`` holds ``values = (y - centre[p]) / unit[p]``, with weighted
+    mean 0 and weighted rms 1 (all 0 if y is constant), and weights with
+    mean 1.
+    """
+
+    values: np.ndarray
+    weights: np.ndarray
+    centre: np.ndarray  # per problem, in the units of y
+    unit: np.ndarray  # per problem, in the units of y
+    owner: np.ndarray  # problem of each point
+
+    def restore(self, values: np.ndarray) -> np.ndarray:
+        """``values`` (per point, in the normalised units) in the units of y."""
+        return values * self.unit[self.owner] + self.centre[self.owner]
+
+
+def scale_free(y: np.ndarray, w: np.ndarray, offsets: np.ndarray) -> ScaleFree:
+    """Normalise the values and weights of every problem ``offsets[p]:offsets[p+1]``.
+
+    The weights are divided by their largest value, then by their mean. The
+    values are scaled by a power of two (exactly) to magnitudes below 1,
+    shifted by the problem's first value and then by the weighted mean of
+    the differences (so an offset far above the spread costs no precision),
+    and divided by their weighted rms. Every step is exact or rounds relative
+    to the spread, and nothing overflows for finite float64 input.
+
+    Parameters
+    ----------
+    y, w
+        float64 values and positive weights.
+    offsets
+        ``(n_problems + 1,)`` problem boundaries.
+    """
+    lengths = np.diff(offsets)
+    owner = np.repeat(np.arange(len(lengths)), lengths)
+    nonempty = lengths > 0
+    w = w / segment_max(w, offsets)[owner]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        w = w / (segment_sum(w, offsets) / lengths)[owner]
+        magnitude = np.ldexp(1.0, np.frexp(segment_max(np.abs(y), offsets))[1])
+        scaled = y / magnitude[owner]
+        first = np.zeros(len(lengths))
+        first[nonempty] = scaled[offsets[:-1][nonempty]]
+        shifted = scaled - first[owner]
+        mean = np.where(nonempty, segment_sum(w * shifted, offsets) / lengths, 0.0)
+        centred = shifted - mean[owner]
+        rms = np.sqrt(segment_sum(w * centred * centred, offsets) / lengths)
+    rms = np.where(rms > 0, rms, 1.0)
+    return ScaleFree(centred / rms[owner], w, (first + mean) * magnitude, rms * magnitude,
+                     owner)
 
 
 class _Target:
     """The device, precision and queue of one call."""
 
     def __init__(self, precision: str, device):
-        if precision not in ("fp64", "fp32"):
-            raise ValueError(f"precision must be 'fp64' or 'fp32', got {precision!r}")
+        checks.choice("precision", precision, ("fp64", "fp32"))
         self.info = select_devices(device)[0]
         self.fp64 = precision == "fp64"
         if self.fp64:
@@ -70,7 +133,9 @@ def single_pass_smooth(
     Returns
     -------
     ndarray
-        The smoothed values (NaN for problems of at most 9 points, spec §4.4).
+        The smoothed values (NaN for problems of at most 9 points, spec §4.4),
+        equivariant to a scale and offset of ``y`` and invariant to a scale
+        of ``w`` (:func:`scale_free`).
 
     Raises
     ------
@@ -107,7 +172,7 @@ def supsmu_smooth(
 
 
 def _smooth_batch(name, x, y, w, offsets, alpha, precision, device, iper=None) -> np.ndarray:
-    """Validate, upload and run one of the per-problem smoother kernels.
+    """Validate, normalise, upload and run one of the per-problem smoother kernels.
 
     ``iper`` (the original smoother's mode) is passed, with its 8n scratch
     buffer, only to ``supsmu_batch``.
@@ -115,6 +180,8 @@ def _smooth_batch(name, x, y, w, offsets, alpha, precision, device, iper=None) -
     x, y, w = (np.asarray(a, dtype=np.float64) for a in (x, y, w))
     offsets = np.asarray(offsets, dtype=np.int64)
     _validate(x, y, w, offsets, alpha)
+    normalised = scale_free(y, w, offsets)
+    y, w = normalised.values, normalised.weights
     run = _Target(precision, device)
     dtype, context, queue = run.dtype, run.context, run.queue
     out = np.empty(len(x), dtype=dtype)
@@ -133,7 +200,7 @@ def _smooth_batch(name, x, y, w, offsets, alpha, precision, device, iper=None) -
         kernel.set_args(*buffers, n_problems, np.int32(iper), dtype(alpha), scratch, smo)
     cl.enqueue_nd_range_kernel(queue, kernel, (int(n_problems),), None)
     cl.enqueue_copy(queue, out, smo, is_blocking=True)
-    return out
+    return normalised.restore(out.astype(np.float64)).astype(dtype)
 
 
 def _validate(x, y, w, offsets, alpha) -> None:

@@ -20,7 +20,7 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 from pyopencl.algorithm import RadixSort
 
-from . import kernels
+from . import checks, kernels
 from .catalog import Catalog
 from .device import DeviceInfo, get_queue, require_fp64, select_devices, upload
 from .grid import FrequencyGrid
@@ -98,10 +98,8 @@ def fold_and_sort(
     -------
     FoldedSorted
     """
-    if precision not in ("fp64", "fp32"):
-        raise ValueError(f"precision must be 'fp64' or 'fp32', got {precision!r}")
-    if method not in get_args(SortMethod):
-        raise ValueError(f"method must be one of {get_args(SortMethod)}, got {method!r}")
+    checks.choice("precision", precision, ("fp64", "fp32"))
+    checks.choice("method", method, get_args(SortMethod))
     info = select_devices(device)[0]
     fp64 = precision == "fp64"
     if fp64:

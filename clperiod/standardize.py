@@ -60,6 +60,9 @@ class Standardized:
     flat : ndarray of bool
         Per object: the values do not vary within float64 resolution
         (:data:`RESOLUTION`), or the object has no rows.
+    center : ndarray
+        Per object, the value subtracted from ``y`` (its weighted mean; 0
+        for uncentred data), so ``y = center + u * 2**exponent``.
     """
 
     u: np.ndarray
@@ -69,6 +72,7 @@ class Standardized:
     weight_total: np.ndarray
     dy_min: np.ndarray
     flat: np.ndarray
+    center: np.ndarray
 
     def weighted_sum_of_squares(self) -> np.ndarray:
         """Per object ``sum(dy**-2 * (y - ybar)**2)`` in the values' units
@@ -121,10 +125,12 @@ def standardize(y: np.ndarray, dy: np.ndarray | None, offsets: np.ndarray,
     with np.errstate(invalid="ignore", divide="ignore"):  # objects without rows: 0 / 0
         wn = w / per_row(weight_total)
         if center:
-            u -= per_row(segment_sum(w * u, offsets) / weight_total)
+            mean = segment_sum(w * u, offsets) / weight_total
+            u -= per_row(mean)
             residual = segment_sum(wn * u, offsets)
             yy = np.maximum(segment_sum(wn * u * u, offsets) - residual * residual, 0.0)
             u -= per_row(residual)
+            reference += mean + residual
         else:
             yy = segment_sum(wn * u * u, offsets)
     flat = (lengths == 0) | (yy <= RESOLUTION**2 * segment_sum(wn * scaled * scaled, offsets))
@@ -137,6 +143,7 @@ def standardize(y: np.ndarray, dy: np.ndarray | None, offsets: np.ndarray,
         weight_total=weight_total,
         dy_min=dy_min,
         flat=flat,
+        center=np.ldexp(reference, exponent),
     )
 
 

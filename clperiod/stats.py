@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import operator
 import threading
 import weakref
 from dataclasses import dataclass
@@ -58,7 +57,8 @@ import numpy as np
 from scipy import optimize
 from scipy.special import betainc, betaincinv, gammaincc, gammainccinv, gammaln, xlogy
 
-from .catalog import Catalog
+from . import checks
+from .catalog import Catalog, catalog_of, refuse_masked
 from .host import segment_sum
 from .standardize import standardize
 
@@ -87,6 +87,8 @@ def weighted_sum_of_squares(y: Any, dy: Any = None, *, center: bool = True) -> f
         Computed in units of the data (:func:`clperiod.standardize.standardize`),
         so it keeps its precision for any scale and offset that float64 holds.
     """
+    refuse_masked("y", y)
+    refuse_masked("dy", dy)
     y = np.asarray(y, dtype=np.float64).ravel()
     dy = None if dy is None else np.broadcast_to(np.asarray(dy, dtype=np.float64), y.shape)
     values = standardize(y, dy, np.array([0, y.size]), center)
@@ -162,8 +164,7 @@ def _check_normalization(normalization: str, yy_weighted_sum: float | None) -> N
 
 
 def _check_name(normalization: str) -> None:
-    if normalization not in NORMALIZATIONS:
-        raise ValueError(f"normalization must be one of {NORMALIZATIONS}, got {normalization!r}")
+    checks.choice("normalization", normalization, NORMALIZATIONS)
 
 
 # ------------------------------------------------------------ false alarms
@@ -284,8 +285,9 @@ def catalog_false_alarm_probability(
     ----------
     z : array_like, shape (n_objects,) or (n_objects, k)
         Peak heights in ``normalization``, one row per object.
-    catalog : Catalog
-        The light curves the periodograms were computed from.
+    catalog : Catalog or list
+        The light curves the periodograms were computed from (a list as
+        :meth:`Catalog.from_lightcurves` takes).
     fmax : float
         Highest frequency searched.
     weighted : bool
@@ -307,8 +309,7 @@ def catalog_false_alarm_probability(
         As :func:`false_alarm_probability`, or ``z`` without one row per
         object.
     """
-    if not isinstance(catalog, Catalog):
-        raise TypeError(f"catalog must be a Catalog, got {type(catalog).__name__}")
+    catalog = catalog_of(catalog)
     z = np.asarray(z, dtype=np.float64)
     if z.ndim not in (1, 2) or z.shape[0] != catalog.n_objects:
         raise ValueError(
@@ -376,21 +377,23 @@ def false_alarm_level(
     Parameters
     ----------
     fap : array_like
-        False-alarm probabilities, ``0 < fap < 1``.
+        False-alarm probabilities, ``0 <= fap <= 1``.
 
     Returns
     -------
     ndarray or float
-        Levels in ``normalization``, same shape as ``fap``; NaN when
+        Levels in ``normalization``, same shape as ``fap``: 0 for
+        ``fap = 1`` and the top of the range (1 for ``standard``, inf
+        otherwise) for ``fap = 0``, as astropy; NaN when
         ``n - dH - 2 nterms <= 0``, and (``baluev``, ``davies``) where the
         bound never falls to ``fap``: with one noise degree of freedom the
-        standard power's tau term does not vanish at the top of the range,
-        so small probabilities have no level.
+        tau term does not vanish at the top of the range, so small
+        probabilities (and 0) have no level.
     """
     null = _null(n, fmax, t, dy, normalization, method, fit_mean, center_data, nf, nterms)
     p = np.asarray(fap, dtype=np.float64)
-    if not np.all((p > 0) & (p < 1)):
-        raise ValueError("false-alarm probabilities must lie in (0, 1)")
+    if not np.all((p >= 0) & (p <= 1)):
+        raise ValueError("false-alarm probabilities must lie in [0, 1]")
     if null.noise_dof() <= 0:
         return np.full(p.shape, np.nan)[()]
     if method in ("naive", "townsend"):
@@ -402,9 +405,7 @@ def false_alarm_level(
 def _null(n, fmax, t, dy, normalization, method, fit_mean, center_data, nf, nterms) -> _Null:
     """Validate the FAP arguments of one light curve and reduce it to its null."""
     fmax, nf, nterms = _check_common(normalization, method, nterms, fmax, nf)
-    n = operator.index(n)
-    if n < 1:
-        raise ValueError(f"n must be >= 1, got {n}")
+    n = checks.integer("n", n, low=1)
     if method != "townsend":
         t, dy = _times_and_weights(t, dy, n)
     return _objects_null(np.array([0, n]), t, dy, fmax, nf, normalization, method, nterms,
@@ -422,27 +423,26 @@ def _check_common(
     """Checks shared by one light curve and a catalog; ``fmax``, ``nf`` and
     ``nterms`` as float and ints."""
     _check_name(normalization)
-    if method not in FAP_METHODS:
-        raise ValueError(f"method must be one of {FAP_METHODS}, got {method!r}")
-    nterms = operator.index(nterms)
+    checks.choice("method", method, FAP_METHODS)
+    nterms = checks.integer("nterms", nterms)
     if nterms < 1:
         raise ValueError(
             f"false-alarm probabilities need a periodic model (nterms >= 1), got nterms={nterms}"
         )
-    fmax = float(fmax)
-    if not (math.isfinite(fmax) and fmax > 0):
-        raise ValueError(f"fmax must be finite and > 0, got {fmax}")
+    fmax = checks.real("fmax", fmax, positive=True)
     if method != "townsend":
         return fmax, None, nterms
-    if nf is None or operator.index(nf) < 1:
+    if nf is None:
         raise ValueError("method='townsend' needs nf >= 1 (the number of grid frequencies)")
-    return fmax, operator.index(nf), nterms
+    return fmax, checks.integer("nf", nf, low=1), nterms
 
 
 def _times_and_weights(t: Any, dy: Any, n: int) -> tuple[np.ndarray, np.ndarray | None]:
     """``t`` and ``dy`` of one light curve as float64 arrays (``dy`` may stay None)."""
     if t is None:
         raise ValueError("t is required for the baluev, davies and naive methods")
+    refuse_masked("t", t)
+    refuse_masked("dy", dy)
     t = np.asarray(t, dtype=np.float64)
     if t.shape != (n,):
         raise ValueError(f"t must have shape ({n},), got {t.shape}")
@@ -566,18 +566,24 @@ def _fap(null: _Null, z: np.ndarray) -> np.ndarray:
         with np.errstate(divide="ignore"):
             fap = -np.expm1(per_row(null.trials) * np.log1p(-single))
     else:
-        tau = _tau_davies(z, n, per_row(null.bandwidth), null.normalization, null.nterms,
-                          null.dh)
+        with np.errstate(invalid="ignore"):  # z = inf: 0 * inf, replaced below
+            tau = _tau_davies(z, n, per_row(null.bandwidth), null.normalization, null.nterms,
+                              null.dh)
         if null.method == "davies":
             fap = single + tau
         else:  # baluev: 1 - (1 - single) * exp(-tau), accurate for small values.
             fap = -np.expm1(-tau) + single * np.exp(-tau)
+        # at z = inf the bound is 0 where tau vanishes there (as at the top, z = 1,
+        # of the standard power): with more than one noise degree of freedom
+        vanishes = (null.normalization == "psd") | (n - null.dh - 2 * null.nterms > 1)
+        fap = np.where(np.isposinf(z), np.where(vanishes, 0.0, np.nan), fap)
     return np.where(valid, fap, np.nan)
 
 
 def _inverse_trials(null: _Null, p: np.ndarray) -> np.ndarray:
-    """Closed-form inverse of the naive and townsend FAPs."""
-    single = -np.expm1(np.log1p(-p) / null.trials)
+    """Closed-form inverse of the naive and townsend FAPs (``p = 1``: level 0)."""
+    with np.errstate(divide="ignore"):  # p = 1: log1p(-1) = -inf, single = 1
+        single = -np.expm1(np.log1p(-p) / null.trials)
     return _inverse_fap_single(single, null.n, null.normalization, null.nterms, null.dh)
 
 
@@ -590,6 +596,10 @@ def _solve_level(null: _Null, p: float) -> float:
     astropy's solver, started there, converges to.
     """
     lower, upper = 0.0, (1.0 if null.normalization == "standard" else math.inf)
+    if p == 1:  # FAP(0) = 1 for every method: the single-frequency tail is 1, tau is 0
+        return lower
+    if p == 0:  # the bound reaches 0 only at the top of the range, if at all
+        return upper if null.normalization == "psd" or null.noise_dof() > 1 else math.nan
     start = float(_inverse_trials(null, np.asarray(p)))
     start = min(max(start, np.nextafter(lower, 1.0)), np.nextafter(upper, 0.0))
 

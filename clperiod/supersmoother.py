@@ -39,15 +39,17 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
-from . import kernels
+from . import checks, kernels
 from .catalog import Catalog, Status
+from .chunking import show_id
 from .device import (DeviceInfo, get_context, get_queue, require_fp64, select_devices,
                      thread_memory_pool, trim_memory_pool, upload)
 from .grid import FrequencyGrid
-from .host import (PeakResults, as_catalog, check_choice, check_top_k, progress_bar,
-                   segment_sum)
+from .host import (PeakResults, as_catalog, check_choice, check_top_k, degenerate_status,
+                   progress_bar, segment_max, segment_sum)
 from .planning import PINNED_POOL
 from .scheduler import run_on_devices
+from .smoothing import scale_free
 from .sort import FoldInputs, FoldSorter, bitonic_capacity
 
 __all__ = ["supersmoother", "SuperSmootherResult", "FUSED_MAX_POINTS", "MIN_POINTS"]
@@ -254,6 +256,11 @@ def supersmoother(
     found = top_idx != _NO_PEAK
     top_val = np.where(found, top_val, np.nan)
     top_freq = np.where(found, grid.fmin + top_idx * grid.df, np.nan)
+    status = degenerate_status(catalog, prepared.status, top_val[:, 0], catalog.dy is not None)
+    failed = status != Status.OK
+    top_val[failed] = top_freq[failed] = np.nan
+    if power is not None and failed.any():
+        power[failed] = np.nan
     timings: dict[str, float] = {}
     for result in results:
         for name, seconds in result.seconds.items():
@@ -264,7 +271,7 @@ def supersmoother(
         power_best=top_val[:, 0].copy(),
         top_k_frequency=top_freq,
         top_k_power=top_val,
-        status=prepared.status,
+        status=status,
         power=power,
         grid=grid,
         variant=options.variant,
@@ -313,15 +320,17 @@ class _Options:
         if not 0 <= alpha <= 10:  # also rejects NaN
             raise ValueError(f"alpha must be in [0, 10], got {alpha}")
         top_k = check_top_k(top_k, MAX_TOP_K)
+        compat = checks.boolean("compat", compat)
         if periodic is None:
             periodic = not (compat and variant == "original")
+        periodic = checks.boolean("periodic", periodic)
         if variant == "single_pass" and not periodic:
             raise ValueError("the single-pass variant is always periodic; use "
                              "variant='original' for interval (periodic=False) smoothing")
         if variant == "original" and memory == "local":
             raise ValueError("the original variant has no local-memory kernel (its eight "
                              "scratch arrays do not fit); use memory='auto' or 'global'")
-        return cls(variant, float(alpha), bool(periodic), bool(compat), precision == "fp64",
+        return cls(variant, float(alpha), periodic, compat, precision == "fp64",
                    memory, int(top_k), bool(periodogram))
 
 
@@ -333,33 +342,76 @@ class _Prepared:
     searched: np.ndarray  # catalog indices of the OK objects
     catalog: Catalog  # the OK objects
     y: np.ndarray  # values fed to the smoother, per point of ``catalog``
-    w: np.ndarray  # weights 1/dy^2
+    w: np.ndarray  # weights: 1/dy^2 with compat, else relative (mean 1 per object)
     chi0: np.ndarray  # per OK object
 
 
 def _prepare(catalog: Catalog, options: _Options) -> _Prepared:
-    """Status, weights, weighted mean and ``chi0`` (spec §3.1).
+    """Status, the smoother's values and weights, and ``chi0`` (spec §3.1).
 
-    Outside ``compat`` the smoother gets ``y - ybar_w``: mathematically the
-    same periodogram, better conditioned in fp32 (spec §9.15).
+    Outside ``compat`` they are free of units (:func:`clperiod.smoothing.scale_free`):
+    weights ``(dy_min / dy)^2`` over their mean, values ``y - ybar_w``
+    (centred with full precision) over their weighted rms. The periodogram
+    is then invariant to a common scale of y and dy and to an offset of y,
+    and fp32 holds any finite input. ``compat`` feeds the raw ``y`` and
+    ``1/dy^2``, as the seed does, whose slope guard and span-choice
+    constants then depend on the units (README).
     """
-    offsets = catalog.offsets
-    owner = np.repeat(np.arange(catalog.n_objects), catalog.lengths)
-    w = np.ones_like(catalog.t) if catalog.dy is None else 1.0 / (catalog.dy * catalog.dy)
+    lengths = catalog.lengths
+    owner = np.repeat(np.arange(catalog.n_objects), lengths)
+    dy = np.ones_like(catalog.y) if catalog.dy is None else catalog.dy
+    smallest_dy = -segment_max(-dy, catalog.offsets)
+    normalised = scale_free(catalog.y, (smallest_dy[owner] / dy) ** 2, catalog.offsets)
+    w, fed = normalised.weights, normalised.values
     with np.errstate(invalid="ignore", divide="ignore"):
-        ybar = segment_sum(w * catalog.y, offsets) / segment_sum(w, offsets)
-        centred = catalog.y - ybar[owner]
-        chi0 = segment_sum(w * centred * centred, offsets) / catalog.lengths
-        scale = segment_sum(w * catalog.y * catalog.y, offsets) / catalog.lengths
+        chi0 = segment_sum(w * fed * fed, catalog.offsets) / lengths
+        level = segment_sum(w * (catalog.y / normalised.unit[owner]) ** 2,
+                            catalog.offsets) / lengths
     status = np.full(catalog.n_objects, Status.OK, dtype=np.int8)
-    status[catalog.lengths < MIN_POINTS[options.variant]] = Status.TOO_FEW_POINTS
-    flat = (status == Status.OK) & ~(chi0 > (64 * np.finfo(np.float64).eps) ** 2 * scale)
+    status[lengths < MIN_POINTS[options.variant]] = Status.TOO_FEW_POINTS
+    flat = (status == Status.OK) & ~(chi0 > (64 * np.finfo(np.float64).eps) ** 2 * level)
     status[flat] = Status.ZERO_VARIANCE
+    if options.compat:
+        fed, w, chi0 = _seed_inputs(catalog, status, options)
     searched = np.flatnonzero(status == Status.OK)
     keep = (status == Status.OK)[owner]
-    fed = catalog.y if options.compat else centred
     return _Prepared(status, searched, catalog.subset(searched), fed[keep], w[keep],
                      chi0[searched])
+
+
+def _seed_inputs(catalog: Catalog, status: np.ndarray,
+                 options: _Options) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The seed's smoother values (raw y), weights ``1/dy^2`` and ``chi0`` (spec §3.1).
+
+    Raises unless the seed's arithmetic stays finite for every searched
+    object: in the kernel's precision the weights must be normal numbers and
+    ``chi0`` too, and ``n max(w) max(y - ybar_w)^2`` and ``max|y - ybar_w|``
+    must stay below 1e18, two decades under the seed's initial residual
+    minimum 1e20 (above it the span choice fails: NaN for the original variant).
+    """
+    offsets, lengths = catalog.offsets, catalog.lengths
+    owner = np.repeat(np.arange(catalog.n_objects), lengths)
+    w = np.ones_like(catalog.t) if catalog.dy is None else 1.0 / (catalog.dy * catalog.dy)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        ybar = segment_sum(w * catalog.y, offsets) / segment_sum(w, offsets)
+        centred = catalog.y - ybar[owner]
+        chi0 = segment_sum(w * centred * centred, offsets) / lengths
+        spread = segment_max(np.abs(centred), offsets)
+        heaviest, lightest = segment_max(w, offsets), -segment_max(-w, offsets)
+        sums = lengths * heaviest * spread * spread
+    info = np.finfo(options.dtype)
+    fits = ((lightest >= info.tiny) & (heaviest <= info.max) & (chi0 >= info.tiny)
+            & (sums < 1e18) & (spread < 1e18))
+    outside = (status == Status.OK) & ~fits
+    if outside.any():
+        k = int(np.argmax(outside))
+        raise ValueError(
+            f"compat=True feeds the raw y and 1/dy^2 to the kernel, as the seed does, and "
+            f"object {show_id(catalog.ids[k])} is outside the range that supports in "
+            f"{'fp64' if options.fp64 else 'fp32'}: 1/dy^2 and chi0 within "
+            f"[{info.tiny:.3g}, {info.max:.3g}], n max(1/dy^2) max(y - ybar)^2 and "
+            f"max|y - ybar| below 1e18; use compat=False, which is free of units")
+    return catalog.y, w, chi0
 
 
 # }}}

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from .catalog import Status
+from .grid import grid_warning_names, grid_warnings
 
 __all__ = ["result_columns"]
 
@@ -36,8 +37,10 @@ def result_columns(result: Any, *, fap_method: str | None = "baluev") -> dict[st
         In this order: ``id``, ``n_points``, ``period``, ``frequency``,
         ``power``, ``fap`` (see above), ``period_1 .. period_k`` and
         ``power_1 .. power_k`` (the top-k distinct peaks, best first),
-        ``status`` (int, :class:`~clperiod.catalog.Status` value) and
-        ``status_name``.  Objects that are not OK have NaN numbers.
+        ``status`` (int, :class:`~clperiod.catalog.Status` value),
+        ``status_name`` and ``grid_warning`` (comma-separated
+        :class:`~clperiod.grid.GridWarning` names, ``""`` when the grid
+        resolves the object).  Objects that are not OK have NaN numbers.
     """
     columns: dict[str, np.ndarray] = {
         "id": np.asarray(result.ids),
@@ -57,6 +60,7 @@ def result_columns(result: Any, *, fap_method: str | None = "baluev") -> dict[st
     status = np.asarray(result.status, dtype=np.int8)
     columns["status"] = status
     columns["status_name"] = _status_names(status)
+    columns["grid_warning"] = grid_warning_names(grid_warnings(result.grid, result.catalog))
     return columns
 
 

@@ -13,7 +13,9 @@ It searches two real data sets that ship with clperiod:
   whole catalog in one call, 330,000 frequencies from 0.1 to 10 per day.
 
 It prints a results table, the device used and the timings, and writes
-``quickstart_ida.png`` and ``quickstart_rrlyrae.png`` into ``--outdir``.
+``quickstart_ida.png`` and ``quickstart_rrlyrae.png`` into ``--outdir`` (the
+RR Lyrae figure: the star with the lowest false-alarm probability, named in
+its title and in the line that reports the figure).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 import clperiod
+from clperiod import kernels
 from clperiod.io import load_example
 
 HOURS_PER_DAY = 24.0
@@ -46,10 +49,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def timed(function, *args, **kwargs):
-    """``(result, wall seconds)`` of one call."""
-    start = time.perf_counter()
+    """``(result, (wall seconds, seconds of it building kernels))`` of one call."""
+    start, built = time.perf_counter(), kernels.build_seconds()
     result = function(*args, **kwargs)
-    return result, time.perf_counter() - start
+    return result, (time.perf_counter() - start, kernels.build_seconds() - built)
 
 
 def fmt_periods(periods: np.ndarray, scale: float = 1.0, decimals: int = 4) -> str:
@@ -60,10 +63,14 @@ def fmt_fap(fap: float) -> str:
     return "-" if not np.isfinite(fap) else f"{fap:.1e}"
 
 
-def rate(catalog: clperiod.Catalog, grid: clperiod.FrequencyGrid, seconds: float) -> str:
+def rate(catalog: clperiod.Catalog, grid: clperiod.FrequencyGrid,
+         seconds: tuple[float, float]) -> str:
+    """The wall time of a search (and its kernel builds, if any) and its throughput."""
+    wall, building = seconds
     evaluations = catalog.t.size * grid.nf
-    return (f"{seconds:.2f} s wall (first use includes building the kernel), "
-            f"{evaluations:.3g} point-frequency evaluations = {evaluations / seconds:.3g}/s")
+    built = f" ({building:.2f} s of it building kernels)" if building >= 0.005 else ""
+    return (f"{wall:.2f} s wall{built}, {evaluations:.3g} point-frequency evaluations = "
+            f"{evaluations / (wall - building):.3g}/s")
 
 
 def print_table(header: list[str], rows: list[list[str]]) -> None:
@@ -75,15 +82,17 @@ def print_table(header: list[str], rows: list[list[str]]) -> None:
         print("  " + "  ".join(c.rjust(w) for c, w in zip(row, widths)))
 
 
-def save_plot(result, catalog, index: int, path: Path) -> None:
-    from clperiod.plot import plot_result
+def save_plot(result, catalog, index: int, path: Path, name: str, **labels) -> None:
+    """Save the figure of one object: ``name`` titles it, ``labels`` are PlotLabels'."""
+    from clperiod.plot import PlotLabels, plot_result
 
     try:
-        plot_result(result, catalog, index=index, path=path)
+        plot_result(result, catalog, index=index, path=path, name=name,
+                    labels=PlotLabels(**labels))
     except ImportError as error:  # no matplotlib: the search itself still ran
         print(f"  (no figure: {error})")
         return
-    print(f"  figure: {path}")
+    print(f"  figure of {name}: {path}")
 
 
 def ida(args: argparse.Namespace) -> None:
@@ -109,7 +118,8 @@ def ida(args: argparse.Namespace) -> None:
     print(f"  A double-peaked asteroid light curve puts the single-harmonic peak at half the "
           f"rotation period:\n  2 x P = {double:.3f} h (literature: ~{IDA_LITERATURE_PERIOD_H} h).")
     print(f"  time: {rate(cat, grid, seconds)}")
-    save_plot(result, cat, 0, args.outdir / "quickstart_ida.png")
+    save_plot(result, cat, 0, args.outdir / "quickstart_ida.png", "(243) Ida, ZTF r band",
+              t="JD", y="r (normalised)")
 
 
 def rrlyrae(args: argparse.Namespace) -> None:
@@ -149,7 +159,8 @@ def rrlyrae(args: argparse.Namespace) -> None:
         one, grid, method="generalized", precision="fp64", periodogram=True, top_k=3,
         device=args.device,
     )
-    save_plot(single, one, 0, args.outdir / "quickstart_rrlyrae.png")
+    save_plot(single, one, 0, args.outdir / "quickstart_rrlyrae.png",
+              f"Stripe 82 RR Lyrae {one.ids[0]} (lowest FAP)", t="MJD", y="z", y_unit="mag")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,13 +15,14 @@ from astropy.timeseries.periodograms.lombscargle.implementations import (
 )
 
 from clperiod import astropy as bridge
-from clperiod import stats
+from clperiod import FrequencyGrid, stats
 from clperiod.astropy import (
     MAX_GRIDS,
     LombScargle,
     lombscargle_clperiod,
     register_astropy_method,
 )
+from clperiod.multiterm import multiterm_power
 
 NORMALIZATIONS = ["standard", "model", "log", "psd"]
 CENTERING = list(itertools.product([True, False], [True, False]))  # (fit_mean, center_data)
@@ -312,8 +313,115 @@ def test_false_alarm_errors(data):
         ours.false_alarm_level(0.1, method="cython")
     with pytest.raises(TypeError, match="takes no method_kwds"):
         ours.false_alarm_level(0.1, method_kwds={"n_bootstraps": 5})
-    with pytest.raises(ValueError, match=r"lie in \(0, 1\)"):
+    with pytest.raises(ValueError, match=r"lie in \[0, 1\]"):
         ours.false_alarm_level(1.5)
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")  # astropy's
+@pytest.mark.parametrize("normalization", NORMALIZATIONS)
+def test_false_alarm_levels_at_probabilities_0_and_1_are_astropys(data, normalization):
+    t, y, dy = data
+    ours = LombScargle(t, y, dy, normalization=normalization)
+    theirs = AstropyLombScargle(t - t[0], y, dy, normalization=normalization)
+    top = 1.0 if normalization == "standard" else np.inf
+    for method in ("baluev", "davies", "naive", "single"):
+        level = ours.false_alarm_level([0.0, 1.0, 0.1], method=method)
+        expected = theirs.false_alarm_level([0.0, 1.0, 0.1], method=method)
+        np.testing.assert_array_equal(level[:2], [top, 0.0])
+        np.testing.assert_array_equal(expected[:2], [top, 0.0])
+        assert relative(level[2], expected[2]) < 1e-7
+        np.testing.assert_array_equal(ours.false_alarm_probability(level[:2], method=method),
+                                      [0.0, 1.0])
+    kwds = {"n_bootstraps": 20, "random_seed": 2}
+    assert relative(ours.false_alarm_level([0.0, 1.0], method="bootstrap", method_kwds=kwds),
+                    theirs.false_alarm_level([0.0, 1.0], method="bootstrap",
+                                             method_kwds=kwds)) < 1e-9
+
+
+# }}}
+
+# {{{ astropy's method names
+
+
+ASTROPY_METHODS = ["slow", "chi2", "cython", "fast", "fastchi2", "scipy"]
+
+
+def test_available_methods_are_astropys_and_clperiod():
+    assert LombScargle.available_methods == AstropyLombScargle.available_methods + ["clperiod"]
+
+
+@pytest.mark.parametrize("method", ASTROPY_METHODS + ["auto", "clperiod"])
+@pytest.mark.parametrize("nterms", [1, 2])
+def test_every_method_name_computes_the_exact_periodogram(data, cpu_device, method, nterms):
+    t, y, dy = data
+    if method == "scipy":  # astropy's scipy method: no floating mean, uniform errors
+        options, dy = {"fit_mean": False}, np.full_like(dy, 0.2)
+    else:
+        options = {}
+    ours = LombScargle(t, y, dy, nterms=nterms, device=cpu_device, **options)
+    theirs = AstropyLombScargle(t - t[0], y, dy, nterms=nterms, **options)
+    frequency = np.linspace(0.05, 2.0, 300)
+    if nterms != 1 and method in ("slow", "cython", "fast", "scipy"):
+        with pytest.raises(ValueError, match="nterms != 1 needs method"):
+            ours.power(frequency, method=method)
+        return
+    expected = theirs.power(frequency, method="cython" if nterms == 1 else "chi2")
+    assert relative(ours.power(frequency, method=method), expected) < 1e-10
+    # from f = 1 / T up (below, multi-term normal equations are ill-conditioned)
+    f_auto, p_auto = ours.autopower(method=method, minimum_frequency=0.02, **SMALL_GRID)
+    assert relative(p_auto, theirs.power(f_auto, method="chi2")) < 1e-9
+    zero = ours.power(np.array([0.0, 0.5]), method=method)
+    assert np.isnan(zero[0]) and np.isfinite(zero[1])
+
+
+def test_chi2_methods_use_the_multiterm_kernel(data, cpu_device, monkeypatch):
+    t, y, dy = data
+    calls = []
+    original = bridge.multiterm_power
+    monkeypatch.setattr(bridge, "multiterm_power",
+                        lambda *a, **k: calls.append(k["direct_harmonics"]) or original(*a, **k))
+    ours = LombScargle(t, y, dy, device=cpu_device)
+    frequency = np.linspace(0.05, 2.0, 300)
+    single = ours.power(frequency, method="cython")
+    assert calls == []
+    chi2 = ours.power(frequency, method="chi2")
+    assert calls == [False] and relative(chi2, single) < 1e-10
+
+
+@pytest.mark.parametrize(("method", "nterms"), [("fast", 1), ("fastchi2", 1), ("fastchi2", 3),
+                                                ("auto", 1)])
+def test_use_fft_false_sums_without_recurrences(data, cpu_device, method, nterms):
+    t, y, dy = data
+    ours = LombScargle(t, y, dy, nterms=nterms, device=cpu_device)
+    theirs = AstropyLombScargle(t - t[0], y, dy, nterms=nterms)
+    frequency = np.linspace(0.05, 2.0, 300)
+    default = ours.power(frequency, method=method)
+    # the approximation controls of astropy's fast methods change nothing exact
+    tuned = ours.power(frequency, method=method, method_kwds={
+        "algorithm": "fasper", "trig_sum_kwds": {"oversampling": 2}, "use_fft": True})
+    np.testing.assert_array_equal(tuned, default)
+    direct = ours.power(frequency, method=method, method_kwds={"use_fft": False})
+    expected = theirs.power(frequency, method="chi2")
+    assert relative(direct, expected) < 1e-10 and relative(default, expected) < 1e-10
+    assert not np.array_equal(direct, default)  # other arithmetic: no recurrences
+    np.testing.assert_array_equal(direct, multiterm_power(
+        t, y, dy, FrequencyGrid(0.05, (2.0 - 0.05) / 299, 300), nterms, direct_harmonics=True,
+        device=cpu_device))
+
+
+def test_methods_refuse_what_astropy_refuses(data, cpu_device):
+    t, y, dy = data
+    frequency = np.linspace(0.05, 2.0, 50)
+    with pytest.raises(ValueError, match="no floating mean"):
+        LombScargle(t, y, device=cpu_device).power(frequency, method="scipy")
+    with pytest.raises(ValueError, match="uniform uncertainties"):
+        LombScargle(t, y, dy, fit_mean=False, device=cpu_device).power(frequency,
+                                                                        method="scipy")
+    with pytest.raises(ValueError, match="computed in fp64"):
+        LombScargle(t, y, dy, precision="fp32", device=cpu_device).power(
+            frequency, method="fast", method_kwds={"use_fft": False})
+    with pytest.raises(ValueError, match="kernel must be one of"):
+        lombscargle_clperiod(t, y, dy, frequency, kernel="fft")
 
 
 # }}}
@@ -330,11 +438,10 @@ def test_unsupported_options_raise(data, cpu_device):
     with pytest.raises(ValueError, match="precision must be one of"):
         LombScargle(t, y, dy, precision="fp16")
     ours = LombScargle(t, y, dy, device=cpu_device)
-    for method in ("fast", "cython", "fastchi2"):
-        with pytest.raises(ValueError, match="astropy.timeseries.LombScargle has the others"):
-            ours.autopower(method=method)
-    with pytest.raises(TypeError, match="method_kwds accepts"):
-        ours.power([0.1, 0.2], method_kwds={"use_fft": True})
+    with pytest.raises(ValueError, match="method must be one of"):
+        ours.autopower(method="lra")
+    with pytest.raises(TypeError, match="method='cython' takes method_kwds"):
+        ours.power([0.1, 0.2], method="cython", method_kwds={"use_fft": True})
     with pytest.raises(ValueError, match="TOO_FEW_POINTS"):
         LombScargle(t[:3], y[:3], device=cpu_device).power([0.1, 0.2])
 

@@ -19,7 +19,7 @@ def long_format():
 
 
 def test_status_values():
-    assert [int(s) for s in Status] == [0, 1, 2, 3]
+    assert [int(s) for s in Status] == [0, 1, 2, 3, 4, 5, 6]
     assert Status.OK == 0 and Status(2) is Status.ZERO_VARIANCE
 
 
@@ -67,6 +67,44 @@ def test_from_lightcurves_bad_items():
     with pytest.raises(ValueError, match="2 ids for 1"):
         Catalog.from_lightcurves([([0.0], [1.0])], ids=[1, 2])
     assert Catalog.from_lightcurves([([0.0], [1.0], None)]).dy is None
+
+
+def test_from_lightcurves_takes_dataframes_and_tables():
+    """DataFrames and astropy Tables with columns t, y (and dy when present)
+    are light curves too; Time and Quantity columns convert as in clperiod.frames."""
+    pd = pytest.importorskip("pandas")
+    u = pytest.importorskip("astropy.units")
+    from astropy.table import QTable, Table
+    from astropy.time import Time
+
+    t, y, dy = np.array([0.5, 1.0, 2.5]), np.array([1.0, 2.0, 0.5]), np.array([0.1, 0.2, 0.1])
+    frame = pd.DataFrame({"t": t, "y": y, "dy": dy, "other": 1})
+    table = QTable({"t": Time(t + 50000.0, format="mjd", scale="tdb"), "y": y * u.mag,
+                    "dy": dy * 1000 * u.mmag})
+    cat = Catalog.from_lightcurves([frame, (t + 50000.0, y, dy), table], ids=["a", "b", "c"])
+    np.testing.assert_array_equal(cat.lengths, [3, 3, 3])
+    np.testing.assert_array_equal(cat.t, np.concatenate([t, t + 50000.0, t + 50000.0]))
+    np.testing.assert_allclose(cat.dy, np.tile(dy, 3), rtol=1e-15)
+    plain = Catalog.from_lightcurves([Table({"t": t, "y": y}), frame[["t", "y"]]])
+    assert plain.dy is None
+    with pytest.raises(ValueError, match=r"light curve 1: no column\(s\) \['t'\].*\['time', 'y'\]"):
+        Catalog.from_lightcurves([frame, pd.DataFrame({"time": t, "y": y})])
+    with pytest.raises(ValueError, match="dy for every light curve or for none"):
+        Catalog.from_lightcurves([frame, plain.lightcurve(0)[:2]])
+    with pytest.raises(TypeError, match="light curve 1 must be a .* got int"):
+        Catalog.from_lightcurves([frame, 3])
+
+
+def test_lightcurve_lists_are_recognised():
+    from clperiod.catalog import catalog_of, is_lightcurve_list
+
+    t = np.arange(4.0)
+    assert is_lightcurve_list([(t, t), (t, t, t)]) and is_lightcurve_list([np.ones((3, 4))])
+    assert not is_lightcurve_list(list(t)) and not is_lightcurve_list([])
+    assert not is_lightcurve_list(np.ones((3, 4)))
+    assert catalog_of([(t, t)]).n_objects == 1
+    with pytest.raises(TypeError, match="source must be a Catalog or a list"):
+        catalog_of(t, name="source")
 
 
 def test_from_single_round_trip():

@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import gzip
 import itertools
+import tempfile
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from clperiod import Catalog, catalog_formats
+from clperiod import Catalog, catalog_files, catalog_formats
 from clperiod.catalog_files import CatalogReader, open_catalog
-from clperiod.chunking import Block, Chunker
+from clperiod.chunking import Block, Chunker, long_block
 from clperiod.io import example_path, load_example
 
 
@@ -546,8 +548,9 @@ def test_bad_options(tmp_path):
     with pytest.raises(ValueError, match="expected 3 .* or 4 .* columns, found 5"):
         CatalogReader(tmp_path / "five.txt")
     (tmp_path / "head.csv").write_text("id,t,y\n")
-    with pytest.raises(ValueError, match=r"head\.csv: no data rows"):
-        CatalogReader(tmp_path / "head.csv").read()
+    for grouping_option in ("contiguous", "sort", "auto"):
+        with pytest.raises(ValueError, match=r"head\.csv: no data rows"):
+            CatalogReader(tmp_path / "head.csv", grouping=grouping_option).read()
 
 
 def test_optional_dependencies_are_imported_only_when_used(tmp_path, monkeypatch):
@@ -637,3 +640,196 @@ def test_unchecked_chunks_carry_the_check_that_iterating_runs(tmp_path):
     next(pairs)
     with pytest.raises(ValueError, match=message):  # taking the next pair runs the check
         next(pairs)
+
+
+# ---------------------------------------------------------------------- time-sorted files
+
+
+def _time_sorted(cat: Catalog) -> pd.DataFrame:
+    """The rows of ``cat`` in time order (objects interleaved), as a survey writes them."""
+    order = np.argsort(cat.t, kind="stable")
+    ids = np.repeat(cat.ids, cat.lengths)
+    return pd.DataFrame({"id": ids[order], "t": cat.t[order], "y": cat.y[order],
+                         "dy": cat.dy[order]})
+
+
+@pytest.mark.parametrize("run_rows", [1 << 22, 400, 37])  # one run in memory, or merged files
+def test_time_sorted_files_are_sorted_by_id(tmp_path, monkeypatch, run_rows):
+    from clperiod import grouping
+
+    monkeypatch.setattr(grouping, "SORT_RUN_ROWS", run_rows)
+    monkeypatch.setattr(grouping, "MERGE_ROWS", 64)
+    monkeypatch.setattr(grouping, "_MIN_PIECE", 5)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    cat = _stripe82(40)
+    frame = _time_sorted(cat)
+    frame.to_csv(tmp_path / "time.csv", index=False)
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), tmp_path / "time.parquet",
+                   row_group_size=500)
+    expected = cat.subset(np.argsort(cat.ids, kind="stable"))
+    for name in ("time.csv", "time.parquet"):
+        with pytest.raises(ValueError, match=r"appears again at row \d+ after other objects .*"
+                                             r"grouping='sort'"):
+            open_catalog(tmp_path / name).read()  # the default takes objects as contiguous
+        for grouping_option in ("auto", "sort"):
+            reader = open_catalog(tmp_path / name, chunk_rows=300, grouping=grouping_option)
+            chunks = list(reader)
+            assert reader.grouping == "sort" and reader.settings()["grouping"] == "sort"
+            _assert_same(catalog_files._join_catalogs([c.catalog for c in chunks]), expected)
+            # chunks hold whole objects; their rows count in the sorted order
+            assert [c.first_row for c in chunks] == np.cumsum(
+                [0] + [c.n_rows for c in chunks[:-1]]).tolist()
+            assert sum(c.n_rows for c in chunks) == cat.t.size
+    assert list((tmp_path / "tmp").iterdir()) == []  # the run files are gone
+
+
+def test_auto_grouping_keeps_a_grouped_file_as_it_is(tmp_path):
+    cat = _stripe82(5)
+    pq.write_table(_long_table(cat), tmp_path / "grouped.parquet")
+    reader = open_catalog(tmp_path / "grouped.parquet", grouping="auto")
+    assert reader.grouping == "contiguous"
+    _assert_same(reader.read(), cat)  # file order, not sorted ids
+    assert cat.ids.tolist() != sorted(cat.ids.tolist())
+    pq.write_table(_nested_table(cat), tmp_path / "nested.parquet")
+    assert open_catalog(tmp_path / "nested.parquet", grouping="auto").grouping == "contiguous"
+    with pytest.raises(ValueError, match="grouping='sort' applies to long layouts"):
+        open_catalog(tmp_path / "nested.parquet", grouping="sort")
+    with pytest.raises(ValueError, match="grouping must be one of"):
+        open_catalog(tmp_path / "grouped.parquet", grouping="yes")
+
+
+def test_sorted_files_name_file_rows_in_value_errors(tmp_path):
+    text = "id,t,y,dy\n2,0,0,1\n1,0,0,1\n2,1,1,1\n1,1,nan,1\n1,2,2,-1\n"
+    (tmp_path / "a.csv").write_text(text)
+    with pytest.raises(ValueError, match=r"a\.csv: row 3 \(object 1\): y is nan"):
+        open_catalog(tmp_path / "a.csv", grouping="sort").read()
+    with pytest.raises(ValueError, match=r"a\.csv: row 4 \(object 1\): dy = -1\.0"):
+        open_catalog(tmp_path / "a.csv", grouping="sort", nan_policy="omit").read()
+    cat = open_catalog(tmp_path / "a.csv", grouping="sort", nan_policy="omit",
+                       dy_col=None).read()
+    assert cat.ids.tolist() == [1, 2] and cat.t.tolist() == [0, 2, 0, 1] and cat.n_dropped == 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 12), min_size=1, max_size=120), st.integers(1, 40),
+       st.integers(1, 50), st.booleans())
+def test_external_sort_is_a_stable_sort_by_id(keys, run_rows, merge_rows, text_ids):
+    from clperiod import grouping
+
+    ids = np.array([f"s{k:03d}" for k in keys]) if text_ids else np.array(keys, np.int64)
+    values = np.arange(ids.size, dtype=np.float64)
+    blocks = [long_block(ids[a:a + 7], {"t": values[a:a + 7]}, a)
+              for a in range(0, ids.size, 7)]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(grouping, "SORT_RUN_ROWS", run_rows)
+        patch.setattr(grouping, "MERGE_ROWS", merge_rows)
+        patch.setattr(grouping, "_MIN_PIECE", 1)
+        out = list(grouping.sorted_blocks(blocks, 5))
+    order = np.argsort(ids, kind="stable")
+    got_ids = np.concatenate([np.repeat(b.ids, np.diff(b.offsets)) for b in out])
+    np.testing.assert_array_equal(got_ids, ids[order])
+    np.testing.assert_array_equal(np.concatenate([b.columns["t"] for b in out]), values[order])
+    # no object is split between blocks
+    firsts = np.concatenate([b.ids for b in out])
+    assert np.unique(firsts).size == firsts.size
+    assert grouping.is_grouped(blocks) == (np.unique(ids).size == np.flatnonzero(
+        np.concatenate(([True], ids[1:] != ids[:-1]))).size)
+
+
+# ---------------------------------------------------------------------- damaged files
+
+
+def test_a_row_cut_short_is_reported_as_truncated(tmp_path):
+    (tmp_path / "a.csv").write_text("id,t,y,dy\n1,0,0,1\n1,1,1,1\n2,0,0,1\n2,1,1,1\n2,2")
+    for policy in ("raise", "omit"):
+        with pytest.raises(ValueError, match=r"a\.csv: row 4 \(line 6\) is cut short: 2 of 4 "
+                                             r"fields \('2,2'\); the file may be truncated"):
+            open_catalog(tmp_path / "a.csv", nan_policy=policy).read()
+    (tmp_path / "lc.txt").write_text("1, 0, 0\n# note\n\n1, 1, 1\n2, 0, 0\n2, 1")
+    with pytest.raises(ValueError, match=r"lc\.txt: row 3 \(line 6\) is cut short: 2 of 3"):
+        open_catalog(tmp_path / "lc.txt").read()
+    # empty fields are missing values, not a cut: the value is named
+    (tmp_path / "b.csv").write_text("id,t,y,dy\n1,0,0,1\n1,1,,\n2,0,0,1\n")
+    with pytest.raises(ValueError, match=r"b\.csv: row 1 \(object 1\): y is nan"):
+        open_catalog(tmp_path / "b.csv").read()
+
+
+def _corrupt_parquet(path: Path) -> Path:
+    rng = np.random.default_rng(3)
+    n = 3000
+    table = pa.table({"id": np.repeat(np.arange(30), 100), "t": rng.uniform(0, 100, n),
+                      "y": rng.normal(size=n), "dy": rng.uniform(0.1, 0.2, n)})
+    pq.write_table(table, path, row_group_size=1000, compression="snappy",
+                   use_dictionary=False)
+    chunk = pq.read_metadata(path).row_group(1).column(2)  # y of rows 1000-1999
+    data = bytearray(path.read_bytes())
+    data[chunk.data_page_offset + 40:chunk.data_page_offset + 240] = bytes(200)
+    path.write_bytes(bytes(data))
+    return path
+
+
+def test_corrupt_parquet_data_name_the_file_and_row_group(tmp_path):
+    path = _corrupt_parquet(tmp_path / "bad.parquet")
+    message = (r"bad\.parquet: at or after row 1000 \(row group 1 of 3, rows 1000 to 1999\): "
+               r"cannot read the Parquet data \(Corrupt snappy compressed data\.\)")
+    for options in ({}, {"chunk_rows": 500, "first_chunk_rows": None}, {"grouping": "sort"}):
+        with pytest.raises(ValueError, match=message):
+            open_catalog(path, **options).read()
+
+
+def _random_csv(n: int = 60_000) -> bytes:
+    rng = np.random.default_rng(5)
+    rows = "".join(f"{k // 100},{t!r},{y!r},0.1\n"
+                   for k, t, y in zip(range(n), rng.uniform(0, 1e3, n), rng.normal(size=n)))
+    return ("id,t,y,dy\n" + rows).encode()
+
+
+def test_damaged_compressed_files_name_the_file_and_line(tmp_path):
+    packed = gzip.compress(_random_csv())
+    (tmp_path / "cut.csv.gz").write_bytes(packed[: len(packed) // 2])
+    (tmp_path / "plain.csv.gz").write_bytes(_random_csv(100))
+    broken = bytearray(packed)
+    broken[-6] ^= 0xFF  # the stored length: the data decompress, the check fails
+    (tmp_path / "check.csv.gz").write_bytes(bytes(broken))
+    cases = {
+        "cut.csv.gz": r"line \d+ \(byte \d+ of the decompressed text\): the compressed data "
+                      r"end early: the file is truncated",
+        "plain.csv.gz": r"line 1 \(byte 0 of the decompressed text\): damaged or unreadable "
+                        r"compressed data \(Not a gzipped file",
+        "check.csv.gz": r"line 60002 \(byte \d+ of the decompressed text\): damaged or "
+                        r"unreadable compressed data",
+    }
+    for name, message in cases.items():
+        with pytest.raises(ValueError, match=rf"{name.replace('.', r'[.]')}: {message}"):
+            open_catalog(tmp_path / name).read()
+
+
+def test_text_that_is_not_utf8_names_the_file_line_and_byte(tmp_path):
+    (tmp_path / "latin.csv").write_bytes("id,t,y\n1,0,0\n1,1,1\ncaf\u00e9,2,2\n".encode("latin-1"))
+    with pytest.raises(ValueError, match=r"latin\.csv: line 4 \(byte 22\): byte 0xe9 is not "
+                                         r"UTF-8 text"):  # len("id,t,y\n1,0,0\n1,1,1\ncaf")
+        open_catalog(tmp_path / "latin.csv").read()
+    body = "".join(f"{k},{k},1\n" for k in range(50_000))  # the bad byte far in
+    (tmp_path / "late.csv").write_bytes(f"id,t,y\n{body}9,1,\u00b5\n".encode("latin-1"))
+    offset = len(f"id,t,y\n{body}9,1,")
+    with pytest.raises(ValueError, match=rf"late\.csv: line 50002 \(byte {offset}\): byte 0xb5"):
+        open_catalog(tmp_path / "late.csv").read()
+    (tmp_path / "wide.csv").write_bytes("id,t,y\n1,0,0\n".encode("utf-16"))
+    with pytest.raises(ValueError, match=r"wide\.csv: the file is UTF-16 text .* iconv"):
+        open_catalog(tmp_path / "wide.csv")
+    (tmp_path / "wide_le.csv").write_bytes("id,t,y\n1,0,0\n".encode("utf-16-le"))
+    with pytest.raises(ValueError, match=r"wide_le\.csv: line 1 holds NUL bytes"):
+        open_catalog(tmp_path / "wide_le.csv")
+
+
+def test_repeated_column_names_are_refused(tmp_path):
+    (tmp_path / "a.csv").write_text("id,t,y,y\n1,0,0,1\n")
+    with pytest.raises(ValueError, match=r"a\.csv: line 1: the header names the column\(s\) "
+                                         r"\['y'\] more than once"):
+        open_catalog(tmp_path / "a.csv")
+    table = pa.Table.from_arrays([pa.array([1, 1]), pa.array([0.0, 1.0]), pa.array([1.0, 2.0]),
+                                  pa.array([3.0, 4.0])], names=["id", "t", "y", "y"])
+    pq.write_table(table, tmp_path / "a.parquet")
+    with pytest.raises(ValueError, match=r"a\.parquet: more than one column named \['y'\]"):
+        open_catalog(tmp_path / "a.parquet")

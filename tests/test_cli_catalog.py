@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import bz2
+import gzip
+import lzma
 import os
 import re
 import signal
@@ -18,6 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import clperiod
+import clperiod.plot
 from clperiod import cli, pipeline
 from clperiod.io import example_path, load_example
 
@@ -35,7 +38,11 @@ def test_lombscargle_command_matches_the_library(tmp_path, capsys, cpu_device):
     status, text, err = _cli(capsys, "lombscargle", STRIPE82, "--fmin", 0.5, "--fmax", 4, "--nf",
                              2000, "--top-k", 3, "--chunk-rows", 3000, "-o", out,
                              "--no-progress", "--device", cpu_device.label.split()[0])
-    assert (status, err) == (0, "")
+    assert status == 0
+    # periods below 0.25 d are not searched: the sampling shows them, so it warns
+    assert err.startswith("clperiod: warning: the grid (2,000 frequencies from 0.5 to 3.99825) "
+                          "does not resolve every object: ")
+    assert "136 with low_fmax" in err and err.count("\n") == 1
     assert text.startswith(f"136 objects in 3 chunk(s) written to {out} (lombscargle, 2,000 "
                            "frequencies from 0.5 to 3.99825, fp64")
     grid = clperiod.FrequencyGrid.from_range(0.5, 4, 2000)
@@ -182,3 +189,89 @@ def test_killed_process_resumes_to_the_same_output(tmp_path, capsys):
     got, expected = pq.read_table(out), pq.read_table(tmp_path / "ref.parquet")
     assert got.column("id").to_pylist() == list(range(1000, 1000 + n_objects))
     assert got.equals(expected) and got.schema.metadata == expected.schema.metadata
+
+
+def test_a_time_sorted_file_is_searched_by_id(tmp_path, capsys, cpu_device):
+    cat = load_example("stripe82").subset(np.arange(30))
+    order = np.argsort(cat.t, kind="stable")
+    ids = np.repeat(cat.ids, cat.lengths)
+    pd.DataFrame({"id": ids[order], "t": cat.t[order], "y": cat.y[order],
+                  "dy": cat.dy[order]}).to_csv(tmp_path / "nightly.csv", index=False)
+    argv = ["lombscargle", tmp_path / "nightly.csv", "--fmin", 0.5, "--fmax", 4, "--nf", 500,
+            "--chunk-rows", 400, "--no-progress", "--device", cpu_device.label.split()[0]]
+    status, text, err = _cli(capsys, *argv, "-o", tmp_path / "out.csv")
+    assert (status, err) == (0, "") and text.rstrip().endswith("; input rows sorted by id")
+    status, _, err = _cli(capsys, *argv, "--grouping", "contiguous", "-o", tmp_path / "x.csv")
+    assert status == 1 and "appears again at row" in err and "--grouping sort" in err
+    grid = clperiod.FrequencyGrid.from_range(0.5, 4, 500)
+    by_id = cat.subset(np.argsort(cat.ids, kind="stable"))
+    direct = clperiod.lombscargle(by_id, grid, device=cpu_device)
+    frame = pd.read_csv(tmp_path / "out.csv")
+    assert frame["id"].tolist() == by_id.ids.tolist()
+    np.testing.assert_array_equal(frame["period"], direct.period)
+
+
+def _damaged_inputs(folder: Path) -> dict[str, str]:
+    """File name -> what the error must say about it."""
+    rng = np.random.default_rng(4)
+    n = 30_000
+    text = "id,t,y\n" + "".join(f"{k // 100},{t!r},{y!r}\n" for k, t, y in
+                                zip(range(n), rng.uniform(0, 1e3, n), rng.normal(size=n)))
+    packed = gzip.compress(text.encode())
+    (folder / "cut.csv.gz").write_bytes(packed[: len(packed) // 3])
+    (folder / "fake.csv.gz").write_bytes(text.encode())
+    (folder / "cut.csv.bz2").write_bytes(bz2.compress(text.encode())[:5000])
+    (folder / "cut.csv.xz").write_bytes(lzma.compress(text.encode())[:5000])
+    (folder / "latin.csv").write_bytes("id,t,y\n1,0,0\nJos\u00e9,1,1\n".encode("latin-1"))
+    (folder / "wide.csv").write_bytes("id,t,y\n1,0,0\n".encode("utf-16"))
+    (folder / "dup.csv").write_text("id,t,y,t\n1,0,0,0\n")
+    (folder / "short.csv").write_text("id,t,y\n1,0,0\n1,1,1\n1,2")
+    (folder / "junk.parquet").write_bytes(b"PAR1 not really")
+    return {
+        "cut.csv.gz": "the compressed data end early",
+        "fake.csv.gz": "Not a gzipped file",
+        "cut.csv.bz2": "the compressed data end early",
+        "cut.csv.xz": "the compressed data end early",
+        "latin.csv": "line 3 (byte 16): byte 0xe9 is not UTF-8",  # len("id,t,y\n1,0,0\nJos")
+        "wide.csv": "the file is UTF-16 text",
+        "dup.csv": "the header names the column(s) ['t'] more than once",
+        "short.csv": "row 2 (line 4) is cut short",
+        "junk.parquet": "not a readable Parquet file",
+    }
+
+
+def test_damaged_files_exit_1_with_one_line_naming_the_file(tmp_path, capsys):
+    for name, message in _damaged_inputs(tmp_path).items():
+        status, out, err = _cli(capsys, "lombscargle", tmp_path / name, "--fmin", 1, "--fmax", 2,
+                                "--nf", 10, "--no-progress", "-o", tmp_path / "out.parquet")
+        assert status == 1 and out == "", name
+        assert err.startswith(f"clperiod: error: {tmp_path / name}: ") and message in err, err
+        assert err.count("\n") == 1, err
+
+
+def test_figure_options_and_the_figures_written(tmp_path, capsys, monkeypatch, cpu_device):
+    cat = load_example("stripe82").subset(np.arange(3))
+    ids = np.repeat(np.array(["a/b", "a_b", "c" * 300]), cat.lengths)
+    path = tmp_path / "clash.csv"
+    pd.DataFrame({"id": ids, "hjd": cat.t, "flux": cat.y, "dy": cat.dy}).to_csv(path,
+                                                                                  index=False)
+    argv = ["lombscargle", path, "--t-col", "hjd", "--y-col", "flux", "--fmin", 1, "--fmax", 3,
+            "--nf", 200, "--chunk-rows", 1, "--first-chunk-rows", 0, "--no-progress",
+            "--plot", tmp_path / "figs", "--plot-ids", "a/b,a_b," + "c" * 300]
+    status, text, err = _cli(capsys, *argv, "-o", tmp_path / "out.parquet")
+    assert (status, err) == (0, "")
+    assert text.rstrip().endswith(f"; 3 figure(s) written to {tmp_path / 'figs'}")
+    assert len(list((tmp_path / "figs").iterdir())) == 3
+    seen = {}
+
+    def fake_run(reader, search, output, **options):
+        seen.update(options)
+        raise ValueError("stop here")
+
+    monkeypatch.setattr(pipeline, "run_catalog", fake_run)
+    _cli(capsys, *argv, "--y-unit", "mag", "--t-unit", "BJD", "-o", tmp_path / "b.parquet")
+    assert seen["plot_labels"] == clperiod.plot.PlotLabels("hjd", "flux", "BJD", "mag")
+    assert seen["plot_labels"].inverted
+    _cli(capsys, *argv, "--no-invert-y", "-o", tmp_path / "b.parquet")
+    assert seen["plot_labels"] == clperiod.plot.PlotLabels("hjd", "flux", invert_y=False)
+    assert seen["plot_labels"].time_unit == "d"

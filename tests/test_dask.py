@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import dask
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
@@ -111,10 +112,23 @@ def test_lombscargle_id_column_without_uncertainties(client, catalog, long_table
 
 
 def test_supersmoother_matches_single_device(client, catalog, long_table) -> None:
-    out = clperiod.dask.supersmoother(by_id(long_table, 2), SS_GRID, dy_col="dy", top_k=2)
+    out = clperiod.dask.supersmoother(by_id(long_table, 2), SS_GRID, top_k=2)  # dy: auto
     table = out.compute()
     assert "fap" not in table.columns
     assert_same_objects(table, single_device(clperiod.supersmoother, catalog, SS_GRID, top_k=2))
+
+
+def test_uncertainties_are_used_by_default(client, catalog, long_table) -> None:
+    """dy_col="auto": the column dy weights the search, as on the command line;
+    None searches without weights."""
+    weighted = single_device(clperiod.lombscargle, catalog, GRID)
+    plain = Catalog(catalog.ids, catalog.offsets, catalog.t, catalog.y)
+    unweighted = single_device(clperiod.lombscargle, plain, GRID)
+    differ = ~np.isclose(weighted["period"], unweighted["period"], rtol=1e-6)
+    assert differ.sum() >= 3
+    assert_same_objects(clperiod.dask.lombscargle(by_id(long_table), GRID).compute(), weighted)
+    out = clperiod.dask.lombscargle(by_id(long_table), GRID, dy_col=None).compute()
+    assert_same_objects(out, unweighted)
 
 
 def nested_table(catalog: Catalog) -> tuple[pd.DataFrame, Catalog]:
@@ -145,7 +159,7 @@ def test_nested_layout_matches_single_device(client, catalog) -> None:
     frame, reference = nested_table(catalog)
     assert frame["lc"].isna().tolist()[-2:] == [False, True]
     ddf = dd.from_pandas(frame, npartitions=3, sort=False)
-    out = clperiod.dask.lombscargle(ddf, GRID, nested_col="lc", dy_col="dy", nan_policy="omit")
+    out = clperiod.dask.lombscargle(ddf, GRID, nested_col="lc", nan_policy="omit")  # dy: auto
     table = out.compute()
     assert table["id"].dtype == ddf["id"].dtype
     empty = table[table["id"].isin(["empty", "null"])]
@@ -156,28 +170,80 @@ def test_nested_layout_matches_single_device(client, catalog) -> None:
     assert_same_objects(table, single_device(clperiod.lombscargle, reference, GRID))
 
 
+def test_nested_uncertainties_found_on_the_workers(catalog) -> None:
+    """A nested column of Python objects tells its fields only on the workers,
+    where dy_col="auto" finds the field dy."""
+    frame, reference = nested_table(catalog)
+    frame = frame.assign(lc=frame["lc"].astype(object))
+    with dask.config.set({"dataframe.convert-string": False}):  # keep the Python objects
+        ddf = dd.from_pandas(frame, npartitions=2, sort=False)
+        assert ddf.dtypes["lc"] == object
+        out = clperiod.dask.lombscargle(ddf, GRID, nested_col="lc", nan_policy="omit")
+        table = out.compute(scheduler="sync")
+    assert_same_objects(table, single_device(clperiod.lombscargle, reference, GRID))
+
+
 # ---------------------------------------------------------------------- exactly once
 
 
-def test_object_split_across_partitions_is_reported(client, long_table) -> None:
-    """Row-wise partitions cut objects in two; the id check names one of them."""
+def time_ordered(long_table: pd.DataFrame, npartitions: int = 3) -> dd.DataFrame:
+    """The observations of all objects in time order: objects interleave and
+    straddle the partitions."""
+    frame = dd.from_pandas(long_table.sort_values("t", kind="stable"), npartitions=npartitions,
+                           sort=False)
+    assert not frame.known_divisions
+    return frame
+
+
+def test_objects_straddling_partitions_are_shuffled_by_id(client, catalog, long_table) -> None:
+    """Any row order and partitioning gives the one-call result, bit for bit
+    (each object's rows are searched in time order, as in the catalog)."""
+    frame = time_ordered(long_table)
+    first = frame.partitions[0].compute()["id"]
+    assert first.isin(frame.partitions[1].compute()["id"]).any()
+    expected = single_device(clperiod.lombscargle, catalog, GRID)
+    assert_same_objects(clperiod.dask.lombscargle(frame, GRID).compute(), expected)
+    by_index = time_ordered(long_table).set_index("id", sort=False)
+    assert not by_index.known_divisions
+    assert_same_objects(clperiod.dask.lombscargle(by_index, GRID).compute(), expected)
+
+
+def test_noncontiguous_rows_of_a_partition_are_searched_in_time_order(long_table,
+                                                                      catalog) -> None:
+    shuffled = long_table.iloc[np.r_[0:10, 60:70, 10:60, 70:len(long_table)]]
+    frame = dd.from_pandas(shuffled, npartitions=1, sort=False)
+    out = clperiod.dask.lombscargle(frame, GRID, shuffle=False).compute(scheduler="sync")
+    assert_same_objects(out, single_device(clperiod.lombscargle, catalog, GRID))
+
+
+def test_object_split_across_partitions_is_reported_without_shuffle(client, long_table) -> None:
+    """shuffle=False trusts the partitioning; the id check names a split object."""
     frame = dd.from_pandas(long_table, npartitions=3, sort=False)
     split = long_table["id"].iloc[frame.divisions[1]]
     assert long_table["id"].iloc[frame.divisions[1] - 1] == split
-    out = clperiod.dask.lombscargle(frame, GRID, dy_col="dy")
-    with pytest.raises(ValueError, match=rf"object id {split} appears in partitions \[0, 1\]"):
+    out = clperiod.dask.lombscargle(frame, GRID, shuffle=False)
+    with pytest.raises(ValueError, match=rf"object id {split} appears in partitions \[0, 1\]"
+                                         r".*shuffle=True"):
         out.compute()
-    unchecked = clperiod.dask.lombscargle(frame, GRID, dy_col="dy", check_ids=False).compute()
+    unchecked = clperiod.dask.lombscargle(frame, GRID, shuffle=False, check_ids=False).compute()
     assert (unchecked["id"] == split).sum() == 2
 
 
-def test_noncontiguous_rows_are_reported(long_table) -> None:
-    shuffled = long_table.iloc[np.r_[0:10, 60:70, 10:60, 70:len(long_table)]]
-    frame = dd.from_pandas(shuffled, npartitions=1, sort=False)
-    first = long_table["id"].iloc[0]
-    out = clperiod.dask.lombscargle(frame, GRID, dy_col="dy")
-    with pytest.raises(ValueError, match=rf"partition 0: object id {first} appears again"):
-        out.compute(scheduler="sync")
+def test_divisions_that_share_an_id_are_checked(client, catalog, long_table) -> None:
+    """Parquet files holding ids 0-2 and 2-3 give divisions (0, 2, 3) with id 2
+    in both partitions: indexed frames are not shuffled, and the id check
+    (on by default for them) catches it; shuffle=True mends it."""
+    table = long_table.set_index("id")
+    cut = catalog.ids[catalog.n_objects // 2]
+    rows = int(np.flatnonzero(table.index == cut)[3])
+    parts = [table.iloc[:rows], table.iloc[rows:]]
+    frame = dd.from_map(lambda part: part, parts,
+                        divisions=(catalog.ids[0], cut, catalog.ids[-1]))
+    assert frame.known_divisions
+    with pytest.raises(ValueError, match=rf"object id {cut} appears in partitions \[0, 1\]"):
+        clperiod.dask.lombscargle(frame, GRID).compute()
+    mended = clperiod.dask.lombscargle(frame, GRID, shuffle=True).compute()
+    assert_same_objects(mended, single_device(clperiod.lombscargle, catalog, GRID))
 
 
 def test_partitions_take_the_column_types_of_dataframes(long_table) -> None:
@@ -324,6 +390,8 @@ def test_bad_arguments_fail_at_once(long_table, cpu_device) -> None:
         clperiod.dask.lombscargle(frame, GRID, nan_policy="drop")
     with pytest.raises(ValueError, match="top_k"):
         clperiod.dask.lombscargle(frame, GRID, top_k=0)
+    with pytest.raises(TypeError, match="shuffle must be True, False or None, got 'yes'"):
+        clperiod.dask.lombscargle(frame, GRID, shuffle="yes")
     with pytest.raises(TypeError, match="dask.dataframe.DataFrame"):
         clperiod.dask.lombscargle(long_table, GRID)
     with pytest.raises(ValueError, match=r"column 't' must hold list<struct<...>> values"):

@@ -225,3 +225,58 @@ def test_read_catalog_parquet_without_pyarrow_or_pandas(tmp_path, monkeypatch):
         monkeypatch.setitem(sys.modules, name, None)  # makes "import name" fail
     with pytest.raises(ImportError, match="pip install pyarrow"):
         read_catalog(tmp_path / "long.parquet")
+
+
+def test_damaged_files_name_the_file_and_the_place(tmp_path):
+    rng = np.random.default_rng(2)
+    text = "".join(f"1, {t!r}, {y!r}\n" for t, y in zip(rng.uniform(size=20_000),
+                                                         rng.normal(size=20_000)))
+    packed = gzip.compress(text.encode())
+    cut = tmp_path / "cut.txt.gz"
+    cut.write_bytes(packed[: len(packed) // 2])
+    with pytest.raises(ValueError, match=r"cut\.txt\.gz: line \d+ \(byte \d+ of the "
+                                         r"decompressed text\): the compressed data end early"):
+        read_lightcurve_csv(cut)
+    latin = tmp_path / "latin.csv"
+    latin.write_bytes("id,t,y\n1,1,2\n1,2,3\n# Jos\u00e9\n".encode("latin-1"))
+    with pytest.raises(ValueError, match=r"latin\.csv: line 4 \(byte 24\): byte 0xe9 is not "
+                                         r"UTF-8"):  # len("id,t,y\n1,1,2\n1,2,3\n# Jos")
+        read_catalog(latin)
+    papers = tmp_path / "lc.txt"
+    papers.write_bytes("1, 1, 2\n1, 2, 3 # Jos\u00e9\n".encode("latin-1"))
+    with pytest.raises(ValueError, match=r"lc\.txt: line 2 \(byte 21\): byte 0xe9"):
+        read_lightcurve_csv(papers)
+
+
+def test_corrupt_parquet_names_the_row_group(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "bad.parquet"
+    n = 2000
+    table = pa.table({"id": np.repeat(np.arange(20), 100), "t": np.arange(n, dtype=float),
+                      "y": np.random.default_rng(0).normal(size=n)})
+    pq.write_table(table, path, row_group_size=1000, compression="snappy", use_dictionary=False)
+    chunk = pq.read_metadata(path).row_group(1).column(2)
+    data = bytearray(path.read_bytes())
+    data[chunk.data_page_offset + 40:chunk.data_page_offset + 240] = bytes(200)
+    path.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match=r"bad\.parquet: at or after row 1000 \(row group 1 of "
+                                         r"2, rows 1000 to 1999\): cannot read the Parquet data"):
+        read_catalog(path)
+
+
+def test_repeated_column_names_name_the_file(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from clperiod.io import read_rv
+
+    table = pa.Table.from_arrays([pa.array([1, 1]), pa.array([0.0, 1.0]), pa.array([1.0, 2.0]),
+                                  pa.array([3.0, 4.0])], names=["id", "t", "y", "y"])
+    pq.write_table(table, tmp_path / "two.parquet")
+    with pytest.raises(ValueError, match=r"more than one column named \['y'\] in .*two\.parquet"):
+        read_catalog(tmp_path / "two.parquet")
+    rv = _write(tmp_path / "rv.txt", "time mnvel errvel tel mnvel\n1 2 3 a 4\n")
+    with pytest.raises(ValueError, match=r"more than one column named \['mnvel'\] in .*rv\.txt"):
+        read_rv(rv)

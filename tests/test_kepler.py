@@ -218,3 +218,60 @@ def test_range_reduction_error_is_flat_in_revolutions(method):
             assert true_anomaly_error(naive_sol, want).max() > 1e-11
     assert max(errors.values()) <= 1e-14, errors
     assert errors[1_000_000] <= 10 * errors[0] + 1e-15, errors
+
+
+#: Mean anomalies far from zero: past 2^25 (the two-part 2 pi), 1e16 and 1e20
+#: (where that reduction was off by 5e-11 and 1.4e-6 rad), 1e100 (off by
+#: whole radians), the largest float64 and the float64 closest to a multiple
+#: of pi / 2 (Kahan's 6381956970095103 * 2^797).
+HUGE_MEAN_ANOMALIES = np.array([
+    3.3e7, -2.0**25, 1e16, -1e20, 1e100, -1.7976931348623157e308,
+    6381956970095103 * 2.0**797, 123456789.0 * 2.0**300])
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_huge_mean_anomalies_reduce_exactly(method):
+    """Any finite float64 M is reduced exactly (Payne-Hanek beyond 2^25):
+    the true anomaly is that of the exact M mod 2 pi (measured 3e-16) and E
+    is M + (E - M) rounded once, in M's revolution."""
+    rng = np.random.default_rng(42)
+    scale = 10.0 ** rng.uniform(7, 308, 200) * rng.choice([-1, 1], 200)
+    m = np.concatenate([HUGE_MEAN_ANOMALIES, rng.uniform(0.5, 1.0, 200) * scale])
+    e = rng.uniform(0, 0.9, m.size)
+    sol = kepler.solve(m, e, method=method, full=True)
+    assert (sol.status == kepler.KeplerStatus.OK).all()
+    want = huge_reference(m, e)
+    assert true_anomaly_error(sol, want).max() <= 2e-15
+    np.testing.assert_allclose(sol.eccentric_anomaly, want[0], rtol=2.3e-16, atol=0)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_huge_mean_anomalies_fp32(method):
+    """fp32 reduces its float32 M exactly too (Payne-Hanek beyond 2^11);
+    float64 M beyond the float32 range become infinite: NOT_FINITE."""
+    rng = np.random.default_rng(43)
+    m = np.concatenate([[3000.0, -2.0**11, 1e10, -3e20, 3.4e38],
+                        rng.uniform(-1, 1, 100) * 10.0 ** rng.uniform(4, 38, 100)])
+    m = m.astype(np.float32).astype(np.float64)
+    e = rng.uniform(0, 0.9, m.size)
+    sol = kepler.solve(m, e, method=method, full=True, precision="fp32")
+    assert (sol.status == kepler.KeplerStatus.OK).all()
+    want = huge_reference(m, e)
+    assert true_anomaly_error(sol, want).max() <= 4e-6
+    np.testing.assert_allclose(sol.eccentric_anomaly, want[0], rtol=1.2e-7, atol=0)
+    beyond = kepler.solve(np.array([1e39, -1e300, 3e38]), 0.5, full=True, precision="fp32")
+    assert list(beyond.status) == [kepler.KeplerStatus.NOT_FINITE] * 2 + [kepler.KeplerStatus.OK]
+
+
+def huge_reference(mean_anomaly, eccentricity):
+    """(E, sin f, cos f) of float64 M of any size: M reduced to m in mpmath,
+    then :func:`reference_solution`, and E = M + (E_m - m) rounded once."""
+    import mpmath
+    from reference.kepler_rv_mp import reduce_mean_anomaly
+
+    m = np.array([reduce_mean_anomaly(x)[0] for x in mean_anomaly])
+    big_e, sin_f, cos_f = reference_solution(m, eccentricity)
+    with mpmath.workdps(40):
+        full = [float(mpmath.mpf(float(x)) + (mpmath.mpf(float(a)) - mpmath.mpf(float(b))))
+                for x, a, b in zip(mean_anomaly, big_e, m)]
+    return np.array(full), sin_f, cos_f

@@ -70,6 +70,16 @@ __kernel void vector_arg(__global float *out, const float4 v) { out[0] = v.x; }
 """
 
 
+def test_build_seconds_count_builds_not_cache_hits(context):
+    params = {**LS_PARAMS, "top_k": 61}  # built by no other test
+    before = kernels.build_seconds()
+    kernels.get_program(context, "lombscargle", **params)
+    built = kernels.build_seconds()
+    assert built > before
+    kernels.get_program(context, "lombscargle", **params)
+    assert kernels.build_seconds() == built
+
+
 def test_scalar_arguments_are_declared_from_the_kernels_argument_info(context, monkeypatch):
     import pyopencl as cl
 

@@ -579,6 +579,37 @@ def test_catalog_of_only_degenerate_objects():
     assert np.isnan(result.power).all()
 
 
+def test_a_list_of_light_curves_is_a_catalog(rng):
+    """Tuples, DataFrames and Tables as the first argument: the catalog of
+    Catalog.from_lightcurves, with ids 0 .. K-1 (also for the grid helpers,
+    the false-alarm probabilities and SuperSmoother)."""
+    pd = pytest.importorskip("pandas")
+    curves = [simulated(rng, n=40 + 10 * k, period=1.5 + k) for k in range(3)]
+    grid = FrequencyGrid.from_range(0.05, 2.0, 800)
+    expected = lombscargle(Catalog.from_lightcurves(curves), grid)
+    frames = [pd.DataFrame({"t": t, "y": y, "dy": dy}) for t, y, dy in curves]
+    for listed in (curves, tuple(curves), frames):
+        result = lombscargle(listed, grid)
+        np.testing.assert_array_equal(result.ids, [0, 1, 2])
+        np.testing.assert_array_equal(result.power_best, expected.power_best)
+    np.testing.assert_allclose(expected.period, [1.5, 2.5, 3.5], rtol=0.02)
+    assert FrequencyGrid.auto(curves) == FrequencyGrid.auto(Catalog.from_lightcurves(curves))
+    assert FrequencyGrid.richards(curves, 0.1, 1.0) == \
+        FrequencyGrid.richards(Catalog.from_lightcurves(curves), 0.1, 1.0)
+    fap = clperiod.stats.catalog_false_alarm_probability(expected.power_best, curves,
+                                                          fmax=grid.fmax, nf=grid.nf)
+    np.testing.assert_array_equal(fap, expected.false_alarm_probability())
+    smoothed = clperiod.supersmoother(curves, FrequencyGrid.from_range(0.05, 2.0, 200))
+    np.testing.assert_allclose(smoothed.period, [1.5, 2.5, 3.5], rtol=0.03)
+    unweighted = lombscargle([(t, y) for t, y, _ in curves], grid, method="standard")
+    assert unweighted.catalog.dy is None
+    with pytest.raises(ValueError, match="inside the Catalog or the light curves"):
+        lombscargle(curves, grid, dy=curves[0][2])
+    with pytest.raises(ValueError, match="y is required when the first argument is a time "
+                                         "array .*list of"):
+        lombscargle(curves[0][0], grid)
+
+
 def test_nan_policy(rng):
     t, y, dy = simulated(rng, n=50)
     y = y.copy()

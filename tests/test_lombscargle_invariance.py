@@ -19,7 +19,7 @@ from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from clperiod import Catalog, FrequencyGrid, Status, lombscargle, stats
-from clperiod.multiterm import multiterm_max_power, multiterm_power
+from clperiod.multiterm import multiterm_coefficients, multiterm_max_power, multiterm_power
 
 LS_MODULE = importlib.import_module("clperiod.lombscargle")
 NORMALIZATIONS = ["standard", "model", "log", "psd"]
@@ -177,6 +177,23 @@ def test_variation_below_float64_resolution_is_zero_variance(precision, host_pre
     assert np.isnan(result.power_best[1])
 
 
+def test_the_preparations_zero_variance_is_not_overruled():
+    """The degenerate-status test (one-pass centring) does not turn the
+    standardization's ZERO_VARIANCE into OUT_OF_RANGE; invalid values (NaN)
+    still take precedence."""
+    with_nan = Y.copy()
+    with_nan[3] = np.nan
+    n = T.size
+    catalog = Catalog(np.arange(3), [0, n, 2 * n, 3 * n], np.tile(T, 3),
+                      np.r_[Y, Y, with_nan], np.tile(DY, 3))
+    prepared = np.array([Status.ZERO_VARIANCE, Status.OK, Status.ZERO_VARIANCE], np.int8)
+    options = LS_MODULE._Options.build("generalized", "standard", None, None, "fp64", "auto",
+                                       1, False)
+    status = LS_MODULE._search_status(catalog, prepared, np.array([np.nan, 0.5, np.nan]),
+                                      options)
+    assert list(status) == [Status.ZERO_VARIANCE, Status.OK, Status.NOT_FINITE]
+
+
 @pytest.mark.parametrize("a", [1e-26, 1e25])
 @pytest.mark.parametrize("host_prepares", [False, True])
 def test_fp32_with_tiny_or_huge_values(a, host_prepares):
@@ -237,6 +254,40 @@ def test_multiterm_is_invariant(nterms, normalization, centred, with_dy, a, b_ov
                                    stats.false_alarm_probability(z, dy=DY, **null), rtol=1e-12)
         np.testing.assert_allclose(stats.false_alarm_level(0.01, dy=dy_scaled, **null),
                                    stats.false_alarm_level(0.01, dy=DY, **null), rtol=1e-10)
+
+
+@settings(max_examples=25, deadline=None)
+@given(nterms=st.integers(1, 2), centred=st.sampled_from([(True, True), (False, True),
+                                                          (False, False)]),
+       with_dy=st.booleans(), direct=st.booleans(), a=scales(), b_over_std=offsets())
+@example(nterms=1, centred=(True, True), with_dy=True, direct=False, a=1e-200,
+         b_over_std=0.0)  # dy**-2 overflows
+@example(nterms=2, centred=(True, True), with_dy=True, direct=True, a=3e250,
+         b_over_std=1e12)
+def test_multiterm_coefficients_are_in_the_units_of_y(nterms, centred, with_dy, direct, a,
+                                                      b_over_std):
+    fit_mean, center_data = centred
+    if not (fit_mean or center_data):
+        b_over_std = 0.0
+    scaled, moved, b = shifted(a, b_over_std)
+    assume(representable(moved, 1.0))
+    dy, dy_scaled = (DY, a * DY) if with_dy else (None, None)
+    options = dict(fit_mean=fit_mean, center_data=center_data, direct_harmonics=direct)
+    grid = FrequencyGrid.from_range(0.05, 5.0, 60)
+    base = multiterm_coefficients(T, Y, dy, grid, nterms, **options)
+    size = np.abs(base).max()
+    np.testing.assert_allclose(multiterm_coefficients(T, scaled, dy_scaled, grid, nterms,
+                                                      **options) / a,
+                               base, rtol=0, atol=1e-10 * size)
+    # an offset moves the fitted offset only (centred data without one: nothing)
+    expected = multiterm_coefficients(T, moved - b, dy_scaled, grid, nterms, **options)
+    if fit_mean:
+        expected[:, 0] += b
+    got = multiterm_coefficients(T, moved, dy_scaled, grid, nterms, **options)
+    np.testing.assert_allclose(got[:, int(fit_mean):], expected[:, int(fit_mean):], rtol=0,
+                               atol=1e-10 * a * size)
+    np.testing.assert_allclose(got[:, :int(fit_mean)], expected[:, :int(fit_mean)],
+                               rtol=4 * np.finfo(np.float64).eps, atol=1e-10 * a * size)
 
 
 @given(a=scales(), b_over_std=offsets(), center=st.booleans())

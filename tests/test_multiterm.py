@@ -11,7 +11,8 @@ from astropy.timeseries import LombScargle as AstropyLombScargle
 
 from clperiod import FrequencyGrid, multiterm, stats
 from clperiod.astropy import LombScargle
-from clperiod.multiterm import MAX_NTERMS, multiterm_max_power, multiterm_power
+from clperiod.multiterm import (MAX_NTERMS, multiterm_coefficients, multiterm_max_power,
+                                multiterm_power)
 
 GRID = FrequencyGrid.from_range(0.01, 3.0, 1500)
 
@@ -60,6 +61,59 @@ def test_frequency_zero_is_nan(light_curve, cpu_device):
     t, y, dy = light_curve
     power = multiterm_power(t, y, dy, FrequencyGrid(0.0, 0.01, 4), 2, device=cpu_device)
     assert np.isnan(power[0]) and np.isfinite(power[1:]).all()
+
+
+@pytest.mark.parametrize("nterms", [1, 2, MAX_NTERMS])
+def test_direct_harmonics_equal_the_recurrence_to_rounding(light_curve, cpu_device, nterms):
+    t, y, dy = light_curve
+    recurrence = multiterm_power(t, y, dy, GRID, nterms, device=cpu_device)
+    direct = multiterm_power(t, y, dy, GRID, nterms, direct_harmonics=True, device=cpu_device)
+    expected = astropy_chi2(t, y, dy, nterms)  # astropy's design matrix: direct sin(h phi)
+    scale = np.abs(expected).max()
+    np.testing.assert_allclose(direct, expected, rtol=1e-9, atol=1e-12 * scale)
+    np.testing.assert_allclose(direct, recurrence, rtol=1e-11, atol=1e-14 * scale)
+    assert not np.array_equal(direct, recurrence)  # other arithmetic
+
+
+@pytest.mark.parametrize(("nterms", "fit_mean", "center_data"),
+                         [(1, True, True), (1, False, False), (2, True, False),
+                          (3, False, True), (0, True, True)])
+@pytest.mark.parametrize("direct", [False, True])
+def test_coefficients_are_the_least_squares_fit(cpu_device, nterms, fit_mean, center_data,
+                                                direct):
+    rng = np.random.default_rng(4)
+    t = np.sort(rng.uniform(0, 40, 120)) + 3.0  # times from 0: an accurate numpy reference
+    y = 2 + np.sin(2 * np.pi * t / 1.7) + 0.4 * np.cos(4 * np.pi * t / 1.7 + 1.0)
+    y += rng.normal(0, 0.3, t.size)
+    dy = rng.uniform(0.2, 0.5, t.size)
+    grid = FrequencyGrid(0.0, 0.013, 80)
+    got = multiterm_coefficients(t, y, dy, grid, nterms, fit_mean=fit_mean,
+                                 center_data=center_data, direct_harmonics=direct,
+                                 device=cpu_device)
+    assert got.shape == (80, int(fit_mean) + 2 * nterms)
+    assert np.isnan(got[0]).all() == bool(nterms)  # f = 0: the sines vanish
+    target = y - np.average(y, weights=dy**-2.0) if center_data and not fit_mean else y
+    for k in (1, 45, 79):
+        f = grid.frequencies()[k]
+        columns = [np.ones_like(t)] if fit_mean else []
+        for h in range(1, nterms + 1):
+            columns += [np.sin(2 * np.pi * h * f * t), np.cos(2 * np.pi * h * f * t)]
+        design = np.column_stack(columns) / dy[:, None]
+        expected = np.linalg.lstsq(design, target / dy, rcond=None)[0]
+        np.testing.assert_allclose(got[k], expected, rtol=0, atol=1e-10 * np.abs(expected).max())
+    # the power is the fit's reduction of chi2
+    power = multiterm_power(t, y, dy, grid, nterms, fit_mean=fit_mean, center_data=center_data,
+                            normalization="psd", device=cpu_device)
+    if nterms:
+        f = grid.frequencies()[45]
+        model = got[45, 0] if fit_mean else 0.0
+        for h in range(1, nterms + 1):
+            a, b = got[45, int(fit_mean) + 2 * h - 2: int(fit_mean) + 2 * h]
+            model = model + a * np.sin(2 * np.pi * h * f * t) + b * np.cos(2 * np.pi * h * f * t)
+        reference = target - np.average(target, weights=dy**-2.0) if fit_mean else target
+        chi2_ref = np.sum(reference**2 / dy**2)
+        assert 0.5 * (chi2_ref - np.sum((target - model) ** 2 / dy**2)) == pytest.approx(
+            power[45], rel=1e-10)
 
 
 def test_bad_input_raises(light_curve, cpu_device):

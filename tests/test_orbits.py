@@ -146,6 +146,22 @@ def test_conjunction_formulas_match_radvel():
                                atol=1e-9 * per.max())
 
 
+def test_conjunction_mean_anomaly_is_the_time_from_periastron():
+    """M_c of orbits.conjunction_mean_anomaly (the kernels' tc form) equals
+    2 pi (tc - tp) / P of radvel's formula, modulo 2 pi, for w of any turn."""
+    rng = np.random.default_rng(36)
+    std = random_standard(rng, e_max=0.99)
+    per, _, e, w, _ = std.T
+    m_c = orbits.conjunction_mean_anomaly(e, w)
+    assert (np.abs(m_c) <= np.pi).all()
+    tc = rng.uniform(-3000, 5000, per.size)
+    want = TWO_PI * (tc - orbits.timetrans_to_timeperi(tc, per, e, w)) / per
+    assert np.abs(wrapped(m_c - want, TWO_PI)).max() <= 1e-9
+    # circular: conjunction a quarter period after periastron
+    np.testing.assert_allclose(orbits.conjunction_mean_anomaly(0.0, [0.0, 1.0]),
+                               [np.pi / 2, np.pi / 2 - 1.0], rtol=0, atol=1e-15)
+
+
 def test_conjunction_is_where_the_true_anomaly_is_pi_over_2_minus_w():
     """At t = tc the star's velocity is K e cos w (f + w = pi/2) and falling."""
     rng = np.random.default_rng(35)

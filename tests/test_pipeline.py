@@ -9,6 +9,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.feather as feather
 import pyarrow.parquet as pq
@@ -113,6 +114,16 @@ def test_catalog_source_csv_output_and_supersmoother(tmp_path, catalog, cpu_devi
     np.testing.assert_array_equal(frame["id"], catalog.ids)
     np.testing.assert_allclose(frame["period"], direct.period, rtol=1e-15)
     assert "fap" not in frame.columns and run.n_chunks == 3
+
+
+def test_a_list_of_light_curves_is_a_source(tmp_path, catalog, cpu_device):
+    curves = [catalog.lightcurve(k) for k in range(5)]
+    run = run_catalog(curves, _search(), tmp_path / "out.parquet", device=cpu_device,
+                      progress=False)
+    table = pq.read_table(run.output).to_pandas()
+    direct = clperiod.lombscargle(catalog.subset(np.arange(5)), GRID, top_k=2, device=cpu_device)
+    np.testing.assert_array_equal(table["id"], np.arange(5))
+    np.testing.assert_array_equal(table["period"], direct.period)
 
 
 def test_auto_grid_is_astropy_rule_over_the_whole_catalog(tmp_path, input_file, catalog,
@@ -305,8 +316,9 @@ def test_figures_for_chosen_or_first_objects(tmp_path, input_file, catalog, monk
     assert all(n == m == 1 for _, n, m in drawn)  # only those objects were searched again
     drawn.clear()
 
-    def record(result, cat, objects, directory, fmt):  # no drawing: the wiring is tested
+    def record(result, cat, objects, directory, fmt, labels):  # the wiring, no drawing
         drawn.append(list(objects))
+        assert labels == clperiod.plot.PlotLabels("t", "y")  # the input's columns
         return [directory / f"{i}.{fmt}" for i in objects]
 
     monkeypatch.setattr(clperiod.plot, "plot_objects", record)
@@ -342,7 +354,7 @@ def test_search_settings_are_checked():
     assert search.settings() == {
         "algorithm": "supersmoother", "options": {"alpha": 5.0}, "fap_method": "baluev",
         "grid": {"auto": {"samples_per_peak": 5, "nyquist_factor": 5, "minimum_frequency": None,
-                          "maximum_frequency": None}},
+                          "maximum_frequency": None, "min_period": 0.05}},
     }
     with pytest.raises(ValueError, match="resolve the AutoGrid"):
         search.run(load_example("ida"))
@@ -430,3 +442,89 @@ def test_a_search_failing_on_unchecked_rows_reports_the_bad_row(tmp_path, catalo
                     progress=False)
     wait_for_disposals()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.parquet", "catalog.parquet"]
+
+
+def test_figures_of_ids_that_clash_as_file_names_stay_apart(tmp_path, catalog, cpu_device):
+    """"a/b" and "a_b" in different chunks, and an id too long for a file name."""
+    cat = catalog.subset(np.arange(3))
+    ids = np.repeat(np.array(["a/b", "a_b", "x" * 300]), cat.lengths)
+    path = tmp_path / "clash.csv"
+    pd.DataFrame({"id": ids, "mjd": cat.t, "mag": cat.y, "dy": cat.dy}).to_csv(path, index=False)
+    reader = open_catalog(path, t_col="mjd", y_col="mag", chunk_rows=1, first_chunk_rows=None)
+    run = run_catalog(reader, _search(), tmp_path / "out.parquet", plot=tmp_path / "figs",
+                      plot_ids=["a/b", "a_b", "x" * 300], device=cpu_device, progress=False)
+    assert run.n_chunks == 3 and len(run.figures) == 3
+    assert sorted(run.figures) == sorted((tmp_path / "figs").iterdir())
+    assert [p.name for p in run.figures] == [
+        f"{clperiod.plot.file_stem('a/b')}.png", "a_b.png",
+        f"{clperiod.plot.file_stem('x' * 300)}.png"]
+    assert len(run.figures[2].name) == 100 + 17 + 4
+
+
+def test_figures_name_the_input_columns_and_invert_magnitudes(tmp_path, catalog, monkeypatch,
+                                                              cpu_device):
+    import clperiod.plot
+
+    figures = []
+    real = clperiod.plot.plot_result
+
+    def keep(*args, **options):
+        figures.append(real(*args, **options))
+        return figures[-1]
+
+    monkeypatch.setattr(clperiod.plot, "plot_result", keep)
+    cat = catalog.subset([0])
+    ids = np.repeat(cat.ids, cat.lengths)
+    days = (cat.t - 40587.0) * 86400e9  # MJD -> ns since 1970
+    table = pa.table({"oid": ids, "obs_time": pa.array(days.astype("datetime64[ns]")),
+                      "psfMag": cat.y})
+    pq.write_table(table, tmp_path / "stamps.parquet")
+    reader = open_catalog(tmp_path / "stamps.parquet", id_col="oid", t_col="obs_time",
+                          y_col="psfMag", dy_col=None)
+    assert reader.timestamps
+    run_catalog(reader, _search(), tmp_path / "out.parquet", plot=tmp_path / "figs",
+                device=cpu_device, progress=False)
+    top, bottom = figures[0].axes
+    assert top.get_xlabel() == "frequency [1/d]"
+    assert bottom.get_ylabel() == "psfMag" and bottom.yaxis_inverted()
+    assert "phase 0 at obs_time (MJD) = " in bottom.get_xlabel()
+    figures[0].savefig(tmp_path / "look.png")
+
+
+def _time_sorted_file(path, catalog):
+    order = np.argsort(catalog.t, kind="stable")
+    ids = np.repeat(catalog.ids, catalog.lengths)
+    pq.write_table(pa.table({"id": ids[order], "t": catalog.t[order], "y": catalog.y[order],
+                             "dy": catalog.dy[order]}), path, row_group_size=200)
+    return path
+
+
+def test_a_time_sorted_input_runs_and_resumes_like_the_grouped_one(tmp_path, catalog,
+                                                                   monkeypatch, cpu_device):
+    from clperiod import grouping
+
+    monkeypatch.setattr(grouping, "SORT_RUN_ROWS", 250)  # merged from temporary files
+    by_id = catalog.subset(np.argsort(catalog.ids, kind="stable"))
+    grouped = tmp_path / "grouped.parquet"
+    ids = np.repeat(by_id.ids, by_id.lengths)
+    pq.write_table(pa.table({"id": ids, "t": by_id.t, "y": by_id.y, "dy": by_id.dy}), grouped)
+    reference = run_catalog(_reader(grouped), _search(), tmp_path / "ref.parquet",
+                            device=cpu_device, progress=False)
+    timed = _time_sorted_file(tmp_path / "timed.parquet", catalog)
+
+    def reader():
+        return open_catalog(timed, chunk_rows=300, grouping="auto")
+
+    output = tmp_path / "out.parquet"
+    _fail_on_call(monkeypatch, "start", 3, RuntimeError("device lost"))
+    with pytest.raises(RuntimeError, match="device lost"):
+        run_catalog(reader(), _search(), output, device=cpu_device, progress=False)
+    monkeypatch.undo()
+    monkeypatch.setattr(grouping, "SORT_RUN_ROWS", 250)
+    run = run_catalog(reader(), _search(), output, device=cpu_device, progress=False)
+    assert run.n_resumed >= 1 and run.n_chunks == reference.n_chunks
+    got, expected = pq.read_table(output), pq.read_table(reference.output)
+    assert got.column("id").to_pylist() == sorted(catalog.ids.tolist())
+    for name in expected.column_names:
+        assert got.column(name).equals(expected.column(name)), name
+    assert reader().settings()["grouping"] == "sort"

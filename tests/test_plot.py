@@ -177,9 +177,94 @@ def test_plot_objects_file_names_and_formats(catalog, cpu_device, tmp_path):
                       catalog.t, catalog.y, catalog.dy)
     r = clperiod.lombscargle(renamed, GRID, device=cpu_device)
     paths = plot_objects(r, renamed, [".hidden", "a/b c", "a_b_c"], tmp_path, fmt="svg")
-    assert [p.name for p in paths] == ["_.hidden.svg", "a_b_c_0.svg", "a_b_c_1.svg"]
+    assert [p.name for p in paths] == [f"_.hidden-{_digest('.hidden')}.svg",
+                                       f"a_b_c-{_digest('a/b c')}.svg", "a_b_c.svg"]
     for path in paths:
         assert path.read_text().lstrip().startswith("<?xml")
+
+
+def _digest(text: str) -> str:
+    import hashlib
+
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+
+
+def test_file_names_stay_unique_across_calls_and_short(catalog, cpu_device, tmp_path):
+    """Ids that clash once made safe, or are too long for a file name, get a hash of
+    the id: distinct names in separate calls (the chunks of a catalog run)."""
+    from clperiod.plot import file_stem
+
+    long_id = "x" * 300
+    ids = ["a/b", "a_b", long_id]
+    figures = []
+    for k, object_id in enumerate(ids):  # one call per id, as in a run's chunks
+        one = Catalog(np.array([object_id]), catalog.offsets[:2], catalog.t[:60],
+                      catalog.y[:60], catalog.dy[:60])
+        r = clperiod.lombscargle(one, GRID, device=cpu_device)
+        figures += plot_objects(r, one, [object_id], tmp_path, fap_levels=())
+    assert len(set(figures)) == 3 and sorted(tmp_path.iterdir()) == sorted(figures)
+    assert [p.name for p in figures] == [f"a_b-{_digest('a/b')}.png", "a_b.png",
+                                         f"{'x' * 100}-{_digest(long_id)}.png"]
+    # an id that reads like a hashed name is hashed itself, so it cannot take another's
+    lookalike = f"a_b-{_digest('a/b')}"
+    assert file_stem(lookalike) == f"{lookalike}-{_digest(lookalike)}"
+    assert file_stem(np.int64(1234)) == "1234" and file_stem("") == f"_-{_digest('')}"
+
+
+@pytest.mark.parametrize("given, t_axis, frequency_axis, y_axis, inverted", [
+    (None, "t", "frequency [cycles per unit of t]", "y", False),
+    ({"t": "mjd", "y": "mag"}, "mjd [d]", "frequency [1/d]", "mag", True),
+    ({"t": "BJD_TDB", "y": "psfMag_r"}, "BJD_TDB [d]", "frequency [1/d]", "psfMag_r", True),
+    ({"t": "time", "y": "z", "y_unit": "ABmag"}, "time", "frequency [cycles per unit of time]",
+     "z [ABmag]", True),
+    ({"t": "mjd", "y": "mag", "invert_y": False}, "mjd [d]", "frequency [1/d]", "mag", False),
+    ({"t": "t", "y": "flux", "t_unit": "s", "y_unit": "e-/s"}, "t [s]", "frequency [1/s]",
+     "flux [e-/s]", False),
+    ({"t": "hjd", "y": "image_flux"}, "hjd [d]", "frequency [1/d]", "image_flux", False),
+])
+def test_axes_carry_column_names_units_and_magnitudes_grow_downwards(
+        result, catalog, given, t_axis, frequency_axis, y_axis, inverted):
+    from clperiod.plot import PlotLabels
+
+    labels = None if given is None else PlotLabels(**given)
+    fig = plot_result(result, catalog, 1, labels=labels)
+    top, bottom = fig.axes
+    assert top.get_xlabel() == frequency_axis
+    assert bottom.get_ylabel() == y_axis
+    assert bool(bottom.yaxis_inverted()) is inverted and not top.yaxis_inverted()
+    t_name = "t" if labels is None else labels.t
+    t0 = catalog.lightcurve(1)[0].min()
+    assert bottom.get_xlabel() == f"phase (two cycles; phase 0 at {t_name} = {t0:.6f})"
+    unit = "" if labels is None else labels.time_unit
+    period = f"{result.period[1]:.6g}" + (f" {unit}" if unit else "")
+    assert f"folded at P = {period} (" in bottom.get_title()
+    assert any(f"P = {period}" in text for text in legend_texts(top))
+    assert (labels or PlotLabels()).time_label == t_axis
+
+
+def test_an_object_without_a_period_is_drawn_against_named_time(catalog, cpu_device):
+    from clperiod.plot import PlotLabels
+
+    short = Catalog.from_lightcurves([(catalog.t[:3], catalog.y[:3], catalog.dy[:3])], ids=[7])
+    r = clperiod.lombscargle(short, GRID, periodogram=True, device=cpu_device)
+    assert r.status[0] == clperiod.Status.TOO_FEW_POINTS
+    bottom = plot_result(r, short, labels=PlotLabels("mjd", "g", y_unit="mag")).axes[-1]
+    assert (bottom.get_xlabel(), bottom.get_ylabel()) == ("mjd [d]", "g [mag]")
+    assert bottom.yaxis_inverted() and bottom.get_title() == "object 7: no period (TOO_FEW_POINTS)"
+
+
+def test_titles_name_the_object_and_the_power_axis_its_normalization(result, catalog,
+                                                                     cpu_device):
+    fig = plot_result(result, catalog, 2, name="RR Lyr")
+    top, bottom = fig.axes
+    assert top.get_title().startswith("RR Lyr: generalized Lomb-Scargle, 4,000 frequencies")
+    assert bottom.get_title().startswith("RR Lyr folded at P = ")
+    assert top.get_ylabel() == r"power, standard normalization: $1 - \chi^2/\chi^2_{\rm ref}$"
+    assert plot_result(result, catalog, 2).axes[0].get_title().startswith("object 303: ")
+    psd = clperiod.lombscargle(catalog.subset([0]), GRID, normalization=None, periodogram=True,
+                               device=cpu_device)
+    assert plot_result(psd, catalog.subset([0])).axes[0].get_ylabel().startswith(
+        "power, psd normalization: ")
 
 
 def test_plot_objects_rejects_unknown_ids_and_formats(result, catalog, tmp_path):

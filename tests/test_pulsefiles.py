@@ -407,3 +407,58 @@ def test_cli_end_to_end_finds_injected_pulse(
     assert best["snr"] > 15 and 4 <= best["width"] <= 16
     assert best["time"] == pytest.approx(best["sample"] * 1e-3, abs=1e-6)
     assert "best S/N" in out and "DM 118.00" in out
+
+
+def test_a_huge_sample_count_is_refused_before_any_allocation(tmp_path: Path) -> None:
+    import tracemalloc
+
+    paths = [_write_dat(tmp_path, dm, np.zeros(64, np.float32)) for dm in (0.0, 1.0)]
+    for path in paths:  # .inf files claiming 10^12 samples (3.6 TiB for two DMs)
+        inf = path.with_suffix(".inf")
+        inf.write_text(inf.read_text().replace("=  64 ", "=  1000000000000 "))
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match=r"DM0\.00\.dat: 256 bytes, but its \.inf gives "
+                                             r"1000000000000 float32 samples"):
+            read_presto_series(paths)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20
+
+
+@pytest.mark.parametrize("count", [0, -5])
+def test_sample_counts_below_one_name_the_inf(tmp_path: Path, count: int) -> None:
+    dat = _write_dat(tmp_path, 3.0, np.zeros(4, np.float32))
+    inf = dat.with_suffix(".inf")
+    inf.write_text(inf.read_text().replace("=  4 ", f"=  {count} "))
+    with pytest.raises(ValueError, match=rf"DM3\.00\.inf: 'Number of bins in the time series' "
+                                         rf"must be at least 1, got {count}"):
+        read_presto_series([dat])
+
+
+def test_non_finite_samples_name_the_dat_file(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str],
+                                              no_search: None) -> None:
+    series = np.zeros(100, np.float32)
+    series[[42, 77]] = [np.nan, np.inf]
+    good = _write_dat(tmp_path, 0.0, np.zeros(100, np.float32))
+    bad = _write_dat(tmp_path, 7.0, series)
+    with pytest.raises(ValueError, match=r"DM7\.00\.dat: sample 42 \(t = 0\.002688 s\) is nan, "
+                                         r"and 2 sample\(s\) in all are not finite"):
+        read_presto_series([good, bad], require_finite=True)
+    data, _, _ = read_presto_series([good, bad])  # kept for nan_policy="mask"
+    assert np.isnan(data[1, 42])
+    status, out, err = _cli(capsys, good, bad)
+    assert status == 1 and out == ""
+    assert err.startswith("clperiod: error: ") and "DM7.00.dat: sample 42" in err
+    assert err.count("\n") == 1
+
+
+def test_undecodable_candidate_files_name_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "x.singlepulse"
+    before = "# DM Sigma\n1.0 6.0 0.1 10 1 # "
+    path.write_bytes(f"{before}\u00e9\n".encode("latin-1"))
+    with pytest.raises(ValueError, match=rf"x\.singlepulse: line 2 \(byte {len(before)}\): "
+                                         r"byte 0xe9"):
+        read_singlepulse(path)

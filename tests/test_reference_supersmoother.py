@@ -459,6 +459,33 @@ def test_fold_keeps_input_order_on_tied_phases():
     assert got != pytest.approx(power(reverse), rel=1e-6)
 
 
+@pytest.mark.parametrize("variant,periodic", CASES)
+def test_scale_free_inputs_remove_the_seeds_units(rng, variant, periodic):
+    """The seed depends on the units of dy (slope guard) and y (initial
+    residual minimum 1e20); on :func:`without_units` inputs the power does not."""
+    t = irregular_times(rng, n=60)
+    y = 1e4 + 300 * np.sin(2 * np.pi * t / 0.73) + rng.normal(0, 100, 60)
+    dy = np.full(60, 100.0)
+    freqs = np.linspace(0.6, 2.9, 40)
+
+    def power(scale, scale_free):
+        return ref.supersmoother_power(t, scale * y, scale * dy, freqs, variant=variant,
+                                       periodic=periodic, scale_free=scale_free)
+
+    base = power(1.0, True)
+    for scale in (1e-2, 1e-30, 1e30):
+        np.testing.assert_allclose(power(scale, True), base, rtol=0, atol=1e-10)
+    assert np.abs(power(1e-2, False) - power(1.0, False)).max() > 0.01
+
+
+def test_without_units_by_hand():
+    values, weights, centre, scale = ref.without_units([1.0, 3.0, 7.0], [2.0, 1.0, 1.0])
+    np.testing.assert_allclose(weights, [1.5, 0.75, 0.75], rtol=1e-15)
+    assert centre == pytest.approx(3.0, rel=1e-15)  # (2 + 3 + 7) / 4
+    assert scale == pytest.approx(np.sqrt((1.5 * 4 + 0 + 0.75 * 16) / 3), rel=1e-15)
+    np.testing.assert_allclose(centre + scale * values, [1.0, 3.0, 7.0], rtol=1e-15)
+
+
 def test_single_pass_rejects_interval_mode():
     with pytest.raises(ValueError, match="always periodic"):
         t = np.arange(20.0)

@@ -25,6 +25,7 @@ import numpy as np
 import pytest
 from peers import load_radvel
 from reference import kepler_rv as ref
+from reference import kepler_rv_mp as mp_ref
 
 from clperiod import io, kepler, orbits, rvmodel
 from clperiod.kepler import ModelStatus, RVLikelihood
@@ -254,25 +255,202 @@ def test_bjd_times_mixed_precision(phase, epoch):
     np.testing.assert_allclose(got, want, rtol=1e-4)
 
 
-def test_fp32_phase_fails_far_from_the_reference_epoch():
-    """Ford (2009): the orbital phase (t - t_ref)/P needs more than single
-    precision. With t - t_ref ~ 1e4 d and P ~ 1 d, fp32 misses by ~1e-2 K
-    (measured 1.2e-2 K), mixed stays at ~3e-7 K."""
+def test_fp32_phase_limited_by_the_span_of_the_data():
+    """Ford (2009): the orbital phase needs more than single precision. The
+    kernels form it from ``t - t_origin`` (``t_ref``, or the middle of the
+    data when ``t_ref`` lies outside it), so fp32 is limited by the span of
+    the data over P, whatever ``t_ref``: BJD times over 100 d miss by ~2e-5 K
+    (t_ref = 0 or inside), over 2e4 d by ~4e-3 K; mixed stays at ~2e-7 K."""
     rng = np.random.default_rng(16)
-    t = np.sort(rng.uniform(1e4 - 50, 1e4 + 50, 200))
     params = np.array([[[1.0123456, 10.0, 0.3, 1.0, 2.0]]])
-    exact = kepler.radial_velocity(t, params, precision="fp64")
-    fp32 = kepler.radial_velocity(t, params, precision="fp32")
-    assert velocity_error(fp32, exact, params) > 5e-3
+    for span, low, high in ((100.0, 0.0, 1e-4), (2e4, 1e-3, np.inf)):
+        t = 2.46e6 + np.sort(rng.uniform(0.0, span, 200))
+        obs = Observations.build(t, np.zeros_like(t), np.ones_like(t))
+        for t_ref in (0.0, t.mean()):
+            exact = kepler.radial_velocity(t, params, t_ref=t_ref, precision="fp64")
+            fp32 = kepler.radial_velocity(t, params, t_ref=t_ref, precision="fp32")
+            assert low <= velocity_error(fp32, exact, params) <= high, (span, t_ref)
+        exact = kepler.radial_velocity(t, params, precision="fp64")
+        for phase in MIXED_PHASES:
+            mixed = ModelEvaluator(obs, n_planets=1, precision="mixed", phase_arithmetic=phase,
+                                   layout="split").velocities(params)
+            assert velocity_error(mixed, exact, params) <= 2.5e-4
+
+
+# ------------------------------- 3b. barycentric times with the default t_ref
+def bjd_orbits(rng, basis, n_models=8, n_planets=2, period=(0.3, 1000.0), span=3000.0,
+               n_obs=50):
+    """Times 2.45e6 + [0, span] d and ``(n_models, n_planets, 5)`` planets in
+    ``basis``, with the exact time of periastron ``tp`` (within the data) of
+    each: the ``m0`` (about t_ref = 0) and ``tc`` epochs are computed from it
+    in mpmath and rounded once."""
+    import mpmath
+
+    t = 2.45e6 + np.sort(rng.uniform(0.0, span, n_obs))
+    shape = (n_models, n_planets)
+    per = np.exp(rng.uniform(math.log(period[0]), math.log(period[1]), shape))
+    k, e = rng.uniform(1.0, 100.0, shape), rng.uniform(0.0, 0.9, shape)
+    w, tp = rng.uniform(-np.pi, np.pi, shape), 2.45e6 + rng.uniform(0.0, span, shape)
+    ecc_form, time_form = orbits.check_basis(basis)
+    tau = tp.copy()
+    with mpmath.workdps(50):
+        for index in np.ndindex(shape):
+            P, T = mpmath.mpf(float(per[index])), mpmath.mpf(float(tp[index]))
+            if time_form == "m0":
+                turns = -T / P
+                tau[index] = float(2 * mpmath.pi * (turns - mpmath.floor(turns)))
+            elif time_form == "tc":
+                f_c = mpmath.pi / 2 - mpmath.mpf(float(w[index]))
+                ecc = mpmath.mpf(float(e[index]))
+                big_e = 2 * mpmath.atan(mpmath.tan(f_c / 2) * mpmath.sqrt((1 - ecc) / (1 + ecc)))
+                tau[index] = float(T + P / (2 * mpmath.pi) * (big_e - ecc * mpmath.sin(big_e)))
+    a, b = (e, w) if ecc_form == "e_w" else (np.sqrt(e) * np.cos(w), np.sqrt(e) * np.sin(w))
+    params = np.stack([per, k, a, b, tau], axis=-1)
+    return t, params, dict(per=per, k=k, e=e, w=w, tp=tp)
+
+
+def radvel_velocities(t, params, orbit, basis):
+    """radvel's model of the same planets: ``tp`` as given (``tp``, ``m0``) or
+    converted by radvel from ``tc``."""
+    v = np.zeros((params.shape[0], t.size))
+    for i, j in np.ndindex(params.shape[:2]):
+        per, k, e, w, tp = (orbit[name][i, j] for name in ("per", "k", "e", "w", "tp"))
+        if basis.endswith("tc"):
+            tp = float(RADVEL.timetrans_to_timeperi(params[i, j, 4], per, e, w))
+        v[i] += RADVEL.rv_drive_array(t, per, tp, e, w, k)
+    return v
+
+
+@pytest.mark.parametrize("basis", orbits.BASES)
+def test_bjd_times_default_t_ref_match_extended_precision(basis):
+    """BJD times with the default t_ref = 0 (issue 19): in fp64 the velocities
+    agree with the documented model evaluated in mpmath to 1e-9 K (measured
+    4e-12 of the summed K, with periods down to 0.3 d), and chi2
+    accordingly; in every basis."""
+    rng = np.random.default_rng(90)
+    t, params, _ = bjd_orbits(rng, basis)
+    want = mp_ref.radial_velocity(t, params, basis)
+    scale = params[..., 1].sum(-1)[:, None]
+    for layout in ("split", "fused"):
+        got = ModelEvaluator(Observations.build(t, np.zeros_like(t), np.ones_like(t)),
+                             n_planets=2, basis=basis, precision="fp64",
+                             layout=layout).velocities(params)
+        assert np.abs(got - want).max() <= 1e-9 * scale.min(), layout
+    got = kepler.radial_velocity(t, params, basis=basis, precision="fp64")
+    assert (np.abs(got - want) <= 1e-9 * scale).all()
+    # chi2: residuals of order sigma, so a model error of 1e-9 K moves each
+    # term by at most 2 |r| 1e-9 K / sigma^2
+    sigma = rng.uniform(0.5, 2.0, t.size)
+    v = want[0] + rng.normal(0.0, 1.0, t.size) * sigma
+    r = v - want
+    chi2_want = np.array([math.fsum(row) for row in (r / sigma) ** 2])
+    bound = 2e-9 * scale[:, 0] * (np.abs(r) / sigma**2).sum(-1) + 1e-13 * chi2_want
+    for layout in ("split", "fused"):
+        got = kepler.chi2(t, v, sigma, params, basis=basis, precision="fp64", layout=layout)
+        assert (np.abs(got - chi2_want) <= bound).all(), (layout, got - chi2_want, bound)
+
+
+@needs_radvel
+@pytest.mark.parametrize("basis", orbits.BASES)
+def test_bjd_times_default_t_ref_match_radvel(basis):
+    """fp64 with t_ref = 0 agrees with radvel's ``rv_drive`` to 1e-10 K beyond
+    radvel's own distance from the exact model (measured 4e-12 of the summed
+    K). radvel is exact here for tp and m0 (its tp is given exactly), not for
+    tc, where it rounds tp = tc - P M_c / 2 pi to a float64 of ~2.45e6 (up to
+    4e-9 K off at P = 0.3 d)."""
+    rng = np.random.default_rng(91)
+    t, params, orbit = bjd_orbits(rng, basis)
+    radvel = radvel_velocities(t, params, orbit, basis)
+    exact = mp_ref.radial_velocity(t, params, basis)
+    got = kepler.radial_velocity(t, params, basis=basis, precision="fp64")
+    scale = params[..., 1].sum(-1)[:, None]
+    assert (np.abs(got - radvel) <= 1e-10 * scale + np.abs(radvel - exact)).all()
+    if not basis.endswith("tc"):
+        assert np.abs(got - radvel).max() <= 1e-10 * scale.min()
+
+
+@pytest.mark.parametrize("basis", orbits.BASES)
+@pytest.mark.parametrize("precision, phase, bound", [
+    ("mixed", "double", 2.5e-4), ("mixed", "double_single", 2.5e-4), ("fp32", "auto", 1e-3)])
+def test_bjd_times_default_t_ref_other_precisions(basis, precision, phase, bound):
+    """The same with t_ref = 0 in mixed precision (double and double-single
+    phases; measured 3e-7 K) and fp32 (whose phase error grows with the
+    data's span over P: 100 days, P >= 2 d, measured 1.2e-5 K), ``tc``
+    included (the host forms the double-single and fp32 phases in float64)."""
+    rng = np.random.default_rng(92)
+    span, period = (3000.0, (0.3, 1000.0)) if precision == "mixed" else (100.0, (2.0, 1000.0))
+    t, params, _ = bjd_orbits(rng, basis, span=span, period=period)
+    want = mp_ref.radial_velocity(t, params, basis)
     obs = Observations.build(t, np.zeros_like(t), np.ones_like(t))
-    for phase in MIXED_PHASES:
-        mixed = ModelEvaluator(obs, n_planets=1, precision="mixed", phase_arithmetic=phase,
-                               layout="split").velocities(params)
-        assert velocity_error(mixed, exact, params) <= 2.5e-4
-    # with t_ref in the middle of the data fp32 is usable again (4e-5 K)
-    near = kepler.radial_velocity(t, params, t_ref=1e4, precision="fp32")
-    near_exact = kepler.radial_velocity(t, params, t_ref=1e4, precision="fp64")
-    assert velocity_error(near, near_exact, params) <= 1e-4
+    got = ModelEvaluator(obs, n_planets=2, basis=basis, precision=precision,
+                         phase_arithmetic=phase, layout="split").velocities(params)
+    assert velocity_error(got, want, params) <= bound
+
+
+@pytest.mark.parametrize("basis", ["per k e w tc", "per k secosw sesinw m0"])
+def test_page_locked_params_upload_directly(monkeypatch, basis):
+    """Parameters in kepler.empty_params reach the kernels without a host
+    copy in every basis (tc too: the kernels read it directly) and give the
+    results of an ordinary array."""
+    rng = np.random.default_rng(95)
+    t, params, _ = bjd_orbits(rng, basis, n_models=4)
+    sigma = np.ones_like(t)
+    v = mp_ref.radial_velocity(t, params[:1], basis)[0] + rng.normal(0, 1, t.size)
+    want = kepler.chi2(t, v, sigma, params, basis=basis, precision="fp64")
+    staged = []
+    original = rvmodel.ModelEvaluator._stage_params
+    monkeypatch.setattr(rvmodel.ModelEvaluator, "_stage_params",
+                        lambda self, *args: staged.append(1) or original(self, *args))
+    pinned = kepler.empty_params(4, 2)
+    pinned[...] = params
+    np.testing.assert_array_equal(kepler.chi2(t, v, sigma, pinned, basis=basis,
+                                              precision="fp64"), want)
+    assert not staged
+    kepler.chi2(t, v, sigma, params, basis=basis, precision="fp64")
+    assert staged
+
+
+@pytest.mark.parametrize("precision, phase, bound", [
+    ("fp64", "auto", 1e-12), ("mixed", "double", 2.5e-4), ("mixed", "double_single", 2.5e-4),
+    ("fp32", "auto", 2.5e-4)])
+def test_mean_anomaly_at_t_ref_of_any_size(precision, phase, bound):
+    """M0 is reduced modulo 2 pi at rounding level whatever its size, up to
+    the largest float64 (fp64 measured 1e-15 K; M0 / 2 pi in float64 was
+    off by a whole turn at 1e20)."""
+    rng = np.random.default_rng(93)
+    t = np.sort(rng.uniform(0.0, 100.0, 40))
+    m0 = np.array([3.0, -7e5, 3.3e7, 1e16, -1e20, 1e100, -1.7e308, 6381956970095103 * 2.0**797])
+    params = np.zeros((m0.size, 1, 5))
+    params[:, 0] = [7.3, 10.0, 0.4, 1.0, 0.0]
+    params[:, 0, 4] = m0
+    want = mp_ref.radial_velocity(t, params, t_ref=50.0)
+    obs = Observations.build(t, np.zeros_like(t), np.ones_like(t), None, 50.0)
+    evaluator = ModelEvaluator(obs, n_planets=1, precision=precision, phase_arithmetic=phase)
+    got = evaluator.velocities(params)
+    assert velocity_error(got, want, params) <= bound
+    out = evaluator(params)
+    assert (out["status"] == ModelStatus.OK).all()
+
+
+@pytest.mark.parametrize("precision, phase, rtol", [
+    ("fp64", "auto", 1e-10), ("mixed", "double", 1e-5), ("mixed", "double_single", 1e-5),
+    ("fp32", "auto", 1e-4)])
+@pytest.mark.parametrize("layout", ["fused", "split"])
+def test_trend_about_t_ref_outside_the_data(precision, phase, rtol, layout):
+    """With t_ref before the data the device times start from the middle of
+    the data, and the trend is still dvdt (t - t_ref) + curv (t - t_ref)^2."""
+    rng = np.random.default_rng(94)
+    pb = rv_problem(rng, n_obs=120, span=60.0, period=(2.0, 40.0))
+    pb["t"] = pb["t"] + 2.45e6
+    pb["t_ref"] = pb["t"][0] - 30.0
+    pb["v"] = ref.radial_velocity(pb["t"], pb["params"][:1], pb["t_ref"], pb["offsets"][:1],
+                                  pb["codes"], pb["trend"][:1])[0] + rng.normal(0, 2, 120)
+    obs = Observations.build(pb["t"], pb["v"], pb["sigma"], pb["labels"], pb["t_ref"])
+    assert obs.t_origin == pytest.approx(pb["t"].mean(), abs=30.0)
+    for name in ("chi2", "loglike"):
+        got = device_statistic(name, pb, precision=precision, phase_arithmetic=phase,
+                               layout=layout)
+        np.testing.assert_allclose(got, reference_statistic(name, pb), rtol=rtol, err_msg=name)
 
 
 # ------------------------------------------------- 4. chi2 and loglike matrix

@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pyopencl.array as cl_array
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.stats import norm
 
 from clperiod import singlepulse as sp
@@ -220,6 +222,89 @@ def test_float64_and_memmap_inputs(tmp_path):
     a = sp.search(x, np.arange(3.0), TSAMP)
     b = sp.search(np.load(path, mmap_mode="r"), np.arange(3.0), TSAMP)
     assert keys(a) == keys(b) and len(a) >= 1
+
+
+# ------------------------------------------------------------------------ units
+
+
+def pulses(seed=40, n_dm=4, n_t=2 * 65536):
+    """Noise with bright pulses (SNR 15-40): no detection lies near the threshold."""
+    x = np.random.default_rng(seed).normal(0.0, 1.0, (n_dm, n_t))
+    for row, start, width, amplitude in ((0, 7000, 1, 20.0), (1, 20000, 8, 6.0),
+                                         (2, 35000, 24, 4.0), (3, 50000, 100, 2.5)):
+        x[row, start:start + width] += amplitude
+    return x
+
+
+def assert_same_search(got, base, scale):
+    """Same rows, starts, widths and statuses; SNR and statistics within float32 rounding."""
+    assert keys(got) == keys(base) and len(base) >= 4
+    np.testing.assert_allclose(got["snr"], base["snr"], rtol=2e-5)
+    assert got.info.row_status.tolist() == base.info.row_status.tolist()
+    np.testing.assert_allclose(got.info.std / scale, base.info.std, rtol=1e-5)
+    np.testing.assert_allclose(got.info.mean / scale, base.info.mean, rtol=0,
+                               atol=1e-5 * base.info.std.max())
+    for level, sigma in base.info.noise.items():
+        np.testing.assert_allclose(got.info.noise[level], sigma, rtol=1e-4)
+
+
+@pytest.mark.parametrize("dtype, scale", [
+    (np.float32, 1e-25), (np.float32, 1e17), (np.float32, 1e30), (np.float32, 1e-40),
+    (np.float64, 1e40), (np.float64, 1e-45), (np.float64, 1e300), (np.float64, 1e-300)])
+@pytest.mark.parametrize("robust", [False, True])
+def test_search_does_not_depend_on_units(dtype, scale, robust):
+    """float32 data times 1e17 used to give std = inf and no candidates, times
+    1e-25 a wrong std and thousands of false ones; float64 data beyond the
+    float32 range were "non-finite samples", below it CONSTANT rows."""
+    x = pulses()
+    options = dict(max_width=128, threshold=8.0, robust=robust, chunk_samples=65536)
+    base = sp.search(x.astype(np.float32), np.arange(4.0), TSAMP, **options)
+    got = sp.search((x * scale).astype(dtype), np.arange(4.0), TSAMP, **options)
+    assert_same_search(got, base, scale)
+
+
+@settings(max_examples=25, deadline=None)
+@given(log_scale=st.floats(-30, 30), dtype=st.sampled_from([np.float32, np.float64]),
+       mode=st.sampled_from(["approx", "exact"]))
+def test_search_is_invariant_to_scale(log_scale, dtype, mode):
+    """Property: data scaled by 1e-30 ... 1e30 give the same candidates, SNRs,
+    noise of every width and statistics in the data's units."""
+    x = pulses(n_t=65536)
+    base = sp.search(x.astype(np.float32), np.arange(4.0), TSAMP, max_width=64,
+                     threshold=8.0, snr_mode=mode)
+    scale = 10.0**log_scale
+    got = sp.search((x * scale).astype(dtype), np.arange(4.0), TSAMP, max_width=64,
+                    threshold=8.0, snr_mode=mode)
+    assert_same_search(got, base, scale)
+
+
+@pytest.mark.parametrize("scale", [1e-25, 1e17])
+def test_device_array_of_any_ordinary_scale(scale):
+    x = pulses(n_t=65536)
+    info = select_devices()[0]
+    base = sp.search(x.astype(np.float32), np.arange(4.0), TSAMP, max_width=64, threshold=8.0)
+    on_device = cl_array.to_device(get_queue(info), (x * scale).astype(np.float32))
+    got = sp.search(on_device, np.arange(4.0), TSAMP, max_width=64, threshold=8.0)
+    assert_same_search(got, base, scale)
+
+
+@pytest.mark.parametrize("scale", [1e35, 1e-36])
+def test_device_array_outside_the_float32_range_raises(scale):
+    x = pulses(n_t=65536)
+    on_device = cl_array.to_device(get_queue(select_devices()[0]), (x * scale).astype(np.float32))
+    with pytest.raises(ValueError, match=r"row 0 of the device array .* 2\*\*100"):
+        sp.search(on_device, np.arange(4.0), TSAMP, max_width=64)
+
+
+def test_float64_beyond_float32_keeps_its_real_non_finite_samples():
+    x = pulses(n_t=65536) * 1e100
+    x[2, 100:103] = np.nan
+    with pytest.raises(ValueError, match="data has 3 non-finite samples"):
+        sp.search(x, np.arange(4.0), TSAMP)
+    c = sp.search(x, np.arange(4.0), TSAMP, nan_policy="mask", threshold=8.0)
+    assert c.info.masked.tolist() == [0, 0, 3, 0]
+    assert (c.info.row_status == sp.RowStatus.OK).all()
+    np.testing.assert_allclose(c.info.std, 1e100, rtol=0.05)
 
 
 # ------------------------------------------------------- against the NumPy reference

@@ -197,8 +197,8 @@ def test_argument_errors(data):
         stats.false_alarm_probability(0.3, n=0, fmax=FMAX, t=t[:0])
     with pytest.raises(ValueError, match="fmax"):
         stats.false_alarm_probability(0.3, n=t.size, fmax=0.0, t=t)
-    for bad in (0.0, 1.0, -0.1, np.nan):
-        with pytest.raises(ValueError, match=r"\(0, 1\)"):
+    for bad in (-0.1, 1.1, np.nan):
+        with pytest.raises(ValueError, match=r"\[0, 1\]"):
             stats.false_alarm_level(bad, **base)
 
 
@@ -227,3 +227,21 @@ def test_a_level_the_bound_never_reaches_is_nan(method):
     assert 0 < level < 1
     np.testing.assert_allclose(stats.false_alarm_probability(level, **few), 0.9, rtol=1e-9)
     assert np.isnan(stats.false_alarm_level(top / 2, **few))
+    assert np.isnan(stats.false_alarm_level(0.0, **few))  # no level where FAP = 0 either
+    assert stats.false_alarm_level(1.0, **few) == 0.0
+
+
+@pytest.mark.parametrize("method", ["baluev", "davies", "naive", "townsend"])
+@pytest.mark.parametrize("norm", ["standard", "model", "log", "psd"])
+@pytest.mark.parametrize("nterms", [1, 3])
+def test_levels_of_probabilities_0_and_1_are_the_ends_of_the_range(data, method, norm, nterms):
+    """As astropy: FAP 1 at power 0 and FAP 0 only at the top of the range."""
+    t, _, dy = data
+    kwargs = dict(n=t.size, fmax=FMAX, t=t, dy=dy, normalization=norm, method=method, nf=500,
+                  nterms=nterms)
+    top = 1.0 if norm == "standard" else np.inf
+    levels = stats.false_alarm_level([0.0, 1.0, 0.5], **kwargs)
+    np.testing.assert_array_equal(levels[:2], [top, 0.0])
+    assert 0 < levels[2] < top
+    np.testing.assert_array_equal(stats.false_alarm_probability(levels, **kwargs)[:2],
+                                  [0.0, 1.0])

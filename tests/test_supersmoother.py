@@ -7,6 +7,8 @@ import threading
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from reference import supersmoother as ref
 
 import clperiod
@@ -54,7 +56,7 @@ def test_fp64_matches_reference(rng, variant, memory, compat):
             assert np.isnan(r.power[k]).all() and np.isnan(r.top_k_power[k]).all()
             continue
         expected = ref.supersmoother_power(t, y, dy, grid.frequencies(), variant=variant,
-                                           periodic=periodic)
+                                           periodic=periodic, scale_free=not compat)
         np.testing.assert_allclose(r.power[k], expected, rtol=1e-8, atol=1e-9 * len(t))
         best = ref.best_frequency(r.power[k], grid.frequencies())
         assert r.frequency_best[k] == best
@@ -103,7 +105,8 @@ def test_light_curve_longer_than_local_memory(rng):
     dy = np.full(n, 0.05)
     grid = FrequencyGrid.from_range(1 / 0.61 - 0.002, 1 / 0.61 + 0.002, 3)
     r = clperiod.supersmoother(t, grid, y, dy, variant="single_pass", periodogram=True)
-    expected = ref.supersmoother_power(t, y, dy, grid.frequencies(), variant="single_pass")
+    expected = ref.supersmoother_power(t, y, dy, grid.frequencies(), variant="single_pass",
+                                       scale_free=True)
     np.testing.assert_allclose(r.power[0], expected, rtol=1e-8)
 
 
@@ -201,7 +204,7 @@ def test_without_uncertainties_uses_unit_weights(rng):
     grid = FrequencyGrid.from_range(0.5, 3.0, 30)
     r = clperiod.supersmoother(t, grid, y, variant="single_pass", periodogram=True)
     expected = ref.supersmoother_power(t, y, np.ones_like(t), grid.frequencies(),
-                                       variant="single_pass")
+                                       variant="single_pass", scale_free=True)
     np.testing.assert_allclose(r.power[0], expected, rtol=1e-8, atol=1e-9)
 
 
@@ -317,3 +320,123 @@ def test_repeated_searches_reuse_the_thread_pool(rng):
     thread.start()
     thread.join()
     assert other[0] is not pool and clperiod.device.thread_memory_pool(info) is pool
+
+
+# {{{ units: scale and offset invariance
+
+
+UNIT_CASES = [("original", "global", True), ("original", "global", False),
+              ("single_pass", "auto", True), ("single_pass", "global", True)]
+
+
+def counts_light_curves(rng, n_objects):
+    """Light curves in counts (y ~ 1e4, dy = 100): the seed's slope guard and
+    its initial residual minimum 1e20 make it depend on these units."""
+    lcs = []
+    for _ in range(n_objects):
+        n = int(rng.integers(20, 100))
+        t = 58000 + np.sort(rng.uniform(0, 100, n))
+        y = 1e4 + 300 * np.sin(2 * np.pi * t / rng.uniform(0.3, 3)) + rng.normal(0, 100, n)
+        lcs.append((t, y, np.full(n, 100.0)))
+    return lcs
+
+
+def scaled_catalog(lcs, scales, offset=0.0):
+    """The light curves at each scale of y and dy (scale-major order)."""
+    return Catalog.from_lightcurves([(t, s * (y + offset), s * dy)
+                                     for s in scales for t, y, dy in lcs])
+
+
+def assert_same_periodogram(power, base, n, precision, offset_ratio=0.0):
+    """Periodograms of one light curve in other units agree within the precision.
+
+    fp64: rounding of the normalised inputs (plus the rounding of an offset
+    ``offset_ratio`` times the spread of y). fp32: the smoother's inputs are
+    normalised in float64 first, so they round to the same float32 values
+    almost always; a rare different rounding can move one span choice.
+    """
+    change = np.abs(power.astype(np.float64) - base) / n
+    inputs = 100 * np.finfo(np.float64).eps * offset_ratio
+    if precision == "fp64":
+        assert change.max() <= 1e-10 + inputs
+    else:
+        assert np.quantile(change, 0.95) <= 1e-6 + inputs
+        assert change.max() <= 2e-3 + inputs
+
+
+@pytest.mark.parametrize("variant,memory,periodic", UNIT_CASES)
+@pytest.mark.parametrize("precision", ["fp64", "fp32"])
+def test_power_does_not_depend_on_units(rng, variant, memory, periodic, precision):
+    """y ~ 1e4 and dy = 100 in counts, the same divided by 100, and scaled to
+    1e-30 ... 1e30 and 1e-200 ... 1e200: the same periodograms and best periods."""
+    lcs = counts_light_curves(rng, 12)
+    scales = [1.0, 1e-2, 1e-30, 1e30, 1e-200, 1e200]
+    grid = FrequencyGrid.from_range(0.2, 4.0, 400)
+    r = clperiod.supersmoother(scaled_catalog(lcs, scales), grid, variant=variant,
+                               memory=memory, periodic=periodic, precision=precision,
+                               periodogram=True)
+    assert (r.status == Status.OK).all() and np.isfinite(r.power).all()
+    power = r.power.reshape(len(scales), len(lcs), grid.nf)
+    best = r.frequency_best.reshape(len(scales), len(lcs))
+    n = np.array([len(t) for t, _, _ in lcs])[:, None]
+    for k in range(1, len(scales)):
+        assert_same_periodogram(power[k], power[0], n, precision)
+        np.testing.assert_array_equal(best[k], best[0])
+
+
+@pytest.mark.parametrize("variant,memory,periodic", UNIT_CASES)
+@pytest.mark.parametrize("precision", ["fp64", "fp32"])
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(10, 150),
+       log_scale=st.floats(-30, 30), log_offset=st.floats(-2, 8), sign=st.sampled_from([-1, 1]))
+def test_power_is_invariant_to_scale_and_offset(variant, memory, periodic, precision, seed, n,
+                                                log_scale, log_offset, sign):
+    """Property: y and dy scaled together by 1e-30 ... 1e30, or y offset by
+    up to 1e8 times its spread, leave every periodogram bin unchanged within
+    the precision (and the rounding of the offset input)."""
+    rng = np.random.default_rng(seed)
+    t = 5000 + np.sort(rng.uniform(0, 50, n))
+    y = 0.3 * ((t / rng.uniform(0.2, 3)) % 1.0) ** 3 + rng.normal(0, 0.1, n)
+    dy = rng.uniform(0.05, 0.2, n)
+    offset = sign * 10**log_offset * np.std(y)
+    cat = Catalog.from_lightcurves([(t, y, dy), (t, y * 10**log_scale, dy * 10**log_scale),
+                                    (t, y + offset, dy)])
+    grid = FrequencyGrid.from_range(0.2, 4.0, 64)
+    r = clperiod.supersmoother(cat, grid, variant=variant, memory=memory, periodic=periodic,
+                               precision=precision, periodogram=True)
+    assert (r.status == Status.OK).all()
+    base = r.power[0].astype(np.float64)
+    assert_same_periodogram(r.power[1], base, n, precision)
+    assert_same_periodogram(r.power[2], base, n, precision, abs(offset) / np.std(y))
+
+
+def test_compat_keeps_the_seeds_dependence_on_units(rng):
+    """compat=True reproduces the seed, units and all: counts and counts / 100
+    each match the seed's NumPy reference, and differ from each other."""
+    lcs = counts_light_curves(rng, 6)
+    grid = FrequencyGrid.from_range(0.2, 4.0, 100)
+    r = clperiod.supersmoother(scaled_catalog(lcs, [1.0, 1e-2]), grid, compat=True,
+                               periodogram=True)
+    for k, (t, y, dy) in enumerate(lcs):
+        for s, row in ((1.0, k), (1e-2, len(lcs) + k)):
+            expected = ref.supersmoother_power(t, s * y, s * dy, grid.frequencies(),
+                                               periodic=False)
+            np.testing.assert_allclose(r.power[row], expected, rtol=1e-8, atol=1e-9 * len(t))
+    assert np.abs(r.power[:len(lcs)] - r.power[len(lcs):]).max() > 0.1
+
+
+@pytest.mark.parametrize("precision,scale", [("fp32", 1e-25), ("fp32", 1e25), ("fp64", 1e30)])
+def test_compat_outside_the_seeds_range_raises(rng, precision, scale):
+    """fp32 1/dy^2 overflows or underflows; in fp64 residuals of 1e30 exceed
+    the seed's initial residual minimum 1e20 (all-NaN periodograms)."""
+    lcs = counts_light_curves(rng, 2)
+    cat = scaled_catalog(lcs, [1.0, scale])
+    grid = FrequencyGrid.from_range(0.2, 4.0, 40)
+    with pytest.raises(ValueError, match=r"compat=True .* object 2 .* compat=False"):
+        clperiod.supersmoother(cat, grid, compat=True, precision=precision)
+    free = clperiod.supersmoother(cat, grid, precision=precision, periodogram=True)
+    assert np.isfinite(free.power).all()
+    np.testing.assert_array_equal(free.frequency_best[2:], free.frequency_best[:2])
+
+
+# }}}

@@ -21,7 +21,8 @@ def test_lombscargle_columns(cpu_device):
     columns = result_columns(result)
     assert list(columns) == ["id", "n_points", "period", "frequency", "power", "fap",
                              "period_1", "period_2", "period_3",
-                             "power_1", "power_2", "power_3", "status", "status_name"]
+                             "power_1", "power_2", "power_3", "status", "status_name",
+                             "grid_warning"]
     assert list(columns["id"]) == ["a", "b"]
     assert list(columns["n_points"]) == [80, 2]
     assert abs(columns["period"][0] - 2.5) < 0.01

@@ -10,7 +10,8 @@ in plain Python loops over double-precision floats:
 * :func:`supsmu_single_pass` is the single-pass "generalized validation"
   variant (spec §4);
 * :func:`supersmoother_power` and :func:`best_frequency` are the period
-  search around either smoother (spec §3).
+  search around either smoother (spec §3), as the seed defines it or, with
+  ``scale_free=True``, on inputs made free of units (:func:`without_units`).
 
 It is the oracle the OpenCL SuperSmoother kernels are tested against, so every
 operation follows the spec to the rounding of each step; speed is irrelevant
@@ -526,6 +527,28 @@ def supsmu_single_pass(x: ArrayLike, y: ArrayLike, w: ArrayLike, alpha: float) -
 # {{{ period search (spec §3)
 
 
+def without_units(y: ArrayLike, w: ArrayLike) -> tuple[FloatArray, FloatArray, float, float]:
+    """Values and weights of one problem with their units removed.
+
+    The seed is not free of units: its slope guard ``Vxx > vsmlsq`` compares a
+    sum of weights times squared phases with a threshold of squared phases
+    alone, and its span choices start from ``BIG = 1e20`` in the units of y
+    (resp. w y^2). Weights divided by their mean and values
+    ``(y - ybar_w) / s``, ``s`` the weighted rms, remove both dependences;
+    the smoothers are equivariant to the scale and offset of y otherwise.
+
+    Returns
+    -------
+    values, weights, centre, s
+        ``y = centre + s * values``; ``mean(weights) = 1``.
+    """
+    ya, wa = _as_arrays(y, w)
+    weights = wa / np.mean(wa)
+    centre = float(np.sum(weights * ya) / np.sum(weights))
+    s = math.sqrt(float(np.mean(weights * (ya - centre) ** 2)))
+    return (ya - centre) / (s if s > 0 else 1.0), weights, centre, s
+
+
 def supersmoother_power(
     t: ArrayLike,
     y: ArrayLike,
@@ -535,6 +558,7 @@ def supersmoother_power(
     variant: Literal["original", "single_pass"] = "original",
     alpha: float = 9.0,
     periodic: bool = True,
+    scale_free: bool = False,
 ) -> FloatArray:
     """SuperSmoother periodogram of one light curve (spec §3, §6).
 
@@ -552,6 +576,10 @@ def supersmoother_power(
         Original variant only: periodic windows (iper = 2) or Friedman's
         interval mode (iper = 1), which is what gpu_supersmoother runs
         (spec §3.4 [QUIRK], §9.1). The single-pass variant is always periodic.
+    scale_free : bool
+        Smooth the values and weights of :func:`without_units` instead of the
+        seed's raw y and ``1/dy**2``: the power is then invariant to a common
+        scale of y and dy and to an offset of y.
 
     Returns
     -------
@@ -565,7 +593,7 @@ def supersmoother_power(
     -----
     Folding (spec §3.3): ``t0 = min t``; phases ``fmod(t - t0, P) / P`` with
     ``P = 1/f``; points stably sorted by phase (ties keep the input order).
-    The smoother gets the raw y, not y - ybar_w (spec §3.1).
+    The smoother gets the raw y, not y - ybar_w (spec §3.1), unless ``scale_free``.
     """
     ta, ya, dya = _as_arrays(t, y, dy)
     freqs = np.asarray(frequencies, dtype=np.float64)
@@ -578,6 +606,8 @@ def supersmoother_power(
     n = ta.size
     tau = ta - ta.min()
     w = 1.0 / (dya * dya)
+    if scale_free:  # weights from dy / min(dy): no overflow for any finite dy
+        ya, w, _, _ = without_units(ya, (dya.min() / dya) ** 2)
     ybar = (np.sum(w * ya) / n) / (np.sum(w) / n)
     chi0 = np.sum(w * (ya - ybar) ** 2) / n
 
