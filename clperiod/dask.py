@@ -1,7 +1,7 @@
 """Period searches of a catalog held in a Dask DataFrame, on a Dask cluster.
 
 >>> import clperiod.dask
->>> out = clperiod.dask.lombscargle(ddf, grid)    # doctest: +SKIP
+>>> out = clperiod.dask.lombscargle(ddf)          # doctest: +SKIP
 >>> table = out.compute()                         # doctest: +SKIP
 
 Every partition of the input becomes one :class:`~clperiod.catalog.Catalog`
@@ -11,6 +11,11 @@ that computes it, on that worker's own device
 (:func:`clperiod.distributed.worker_device`). The output is a Dask
 DataFrame with one row per object and the columns of
 :func:`clperiod.tables.result_columns`.
+
+Without a grid, the search uses the default grid of catalog runs
+(:class:`clperiod.pipeline.AutoGrid`: :meth:`FrequencyGrid.survey` over the
+whole frame), which costs one pass over the frame (computed when the search
+is built) for the longest baseline and the largest object.
 
 Two input layouts are read:
 
@@ -45,7 +50,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import checks
-from .catalog import NAN_POLICIES
+from .catalog import NAN_POLICIES, Catalog
 from .catalog_formats import struct_fields
 from .chunking import show_id
 from .distributed import worker_device
@@ -56,6 +61,7 @@ from .lombscargle import MAX_TOP_K as _LS_MAX_TOP_K
 from .lombscargle import lombscargle as _lombscargle
 from .supersmoother import MAX_TOP_K as _SS_MAX_TOP_K
 from .supersmoother import supersmoother as _supersmoother
+from .pipeline import AutoGrid
 from .tables import result_columns
 
 if TYPE_CHECKING:
@@ -87,7 +93,7 @@ class _Layout:
 
 def lombscargle(
     ddf: dd.DataFrame,
-    grid: FrequencyGrid,
+    grid: FrequencyGrid | AutoGrid | None = None,
     *,
     id_col: str = "id",
     t_col: str = "t",
@@ -108,7 +114,10 @@ def lombscargle(
     ddf
         The catalog, in the long or nested layout (see the module docstring).
     grid
-        The frequency grid, the same for every object.
+        The frequency grid, the same for every object; an
+        :class:`~clperiod.pipeline.AutoGrid` is resolved on the frame (one
+        pass, computed at once). None (default): ``AutoGrid()``, the default
+        grid of catalog runs (periods from 0.05 days up; see the module notes).
     id_col
         Name of the object-id column, or of the index.
     t_col, y_col
@@ -165,13 +174,14 @@ def lombscargle(
         Dask is not installed (``pip install clperiod[dask]``).
     """
     layout = _layout(ddf, id_col, t_col, y_col, dy_col, nested_col)
+    grid = _resolved_grid(grid, ddf, layout, nan_policy)
     return _map_search(_lombscargle, _LS_MAX_TOP_K, ddf, grid, layout, nan_policy, fap_method,
                        _Partitioning.build(ddf, layout, shuffle, check_ids), device, options)
 
 
 def supersmoother(
     ddf: dd.DataFrame,
-    grid: FrequencyGrid,
+    grid: FrequencyGrid | AutoGrid | None = None,
     *,
     id_col: str = "id",
     t_col: str = "t",
@@ -191,6 +201,7 @@ def supersmoother(
     ``alpha``, ``precision``, ``top_k``, ...).
     """
     layout = _layout(ddf, id_col, t_col, y_col, dy_col, nested_col)
+    grid = _resolved_grid(grid, ddf, layout, nan_policy)
     return _map_search(_supersmoother, _SS_MAX_TOP_K, ddf, grid, layout, nan_policy, None,
                        _Partitioning.build(ddf, layout, shuffle, check_ids), device, options)
 
@@ -215,6 +226,54 @@ class _Partitioning:
         if check_ids is None:
             check_ids = not shuffle
         return cls(bool(shuffle), bool(check_ids))
+
+
+# ---------------------------------------------------------------------- grid
+
+
+def _resolved_grid(grid: Any, ddf: Any, layout: _Layout, nan_policy: str) -> Any:
+    """A FrequencyGrid as given; an AutoGrid (None: the default) resolved on the frame."""
+    if grid is None:
+        grid = AutoGrid()
+    if not isinstance(grid, AutoGrid):
+        return grid
+    return grid.resolve(*_extent(ddf, layout, nan_policy))
+
+
+def _extent(ddf: Any, layout: _Layout, nan_policy: str) -> tuple[float, int]:
+    """Longest baseline and largest object of the frame (one computed pass)."""
+    if layout.nested_col is None:
+        t = ddf[layout.fields[0]]
+        if nan_policy == "omit":
+            t = t[t.notnull()]
+        key = t.index if layout.id_in_index else ddf[layout.id_col]
+        spans = t.groupby(key).agg(["min", "max", "count"])
+        extent = ((spans["max"] - spans["min"]).max(), spans["count"].max())
+    else:
+        import pandas as pd
+
+        parts = ddf.map_partitions(_partition_extent, layout, nan_policy,
+                                   meta=pd.DataFrame({"baseline": [0.0], "largest": [0]}))
+        extent = (parts["baseline"].max(), parts["largest"].max())
+    import dask
+
+    baseline, largest = dask.compute(*extent)
+    if not (np.isfinite(baseline) and baseline > 0):
+        raise ValueError("the frame has no object with two distinct times: no automatic grid; "
+                         "pass a FrequencyGrid")
+    return float(baseline), int(largest)
+
+
+def _partition_extent(frame: pd.DataFrame, layout: _Layout, nan_policy: str) -> pd.DataFrame:
+    """Longest baseline and largest object of one partition of the nested layout."""
+    import pandas as pd
+
+    if len(frame) == 0:
+        return pd.DataFrame({"baseline": [np.nan], "largest": [0]})
+    catalog = _partition_catalog(frame, layout, nan_policy)
+    baselines = catalog.baselines()
+    baseline = np.nanmax(baselines) if np.any(np.isfinite(baselines)) else np.nan
+    return pd.DataFrame({"baseline": [baseline], "largest": [int(catalog.lengths.max())]})
 
 
 # ---------------------------------------------------------------------- graph
@@ -325,7 +384,7 @@ def _meta(id_dtype: Any, top_k: int, fap_method: str | None) -> pd.DataFrame:
     import pandas as pd
 
     meta = pd.DataFrame(result_columns(_NoObjects(top_k), fap_method=fap_method))
-    return meta.astype({"id": id_dtype, "status_name": "str"})
+    return meta.astype({"id": id_dtype, "status_name": "str", "grid_warning": "str"})
 
 
 class _NoObjects:
@@ -337,6 +396,9 @@ class _NoObjects:
         self.period = self.frequency_best = self.power_best = np.zeros(0)
         self.top_k_period = self.top_k_power = np.zeros((0, top_k))
         self.status = np.zeros(0, dtype=np.int8)
+        self.catalog = Catalog(np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64),
+                               np.zeros(0), np.zeros(0))
+        self.grid = FrequencyGrid(1.0, 1.0, 1)
 
     def false_alarm_probability(self, method: str) -> np.ndarray:
         return np.zeros(0)

@@ -183,6 +183,7 @@ def test_integer_ids_beyond_int64(tmp_path, monkeypatch):
         open_catalog(tmp_path / "n.csv").read()
 
 
+@pytest.mark.slow
 def test_reading_a_larger_file_needs_no_more_memory(tmp_path):
     """Peak memory when reading in small chunks does not grow with the file's size.
 

@@ -33,6 +33,12 @@ def _cli(capsys, *args) -> tuple[int, str, str]:
     return status, out, err
 
 
+def _besides_grid_warnings(err: str) -> str:
+    """stderr less the grid-resolution warnings of the tests' deliberately coarse grids."""
+    return "".join(line for line in err.splitlines(keepends=True)
+                   if not line.startswith("clperiod: warning: the grid ("))
+
+
 def test_lombscargle_command_matches_the_library(tmp_path, capsys, cpu_device):
     out = tmp_path / "res.parquet"
     status, text, err = _cli(capsys, "lombscargle", STRIPE82, "--fmin", 0.5, "--fmax", 4, "--nf",
@@ -200,7 +206,8 @@ def test_a_time_sorted_file_is_searched_by_id(tmp_path, capsys, cpu_device):
     argv = ["lombscargle", tmp_path / "nightly.csv", "--fmin", 0.5, "--fmax", 4, "--nf", 500,
             "--chunk-rows", 400, "--no-progress", "--device", cpu_device.label.split()[0]]
     status, text, err = _cli(capsys, *argv, "-o", tmp_path / "out.csv")
-    assert (status, err) == (0, "") and text.rstrip().endswith("; input rows sorted by id")
+    assert (status, _besides_grid_warnings(err)) == (0, "")
+    assert text.rstrip().endswith("; input rows sorted by id")
     status, _, err = _cli(capsys, *argv, "--grouping", "contiguous", "-o", tmp_path / "x.csv")
     assert status == 1 and "appears again at row" in err and "--grouping sort" in err
     grid = clperiod.FrequencyGrid.from_range(0.5, 4, 500)
@@ -259,7 +266,7 @@ def test_figure_options_and_the_figures_written(tmp_path, capsys, monkeypatch, c
             "--nf", 200, "--chunk-rows", 1, "--first-chunk-rows", 0, "--no-progress",
             "--plot", tmp_path / "figs", "--plot-ids", "a/b,a_b," + "c" * 300]
     status, text, err = _cli(capsys, *argv, "-o", tmp_path / "out.parquet")
-    assert (status, err) == (0, "")
+    assert (status, _besides_grid_warnings(err)) == (0, "")
     assert text.rstrip().endswith(f"; 3 figure(s) written to {tmp_path / 'figs'}")
     assert len(list((tmp_path / "figs").iterdir())) == 3
     seen = {}

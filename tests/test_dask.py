@@ -22,6 +22,7 @@ import pytest
 
 import clperiod
 import clperiod.dask
+import clperiod.pipeline
 from clperiod import distributed as binding
 from clperiod.catalog import Catalog, Status
 from clperiod.device import list_devices, select_devices
@@ -168,6 +169,32 @@ def test_nested_layout_matches_single_device(client, catalog) -> None:
     assert table.loc[table["id"] == f"star-{catalog.ids[0]}", "n_points"].item() == \
         catalog.lengths[0] - 1
     assert_same_objects(table, single_device(clperiod.lombscargle, reference, GRID))
+
+
+def test_automatic_grid_is_resolved_on_the_whole_frame(client, catalog, long_table) -> None:
+    """An AutoGrid is resolved over the frame, objects straddling partitions included."""
+    auto = clperiod.pipeline.AutoGrid(maximum_frequency=2.0)
+    grid = clperiod.FrequencyGrid.survey(catalog, maximum_frequency=2.0)
+    shuffled = dd.from_pandas(long_table.sort_values("t"), npartitions=3)
+    out = clperiod.dask.lombscargle(shuffled, auto).compute()
+    assert_same_objects(out, single_device(clperiod.lombscargle, catalog, grid))
+
+
+@pytest.mark.parametrize("nested", [False, True])
+def test_default_grid_is_the_survey_grid_of_the_frame(catalog, long_table, nested) -> None:
+    """grid=None: the default grid of catalog runs, from one pass over the frame."""
+    if nested:
+        frame, reference = nested_table(catalog)
+        ddf = dd.from_pandas(frame, npartitions=3, sort=False)
+        layout = clperiod.dask._layout(ddf, "id", "t", "y", "auto", "lc")
+    else:
+        reference = catalog
+        ddf = dd.from_pandas(long_table.sort_values("t"), npartitions=3)
+        layout = clperiod.dask._layout(ddf, "id", "t", "y", "auto", None)
+    with dask.config.set(scheduler="sync"):
+        grid = clperiod.dask._resolved_grid(None, ddf, layout, "omit")
+    assert grid == clperiod.FrequencyGrid.survey(reference)
+    assert grid.fmax >= 20 - grid.df
 
 
 def test_nested_uncertainties_found_on_the_workers(catalog) -> None:

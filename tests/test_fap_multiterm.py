@@ -295,6 +295,7 @@ def _agreement(empirical, error, fap, upcrossings, upcrossing_error, tau, allowa
     return fap_ok & rice_ok
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("norm", ["standard", "psd"])
 @pytest.mark.parametrize("fit_mean", [True, False])
 @pytest.mark.parametrize("nterms", [2, 3])

@@ -517,6 +517,7 @@ def test_ida_half_rotation_period():
         assert abs(hours - 4.63 / 2) < 0.05, hours
 
 
+@pytest.mark.slow
 def test_8205_period():
     cat = load_example("8205_errors")
     grid = FrequencyGrid.from_range(0.5, 24.0, 200_000)
@@ -525,6 +526,7 @@ def test_8205_period():
         assert abs(result.period[0] - 0.5647) < 0.001
 
 
+@pytest.mark.slow
 def test_stripe82_fp32_agrees_with_fp64():
     cat = load_example("stripe82")
     grid = FrequencyGrid.from_range(0.1, 10.0, 330_000)

@@ -13,6 +13,9 @@ from clperiod.device import select_devices
 from clperiod.planning import KernelShape, plan_batches
 from clperiod.scheduler import BATCHES_PER_DEVICE
 
+# two PoCL devices, each building every kernel variant: slow on 2 cores
+pytestmark = pytest.mark.slow
+
 SCRIPT = r"""
 import json, sys
 import numpy as np

@@ -12,6 +12,9 @@ from clperiod import rvmodel
 from clperiod.rvmodel import Plan, device_items, shared_choices
 from clperiod.scheduler import BATCHES_PER_DEVICE, split_range
 
+# two PoCL devices, each building every kernel variant: slow on 2 cores
+pytestmark = pytest.mark.slow
+
 SCRIPT = r"""
 import json
 import numpy as np

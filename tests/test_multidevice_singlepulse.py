@@ -3,13 +3,19 @@ the candidates, statistics and noise tables of one device. PoCL shows one
 CPU as two devices with POCL_DEVICES="pthread pthread"; device discovery is
 once per process, so the runs happen in a subprocess."""
 
+import pytest
+
 from two_devices import run_on_two_devices
+
+# two PoCL devices, each building every kernel variant: slow on 2 cores
+pytestmark = pytest.mark.slow
 
 SCRIPT = r"""
 import json
 import numpy as np
 import clperiod
 from clperiod import singlepulse as sp
+
 
 devices = clperiod.select_devices("all")
 assert len(devices) == 2, [d.label for d in devices]

@@ -112,6 +112,7 @@ def test_readme_commands_match_makefile_and_ci():
         _run("bash", "-n", script, cwd=ROOT)
 
 
+@pytest.mark.slow
 def test_quickstart_runs(tmp_path, cpu_device):
     pytest.importorskip("matplotlib")
     done = subprocess.run(

@@ -186,6 +186,7 @@ def test_recovers_sawtooth_period(variant):
     assert r.period[0] == pytest.approx(period, rel=1e-3)
 
 
+@pytest.mark.slow
 def test_stripe82_fp32_agrees_with_fp64():
     """Stripe 82 RR Lyrae, f in [1, 3.5) d^-1 (their periods), 40 stars on
     the CPU; the full 136-star, 330,000-frequency comparison runs in bench/."""

@@ -41,6 +41,7 @@ def _write_csv(path, catalog: Catalog) -> None:
                fmt=["%d", "%.6f", "%.5f", "%.3f"])
 
 
+@pytest.mark.slow
 def test_default_catalog_run_recovers_short_periods(tmp_path, capsys, survey, cpu_device):
     periods, catalog = survey
     source = tmp_path / "ztf.csv"
