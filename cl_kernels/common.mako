@@ -98,20 +98,26 @@ inline ulong inv_two_pi_window(const int first)
     return shift ? high | (INV_TWO_PI_WORDS[word + 1] >> (64 - shift)) : high;
 }
 
-// |mant 2^expo| / (2 pi) less its nearest integer, in turns (mant < 2^53,
+// |mant 2^expo| / (2 pi) less its integer part, in turns (mant < 2^53,
 // -64 <= expo <= 971): the fraction of mant (W0 2^-64 + W1 2^-128 + W2 2^-192)
-// as a 128-bit fixed-point number a 2^-64 + b 2^-128, centred on 0: returns
-// its magnitude (a, b) and sets *negative
-inline ulong2 payne_hanek_turns(const ulong mant, const int expo, bool *negative)
+// as a 128-bit fixed-point number (a, b) = a 2^-64 + b 2^-128
+inline ulong2 payne_hanek_turns(const ulong mant, const int expo)
 {
     const int first = expo + 64;
     const ulong w0 = inv_two_pi_window(first), w1 = inv_two_pi_window(first + 64),
                 w2 = inv_two_pi_window(first + 128);
     const ulong lo1 = mant * w1;
     const ulong b = lo1 + mul_hi(mant, w2);
-    const ulong a = mant * w0 + mul_hi(mant, w1) + (b < lo1 ? 1 : 0);
-    *negative = a >> 63;  // a fraction of 1/2 or more: minus (1 - fraction)
-    return *negative ? (ulong2) (~a + (b == 0 ? 1 : 0), ~b + 1) : (ulong2) (a, b);
+    const ulong a = mant * w0 + mul_hi(mant, w1) + (b < lo1 ? 1UL : 0UL);
+    return (ulong2) (a, b);
+}
+
+// the magnitude of a fixed-point fraction of a turn (a, b) centred on 0:
+// a fraction of 1/2 or more (top bit set) stands for minus (1 - fraction)
+inline ulong2 centred_turns(const ulong2 turns)
+{
+    return (turns.x >> 63) != 0
+        ? (ulong2) (~turns.x + (turns.y == 0 ? 1UL : 0UL), ~turns.y + 1UL) : turns;
 }
 #endif
 
@@ -120,18 +126,22 @@ inline ${type} reduce_angle_${type}(const ${type} x)
     const ${type} k = rint(x * (${type}) 0.15915494309189533577${f});
     if (fabs(x) < (${type}) ${repr(limit)}${f})
         return (x - k * (${type}) ${hi}${f}) - k * (${type}) ${lo}${f};
-    bool negative;
 % if double:
     const ulong bits = as_ulong(fabs(x));
     const ulong2 turns = payne_hanek_turns((bits & 0xFFFFFFFFFFFFFUL) | 0x10000000000000UL,
-                                           (int) (bits >> 52) - 1075, &negative);
-    const double fraction = convert_double(turns.x) * 0x1p-64 + convert_double(turns.y) * 0x1p-128;
+                                           (int) (bits >> 52) - 1075);
 % else:
     const uint bits = as_uint(fabs(x));
     const ulong2 turns = payne_hanek_turns((ulong) ((bits & 0x7FFFFFu) | 0x800000u),
-                                           (int) (bits >> 23) - 150, &negative);
-    const float fraction = convert_float(turns.x) * 0x1p-64f
-                           + convert_float(turns.y >> 32) * 0x1p-96f;
+                                           (int) (bits >> 23) - 150);
+% endif
+    const bool negative = (turns.x >> 63) != 0;
+    const ulong2 size = centred_turns(turns);
+% if double:
+    const double fraction = convert_double(size.x) * 0x1p-64 + convert_double(size.y) * 0x1p-128;
+% else:
+    const float fraction = convert_float(size.x) * 0x1p-64f
+                           + convert_float(size.y >> 32) * 0x1p-96f;
 % endif
     const ${type} m = fraction * (${type}) 6.283185307179586476925${f};
     return (x < 0) != negative ? -m : m;

@@ -136,17 +136,17 @@ __kernel void kepler_solve(
     __global real_t *restrict cos_true,
     __global char *restrict status)
 {
-    const long i = get_global_id(0);
+    const long i = (long) get_global_id(0);
     if (i >= n)
         return;
     const real_t big_m = mean_anomaly[i], e = eccentricity[i];
     if (!isfinite(big_m) || !isfinite(e)) {
-        ecc_anomaly[i] = sin_true[i] = cos_true[i] = NAN;
+        ecc_anomaly[i] = sin_true[i] = cos_true[i] = (real_t) NAN;
         status[i] = KEPLER_NOT_FINITE;
         return;
     }
     if (!(e >= 0 && e < 1)) {
-        ecc_anomaly[i] = sin_true[i] = cos_true[i] = NAN;
+        ecc_anomaly[i] = sin_true[i] = cos_true[i] = (real_t) NAN;
         status[i] = KEPLER_BAD_ECCENTRICITY;
         return;
     }

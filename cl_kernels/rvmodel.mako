@@ -73,6 +73,7 @@ inline double turns_between(const double a, const double b, const double per,
     ptype = "double" if phase == "double" else "float"   # parameter arithmetic
     ttype = {"double": "double", "ds": "float2", "float": "float"}[phase]
     profile = statistic == "profile"
+    log_variances = statistic == "loglike" and jitter   # sum of log(sigma^2 + jitter^2)
     space_q = {"constant": "__constant", "local": "__local", "global": "__global"}[space]
     planets = range(n_planets)
     last = n_planets - 1
@@ -103,7 +104,10 @@ typedef ${ttype} time_t;
     int state = MODEL_OK;
 % for j in planets:
     const param_t per_${j} = pm[${5 * j}], amp_${j} = pm[${5 * j + 1}];
-    const param_t pa_${j} = pm[${5 * j + 2}], pb_${j} = pm[${5 * j + 3}], tau_${j} = pm[${5 * j + 4}];
+    const param_t pa_${j} = pm[${5 * j + 2}], pb_${j} = pm[${5 * j + 3}];
+  % if phase == "double":
+    const param_t tau_${j} = pm[${5 * j + 4}];
+  % endif
   % if ecc_form == "e_w":
     const param_t ecc_${j} = pa_${j};
     param_t cw_${j};
@@ -190,10 +194,14 @@ ${mean_anomaly(j)}
 ## ---------------------------------------------------------------- statistic
 <%def name="statistic_loop(source)">
     // totals over instruments
-    real_t chi = 0, chi_c = 0, logs = 0, logs_c = 0;
 % if profile:
     real_t sum_a[N_INST], sum_b[N_INST], sum_g[N_INST];
     real_t num = 0, den = 0, base = 0;
+% else:
+    real_t chi = 0, chi_c = 0;
+% endif
+% if log_variances:
+    real_t logs = 0, logs_c = 0;
 % endif
 #pragma unroll
     for (int i = 0; i < N_INST; ++i) {
@@ -217,7 +225,9 @@ ${mean_anomaly(j)}
         real_t sd = 0, sd_c = 0, sh = 0, sh_c = 0, sc = 0, sc_c = 0;
 % endif
         for (int k = seg[i]; k < seg[i + 1]; ++k) {
+% if source == "planets" or trend:
             const time_t tk = obs_t[k];
+% endif
 % if source == "planets":
 ${planet_velocities()}
 % else:
@@ -237,7 +247,7 @@ ${planet_velocities()}
 % if jitter:
             const real_t var = obs_w[k] + jit2;
             const real_t w = 1 / var;
-  % if statistic == "loglike":
+  % if log_variances:
             ACC(logs, logs_c, log(var));
   % endif
 % else:
@@ -269,19 +279,23 @@ ${planet_velocities()}
     if (!(den > 0) && state == MODEL_OK)
         state = MODEL_DEGENERATE;
     const bool good = state == MODEL_OK;
-    out[model] = good ? base - num * k_hat : NAN;
-    out_k[model] = good ? k_hat : NAN;
+    out[model] = good ? base - num * k_hat : (real_t) NAN;
+    out_k[model] = good ? k_hat : (real_t) NAN;
 #pragma unroll
     for (int i = 0; i < N_INST; ++i)
-        out_gamma[model * N_INST + i] = good && sum_a[i] > 0 ? (sum_b[i] - k_hat * sum_g[i]) / sum_a[i] : NAN;
+        out_gamma[model * N_INST + i] = good && sum_a[i] > 0
+            ? (sum_b[i] - k_hat * sum_g[i]) / sum_a[i] : (real_t) NAN;
 % else:
     chi -= chi_c;
+  % if log_variances:
     logs -= logs_c;
+  % endif
     const bool good = state == MODEL_OK;
   % if statistic == "loglike":
-    out[model] = good ? (real_t) -0.5 * (chi + logs + log_norm) : NAN;
+    out[model] = good ? (real_t) -0.5 * (chi + ${"logs + " if log_variances else ""}log_norm)
+                      : (real_t) NAN;
   % else:
-    out[model] = good ? chi : NAN;
+    out[model] = good ? chi : (real_t) NAN;
   % endif
 % endif
     status[model] = state;
@@ -324,12 +338,12 @@ ${planet_velocities()}
 
 <%def name="load_observations()">
 % if space == "local":
-    for (int k = get_local_id(0); k < n_obs; k += get_local_size(0)) {
+    for (int k = (int) get_local_id(0); k < n_obs; k += (int) get_local_size(0)) {
         obs_t[k] = g_obs_t[k];
         obs_v[k] = g_obs_v[k];
         obs_w[k] = g_obs_w[k];
     }
-    for (int k = get_local_id(0); k <= N_INST; k += get_local_size(0))
+    for (int k = (int) get_local_id(0); k <= N_INST; k += (int) get_local_size(0))
         seg[k] = g_seg[k];
     barrier(CLK_LOCAL_MEM_FENCE);
 % endif
@@ -357,7 +371,7 @@ ${observation_args()}
     __global int *restrict status)
 {
 ${load_observations()}
-    const int model = get_global_id(0);
+    const int model = (int) get_global_id(0);
     if (model >= n_models)
         return;
     __global const param_t *pm = params + (long) model * (5 * N_PLANETS);
@@ -379,17 +393,17 @@ ${model_args()}
     __global real_t *restrict gvel,
     __global int *restrict status)   // zero-filled by the host
 {
-    const int model = get_global_id(0);
+    const int model = (int) get_global_id(0);
     if (model >= n_models)
         return;
     __global const param_t *pm = params + (long) model * (5 * N_PLANETS);
 ${planet_setup()}
-    const int k0 = get_global_id(1) * block;
+    const int k0 = (int) get_global_id(1) * block;
     const int k1 = min(n_obs, k0 + block);
     for (int k = k0; k < k1; ++k) {
         const time_t tk = obs_t[k];
 ${planet_velocities()}
-        vel[(long) k * stride + model] = state == MODEL_OK ? vsum : NAN;
+        vel[(long) k * stride + model] = state == MODEL_OK ? vsum : (real_t) NAN;
 % if profile:
         gvel[(long) k * stride + model] = gk;
 % endif
@@ -411,7 +425,7 @@ ${observation_args()}
     __global int *restrict status)
 {
 ${load_observations()}
-    const int model = get_global_id(0);
+    const int model = (int) get_global_id(0);
     if (model >= n_models)
         return;
     int state = status[model];

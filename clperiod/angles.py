@@ -11,7 +11,8 @@ Both lose only rounding here, for every finite float64 (host, NumPy):
   Hanek), as the kernels do (``cl_kernels/common.mako``);
 * :func:`turns_between`: ``(a - b) / P`` less its nearest whole number, with
   ``a - b`` formed exactly as a double-double and the whole periods removed
-  by the exact ``fmod`` before the division;
+  exactly before the division (two exact products of a split ``P``, the
+  exact ``fmod`` beyond 2**26 periods);
 * :data:`INV_TWO_PI_WORDS`: the bits of ``1 / (2 pi)`` that the kernels'
   Payne-Hanek reduction reads.
 """
@@ -76,60 +77,89 @@ def _exact_turns(x: float) -> float:
     return turns / (1 << scale) if x > 0 else -turns / (1 << scale)
 
 
-def reduce_angle(x) -> np.ndarray:
+def reduce_angle(x, out: np.ndarray | None = None) -> np.ndarray:
     """``x - 2 pi k`` in ``[-pi, pi]`` (``k`` the nearest integer to ``x / 2 pi``).
 
     Accurate to a few units in the last place of the result for every finite
     float64 ``x`` (the exact ``x``, not ``x`` rounded to some multiple of
-    2 pi); non-finite values give NaN.
+    2 pi); non-finite values give NaN. Written into ``out`` (float64, of
+    ``x``'s shape; ``x`` itself is allowed) if given.
     """
     x = np.asarray(x, np.float64)
+    large = exact = None
+    if x.size and not (np.max(x) < CODY_WAITE_LIMIT and np.min(x) > -CODY_WAITE_LIMIT):
+        large = ~(np.abs(x) < CODY_WAITE_LIMIT)
+        exact = [_exact_turns(v) * (2 * math.pi) if math.isfinite(v) else math.nan
+                 for v in x[large].tolist()]
     with np.errstate(invalid="ignore"):
-        k = np.rint(x * (1 / (2 * np.pi)))
-        out = (x - k * TWO_PI_HI) - k * TWO_PI_LO
-    large = np.abs(x) >= CODY_WAITE_LIMIT
-    if large.any():
-        big = x[large]
-        out[large] = [_exact_turns(v) * (2 * math.pi) if math.isfinite(v) else math.nan
-                      for v in big.tolist()]
+        k = np.multiply(x, 1 / (2 * np.pi), out=np.empty_like(x))
+        np.rint(k, out=k)
+        out = np.subtract(x, k * TWO_PI_HI, out=np.empty_like(x) if out is None else out)
+        k *= TWO_PI_LO
+        out -= k
+    if large is not None:
+        out[large] = exact
     return out
 
 
-def _split(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Veltkamp's split: ``x = hi + lo`` with 26-bit halves (|x| < 1e290)."""
-    scaled = 134217729.0 * x  # 2**27 + 1
-    hi = scaled - (scaled - x)
+#: Low significand bits that :func:`_split_bits` clears: the high part keeps 26
+#: bits, the low part has at most 27.
+_LOW_BITS = np.uint64(2**27 - 1)
+#: Up to this many whole periods ``n``, ``n * hi`` and ``n * lo`` of the split
+#: period are exact products.
+_SPLIT_WHOLE_LIMIT = 2.0**26
+
+
+def _split_bits(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``x = hi + lo`` exactly, ``hi`` the top 26 bits of the significand (any float64)."""
+    hi = (x.view(np.uint64) & ~_LOW_BITS).view(np.float64)
     return hi, x - hi
 
 
-def _two_product(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``x * y = p + err`` exactly (Dekker)."""
-    p = x * y
-    (xh, xl), (yh, yl) = _split(x), _split(y)
-    return p, ((xh * yh - p) + xh * yl + xl * yh) + xl * yl
+def _two_difference(a: np.ndarray | float, b: np.ndarray | float
+                    ) -> tuple[np.ndarray | float, np.ndarray | float]:
+    """``a - b = d + d_lo`` exactly (Knuth's two-sum)."""
+    d = a - b
+    back = d - a
+    return d, (a - (d - back)) - (b + back)
+
+
+def _exact_remainder_turns(d: np.ndarray, d_lo: np.ndarray, period: np.ndarray) -> np.ndarray:
+    """``(d + d_lo) / period`` less whole turns, within 2 of 0, for any number
+    of periods: the exact ``fmod``, then at most one period off exactly."""
+    r = np.fmod(d, period)
+    whole = np.rint(r / period)
+    r = np.where(whole == 0, r, r - whole * period)  # exact: r within a factor 2 of period
+    return (r + np.fmod(d_lo, period)) / period
 
 
 def turns_between(a, b, period) -> np.ndarray:
     """``(a - b) / period`` less its nearest whole number, in ``[-0.5, 0.5]``.
 
     ``a - b`` is formed exactly (as a pair of float64) and the whole periods
-    are removed exactly before the division (``n * period`` as an exact
-    product; the exact ``fmod`` beyond 2**50 periods), so the result is
-    accurate to a few 1e-16 for any finite epochs and ``period > 0``:
-    barycentric dates lose nothing to cancellation.
+    ``n`` are removed exactly before the division (``n * period`` as two
+    exact products of a split period; the exact ``fmod`` beyond 2**26
+    periods), so the result is accurate to about 1e-16 for any finite epochs
+    and ``period > 0``: barycentric dates lose nothing to cancellation.
+    Scalar epochs form their difference once.
     """
-    a, b, period = np.broadcast_arrays(*(np.asarray(v, np.float64) for v in (a, b, period)))
+    a, b, period = (np.asarray(v, np.float64) for v in (a, b, period))
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        d = a - b
-        back = d - a
-        d_lo = (a - (d - back)) - (b + back)
-        quotient = d / period
-        whole = np.rint(quotient)
-        product, product_lo = _two_product(whole, period)
-        # d - product is exact (Sterbenz): the two are within a factor 2
-        turns = (((d - product) - product_lo) + d_lo) / period
-        far = ~((np.abs(quotient) < 2.0**50) & (period > 1e-290) & (period < 1e290))
-        if far.any():
-            turns[far] = (np.fmod(d[far], period[far])
-                          + np.fmod(d_lo[far], period[far])) / period[far]
-        return turns - np.rint(turns)
+        if a.ndim == b.ndim == 0:  # the same float64 arithmetic, without array calls
+            a, b = float(a), float(b)
+        d, d_lo = _two_difference(a, b)
+        whole = np.rint(d / period)
+        hi, lo = _split_bits(period)
+        # d - whole * hi is exact (Sterbenz): the two are within a factor 2
+        turns = np.asarray(d - whole * hi)
+        turns -= whole * lo
+        turns += d_lo
+        turns /= period
+        if turns.size and not (np.max(whole) <= _SPLIT_WHOLE_LIMIT
+                               and np.min(whole) >= -_SPLIT_WHOLE_LIMIT
+                               and math.isfinite(np.sum(turns))):
+            redo = ~((np.abs(whole) <= _SPLIT_WHOLE_LIMIT) & np.isfinite(turns))
+            turns[redo] = _exact_remainder_turns(*(np.broadcast_to(v, turns.shape)[redo]
+                                                   for v in (d, d_lo, period)))
+        turns -= np.rint(turns)
+        return turns

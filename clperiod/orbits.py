@@ -33,6 +33,7 @@ __all__ = [
     "BASES",
     "STANDARD",
     "conjunction_mean_anomaly",
+    "conjunction_mean_anomaly_from_cos_sin",
     "convert",
     "timeperi_to_timetrans",
     "timetrans_to_timeperi",
@@ -68,8 +69,14 @@ def conjunction_mean_anomaly(e, w) -> np.ndarray:
     ``tp = tc - P M_c / (2 pi)``; the same value as radvel's formula, from
     ``E = atan2(sqrt(1 - e^2) cos w, e + sin w)``, which has no singular angle.
     """
-    e, w = np.asarray(e, dtype=np.float64), np.asarray(w, dtype=np.float64)
-    root, cos_w, sin_w = np.sqrt((1.0 - e) * (1.0 + e)), np.cos(w), np.sin(w)
+    w = np.asarray(w, dtype=np.float64)
+    return conjunction_mean_anomaly_from_cos_sin(e, np.cos(w), np.sin(w))
+
+
+def conjunction_mean_anomaly_from_cos_sin(e, cos_w, sin_w) -> np.ndarray:
+    """:func:`conjunction_mean_anomaly` of ``w`` given by its cosine and sine."""
+    e = np.asarray(e, dtype=np.float64)
+    root = np.sqrt((1.0 - e) * (1.0 + e))
     return np.arctan2(root * cos_w, e + sin_w) - e * root * cos_w / (1.0 + e * sin_w)
 
 

@@ -285,42 +285,77 @@ def _ds(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return hi, (x - hi.astype(np.float64)).astype(np.float32)
 
 
-def _phase_at_origin(rows: np.ndarray, ecc_form: str, time_form: str, t_origin: float,
-                     t_ref: float) -> np.ndarray:
-    """Orbital phase at ``t_origin`` in turns, in ``[-0.5, 0.5]``, of parameter
-    rows ``(P, K, a, b, tau)`` (float64, to a few 1e-16 for any finite
-    values): ``(t_origin - epoch) / P + M_epoch / 2 pi`` with epoch ``t_ref``
-    and ``M_epoch = M0`` (``m0``), ``tp`` and 0, or ``tc`` and the mean
-    anomaly at conjunction. The kernels do the same for ``phase="double"``."""
-    per, a, b, tau = rows[:, 0], rows[:, 2], rows[:, 3], rows[:, 4]
+def _phase_at_origin(per: np.ndarray, a: np.ndarray, b: np.ndarray, tau: np.ndarray,
+                     ecc_form: str, time_form: str, t_origin: float, t_ref: float
+                     ) -> np.ndarray:
+    """Orbital phase at ``t_origin`` in turns, in ``[-0.5, 0.5]``, of planets
+    with parameters ``(per, K, a, b, tau)`` (float64 columns, to about 1e-16
+    for any finite values): ``(t_origin - epoch) / P + M_epoch / 2 pi`` with
+    epoch ``t_ref`` and ``M_epoch = M0`` (``m0``), ``tp`` and 0, or ``tc``
+    and the mean anomaly at conjunction. The kernels do the same for
+    ``phase="double"``; ``per`` and ``tau`` are overwritten."""
     with np.errstate(divide="ignore", invalid="ignore"):  # bad P: flagged by the kernel
         if time_form == "m0":
-            turns = angles.turns_between(t_origin, t_ref, per)
-            turns += angles.reduce_angle(tau) / (2 * np.pi)
+            turns = angles.reduce_angle(tau, out=tau)
+            turns /= 2 * np.pi
+            if t_origin != t_ref:
+                turns += angles.turns_between(t_origin, t_ref, per)
         else:
             turns = angles.turns_between(t_origin, tau, per)
         if time_form == "tc":
-            e, w = (a, b) if ecc_form == "e_w" else (a * a + b * b, np.arctan2(b, a))
-            turns += orbits.conjunction_mean_anomaly(e, w) / (2 * np.pi)
-        return turns - np.rint(turns)
+            turns += _conjunction_mean_anomaly(a, b, ecc_form) / (2 * np.pi)
+        turns -= np.rint(turns, out=per)
+        return turns
+
+
+def _conjunction_mean_anomaly(a: np.ndarray, b: np.ndarray, ecc_form: str) -> np.ndarray:
+    """:func:`orbits.conjunction_mean_anomaly` of the parameters ``(a, b)``; for
+    ``secosw_sesinw`` the direction of periastron is ``(a, b) / sqrt(e)`` (``(1,
+    0)`` for e = 0), as the kernels take it."""
+    if ecc_form == "e_w":
+        return orbits.conjunction_mean_anomaly(a, b)
+    e = a * a + b * b
+    root = np.sqrt(e)
+    circular = root == 0
+    root[circular] = 1.0
+    cos_w, sin_w = a / root, b / root
+    cos_w[circular], sin_w[circular] = 1.0, 0.0
+    return orbits.conjunction_mean_anomaly_from_cos_sin(e, cos_w, sin_w)
 
 
 def _phase_coefficients(out: np.ndarray, rows: np.ndarray, ecc_form: str, time_form: str,
-                        t_origin: float, t_ref: float) -> None:
+                        t_origin: float, t_ref: float, low_parts: bool = True) -> None:
     """The double-single ``(inv P, phi0)`` of parameter rows ``(P, K, a, b, tau)``
     as ``out[:, 0:2]`` (hi, lo of 1 / P) and ``out[:, 2:4]`` (hi, lo of
-    :func:`_phase_at_origin`); ``phase="float"`` reads the high parts."""
-    with np.errstate(divide="ignore"):
-        inv_p = 1.0 / rows[:, 0]
-    phi0 = _phase_at_origin(rows, ecc_form, time_form, t_origin, t_ref)
-    with np.errstate(invalid="ignore", over="ignore"):
+    :func:`_phase_at_origin`); only the high parts (all that ``phase="float"``
+    reads) unless ``low_parts``. Runs over blocks of :data:`_COEFF_BLOCK`
+    rows, whose temporaries stay in cache."""
+    for lo in range(0, rows.shape[0], _COEFF_BLOCK):
+        block, dest = rows[lo:lo + _COEFF_BLOCK], out[lo:lo + _COEFF_BLOCK]
+        per, tau = block[:, 0].copy(), block[:, 4].copy()
+        with np.errstate(divide="ignore"):
+            inv_p = np.divide(1.0, per)
+        phi0 = _phase_at_origin(per, block[:, 2], block[:, 3], tau, ecc_form, time_form,
+                                t_origin, t_ref)
         for column, value in ((0, inv_p), (2, phi0)):
-            out[:, column] = value  # rounded to float32: the high part
-            out[:, column + 1] = value - out[:, column]  # the rest, rounded
+            _store_float_pair(dest[:, column:column + 2] if low_parts else dest[:, column],
+                              value)
+
+
+def _store_float_pair(out: np.ndarray, value: np.ndarray) -> None:
+    """``value`` rounded to float32 into ``out`` (one column), or as the
+    float32 pair hi + lo (two columns)."""
+    hi = out if out.ndim == 1 else out[:, 0]
+    with np.errstate(invalid="ignore", over="ignore"):
+        np.copyto(hi, value, casting="same_kind")
+        if out.ndim == 2:
+            np.subtract(value, hi, out=out[:, 1], casting="same_kind")
 
 
 #: Parameter rows per thread at least for the double-single coefficients.
 _COEFF_PART = 1 << 15
+#: Parameter rows per block of the coefficients' float64 arithmetic.
+_COEFF_BLOCK = 1 << 14
 
 
 class ModelEvaluator:
@@ -423,7 +458,7 @@ class ModelEvaluator:
             obs = self.obs
             in_parts(rows.shape[0], lambda lo, hi: _phase_coefficients(
                 coeff[lo:hi], rows[lo:hi], self.ecc_form, self.time_form, obs.t_origin,
-                obs.t_ref), min_part=_COEFF_PART)
+                obs.t_ref, low_parts=self.plan.phase == "ds"), min_part=_COEFF_PART)
 
     # ---------------------------------------------------------------- launch
     def __call__(self, params: np.ndarray, offsets: np.ndarray | None = None,

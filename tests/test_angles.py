@@ -59,3 +59,22 @@ def test_turns_between_barycentric_epochs():
     assert (np.abs(got) <= 0.5).all()
     naive = (a[3] - b[3]) / per[3]
     assert abs(naive - np.rint(naive) - want[3]) > 1e-11
+
+
+def test_reductions_of_scalars_and_in_place():
+    """Scalars of any size (those beyond the fast paths raised) and
+    reduce_angle into its own input give the reductions of arrays."""
+    x = np.array([3.0, 1e30, -7e5, np.nan])
+    want = angles.reduce_angle(x)
+    assert [float(angles.reduce_angle(v)) for v in x[:3]] == want[:3].tolist()
+    same = x.copy()
+    assert angles.reduce_angle(same, out=same) is same
+    np.testing.assert_array_equal(same, want)
+    a, b, per = np.array([1e300, 2456789.123, 3.0]), np.array([0.0, 0.0, 1.0]), np.array([
+        1e-5, 0.731, np.inf])
+    want = angles.turns_between(a, b, per)
+    assert want[2] == 0.0
+    assert [float(angles.turns_between(*v)) for v in zip(a, b, per)] == want.tolist()
+    one_epoch = angles.turns_between(a[1], 0.0, per)  # scalar epochs, array of periods
+    assert one_epoch.tolist() == [float(angles.turns_between(a[1], 0.0, p)) for p in per]
+    assert one_epoch[1] == want[1]

@@ -453,6 +453,84 @@ def test_trend_about_t_ref_outside_the_data(precision, phase, rtol, layout):
         np.testing.assert_allclose(got, reference_statistic(name, pb), rtol=rtol, err_msg=name)
 
 
+def coefficient_rows(rng, basis, t_origin):
+    """Planets in ``basis`` for the host phase coefficients: ordinary ones
+    with epochs near ``t_origin``, and among them the cases that take the
+    exact paths (2**26 periods and more from t_ref, M0 beyond 2**25, epochs of
+    any size and sign), circular orbits and non-finite epochs."""
+    ecc_form, time_form = orbits.check_basis(basis)
+    n = 48
+    per = 10.0 ** rng.uniform(-1, 4, n)
+    e, w = rng.uniform(0.0, 0.95, n), rng.uniform(-np.pi, np.pi, n)
+    tau = (rng.uniform(-10, 10, n) if time_form == "m0"
+           else t_origin + rng.uniform(-3000, 3000, n))
+    per[[3, 17]] = 1e-3, 2.9e-8
+    e[5] = 0.0
+    tau[[7, 29]] = ((3.3e7, -1.7e308) if time_form == "m0" else (0.0, -1e7))
+    tau[[11, 40]] = (1e20, 6381956970095103 * 2.0**797) if time_form == "m0" else (1e300, 5.0)
+    a, b = (e, w) if ecc_form == "e_w" else (np.sqrt(e) * np.cos(w), np.sqrt(e) * np.sin(w))
+    rows = np.stack([per, rng.uniform(1, 10, n), a, b, tau], axis=-1)
+    rows[20, 4], rows[21, 4] = np.nan, -np.inf
+    return rows
+
+
+@pytest.mark.parametrize("basis", orbits.BASES)
+def test_host_phase_coefficients_match_extended_precision(monkeypatch, basis):
+    """The float64 phase at the origin that the double-single and fp32
+    kernels read is within 4e-16 turns of the documented model in mpmath
+    (NaN for a non-finite epoch, which the kernels flag), with t_ref inside
+    and far outside the data, and whichever rows of a block need the exact
+    reductions; the float32 pairs are that phase and 1 / P rounded twice, and
+    fp32 gets the same high parts (its low parts are left alone)."""
+    rng = np.random.default_rng(96)
+    ecc_form, time_form = orbits.check_basis(basis)
+    monkeypatch.setattr(rvmodel, "_COEFF_BLOCK", 16)  # ordinary and exact rows share blocks
+    for t_origin, t_ref in ((2457010.0, 2457010.0), (2457010.0, 0.0)):
+        rows = coefficient_rows(rng, basis, t_origin)
+        finite = np.isfinite(rows[:, 4])
+        want = np.array([mp_ref.phase_at_origin(row, basis, t_origin, t_ref) if ok else np.nan
+                         for row, ok in zip(rows, finite)])
+        got = rvmodel._phase_at_origin(rows[:, 0].copy(), rows[:, 2], rows[:, 3],
+                                       rows[:, 4].copy(), ecc_form, time_form, t_origin, t_ref)
+        error = got - want
+        error -= np.rint(error)
+        assert np.abs(error[finite]).max() <= 4e-16, (t_ref, np.argmax(np.abs(error)))
+        assert np.isnan(got[~finite]).all()
+        pairs, highs = np.full((2, rows.shape[0], 4), 7.0, np.float32)
+        rvmodel._phase_coefficients(pairs, rows, ecc_form, time_form, t_origin, t_ref)
+        rvmodel._phase_coefficients(highs, rows, ecc_form, time_form, t_origin, t_ref,
+                                    low_parts=False)
+        for column, value in ((0, 1.0 / rows[:, 0]), (2, got)):
+            hi = value.astype(np.float32)
+            np.testing.assert_array_equal(pairs[:, column], hi)
+            np.testing.assert_array_equal(pairs[finite, column + 1],
+                                          (value - hi)[finite].astype(np.float32))
+            np.testing.assert_array_equal(highs[:, column], hi)
+            assert (highs[:, column + 1] == 7.0).all()
+
+
+def test_host_phase_coefficients_work_in_cache_sized_blocks():
+    """The host coefficients of a batch (fp32 and double-single phases) run
+    over blocks whose float64 temporaries stay in cache: a few bytes of
+    temporary memory per row, not a hundred (a full-size array per step)."""
+    import tracemalloc
+
+    rng = np.random.default_rng(97)
+    n = 1 << 17
+    rows = np.stack([10.0 ** rng.uniform(-1, 4, n), np.ones(n), rng.uniform(0, 0.9, n),
+                     rng.uniform(-3, 3, n), 2457000.0 + rng.uniform(0, 100, n)], axis=-1)
+    out = np.empty((n, 4), np.float32)
+    for basis in ("per k e w m0", "per k e w tp", "per k secosw sesinw tc"):
+        ecc_form, time_form = orbits.check_basis(basis)
+        tracemalloc.start()
+        try:
+            rvmodel._phase_coefficients(out, rows, ecc_form, time_form, 2457050.0, 0.0)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak <= 16 * n, (basis, peak / n)
+
+
 # ------------------------------------------------- 4. chi2 and loglike matrix
 @pytest.mark.parametrize("memory", ["constant", "local", "global"])
 @pytest.mark.parametrize("layout", ["fused", "split"])

@@ -76,6 +76,18 @@ def _phase_origin(tau, per, e, w, time_form: str, t_ref):
     return tau - per / (2 * mpmath.pi) * (big_e - e * mpmath.sin(big_e)), mpmath.mpf(0)
 
 
+def phase_at_origin(row, basis: str, t_origin: float, t_ref: float) -> float:
+    """One planet's orbital phase at ``t_origin`` in turns, in ``[-0.5, 0.5]``:
+    ``M(t_origin) / 2 pi`` less whole turns (rounded once)."""
+    words = basis.split()
+    with mpmath.workdps(_digits_for(t_origin, t_ref, *row) + 10):
+        per, _, e, w = _elements(row, "e" if words[2] == "e" else "sqrt")
+        epoch, m_epoch = _phase_origin(mpmath.mpf(float(row[4])), per, e, w, words[4],
+                                       mpmath.mpf(float(t_ref)))
+        turns = (mpmath.mpf(float(t_origin)) - epoch) / per + m_epoch / (2 * mpmath.pi)
+        return float(turns - mpmath.nint(turns))
+
+
 def _planet_velocity(t: NDArray[np.float64], row, basis: str, t_ref: float) -> list[float]:
     words = basis.split()
     ecc_form, time_form = words[2], words[4]
