@@ -277,7 +277,8 @@ def _run_search(args: argparse.Namespace) -> int:
               f"{pipeline.work_directory(output)}: run the same command again to resume",
               file=sys.stderr)
         return 130
-    except (OSError, ValueError, TypeError, RuntimeError, ImportError, KeyError) as exc:
+    except (OSError, ValueError, TypeError, RuntimeError, ImportError, KeyError,
+            MemoryError) as exc:
         print(f"clperiod: error: {exc}", file=sys.stderr)
         return 1
     grid = run.grid

@@ -182,3 +182,25 @@ def test_killed_process_resumes_to_the_same_output(tmp_path, capsys):
     got, expected = pq.read_table(out), pq.read_table(tmp_path / "ref.parquet")
     assert got.column("id").to_pylist() == list(range(1000, 1000 + n_objects))
     assert got.equals(expected) and got.schema.metadata == expected.schema.metadata
+
+
+def test_an_output_directory_or_a_memory_error_is_one_line(tmp_path, capsys, monkeypatch):
+    """-o naming a directory stops before any search and leaves nothing behind;
+    a MemoryError (periodograms larger than the host can hold) exits 1 too."""
+    searched = []
+    monkeypatch.setattr(pipeline.PeriodSearch, "start", lambda *a, **k: searched.append(1))
+    (tmp_path / "res.parquet").mkdir()
+    status, _, err = _cli(capsys, "lombscargle", STRIPE82, "--fmin", 1, "--fmax", 2, "--nf", 10,
+                          "-o", tmp_path / "res.parquet", "--no-progress")
+    assert status == 1 and searched == []
+    assert err == (f"clperiod: error: {tmp_path / 'res.parquet'} is a directory; give the name "
+                   "of a file to write\n")
+    assert [p.name for p in tmp_path.iterdir()] == ["res.parquet"]
+
+    def too_large(*args, **kwargs):
+        raise MemoryError("the periodograms of 136 objects x 10 frequencies need ...")
+
+    monkeypatch.setattr(pipeline, "run_catalog", too_large)
+    status, _, err = _cli(capsys, "lombscargle", STRIPE82, "-o", tmp_path / "r.parquet")
+    assert status == 1 and err == ("clperiod: error: the periodograms of 136 objects x 10 "
+                                   "frequencies need ...\n")
