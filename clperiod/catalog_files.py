@@ -52,6 +52,7 @@ read block. Times may be numbers or timestamps (converted to MJD, see
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -112,7 +113,7 @@ class CatalogChunk:
     catalog: Catalog
 
     def summary(self) -> dict[str, Any]:
-        """JSON-ready facts identifying the chunk (for resumable runs)."""
+        """JSON-ready facts identifying the chunk and its content (for resumable runs)."""
         ids = self.catalog.ids
         return {
             "index": self.index,
@@ -121,7 +122,25 @@ class CatalogChunk:
             "n_objects": int(ids.size),
             "first_id": _plain_id(ids[0]),
             "last_id": _plain_id(ids[-1]),
+            "checksum": self.checksum,
         }
+
+    @functools.cached_property
+    def checksum(self) -> str:
+        """BLAKE2b digest (128 bits, hex) of the chunk's objects as read: ids,
+        offsets, ``t``, ``y`` and ``dy`` with their types (computed once, on
+        the arrays in memory, when first asked for)."""
+        digest = hashlib.blake2b(digest_size=16)
+        cat = self.catalog
+        for array in (cat.ids, cat.offsets, cat.t, cat.y, cat.dy):
+            if array is None:
+                digest.update(b"none")
+                continue
+            if array.dtype == object:  # text ids
+                array = array.astype(str)
+            digest.update(f"{array.dtype.str}{array.shape}".encode())
+            digest.update(np.ascontiguousarray(array).reshape(-1).view(np.uint8))
+        return digest.hexdigest()
 
 
 def open_catalog(path: str | os.PathLike[str], **options: Any) -> CatalogReader:

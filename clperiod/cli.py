@@ -25,7 +25,7 @@ __all__ = ["build_parser", "main"]
 #: Exceptions that a command reports as ``clperiod: error: ...`` (exit status 1):
 #: the readers' errors on bad or damaged input (which they raise as ValueErrors
 #: naming the file; the raw kinds are listed too), bad options, failed searches.
-_ERRORS = (OSError, ValueError, TypeError, RuntimeError, ImportError, KeyError, EOFError,
+_ERRORS = (OSError, ValueError, TypeError, RuntimeError, ImportError, KeyError, MemoryError, EOFError,
            zlib.error, lzma.LZMAError, csv.Error)
 
 

@@ -8,16 +8,17 @@ temporary name next to it) and removes it in a background thread;
 :func:`released_on_replace` lets a file be replaced atomically while the
 blocks of the old version are freed in that thread.
 
-Hidden names have the form ``.<name>.tmp-<pid>-<n>-old``, so
+Hidden names have the form ``.<name>.tmp-<pid>-<random>-old``, so
 :func:`clperiod.results_files.remove_temporaries` of ``<name>`` finds
-whatever a process that ended early left behind.
+whatever a process that ended early left behind, and nobody can place a file
+under such a name in advance.
 """
 
 from __future__ import annotations
 
 import contextlib
-import itertools
 import os
+import secrets
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,12 +28,11 @@ from .workers import SerialQueue
 __all__ = ["dispose", "hidden_name", "released_on_replace", "wait_for_disposals"]
 
 _removals = SerialQueue()
-_serial = itertools.count()
 
 
 def hidden_name(path: Path) -> Path:
-    """A fresh hidden temporary name next to ``path`` (``.<name>.tmp-<pid>-<n>-old``)."""
-    return path.with_name(f".{path.name}.tmp-{os.getpid()}-{next(_serial)}-old")
+    """A fresh, unpredictable hidden name next to ``path`` (``.<name>.tmp-<pid>-<random>-old``)."""
+    return path.with_name(f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(8)}-old")
 
 
 def dispose(path: str | os.PathLike[str]) -> None:

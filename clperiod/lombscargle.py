@@ -36,7 +36,8 @@ from .device import DeviceInfo, get_context, get_queue, require_fp64, select_dev
 from .grid import FrequencyGrid
 from .host import (Deferred, PeakResults, as_catalog, check_choice, check_top_k,
                    degenerate_status, progress_bar)
-from .planning import DEFAULT_BETA, PINNED_POOL, Batch, KernelShape, Staging, plan_batches
+from .planning import (DEFAULT_BETA, Batch, KernelShape, Staging, check_periodogram_memory,
+                       periodogram_array, plan_batches)
 from .scheduler import BATCHES_PER_DEVICE, run_on_devices
 from .standardize import standardize
 
@@ -212,6 +213,10 @@ def lombscargle(
     ------
     ValueError
         Bad options or data, or fp64 requested on a device without fp64.
+    MemoryError
+        ``periodogram=True`` asks for more host memory than is available
+        (:func:`clperiod.planning.available_host_memory`; the message names
+        the size), or an object too large for the device.
     """
     return _start(cat_or_t, grid, y, dy, method=method, normalization=normalization,
                   fit_mean=fit_mean, center_data=center_data, precision=precision,
@@ -274,6 +279,8 @@ def _start(cat_or_t, grid, y, dy, *, method, normalization, fit_mean, center_dat
     lengths = np.where(catalog.lengths >= options.min_points, catalog.lengths, 0)
     compensated = not options.fp64 and int(lengths.max(initial=0)) > COMPENSATE_ABOVE
     shape = _kernel_shape(devices, options, compensated)
+    if periodogram:  # before the plan, which counts on the rest of the host's memory
+        check_periodogram_memory(catalog.n_objects, grid.nf, options.dtype)
     # a queued batch shares the device with the next call's: half the budget each
     defer = defer and len(devices) == 1 and not progress
     batches = _plan(devices, shape, lengths, grid, options,
@@ -614,12 +621,10 @@ _POINT_ORDER = {True: ("t",), False: ("a", "bh", "bl")}
 
 
 def _result_array(devices: list[DeviceInfo], shape: tuple[int, int], options: _Options):
-    """Host array for the periodograms: recycled page-locked memory when one
-    device runs everything (copies then run at bus speed and land in place),
-    ordinary memory otherwise."""
-    if len(devices) == 1:
-        return PINNED_POOL.empty(devices[0], shape, options.dtype)
-    return np.empty(shape, dtype=options.dtype)
+    """Host array for the periodograms (:func:`~clperiod.planning.periodogram_array`):
+    recycled page-locked memory when one device runs everything (copies then
+    run at bus speed and land in place), ordinary memory otherwise."""
+    return periodogram_array(devices, *shape, options.dtype)
 
 
 @dataclass(frozen=True)

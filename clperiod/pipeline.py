@@ -11,16 +11,28 @@ write its part too). The directory's ``manifest.json`` records the input file
 size) and the search settings. A run that finds a work directory with the
 same manifest skips the chunks already written, so an interrupted run
 continues where it stopped, with no object lost or written twice; a manifest
-that does not match is refused (``restart=True`` discards it).
+that does not match is refused (``restart=True`` discards it). Each part
+records a checksum of its chunk's input rows
+(:attr:`~clperiod.catalog_files.CatalogChunk.checksum`), so an input edited
+in place (same size and modification time) is refused too, naming the chunk.
 
-I/O overlaps compute: a fresh run (no manifest in the work directory) reads
-its first chunk and queues its search before anything else (the chunk's row
-checks, the work directory, the manifest, the output), which then overlaps
-the device; a reader thread reads and checks the next chunk; the next
-chunk's search is queued on the device before the current one is waited for
-(:meth:`PeriodSearch.start`); and a writer thread computes the previous
-chunk's table (false-alarm probabilities) and commits its part file while an
-appender thread adds its rows to the output (under a temporary name). The
+Before anything is read, the output paths are checked (not directories) and
+locked (:func:`clperiod.runlock.locked_outputs`): a second run on the same
+output stops at once with :class:`~clperiod.runlock.OutputLockedError` and
+touches nothing of the first. With periodograms, each chunk is searched in
+groups of objects (at most :data:`PERIODOGRAM_BYTES`, and a quarter of the
+available host memory), each group written to the chunk's periodogram part
+as soon as it is computed.
+
+I/O overlaps compute: a fresh run (no manifest in the work directory, no
+periodograms) reads its first chunk and queues its search before anything
+else (the chunk's row checks, the work directory, the manifest, the output),
+which then overlaps the device; a reader thread reads and checks the next
+chunk; the next chunk's search is queued on the device before the current
+one is waited for (:meth:`PeriodSearch.start`); and a writer thread computes
+the previous chunk's table (false-alarm probabilities) and commits its part
+file while an appender thread adds its rows to the output (under a temporary
+name). The
 threads are long-lived workers (:mod:`clperiod.workers`). When every chunk
 is done the output is renamed into place, the periodogram parts are joined
 in input order, and the work directory is removed (moved aside at once,
@@ -54,6 +66,7 @@ from .device import select_devices
 from .disposal import dispose
 from .grid import SURVEY_MIN_PERIOD, FrequencyGrid, GridWarning
 from .host import Deferred
+from .planning import available_host_memory
 from .results_files import (
     PeriodogramWriter,
     ResultsWriter,
@@ -64,6 +77,7 @@ from .results_files import (
     results_table,
 )
 from .results_files import periodogram_format as _periodogram_format
+from .runlock import locked_outputs
 from .stats import catalog_time_spread
 from .tables import result_columns
 from .workers import SerialQueue
@@ -77,14 +91,15 @@ ALGORITHMS = ("lombscargle", "supersmoother")
 _HANDLED = ("cat_or_t", "grid", "y", "dy", "device", "periodogram", "progress", "profile",
             "nan_policy")
 #: Periodograms of one chunk are computed in groups of objects of at most this
-#: many bytes, so a chunk never holds more in memory.
+#: many bytes (less when the host has less to spare), each written as soon as
+#: it is computed, so a run never holds more in memory.
 PERIODOGRAM_BYTES = 1 << 30
 #: Objects plotted when no ids are given: the first ones of the run.
 DEFAULT_PLOTS = 5
 #: Finished chunks waiting to be written at most (bounds memory).
 _PENDING_WRITES = 2
 _MANIFEST = "manifest.json"
-_RUN_FORMAT = 2  # 2: part files in Arrow IPC
+_RUN_FORMAT = 3  # 2: part files in Arrow IPC; 3: chunk checksums in them
 
 
 @dataclass(frozen=True)
@@ -343,12 +358,35 @@ def run_catalog(
     ------
     ValueError
         Bad input (the message names the file and row), a work directory
-        whose manifest does not match this run, or bad options.
+        whose manifest does not match this run, a finished chunk whose input
+        rows changed since, or bad options.
+    IsADirectoryError, NotADirectoryError
+        ``output`` or ``periodogram`` is a directory, or ``plot`` a file
+        (checked before anything is read).
+    clperiod.runlock.OutputLockedError
+        Another run is writing ``output`` or ``periodogram``.
+    MemoryError
+        A single object's periodogram is larger than the available host memory.
     """
+    output = Path(output)
+    destinations = [output, *([Path(periodogram)] if periodogram is not None else [])]
+    _check_destinations(destinations, plot)
+    with locked_outputs(*destinations):
+        return _run_locked(source, search, output, periodogram=periodogram,
+                           output_format=output_format, periodogram_format=periodogram_format,
+                           chunk_rows=chunk_rows, device=device, restart=restart,
+                           progress=progress, plot=plot, plot_ids=plot_ids,
+                           plot_format=plot_format)
+
+
+def _run_locked(source: Any, search: PeriodSearch, output: Path, *, periodogram: Any,
+                output_format: str | None, periodogram_format: str | None, chunk_rows: int,
+                device: Any, restart: bool, progress: bool | None, plot: Any,
+                plot_ids: Sequence[Any] | None, plot_format: str) -> CatalogRun:
+    """:func:`run_catalog` once its output files are checked and locked."""
     started = time.perf_counter()
     reader = _as_reader(source, chunk_rows)
     timings = {"read_s": 0.0, "compute_s": 0.0, "write_s": 0.0}
-    output = Path(output)
     formats = (result_format(output, output_format),
                _periodogram_format(periodogram, periodogram_format) if periodogram else None)
     work = work_directory(output)
@@ -364,11 +402,13 @@ def run_catalog(
                       labels, timings)
         queued = state = None
         try:
-            if isinstance(search.grid, FrequencyGrid) and _looks_fresh(work):
+            if (isinstance(search.grid, FrequencyGrid) and periodogram is None
+                    and _looks_fresh(work)):
                 # a fresh run queues the first chunk's search before anything
                 # else, even before the chunk's rows are checked and the work
                 # directory is set up: all of that then overlaps the device (a
-                # failed check or set-up abandons the search)
+                # failed check or set-up abandons the search; a search with
+                # periodograms runs at once, writing them to the work directory)
                 state = _RunState(search, *state_args)
                 try:
                     with np.errstate(all="ignore"):  # nothing to say of unchecked rows
@@ -558,23 +598,37 @@ class _RunState:
     def _queue(self, chunk: CatalogChunk, plot_ids: np.ndarray) -> tuple:
         """Begin a chunk's search: ``(chunk, searches, plot_ids)``."""
         started = time.perf_counter()
-        searches = self._start(chunk.catalog)
+        searches = self._start(chunk)
         self.timings["compute_s"] += time.perf_counter() - started
         return chunk, searches, plot_ids
 
-    def _start(self, catalog: Catalog) -> list[Deferred]:
+    def _start(self, chunk: CatalogChunk) -> list[Deferred]:
         """Begin the chunk's search: queued on the device when it can be
-        (best peaks), run now in groups of objects when periodograms are
-        kept (they bound the host memory)."""
+        (best peaks); with periodograms, run now in groups of objects, each
+        group's periodograms written to the chunk's periodogram part as soon
+        as they are computed (they bound the host memory)."""
         if not self.with_periodogram:
-            return [self.search.start(catalog, device=self.devices)]
-        per_group = max(1, PERIODOGRAM_BYTES // (8 * self.search.grid.nf))
-        return [
-            Deferred.ready(self.search.run(
-                catalog.slice(start, min(start + per_group, catalog.n_objects)),
-                device=self.devices, periodogram=True))
-            for start in range(0, catalog.n_objects, per_group)
-        ]
+            return [self.search.start(chunk.catalog, device=self.devices)]
+        catalog, per_group = chunk.catalog, self._group_objects()
+        path = self.work / _periodogram_part(chunk.index)
+        with PeriodogramWriter(path, catalog.n_objects, self.search.grid, "npy") as part:
+            return [Deferred.ready(self._search_group(catalog, start, per_group, part))
+                    for start in range(0, catalog.n_objects, per_group)]
+
+    def _group_objects(self) -> int:
+        """Objects per periodogram group: at most :data:`PERIODOGRAM_BYTES` of
+        periodograms, and at most a quarter of the available host memory."""
+        group_bytes = min(PERIODOGRAM_BYTES, available_host_memory() // 4)
+        return max(1, group_bytes // (8 * self.search.grid.nf))
+
+    def _search_group(self, catalog: Catalog, start: int, size: int,
+                      part: PeriodogramWriter) -> Any:
+        """Search objects ``[start, start + size)`` with periodograms, write
+        these to ``part``; the result without them."""
+        group = catalog.slice(start, min(start + size, catalog.n_objects))
+        result = self.search.run(group, device=self.devices, periodogram=True)
+        part.write(result.ids, result.power)
+        return dataclasses.replace(result, power=None)
 
     def _collect(self, queued: tuple | None, final: bool = False) -> None:
         """Wait for a queued chunk's search, then hand it to the writer thread
@@ -604,23 +658,18 @@ class _RunState:
 
     def _write(self, chunk: CatalogChunk, results: list[Any], plot_job: Any,
                final: bool) -> list[Path]:
-        """Writer thread (the final chunk: the run's thread): periodogram part,
-        figures, then the result part (the commit) alongside the output rows.
-        The input's final chunk has no result part, as the output is complete
-        once its rows are in (a run that stops before the output is in place
-        searches that chunk again; runs with periodograms keep it: their join
-        reads its ids)."""
+        """Writer thread (the final chunk: the run's thread): figures, then the
+        result part (the commit) alongside the output rows (the periodogram
+        part is written by then, see :meth:`_start`). The input's final chunk
+        has no result part, as the output is complete once its rows are in (a
+        run that stops before the output is in place searches that chunk
+        again; runs with periodograms keep it: their join reads its ids)."""
         started = time.perf_counter()
         columns = [result_columns(result, fap_method=self.search.fap_method)
                    for result in results]
         joined = columns[0] if len(columns) == 1 else {
             name: np.concatenate([c[name] for c in columns]) for name in columns[0]}
         self._count_grid_warnings(joined["grid_warning"])
-        if self.with_periodogram:
-            path = self.work / _periodogram_part(chunk.index)
-            with PeriodogramWriter(path, chunk.catalog.n_objects, self.search.grid, "npy") as out:
-                for result in results:
-                    out.write(result.ids, result.power)
         figures = []
         if plot_job is not None:
             from .plot import plot_objects
@@ -648,12 +697,20 @@ class _RunState:
             return False
         stored = json.loads(_read_part(part).schema.metadata[b"clperiod"])
         expected = _normalised(chunk.summary())
-        if stored != expected:
+        if stored == expected:
+            return True
+        if _without_checksum(stored) == _without_checksum(expected):
+            last = chunk.first_row + chunk.n_rows - 1
             raise ValueError(
-                f"{part} holds {stored}, but chunk {chunk.index} of the input is {expected}; "
-                f"the work directory {self.work} is stale: restart the run"
+                f"the rows of chunk {chunk.index} of the input (file rows {chunk.first_row} to "
+                f"{last}) changed since {part} was written (checksum {stored['checksum']} "
+                f"there, {expected['checksum']} now): the input was modified after the run "
+                "stopped; restart the run (restart=True, --restart) to search it again"
             )
-        return True
+        raise ValueError(
+            f"{part} holds {stored}, but chunk {chunk.index} of the input is {expected}; "
+            f"the work directory {self.work} is stale: restart the run"
+        )
 
     def _plot_choice(self, catalog: Catalog) -> np.ndarray:
         """Ids of this chunk to plot."""
@@ -735,6 +792,20 @@ class _Prefetch:
 # ---------------------------------------------------------------------- work directory
 
 
+def _check_destinations(files: list[Path], plot: Any) -> None:
+    """Refuse output files that are directories (or the same file twice) and a
+    figure folder that is a file, before anything is read or searched;
+    create missing parent folders."""
+    for path in files:
+        if path.is_dir():
+            raise IsADirectoryError(f"{path} is a directory; give the name of a file to write")
+        path.parent.mkdir(parents=True, exist_ok=True)
+    if len(files) == 2 and files[0].resolve() == files[1].resolve():
+        raise ValueError(f"the results and the periodograms would both go to {files[0]}")
+    if plot is not None and Path(plot).exists() and not Path(plot).is_dir():
+        raise NotADirectoryError(f"{plot} is a file, not a folder for figures")
+
+
 def _looks_fresh(work: Path) -> bool:
     """Whether a run has no manifest to resume (one stat: decided before its checks)."""
     return not (work / _MANIFEST).exists()
@@ -793,12 +864,15 @@ def _check_no_stale_parts(work: Path, n_chunks: int) -> None:
 
 def _join_periodograms(work: Path, n_chunks: int, path: Any, fmt: str | None,
                        grid: FrequencyGrid, n_objects: int) -> None:
-    """Join the periodogram parts, in input order, into one file."""
+    """Join the periodogram parts, in input order, into one file (each part
+    mapped, and written in slices of at most :data:`PERIODOGRAM_BYTES`)."""
+    rows = max(1, PERIODOGRAM_BYTES // (8 * grid.nf))
     with PeriodogramWriter(path, n_objects, grid, fmt) as writer:
         for index in range(n_chunks):
-            table = _read_part(work / _result_part(index))
+            ids = _read_part(work / _result_part(index)).column("id").to_numpy()
             power = np.load(work / _periodogram_part(index), mmap_mode="r")
-            writer.write(table.column("id").to_numpy(), power)
+            for start in range(0, ids.size, rows):
+                writer.write(ids[start:start + rows], power[start:start + rows])
 
 
 def _result_part(index: int) -> str:
@@ -918,6 +992,10 @@ def _check_run(reader: CatalogReader, search: PeriodSearch, with_periodogram: bo
         "periodogram": with_periodogram,
     })
     return settings, _open_work(work, settings, restart)
+
+
+def _without_checksum(summary: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in summary.items() if key != "checksum"}
 
 
 def _normalised(value: Any) -> Any:

@@ -7,6 +7,14 @@ overlap compute. The budget is a fraction ``beta`` of the device's global
 memory, and no single buffer exceeds the device's maximum allocation size.
 Returned periodograms live in recycled page-locked host memory
 (:class:`PinnedPool`).
+
+Host memory is checked too: :func:`available_host_memory` is what this
+process can still take (``MemAvailable``, a cgroup's memory limit, the
+address-space limit ``RLIMIT_AS``), :func:`check_periodogram_memory` refuses
+periodograms larger than that with a :class:`MemoryError` naming the size,
+plans for a CPU device (whose buffers are host memory) stay inside it, and
+page-locked memory is only asked for while it stays well below it (ordinary
+pageable memory otherwise, and when page-locking is refused).
 """
 
 from __future__ import annotations
@@ -15,10 +23,12 @@ import collections
 import contextlib
 import ctypes
 import os
+import resource
 import threading
 import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pyopencl as cl
@@ -33,7 +43,11 @@ __all__ = [
     "PinnedPool",
     "PINNED_POOL",
     "Staging",
+    "available_host_memory",
+    "check_periodogram_memory",
+    "periodogram_array",
     "plan_batches",
+    "plannable_memory",
     "DEFAULT_BETA",
     "OVERLAP_CHUNKS",
 ]
@@ -46,6 +60,13 @@ OVERLAP_CHUNKS = 8
 #: No overlap chunk is made smaller than this (copies of small blocks are
 #: dominated by per-transfer latency).
 MIN_CHUNK_BYTES = 16 << 20
+#: A CPU device's plans use at most this fraction of the available host
+#: memory (the rest: the host's own arrays, kernel binaries, the runtime).
+HOST_PLAN_FRACTION = 0.5
+#: Page-locked buffers are asked for only up to this fraction of the
+#: available host memory (page-locked memory cannot be swapped out, and
+#: PoCL aborts the process when such a buffer cannot be backed).
+PINNED_FRACTION = 0.5
 
 
 @dataclass(frozen=True)
@@ -124,7 +145,7 @@ def plan_batches(
     periodogram
         Whether each object's full periodogram is written.
     beta
-        Fraction of global memory a batch may use.
+        Fraction of global memory (:func:`plannable_memory`) a batch may use.
     min_batches
         Split into at least this many batches of about equal points (when
         there are enough objects), so that several devices share the work.
@@ -139,7 +160,8 @@ def plan_batches(
     MemoryError
         When a single object's data alone exceed the budget.
     """
-    budget = int(beta * device.global_mem)
+    result_bytes = len(lengths) * nf * real_bytes if periodogram else 0
+    budget = int(beta * plannable_memory(device, result_bytes))
     max_alloc = device.max_alloc
     n_tiles = shape.n_tiles(nf)
     per_object = 4 * 4 + n_tiles * top_k * (real_bytes + 4) + top_k * (real_bytes + 4)
@@ -181,6 +203,19 @@ def plan_batches(
         batches.append(Batch(start, stop, chunks))
         start = stop
     return batches
+
+
+def plannable_memory(device: DeviceInfo, host_reserved: int = 0) -> int:
+    """Global memory a plan may count on: all of it on a GPU; on a CPU device,
+    whose buffers are host memory, at most :data:`HOST_PLAN_FRACTION` of
+    :func:`available_host_memory` less ``host_reserved`` (results the host
+    allocates beside them). Under an address-space limit PoCL aborts the
+    process instead of failing an allocation (or loading a kernel), so its
+    plans must stay well inside it."""
+    if device.kind != "cpu":
+        return device.global_mem
+    room = available_host_memory() - host_reserved
+    return max(0, min(device.global_mem, int(HOST_PLAN_FRACTION * room)))
 
 
 def _periodogram_chunks(
@@ -235,7 +270,9 @@ class PinnedPool:
         self._returned: collections.deque[tuple[int, np.ndarray]] = collections.deque()
 
     def empty(self, info: DeviceInfo, shape: tuple[int, ...], dtype) -> np.ndarray:
-        """A page-locked array of ``shape`` (ordinary memory if pinning fails)."""
+        """A page-locked array of ``shape``; ordinary (pageable) memory when the
+        host has too little memory to spare for it (:data:`PINNED_FRACTION`
+        of :func:`available_host_memory`) or the runtime refuses it."""
         dtype = np.dtype(dtype)
         nbytes = int(np.prod(shape)) * dtype.itemsize
         if nbytes == 0:
@@ -244,15 +281,11 @@ class PinnedPool:
         key = context.int_ptr
         mapped = self._take(key, nbytes)
         if mapped is None:
+            if nbytes > PINNED_FRACTION * available_host_memory():
+                return np.empty(shape, dtype=dtype)
             try:
-                flags = cl.mem_flags.READ_WRITE | cl.mem_flags.ALLOC_HOST_PTR
-                buffer = cl.Buffer(context, flags, nbytes)
-                mapped, _ = cl.enqueue_map_buffer(
-                    get_queue(info, role="pinned"), buffer,
-                    cl.map_flags.READ | cl.map_flags.WRITE, 0, (nbytes,), np.uint8,
-                    is_blocking=True,
-                )
-            except cl.Error:
+                mapped, buffer = _pinned_block(info, context, nbytes)
+            except (cl.Error, MemoryError):
                 return np.empty(shape, dtype=dtype)
             with self._lock:
                 self._buffers[mapped.ctypes.data] = buffer
@@ -293,8 +326,126 @@ class PinnedPool:
             del free[: -self._max_free]
 
 
+def _pinned_block(info: DeviceInfo, context: cl.Context,
+                  nbytes: int) -> tuple[np.ndarray, cl.Buffer]:
+    """A new page-locked buffer of ``nbytes`` and its host mapping."""
+    flags = cl.mem_flags.READ_WRITE | cl.mem_flags.ALLOC_HOST_PTR
+    buffer = cl.Buffer(context, flags, nbytes)
+    mapped, _ = cl.enqueue_map_buffer(
+        get_queue(info, role="pinned"), buffer, cl.map_flags.READ | cl.map_flags.WRITE, 0,
+        (nbytes,), np.uint8, is_blocking=True,
+    )
+    return mapped, buffer
+
+
 #: The process-wide pool used for returned periodograms and upload staging.
 PINNED_POOL = PinnedPool()
+
+
+def check_periodogram_memory(n_objects: int, nf: int, dtype) -> None:
+    """Raise a :class:`MemoryError` naming the size and the options that avoid
+    it when the periodograms of ``n_objects`` objects on ``nf`` frequencies
+    are larger than :func:`available_host_memory` (before a search plans or
+    computes anything)."""
+    nbytes = n_objects * nf * np.dtype(dtype).itemsize
+    available = available_host_memory()
+    if nbytes > available:
+        raise MemoryError(
+            f"the periodograms of {n_objects} objects x {nf} frequencies ({np.dtype(dtype)}) "
+            f"need {_gib(nbytes)} of host memory, but {_gib(available)} are available: "
+            "search fewer objects at a time (Catalog.slice), or have "
+            "clperiod.pipeline.run_catalog write them to a file in groups (periodogram=FILE); "
+            "periodogram=False keeps the best peaks only"
+        )
+
+
+def periodogram_array(devices: list[DeviceInfo], n_objects: int, nf: int,
+                      dtype) -> np.ndarray:
+    """The host array of a search's periodograms, ``(n_objects, nf)``:
+    page-locked (:data:`PINNED_POOL`) when one device fills it, ordinary
+    memory otherwise."""
+    if len(devices) == 1:
+        return PINNED_POOL.empty(devices[0], (n_objects, nf), dtype)
+    return np.empty((n_objects, nf), dtype=dtype)
+
+
+def available_host_memory() -> int:
+    """Bytes of host memory this process can still take, as far as it can tell.
+
+    The least of: the kernel's estimate of memory available without swapping
+    (``MemAvailable`` of ``/proc/meminfo``; elsewhere free physical pages,
+    ``os.sysconf``), the room under the memory limit of the process's cgroup
+    (v2 ``memory.max``, v1 ``memory.limit_in_bytes``; its reclaimable page
+    cache counted as free) and the room under the address-space limit
+    (``RLIMIT_AS``).
+    """
+    rooms = [_system_available(), _cgroup_room(), _address_space_room()]
+    return max(0, min(room for room in rooms if room is not None))
+
+
+def _system_available() -> int:
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+def _cgroup_room() -> int | None:
+    """Room under the memory limit of this process's cgroup (None: no limit known)."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        fields = line.split(":", 2)
+        if len(fields) != 3:
+            continue
+        hierarchy, controllers, group = fields
+        if hierarchy == "0":
+            files, root = ("memory.max", "memory.current", "inactive_file"), "/sys/fs/cgroup"
+        elif "memory" in controllers.split(","):
+            files = ("memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file")
+            root = "/sys/fs/cgroup/memory"
+        else:
+            continue
+        # the group's own directory, or (in a container) the mount's root
+        for directory in (Path(root + group), Path(root)):
+            room = _cgroup_directory_room(directory, *files)
+            if room is not None:
+                return room
+    return None
+
+
+def _cgroup_directory_room(directory: Path, limit_file: str, usage_file: str,
+                           cache_key: str) -> int | None:
+    try:
+        limit = (directory / limit_file).read_text().strip()
+        usage = int((directory / usage_file).read_text())
+        stat = (directory / "memory.stat").read_text().split()
+    except (OSError, ValueError):
+        return None
+    if limit == "max" or int(limit) >= 1 << 60:  # no limit ("max", or v1's page-rounded 2**63)
+        return None
+    pairs = dict(zip(stat[::2], stat[1::2]))
+    return int(limit) - usage + int(pairs.get(cache_key, 0))
+
+
+def _address_space_room() -> int | None:
+    """Room under ``RLIMIT_AS`` (None: no limit)."""
+    limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    if limit == resource.RLIM_INFINITY:
+        return None
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[0])
+    except (OSError, ValueError):
+        return limit
+    return limit - pages * resource.getpagesize()
+
+
+def _gib(nbytes: int) -> str:
+    return f"{nbytes / 2**30:.2f} GiB"
+
 
 class Staging:
     """The memory of one batch: device buffers from the device's pool, and one

@@ -213,7 +213,7 @@ def plot_result(
     if ax is None:
         fig.tight_layout()
     if path is not None:
-        fig.savefig(path, dpi=120)
+        _save(fig, Path(path))
     return fig
 
 
@@ -544,6 +544,19 @@ def _axes(ax: Any, needed: int, path: Any) -> tuple[Figure, list[Axes]]:
     if len(axes) < needed:
         raise ValueError(f"ax must provide {needed} Axes (periodogram, fold); got {len(axes)}")
     return axes[0].figure, axes[-needed:]
+
+
+def _save(fig: Figure, path: Path) -> None:
+    """Save ``fig`` to ``path`` (format from the suffix) through an exclusive
+    temporary file, moved into place when complete
+    (:func:`clperiod.results_files.atomic_path`)."""
+    import matplotlib
+
+    from .results_files import atomic_path
+
+    fmt = path.suffix[1:].lower() or matplotlib.rcParams["savefig.format"]
+    with atomic_path(path) as temporary:
+        fig.savefig(temporary, dpi=120, format=fmt)
 
 
 def _has_display() -> bool:

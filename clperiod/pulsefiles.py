@@ -7,7 +7,9 @@ Inputs (a DM x time array for :func:`clperiod.singlepulse.search`):
   :func:`read_presto_dat`, :func:`read_presto_series`);
 * a 2-D ``.npy`` array ``(n_dm, n_t)``, memory-mapped (:func:`read_npy_series`).
 
-Outputs (:func:`write_candidates` picks the writer from the file name):
+Outputs (:func:`write_candidates` picks the writer from the file name; each
+file is written under an exclusive temporary name and moved into place when
+complete, :func:`clperiod.results_files.atomic_path`):
 
 =================  ==================  ==============================================
 format             file name           layout
@@ -62,6 +64,7 @@ from typing import Any
 import numpy as np
 
 from .file_errors import text_errors
+from .results_files import atomic_path
 
 __all__ = [
     "FORMATS",
@@ -371,7 +374,7 @@ def write_singlepulse(path: str | os.PathLike[str], cands: np.ndarray) -> None:
     names = ("dm", "snr", "time", "sample", "width")
     _require(cands, names)
     rows = cands[np.lexsort((cands["sample"], cands["dm"]))]
-    with open(path, "w") as handle:
+    with atomic_path(path) as temporary, open(temporary, "w") as handle:
         if len(rows):
             handle.write(_SINGLEPULSE_HEADER)
         handle.writelines(_SINGLEPULSE_ROW % row for row in zip(*(rows[n] for n in names)))
@@ -388,7 +391,7 @@ def write_heimdall_cand(path: str | os.PathLike[str], cands: np.ndarray) -> None
     _require(cands, names)
     columns = [cands[n] for n in names]
     columns[3] = np.rint(np.log2(cands["width"])).astype(np.int64)  # heimdall's filter index
-    with open(path, "w") as handle:
+    with atomic_path(path) as temporary, open(temporary, "w") as handle:
         handle.writelines(_HEIMDALL_ROW % row for row in zip(*columns))
 
 
@@ -400,7 +403,9 @@ def write_astroaccelerate(path: str | os.PathLike[str], cands: np.ndarray) -> No
     """
     names = ("dm", "time", "snr", "width")
     _require(cands, names)
-    np.column_stack([cands[n] for n in names]).astype("<f4").reshape(-1, 4).tofile(path)
+    values = np.column_stack([cands[n] for n in names]).astype("<f4").reshape(-1, 4)
+    with atomic_path(path) as temporary:
+        values.tofile(temporary)
 
 
 def write_candidates(
@@ -438,7 +443,8 @@ def write_candidates(
     if format not in FORMATS:
         raise ValueError(f"unknown format {format!r}; choose one of {', '.join(FORMATS)}")
     if format == "npy":
-        with open(path, "wb") as handle:  # a handle: np.save would append ".npy"
+        # a handle: np.save would append ".npy"
+        with atomic_path(path) as temporary, open(temporary, "wb") as handle:
             np.save(handle, np.asarray(cands))
     elif format == "csv":
         _write_csv(path, cands)
@@ -527,5 +533,6 @@ def _write_csv(path: str | os.PathLike[str], cands: np.ndarray) -> None:
         return "%.9g" if kind.kind == "f" and kind.itemsize == 4 else "%.17g"
 
     names = cands.dtype.names or ()
-    np.savetxt(path, np.asarray(cands), delimiter=",", header=",".join(names), comments="",
-               fmt=[fmt(cands.dtype[n]) for n in names])
+    with atomic_path(path) as temporary:
+        np.savetxt(temporary, np.asarray(cands), delimiter=",", header=",".join(names),
+                   comments="", fmt=[fmt(cands.dtype[n]) for n in names])

@@ -18,8 +18,15 @@ run's settings as JSON under the schema metadata key ``clperiod``.
 
 Frequencies are ``fmin + k * df``, ``k = 0 .. nf - 1``.
 :class:`PeriodogramWriter` writes any of these part by part, so a catalog's
-periodograms never have to be in memory at once. Every file is written under
-a temporary name and moved into place when complete.
+periodograms never have to be in memory at once.
+
+Every file is written under a temporary name next to it and moved into place
+(``os.replace``) when complete. A temporary is a new file with an
+unpredictable name, ``.<name>.tmp-<pid>-<random>``, created with
+``O_CREAT | O_EXCL | O_NOFOLLOW`` (:func:`exclusive_temporary`): a file or
+symbolic link that another user placed in a shared directory is never
+opened, let alone overwritten. A write that fails, the final rename
+included, removes its temporary.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ import contextlib
 import glob
 import json
 import os
+import secrets
 import shutil
 import zipfile
 from collections.abc import Iterator, Mapping
@@ -49,6 +57,7 @@ __all__ = [
     "PeriodogramWriter",
     "ResultsWriter",
     "atomic_path",
+    "exclusive_temporary",
     "is_temporary",
     "periodogram_format",
     "remove_temporaries",
@@ -159,7 +168,7 @@ class ResultsWriter:
         self.format = result_format(path, fmt)
         self.metadata = None if metadata is None else {METADATA_KEY: json.dumps(dict(metadata))}
         self.written = 0
-        self._temporary = _temporary_name(self.path)
+        self._temporary: Path | None = None  # created with the first rows
         self._sink: Any = None
         self._old = contextlib.ExitStack()  # a link to the file being replaced
 
@@ -169,12 +178,15 @@ class ResultsWriter:
     def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
                  traceback: TracebackType | None) -> None:
         with self._old:  # the old version's blocks are freed in the background
-            if self._sink is not None:
-                self._sink.close()
-            if kind is None and self._sink is not None:
-                os.replace(self._temporary, self.path)
-            else:
-                self._temporary.unlink(missing_ok=True)
+            if self._temporary is None:
+                return
+            with _discarded_on_error(self._temporary):
+                if self._sink is not None:
+                    self._sink.close()
+                if kind is None and self._sink is not None:
+                    os.replace(self._temporary, self.path)
+                    return
+            self._temporary.unlink(missing_ok=True)
 
     def write(self, table: Any) -> None:
         """Append the rows of ``table`` (a pyarrow Table)."""
@@ -183,6 +195,7 @@ class ResultsWriter:
         if self._sink is None:
             # linked now, while the rows are written, not when the file is replaced
             self._old.enter_context(released_on_replace(self.path))
+            self._temporary = exclusive_temporary(self.path)
             if self.format == "parquet":
                 # dictionaries only for text: results are mostly distinct numbers
                 text = [f.name for f in table.schema if _is_text(f.type)]
@@ -257,7 +270,7 @@ class PeriodogramWriter:
         self.grid = grid
         self.written = 0
         self._ids: list[np.ndarray] = []
-        self._temporary = _temporary_name(self.path)
+        self._temporary: Path | None = None  # created with the first rows
         self._sink: Any = None
         self._archive: zipfile.ZipFile | None = None
 
@@ -266,17 +279,20 @@ class PeriodogramWriter:
 
     def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
                  traceback: TracebackType | None) -> None:
-        completed = False
         try:
             if kind is None:
                 self._finish()
-                completed = True
-        finally:
+        except BaseException:
+            self._discard()
+            raise
+        if self._temporary is None:  # failed before the first rows
+            return
+        with _discarded_on_error(self._temporary):
             self._close_sink()
-            if completed:
+            if kind is None:
                 _replace(self._temporary, self.path)
-            else:
-                self._temporary.unlink(missing_ok=True)
+                return
+        self._temporary.unlink(missing_ok=True)
 
     def write(self, ids: np.ndarray, power: np.ndarray) -> None:
         """Append the periodograms ``power`` (rows) of the objects ``ids``."""
@@ -297,6 +313,7 @@ class PeriodogramWriter:
     # ------------------------------------------------------------------ formats
     def _open(self, ids: np.ndarray, power: np.ndarray) -> None:
         shape = (self.n_objects, self.grid.nf)
+        self._temporary = exclusive_temporary(self.path)
         if self.format in ("npy", "npz"):
             header = {"descr": np.lib.format.dtype_to_descr(power.dtype), "fortran_order": False,
                       "shape": shape}
@@ -323,7 +340,8 @@ class PeriodogramWriter:
             self._sink = _pyarrow_parquet().ParquetWriter(self._temporary, schema)
 
     def _write_npy(self, ids: np.ndarray, power: np.ndarray) -> None:
-        self._sink.write(np.ascontiguousarray(power).tobytes())
+        # the array's own bytes (a memory map's pages), never a copy of them
+        self._sink.write(np.ascontiguousarray(power).reshape(-1).view(np.uint8))
 
     def _write_npz(self, ids: np.ndarray, power: np.ndarray) -> None:
         self._ids.append(ids)
@@ -355,6 +373,13 @@ class PeriodogramWriter:
                 with self._archive.open(f"{name}.npy", "w", force_zip64=True) as member:
                     np.lib.format.write_array(member, array, allow_pickle=False)
 
+    def _discard(self) -> None:
+        """Close what is open and remove the temporary (after an error)."""
+        with contextlib.suppress(Exception):
+            self._close_sink()
+        if self._temporary is not None:
+            self._temporary.unlink(missing_ok=True)
+
     def _close_sink(self) -> None:
         if self._sink is not None:
             self._sink.close()
@@ -369,19 +394,18 @@ class PeriodogramWriter:
 
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
-    """A temporary name next to ``path``, moved onto ``path`` on a clean exit.
+    """A new empty temporary file next to ``path`` (:func:`exclusive_temporary`),
+    moved onto ``path`` on a clean exit.
 
-    The temporary file is removed when the block raises, so ``path`` is
-    either absent, the old file, or the complete new file; never a part.
+    The temporary file is removed when the block or the move raises, so
+    ``path`` is either absent, the old file, or the complete new file; never
+    a part.
     """
     path = Path(path)
-    temporary = _temporary_name(path)
-    try:
+    temporary = exclusive_temporary(path)
+    with _discarded_on_error(temporary):
         yield temporary
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-    _replace(temporary, path)
+        _replace(temporary, path)
 
 
 # ---------------------------------------------------------------------- helpers
@@ -425,8 +449,41 @@ def _replace(temporary: Path, path: Path) -> None:
         os.replace(temporary, path)
 
 
-def _temporary_name(path: Path) -> Path:
-    return path.with_name(f".{path.name}.tmp-{os.getpid()}")
+def exclusive_temporary(path: str | os.PathLike[str]) -> Path:
+    """Create a new empty file with an unpredictable name next to ``path``.
+
+    The name is ``.<name>.tmp-<pid>-<random>`` (:func:`remove_temporaries`
+    finds it), and the file is created with ``O_CREAT | O_EXCL |
+    O_NOFOLLOW`` and the permissions a new file gets (``0o666`` less the
+    umask): nothing that exists under that name, a symbolic link included,
+    is opened. Writers then open the file by its name; in a directory that
+    others may write to, its sticky bit keeps them from replacing it.
+
+    Raises
+    ------
+    OSError
+        The directory is missing or not writable.
+    """
+    path = Path(path)
+    flags = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+             | getattr(os, "O_CLOEXEC", 0))
+    while True:
+        candidate = path.with_name(f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(8)}")
+        try:
+            os.close(os.open(candidate, flags, 0o666))
+        except FileExistsError:  # 2**-64 for a name this process did not make
+            continue
+        return candidate
+
+
+@contextlib.contextmanager
+def _discarded_on_error(temporary: Path) -> Iterator[None]:
+    """Remove ``temporary`` when the block raises."""
+    try:
+        yield
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
 
 
 def _is_text(arrow_type: Any) -> bool:

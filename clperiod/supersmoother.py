@@ -47,7 +47,7 @@ from .device import (DeviceInfo, get_context, get_queue, require_fp64, select_de
 from .grid import FrequencyGrid
 from .host import (PeakResults, as_catalog, check_choice, check_top_k, degenerate_status,
                    progress_bar, segment_max, segment_sum)
-from .planning import PINNED_POOL
+from .planning import check_periodogram_memory, periodogram_array, plannable_memory
 from .scheduler import run_on_devices
 from .smoothing import scale_free
 from .sort import FoldInputs, FoldSorter, bitonic_capacity
@@ -219,7 +219,10 @@ def supersmoother(
         non-positive frequency, non-positive dy, ...), or fp64 on a device
         without it.
     MemoryError
-        An object too large for the device even one frequency at a time.
+        An object too large for the device even one frequency at a time, or
+        ``periodogram=True`` asking for more host memory than is available
+        (:func:`clperiod.planning.available_host_memory`; the message names
+        the size).
     """
     started = time.perf_counter()
     options = _Options.build(variant, alpha, periodic, compat, precision, memory, top_k,
@@ -233,14 +236,14 @@ def supersmoother(
     if options.fp64:
         for info in devices:
             require_fp64(info)
+    if periodogram:  # before the plan, which counts on the rest of the host's memory
+        check_periodogram_memory(catalog.n_objects, grid.nf, options.dtype)
     prepared = _prepare(catalog, options)
     path = _choose_path(devices, prepared.catalog, options)
     items = _plan(devices, prepared.catalog.lengths, grid.nf, options, path)
     power = None
     if periodogram:
-        shape = (catalog.n_objects, grid.nf)
-        power = (PINNED_POOL.empty(devices[0], shape, options.dtype) if len(devices) == 1
-                 else np.empty(shape, dtype=options.dtype))
+        power = periodogram_array(devices, catalog.n_objects, grid.nf, options.dtype)
         power[prepared.status != Status.OK] = np.nan
     states = {info: _DeviceState(info) for info in devices}
     with progress_bar(progress, len(items), "supersmoother") as bar:
@@ -472,8 +475,9 @@ def _plan(devices: list[DeviceInfo], lengths: np.ndarray, nf: int, options: _Opt
     that every device gets work.
     """
     smallest = min(devices, key=lambda d: (d.global_mem, d.max_alloc))
-    budget = BETA * smallest.global_mem
     s = np.dtype(options.dtype).itemsize
+    result_bytes = len(lengths) * nf * s if options.periodogram else 0
+    budget = BETA * plannable_memory(smallest, result_bytes)
     per = path.bytes_per_point_frequency
     too_big = np.flatnonzero(lengths * per > min(budget / 2, smallest.max_alloc / 8))
     if len(too_big):
@@ -643,7 +647,7 @@ class _SlabRun:
     def _batch(self) -> int:
         """Frequencies per batch of the sorted path, from the memory budget."""
         info, s = self.info, np.dtype(self.dtype).itemsize
-        budget = min(BETA * info.global_mem - self.device_bytes,
+        budget = min(BETA * plannable_memory(info) - self.device_bytes,
                      _BATCH_BYTES_GPU if info.kind == "gpu" else _BATCH_BYTES_CPU)
         per, n_points = self.path.bytes_per_point_frequency, self.n_points
         largest = 8 * s if self.options.variant == "original" else 3 * s + 20  # scratch / radix

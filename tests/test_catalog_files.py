@@ -90,7 +90,31 @@ def test_bundled_file_matches_read_lightcurve_csv():
     _assert_same(reader.read(), load_example("stripe82"))
     assert chunks[0].summary() == {"index": 0, "first_row": 0, "n_rows": chunks[0].n_rows,
                                    "n_objects": chunks[0].catalog.n_objects,
-                                   "first_id": 2794912, "last_id": int(chunks[0].catalog.ids[-1])}
+                                   "first_id": 2794912, "last_id": int(chunks[0].catalog.ids[-1]),
+                                   "checksum": chunks[0].checksum}
+
+
+def test_chunk_checksums_follow_the_rows_not_the_file(tmp_path):
+    """A chunk's checksum depends on its rows only: the same rows in another
+    layout give the same one, a changed value or id another, chunk by chunk."""
+    cat = _stripe82()
+    pq.write_table(_long_table(cat), tmp_path / "long.parquet")
+    _write_lightcurve_csv(tmp_path / "lc.txt", cat)
+    checksums = {name: [c.checksum for c in open_catalog(tmp_path / name, chunk_rows=150)]
+                 for name in ("long.parquet", "lc.txt")}
+    assert checksums["long.parquet"] == checksums["lc.txt"]
+    assert len(set(checksums["lc.txt"])) == len(checksums["lc.txt"]) == 6
+    assert all(len(c) == 32 and int(c, 16) >= 0 for c in checksums["lc.txt"])
+    y = cat.y.copy()
+    y[int(cat.offsets[5]) + 1] += 1e-9  # one value of object 5, in chunk 2 (objects 4, 5)
+    changed = Catalog(cat.ids, cat.offsets, cat.t, y, cat.dy)
+    pq.write_table(_long_table(changed), tmp_path / "changed.parquet")
+    after = [c.checksum for c in open_catalog(tmp_path / "changed.parquet", chunk_rows=150)]
+    assert [a != b for a, b in zip(after, checksums["lc.txt"])] == [0, 0, 1, 0, 0, 0]
+    text = Catalog(cat.ids.astype(str), cat.offsets, cat.t, cat.y, cat.dy)
+    pq.write_table(_long_table(text), tmp_path / "text.parquet")
+    assert [c.checksum for c in open_catalog(tmp_path / "text.parquet", chunk_rows=150)] != (
+        checksums["lc.txt"])
 
 
 def test_named_columns_no_dy_and_delimiter(tmp_path):

@@ -282,3 +282,25 @@ def test_figure_options_and_the_figures_written(tmp_path, capsys, monkeypatch, c
     _cli(capsys, *argv, "--no-invert-y", "-o", tmp_path / "b.parquet")
     assert seen["plot_labels"] == clperiod.plot.PlotLabels("hjd", "flux", invert_y=False)
     assert seen["plot_labels"].time_unit == "d"
+
+
+def test_an_output_directory_or_a_memory_error_is_one_line(tmp_path, capsys, monkeypatch):
+    """-o naming a directory stops before any search and leaves nothing behind;
+    a MemoryError (periodograms larger than the host can hold) exits 1 too."""
+    searched = []
+    monkeypatch.setattr(pipeline.PeriodSearch, "start", lambda *a, **k: searched.append(1))
+    (tmp_path / "res.parquet").mkdir()
+    status, _, err = _cli(capsys, "lombscargle", STRIPE82, "--fmin", 1, "--fmax", 2, "--nf", 10,
+                          "-o", tmp_path / "res.parquet", "--no-progress")
+    assert status == 1 and searched == []
+    assert err == (f"clperiod: error: {tmp_path / 'res.parquet'} is a directory; give the name "
+                   "of a file to write\n")
+    assert [p.name for p in tmp_path.iterdir()] == ["res.parquet"]
+
+    def too_large(*args, **kwargs):
+        raise MemoryError("the periodograms of 136 objects x 10 frequencies need ...")
+
+    monkeypatch.setattr(pipeline, "run_catalog", too_large)
+    status, _, err = _cli(capsys, "lombscargle", STRIPE82, "-o", tmp_path / "r.parquet")
+    assert status == 1 and err == ("clperiod: error: the periodograms of 136 objects x 10 "
+                                   "frequencies need ...\n")

@@ -1,10 +1,11 @@
 """Removal in the background: renames at once, deletions later, nothing left over."""
 
 import os
+import re
 
 import pytest
 
-from clperiod.disposal import dispose, released_on_replace, wait_for_disposals
+from clperiod.disposal import dispose, hidden_name, released_on_replace, wait_for_disposals
 from clperiod.results_files import remove_temporaries
 
 
@@ -62,3 +63,19 @@ def test_remove_temporaries_removes_what_an_ended_process_left(tmp_path):
     (tmp_path / ".other.parquet.tmp-1").write_text("not ours")
     remove_temporaries(target)
     assert [p.name for p in tmp_path.iterdir()] == [".other.parquet.tmp-1"]
+
+
+def test_hidden_names_cannot_be_guessed_and_a_planted_one_is_left_alone(tmp_path):
+    target = tmp_path / "out.parquet"
+    target.write_text("old")
+    names = {hidden_name(target).name for _ in range(3)}
+    assert len(names) == 3
+    assert all(re.fullmatch(rf"\.out\.parquet\.tmp-{os.getpid()}-[0-9a-f]{{16}}-old", n)
+               for n in names)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    planted = tmp_path / f".out.parquet.tmp-{os.getpid()}-0-old"  # the old, counted name
+    planted.symlink_to(victim)
+    dispose(target)
+    wait_for_disposals()
+    assert victim.read_text() == "precious" and planted.is_symlink() and not target.exists()

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import gc
 import importlib
 import json
 import os
+import re
+import subprocess
+import sys
+import time
 import warnings
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -528,3 +534,169 @@ def test_a_time_sorted_input_runs_and_resumes_like_the_grouped_one(tmp_path, cat
     for name in expected.column_names:
         assert got.column(name).equals(expected.column(name)), name
     assert reader().settings()["grouping"] == "sort"
+
+
+# ---------------------------------------------------------------------- run safety
+
+
+def _write_csv(path: Path, catalog) -> Path:
+    ids = np.repeat(catalog.ids, catalog.lengths)
+    rows = zip(ids.tolist(), catalog.t.tolist(), catalog.y.tolist(), catalog.dy.tolist())
+    path.write_text("id,t,y,dy\n" + "".join(f"{i},{t!r},{y!r},{dy!r}\n" for i, t, y, dy in rows))
+    return path
+
+
+def test_an_input_edited_in_place_is_refused_on_resume(tmp_path, catalog, monkeypatch,
+                                                       cpu_device):
+    """Same size, same modification time, other values: the finished chunk
+    whose rows changed is named, and a restart gives a fresh run's output."""
+    path = _write_csv(tmp_path / "catalog.csv", catalog)
+    output = tmp_path / "out.parquet"
+    _fail_on_call(monkeypatch, "start", 3, RuntimeError("stop"))
+    with pytest.raises(RuntimeError, match="stop"):
+        run_catalog(_reader(path), _search(), output, device=cpu_device, progress=False)
+    monkeypatch.undo()
+    assert sorted(p.name for p in work_directory(output).glob("part-*")) == [
+        "part-000000.arrow", "part-000001.arrow"]
+    stat = path.stat()
+    lines = path.read_text().splitlines(keepends=True)
+    fields = lines[1 + 3].split(",")  # row 3: object 0, chunk 0
+    fields[2] = fields[2][:-1] + str((int(fields[2][-1]) + 1) % 10)  # y's last digit
+    lines[1 + 3] = ",".join(fields)
+    path.write_text("".join(lines))
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert path.stat().st_size == stat.st_size
+    assert _reader(path).identity() == json.loads(
+        (work_directory(output) / "manifest.json").read_text())["settings"]["input"]
+    message = (r"the rows of chunk 0 of the input \(file rows 0 to 285\) changed since .*"
+               r"part-000000\.arrow was written \(checksum [0-9a-f]{32} there, [0-9a-f]{32} "
+               r"now\): the input was modified after the run stopped; restart the run")
+    with pytest.raises(ValueError, match=message):
+        run_catalog(_reader(path), _search(), output, device=cpu_device, progress=False)
+    run = run_catalog(_reader(path), _search(), output, restart=True, device=cpu_device,
+                      progress=False)
+    fresh = run_catalog(_reader(path), _search(), tmp_path / "fresh.parquet", device=cpu_device,
+                        progress=False)
+    assert run.n_resumed == 0
+    assert pq.read_table(output).equals(pq.read_table(fresh.output))
+
+
+def test_a_second_run_on_the_same_output_stops_and_leaves_the_first_alone(
+        tmp_path, input_file, monkeypatch, cpu_device):
+    """The normal accident: the same job started twice. The second process
+    exits at once with a message naming the first, removes nothing of it,
+    and the first finishes with a correct output."""
+    # the settings of the command below, so that without a lock it would resume this run
+    search = _search(memory="auto", method="generalized", normalization="standard",
+                     precision="fp64")
+    reference = run_catalog(_reader(input_file), search, tmp_path / "ref.parquet",
+                            device=cpu_device, progress=False)
+    output = tmp_path / "out.parquet"
+    argv = [sys.executable, "-m", "clperiod", "lombscargle", str(input_file), "--fmin", "0.5",
+            "--fmax", "4", "--nf", "1200", "--top-k", "2", "--chunk-rows", "300",
+            "--no-progress", "-o", str(output)]
+    second, calls = {}, []
+    start = PeriodSearch.start
+
+    def start_then_run_again(self, catalog, **options):
+        calls.append(1)
+        if len(calls) == 4:  # the first run is under way, with files on disk
+            work = work_directory(output)
+            deadline = time.monotonic() + 60
+            while not (work / "part-000000.arrow").exists() or not list(
+                    tmp_path.glob(".out.parquet.tmp-*")):  # the writer thread's first chunk
+                assert time.monotonic() < deadline
+                time.sleep(0.001)
+            # files that stay until the run ends: committed parts, the
+            # manifest, the output being written under its temporary name
+            stable = [*work.glob("part-*.arrow"), work / "manifest.json",
+                      *tmp_path.glob(".out.parquet.tmp-*")]
+            before = {p: p.stat().st_ino for p in stable}
+            second["done"] = subprocess.run(argv, capture_output=True, text=True, timeout=120,
+                                            env=dict(os.environ))
+            second["kept"] = {p: p.stat().st_ino for p in stable} == before
+        return start(self, catalog, **options)
+
+    monkeypatch.setattr(PeriodSearch, "start", start_then_run_again)
+    run = run_catalog(_reader(input_file), search, output, device=cpu_device, progress=False)
+    done = second["done"]
+    assert done.returncode == 1 and done.stdout == ""
+    assert re.fullmatch(rf"clperiod: error: another run \(pid {os.getpid()} on .+\) is writing "
+                        rf"{re.escape(str(output))} \(lock file .*\.out\.parquet\.lock\); "
+                        r"wait for it to finish, or write to another file\n", done.stderr), (
+        done.stderr)
+    assert second["kept"]
+    assert run.n_objects == 24
+    assert pq.read_table(output).equals(pq.read_table(reference.output))
+    wait_for_disposals()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["catalog.parquet", "out.parquet",
+                                                          "ref.parquet"]
+
+
+def test_a_lock_left_by_a_killed_run_does_not_block(tmp_path, input_file, cpu_device):
+    output = tmp_path / "out.parquet"
+    (tmp_path / ".out.parquet.lock").write_text("pid 99999 on elsewhere\n")  # nobody holds it
+    run = run_catalog(_reader(input_file), _search(), output, device=cpu_device, progress=False)
+    assert run.n_objects == 24 and not (tmp_path / ".out.parquet.lock").exists()
+
+
+def test_an_output_that_is_a_directory_is_refused_before_searching(tmp_path, input_file,
+                                                                   monkeypatch, cpu_device):
+    searched = []
+    monkeypatch.setattr(PeriodSearch, "start", lambda *a, **k: searched.append(1))
+    monkeypatch.setattr(PeriodSearch, "run", lambda *a, **k: searched.append(1))
+    (tmp_path / "out.parquet").mkdir()
+    with pytest.raises(IsADirectoryError, match=r"out\.parquet is a directory; give the name"):
+        run_catalog(_reader(input_file), _search(), tmp_path / "out.parquet", device=cpu_device)
+    (tmp_path / "power.npy").mkdir()
+    with pytest.raises(IsADirectoryError, match=r"power\.npy is a directory"):
+        run_catalog(_reader(input_file), _search(), tmp_path / "a.parquet",
+                    periodogram=tmp_path / "power.npy", device=cpu_device)
+    (tmp_path / "figures").write_text("a file")
+    with pytest.raises(NotADirectoryError, match="figures is a file, not a folder"):
+        run_catalog(_reader(input_file), _search(), tmp_path / "a.parquet",
+                    plot=tmp_path / "figures", device=cpu_device)
+    with pytest.raises(ValueError, match="the results and the periodograms would both go"):
+        run_catalog(_reader(input_file), _search(), tmp_path / "a.parquet",
+                    periodogram=tmp_path / "a.parquet", output_format="parquet",
+                    periodogram_format="parquet", device=cpu_device)
+    assert searched == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["catalog.parquet", "figures",
+                                                          "out.parquet", "power.npy"]
+
+
+def test_periodogram_groups_are_written_as_they_finish(tmp_path, input_file, monkeypatch,
+                                                        cpu_device):
+    """No group's periodograms are still held when the next group is searched,
+    and the groups follow the available host memory."""
+    reference = run_catalog(_reader(input_file), _search(), tmp_path / "ref.parquet",
+                            periodogram=tmp_path / "ref.npy", device=cpu_device,
+                            progress=False)
+    monkeypatch.setattr(pipeline, "PERIODOGRAM_BYTES", 3 * 8 * GRID.nf)  # 3 objects per group
+    held, groups = [], []
+    run_search = PeriodSearch.run
+
+    def watched(self, cat, **options):
+        gc.collect()
+        held.append(sum(ref() is not None for ref in groups))
+        result = run_search(self, cat, **options)
+        groups.append(weakref.ref(result.power))
+        return result
+
+    monkeypatch.setattr(PeriodSearch, "run", watched)
+    run = run_catalog(_reader(input_file), _search(), tmp_path / "out.parquet",
+                      periodogram=tmp_path / "out.npy", device=cpu_device, progress=False)
+    chunk_objects = [c.catalog.n_objects for c in _reader(input_file)]
+    assert len(groups) == sum(-(-n // 3) for n in chunk_objects) > run.n_chunks
+    assert held == [0] * len(groups)
+    np.testing.assert_array_equal(np.load(run.periodogram), np.load(reference.periodogram))
+    assert pq.read_table(run.output).equals(pq.read_table(reference.output))
+    groups.clear()
+    monkeypatch.setattr(pipeline, "available_host_memory", lambda: 4 * 2 * 8 * GRID.nf)
+    run = run_catalog(_reader(input_file), _search(), tmp_path / "small.parquet",
+                      periodogram=tmp_path / "small.h5", device=cpu_device, progress=False)
+    assert len(groups) == sum(-(-n // 2) for n in chunk_objects)  # 2 objects per group
+    import h5py
+
+    with h5py.File(run.periodogram) as handle:
+        np.testing.assert_array_equal(handle["power"][:], np.load(reference.periodogram))

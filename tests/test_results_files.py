@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import re
+import stat
 
 import h5py
 import numpy as np
@@ -11,10 +14,13 @@ import pyarrow.parquet as pq
 import pytest
 
 import clperiod
+from clperiod.disposal import wait_for_disposals
 from clperiod.io import load_example
 from clperiod.results_files import (
     PeriodogramWriter,
     atomic_path,
+    exclusive_temporary,
+    is_temporary,
     periodogram_format,
     result_format,
     write_periodograms,
@@ -115,3 +121,78 @@ def test_atomic_path_keeps_the_old_file_on_error(tmp_path):
     with atomic_path(target) as temporary:
         temporary.write_text("new")
     assert target.read_text() == "new"
+
+
+def _plant_links(directory, name, victim):
+    """Symbolic links at the names an attacker could guess: the old
+    ``.<name>.tmp-<pid>`` and every small counter of the hidden names."""
+    pid = os.getpid()
+    guesses = [f".{name}.tmp-{pid}"] + [f".{name}.tmp-{pid}-{n}-old" for n in range(4)]
+    for guess in guesses:
+        (directory / guess).symlink_to(victim)
+    return guesses
+
+
+@pytest.mark.parametrize("writer", ["results", "periodograms", "atomic_path"])
+def test_no_temporary_follows_a_planted_symbolic_link(tmp_path, result, writer):
+    """CWE-59: in a shared directory another user places links where the
+    temporaries would go; the victim file is never written, and the output is
+    complete."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    name = {"results": "r.parquet", "periodograms": "p.npy", "atomic_path": "t.txt"}[writer]
+    guesses = _plant_links(shared, name, victim)
+    target = shared / name
+    for _ in range(2):  # the second time replaces the first output
+        if writer == "results":
+            write_results(target, result)
+            assert pq.read_table(target).num_rows == 6
+        elif writer == "periodograms":
+            write_periodograms(target, result)
+            np.testing.assert_array_equal(np.load(target), result.power)
+        else:
+            with atomic_path(target) as temporary:
+                temporary.write_text("new")
+            assert target.read_text() == "new"
+    wait_for_disposals()
+    assert victim.read_text() == "precious"
+    assert sorted(p.name for p in shared.iterdir()) == sorted([name, *guesses])
+    assert all((shared / g).is_symlink() for g in guesses)
+
+
+def test_exclusive_temporaries_are_new_unpredictable_and_umask_ruled(tmp_path):
+    names = set()
+    old_mask = os.umask(0o027)
+    try:
+        for _ in range(3):
+            temporary = exclusive_temporary(tmp_path / "out.parquet")
+            names.add(temporary.name)
+            assert stat.S_IMODE(temporary.stat().st_mode) == 0o640
+            assert temporary.stat().st_size == 0 and is_temporary(temporary)
+            assert re.fullmatch(rf"\.out\.parquet\.tmp-{os.getpid()}-[0-9a-f]{{16}}",
+                                temporary.name)
+    finally:
+        os.umask(old_mask)
+    assert len(names) == 3
+    with pytest.raises(FileNotFoundError):
+        exclusive_temporary(tmp_path / "missing" / "out.parquet")
+
+
+@pytest.mark.parametrize("writer", ["results", "periodograms", "atomic_path"])
+def test_a_failed_final_rename_leaves_no_temporary(tmp_path, result, writer):
+    """The destination turned out to be a directory: the rename fails, and the
+    complete temporary is removed with it."""
+    target = tmp_path / {"results": "r.csv", "periodograms": "p.h5", "atomic_path": "t"}[writer]
+    target.mkdir()
+    with pytest.raises(IsADirectoryError):
+        if writer == "results":
+            write_results(target, result)
+        elif writer == "periodograms":
+            write_periodograms(target, result)
+        else:
+            with atomic_path(target) as temporary:
+                temporary.write_text("complete")
+    wait_for_disposals()
+    assert [p.name for p in tmp_path.iterdir()] == [target.name]

@@ -1,0 +1,155 @@
+"""Host memory: up-front checks, plans that fit, and page-locked memory only where it is safe."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pyopencl as cl
+import pytest
+
+import clperiod
+from clperiod import planning
+from clperiod.io import load_example
+
+GRID = clperiod.FrequencyGrid.from_range(0.5, 4.0, 3000)
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    return load_example("stripe82").subset(np.arange(12))
+
+
+@pytest.mark.parametrize("search", [clperiod.lombscargle, clperiod.supersmoother])
+def test_periodograms_beyond_the_available_memory_are_refused_up_front(
+        catalog, monkeypatch, cpu_device, search):
+    """12 objects x 3000 frequencies in fp64 need 288,000 bytes: with less
+    available, a clear MemoryError naming the size and the options that avoid
+    it, before anything is planned or computed."""
+    monkeypatch.setattr(planning, "available_host_memory", lambda: 200_000)
+    message = (r"the periodograms of 12 objects x 3000 frequencies \(float64\) need 0\.00 GiB "
+               r"of host memory, but 0\.00 GiB are available: search fewer objects at a time "
+               r".*periodogram=False keeps the best peaks only")
+    with pytest.raises(MemoryError, match=message):
+        search(catalog, GRID, periodogram=True, device=cpu_device)
+    monkeypatch.undo()
+    result = search(catalog, GRID, periodogram=True, device=cpu_device)
+    assert result.power.shape == (12, 3000)
+
+
+def test_a_cpu_device_plans_within_the_available_host_memory(catalog, monkeypatch, cpu_device):
+    """A CPU device's buffers are host memory: its plan shrinks with what is
+    available (less the periodograms the host allocates) and still gives the
+    same periodograms."""
+    if cpu_device.kind != "cpu":
+        pytest.skip("the host-memory cap applies to CPU devices")
+    expected = clperiod.lombscargle(catalog, GRID, periodogram=True, device=cpu_device)
+    plans = []
+    plan = planning.plan_batches
+    monkeypatch.setattr(importlib.import_module("clperiod.lombscargle"), "plan_batches",
+                        lambda *a, **k: plans.append(plan(*a, **k)) or plans[-1])
+    result_bytes = expected.power.nbytes
+    monkeypatch.setattr(planning, "available_host_memory", lambda: result_bytes + 400_000)
+    assert planning.plannable_memory(cpu_device, result_bytes) == 200_000
+    small = clperiod.lombscargle(catalog, GRID, periodogram=True, device=cpu_device)
+    assert sum(len(batch.chunks) for batch in plans[-1]) > 1
+    np.testing.assert_array_equal(small.power, expected.power)
+    np.testing.assert_array_equal(small.frequency_best, expected.frequency_best)
+
+
+def test_page_locked_memory_only_while_the_host_can_spare_it(catalog, monkeypatch, cpu_device):
+    """Page-locked buffers are not asked for beyond half the available memory,
+    and a refused one falls back to pageable memory: same periodograms."""
+    expected = clperiod.lombscargle(catalog, GRID, periodogram=True, device=cpu_device)
+    asked = []
+    pinned_block = planning._pinned_block
+    monkeypatch.setattr(planning, "_pinned_block",
+                        lambda info, context, n: asked.append(n) or pinned_block(info, context, n))
+    monkeypatch.setattr(planning, "available_host_memory", lambda: 2 * expected.power.nbytes - 8)
+    pool = planning.PinnedPool()
+    array = pool.empty(cpu_device, expected.power.shape, np.float64)
+    assert asked == [] and not pool.owns(array) and array.shape == (12, 3000)
+    monkeypatch.setattr(planning, "PINNED_POOL", pool)
+    pageable = clperiod.lombscargle(catalog, GRID, periodogram=True, device=cpu_device)
+    assert expected.power.nbytes not in asked and not pool.owns(pageable.power)
+    np.testing.assert_array_equal(pageable.power, expected.power)
+
+    def refused(info, context, nbytes):
+        raise cl.MemoryError("clCreateBuffer failed: MEM_OBJECT_ALLOCATION_FAILURE")
+
+    monkeypatch.setattr(planning, "_pinned_block", refused)
+    monkeypatch.setattr(planning, "available_host_memory", lambda: 1 << 40)
+    fallback = clperiod.lombscargle(catalog, GRID, periodogram=True, device=cpu_device)
+    assert not pool.owns(fallback.power)
+    np.testing.assert_array_equal(fallback.power, expected.power)
+
+
+def test_available_host_memory_is_the_least_of_what_limits_it(monkeypatch):
+    monkeypatch.setattr(planning, "_system_available", lambda: 8 << 30)
+    monkeypatch.setattr(planning, "_cgroup_room", lambda: None)
+    monkeypatch.setattr(planning, "_address_space_room", lambda: None)
+    assert planning.available_host_memory() == 8 << 30
+    monkeypatch.setattr(planning, "_cgroup_room", lambda: 3 << 30)
+    monkeypatch.setattr(planning, "_address_space_room", lambda: 5 << 30)
+    assert planning.available_host_memory() == 3 << 30
+    monkeypatch.setattr(planning, "_address_space_room", lambda: -(1 << 20))
+    assert planning.available_host_memory() == 0
+    monkeypatch.undo()
+    with open("/proc/meminfo") as handle:
+        mem_available = next(int(line.split()[1]) * 1024 for line in handle
+                             if line.startswith("MemAvailable:"))
+    assert 0 < planning.available_host_memory() <= 1.1 * mem_available
+
+
+def test_cgroup_room_counts_reclaimable_page_cache_as_free(tmp_path):
+    (tmp_path / "memory.max").write_text("1073741824\n")
+    (tmp_path / "memory.current").write_text("805306368\n")
+    (tmp_path / "memory.stat").write_text("anon 1\ninactive_file 134217728\nactive_file 5\n")
+    room = planning._cgroup_directory_room(tmp_path, "memory.max", "memory.current",
+                                           "inactive_file")
+    assert room == (1 << 30) - (768 << 20) + (128 << 20)
+    (tmp_path / "memory.max").write_text("max\n")
+    assert planning._cgroup_directory_room(tmp_path, "memory.max", "memory.current",
+                                           "inactive_file") is None
+
+
+_UNDER_LIMIT = textwrap.dedent("""
+    import resource, sys
+    import numpy as np
+    import clperiod
+
+    room = int(sys.argv[1]) << 20
+    rng = np.random.default_rng(1)
+    t = np.sort(rng.uniform(0, 50, (128, 5)), axis=1)
+    cat = clperiod.Catalog.from_lightcurves([(t[k], np.sin(t[k] * (1 + k % 7)))
+                                             for k in range(128)])
+    grid = clperiod.FrequencyGrid.from_range(0.1, 5.0, 160_000)  # 156 MiB of periodograms
+    first = clperiod.lombscargle(cat.slice(0, 4), grid, periodogram=True).power
+    pages = int(open("/proc/self/statm").read().split()[0])
+    limit = pages * resource.getpagesize() + room
+    resource.setrlimit(resource.RLIMIT_AS, (limit, resource.RLIM_INFINITY))
+    try:
+        power = clperiod.lombscargle(cat, grid, periodogram=True).power
+    except MemoryError as error:
+        print("MemoryError:", error)
+    else:
+        print("same" if np.array_equal(power[:4], first) else "different")
+""")
+
+
+@pytest.mark.parametrize(("room_mib", "outcome"), [(170, "same"), (100, "MemoryError: the")])
+def test_an_address_space_limit_gives_results_or_a_memory_error(cpu_device, room_mib, outcome):
+    """Under ``ulimit -v`` (RLIMIT_AS) with room for the periodograms but not
+    twice as much, PoCL used to abort the process (an assertion on a page-
+    locked buffer it could not back); now the search plans inside the limit,
+    and a limit below the periodograms is a MemoryError."""
+    if cpu_device.kind != "cpu":
+        pytest.skip("the abort was PoCL's; GPU drivers reserve address space of their own")
+    done = subprocess.run([sys.executable, "-c", _UNDER_LIMIT, str(room_mib)],
+                          capture_output=True, text=True, timeout=300, env=dict(os.environ))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith(outcome), done.stdout
