@@ -376,13 +376,14 @@ def run_catalog(
                            output_format=output_format, periodogram_format=periodogram_format,
                            chunk_rows=chunk_rows, device=device, restart=restart,
                            progress=progress, plot=plot, plot_ids=plot_ids,
-                           plot_format=plot_format)
+                           plot_format=plot_format, plot_labels=plot_labels)
 
 
 def _run_locked(source: Any, search: PeriodSearch, output: Path, *, periodogram: Any,
                 output_format: str | None, periodogram_format: str | None, chunk_rows: int,
                 device: Any, restart: bool, progress: bool | None, plot: Any,
-                plot_ids: Sequence[Any] | None, plot_format: str) -> CatalogRun:
+                plot_ids: Sequence[Any] | None, plot_format: str,
+                plot_labels: Any) -> CatalogRun:
     """:func:`run_catalog` once its output files are checked and locked."""
     started = time.perf_counter()
     reader = _as_reader(source, chunk_rows)
@@ -553,7 +554,7 @@ class _RunState:
         missing = sorted(set(self.plot_ids.tolist()) - self.plot_ids_found)
         if missing:
             warnings.warn(f"no object with id(s) {', '.join(missing)} in the input: "
-                          "nothing plotted for them", stacklevel=3)
+                          "nothing plotted for them", stacklevel=4)
 
     def warn_grid(self) -> None:
         """Warn about objects that the grid does not resolve (:class:`GridWarning`)."""
@@ -565,7 +566,7 @@ class _RunState:
             f"the grid ({grid.nf:,} frequencies from {grid.fmin:.6g} to {grid.fmax:.6g}) does "
             f"not resolve every object: {counts} (see the grid_warning column); a finer step "
             "(more samples per peak) or a higher fmax (a shorter minimum period) fixes it",
-            GridResolutionWarning, stacklevel=3)
+            GridResolutionWarning, stacklevel=4)  # the caller of run_catalog
 
     def _count_grid_warnings(self, names: Any) -> None:
         """Add a chunk's ``grid_warning`` column to the run's counts (writer thread)."""
