@@ -15,6 +15,7 @@ import re
 import tempfile
 import threading
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +61,12 @@ def _source_excerpt(source: str, log: str) -> str:
         shown.append("     ...")
     return "\n".join(shown)
 
+
+# A successful build's log (NVIDIA's compiler writes one for every large
+# kernel: "Function ... is a kernel, so overriding noinline attribute") tells
+# a user nothing to act on; PYOPENCL_COMPILER_OUTPUT=1 still shows each log.
+warnings.filterwarnings("ignore", message="Non-empty compiler output encountered",
+                        category=cl.CompilerWarning)
 
 _program_cache: dict[tuple, tuple[cl.Program, dict[str, str]]] = {}  # with its typedefs
 _program_lock = threading.Lock()

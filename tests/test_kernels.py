@@ -8,6 +8,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 
@@ -71,6 +72,21 @@ __kernel void scalars(__global real_t *out, const real_t x, const int n, const l
 }
 __kernel void vector_arg(__global float *out, const float4 v) { out[0] = v.x; }
 """
+
+
+@pytest.mark.parametrize("asked", [False, True])
+def test_logs_of_successful_builds_are_quiet_unless_asked(asked):
+    """Importing clperiod silences pyopencl's note on a successful build's log
+    (NVIDIA writes one for every large kernel); PYOPENCL_COMPILER_OUTPUT=1 shows it."""
+    script = ("import clperiod, pyopencl; "
+              "pyopencl.compiler_output('Function f is a kernel, so overriding noinline')")
+    env = {k: v for k, v in os.environ.items() if k != "PYOPENCL_COMPILER_OUTPUT"}
+    if asked:
+        env["PYOPENCL_COMPILER_OUTPUT"] = "1"
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                          text=True, timeout=120, check=True)
+    assert ("overriding noinline" in done.stderr) == asked
+    assert "Non-empty compiler output" not in done.stderr
 
 
 def test_build_seconds_count_builds_not_cache_hits(context):
