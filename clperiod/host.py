@@ -188,17 +188,17 @@ def _varies(catalog: Catalog, objects: np.ndarray, use_dy: bool) -> np.ndarray:
 
 def segment_sum(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """Per-object sums of ``values`` (segments given by ``offsets``; empty -> 0)."""
-    sums = np.zeros(len(offsets) - 1)
-    nonempty = np.flatnonzero(np.diff(offsets) > 0)
-    if len(nonempty):
-        sums[nonempty] = np.add.reduceat(values, offsets[:-1][nonempty])
-    return sums
+    return _segment_reduce(np.add, values, offsets)
 
 
 def segment_max(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """Per-object maxima of ``values`` (segments given by ``offsets``; empty -> 0)."""
-    maxima = np.zeros(len(offsets) - 1)
+    return _segment_reduce(np.maximum, values, offsets)
+
+
+def _segment_reduce(ufunc: np.ufunc, values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    reduced = np.zeros(len(offsets) - 1)
     nonempty = np.flatnonzero(np.diff(offsets) > 0)
     if len(nonempty):
-        maxima[nonempty] = np.maximum.reduceat(values, offsets[:-1][nonempty])
-    return maxima
+        reduced[nonempty] = ufunc.reduceat(values, offsets[:-1][nonempty])
+    return reduced
