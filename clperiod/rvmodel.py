@@ -225,7 +225,8 @@ _PHASE_CHOICES = {"fp64": ("auto",), "fp32": ("auto", "host"),
 
 def _phase_choice(precision: str, info: DeviceInfo, phase_arithmetic: str) -> str:
     """The kernels' phase arithmetic (render parameter ``phase``)."""
-    checks.choice("phase_arithmetic", phase_arithmetic, ("auto", "double", "double_single", "host"))
+    checks.choice("phase_arithmetic", phase_arithmetic,
+                  ("auto", "double", "double_single", "host"))
     if phase_arithmetic not in _PHASE_CHOICES[precision]:
         raise ValueError(f"phase_arithmetic={phase_arithmetic!r} does not apply to "
                          f"precision={precision!r}; choose from {_PHASE_CHOICES[precision]}")
