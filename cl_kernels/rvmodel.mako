@@ -3,15 +3,19 @@
 ##
 ## Render parameters (strict_undefined):
 ##   real        "float" | "double": Kepler solve, velocities and sums
-##   phase       "double" | "ds" | "float": arithmetic of the orbital phase
-##               (t - t_origin) / P + phi0 in cycles, phi0 the phase at
-##               t_origin (within the data's span); "double" forms phi0 from
-##               the parameters, "ds" (double-single, float2 hi + lo) and
-##               "float" read (1/P, phi0) from per-planet coefficients that
-##               the host computes in float64
+##   phase       "double" | "ds" | "float" | "float_device": arithmetic of
+##               the orbital phase (t - t_origin) / P + phi0 in cycles, phi0
+##               the phase at t_origin (within the data's span); "double"
+##               forms phi0 from the parameters, "ds" (double-single, float2
+##               hi + lo) and "float" read (1/P, phi0) from per-planet
+##               coefficients that the host computes in float64;
+##               "float_device" forms (1/P, phi0) in double as "double" does
+##               (parameters in double) and rounds them to float once per
+##               model and planet for a float phase per observation
 ##   n_planets   planets per model (unrolled)
 ##   ecc_form    "e_w" | "secosw_sesinw"   (params[2], params[3])
-##   time_form   "m0" | "tp" | "tc"         (params[4]; used by "double" only)
+##   time_form   "m0" | "tp" | "tc"         (params[4]; used by "double" and
+##               "float_device" only)
 ##   n_inst      instruments (observations are sorted by instrument; seg[i]
 ##               .. seg[i+1] is instrument i)
 ##   statistic   "chi2" | "loglike" | "profile"
@@ -43,13 +47,13 @@
 ## This runs once per model and planet, outside the loop over observations.
 <%namespace name="common" file="common.mako"/>
 <%namespace name="kepler" file="kepler.mako"/>
-% if phase == "double" and real == "float":
+% if phase in ("double", "float_device") and real == "float":
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 % endif
 ${common.prelude(real)}
 ${kepler.solver(real)}
 ${kepler.markley(real)}
-% if phase == "double":
+% if phase in ("double", "float_device"):
 ${common.reduce_angle("double")}
 
 // (a - b) / per less whole turns, within 0.75 of 0 (2 of 0 beyond 2^50
@@ -70,8 +74,9 @@ inline double turns_between(const double a, const double b, const double per,
 % endif
 <%
     fp_real = real == "double"
-    ptype = "double" if phase == "double" else "float"   # parameter arithmetic
-    ttype = {"double": "double", "ds": "float2", "float": "float"}[phase]
+    device_phi0 = phase in ("double", "float_device")   # phi0 formed from the parameters
+    ptype = "double" if device_phi0 else "float"   # parameter arithmetic
+    ttype = {"double": "double", "ds": "float2", "float": "float", "float_device": "float"}[phase]
     profile = statistic == "profile"
     log_variances = statistic == "loglike" and jitter   # sum of log(sigma^2 + jitter^2)
     space_q = {"constant": "__constant", "local": "__local", "global": "__global"}[space]
@@ -105,7 +110,7 @@ typedef ${ttype} time_t;
 % for j in planets:
     const param_t per_${j} = pm[${5 * j}], amp_${j} = pm[${5 * j + 1}];
     const param_t pa_${j} = pm[${5 * j + 2}], pb_${j} = pm[${5 * j + 3}];
-  % if phase == "double":
+  % if device_phi0:
     const param_t tau_${j} = pm[${5 * j + 4}];
   % endif
   % if ecc_form == "e_w":
@@ -119,7 +124,7 @@ typedef ${ttype} time_t;
     const param_t sw_${j} = root_${j} > 0 ? pb_${j} / root_${j} : (param_t) 0;
   % endif
     const param_t sq_${j} = sqrt((1 - ecc_${j}) * (1 + ecc_${j}));
-  % if phase == "double":
+  % if device_phi0:
     const param_t inv_p_${j} = 1 / per_${j};
     % if time_form == "m0":
     const param_t phi0_${j} = turns_between(t_origin, t_ref, per_${j}, inv_p_${j})
@@ -134,6 +139,11 @@ typedef ${ttype} time_t;
     const param_t phi0_${j} = turns_between(t_origin, tau_${j}, per_${j}, inv_p_${j})
                               + mconj_${j} * PARAM_INV_TWO_PI;
     % endif
+    % if phase == "float_device":
+    // 1/P and phi0 in [-0.5, 0.5] rounded once, as the host rounds them for "float"
+    const float inv_pf_${j} = (float) inv_p_${j};
+    const float phi0f_${j} = (float) (phi0_${j} - rint(phi0_${j}));
+    % endif
   % else:
     const float4 phc_${j} = coeff[model * N_PLANETS + ${j}];
     % if phase == "float":
@@ -141,7 +151,7 @@ typedef ${ttype} time_t;
     % endif
   % endif
   ## "ds" and "float" read no epoch from params (their float32 copy may overflow)
-  <% epoch = f"tau_{j}" if phase == "double" else f"phc_{j}.z" %>
+  <% epoch = f"tau_{j}" if device_phi0 else f"phc_{j}.z" %>
     if (!(per_${j} > 0 && isfinite(per_${j}) && isfinite(amp_${j}) && isfinite(${epoch})
           && isfinite(pb_${j}) && ecc_${j} >= 0 && ecc_${j} < 1))
         state = MODEL_BAD_PARAMETERS;
@@ -160,6 +170,9 @@ typedef ${ttype} time_t;
         const float n_${j} = rint(p_hi_${j} + phc_${j}.z);
         const float x_${j} = ((p_hi_${j} - n_${j}) + phc_${j}.z) + (p_lo_${j} + phc_${j}.w);
         const real_t m_${j} = (x_${j} - rint(x_${j})) * TWO_PI_R;
+  % elif phase == "float_device":
+        const float ph_${j} = fma(tk, inv_pf_${j}, phi0f_${j});
+        const real_t m_${j} = (ph_${j} - rint(ph_${j})) * TWO_PI_R;
   % else:
         const param_t ph_${j} = fma(tk, inv_p_${j}, phi0_${j});
         const real_t m_${j} = (real_t) (ph_${j} - rint(ph_${j})) * TWO_PI_R;
@@ -237,8 +250,11 @@ ${planet_velocities()}
   % endif
 % endif
 % if trend:
-  <% tt = "tk.x" if phase == "ds" else "tk" %>
-            const real_t dt = (real_t) (${tt} + trend_shift);   // t - t_ref
+  <%
+      tt = "tk.x" if phase == "ds" else "tk"
+      shift = "shift_f" if phase == "float_device" else "trend_shift"
+  %>
+            const real_t dt = (real_t) (${tt} + ${shift});   // t - t_ref
             const real_t known = vsum + gamma + dt * (tr_1${" + dt * tr_2" if trend == 2 else ""});
 % else:
             const real_t known = vsum + gamma;
@@ -311,6 +327,9 @@ ${planet_velocities()}
   % endif
     if (!isfinite(tr_1) || !isfinite(tr_2))
         state = MODEL_BAD_PARAMETERS;
+  % if phase == "float_device":
+    const float shift_f = (float) trend_shift;   // float times, as "float"
+  % endif
 % endif
 </%def>
 

@@ -347,7 +347,9 @@ _STAT_DOC = """
         ``"constant"``/``"local"``/``"global"`` memory for the observations.
     phase_arithmetic
         With ``precision="mixed"``: ``"auto"``, ``"double"`` or
-        ``"double_single"``.
+        ``"double_single"``; with ``"fp32"``: ``"auto"`` (each planet's phase
+        at the origin formed in the kernel in double on devices with fp64)
+        or ``"host"`` (from the host in float64, as without fp64).
     kepler_method
         ``"auto"`` (Markley's fixed-cost solver on GPUs, Danby's iteration
         elsewhere), ``"danby"`` or ``"markley"``; see :func:`solve`.

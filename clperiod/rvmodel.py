@@ -201,6 +201,13 @@ class Plan:
     compute_units: int
     method: str
 
+    @property
+    def double_params(self) -> bool:
+        """Whether the kernels read the parameters in float64 and form each
+        planet's phase at the origin themselves (phases ``"double"`` and
+        ``"float_device"``); else the host computes it (``"ds"``, ``"float"``)."""
+        return self.phase in ("double", "float_device")
+
     def layout_for(self, n_models: int) -> str:
         """The fused layout (one work-item per model, Ford's second
         implementation) when there are enough models to fill the device,
@@ -211,12 +218,22 @@ class Plan:
         return "fused" if n_models >= FUSED_MIN_MODELS_PER_CU * self.compute_units else "split"
 
 
+#: The values of ``phase_arithmetic`` for each precision.
+_PHASE_CHOICES = {"fp64": ("auto",), "fp32": ("auto", "host"),
+                 "mixed": ("auto", "double", "double_single")}
+
+
 def _phase_choice(precision: str, info: DeviceInfo, phase_arithmetic: str) -> str:
-    checks.choice("phase_arithmetic", phase_arithmetic, ("auto", "double", "double_single"))
-    if precision != "mixed":
-        if phase_arithmetic != "auto":
-            raise ValueError("phase_arithmetic applies to precision='mixed' only")
-        return "double" if precision == "fp64" else "float"
+    """The kernels' phase arithmetic (render parameter ``phase``)."""
+    checks.choice("phase_arithmetic", phase_arithmetic,
+                  ("auto", "double", "double_single", "host"))
+    if phase_arithmetic not in _PHASE_CHOICES[precision]:
+        raise ValueError(f"phase_arithmetic={phase_arithmetic!r} does not apply to "
+                         f"precision={precision!r}; choose from {_PHASE_CHOICES[precision]}")
+    if precision == "fp64":
+        return "double"
+    if precision == "fp32":
+        return "float_device" if phase_arithmetic == "auto" and info.fp64 else "float"
     if phase_arithmetic == "double" or (phase_arithmetic == "auto" and info.fp64):
         require_fp64(info)
         return "double"
@@ -245,10 +262,13 @@ def shared_choices(devices: Sequence[DeviceInfo], precision: str, phase_arithmet
                    kepler_method: str) -> tuple[str, str]:
     """``phase_arithmetic`` and ``kepler_method`` that every device of a
     multi-device run uses: double-precision phase (``precision="mixed"``)
-    only when all have fp64, the solver of :func:`shared_kepler_method`. With
-    one device these are that device's own choices."""
-    if precision == "mixed" and phase_arithmetic == "auto":
-        phase_arithmetic = "double" if all(info.fp64 for info in devices) else "double_single"
+    and fp32 phase coefficients formed on the device only when all have
+    fp64, the solver of :func:`shared_kepler_method`. With one device these
+    are that device's own choices."""
+    if phase_arithmetic == "auto" and not all(info.fp64 for info in devices):
+        phase_arithmetic = {"mixed": "double_single", "fp32": "host"}.get(precision, "auto")
+    elif precision == "mixed" and phase_arithmetic == "auto":
+        phase_arithmetic = "double"
     return phase_arithmetic, shared_kepler_method(devices, kepler_method)
 
 
@@ -267,7 +287,8 @@ def plan(info: DeviceInfo, n_obs: int, n_inst: int, precision: str, layout: str 
     phase = _phase_choice(precision, info, phase_arithmetic)
     real = "double" if precision == "fp64" else "float"
     checks.choice("layout", layout, ("auto", "fused", "split"))
-    obs_bytes = n_obs * ({"double": 8, "ds": 8, "float": 4}[phase] + 2 * (8 if real == "double" else 4))
+    time_bytes = {"double": 8, "ds": 8, "float": 4, "float_device": 4}[phase]
+    obs_bytes = n_obs * (time_bytes + 2 * (8 if real == "double" else 4))
     obs_bytes += 4 * (n_inst + 1)
     constant_ok = obs_bytes <= info.device.max_constant_buffer_size and info.device.max_constant_args >= 4
     local_ok = obs_bytes + 64 <= info.local_mem
@@ -452,7 +473,7 @@ class ModelEvaluator:
         if slot.staged is not None:
             slot.staged.wait()  # the previous upload from this staging is done
         parallel_copy(slot.staging[: p.size], p)
-        if self.plan.phase != "double":
+        if not self.plan.double_params:
             rows = np.asarray(p, np.float64).reshape(-1, 5)
             coeff = slot.staging_coeff[: 4 * rows.shape[0]].reshape(-1, 4)
             obs = self.obs
@@ -532,7 +553,7 @@ class ModelEvaluator:
         """Enqueue the copies of one batch into ``slot`` (after the slot's
         previous kernels); returns the host arrays to keep alive."""
         n_values = params.shape[0] * self.n_planets
-        direct = (self.plan.phase == "double"
+        direct = (self.plan.double_params
                   and params.dtype == np.float64 and params.flags.c_contiguous
                   and PINNED_POOL.owns(params))
         if direct:  # already page-locked (clperiod.kepler.empty_params): no staging copy
@@ -540,7 +561,7 @@ class ModelEvaluator:
         else:
             self._stage_params(slot, params)
             arrays = [(slot.params, slot.staging[: 5 * n_values])]
-        if self.plan.phase != "double":
+        if not self.plan.double_params:
             arrays.append((slot.coeff, slot.staging_coeff[: 4 * n_values]))
         real = self.real_dtype
         for buffer, value in ((slot.offsets, offsets), (slot.jitter, jitter), (slot.trend, trend)):
@@ -584,8 +605,8 @@ class ModelEvaluator:
 
     def _model_args(self, slot: _Slot, n: int) -> list:
         """The kernels' leading arguments: models, parameters and extras."""
-        obs, ptype = self.obs, np.float64 if self.plan.phase == "double" else np.float32
-        with np.errstate(over="ignore"):  # times beyond float32: only "double" reads them
+        obs, ptype = self.obs, np.float64 if self.plan.double_params else np.float32
+        with np.errstate(over="ignore"):  # times beyond float32: "ds" and "float" skip them
             times = [ptype(obs.t_origin), ptype(obs.t_ref), ptype(obs.t_origin - obs.t_ref)]
         return [np.int32(n), slot.params, slot.coeff, *times, slot.offsets, slot.jitter,
                 slot.trend]
@@ -639,7 +660,7 @@ class _Slot:
         self.capacity = capacity
         self.padded = -(-capacity // LOCAL_SIZE) * LOCAL_SIZE
         self.n = 0
-        psize = 8 if ev.plan.phase == "double" else 4
+        psize = 8 if ev.plan.double_params else 4
 
         def buf(count: int, itemsize: int) -> cl.Buffer:
             return cl.Buffer(ctx, mf.READ_WRITE, max(count, 1) * itemsize)
@@ -648,7 +669,7 @@ class _Slot:
         # page-locked staging: uploads run at bus speed and overlap kernels
         self.staging = PINNED_POOL.empty(ev.info, (capacity * ev.n_planets * 5,),
                                          np.float64 if psize == 8 else np.float32)
-        n_coeff = capacity * ev.n_planets * 4 if ev.plan.phase != "double" else 4
+        n_coeff = 4 if ev.plan.double_params else capacity * ev.n_planets * 4
         self.staging_coeff = PINNED_POOL.empty(ev.info, (n_coeff,), np.float32)
         self.staged: cl.Event | None = None
         self.coeff = buf(n_coeff, 4)

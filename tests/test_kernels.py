@@ -227,7 +227,8 @@ def test_scheduler_in_a_forked_child_starts_its_own_workers():
 def warning_free_variants():
     """(template, parameters) covering every value of every rvmodel and kepler
     render parameter, the statistic-dependent code in every combination."""
-    arithmetic = [("double", "double"), ("float", "double"), ("float", "ds"), ("float", "float")]
+    arithmetic = [("double", "double"), ("float", "double"), ("float", "ds"), ("float", "float"),
+                  ("float", "float_device")]
     combos = itertools.product(arithmetic, ("chi2", "loglike", "profile"), (False, True), (0, 2))
     rv = []
     for i, ((real, phase), statistic, jitter, trend) in enumerate(combos):

@@ -187,6 +187,7 @@ def test_shared_choices(cpu_device):
     assert shared_choices([gpu, cpu], "mixed", "auto", "auto") == ("double", "danby")
     assert shared_choices([gpu, gpu_fp32], "mixed", "auto", "auto") == ("double_single", "markley")
     assert shared_choices([gpu, cpu], "mixed", "double", "markley") == ("double", "markley")
-    assert shared_choices([gpu, gpu_fp32], "fp32", "auto", "auto") == ("auto", "markley")
+    assert shared_choices([gpu, gpu_fp32], "fp32", "auto", "auto") == ("host", "markley")
+    assert shared_choices([gpu, gpu], "fp32", "auto", "auto") == ("auto", "markley")
     with pytest.raises(ValueError, match="kepler_method"):
         shared_choices([gpu, cpu], "mixed", "auto", "fast")

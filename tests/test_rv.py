@@ -19,6 +19,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +28,7 @@ from peers import load_radvel
 from reference import kepler_rv as ref
 from reference import kepler_rv_mp as mp_ref
 
-from clperiod import io, kepler, orbits, rvmodel
+from clperiod import io, kepler, orbits, rvmodel, select_devices
 from clperiod.kepler import ModelStatus, RVLikelihood
 from clperiod.rvmodel import ModelEvaluator, Observations
 
@@ -385,6 +386,39 @@ def test_bjd_times_default_t_ref_other_precisions(basis, precision, phase, bound
     got = ModelEvaluator(obs, n_planets=2, basis=basis, precision=precision,
                          phase_arithmetic=phase, layout="split").velocities(params)
     assert velocity_error(got, want, params) <= bound
+
+
+@pytest.mark.parametrize("basis", orbits.BASES)
+def test_fp32_phase_formed_on_the_device_matches_host_coefficients(monkeypatch, basis):
+    """fp32 on a device with fp64 forms each planet's 1/P and phase at the
+    origin in double in the kernel, without host coefficients; a device
+    without fp64 (or ``phase_arithmetic="host"``) gets them from the host in
+    float64. Both round the same float64 values to float32, so with BJD times
+    and t_ref = 0 the velocities agree within fp32 rounding of the rest of the
+    setup (measured 4e-7 of K; chi^2 5e-6), both 2e-5 of K from mpmath."""
+    rng = np.random.default_rng(98)
+    t, params, _ = bjd_orbits(rng, basis, span=100.0, period=(2.0, 1000.0))
+    sigma = rng.uniform(0.5, 2.0, t.size)
+    v = mp_ref.radial_velocity(t, params[:1], basis)[0] + rng.normal(0, 1, t.size) * sigma
+    obs = Observations.build(t, v, sigma)
+    info = select_devices(None)[0]
+    assert info.fp64  # PoCL and the GPUs this runs on
+    host_paths = [dict(device=replace(info, fp64=False)), dict(phase_arithmetic="host")]
+    host = [ModelEvaluator(obs, n_planets=2, basis=basis, precision="fp32", trend=1, **kw)
+            for kw in host_paths]
+    assert [ev.plan.phase for ev in host] == ["float", "float"]
+    monkeypatch.setattr(rvmodel, "_phase_coefficients", None)  # the device path needs none
+    device = ModelEvaluator(obs, n_planets=2, basis=basis, precision="fp32", trend=1)
+    assert device.plan.phase == "float_device"
+    want = mp_ref.radial_velocity(t, params, basis)
+    got = device.velocities(params)
+    assert velocity_error(got, want, params) <= 1e-3
+    trend = np.tile([[1e-6, 0.0]], (params.shape[0], 1))  # 2.45 m/s at t about t_ref = 0
+    chi2 = device(params, trend=trend)["statistic"]
+    monkeypatch.undo()
+    for ev in host:
+        assert velocity_error(ev.velocities(params), got, params) <= 1.5e-6
+        np.testing.assert_allclose(ev(params, trend=trend)["statistic"], chi2, rtol=3e-5)
 
 
 @pytest.mark.parametrize("basis", ["per k e w tc", "per k secosw sesinw m0"])
