@@ -296,7 +296,12 @@ ${phase("k0", "off + i", True)}
     }
 
     // power of each strip bin from the 2x2 normal equations (tau-free form of
-    // the Zechmeister-Kuerster / Scargle periodogram): p = b' A^-1 b / YY
+    // the Zechmeister-Kuerster / Scargle periodogram): p = b' A^-1 b / YY.
+    // A column whose weighted square norm is below DEGENERATE of the other's
+    // has vanished, and two columns whose determinant is below DEGENERATE of
+    // cc ss are collinear (every phase equal modulo half a cycle, as integer
+    // times give at f = 1/2): the model keeps one column.
+    #define DEGENERATE ((real_t) ${repr(64 * (1.1920928955078125e-07 if real == "float" else 2.220446049250313e-16))})
     const real_t yy = obj_yy[obj];
 % for j in range(m):
     {
@@ -315,10 +320,20 @@ ${phase("k0", "off + i", True)}
 %     endif
 %   endif
         const real_t yc = aYC${j}, ys = aYS${j};
-        // at f = 0 the sine column vanishes: no sinusoid fits and the power
-        // is 0/0, NaN as in astropy (rounding would make it finite noise)
-        const real_t z = (k0 + ${j} == zero_bin) ? (real_t) NAN
-            : (ss * yc * yc - 2 * cs * yc * ys + cc * ys * ys) / ((cc * ss - cs * cs) * yy);
+        const real_t det = cc * ss - cs * cs;
+        real_t z;
+        if (cc > DEGENERATE * ss && ss > DEGENERATE * cc && det > DEGENERATE * cc * ss)
+            z = (ss * yc * yc - 2 * cs * yc * ys + cc * ys * ys) / (det * yy);
+        else  // one degree of freedom left: the power of the larger column
+            z = (cc >= ss ? yc * yc / cc : ys * ys / ss) / yy;
+        // at f = 0 the sine column vanishes and the cosine is the mean: no
+        // sinusoid fits and the power is 0/0, NaN as in astropy
+%   if versine:
+        if (k0 + ${j} == zero_bin || !(fmax(cc, ss) > 0))  // sums of u = c - 1: exact 0
+%   else:
+        if (k0 + ${j} == zero_bin || !(fmax(cc, ss) > DEGENERATE))  // rounding of 1 - aCC
+%   endif
+            z = (real_t) NAN;
 %   if normalization == "standard":
         l_pow[lid * M + ${j}] = z;
 %   elif normalization == "model":

@@ -727,3 +727,29 @@ def test_a_batch_that_fails_while_queuing_returns_its_buffers(rng, monkeypatch):
     monkeypatch.undo()
     np.testing.assert_array_equal(lombscargle(cat, grid).frequency_best,
                                   expected.frequency_best)
+
+
+@pytest.mark.parametrize("precision", ["fp64", "fp32"])
+@pytest.mark.parametrize("method", ["generalized", "standard"])
+def test_degenerate_frequencies_keep_the_column_that_remains(method, precision):
+    """Integer times at f = 1/2, 1, 3/2: the sine column vanishes (and at f = 1
+    the cosine is constant); the power is the exact least-squares fit of what
+    remains, NaN where nothing remains (the cosine is the floating mean)."""
+    t = np.arange(1.0, 33.0)
+    y = np.random.default_rng(0).normal(size=t.size)
+    grid = FrequencyGrid.from_step(0.25, 0.25, 6)
+    result = lombscargle(t, grid, y, method=method, precision=precision, periodogram=True)
+    fit_mean = method == "generalized"
+    expected = []
+    for f in grid.frequencies():
+        columns = [np.cos(2 * np.pi * f * t), np.sin(2 * np.pi * f * t)]
+        design = np.column_stack(columns + ([np.ones_like(t)] if fit_mean else []))
+        coef, *_ = np.linalg.lstsq(design, y, rcond=1e-9)
+        residual = y - design @ coef
+        reference = y - y.mean() if fit_mean else y
+        expected.append(1 - residual @ residual / (reference @ reference))
+    if fit_mean:
+        expected[3] = np.nan  # f = 1: cos = 1 is the mean, sin = 0
+    tolerance = 1e-12 if precision == "fp64" else 1e-6
+    np.testing.assert_allclose(result.power[0], expected, atol=tolerance, rtol=0)
+    assert result.status[0] == Status.OK
