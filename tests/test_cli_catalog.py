@@ -164,6 +164,7 @@ def test_interrupt_keeps_the_work_directory(tmp_path, capsys, monkeypatch):
     assert "run the same command again to resume" in err
 
 
+@pytest.mark.slow
 def test_killed_process_resumes_to_the_same_output(tmp_path, capsys):
     """A real run killed with SIGKILL after its first part file, then resumed."""
     rng = np.random.default_rng(5)

@@ -141,6 +141,7 @@ _UNDER_LIMIT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("room_mib", "outcome"), [(170, "same"), (100, "MemoryError: the")])
 def test_an_address_space_limit_gives_results_or_a_memory_error(cpu_device, room_mib, outcome):
     """Under ``ulimit -v`` (RLIMIT_AS) with room for the periodograms but not

@@ -51,6 +51,7 @@ def dists(tmp_path_factory) -> tuple[Path, Path]:
     return sdist, wheel
 
 
+@pytest.mark.slow
 def test_wheel_ships_kernels_and_data(dists):
     names = set(zipfile.ZipFile(dists[1]).namelist())
     assert KERNELS, "no cl_kernels/*.mako in the checkout"

@@ -74,6 +74,7 @@ def test_astropys_lombscargle_suites_pass_through_the_bridge(tmp_path):
     assert counts["tests"] > 1000
 
 
+@pytest.mark.slow
 def test_scipys_lombscargle_tests_pass_through_the_bridge(tmp_path):
     source = _installed_test_file(SCIPY_TESTS).read_text()
     # the module's own import stays; this one rebinds the name its tests call

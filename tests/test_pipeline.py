@@ -665,6 +665,7 @@ def test_an_output_that_is_a_directory_is_refused_before_searching(tmp_path, inp
                                                           "out.parquet", "power.npy"]
 
 
+@pytest.mark.slow
 def test_periodogram_groups_are_written_as_they_finish(tmp_path, input_file, monkeypatch,
                                                         cpu_device):
     """No group's periodograms are still held when the next group is searched,

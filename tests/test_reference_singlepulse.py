@@ -180,6 +180,7 @@ def test_injected_top_hat_snr(snr_mode, n, start, width, amplitude, level, max_w
         assert peak["snr"] == pytest.approx(amplitude * math.sqrt(width), rel=0.05)
 
 
+@pytest.mark.slow
 def test_false_detections_follow_gaussian_tail():
     rng = np.random.default_rng(5)
     x = rng.normal(size=(4, 1 << 19))

@@ -1043,6 +1043,7 @@ def test_search_synthetic_second_planet():
     assert result.chi2[0] < 1.5 * n
 
 
+@pytest.mark.slow
 def test_search_k2_24():
     """Both planets of K2-24 (transit periods 20.885 and 42.363 d) from its 32
     velocities alone.

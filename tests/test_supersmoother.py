@@ -156,6 +156,7 @@ def test_compat_defaults_and_fmod_phases(rng):
     assert periodic.periodic and not np.allclose(periodic.power, r.power)
 
 
+@pytest.mark.slow
 def test_recovers_eclipsing_period_where_lombscargle_picks_the_harmonic():
     rng = np.random.default_rng(0)
     n, period = 150, 0.8
