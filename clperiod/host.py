@@ -12,7 +12,8 @@ from . import checks
 from .catalog import Catalog, Status, catalog_of, is_lightcurve_list
 
 __all__ = ["Deferred", "PeakResults", "as_catalog", "check_choice", "check_top_k",
-           "degenerate_status", "progress_bar", "segment_max", "segment_sum"]
+           "degenerate_status", "progress_bar", "segment_max", "segment_reduce",
+           "segment_sum"]
 
 
 T = TypeVar("T")
@@ -188,16 +189,19 @@ def _varies(catalog: Catalog, objects: np.ndarray, use_dy: bool) -> np.ndarray:
 
 def segment_sum(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """Per-object sums of ``values`` (segments given by ``offsets``; empty -> 0)."""
-    return _segment_reduce(np.add, values, offsets)
+    return segment_reduce(np.add, values, offsets)
 
 
 def segment_max(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """Per-object maxima of ``values`` (segments given by ``offsets``; empty -> 0)."""
-    return _segment_reduce(np.maximum, values, offsets)
+    return segment_reduce(np.maximum, values, offsets)
 
 
-def _segment_reduce(ufunc: np.ufunc, values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    reduced = np.zeros(len(offsets) - 1)
+def segment_reduce(ufunc: np.ufunc, values: np.ndarray, offsets: np.ndarray,
+                   empty: float = 0.0) -> np.ndarray:
+    """Per-object ``ufunc.reduce`` of ``values`` (segments given by ``offsets``);
+    ``empty`` for objects without rows."""
+    reduced = np.full(len(offsets) - 1, empty)
     nonempty = np.flatnonzero(np.diff(offsets) > 0)
     if len(nonempty):
         reduced[nonempty] = ufunc.reduceat(values, offsets[:-1][nonempty])

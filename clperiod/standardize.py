@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .host import segment_sum
+from .host import segment_reduce, segment_sum
 
 __all__ = ["RESOLUTION", "Standardized", "standardize"]
 
@@ -108,7 +108,7 @@ def standardize(y: np.ndarray, dy: np.ndarray | None, offsets: np.ndarray,
     def per_row(values: np.ndarray) -> np.ndarray:
         return np.repeat(values, lengths)
 
-    exponent = np.frexp(_segment_extreme(np.maximum, np.abs(y), offsets, 0.0))[1]
+    exponent = np.frexp(segment_reduce(np.maximum, np.abs(y), offsets, 0.0))[1]
     scaled = np.ldexp(y, -per_row(exponent))
     reference = np.zeros(lengths.size)
     if center:
@@ -118,7 +118,7 @@ def standardize(y: np.ndarray, dy: np.ndarray | None, offsets: np.ndarray,
         dy_min = np.ones(lengths.size)
         w = np.ones_like(u)
     else:
-        dy_min = _segment_extreme(np.minimum, dy, offsets, 1.0)
+        dy_min = segment_reduce(np.minimum, dy, offsets, 1.0)
         w = per_row(dy_min) / dy
         w *= w
     weight_total = segment_sum(w, offsets)
@@ -145,15 +145,3 @@ def standardize(y: np.ndarray, dy: np.ndarray | None, offsets: np.ndarray,
         flat=flat,
         center=np.ldexp(reference, exponent),
     )
-
-
-def _segment_extreme(ufunc: np.ufunc, values: np.ndarray, offsets: np.ndarray,
-                     empty: float) -> np.ndarray:
-    """Per-object ``ufunc.reduce`` (``np.maximum`` or ``np.minimum``) of
-    ``values``; ``empty`` for objects without rows."""
-    lengths = np.diff(offsets)
-    out = np.full(lengths.size, empty)
-    filled = lengths > 0
-    if filled.any():
-        out[filled] = ufunc.reduceat(values, offsets[:-1][filled])
-    return out
