@@ -421,11 +421,11 @@ def _cgroup_directory_room(directory: Path, limit_file: str, usage_file: str,
                            cache_key: str) -> int | None:
     try:
         limit = (directory / limit_file).read_text().strip()
+        if limit == "max" or int(limit) >= 1 << 60:  # none ("max", or v1's rounded 2**63)
+            return None
         usage = int((directory / usage_file).read_text())
         stat = (directory / "memory.stat").read_text().split()
     except (OSError, ValueError):
-        return None
-    if limit == "max" or int(limit) >= 1 << 60:  # no limit ("max", or v1's page-rounded 2**63)
         return None
     pairs = dict(zip(stat[::2], stat[1::2]))
     return int(limit) - usage + int(pairs.get(cache_key, 0))
