@@ -9,7 +9,7 @@ Reported per workload:
 
 * ``compute_s``: ``clperiod.lombscargle`` on the in-memory catalog, best
   periods only (the ``catalog`` workload of ``bench_lombscargle.py``);
-* ``table_s``: :func:`clperiod.tables.result_columns` of that result (the
+* ``table_s``: :func:`clperiod.io.tables.result_columns` of that result (the
   per-object table, false-alarm probabilities included);
 * for each layout and chunking: ``end_to_end_s`` of
   :func:`clperiod.pipeline.run_catalog` from the Parquet file to a results
@@ -43,9 +43,9 @@ from harness import best_of, run_report
 
 import clperiod
 from clperiod import FrequencyGrid, lombscargle
-from clperiod.catalog_files import open_catalog
+from clperiod.io.readers import open_catalog
 from clperiod.pipeline import PeriodSearch, run_catalog
-from clperiod.tables import result_columns
+from clperiod.io.tables import result_columns
 
 NF = {"catalog": 200_000, "cpu": 5_000}
 

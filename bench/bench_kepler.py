@@ -17,8 +17,10 @@ import argparse
 import numpy as np
 import pyopencl as cl
 
-from clperiod import kepler, kernels
-from clperiod.device import get_context, select_devices
+from clperiod import kepler
+
+from clperiod.engine import kernels
+from clperiod.engine.devices import get_context, select_devices
 
 from harness import best_of, run_report
 from numpy_kepler import danby

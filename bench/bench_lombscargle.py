@@ -148,8 +148,8 @@ def transfer_floor(info, nbytes):
     """Device-to-host seconds for ``nbytes`` into pinned host memory."""
     import pyopencl as cl
 
-    ctx = clperiod.device.get_context(info)
-    queue = clperiod.device.get_queue(info)
+    ctx = clperiod.engine.devices.get_context(info)
+    queue = clperiod.engine.devices.get_queue(info)
     dev_buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, nbytes)
     pinned = cl.Buffer(ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.ALLOC_HOST_PTR, nbytes)
     host, _ = cl.enqueue_map_buffer(

@@ -1,7 +1,7 @@
 """Multi-term Lomb-Scargle (astropy bridge, ``nterms``) against astropy's own methods.
 
 The 8205 light curve with errors (3555 points), ``--nf`` frequencies on
-0.01-10 /d, for each ``--nterms``: :func:`clperiod.multiterm.multiterm_power`
+0.01-10 /d, for each ``--nterms``: :func:`clperiod.periodograms.multiterm.multiterm_power`
 (best of ``--repeat`` after a warm-up) against astropy's ``fastchi2`` (the
 ``auto`` choice for regular grids) on the same grid and its exact ``chi2``
 method timed on the first 2000 frequencies and extrapolated. Reports the
@@ -23,7 +23,7 @@ from harness import best_of, run_report
 import clperiod
 from clperiod import FrequencyGrid
 from clperiod.io import load_example
-from clperiod.multiterm import multiterm_power
+from clperiod.periodograms.multiterm import multiterm_power
 
 CHI2_SAMPLE = 2000
 

@@ -6,7 +6,7 @@ instrument, BJD time stamps over 3000 d), ``--n-models`` random models
 observation memory it reports
 
 * ``kernel_s``: the kernels alone (parameters already on the device);
-* ``end_to_end_s``: :class:`clperiod.rvmodel.ModelEvaluator` called with host
+* ``end_to_end_s``: :class:`clperiod.kepler.rvmodel.ModelEvaluator` called with host
   parameters (upload, kernels, download of the per-model chi^2), and the
   ``transfer_share`` = 1 - kernel / end to end;
 * ``models_per_s`` (end to end) and ``solves_per_s`` (kernel);
@@ -26,8 +26,10 @@ import argparse
 
 import numpy as np
 
-from clperiod import kepler, rvmodel
-from clperiod.device import select_devices
+from clperiod import kepler
+
+from clperiod.kepler import rvmodel
+from clperiod.engine.devices import select_devices
 
 from harness import best_of, run_report
 

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from clperiod import singlepulse
-from clperiod.device import get_context, get_queue, select_devices
+from clperiod.engine.devices import get_context, get_queue, select_devices
 
 from harness import best_of, run_report
 

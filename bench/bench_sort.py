@@ -14,7 +14,7 @@ import numpy as np
 
 import clperiod
 from clperiod import Catalog, FrequencyGrid
-from clperiod.sort import BITONIC_MAX, fold_and_sort
+from clperiod.periodograms.folding import BITONIC_MAX, fold_and_sort
 
 from harness import best_of
 

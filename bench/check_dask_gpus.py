@@ -33,7 +33,7 @@ from bench_lombscargle import synthetic_catalog
 import clperiod
 import clperiod.dask
 from clperiod import FrequencyGrid, lombscargle
-from clperiod.distributed import worker_device, worker_rank
+from clperiod.dask.workers import worker_device, worker_rank
 
 
 def physical(info) -> str:

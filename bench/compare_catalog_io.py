@@ -30,7 +30,7 @@ def measure(repeat: int, nf: int) -> dict:
     from bench_lombscargle import synthetic_catalog
 
     from clperiod import FrequencyGrid, lombscargle
-    from clperiod.catalog_files import open_catalog
+    from clperiod.io.readers import open_catalog
     from clperiod.pipeline import PeriodSearch, run_catalog
 
     catalog = synthetic_catalog(1000)

@@ -9,7 +9,7 @@
 ## range-reduced ``sincos_cycles`` below. ``reduce_angle(type)`` is emitted on
 ## request (Kepler's equation, the RV kernels' mean anomalies).
 <%!
-    from clperiod.angles import CODY_WAITE_LIMIT, INV_TWO_PI_WORDS, TWO_PI_HI, TWO_PI_LO
+    from clperiod.engine.angles import CODY_WAITE_LIMIT, INV_TWO_PI_WORDS, TWO_PI_HI, TWO_PI_LO
 %>
 <%def name="prelude(real)">
 % if real == "double":
@@ -65,7 +65,7 @@ inline void sincos_cycles(const real_t r, real_t *s_out, real_t *c_out)
 ## reduce_angle(type): ``type reduce_angle_<type>(type x)`` = x - 2 pi k in
 ## [-pi, pi] (k the nearest integer to x / 2 pi) for any finite x of type
 ## "float" or "double", within about an ulp of the exact reduction of x
-## (clperiod.angles.reduce_angle does the same on the host). Small |x|: a
+## (clperiod.engine.angles.reduce_angle does the same on the host). Small |x|: a
 ## two-part 2 pi (Cody-Waite; k * HI exact). Larger: Payne-Hanek, x = mant
 ## 2^expo times the bits of 1 / (2 pi) from 2^-(expo + 1) on (the bits above
 ## give whole turns), in 64-bit integers; the 128-bit fraction of a turn is
@@ -83,7 +83,7 @@ inline void sincos_cycles(const real_t r, real_t *s_out, real_t *c_out)
 #ifndef CLPERIOD_INV_TWO_PI_WORDS
 #define CLPERIOD_INV_TWO_PI_WORDS
 // 1 / (2 pi) in 64-bit words from the binary point, after one zero word
-// (clperiod.angles.INV_TWO_PI_WORDS)
+// (clperiod.engine.angles.INV_TWO_PI_WORDS)
 __constant ulong INV_TWO_PI_WORDS[${len(INV_TWO_PI_WORDS)}] = {
 % for i in range(0, len(INV_TWO_PI_WORDS), 4):
     ${", ".join(f"0x{w:016x}UL" for w in INV_TWO_PI_WORDS[i:i + 4])},

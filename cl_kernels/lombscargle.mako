@@ -36,7 +36,7 @@
 ##
 ## Point data (from ls_prepare in lsprepare.mako, or the host; per object,
 ## weights normalised to sum 1 and y centred when the model asks for it and
-## scaled to a weighted mean square yy in [1/4, 1) (clperiod.standardize), so
+## scaled to a weighted mean square yy in [1/4, 1) (clperiod.periodograms.standardize), so
 ## any finite y and dy fit fp32; t is measured from the object's reference
 ## observation, so that one has phase 0 at every frequency):
 ##   fp64: pt_t = t;  fp32: pt_a = frac(fmin*t), (pt_bh + pt_bl) =

@@ -1,7 +1,7 @@
 //CL//
 ## Lomb-Scargle input preparation on the device: from a catalog's raw
 ## t, y (and dy) to the per-point and per-object inputs of ``ls_tiles``
-## (see lombscargle.mako), the work ``clperiod.lombscargle._prepare`` does on
+## (see lombscargle.mako), the work ``clperiod.periodograms.lombscargle._prepare`` does on
 ## the host. Always fp64 arithmetic (the times need it); the outputs are in
 ## the tile kernel's type.
 ##
@@ -14,7 +14,7 @@
 ##   ok, too_few, zero_variance   the clperiod.Status codes
 ##
 ## One work-group per object, four passes over its rows, the steps of
-## clperiod.standardize.standardize (see there) in the same order:
+## clperiod.periodograms.standardize.standardize (see there) in the same order:
 ##   1. the exponent e of max |y|, min dy, the time range;
 ##   2. with y_s = y 2^-e, d_s = y_s - y_s[0] when centring (else y_s) and
 ##      w = (min dy / dy)^2: sum w, sum w d_s, and the reference row: the

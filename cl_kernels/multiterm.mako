@@ -17,7 +17,7 @@
 ## phi = 2 pi f t, is fitted by weighted least squares (weights w ~ dy^-2) at
 ## every frequency, as astropy's "chi2" method does: the power is
 ## p = X^T W y' (X^T W X)^-1 X^T W y' (astropy's unnormalized chi2_ref - chi2).
-## The host passes each light curve standardized (clperiod.standardize): w
+## The host passes each light curve standardized (clperiod.periodograms.standardize): w
 ## summing to 1, y' centred (when asked) and scaled to a mean square near 1,
 ## so p is the standard power times sum w y'^2 and the coefficients are in
 ## the units of y' (the host converts them back to those of y).

@@ -5,7 +5,7 @@
 ##   real    "float" | "double": type of the phases
 ##   wg      work-group size of the local-memory sort
 ##   nmax    capacity of the local-memory sort (power of two, <= 4096); light
-##           curves with more points use the radix path of clperiod.sort
+##           curves with more points use the radix path of clperiod.periodograms.folding
 ##   compat  fold as the reference code does (fmod(t, P) / P, see common.mako)
 ##
 ## Phases are in cycles, in [0, 1), of t - t0 with t0 the object's earliest

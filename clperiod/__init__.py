@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
-from . import kepler, orbits, singlepulse
-from .catalog import Catalog, Status
-from .device import DeviceInfo, list_devices, select_devices
-from .grid import FrequencyGrid
-from .lombscargle import LombScargleResult, lombscargle, lombscargle_async
-from .supersmoother import SuperSmootherResult, supersmoother
+from clperiod import kepler
+from clperiod.kepler import orbits
+from clperiod import singlepulse
+from clperiod.catalog import Catalog, Status
+from clperiod.engine.devices import DeviceInfo, list_devices, select_devices
+from clperiod.grid import FrequencyGrid
+from clperiod.periodograms.lombscargle import LombScargleResult, lombscargle, lombscargle_async
+from clperiod.periodograms.supersmoother import SuperSmootherResult, supersmoother
 
 try:
     __version__ = version("clperiod")

@@ -12,7 +12,7 @@ Existing astropy code switches to the OpenCL device with one line::
 ``model_parameters``, ``offset``, ``design_matrix`` and ``distribution`` are
 astropy's own; the periodogram comes from :func:`clperiod.lombscargle` (the
 exact direct sum, no approximation) on a :class:`clperiod.FrequencyGrid`, and
-the false-alarm statistics from :mod:`clperiod.stats` (the bootstrap runs its
+the false-alarm statistics from :mod:`clperiod.periodograms.stats` (the bootstrap runs its
 resamplings as one catalog, or one multi-term batch, on the device).
 
 Every astropy method name is accepted and computed exactly, with astropy's
@@ -37,9 +37,9 @@ sums, evaluates every harmonic's sine and cosine from its own phase with the
 multi-term kernel (fp64), where the default kernels use trigonometric
 recurrences; both are exact to rounding. What else differs from astropy:
 
-* ``nterms != 1`` (up to :data:`clperiod.multiterm.MAX_NTERMS`) is the exact
+* ``nterms != 1`` (up to :data:`clperiod.periodograms.multiterm.MAX_NTERMS`) is the exact
   least-squares fit of astropy's ``"chi2"`` method, in fp64
-  (:func:`clperiod.multiterm.multiterm_power`);
+  (:func:`clperiod.periodograms.multiterm.multiterm_power`);
 * the power at frequency 0 is NaN for every method (astropy's exact
   single-term methods give NaN, ``"chi2"`` raises LinAlgError and the fast
   methods return their approximation of 0);
@@ -49,7 +49,7 @@ recurrences; both are exact to rounding. What else differs from astropy:
 * false-alarm probabilities and levels also exist for ``nterms != 1`` and
   for uncentred data (``fit_mean = center_data = False``), which astropy
   refuses (NotImplementedError): Baluev's approximation generalized to
-  ``2 nterms`` harmonic components (see :mod:`clperiod.stats`), and a
+  ``2 nterms`` harmonic components (see :mod:`clperiod.periodograms.stats`), and a
   bootstrap of the object's own model;
 * the device evaluates uniform grids ``f0 + k * df``: ``power(frequency)``
   takes any array whose sorted distinct values form at most
@@ -76,12 +76,13 @@ try:
 except ImportError as error:  # pragma: no cover - exercised only without astropy
     raise ImportError("clperiod.astropy needs astropy: pip install clperiod[astropy]") from error
 
-from . import checks, stats
-from .catalog import Catalog, Status
-from .grid import FrequencyGrid, uniform_runs
-from .host import check_choice
-from .lombscargle import Precision, lombscargle
-from .multiterm import MAX_NTERMS, multiterm_max_power, multiterm_power
+from clperiod import checks
+from clperiod.periodograms import stats
+from clperiod.catalog import Catalog, Status
+from clperiod.grid import FrequencyGrid, uniform_runs
+from clperiod.periodograms.inputs import check_choice
+from clperiod.periodograms.lombscargle import Precision, lombscargle
+from clperiod.periodograms.multiterm import MAX_NTERMS, multiterm_max_power, multiterm_power
 
 __all__ = ["MAX_GRIDS", "LombScargle", "lombscargle_clperiod", "register_astropy_method"]
 
@@ -117,7 +118,7 @@ class LombScargle(_AstropyLombScargle):
     fit_mean, center_data : bool
         Floating mean; subtract the weighted mean first (astropy's meaning).
     nterms : int
-        Harmonics of the model, 0 to :data:`clperiod.multiterm.MAX_NTERMS`
+        Harmonics of the model, 0 to :data:`clperiod.periodograms.multiterm.MAX_NTERMS`
         (0 needs ``fit_mean``); other than 1 the periodogram is the
         multi-term fit (fp64).
     normalization : {"standard", "model", "log", "psd"}
@@ -285,7 +286,7 @@ class LombScargle(_AstropyLombScargle):
 
         As :meth:`astropy.timeseries.LombScargle.false_alarm_probability`
         (``fmax`` from :meth:`autofrequency` with the given arguments), with
-        the analytic methods of :func:`clperiod.stats.false_alarm_probability`.
+        the analytic methods of :func:`clperiod.periodograms.stats.false_alarm_probability`.
 
         Parameters
         ----------
@@ -299,7 +300,7 @@ class LombScargle(_AstropyLombScargle):
             device, with this object's ``nterms``, ``fit_mean`` and
             ``center_data`` (astropy's bootstrap uses its defaults): one
             catalog for ``nterms = 1``, one
-            :func:`clperiod.multiterm.multiterm_max_power` batch otherwise.
+            :func:`clperiod.periodograms.multiterm.multiterm_max_power` batch otherwise.
         method_kwds : dict, optional
             ``n_bootstraps`` (default 1000) and ``random_seed`` for ``bootstrap``.
 
@@ -317,7 +318,7 @@ class LombScargle(_AstropyLombScargle):
         -----
         Unlike astropy, ``nterms != 1`` and uncentred data
         (``fit_mean = center_data = False``: the null hypothesis is zero-mean
-        noise) are supported by every method; see :mod:`clperiod.stats` for
+        noise) are supported by every method; see :mod:`clperiod.periodograms.stats` for
         the analytic null distributions.
         """
         self._check_periodic()
@@ -344,7 +345,7 @@ class LombScargle(_AstropyLombScargle):
         """Peak height whose false-alarm probability is ``false_alarm_probability``.
 
         The inverse of :meth:`false_alarm_probability` (same arguments), from
-        :func:`clperiod.stats.false_alarm_level`.
+        :func:`clperiod.periodograms.stats.false_alarm_level`.
 
         Returns
         -------
@@ -410,7 +411,7 @@ class LombScargle(_AstropyLombScargle):
                              "fits only the mean")
 
     def _null(self, method: str, grid: FrequencyGrid) -> dict:
-        """Arguments of the clperiod.stats false-alarm functions."""
+        """Arguments of the clperiod.periodograms.stats false-alarm functions."""
         t, _, dy = self._values()
         # astropy's "single" (one frequency) is Townsend's formula with nf = 1.
         named = "townsend" if method == "single" else method
@@ -428,7 +429,7 @@ class LombScargle(_AstropyLombScargle):
         ``default_rng(random_seed)``) and the grid is astropy's bootstrap grid,
         ``autofrequency(maximum_frequency=fmax)``; every resampling is one
         object of a single catalog (``nterms = 1``) or one row of a
-        :func:`clperiod.multiterm.multiterm_max_power` batch.
+        :func:`clperiod.periodograms.multiterm.multiterm_max_power` batch.
         """
         n_bootstraps = operator.index(n_bootstraps)
         if n_bootstraps < 1:
@@ -490,7 +491,7 @@ def lombscargle_clperiod(
     into maximal uniform runs ``f0 + k * df`` (to within 8 units of
     roundoff, :func:`clperiod.grid.uniform_runs`); each run is one
     :class:`clperiod.FrequencyGrid` and one call of :func:`clperiod.lombscargle`
-    or :func:`clperiod.multiterm.multiterm_power`.
+    or :func:`clperiod.periodograms.multiterm.multiterm_power`.
 
     Parameters
     ----------
@@ -508,7 +509,7 @@ def lombscargle_clperiod(
         As :func:`clperiod.lombscargle` (``memory`` and ``progress`` apply
         to single-term periodograms).
     nterms : int
-        Harmonics; other than 1, :func:`clperiod.multiterm.multiterm_power`
+        Harmonics; other than 1, :func:`clperiod.periodograms.multiterm.multiterm_power`
         computes each run.
     kernel : {"auto", "multiterm", "direct"}
         ``"auto"``: :func:`clperiod.lombscargle` for ``nterms = 1``, else the

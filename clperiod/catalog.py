@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from . import checks
+from clperiod import checks
 
 NAN_POLICIES = ("raise", "omit")
 
@@ -161,8 +161,8 @@ class Catalog:
             Each item is a ``(t, y)`` or ``(t, y, dy)`` tuple, or a pandas
             DataFrame or astropy Table (QTable, TimeSeries) of one light
             curve with columns ``t``, ``y`` and, when present, ``dy`` (read
-            as :func:`clperiod.frames.lightcurve_columns` reads them: times,
-            units and masks as in :mod:`clperiod.frames`). Every item must
+            as :func:`clperiod.io.frames.lightcurve_columns` reads them: times,
+            units and masks as in :mod:`clperiod.io.frames`). Every item must
             have uncertainties, or none.
         ids : array_like, optional
             One unique id per light curve; default ``0 .. K-1``.
@@ -444,7 +444,7 @@ def _is_table(item: Any) -> bool:
 def _lightcurve_tuple(item: Any, number: int) -> tuple[Any, ...]:
     """``(t, y)`` or ``(t, y, dy)`` of one item of :meth:`Catalog.from_lightcurves`."""
     if _is_table(item):
-        from .frames import lightcurve_columns
+        from clperiod.io.frames import lightcurve_columns
 
         try:
             t, y, dy = lightcurve_columns(item)

@@ -38,7 +38,7 @@ def _fail(exc: BaseException) -> int:
 
 def _device_facts(selected: set[str]) -> list[dict[str, Any]]:
     """Usable devices (facts, and whether in ``selected``) followed by skipped ones."""
-    from clperiod import device
+    from clperiod.engine import devices as device
 
     facts = []
     for info in device.list_devices():
@@ -54,7 +54,7 @@ def _device_facts(selected: set[str]) -> list[dict[str, Any]]:
 
 def _selected_labels() -> set[str]:
     """Labels of the devices clperiod would use now; empty if the selection fails."""
-    from clperiod import device
+    from clperiod.engine import devices as device
 
     try:
         return {d.label for d in device.select_devices()}
@@ -64,7 +64,7 @@ def _selected_labels() -> set[str]:
 
 def _run_info(args: argparse.Namespace) -> int:
     """Print the device report (or JSON facts); exit status 1 if no device would be used."""
-    from clperiod import device
+    from clperiod.engine import devices as device
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", device.DeviceWarning)  # the report shows the reasons
@@ -94,7 +94,7 @@ def _add_info(subparsers: argparse._SubParsersAction) -> None:
 
 def _read_pulse_input(args: argparse.Namespace) -> tuple[Any, Any, float]:
     """The DM x time array, its DMs and tsamp from one .npy or several PRESTO .dat files."""
-    from clperiod import pulsefiles
+    from clperiod.singlepulse import files as pulsefiles
 
     inputs = args.inputs
     if all(path.endswith(".dat") for path in inputs):
@@ -121,7 +121,7 @@ def _read_pulse_input(args: argparse.Namespace) -> tuple[Any, Any, float]:
 
 def _pulse_output(args: argparse.Namespace) -> Path:
     """-o, else the first input's basename (several .dat: cut at "_DM") + the format's suffix."""
-    from clperiod.pulsefiles import FORMATS
+    from clperiod.singlepulse.files import FORMATS
 
     if args.output is not None:
         return Path(args.output)
@@ -134,7 +134,7 @@ def _pulse_output(args: argparse.Namespace) -> Path:
 
 def _run_singlepulse(args: argparse.Namespace) -> int:
     """Search a DM x time array for single pulses; write the candidates and a summary."""
-    from clperiod import pulsefiles
+    from clperiod.singlepulse import files as pulsefiles
 
     try:
         output = _pulse_output(args)
@@ -163,7 +163,7 @@ def _run_singlepulse(args: argparse.Namespace) -> int:
 
 
 def _add_singlepulse(subparsers: argparse._SubParsersAction) -> None:
-    from clperiod.pulsefiles import FORMATS
+    from clperiod.singlepulse.files import FORMATS
 
     parser = subparsers.add_parser(
         "singlepulse",
@@ -252,7 +252,7 @@ def _search_output(args: argparse.Namespace) -> Path:
     """-o, else the input's name with ``.<algorithm>.parquet`` in place of its suffix."""
     if args.output is not None:
         return Path(args.output)
-    from clperiod.catalog_formats import COMPRESSIONS
+    from clperiod.io.formats import COMPRESSIONS
 
     source = Path(args.input)
     name = source.name
@@ -264,7 +264,8 @@ def _search_output(args: argparse.Namespace) -> Path:
 
 def _run_search(args: argparse.Namespace) -> int:
     """Search every object of a catalog file; write one row per object (resumable)."""
-    from clperiod import catalog_files, pipeline
+    from clperiod import pipeline
+    from clperiod.io import readers as catalog_files
 
     output = _search_output(args)
     try:
@@ -347,7 +348,7 @@ def _add_search_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _add_input_arguments(parser: argparse.ArgumentParser) -> None:
     """The catalog file, its layout and columns, and the results file."""
-    from clperiod.catalog_files import LAYOUTS
+    from clperiod.io.readers import LAYOUTS
 
     parser.add_argument("input", metavar="INPUT",
                         help="catalog file: objId, t, y[, dy] lines (the papers' layout), "
@@ -403,7 +404,7 @@ def _add_grid_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     """Device, kernel, chunk and resume options."""
-    from clperiod.catalog_files import DEFAULT_CHUNK_ROWS, FIRST_CHUNK_ROWS
+    from clperiod.io.readers import DEFAULT_CHUNK_ROWS, FIRST_CHUNK_ROWS
 
     run = parser.add_argument_group("run")
     run.add_argument("--device", help="device selection (same grammar as CLPERIOD_DEVICE)")
@@ -506,8 +507,8 @@ def _read_params(path: str) -> Any:
     """Model parameters ``(n_models, n_planets, 5)`` from a .npy or text file."""
     import numpy as np
 
-    from clperiod.catalog_formats import are_numbers, leading_record
-    from clperiod.file_errors import is_damage, text_errors
+    from clperiod.io.formats import are_numbers, leading_record
+    from clperiod.io.file_errors import is_damage, text_errors
 
     if path.endswith(".npy"):
         try:
@@ -583,7 +584,7 @@ def _search_planets(data: Any, args: argparse.Namespace) -> tuple[list[Any], Any
 
 def _write_planets(path: Path, planets: list[Any], last: Any) -> None:
     """One CSV row per planet: its orbit, then t_ref, chi^2 and offsets of the whole fit."""
-    from clperiod.results_files import atomic_path
+    from clperiod.io.results import atomic_path
 
     names = ["planet", "period", "k", "e", "w", "m0", "t_ref", "chi2"]
     names += [f"offset_{label}" for label in last.instruments]
@@ -661,7 +662,7 @@ def _write_values(path: Path, values: Any, name: str) -> None:
     """One value per model: ``.npy``, or text with ``name`` on a header line."""
     import numpy as np
 
-    from clperiod.results_files import atomic_path
+    from clperiod.io.results import atomic_path
 
     with atomic_path(path) as temporary:
         if path.suffix == ".npy":
@@ -717,7 +718,7 @@ def _add_rv_search(commands: argparse._SubParsersAction) -> None:
 
 
 def _add_rv_evaluate(commands: argparse._SubParsersAction) -> None:
-    from clperiod.orbits import BASES
+    from clperiod.kepler.orbits import BASES
 
     evaluate = commands.add_parser(
         "evaluate",

@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from . import checks
-from .catalog import Catalog, is_lightcurve_list, mask_of
+from clperiod import checks
+from clperiod.catalog import Catalog, is_lightcurve_list, mask_of
 
 MAX_NF = 2**31 - 1  # frequency indices are int32 on the device
 #: Shortest period, in days, that the default grid of catalog runs reaches:

@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import stats
-from .catalog import Catalog, Status
-from .lombscargle import LombScargleResult
-from .supersmoother import SuperSmootherResult
+from clperiod.periodograms import stats
+from clperiod.catalog import Catalog, Status
+from clperiod.periodograms.lombscargle import LombScargleResult
+from clperiod.periodograms.supersmoother import SuperSmootherResult
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -169,7 +169,7 @@ def plot_result(
         not registered with pyplot, so nothing stays open.
     fap_levels : sequence of float
         False-alarm probabilities drawn as labelled horizontal lines at the
-        power :func:`clperiod.stats.false_alarm_level` gives for this object
+        power :func:`clperiod.periodograms.stats.false_alarm_level` gives for this object
         (Lomb-Scargle only; SuperSmoother has no analytic false-alarm
         probability, which the plot says). Empty: no lines.
     fap_method : {"baluev", "davies", "naive", "townsend"}
@@ -347,7 +347,7 @@ def _false_alarm_levels(
     """Powers of one object's periodogram with the given false-alarm probabilities.
 
     The arguments :meth:`LombScargleResult.false_alarm_probability` uses,
-    inverted with :func:`clperiod.stats.false_alarm_level`.
+    inverted with :func:`clperiod.periodograms.stats.false_alarm_level`.
     """
     t, _, dy = result.catalog.lightcurve(index)
     return np.atleast_1d(stats.false_alarm_level(
@@ -549,10 +549,10 @@ def _axes(ax: Any, needed: int, path: Any) -> tuple[Figure, list[Axes]]:
 def _save(fig: Figure, path: Path) -> None:
     """Save ``fig`` to ``path`` (format from the suffix) through an exclusive
     temporary file, moved into place when complete
-    (:func:`clperiod.results_files.atomic_path`)."""
+    (:func:`clperiod.io.results.atomic_path`)."""
     import matplotlib
 
-    from .results_files import atomic_path
+    from clperiod.io.results import atomic_path
 
     fmt = path.suffix[1:].lower() or matplotlib.rcParams["savefig.format"]
     with atomic_path(path) as temporary:

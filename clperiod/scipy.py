@@ -12,7 +12,7 @@ The signature, the options (``normalize`` ``False``/``"power"``,
 the deprecated ``precenter`` and positional options) and the checks of the
 input are SciPy's; the weighted least-squares fit of ``a cos(w x) + b sin(w x)
 [+ c]`` at every frequency is the multi-term kernel of
-:mod:`clperiod.multiterm` with one harmonic (fp64, exact sums), and its
+:mod:`clperiod.periodograms.multiterm` with one harmonic (fp64, exact sums), and its
 coefficients for ``"amplitude"``.
 
 Frequencies: the absolute values of ``freqs`` (angular, as SciPy) are
@@ -37,8 +37,8 @@ from typing import Any
 import numpy as np
 
 from clperiod.grid import FrequencyGrid, uniform_runs
-from clperiod.multiterm import multiterm_coefficients, multiterm_power
-from clperiod.standardize import standardize
+from clperiod.periodograms.multiterm import multiterm_coefficients, multiterm_power
+from clperiod.periodograms.standardize import standardize
 
 __all__ = ["MAX_RUNS", "lombscargle"]
 
@@ -144,7 +144,7 @@ class _Fit:
     Points of weight 0 are left out (they add nothing to any sum); the
     kernel evaluates uniform runs, the host the degenerate frequencies.
     Values that do not vary within float64 resolution (about their weighted
-    mean with ``floating_mean``; :func:`clperiod.standardize.standardize`)
+    mean with ``floating_mean``; :func:`clperiod.periodograms.standardize.standardize`)
     reduce chi^2 by 0 and have no normalized power (0 / 0: NaN).
     """
 

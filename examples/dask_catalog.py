@@ -6,7 +6,7 @@ Run it directly::
 
 Without ``--scheduler`` it starts a ``LocalCluster`` of single-threaded worker
 processes on this machine; each worker binds itself to one OpenCL device
-(``clperiod.distributed.worker_device``). With ``--scheduler`` it connects to a
+(``clperiod.dask.workers.worker_device``). With ``--scheduler`` it connects to a
 running cluster, e.g. the multi-node GPU recipe of the README. It prints the
 best periods and compares them, object by object, with a single-device run in
 this process.
@@ -26,7 +26,7 @@ from distributed import Client, LocalCluster
 import clperiod
 import clperiod.dask
 from clperiod.io import load_example
-from clperiod.tables import result_columns
+from clperiod.io.tables import result_columns
 
 GRID = clperiod.FrequencyGrid.from_range(0.1, 10.0, 330_000)
 

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 import clperiod
-from clperiod import kernels
+from clperiod.engine import kernels
 from clperiod.io import load_example
 
 HOURS_PER_DAY = 24.0

@@ -28,14 +28,14 @@ def rng() -> np.random.Generator:
 
 @pytest.fixture(scope="session")
 def cpu_device():
-    """The device the tests run on: ``clperiod.device.select_devices()[0]``.
+    """The device the tests run on: ``clperiod.engine.devices.select_devices()[0]``.
 
     That honours ``CLPERIOD_DEVICE`` / ``PYOPENCL_CTX`` and otherwise picks
     the preferred device; on CI (no GPU) it is Debian's PoCL CPU device.
     Fails the test when no usable OpenCL device exists: the set-up
     (``scripts/setup_env.sh``) installs one, so its absence is an error.
     """
-    from clperiod.device import select_devices
+    from clperiod.engine.devices import select_devices
 
     try:
         return select_devices()[0]

@@ -1,4 +1,4 @@
-"""Host reductions of clperiod.angles against mpmath: x mod 2 pi of any float64,
+"""Host reductions of clperiod.engine.angles against mpmath: x mod 2 pi of any float64,
 epoch differences modulo a period, and the bits of 1 / (2 pi) the kernels read."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import mpmath
 import numpy as np
 from reference.kepler_rv_mp import reduce_mean_anomaly
 
-from clperiod import angles
+from clperiod.engine import angles
 
 
 def test_inv_two_pi_words_are_the_bits_of_one_over_two_pi():

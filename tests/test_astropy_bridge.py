@@ -15,14 +15,15 @@ from astropy.timeseries.periodograms.lombscargle.implementations import (
 )
 
 from clperiod import astropy as bridge
-from clperiod import FrequencyGrid, stats
+from clperiod import FrequencyGrid
+from clperiod.periodograms import stats
 from clperiod.astropy import (
     MAX_GRIDS,
     LombScargle,
     lombscargle_clperiod,
     register_astropy_method,
 )
-from clperiod.multiterm import multiterm_power
+from clperiod.periodograms.multiterm import multiterm_power
 
 NORMALIZATIONS = ["standard", "model", "log", "psd"]
 CENTERING = list(itertools.product([True, False], [True, False]))  # (fit_mean, center_data)

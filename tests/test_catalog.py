@@ -71,7 +71,7 @@ def test_from_lightcurves_bad_items():
 
 def test_from_lightcurves_takes_dataframes_and_tables():
     """DataFrames and astropy Tables with columns t, y (and dy when present)
-    are light curves too; Time and Quantity columns convert as in clperiod.frames."""
+    are light curves too; Time and Quantity columns convert as in clperiod.io.frames."""
     pd = pytest.importorskip("pandas")
     u = pytest.importorskip("astropy.units")
     from astropy.table import QTable, Table

@@ -1,4 +1,4 @@
-"""clperiod.catalog_files: chunked reading of catalog files, their checks and errors."""
+"""clperiod.io.readers: chunked reading of catalog files, their checks and errors."""
 
 from __future__ import annotations
 
@@ -15,9 +15,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from clperiod import Catalog, catalog_files, catalog_formats
-from clperiod.catalog_files import CatalogReader, open_catalog
-from clperiod.chunking import Block, Chunker, long_block
+from clperiod import Catalog
+
+from clperiod.io import readers as catalog_files
+
+from clperiod.io import formats as catalog_formats
+from clperiod.io.readers import CatalogReader, open_catalog
+from clperiod.io.chunks import Block, Chunker, long_block
 from clperiod.io import example_path, load_example
 
 
@@ -238,7 +242,7 @@ def test_reading_a_larger_file_needs_no_more_memory(tmp_path):
         pcsv.write_csv(short[:rows // 2], tmp_path / f"{size}.csv")
     code = (
         "import resource, sys\n"
-        "from clperiod.catalog_files import open_catalog\n"
+        "from clperiod.io.readers import open_catalog\n"
         "def peak(): return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024\n"
         "list(open_catalog(sys.argv[1], chunk_rows=1 << 15))\n"
         "start = peak()\n"
@@ -336,7 +340,7 @@ def test_chunks_do_not_depend_on_read_blocks(lengths, cuts, chunk_rows, chunk_ob
 
 def test_an_object_of_many_blocks_is_copied_once(monkeypatch):
     """Blocks are joined when a chunk is cut, not one by one (that copied n^2 / 2 rows)."""
-    from clperiod import chunking
+    from clperiod.io import chunks as chunking
 
     copied = []
     join = chunking._join
@@ -680,7 +684,7 @@ def _time_sorted(cat: Catalog) -> pd.DataFrame:
 
 @pytest.mark.parametrize("run_rows", [1 << 22, 400, 37])  # one run in memory, or merged files
 def test_time_sorted_files_are_sorted_by_id(tmp_path, monkeypatch, run_rows):
-    from clperiod import grouping
+    from clperiod.io import grouping
 
     monkeypatch.setattr(grouping, "SORT_RUN_ROWS", run_rows)
     monkeypatch.setattr(grouping, "MERGE_ROWS", 64)
@@ -740,7 +744,7 @@ def test_sorted_files_name_file_rows_in_value_errors(tmp_path):
 @given(st.lists(st.integers(0, 12), min_size=1, max_size=120), st.integers(1, 40),
        st.integers(1, 50), st.booleans())
 def test_external_sort_is_a_stable_sort_by_id(keys, run_rows, merge_rows, text_ids):
-    from clperiod import grouping
+    from clperiod.io import grouping
 
     ids = np.array([f"s{k:03d}" for k in keys]) if text_ids else np.array(keys, np.int64)
     values = np.arange(ids.size, dtype=np.float64)

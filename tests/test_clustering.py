@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from reference import singlepulse as ref
 
-from clperiod import clustering
-from clperiod.clustering import CLUSTER_DEFAULTS, cluster
+from clperiod.singlepulse import clustering
+from clperiod.singlepulse.clustering import CLUSTER_DEFAULTS, cluster
 
 FIELDS = ("dm_index", "start", "width", "sample", "snr", "members", "begin", "end")
 

@@ -23,11 +23,11 @@ import pytest
 import clperiod
 import clperiod.dask
 import clperiod.pipeline
-from clperiod import distributed as binding
+from clperiod.dask import workers as binding
 from clperiod.catalog import Catalog, Status
-from clperiod.device import list_devices, select_devices
+from clperiod.engine.devices import list_devices, select_devices
 from clperiod.io import load_example
-from clperiod.tables import result_columns
+from clperiod.io.tables import result_columns
 
 N_OBJECTS = 18
 GRID = clperiod.FrequencyGrid.from_range(0.5, 4.0, 2000)
@@ -186,13 +186,13 @@ def test_default_grid_is_the_survey_grid_of_the_frame(catalog, long_table, neste
     if nested:
         frame, reference = nested_table(catalog)
         ddf = dd.from_pandas(frame, npartitions=3, sort=False)
-        layout = clperiod.dask._layout(ddf, "id", "t", "y", "auto", "lc")
+        layout = clperiod.dask.api._layout(ddf, "id", "t", "y", "auto", "lc")
     else:
         reference = catalog
         ddf = dd.from_pandas(long_table.sort_values("t"), npartitions=3)
-        layout = clperiod.dask._layout(ddf, "id", "t", "y", "auto", None)
+        layout = clperiod.dask.api._layout(ddf, "id", "t", "y", "auto", None)
     with dask.config.set(scheduler="sync"):
-        grid = clperiod.dask._resolved_grid(None, ddf, layout, "omit")
+        grid = clperiod.dask.api._resolved_grid(None, ddf, layout, "omit")
     assert grid == clperiod.FrequencyGrid.survey(reference)
     assert grid.fmax >= 20 - grid.df
 
@@ -274,7 +274,7 @@ def test_divisions_that_share_an_id_are_checked(client, catalog, long_table) -> 
 
 
 def test_partitions_take_the_column_types_of_dataframes(long_table) -> None:
-    """Datetime times become MJD, as in clperiod.frames; a missing id is named."""
+    """Datetime times become MJD, as in clperiod.io.frames; a missing id is named."""
     head = long_table.iloc[:200]
     dated = head.assign(t=pd.Timestamp("1858-11-17") + pd.to_timedelta(head["t"], unit="D"))
     out = clperiod.dask.lombscargle(dd.from_pandas(dated, npartitions=1), GRID, dy_col="dy")

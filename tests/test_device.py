@@ -18,8 +18,10 @@ from pathlib import Path
 import pyopencl as cl
 import pytest
 
-from clperiod import cli, device
-from clperiod.device import DeviceWarning, describe, list_devices, select_devices
+from clperiod import cli
+
+from clperiod.engine import devices as device
+from clperiod.engine.devices import DeviceWarning, describe, list_devices, select_devices
 
 ROOT = Path(__file__).absolute().parents[1]
 POCL_BUILD_ERROR = (

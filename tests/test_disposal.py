@@ -5,8 +5,8 @@ import re
 
 import pytest
 
-from clperiod.disposal import dispose, hidden_name, released_on_replace, wait_for_disposals
-from clperiod.results_files import remove_temporaries
+from clperiod.io.disposal import dispose, hidden_name, released_on_replace, wait_for_disposals
+from clperiod.io.results import remove_temporaries
 
 
 def test_dispose_moves_a_directory_away_at_once_and_deletes_it(tmp_path):

@@ -1,5 +1,5 @@
 """False-alarm probabilities of multi-term (nterms > 1) and uncentred periodograms
-(clperiod.stats), against closed forms, quadrature, astropy's one-term formulas and
+(clperiod.periodograms.stats), against closed forms, quadrature, astropy's one-term formulas and
 Monte Carlo simulations of pure noise computed with NumPy alone."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from astropy.timeseries.periodograms.lombscargle import (
 from scipy import integrate
 from scipy import stats as distributions
 
-from clperiod import stats
-from clperiod.multiterm import MAX_NTERMS
+from clperiod.periodograms import stats
+from clperiod.periodograms.multiterm import MAX_NTERMS
 
 NORMS = ("standard", "model", "log", "psd")
 METHODS = ("baluev", "davies", "naive", "townsend")

@@ -10,8 +10,10 @@ from astropy.timeseries.periodograms.lombscargle._statistics import (
     false_alarm_probability as astropy_fap,
 )
 
-from clperiod import Catalog, FrequencyGrid, Status, lombscargle, stats
-from clperiod.tables import _status_names, result_columns
+from clperiod import Catalog, FrequencyGrid, Status, lombscargle
+
+from clperiod.periodograms import stats
+from clperiod.io.tables import _status_names, result_columns
 
 NORMS = ("standard", "model", "log", "psd")
 CENTRING = ((True, True), (False, True), (True, False))

@@ -1,4 +1,4 @@
-"""clperiod.frames: catalogs from pandas DataFrames and astropy Tables (times, units)."""
+"""clperiod.io.frames: catalogs from pandas DataFrames and astropy Tables (times, units)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from astropy.table import MaskedColumn, QTable, Table
 from astropy.time import Time, TimeDelta
 from astropy.timeseries import TimeSeries
 
-from clperiod.frames import catalog_from_dataframe, catalog_from_table, mjd_from_datetime64
+from clperiod.io.frames import catalog_from_dataframe, catalog_from_table, mjd_from_datetime64
 
 
 def _frame() -> pd.DataFrame:

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 import clperiod
-from clperiod import Catalog, FrequencyGrid, Status, kepler, singlepulse, stats
-from clperiod.multiterm import multiterm_coefficients, multiterm_max_power, multiterm_power
+from clperiod import Catalog, FrequencyGrid, Status, kepler, singlepulse
+from clperiod.periodograms import stats
+from clperiod.periodograms.multiterm import multiterm_coefficients, multiterm_max_power, multiterm_power
 
 RNG = np.random.default_rng(20)
 N = 40

@@ -13,7 +13,7 @@ import pyopencl as cl
 import pytest
 
 import clperiod
-from clperiod import planning
+from clperiod.engine import planner as planning
 from clperiod.io import load_example
 
 GRID = clperiod.FrequencyGrid.from_range(0.5, 4.0, 3000)
@@ -50,7 +50,7 @@ def test_a_cpu_device_plans_within_the_available_host_memory(catalog, monkeypatc
     expected = clperiod.lombscargle(catalog, GRID, periodogram=True, device=cpu_device)
     plans = []
     plan = planning.plan_batches
-    monkeypatch.setattr(importlib.import_module("clperiod.lombscargle"), "plan_batches",
+    monkeypatch.setattr(importlib.import_module("clperiod.periodograms.lombscargle"), "plan_batches",
                         lambda *a, **k: plans.append(plan(*a, **k)) or plans[-1])
     result_bytes = expected.power.nbytes
     monkeypatch.setattr(planning, "available_host_memory", lambda: result_bytes + 400_000)

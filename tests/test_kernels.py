@@ -17,9 +17,9 @@ import pytest
 from mako.exceptions import TopLevelLookupException
 
 import clperiod
-from clperiod import kernels
-from clperiod.device import get_context
-from clperiod.scheduler import run_on_devices
+from clperiod.engine import kernels
+from clperiod.engine.devices import get_context
+from clperiod.engine.scheduler import run_on_devices
 
 LS_PARAMS = dict(
     real="double", wg=16, m=4, use_local=True, fit_mean=True, normalization="standard",
@@ -193,7 +193,7 @@ def test_lombscargle_batches_on_two_workers_match_one(rng, monkeypatch):
     cat = clperiod.Catalog.from_lightcurves(lcs)
     grid = clperiod.FrequencyGrid.from_range(0.05, 2.0, 700)
     one = clperiod.lombscargle(cat, grid, device=info, periodogram=True, top_k=2)
-    ls_module = importlib.import_module("clperiod.lombscargle")
+    ls_module = importlib.import_module("clperiod.periodograms.lombscargle")
     threads = set()
     original = ls_module._enqueue_batch
 

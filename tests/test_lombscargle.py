@@ -11,11 +11,12 @@ import scipy.signal
 from astropy.timeseries import LombScargle
 
 import clperiod
-from clperiod import Catalog, FrequencyGrid, Status, lombscargle, planning
+from clperiod import Catalog, FrequencyGrid, Status, lombscargle
+from clperiod.engine import planner as planning
 from clperiod.io import load_example
-from clperiod.planning import Staging
+from clperiod.engine.planner import Staging
 
-LS_MODULE = importlib.import_module("clperiod.lombscargle")
+LS_MODULE = importlib.import_module("clperiod.periodograms.lombscargle")
 NORMALIZATIONS = ["standard", "model", "log", "psd"]
 
 
@@ -203,7 +204,7 @@ def test_device_preparation_matches_the_host(rng, precision, method, fit_mean, c
                                        "auto", 1, False)
     host = LS_MODULE._prepare(cat, grid, options)
     info = clperiod.select_devices()[0]
-    queue = clperiod.device.get_queue(info)
+    queue = clperiod.engine.devices.get_queue(info)
     staging = Staging(info)
     inputs = LS_MODULE._prepare_on_device(queue, cat, grid, options, staging)
 
@@ -402,7 +403,7 @@ def test_periodogram_overlap_chunks_of_rows(rng, monkeypatch):
 def test_pinned_pool_recycles_buffers():
     info = clperiod.select_devices()[0]
     pool = planning.PinnedPool()
-    key = clperiod.device.get_context(info).int_ptr
+    key = clperiod.engine.devices.get_context(info).int_ptr
     first = pool.empty(info, (1000, 400), np.float64)  # 3.2 MB
     first[:] = 1.0
     address = first.__array_interface__["data"][0]
@@ -457,7 +458,7 @@ def test_staging_uploads_and_returns_results():
     import pyopencl as cl
 
     info = clperiod.select_devices()[0]
-    queue = clperiod.device.get_queue(info)
+    queue = clperiod.engine.devices.get_queue(info)
     staging = Staging(info)
     values = np.arange(1000, dtype=np.float64) * 0.5
     indices = np.arange(7, dtype=np.int32)
@@ -477,8 +478,8 @@ def test_batch_buffers_come_from_the_pool_and_go_back(monkeypatch):
     """Released buffers return to the device pool for reuse; beyond the held
     limit the pool frees them."""
     info = clperiod.select_devices()[0]
-    pool = clperiod.device.memory_pool(info)
-    assert clperiod.device.memory_pool(info) is pool
+    pool = clperiod.engine.devices.memory_pool(info)
+    assert clperiod.engine.devices.memory_pool(info) is pool
     active = pool.active_bytes
     staging = Staging(info)
     assert staging.buffer(1 << 20).size >= 1 << 20
@@ -490,7 +491,7 @@ def test_batch_buffers_come_from_the_pool_and_go_back(monkeypatch):
     again = Staging(info)
     again.buffer(1 << 20)
     assert pool.held_blocks == held - 1  # the freed block, reused
-    monkeypatch.setattr(clperiod.device, "POOL_HELD_FRACTION", 0.0)
+    monkeypatch.setattr(clperiod.engine.devices, "POOL_HELD_FRACTION", 0.0)
     again.release()
     assert pool.held_blocks == 0 and pool.managed_bytes == pool.active_bytes
 
@@ -598,7 +599,7 @@ def test_a_list_of_light_curves_is_a_catalog(rng):
     assert FrequencyGrid.auto(curves) == FrequencyGrid.auto(Catalog.from_lightcurves(curves))
     assert FrequencyGrid.richards(curves, 0.1, 1.0) == \
         FrequencyGrid.richards(Catalog.from_lightcurves(curves), 0.1, 1.0)
-    fap = clperiod.stats.catalog_false_alarm_probability(expected.power_best, curves,
+    fap = clperiod.periodograms.stats.catalog_false_alarm_probability(expected.power_best, curves,
                                                           fmax=grid.fmax, nf=grid.nf)
     np.testing.assert_array_equal(fap, expected.false_alarm_probability())
     smoothed = clperiod.supersmoother(curves, FrequencyGrid.from_range(0.05, 2.0, 200))
@@ -711,7 +712,7 @@ def test_lombscargle_async_queues_then_matches_the_blocking_call(rng, monkeypatc
 def test_a_batch_that_fails_while_queuing_returns_its_buffers(rng, monkeypatch):
     """The queues are finished before a failed batch's pooled buffers go back."""
     info = clperiod.select_devices()[0]
-    pool = clperiod.device.memory_pool(info)
+    pool = clperiod.engine.devices.memory_pool(info)
     cat = Catalog.from_lightcurves([simulated(rng, n=50) for _ in range(3)])
     grid = FrequencyGrid.from_range(0.05, 3.0, 2000)
     expected = lombscargle(cat, grid)

@@ -18,10 +18,12 @@ from astropy.timeseries import LombScargle
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
-from clperiod import Catalog, FrequencyGrid, Status, lombscargle, stats
-from clperiod.multiterm import multiterm_coefficients, multiterm_max_power, multiterm_power
+from clperiod import Catalog, FrequencyGrid, Status, lombscargle
 
-LS_MODULE = importlib.import_module("clperiod.lombscargle")
+from clperiod.periodograms import stats
+from clperiod.periodograms.multiterm import multiterm_coefficients, multiterm_max_power, multiterm_power
+
+LS_MODULE = importlib.import_module("clperiod.periodograms.lombscargle")
 NORMALIZATIONS = ["standard", "model", "log", "psd"]
 #: (method, fit_mean, center_data, with dy)
 MODELS = [("generalized", True, True, True), ("generalized", True, True, False),

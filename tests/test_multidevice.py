@@ -9,9 +9,9 @@ import pytest
 from two_devices import run_on_two_devices
 
 from clperiod.catalog import Status
-from clperiod.device import select_devices
-from clperiod.planning import KernelShape, plan_batches
-from clperiod.scheduler import BATCHES_PER_DEVICE
+from clperiod.engine.devices import select_devices
+from clperiod.engine.planner import KernelShape, plan_batches
+from clperiod.engine.scheduler import BATCHES_PER_DEVICE
 
 # two PoCL devices, each building every kernel variant: slow on 2 cores
 pytestmark = pytest.mark.slow
@@ -127,7 +127,7 @@ def test_batch_boundaries_follow_the_greedy_definition(periodogram):
 
 def test_lombscargle_splits_small_runs_once_per_device():
     """Batches of another device carry at least MIN_BATCH_PAIRS of work."""
-    ls = importlib.import_module("clperiod.lombscargle")
+    ls = importlib.import_module("clperiod.periodograms.lombscargle")
     pairs = ls.MIN_BATCH_PAIRS
     assert ls._min_batches(1, 1000 * pairs) == 1
     assert ls._min_batches(2, pairs) == 2

@@ -8,9 +8,9 @@ from dataclasses import replace
 import pytest
 from two_devices import run_on_two_devices
 
-from clperiod import rvmodel
-from clperiod.rvmodel import Plan, device_items, shared_choices
-from clperiod.scheduler import BATCHES_PER_DEVICE, split_range
+from clperiod.kepler import rvmodel
+from clperiod.kepler.rvmodel import Plan, device_items, shared_choices
+from clperiod.engine.scheduler import BATCHES_PER_DEVICE, split_range
 
 # two PoCL devices, each building every kernel variant: slow on 2 cores
 pytestmark = pytest.mark.slow
@@ -19,7 +19,9 @@ SCRIPT = r"""
 import json
 import numpy as np
 import clperiod
-from clperiod import kepler, rvmodel
+from clperiod import kepler
+from clperiod.kepler import api as kepler_api
+from clperiod.kepler import rvmodel
 from clperiod.io import load_rv_example
 
 devices = clperiod.select_devices("all")
@@ -39,11 +41,11 @@ def recording(cls, name):
 
 recording(rvmodel.ModelEvaluator, "__call__")
 recording(rvmodel.ModelEvaluator, "velocities")
-solve_range = kepler._solve_range
+solve_range = kepler_api._solve_range
 def solve_recording(info, method, inputs, outputs, lo, hi):
     used.append((info.label, hi - lo, None))
     return solve_range(info, method, inputs, outputs, lo, hi)
-kepler._solve_range = solve_recording
+kepler_api._solve_range = solve_recording
 
 def same(a, b):
     return all(np.array_equal(x, y, equal_nan=True) and x.dtype == y.dtype

@@ -15,12 +15,13 @@ import json
 import numpy as np
 import clperiod
 from clperiod import singlepulse as sp
+from clperiod.singlepulse import boxcar
 
 
 devices = clperiod.select_devices("all")
 assert len(devices) == 2, [d.label for d in devices]
 rng = np.random.default_rng(9)
-n_dm = 3 * sp.MIN_ROWS_PER_BLOCK + 17   # blocks of uneven size
+n_dm = 3 * boxcar.MIN_ROWS_PER_BLOCK + 17   # blocks of uneven size
 x = rng.normal(0.0, 1.0, (n_dm, 4096)).astype(np.float32)
 x[5] = 1.0                               # a constant row
 x[n_dm - 3, 1000:1012] += 3.0            # pulses in the first and last block

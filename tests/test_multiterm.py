@@ -1,4 +1,4 @@
-"""Multi-term Lomb-Scargle (clperiod.multiterm and the astropy bridge's
+"""Multi-term Lomb-Scargle (clperiod.periodograms.multiterm and the astropy bridge's
 nterms) against astropy's exact "chi2" method."""
 
 from __future__ import annotations
@@ -9,9 +9,13 @@ import numpy as np
 import pytest
 from astropy.timeseries import LombScargle as AstropyLombScargle
 
-from clperiod import FrequencyGrid, multiterm, stats
+from clperiod import FrequencyGrid
+
+from clperiod.periodograms import multiterm
+
+from clperiod.periodograms import stats
 from clperiod.astropy import LombScargle
-from clperiod.multiterm import (MAX_NTERMS, multiterm_coefficients, multiterm_max_power,
+from clperiod.periodograms.multiterm import (MAX_NTERMS, multiterm_coefficients, multiterm_max_power,
                                 multiterm_power)
 
 GRID = FrequencyGrid.from_range(0.01, 3.0, 1500)
@@ -155,7 +159,7 @@ def test_astropy_bridge_with_nterms(light_curve, cpu_device):
     np.testing.assert_allclose(ours.model(t, 1 / 2.3), theirs.model(t, 1 / 2.3))  # astropy's
     with pytest.raises(NotImplementedError, match="multiterm periodograms"):
         theirs.false_alarm_probability(0.5)  # astropy has no null for nterms != 1
-    # clperiod's: Baluev (2008) generalized to 2 nterms components (clperiod.stats)
+    # clperiod's: Baluev (2008) generalized to 2 nterms components (clperiod.periodograms.stats)
     fmax = ours.autofrequency(return_freq_limits=True)[1]
     z = np.array([0.3, 0.4, 0.5])
     for method in ("baluev", "davies", "naive", "single"):

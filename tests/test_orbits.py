@@ -1,6 +1,6 @@
-"""Parameter bases and converters of clperiod.orbits (host NumPy, issue 4).
+"""Parameter bases and converters of clperiod.kepler.orbits (host NumPy, issue 4).
 
-Round trips between every pair of :data:`clperiod.orbits.BASES`, the
+Round trips between every pair of :data:`clperiod.kepler.orbits.BASES`, the
 time-of-conjunction formulas against radvel's (``tests/peers.py``), the mean
 anomaly at ``t_ref`` against the time of periastron by definition, and the
 (secosw, sesinw) bases at e = 0. "Same orbit" is checked through the
@@ -16,7 +16,7 @@ import pytest
 from peers import load_radvel
 from reference import kepler_rv as ref
 
-from clperiod import orbits
+from clperiod.kepler import orbits
 
 RADVEL = load_radvel()
 needs_radvel = pytest.mark.skipif(RADVEL is None, reason="radvel is not installed "

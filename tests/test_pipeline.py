@@ -22,12 +22,12 @@ import pyarrow.parquet as pq
 import pytest
 
 import clperiod
-from clperiod import pipeline
-from clperiod.catalog_files import open_catalog
-from clperiod.disposal import wait_for_disposals
+from clperiod.pipeline import run as pipeline
+from clperiod.io.readers import open_catalog
+from clperiod.io.disposal import wait_for_disposals
 from clperiod.io import load_example
 from clperiod.pipeline import AutoGrid, PeriodSearch, run_catalog, work_directory
-from clperiod.tables import result_columns
+from clperiod.io.tables import result_columns
 
 GRID = clperiod.FrequencyGrid.from_range(0.5, 4.0, 1200)
 
@@ -408,7 +408,7 @@ def test_the_first_search_starts_before_its_rows_are_checked(tmp_path, catalog, 
     then abandons that search (waited for) with the row's error, without numpy
     warnings about the bad values (which the host preparation of devices
     without FP64 computes with), and leaves nothing behind."""
-    lombscargle_module = importlib.import_module("clperiod.lombscargle")
+    lombscargle_module = importlib.import_module("clperiod.periodograms.lombscargle")
     monkeypatch.setattr(lombscargle_module, "_prepares_on_device", lambda info: not host_prepares)
     ids = np.repeat(catalog.ids, catalog.lengths)
     t, dy = catalog.t.copy(), catalog.dy.copy()
@@ -507,7 +507,7 @@ def _time_sorted_file(path, catalog):
 
 def test_a_time_sorted_input_runs_and_resumes_like_the_grouped_one(tmp_path, catalog,
                                                                    monkeypatch, cpu_device):
-    from clperiod import grouping
+    from clperiod.io import grouping
 
     monkeypatch.setattr(grouping, "SORT_RUN_ROWS", 250)  # merged from temporary files
     by_id = catalog.subset(np.argsort(catalog.ids, kind="stable"))

@@ -11,7 +11,8 @@ import matplotlib.pyplot as plt
 from matplotlib.collections import LineCollection
 
 import clperiod
-from clperiod import Catalog, FrequencyGrid, stats
+from clperiod import Catalog, FrequencyGrid
+from clperiod.periodograms import stats
 from clperiod.plot import plot_objects, plot_result
 
 GRID = FrequencyGrid.from_range(0.05, 5.0, 4000)

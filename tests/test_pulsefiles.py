@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import sys
-import types
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from clperiod import cli
-from clperiod.pulsefiles import (
+from clperiod.singlepulse.files import (
     read_heimdall_cand,
     read_npy_series,
     read_presto_dat,
@@ -329,8 +328,7 @@ def no_search(monkeypatch: pytest.MonkeyPatch) -> None:
     def search(*args, **kwargs):
         raise AssertionError("the search must not run")
 
-    monkeypatch.setitem(sys.modules, "clperiod.singlepulse",
-                        types.SimpleNamespace(search=search))
+    monkeypatch.setattr("clperiod.singlepulse.search", search)
 
 
 @pytest.mark.usefixtures("no_search")
@@ -374,7 +372,7 @@ def test_cli_writes_and_summarises(tmp_path: Path, capsys: pytest.CaptureFixture
         calls.append((data, dm, tsamp, kwargs))
         return _cands()
 
-    monkeypatch.setitem(sys.modules, "clperiod.singlepulse", types.SimpleNamespace(search=search))
+    monkeypatch.setattr("clperiod.singlepulse.search", search)
     paths = [_write_dat(tmp_path, dm, rng.normal(size=64).astype(np.float32))
              for dm in (10.0, 0.0)]
     status, out, err = _cli(capsys, *paths, "--threshold", "7", "--no-cluster", "--plan", "full")

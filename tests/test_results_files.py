@@ -1,4 +1,4 @@
-"""clperiod.results_files: result tables and periodograms written to files."""
+"""clperiod.io.results: result tables and periodograms written to files."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ import pyarrow.parquet as pq
 import pytest
 
 import clperiod
-from clperiod.disposal import wait_for_disposals
+from clperiod.io.disposal import wait_for_disposals
 from clperiod.io import load_example
-from clperiod.results_files import (
+from clperiod.io.results import (
     PeriodogramWriter,
     atomic_path,
     exclusive_temporary,
@@ -26,7 +26,7 @@ from clperiod.results_files import (
     write_periodograms,
     write_results,
 )
-from clperiod.tables import result_columns
+from clperiod.io.tables import result_columns
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""clperiod.runlock: one writer per output, released however the writer ends."""
+"""clperiod.pipeline.runlock: one writer per output, released however the writer ends."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ import textwrap
 
 import pytest
 
-from clperiod.runlock import OutputLockedError, lock_path, locked_outputs
+from clperiod.pipeline.runlock import OutputLockedError, lock_path, locked_outputs
 
 _HOLD = textwrap.dedent("""
     import sys, time
-    from clperiod.runlock import locked_outputs
+    from clperiod.pipeline.runlock import locked_outputs
 
     with locked_outputs(sys.argv[1]):
         print("locked", flush=True)
@@ -66,7 +66,7 @@ def test_one_process_cannot_take_an_output_twice(tmp_path):
 def test_a_lock_file_replaced_while_waiting_is_taken_afresh(tmp_path, monkeypatch):
     """A finishing run removes its lock file after another process opened it:
     that process must not keep a lock on the removed file."""
-    from clperiod import runlock
+    from clperiod.pipeline import runlock
 
     output = tmp_path / "out.csv"
     opened = []

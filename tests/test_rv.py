@@ -3,7 +3,7 @@
 The oracle is ``tests/reference/kepler_rv.py`` (float64 NumPy, radvel's
 conventions) and, when installed, radvel itself (``tests/peers.py``).
 Conventions: planets ``(..., n_planets, 5)`` in a basis of
-:data:`clperiod.orbits.BASES` (standard ``(P, K, e, w, M0)`` with ``M0`` at
+:data:`clperiod.kepler.orbits.BASES` (standard ``(P, K, e, w, M0)`` with ``M0`` at
 ``t_ref``); offsets and jitter per instrument in sorted label order or as a
 ``{label: value}`` mapping; the trend ``(dvdt, curv)`` is about ``t_ref``.
 
@@ -28,9 +28,13 @@ from peers import load_radvel
 from reference import kepler_rv as ref
 from reference import kepler_rv_mp as mp_ref
 
-from clperiod import io, kepler, orbits, rvmodel, select_devices
+from clperiod import io, kepler, select_devices
+
+from clperiod.kepler import orbits
+
+from clperiod.kepler import rvmodel
 from clperiod.kepler import ModelStatus, RVLikelihood
-from clperiod.rvmodel import ModelEvaluator, Observations
+from clperiod.kepler.rvmodel import ModelEvaluator, Observations
 
 RADVEL = load_radvel()
 needs_radvel = pytest.mark.skipif(
@@ -693,7 +697,7 @@ def test_profile_velocities_do_not_corrupt_memory():
     process because it has crashed the interpreter (out-of-bounds writes)."""
     code = textwrap.dedent("""
         import numpy as np
-        from clperiod.rvmodel import ModelEvaluator, Observations
+        from clperiod.kepler.rvmodel import ModelEvaluator, Observations
         rng = np.random.default_rng(0)
         t = np.sort(rng.uniform(0, 200, 50))
         obs = Observations.build(t, rng.normal(0, 10, 50), np.ones(50))
@@ -708,7 +712,7 @@ def test_profile_velocities_do_not_corrupt_memory():
             print("max error", np.abs(got - want).max())
             assert np.allclose(got, want, atol=1e-9)
     """)
-    root = Path(kepler.__file__).resolve().parents[1]
+    root = Path(kepler.__file__).resolve().parents[2]
     path = os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])
     env = dict(os.environ, PYTHONPATH=path)
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,

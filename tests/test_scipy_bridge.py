@@ -9,7 +9,7 @@ import pytest
 from scipy import signal
 
 import clperiod.scipy as bridge
-from clperiod import stats
+from clperiod.periodograms import stats
 from clperiod.scipy import MAX_RUNS, lombscargle
 
 NORMALIZE = [False, True, "amplitude"]
@@ -193,5 +193,5 @@ def test_the_module_does_not_shadow_scipy():
 
     assert scipy.__name__ == "scipy" and scipy.signal.lombscargle is signal.lombscargle
     assert bridge.__name__ == "clperiod.scipy"
-    # clperiod.stats imports scipy.special and scipy.optimize
+    # clperiod.periodograms.stats imports scipy.special and scipy.optimize
     assert stats.false_alarm_level(0.5, n=50, fmax=2.0, t=np.linspace(0, 10, 50)) > 0

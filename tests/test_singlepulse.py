@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from scipy.stats import norm
 
 from clperiod import singlepulse as sp
-from clperiod.device import get_queue, select_devices
+from clperiod.engine.devices import get_queue, select_devices
 
 TSAMP = 64e-6
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from reference import supersmoother as ref
 
-from clperiod.smoothing import single_pass_smooth
+from clperiod.periodograms.smoothing import single_pass_smooth
 
 
 def reference(smoother, x, y, w, *args):
@@ -82,7 +82,7 @@ def test_bad_input(rng):
 @pytest.mark.parametrize("alpha", [0.0, 5.5, 9.0, 10.0])
 @pytest.mark.parametrize("kind", ["random", "ties"])
 def test_supsmu_fp64_matches_reference(rng, periodic, alpha, kind):
-    from clperiod.smoothing import supsmu_smooth
+    from clperiod.periodograms.smoothing import supsmu_smooth
 
     lengths = [5, 6, 10, 24, 25, 57, 81, 200, 4]
     xs, ys, ws, offsets = problems(rng, lengths, kind)
@@ -98,7 +98,7 @@ def test_supsmu_fp64_matches_reference(rng, periodic, alpha, kind):
 
 
 def test_supsmu_all_equal_abscissae_and_fp32(rng):
-    from clperiod.smoothing import supsmu_smooth
+    from clperiod.periodograms.smoothing import supsmu_smooth
 
     x = np.concatenate([np.full(8, 0.25), np.sort(rng.uniform(0, 1, 60))])
     y = rng.normal(size=68)
@@ -121,7 +121,7 @@ def test_smoothers_are_free_of_units(rng, precision, smoother, y_scale, w_scale,
     """Scaling y by a, w by b and offsetting y by c gives a * smooth + c:
     the slope guard no longer compares the weights' units with a constant
     (within the rounding of the input offset and of the output's dtype)."""
-    from clperiod.smoothing import supsmu_smooth
+    from clperiod.periodograms.smoothing import supsmu_smooth
 
     smooth = single_pass_smooth if smoother == "single_pass" else supsmu_smooth
     xs, ys, ws, offsets = problems(rng, [12, 40, 81], kind="ties")

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from clperiod import Catalog, FrequencyGrid
-from clperiod import sort as clsort
+from clperiod.periodograms import folding as clsort
 from clperiod.io import load_example
 
 

@@ -1,4 +1,4 @@
-"""Tests of clperiod.stats against astropy's LombScargle and closed forms."""
+"""Tests of clperiod.periodograms.stats against astropy's LombScargle and closed forms."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from astropy.timeseries import LombScargle
 
-from clperiod import stats
+from clperiod.periodograms import stats
 from clperiod.grid import FrequencyGrid
 
 NORMS = ("standard", "model", "log", "psd")

@@ -14,7 +14,7 @@ from reference import supersmoother as ref
 import clperiod
 from clperiod import Catalog, FrequencyGrid, Status
 
-ss_module = importlib.import_module("clperiod.supersmoother")
+ss_module = importlib.import_module("clperiod.periodograms.supersmoother")
 
 
 def sawtooth_catalog(rng, specs, epoch=53000.0):
@@ -309,7 +309,7 @@ def test_repeated_searches_reuse_the_thread_pool(rng):
     _, cat = sawtooth_catalog(rng, [(40, 0.4), (55, 0.7)])
     grid = FrequencyGrid.from_range(0.2, 4.0, 400)
     info = clperiod.select_devices()[0]
-    pool = clperiod.device.thread_memory_pool(info)
+    pool = clperiod.engine.devices.thread_memory_pool(info)
     first = clperiod.supersmoother(cat, grid, device=info)
     managed, active = pool.managed_bytes, pool.active_bytes
     assert managed > active  # the run's buffers, held for the next run
@@ -318,10 +318,10 @@ def test_repeated_searches_reuse_the_thread_pool(rng):
     np.testing.assert_array_equal(again.top_k_power, first.top_k_power)
     other = []
     thread = threading.Thread(target=lambda: other.append(
-        clperiod.device.thread_memory_pool(info)))
+        clperiod.engine.devices.thread_memory_pool(info)))
     thread.start()
     thread.join()
-    assert other[0] is not pool and clperiod.device.thread_memory_pool(info) is pool
+    assert other[0] is not pool and clperiod.engine.devices.thread_memory_pool(info) is pool
 
 
 # {{{ units: scale and offset invariance

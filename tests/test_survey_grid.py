@@ -149,5 +149,5 @@ def test_single_light_curve_results_carry_the_flags(cpu_device):
     t = np.linspace(0, 100, 200) + np.random.default_rng(1).uniform(0, 0.3, 200)
     result = clperiod.lombscargle(t, FrequencyGrid.from_range(0.01, 1, 1000), np.sin(t),
                                   device=cpu_device)
-    columns = clperiod.tables.result_columns(result)
+    columns = clperiod.io.tables.result_columns(result)
     assert list(columns["grid_warning"]) == ["low_fmax"]

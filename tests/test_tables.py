@@ -1,10 +1,10 @@
-"""The per-object result table (clperiod.tables)."""
+"""The per-object result table (clperiod.io.tables)."""
 
 import numpy as np
 
 import clperiod
 from clperiod.catalog import Status
-from clperiod.tables import result_columns
+from clperiod.io.tables import result_columns
 
 
 def _catalog():

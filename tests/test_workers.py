@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from clperiod import workers
+from clperiod.engine import workers
 
 
 def _worker_threads() -> int:

@@ -1,7 +1,7 @@
 """The documented Keplerian RV model evaluated in extended precision (mpmath).
 
 Each float64 input is taken as the exact number it is, and the model of
-``clperiod.orbits`` / ``clperiod.kepler`` is evaluated with ``DIGITS``
+``clperiod.kepler.orbits`` / ``clperiod.kepler`` is evaluated with ``DIGITS``
 significant digits beyond the magnitude of the phase, then rounded once:
 
 * basis ``m0``: ``M(t) = 2 pi (t - t_ref) / P + M0``;

@@ -1,0 +1,14 @@
+"""Period searches over Dask DataFrames, one device per worker.
+
+The public names live in :mod:`clperiod.dask.api`.
+"""
+
+from clperiod.dask.api import (
+    lombscargle,
+    supersmoother,
+)
+
+__all__ = [
+    "lombscargle",
+    "supersmoother",
+]

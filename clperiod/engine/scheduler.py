@@ -1,0 +1,156 @@
+"""Run independent work items on one or several devices.
+
+One worker thread per device pulls the next item from a shared queue (dynamic
+assignment, so ragged batches balance themselves); results come back in input
+order. pyopencl releases the GIL while it waits for a device, so the threads
+overlap. The worker threads live as long as the process and serve every call,
+so their per-thread caches (command queues, kernel objects) outlast a call;
+with one device in all the items run in the calling thread.
+:func:`split_range` cuts a run of independent rows (models, elements) into
+such items.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import itertools
+import os
+import queue
+import threading
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from clperiod.engine.devices import DeviceInfo
+
+__all__ = ["BATCHES_PER_DEVICE", "run_on_devices", "split_range"]
+
+Item = TypeVar("Item")
+Result = TypeVar("Result")
+
+#: With several devices, work is cut into at least this many items per device
+#: (when there is enough of it), so that a faster device takes more items.
+BATCHES_PER_DEVICE = 4
+
+_workers: dict[tuple[int, int], concurrent.futures.ThreadPoolExecutor] = {}
+_workers_lock = threading.Lock()
+_in_worker = threading.local()  # .active: this thread is one of _workers
+
+
+def run_on_devices(
+    devices: Sequence[DeviceInfo],
+    items: Sequence[Item],
+    work: Callable[[DeviceInfo, Item], Result],
+    progress: Callable[[int], None] | None = None,
+) -> list[Result]:
+    """Apply ``work(device, item)`` to every item, spreading items over devices.
+
+    Parameters
+    ----------
+    devices
+        Devices to use; each gets one worker thread (a device listed twice,
+        two).
+    items
+        Independent work items.
+    work
+        Called once per item with the device that runs it.
+    progress
+        Optional callback, called with 1 after each finished item.
+
+    Returns
+    -------
+    list
+        ``work`` results in the order of ``items``. The first exception raised
+        by any worker is re-raised after all workers stopped.
+    """
+    if len(devices) == 1 or len(items) <= 1 or getattr(_in_worker, "active", False):
+        results = []
+        for item in items:
+            results.append(work(devices[0], item))
+            if progress:
+                progress(1)
+        return results
+
+    todo: queue.SimpleQueue[int] = queue.SimpleQueue()
+    for index in range(len(items)):
+        todo.put(index)
+    out: list = [None] * len(items)
+    errors: list[BaseException] = []
+
+    def worker(device: DeviceInfo) -> None:
+        while not errors:
+            try:
+                index = todo.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                out[index] = work(device, items[index])
+            except BaseException as error:  # re-raised in the caller
+                errors.append(error)
+                return
+            if progress:
+                progress(1)
+
+    seen: dict[int, int] = {}
+    futures = []
+    for device in devices:
+        slot = seen[device.device.int_ptr] = seen.get(device.device.int_ptr, -1) + 1
+        futures.append(_worker(device, slot).submit(worker, device))
+    concurrent.futures.wait(futures)
+    if errors:
+        raise errors[0]
+    return out
+
+
+def _worker(device: DeviceInfo, slot: int) -> concurrent.futures.ThreadPoolExecutor:
+    """The long-lived worker thread of ``device`` (``slot``: its n-th listing)."""
+    key = (device.device.int_ptr, slot)
+    with _workers_lock:
+        if key not in _workers:
+            _workers[key] = concurrent.futures.ThreadPoolExecutor(
+                1, thread_name_prefix=f"clperiod-device-{device.platform_index}:"
+                f"{device.device_index}-{slot}", initializer=_mark_worker)
+        return _workers[key]
+
+
+def _forget_workers() -> None:
+    """In a forked child: none of the parent's threads exist, so start afresh."""
+    global _workers_lock
+    _workers.clear()
+    _workers_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_workers)
+
+
+def _mark_worker() -> None:
+    """Work run from inside a worker that calls :func:`run_on_devices` again
+    runs inline (waiting for its own thread would never end)."""
+    _in_worker.active = True
+
+
+def split_range(start: int, stop: int, n_devices: int, min_size: int = 1) -> list[tuple[int, int]]:
+    """Cut the rows ``[start, stop)`` into consecutive items for ``n_devices``.
+
+    Parameters
+    ----------
+    start, stop
+        The rows.
+    n_devices
+        Devices that will share the items.
+    min_size
+        Fewest rows worth an item of their own.
+
+    Returns
+    -------
+    list of (int, int)
+        ``(lo, hi)`` ranges of near-equal size, in order: one with one
+        device, else :data:`BATCHES_PER_DEVICE` per device, fewer where an
+        item would hold fewer than ``min_size`` rows.
+    """
+    n = stop - start
+    if n <= 0:
+        return []
+    count = 1
+    if n_devices > 1:
+        count = max(1, min(BATCHES_PER_DEVICE * n_devices, n // max(1, min_size)))
+    return list(itertools.pairwise(start + n * i // count for i in range(count + 1)))

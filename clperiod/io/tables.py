@@ -1,0 +1,77 @@
+"""Per-object result tables: one row per object, plain NumPy columns.
+
+:func:`result_columns` turns a period-search result (Lomb-Scargle or
+SuperSmoother) into the columns every writer, the command line and the Dask
+front end share, so a result has one tabular form whatever the destination.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from clperiod.catalog import Status
+from clperiod.grid import grid_warning_names, grid_warnings
+
+__all__ = ["result_columns"]
+
+
+def result_columns(result: Any, *, fap_method: str | None = "baluev") -> dict[str, np.ndarray]:
+    """The per-object columns of a period-search result.
+
+    Parameters
+    ----------
+    result
+        A :class:`~clperiod.periodograms.lombscargle.LombScargleResult` or
+        :class:`~clperiod.periodograms.supersmoother.SuperSmootherResult`.
+    fap_method
+        False-alarm-probability method for the ``fap`` column (Lomb-Scargle
+        only; see :meth:`LombScargleResult.false_alarm_probability`), or None
+        for no ``fap`` column.  SuperSmoother results have no analytic false
+        alarm probability and never get the column.
+
+    Returns
+    -------
+    dict of str to ndarray
+        In this order: ``id``, ``n_points``, ``period``, ``frequency``,
+        ``power``, ``fap`` (see above), ``period_1 .. period_k`` and
+        ``power_1 .. power_k`` (the top-k distinct peaks, best first),
+        ``status`` (int, :class:`~clperiod.catalog.Status` value),
+        ``status_name`` and ``grid_warning`` (comma-separated
+        :class:`~clperiod.grid.GridWarning` names, ``""`` when the grid
+        resolves the object).  Objects that are not OK have NaN numbers.
+    """
+    columns: dict[str, np.ndarray] = {
+        "id": np.asarray(result.ids),
+        "n_points": np.asarray(result.n_points, dtype=np.int64),
+        "period": np.asarray(result.period, dtype=np.float64),
+        "frequency": np.asarray(result.frequency_best, dtype=np.float64),
+        "power": np.asarray(result.power_best, dtype=np.float64),
+    }
+    if fap_method is not None and hasattr(result, "false_alarm_probability"):
+        columns["fap"] = np.asarray(result.false_alarm_probability(method=fap_method))
+    top_k_period = np.asarray(result.top_k_period, dtype=np.float64)
+    top_k_power = np.asarray(result.top_k_power, dtype=np.float64)
+    for rank in range(top_k_period.shape[1]):
+        columns[f"period_{rank + 1}"] = top_k_period[:, rank]
+    for rank in range(top_k_power.shape[1]):
+        columns[f"power_{rank + 1}"] = top_k_power[:, rank]
+    status = np.asarray(result.status, dtype=np.int8)
+    columns["status"] = status
+    columns["status_name"] = _status_names(status)
+    columns["grid_warning"] = grid_warning_names(grid_warnings(result.grid, result.catalog))
+    return columns
+
+
+def _status_names(status: Any) -> np.ndarray:
+    """Names of :class:`~clperiod.catalog.Status` values (object array, same shape)."""
+    status = np.asarray(status)
+    invalid = (status < 0) | (status >= _STATUS_NAMES.size)
+    if invalid.any():
+        raise ValueError(f"{int(status[invalid].flat[0])} is not a valid Status")
+    return _STATUS_NAMES[status]
+
+
+#: Status names by value (the values are 0, 1, 2, ...).
+_STATUS_NAMES = np.array([Status(value).name for value in range(len(Status))], dtype=object)

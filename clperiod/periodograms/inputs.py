@@ -1,0 +1,208 @@
+"""Host-side helpers shared by the search front ends."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import Any, Generic, TypeVar, get_args
+
+import numpy as np
+
+from clperiod import checks
+from clperiod.catalog import Catalog, Status, catalog_of, is_lightcurve_list
+
+__all__ = ["Deferred", "PeakResults", "as_catalog", "check_choice", "check_top_k",
+           "degenerate_status", "progress_bar", "segment_max", "segment_reduce",
+           "segment_sum"]
+
+
+T = TypeVar("T")
+
+
+class Deferred(Generic[T]):
+    """A result the device may still be computing: :meth:`result` waits for it
+    (once; later calls return the same object)."""
+
+    def __init__(self, finish: Callable[[], T]) -> None:
+        self._finish: Callable[[], T] | None = finish
+        self._value: T | None = None
+
+    @classmethod
+    def ready(cls, value: T) -> Deferred[T]:
+        """An already finished result."""
+        return cls(lambda: value)
+
+    def result(self) -> T:
+        """Wait for the device and return the result."""
+        if self._finish is not None:
+            self._value = self._finish()
+            self._finish = None
+        return self._value
+
+
+class PeakResults:
+    """Derived views shared by the per-object search results (dataclasses with
+    ``frequency_best``, ``top_k_frequency``, ``catalog`` and ``grid``)."""
+
+    @property
+    def period(self) -> np.ndarray:
+        """Best period of each object (``1 / frequency_best``)."""
+        return 1.0 / self.frequency_best
+
+    @property
+    def top_k_period(self) -> np.ndarray:
+        """Periods of the top-k peaks."""
+        return 1.0 / self.top_k_frequency
+
+    @property
+    def n_points(self) -> np.ndarray:
+        """Observations per object."""
+        return self.catalog.lengths
+
+    def frequency(self) -> np.ndarray:
+        """The grid frequencies (columns of :attr:`power`)."""
+        return self.grid.frequencies()
+
+
+def as_catalog(cat_or_t: Any, y: Any, dy: Any, nan_policy: str) -> Catalog:
+    """The catalog of a search call: a Catalog as given, a list of light
+    curves (:meth:`Catalog.from_lightcurves`), or one light curve."""
+    if isinstance(cat_or_t, Catalog) or (y is None and is_lightcurve_list(cat_or_t)):
+        if y is not None or dy is not None:
+            raise ValueError("give y and dy inside the Catalog or the light curves, not as "
+                             "arguments")
+        return catalog_of(cat_or_t, nan_policy)
+    if y is None:
+        raise ValueError("y is required when the first argument is a time array (or pass a "
+                         "Catalog, or a list of (t, y[, dy]) tuples, DataFrames or Tables)")
+    return Catalog.from_single(cat_or_t, y, dy, nan_policy=nan_policy)
+
+
+def check_top_k(top_k: Any, largest: int) -> int:
+    """``top_k`` as an int in ``[1, largest]``, or TypeError/ValueError."""
+    if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)):
+        raise TypeError(f"top_k must be an integer, got {top_k!r}")
+    if not 1 <= top_k <= largest:
+        raise ValueError(f"top_k must be in [1, {largest}], got {top_k}")
+    return int(top_k)
+
+
+def check_choice(name: str, value: Any, kind: Any) -> None:
+    """Raise ValueError unless ``value`` is one of the ``Literal`` ``kind``'s values."""
+    checks.choice(name, value, get_args(kind))
+
+
+@contextlib.contextmanager
+def progress_bar(enabled: bool, total: int, desc: str) -> Iterator[Any]:
+    """A tqdm bar over ``total`` work items, or None when disabled."""
+    if not enabled:
+        yield None
+        return
+    try:
+        from tqdm.auto import tqdm
+    except ImportError as error:
+        raise ImportError("progress=True needs tqdm: pip install clperiod[progress]") from error
+    with tqdm(total=total, unit="batch", desc=desc) as bar:
+        yield bar
+
+
+def degenerate_status(catalog: Catalog, status: np.ndarray, power_best: np.ndarray,
+                      use_dy: bool) -> np.ndarray:
+    """The per-object status of a search with the cause of every degenerate result.
+
+    Parameters
+    ----------
+    catalog
+        The catalog searched.
+    status
+        The search's status (OK, TOO_FEW_POINTS, ZERO_VARIANCE).
+    power_best
+        The best power of each object (NaN where no peak was found).
+    use_dy
+        Whether the search weighted by ``catalog.dy``.
+
+    Returns
+    -------
+    ndarray of int8
+        ``status`` with, in order of precedence: NOT_FINITE and
+        BAD_UNCERTAINTY for invalid values (only a catalog made by the
+        constructor, which does not check values, holds them); ZERO_BASELINE
+        for OK objects whose times are all equal; for OK objects without a
+        finite power and for ZERO_VARIANCE objects, ZERO_VARIANCE if their
+        weighted variance, evaluated scale-free, is below rounding, else
+        OUT_OF_RANGE (their squares or weights left the floating-point
+        range).
+    """
+    status = np.array(status, dtype=np.int8)
+    status[(status == Status.OK) & _equal_times(catalog)] = Status.ZERO_BASELINE
+    no_peak = (status == Status.OK) & ~np.isfinite(power_best)
+    suspect = np.flatnonzero(no_peak | (status == Status.ZERO_VARIANCE))
+    status[suspect] = np.where(_varies(catalog, suspect, use_dy), Status.OUT_OF_RANGE,
+                               Status.ZERO_VARIANCE)
+    dy = catalog.dy if use_dy else None
+    if dy is not None and not (dy > 0).all():
+        status[_owners(catalog, dy <= 0)] = Status.BAD_UNCERTAINTY
+    invalid = _not_finite(catalog.t, catalog.y, dy)
+    if invalid is not None:
+        status[_owners(catalog, invalid)] = Status.NOT_FINITE
+    return status
+
+
+def _equal_times(catalog: Catalog) -> np.ndarray:
+    """Per object, whether it has rows and all its times are equal."""
+    return (catalog.lengths > 0) & (catalog.baselines() == 0)
+
+
+def _not_finite(*columns: np.ndarray | None) -> np.ndarray | None:
+    """Rows where a column is NaN or infinite, or None when all are finite."""
+    present = [column for column in columns if column is not None]
+    if all(np.isfinite(column).all() for column in present):
+        return None
+    return np.logical_or.reduce([~np.isfinite(column) for column in present])
+
+
+def _owners(catalog: Catalog, rows: np.ndarray) -> np.ndarray:
+    """Indices of the objects that own the ``rows`` marked True."""
+    return np.unique(np.searchsorted(catalog.offsets, np.flatnonzero(rows), side="right") - 1)
+
+
+def _varies(catalog: Catalog, objects: np.ndarray, use_dy: bool) -> np.ndarray:
+    """For each of ``objects`` (all with rows), whether its values have a
+    weighted variance above rounding, evaluated scale-free (values divided by
+    their largest magnitude, weights ``(min dy / dy)**2``) so that nothing
+    overflows or underflows."""
+    if objects.size == 0:
+        return np.zeros(0, dtype=bool)
+    sub = catalog.subset(objects)
+    lengths, starts = sub.lengths, sub.offsets[:-1]
+    with np.errstate(all="ignore"):
+        y = sub.y / np.repeat(np.maximum.reduceat(np.abs(sub.y), starts), lengths)
+        w = np.ones_like(y)
+        if use_dy and sub.dy is not None:
+            w = (np.repeat(np.minimum.reduceat(sub.dy, starts), lengths) / sub.dy) ** 2
+        total = segment_sum(w, sub.offsets)
+        centred = y - np.repeat(segment_sum(w * y, sub.offsets) / total, lengths)
+        variance = segment_sum(w * centred * centred, sub.offsets) / total
+        second = segment_sum(w * y * y, sub.offsets) / total
+    return variance > (64 * np.finfo(np.float64).eps) ** 2 * second
+
+
+def segment_sum(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Per-object sums of ``values`` (segments given by ``offsets``; empty -> 0)."""
+    return segment_reduce(np.add, values, offsets)
+
+
+def segment_max(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Per-object maxima of ``values`` (segments given by ``offsets``; empty -> 0)."""
+    return segment_reduce(np.maximum, values, offsets)
+
+
+def segment_reduce(ufunc: np.ufunc, values: np.ndarray, offsets: np.ndarray,
+                   empty: float = 0.0) -> np.ndarray:
+    """Per-object ``ufunc.reduce`` of ``values`` (segments given by ``offsets``);
+    ``empty`` for objects without rows."""
+    reduced = np.full(len(offsets) - 1, empty)
+    nonempty = np.flatnonzero(np.diff(offsets) > 0)
+    if len(nonempty):
+        reduced[nonempty] = ufunc.reduceat(values, offsets[:-1][nonempty])
+    return reduced

@@ -1,0 +1,864 @@
+"""Lomb-Scargle periodograms of one light curve or a ragged catalog on OpenCL.
+
+Call path: :func:`lombscargle` validates the input,
+:func:`clperiod.engine.planner.plan_batches` cuts the catalog into batches that fit
+the device, :func:`clperiod.engine.scheduler.run_on_devices` runs the batches, and
+each batch uploads its raw ``t, y, dy``, prepares the per-point and per-object
+kernel inputs on the device (``ls_prepare`` of ``cl_kernels/lsprepare.mako``,
+fp64; devices without fp64 get them from :func:`_prepare` on the host), then
+launches ``ls_tiles`` and ``ls_merge_topk`` of ``cl_kernels/lombscargle.mako``.
+The preparation expresses each object's values in its own units
+(:mod:`clperiod.periodograms.standardize`: centred without losing digits to an offset,
+scaled by powers of two), so the powers do not depend on the units or the
+offset of ``y`` in either precision.
+The host thread of a batch mostly waits for its device (without the GIL), so
+several devices, and reading or writing files, run alongside.
+
+The periodogram is the least-squares power of a sinusoid (plus a floating
+mean for the generalized method) evaluated through its 2x2 normal equations,
+which equals the time-shift (tau) form of Scargle (1982) and Zechmeister &
+Kuerster (2009) used by SciPy and astropy.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import pyopencl as cl
+
+from clperiod import checks
+from clperiod.engine import kernels
+from clperiod.periodograms import stats
+from clperiod.catalog import Catalog, Status
+from clperiod.engine.devices import DeviceInfo, get_context, get_queue, require_fp64, select_devices
+from clperiod.grid import FrequencyGrid
+from clperiod.periodograms.inputs import (Deferred, PeakResults, as_catalog, check_choice, check_top_k,
+                   degenerate_status, progress_bar)
+from clperiod.engine.planner import (DEFAULT_BETA, Batch, KernelShape, Staging, check_periodogram_memory,
+                       periodogram_array, plan_batches)
+from clperiod.engine.scheduler import BATCHES_PER_DEVICE, run_on_devices
+from clperiod.periodograms.standardize import standardize
+
+__all__ = ["lombscargle", "lombscargle_async", "LombScargleResult"]
+
+Method = Literal["generalized", "standard"]
+Normalization = Literal["standard", "model", "log", "psd"]
+Precision = Literal["fp64", "fp32"]
+Memory = Literal["auto", "local", "global"]
+
+#: Largest ``top_k`` (peaks are kept in private arrays of this length).
+MAX_TOP_K = 64
+_NO_PEAK = np.iinfo(np.int32).max
+#: Largest grid: frequency indices (plus a tile of halo) must fit an int32.
+MAX_NF = 2**31 - 2**16
+
+@dataclass(frozen=True)
+class LombScargleResult(PeakResults):
+    """Periodogram search results, one entry per catalog object.
+
+    Attributes
+    ----------
+    ids : ndarray
+        Object ids, catalog order.
+    frequency_best, period, power_best : ndarray
+        Highest peak of each object (NaN when ``status`` is not OK).
+    top_k_frequency, top_k_period, top_k_power : ndarray, shape (n_objects, top_k)
+        The ``top_k`` highest distinct peaks (local maxima), best first; NaN
+        where an object has fewer peaks.
+    status : ndarray of Status
+        Per-object status (OK, TOO_FEW_POINTS, ZERO_VARIANCE, ...).
+    power : ndarray, shape (n_objects, nf), or None
+        Full periodograms (kernel precision) when requested.
+    grid : FrequencyGrid
+        The frequency grid evaluated.
+    """
+
+    ids: np.ndarray
+    frequency_best: np.ndarray
+    power_best: np.ndarray
+    top_k_frequency: np.ndarray
+    top_k_power: np.ndarray
+    status: np.ndarray
+    power: np.ndarray | None
+    grid: FrequencyGrid
+    method: str
+    normalization: str
+    precision: str
+    fit_mean: bool
+    center_data: bool
+    devices: list[str]
+    catalog: Catalog = field(repr=False)
+    timings: dict[str, float] = field(default_factory=dict, repr=False)
+
+    def false_alarm_probability(
+        self, method: str = "baluev", power: np.ndarray | None = None
+    ) -> np.ndarray:
+        """False-alarm probability of each object's peak(s).
+
+        Parameters
+        ----------
+        method
+            ``"baluev"`` (default, astropy's), ``"davies"``, ``"naive"`` or
+            ``"townsend"`` (Townsend 2010, eq. 3, with the grid size as the
+            number of independent frequencies).
+        power
+            Powers to evaluate, shape ``(n_objects,)`` or ``(n_objects, k)``,
+            in this result's normalization; default :attr:`power_best`.
+
+        Returns
+        -------
+        ndarray
+            Same shape as ``power``; NaN for objects whose status is not OK.
+            All objects are evaluated at once
+            (:func:`clperiod.periodograms.stats.catalog_false_alarm_probability`).
+        """
+        z = self.power_best if power is None else np.asarray(power, dtype=np.float64)
+        fap = stats.catalog_false_alarm_probability(
+            z,
+            self.catalog,
+            fmax=self.grid.fmax,
+            weighted=self.method == "generalized",
+            normalization=self.normalization,
+            method=method,
+            fit_mean=self.fit_mean,
+            center_data=self.center_data,
+            nf=self.grid.nf,
+        )
+        ok = (self.status == Status.OK).reshape((-1,) + (1,) * (fap.ndim - 1))
+        return np.where(ok, fap, np.nan)
+
+
+def lombscargle(
+    cat_or_t: Catalog | np.ndarray,
+    grid: FrequencyGrid,
+    y: np.ndarray | None = None,
+    dy: np.ndarray | None = None,
+    *,
+    method: Method = "generalized",
+    normalization: Normalization | None = "standard",
+    fit_mean: bool | None = None,
+    center_data: bool | None = None,
+    precision: Precision = "fp64",
+    memory: Memory = "auto",
+    periodogram: bool = False,
+    top_k: int = 1,
+    device=None,
+    nan_policy: Literal["raise", "omit"] = "raise",
+    profile: bool = False,
+    progress: bool = False,
+) -> LombScargleResult:
+    """Lomb-Scargle periodogram search of a light curve or a catalog.
+
+    Parameters
+    ----------
+    cat_or_t
+        A :class:`Catalog`, or the times of one light curve (then give ``y``
+        and optionally ``dy``).
+    grid
+        Uniform frequency grid (ordinary frequency, cycles per time unit).
+        The power at a frequency of 0 (``fmin = 0``) is NaN, as astropy's:
+        the sine term vanishes there, so no sinusoid fits; peaks are found
+        among the other frequencies.
+    y, dy
+        Values and uncertainties when ``cat_or_t`` is a time array.
+    method
+        ``"generalized"``: floating mean and ``dy^-2`` weights (astropy's
+        default model, Zechmeister & Kuerster 2009). ``"standard"``: the
+        classic unweighted Scargle periodogram of SciPy and Townsend (2010);
+        uncertainties are not used (passing ``dy`` with it is an error).
+    normalization
+        astropy's ``"standard"``, ``"model"``, ``"log"`` or ``"psd"``; ``None``
+        gives the unnormalized power 1/2 (chi2_ref - chi2), which is SciPy's
+        ``lombscargle`` output and equals astropy's ``"psd"``.
+    fit_mean, center_data
+        As in astropy; defaults follow the method (generalized: both True,
+        standard: both False, i.e. SciPy's raw form).
+    precision
+        ``"fp64"`` or ``"fp32"``. Times stay float64 on the host; the fp32
+        kernel gets per-point phases in double-single form, so raw MJD/JD
+        inputs keep their accuracy. Values are centred and scaled per
+        object in float64 first, so both precisions take any finite ``y``
+        and ``dy``; an object whose variation is below float64's resolution
+        of its values is ZERO_VARIANCE. fp32 psd periodograms are float32 in
+        the units of ``(y / dy)**2`` (``y**2`` without ``dy``): outside
+        :data:`FLOAT32_PSD_RANGE` they raise ValueError (the peaks, scaled in
+        float64, have no such limit).
+    memory
+        ``"local"`` stages observations through local memory in tiles,
+        ``"global"`` reads them from global memory; ``"auto"`` picks by device.
+    periodogram
+        Also return the full periodograms (``n_objects x nf``).
+    top_k
+        Number of distinct peaks (local maxima) reported per object.
+    device
+        Device selection (see :func:`clperiod.engine.devices.select_devices`);
+        default from ``CLPERIOD_DEVICE``.
+    nan_policy
+        ``"raise"`` (default) on non-finite input, or ``"omit"`` to drop those
+        rows (only for array input; a Catalog is already validated).
+    profile
+        Time the kernels with OpenCL profiling events; the sums are reported
+        in ``result.timings`` (seconds).
+    progress
+        Show a tqdm progress bar over the device batches (needs the
+        ``progress`` extra, ``pip install clperiod[progress]``).
+
+    Returns
+    -------
+    LombScargleResult
+
+    Raises
+    ------
+    ValueError
+        Bad options or data, or fp64 requested on a device without fp64.
+    MemoryError
+        ``periodogram=True`` asks for more host memory than is available
+        (:func:`clperiod.engine.planner.available_host_memory`; the message names
+        the size), or an object too large for the device.
+    """
+    return _start(cat_or_t, grid, y, dy, method=method, normalization=normalization,
+                  fit_mean=fit_mean, center_data=center_data, precision=precision,
+                  memory=memory, periodogram=periodogram, top_k=top_k, device=device,
+                  nan_policy=nan_policy, profile=profile, progress=progress,
+                  defer=False).result()
+
+
+def lombscargle_async(
+    cat_or_t: Catalog | np.ndarray,
+    grid: FrequencyGrid,
+    y: np.ndarray | None = None,
+    dy: np.ndarray | None = None,
+    **options: Any,
+) -> Deferred[LombScargleResult]:
+    """Start :func:`lombscargle` and return before the device has finished.
+
+    Takes the same arguments. With one device, no progress bar, and a
+    catalog that fits one batch of a quarter of the device memory, the
+    uploads (from page-locked memory) and the kernels are queued and the
+    call returns at once; otherwise the search runs to the end first.
+    Queuing the next catalog before waiting for this one keeps the device
+    busy while the host reads and writes files
+    (:func:`clperiod.pipeline.run_catalog` does this).
+
+    Returns
+    -------
+    Deferred
+        ``.result()`` waits and returns the :class:`LombScargleResult`.
+    """
+    bound = _SIGNATURE.bind(cat_or_t, grid, y, dy, **options)
+    bound.apply_defaults()
+    return _start(**bound.arguments, defer=True)
+
+
+_SIGNATURE = inspect.signature(lombscargle)
+
+
+def _start(cat_or_t, grid, y, dy, *, method, normalization, fit_mean, center_data, precision,
+           memory, periodogram, top_k, device, nan_policy, profile, progress,
+           defer: bool) -> Deferred[LombScargleResult]:
+    """Check the input, plan the batches and queue (``defer``) or run them."""
+    started = time.perf_counter()
+    options = _Options.build(
+        method, normalization, fit_mean, center_data, precision, memory, top_k, periodogram
+    )
+    catalog = _as_catalog(cat_or_t, y, dy, method, nan_policy)
+    if not isinstance(grid, FrequencyGrid):
+        raise TypeError(f"grid must be a FrequencyGrid, got {type(grid).__name__}")
+    if grid.fmax == 0:
+        raise ValueError("grid has no frequency above 0 (the power at f = 0 is NaN); "
+                         f"got {grid}")
+    if grid.nf > MAX_NF:
+        raise ValueError(f"grids of more than {MAX_NF} frequencies are not supported "
+                         f"(int32 frequency indices); split the range, got nf={grid.nf}")
+    devices = select_devices(device)
+    if options.fp64:
+        for info in devices:
+            require_fp64(info)
+    lengths = np.where(catalog.lengths >= options.min_points, catalog.lengths, 0)
+    compensated = not options.fp64 and int(lengths.max(initial=0)) > COMPENSATE_ABOVE
+    shape = _kernel_shape(devices, options, compensated)
+    if periodogram:  # before the plan, which counts on the rest of the host's memory
+        check_periodogram_memory(catalog.n_objects, grid.nf, options.dtype)
+    # a queued batch shares the device with the next call's: half the budget each
+    defer = defer and len(devices) == 1 and not progress
+    batches = _plan(devices, shape, lengths, grid, options,
+                    DEFAULT_BETA / 2 if defer else DEFAULT_BETA)
+    power = _result_array(devices, (catalog.n_objects, grid.nf), options) if periodogram else None
+
+    def batch_work(info: DeviceInfo, batch: Batch) -> _QueuedBatch:
+        return _enqueue_batch(info, batch, shape, compensated, catalog, grid, options, power,
+                              profile)
+
+    def assemble(results: list[_BatchResult]) -> LombScargleResult:
+        return _assemble(results, catalog, grid, options, power, devices, method, precision,
+                         started)
+
+    if defer and len(batches) == 1:
+        queued = batch_work(devices[0], batches[0])
+        return Deferred(lambda: assemble([queued.result()]))
+    with progress_bar(progress, len(batches), "lombscargle") as bar:
+        results = run_on_devices(
+            devices, batches, lambda info, batch: batch_work(info, batch).result(),
+            progress=bar.update if bar is not None else None,
+        )
+    return Deferred.ready(assemble(results))
+
+
+def _assemble(results: list[_BatchResult], catalog: Catalog, grid: FrequencyGrid,
+              options: _Options, power: np.ndarray | None, devices: list[DeviceInfo],
+              method: str, precision: str, started: float) -> LombScargleResult:
+    """The result of a search from its batches' results (in catalog order)."""
+    top_val = np.concatenate([r.val for r in results])
+    top_idx = np.concatenate([r.idx for r in results])
+    found = top_idx != _NO_PEAK
+    top_val = np.where(found, top_val, np.nan)
+    top_freq = np.where(found, grid.fmin + top_idx * grid.df, np.nan)
+    status = _search_status(catalog, np.concatenate([r.status for r in results]),
+                            top_val[:, 0], options)
+    if power is not None and options.normalization == "psd" and not options.fp64:
+        _check_float32_psd(np.concatenate([r.psd_scale for r in results]), status, catalog)
+    failed = status != Status.OK
+    top_val[failed] = top_freq[failed] = np.nan
+    if power is not None and failed.any():
+        power[failed] = np.nan
+    timings: dict[str, float] = {}
+    for result in results:
+        for name, value in result.seconds.items():
+            timings[name] = timings.get(name, 0.0) + value
+    return LombScargleResult(
+        ids=catalog.ids,
+        frequency_best=top_freq[:, 0].copy(),
+        power_best=top_val[:, 0].copy(),
+        top_k_frequency=top_freq,
+        top_k_power=top_val,
+        status=status,
+        power=power,
+        grid=grid,
+        method=method,
+        normalization=options.normalization,
+        precision=precision,
+        fit_mean=options.fit_mean,
+        center_data=options.center_data,
+        devices=[d.label for d in devices],
+        catalog=catalog,
+        timings={**timings, "total_s": time.perf_counter() - started},
+    )
+
+
+def _search_status(catalog: Catalog, prepared: np.ndarray, power_best: np.ndarray,
+                   options: _Options) -> np.ndarray:
+    """Per-object status: the preparation's (TOO_FEW_POINTS, ZERO_VARIANCE)
+    with the causes of degenerate results (:func:`clperiod.periodograms.inputs.degenerate_status`).
+
+    The preparation's ZERO_VARIANCE is kept where the degenerate-status test
+    would say OUT_OF_RANGE: the standardization decides it exactly and for any
+    finite values (no value leaves the range there), whereas that test centres
+    in one pass; the invalid-value statuses (NOT_FINITE, BAD_UNCERTAINTY)
+    take precedence over both.
+    """
+    use_dy = options.method == "generalized" and catalog.dy is not None
+    status = degenerate_status(catalog, prepared, power_best, use_dy)
+    status[(prepared == Status.ZERO_VARIANCE) & (status == Status.OUT_OF_RANGE)] = (
+        Status.ZERO_VARIANCE)
+    return status
+
+
+#: The psd factors whose fp32 periodograms keep float32's precision: powers
+#: down to its epsilon (relative to the largest) stay normal numbers.
+FLOAT32_PSD_RANGE = (float(np.finfo(np.float32).tiny / np.finfo(np.float32).eps),
+                     float(np.finfo(np.float32).max))
+
+
+def _check_float32_psd(psd_scale: np.ndarray, status: np.ndarray, catalog: Catalog) -> None:
+    """Raise ValueError if an object's fp32 psd periodogram leaves float32's range.
+
+    psd powers carry the units of ``(y / dy)**2`` (of ``y**2`` without
+    ``dy``); the peak values are scaled in float64, the periodogram is not.
+    """
+    low, high = FLOAT32_PSD_RANGE
+    outside = (status == Status.OK) & ~((psd_scale >= low) & (psd_scale <= high))
+    if outside.any():
+        first = int(np.flatnonzero(outside)[0])
+        raise ValueError(
+            f"normalization='psd' periodograms of precision='fp32' are float32, but "
+            f"{int(outside.sum())} object(s) have psd powers outside its range "
+            f"(object {catalog.ids[first]!r}: 1/2 sum dy^-2 (y - ybar)^2 = "
+            f"{psd_scale[first]:.3g}, outside [{low:.1g}, {high:.1g}]); use "
+            f"precision='fp64', another normalization, or rescale y (and dy)"
+        )
+
+
+# {{{ options and host preparation
+
+
+@dataclass(frozen=True)
+class _Options:
+    method: str
+    normalization: str
+    fit_mean: bool
+    center_data: bool
+    fp64: bool
+    memory: str
+    top_k: int
+    periodogram: bool
+
+    @property
+    def dtype(self) -> type:
+        return np.float64 if self.fp64 else np.float32
+
+    @property
+    def min_points(self) -> int:
+        """Fewest observations with one degree of freedom left."""
+        return 4 if self.fit_mean else 3
+
+    @classmethod
+    def build(
+        cls, method, normalization, fit_mean, center_data, precision, memory, top_k, periodogram
+    ) -> _Options:
+        check_choice("method", method, Method)
+        check_choice("precision", precision, Precision)
+        check_choice("memory", memory, Memory)
+        normalization = "psd" if normalization is None else normalization
+        check_choice("normalization", normalization, Normalization)
+        top_k = check_top_k(top_k, MAX_TOP_K)
+        default = method == "generalized"
+        fit_mean = default if fit_mean is None else checks.boolean("fit_mean", fit_mean)
+        center_data = (default if center_data is None
+                       else checks.boolean("center_data", center_data))
+        return cls(
+            method,
+            normalization,
+            fit_mean,
+            center_data,
+            precision == "fp64",
+            memory,
+            int(top_k),
+            bool(periodogram),
+        )
+
+
+def _as_catalog(cat_or_t, y, dy, method, nan_policy) -> Catalog:
+    if method == "standard" and dy is not None and not isinstance(cat_or_t, Catalog):
+        raise ValueError("method='standard' is unweighted; use method='generalized' with dy")
+    return as_catalog(cat_or_t, y, dy, nan_policy)
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """Per-point and per-object device inputs of a run of objects.
+
+    Every object is kept, so batches map to contiguous result rows; objects
+    that are not OK get zero rows and ``yy = NaN``, which makes the kernel
+    write NaN powers and report no peak for them.
+    """
+
+    status: np.ndarray  # per object
+    offsets: np.ndarray  # (n_objects + 1,) rows of each object in the arrays below
+    point_arrays: dict[str, np.ndarray]
+    yy: np.ndarray  # sum wn*u^2 per object, u the standardized values (in [1/4, 1))
+    psd_scale: np.ndarray  # 1/2 sum dy^-2 (y - ybar)^2 per object (0 if not OK)
+
+
+#: The kernel's per-point phase-step input, by ``fp64``: the cosine of the
+#: step for the fp64 Chebyshev recurrence, ``4 sin^2(step / 2)`` for the fp32
+#: Reinsch recurrence (see ``cl_kernels/lombscargle.mako``).
+_STEP_INPUT = {True: "cd", False: "vd"}
+
+
+def _prepare(catalog: Catalog, grid: FrequencyGrid, options: _Options) -> _Prepared:
+    """The kernel inputs of ``catalog``, in NumPy (what ``ls_prepare`` computes on
+    the device)."""
+    status = np.full(catalog.n_objects, Status.OK, dtype=np.int8)
+    status[catalog.lengths < options.min_points] = Status.TOO_FEW_POINTS
+    offsets = catalog.offsets.astype(np.int64)
+    lengths = catalog.lengths
+
+    use_dy = options.method == "generalized" and catalog.dy is not None
+    values = standardize(catalog.y, catalog.dy if use_dy else None, offsets,
+                         center=options.fit_mean or options.center_data)
+    status[(status == Status.OK) & values.flat] = Status.ZERO_VARIANCE
+    ok = status == Status.OK
+    yy = np.where(ok, values.yy, np.nan)
+    psd_scale = np.where(ok, 0.5 * values.weighted_sum_of_squares(), 0.0)
+    t, u, wn = catalog.t, values.u, values.wn
+    if not ok.all():  # drop their rows
+        keep = np.repeat(ok, lengths)
+        lengths = np.where(ok, lengths, 0)
+        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        t, u, wn = t[keep], u[keep], wn[keep]
+
+    tr = t - np.repeat(_reference_times(catalog), lengths)
+    dtype = options.dtype
+    step = 2 * np.pi * grid.df * tr
+    arrays = {
+        _STEP_INPUT[options.fp64]: (
+            np.cos(step) if options.fp64 else 4 * np.sin(0.5 * step) ** 2
+        ).astype(dtype, copy=False),
+        "sd": np.sin(step).astype(dtype, copy=False),
+        "w": wn.astype(dtype, copy=False),
+        "wy": (wn * u).astype(dtype, copy=False),
+    }
+    if options.fp64:
+        arrays["t"] = tr
+    else:
+        arrays["a"], arrays["bh"], arrays["bl"] = grid.phase_inputs(tr)
+    return _Prepared(status, offsets, arrays, yy, psd_scale)
+
+
+def _reference_times(catalog: Catalog) -> np.ndarray:
+    """Per object, the time of its observation nearest the middle of its time
+    range (the first such row; NaN for objects without rows).
+
+    Phases are measured from it: at every frequency that observation has
+    phase 0, and wherever the phases of all observations bunch together
+    (f -> 0, or the 1/day alias of ground-based data) they bunch around 0,
+    where the fp32 kernel's ``cos - 1`` sums keep their digits.
+    """
+    reference = np.full(catalog.n_objects, np.nan)
+    filled = catalog.lengths > 0
+    if not filled.any():
+        return reference
+    lengths = catalog.lengths
+    distance = np.abs(catalog.t - np.repeat(catalog.epochs(), lengths))
+    nearest = np.full(catalog.n_objects, np.nan)
+    nearest[filled] = np.minimum.reduceat(distance, catalog.offsets[:-1][filled])
+    rows = np.flatnonzero(distance == np.repeat(nearest, lengths))
+    objects = np.searchsorted(catalog.offsets, rows, side="right") - 1  # row owners
+    # non-decreasing: keep each object's first row
+    first = np.flatnonzero(np.diff(objects, prepend=-1))
+    reference[objects[first]] = catalog.t[rows[first]]
+    return reference
+
+
+# }}}
+
+# {{{ device work
+
+
+#: fp32 runs with an object longer than this sum in Kahan-compensated blocks
+#: (uncompensated fp32 sums lose ~N*eps; below this the error stays < 1e-6).
+COMPENSATE_ABOVE = 16384
+
+
+def _kernel_shape(
+    devices: list[DeviceInfo], options: _Options, compensated: bool
+) -> KernelShape:
+    """One launch shape for all devices of a run (batches may go to any of them)."""
+    # Measured (bench/results): 16 frequencies per work-item amortise the exact
+    # seed sincos best on both the H100 and PoCL; GPUs want 128-wide groups,
+    # PoCL small ones (it vectorises across work-items and loops the rest).
+    gpu = all(info.kind == "gpu" for info in devices)
+    if not gpu:
+        return KernelShape(wg=16, m=16)
+    if compensated:  # three accumulator sets: halve the strip to stay in registers
+        return KernelShape(wg=256, m=8)
+    return KernelShape(wg=128 if options.fp64 else 256, m=16)
+
+
+def _kernel_params(
+    info: DeviceInfo, shape: KernelShape, options: _Options, compensated: bool
+) -> dict:
+    """Template parameters of the tile kernel on ``info``."""
+    use_local = info.kind == "gpu" if options.memory == "auto" else options.memory == "local"
+    return dict(
+        real="double" if options.fp64 else "float",
+        wg=shape.wg,
+        m=shape.m,
+        use_local=use_local,
+        fit_mean=options.fit_mean,
+        normalization=options.normalization,
+        top_k=options.top_k,
+        write_power=options.periodogram,
+        compensated=compensated,
+        points_per_tile=32,
+    )
+
+
+def _plan(devices, shape, lengths, grid, options, beta: float) -> list[Batch]:
+    """Batches of at most ``beta`` of the smallest device's memory (any device
+    may run any batch);
+    with several devices up to :data:`BATCHES_PER_DEVICE` per device, so that
+    the dynamic scheduling balances devices of different speed, but none of
+    fewer than :data:`MIN_BATCH_PAIRS` point-frequency pairs (each batch costs
+    about a millisecond of uploads and launches, and two equal devices finish
+    together with one batch each). ``lengths`` are the points of each object
+    that is searched (0 for too few points)."""
+    smallest = min(devices, key=lambda d: (d.global_mem, d.max_alloc))
+    real_bytes = np.dtype(options.dtype).itemsize
+    # t (fp64) or the phase inputs a, b_hi, b_lo (fp32), then step, sd, w, wy,
+    # and the raw t, y, dy that the device preparation reads
+    point_bytes = (8 + 4 * real_bytes if options.fp64 else 3 * 4 + 4 * real_bytes) + 3 * 8
+    return plan_batches(
+        lengths,
+        grid.nf,
+        shape,
+        smallest,
+        point_bytes=point_bytes,
+        real_bytes=real_bytes,
+        top_k=options.top_k,
+        periodogram=options.periodogram,
+        beta=beta,
+        min_batches=_min_batches(len(devices), int(lengths.sum()) * grid.nf),
+    )
+
+
+#: Fewest point-frequency pairs of a batch split off for another device
+#: (about 0.1 s of H100 fp64 work).
+MIN_BATCH_PAIRS = 10**11
+
+
+def _min_batches(n_devices: int, pairs: int) -> int:
+    """Batches a run is cut into at least (see :func:`_plan`)."""
+    if n_devices == 1:
+        return 1
+    per_device = -(-pairs // (n_devices * MIN_BATCH_PAIRS))
+    return n_devices * max(1, min(BATCHES_PER_DEVICE, per_device))
+
+
+_POINT_ORDER = {True: ("t",), False: ("a", "bh", "bl")}
+
+
+def _result_array(devices: list[DeviceInfo], shape: tuple[int, int], options: _Options):
+    """Host array for the periodograms (:func:`~clperiod.engine.planner.periodogram_array`):
+    recycled page-locked memory when one device runs everything (copies then
+    run at bus speed and land in place), ordinary memory otherwise."""
+    return periodogram_array(devices, *shape, options.dtype)
+
+
+@dataclass(frozen=True)
+class _BatchResult:
+    """Per-object results of one batch, and (profiling) summed stage times."""
+
+    status: np.ndarray
+    val: np.ndarray  # (objects, top_k) float64
+    idx: np.ndarray  # (objects, top_k) grid indices
+    psd_scale: np.ndarray  # (objects,) float64
+    seconds: dict[str, float]
+
+
+@dataclass
+class _QueuedBatch:
+    """A batch whose commands are queued: :meth:`result` waits for them."""
+
+    staging: Staging  # page-locked inputs and small outputs, held until done
+    inputs: _DeviceInputs
+    val: np.ndarray
+    idx: np.ndarray
+    last: list[cl.Event]  # the final commands of both queues
+    events: dict[str, list[cl.Event]]  # by stage, for profiling
+    psd: bool  # the peak values are standard powers, to be scaled to psd
+    profile: bool
+
+    def result(self) -> _BatchResult:
+        cl.wait_for_events(self.last)
+        seconds = {}
+        if self.profile:
+            seconds = {
+                name: sum(1e-9 * (e.profile.end - e.profile.start) for e in evs)
+                for name, evs in self.events.items()
+            }
+        val = self.val.astype(np.float64)
+        psd_scale = self.inputs.psd_scale.copy()
+        if self.psd:
+            with np.errstate(invalid="ignore"):  # no peak (-inf) of an object not OK (0)
+                val *= psd_scale[:, None]
+        done = _BatchResult(self.inputs.status.copy(), val, self.idx.copy(), psd_scale, seconds)
+        self.staging.release()
+        return done
+
+
+def _enqueue_batch(
+    info: DeviceInfo,
+    batch: Batch,
+    shape: KernelShape,
+    compensated: bool,
+    catalog: Catalog,
+    grid: FrequencyGrid,
+    options: _Options,
+    power: np.ndarray | None,
+    profile: bool = False,
+) -> _QueuedBatch:
+    """Queue the preparation and evaluation of one batch on ``info``.
+
+    Periodogram chunks are copied into ``power`` (rows of the batch) on a second
+    queue while the next chunk computes. The returned batch gives the status,
+    top-k values and grid indices of the batch's objects and, when ``profile``
+    is set, the summed kernel and copy times.
+    """
+    o0 = batch.obj_start
+    context = get_context(info)
+    queue = get_queue(info, profiling=profile)
+    copy_queue = get_queue(info, profiling=profile, role="copy")
+    tiles, merge = kernels.get_kernels(
+        context,
+        "lombscargle",
+        ("ls_tiles", "ls_merge_topk"),
+        **_kernel_params(info, shape, options, compensated),
+    )
+    dtype = options.dtype
+    itemsize = np.dtype(dtype).itemsize
+    k = options.top_k
+    n_obj = batch.n_objects
+    n_tiles = shape.n_tiles(grid.nf)
+
+    staging = Staging(info)
+    with staging.guard(queue, copy_queue):
+        out_val, out_idx = staging.result((n_obj, k), dtype), staging.result((n_obj, k), np.int32)
+        prepare = _prepare_on_device if _prepares_on_device(info) else _prepare_on_host
+        inputs = prepare(queue, catalog.slice(o0, batch.obj_stop), grid, options, staging)
+        phases = inputs.phases
+        if options.fp64:
+            phases = [*phases, np.float64(grid.fmin), np.float64(grid.df)]
+        points, objs = inputs.points, inputs.objects
+        part_val = staging.buffer(n_obj * n_tiles * k * itemsize)
+        part_idx = staging.buffer(n_obj * n_tiles * k * 4)
+        events: dict[str, list[cl.Event]] = {"tiles_s": [], "merge_s": [], "copy_s": []}
+        if power is None:
+            outputs = [staging.buffer(itemsize)]
+        else:
+            largest = max((c.obj_hi - c.obj_lo) * c.tile_count for c in batch.chunks) * shape.owned
+            outputs = [staging.buffer(largest * itemsize)
+                       for _ in range(min(2, len(batch.chunks)))]
+        pending: list[cl.Event | None] = [None] * len(outputs)
+        for number, chunk in enumerate(batch.chunks):
+            rows = chunk.obj_hi - chunk.obj_lo
+            k0 = chunk.tile_first * shape.owned
+            chunk_nf = min(chunk.tile_count * shape.owned, grid.nf - k0)
+            slot = number % len(outputs)
+            tiles.set_args(
+                *phases, *points, *objs,
+                np.int32(grid.nf), np.int32(0 if grid.fmin == 0 else -1),
+                np.int32(n_tiles), np.int32(chunk.obj_lo),
+                np.int32(chunk.tile_first), np.int32(chunk.tile_count),
+                np.int32(k0), np.int32(chunk_nf), outputs[slot], part_val, part_idx,
+            )
+            wait = [pending[slot]] if pending[slot] is not None else None
+            done = cl.enqueue_nd_range_kernel(
+                queue, tiles, (rows * chunk.tile_count * shape.wg,), (shape.wg,), wait_for=wait
+            )
+            events["tiles_s"].append(done)
+            if power is not None:
+                pending[slot] = _copy_block(
+                    copy_queue, power, outputs[slot], o0 + chunk.obj_lo, rows, k0, chunk_nf, done
+                )
+                events["copy_s"].append(pending[slot])
+        best_val = staging.buffer(n_obj * k * itemsize)
+        best_idx = staging.buffer(n_obj * k * 4)
+        merge.set_args(part_val, part_idx, np.int32(n_tiles), best_val, best_idx)
+        events["merge_s"].append(
+            cl.enqueue_nd_range_kernel(queue, merge, (n_obj * shape.wg,), (shape.wg,))
+        )
+        val, idx = staging.results[out_val], staging.results[out_idx]
+        # keep every copy's event: pyopencl waits for a copy whose event is freed,
+        # holding the GIL
+        last = [cl.enqueue_copy(queue, val, best_val, is_blocking=False),
+                cl.enqueue_copy(queue, idx, best_idx, is_blocking=False), *events["copy_s"]]
+        queue.flush()
+        copy_queue.flush()
+        return _QueuedBatch(staging, inputs, val, idx, last, events,
+                            options.normalization == "psd", profile)
+
+
+@dataclass
+class _DeviceInputs:
+    """The tile kernel's inputs of one batch (device buffers, in its argument
+    order) and the batch's per-object status (filled once the batch's
+    commands have run)."""
+
+    phases: list  # t (fp64) or a, b_hi, b_lo (fp32)
+    points: list  # phase step, sd, w, wy
+    objects: list  # start, points searched, yy, psd scale
+    status: np.ndarray
+    psd_scale: np.ndarray  # float64, scales the peak powers of normalization "psd"
+
+
+#: Work-group size of ``ls_prepare`` (one group per object) on GPUs and on
+#: other devices.
+PREPARE_WG = {"gpu": 256, "other": 16}
+
+
+def _prepares_on_device(info: DeviceInfo) -> bool:
+    """Whether ``info`` runs the preparation (it needs fp64; else the host does)."""
+    return info.fp64
+
+
+def _prepare_on_host(queue, catalog: Catalog, grid: FrequencyGrid, options: _Options,
+                     staging: Staging) -> _DeviceInputs:
+    """:func:`_prepare` on the host, then the uploads (``staging`` sends them)."""
+    prepared = _prepare(catalog, grid, options)
+    rows = prepared.point_arrays
+    with np.errstate(over="ignore"):  # psd factors beyond float32 (checked at the end)
+        psd_factor = prepared.psd_scale.astype(options.dtype)
+    inputs = _DeviceInputs(
+        phases=[staging.upload(rows[name]) for name in _POINT_ORDER[options.fp64]],
+        points=[staging.upload(rows[name])
+                for name in (_STEP_INPUT[options.fp64], "sd", "w", "wy")],
+        objects=[
+            staging.upload(prepared.offsets[:-1].astype(np.int32)),
+            staging.upload(np.diff(prepared.offsets).astype(np.int32)),
+            staging.upload(prepared.yy.astype(options.dtype)),
+            staging.upload(psd_factor),
+        ],
+        status=prepared.status,
+        psd_scale=prepared.psd_scale,
+    )
+    staging.send(queue)
+    return inputs
+
+
+def _prepare_on_device(queue, catalog: Catalog, grid: FrequencyGrid, options: _Options,
+                       staging: Staging) -> _DeviceInputs:
+    """Upload the raw ``t, y, dy`` (``staging`` sends them) and queue
+    ``ls_prepare`` (``cl_kernels/lsprepare.mako``), which does
+    :func:`_prepare`'s work."""
+    context = queue.context
+    use_dy = options.method == "generalized" and catalog.dy is not None
+    wg = PREPARE_WG["gpu" if queue.device.type & cl.device_type.GPU else "other"]
+    (kernel,) = kernels.get_kernels(
+        context, "lsprepare", ("ls_prepare",),
+        real="double" if options.fp64 else "float", wg=wg, use_dy=use_dy,
+        center=options.fit_mean or options.center_data, min_points=options.min_points,
+        ok=int(Status.OK), too_few=int(Status.TOO_FEW_POINTS),
+        zero_variance=int(Status.ZERO_VARIANCE),
+    )
+    raw = [staging.upload(catalog.t), staging.upload(catalog.y)]
+    if use_dy:
+        raw.append(staging.upload(catalog.dy))
+    n_obj, n_points = catalog.n_objects, max(1, int(catalog.offsets[-1]))
+
+    def empty(n: int, dtype) -> cl.MemoryObjectHolder:
+        return staging.buffer(n * np.dtype(dtype).itemsize)
+
+    phases = ([empty(n_points, np.float64)] if options.fp64
+              else [empty(n_points, np.float32) for _ in range(3)])
+    points = [empty(n_points, options.dtype) for _ in range(4)]
+    objects = [staging.upload(catalog.offsets[:-1].astype(np.int32)),
+               empty(n_obj, np.int32), empty(n_obj, options.dtype), empty(n_obj, options.dtype)]
+    lengths = staging.upload(catalog.lengths.astype(np.int32))
+    status_slot = staging.result((n_obj,), np.int8)
+    psd_slot = staging.result((n_obj,), np.float64)
+    status_buffer, psd_buffer = empty(n_obj, np.int8), empty(n_obj, np.float64)
+    staging.send(queue)
+    kernel(queue, (n_obj * wg,), (wg,), *raw, objects[0], lengths,
+           np.float64(grid.fmin), np.float64(grid.df), np.float64(2 * np.pi * grid.df),
+           *phases, *points, *objects[1:], psd_buffer, status_buffer)
+    status, psd_scale = staging.results[status_slot], staging.results[psd_slot]
+    staging.events += [cl.enqueue_copy(queue, status, status_buffer, is_blocking=False),
+                       cl.enqueue_copy(queue, psd_scale, psd_buffer, is_blocking=False)]
+    return _DeviceInputs(phases, points, objects, status, psd_scale)
+
+
+def _copy_block(queue, power, buffer, row0, n_rows, k0, chunk_nf, after) -> cl.Event:
+    """Enqueue the copy of a device block into ``power[row0:row0+n_rows, k0:k0+chunk_nf]``.
+
+    Chunks are whole rows or a part of a single row, so the target is contiguous.
+    """
+    target = power[row0 : row0 + n_rows, k0 : k0 + chunk_nf]
+    return cl.enqueue_copy(queue, target, buffer, is_blocking=False, wait_for=[after])
+
+
+# }}}
