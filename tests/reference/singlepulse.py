@@ -28,7 +28,7 @@ The "approx" of this module takes ``s1`` and ``sN`` from the level's
 autocovariance. clperiod's device "approx" measures them as AstroAccelerate
 does, on decimated series: ``s1`` = 1 at level 0 (the normalisation) and the
 standard deviation of ``z_k`` above it, ``sN`` = that of ``z_k`` decimated by
-``2**ceil(log2 wmax)``; ``tests/test_singlepulse.py::test_noise_tables_match_numpy``
+``2**ceil(log2 wmax)``; ``tests/singlepulse/test_boxcar.py::test_noise_tables_match_numpy``
 checks that definition directly, and the device's "exact" against this module.
 
 Nothing here imports ``clperiod``; speed is secondary (cumulative sums per level).

@@ -23,7 +23,7 @@ from clperiod import cli
 from clperiod.engine import devices as device
 from clperiod.engine.devices import DeviceWarning, describe, list_devices, select_devices
 
-ROOT = Path(__file__).absolute().parents[1]
+ROOT = Path(__file__).absolute().parents[2]
 POCL_BUILD_ERROR = (
     "clBuildProgram failed: BUILD_PROGRAM_FAILURE - "
     "clBuildProgram failed: BUILD_PROGRAM_FAILURE\n\n"
