@@ -834,6 +834,8 @@ def _level_std(job: _Job, parts: dict[int, list[tuple[_Series, int]]],
     normalised; clipped when robust), from the moments of every chunk's
     ``(series, owned samples)``."""
     level_std = {0: np.ones(job.n_dm)}
+    if not parts:  # max_width 1: level 0 alone
+        return level_std
     clip = {k: None for k in parts}
     for _ in range(1 + (CLIP_ITERATIONS if robust else 0)):
         # every level and piece enqueued, then one wait
