@@ -278,7 +278,7 @@ class _Device:
         return BOX_TILES[-1]
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Chunk:
     """Native samples [lo, hi) owned, [lo, end) on the device (halo included)."""
 
@@ -420,7 +420,7 @@ class _Settings:
     align: int
 
 
-@dataclass
+@dataclass(frozen=True)
 class _RowsResult:
     """The search of one block of rows on one device (row indices global)."""
 
@@ -450,9 +450,9 @@ def _search_rows(info: DeviceInfo, rows, block: tuple[int, int],
     t0 = time.perf_counter()
     stats = _statistics(job, chunks, settings.robust)
     if settings.nan_policy == "raise" and stats.masked.any():
-        row = lo + int(np.argmax(stats.masked > 0))
+        first = lo + int(np.argmax(stats.masked > 0))
         raise ValueError(f"data has {int(stats.masked.sum())} non-finite samples in rows "
-                         f"{lo}..{hi - 1} (first in row {row}); pass nan_policy='mask' to "
+                         f"{lo}..{hi - 1} (first in row {first}); pass nan_policy='mask' to "
                          f"leave them out")
     status = _row_status(stats.mean, stats.std, stats.masked, n_t)
     timings["statistics"] = time.perf_counter() - t0
@@ -836,7 +836,7 @@ def _level_std(job: _Job, parts: dict[int, list[tuple[_Series, int]]],
     level_std = {0: np.ones(job.n_dm)}
     if not parts:  # max_width 1: level 0 alone
         return level_std
-    clip = {k: None for k in parts}
+    clip: dict[int, tuple[np.ndarray, np.ndarray] | None] = {k: None for k in parts}
     for _ in range(1 + (CLIP_ITERATIONS if robust else 0)):
         # every level and piece enqueued, then one wait
         pending = {k: [_series_moments(job, s.buf, s.stride, own, STAT_BLOCK >> k, clip[k])
@@ -902,7 +902,7 @@ class _DetectionList:
 def _detections(job: _Job, norm: _Normalisation, noise: _Noise, chunks: list[_Chunk],
                 threshold: float) -> tuple[np.ndarray, ...]:
     """All detections (row, start, width, snr) over chunks and levels."""
-    found = [[], [], [], []]
+    found: list[list[np.ndarray]] = [[], [], [], []]
     for c in chunks:
         series = noise.resident if noise.resident is not None else _chunk_series(
             job, norm, c)
@@ -937,7 +937,8 @@ def _boxcar(job: _Job, norm: _Normalisation, noise: _Noise, run: _Boxcars, thres
 
 
 def _fetch(dev: _Device, dets: _DetectionList, found: int) -> list[np.ndarray]:
-    host = [np.empty(found, dtype) for dtype in (np.int32, np.int64, np.int32, np.float32)]
+    host: list[np.ndarray] = [np.empty(found, dtype)
+                              for dtype in (np.int32, np.int64, np.int32, np.float32)]
     if found:
         for h, o in zip(host, dets.buffers):
             cl.enqueue_copy(dev.queue, h, o)
