@@ -382,8 +382,64 @@ _COEFF_PART = 1 << 15
 _COEFF_BLOCK = 1 << 14
 
 
+@dataclass(frozen=True)
+class _DeviceObservations:
+    """Observations on the device as the kernels read them, in instrument
+    order: times from ``t_origin`` (in the plan's phase arithmetic),
+    velocities, weights (variances with jitter, else inverse variances) and
+    the instrument segments."""
+
+    buffers: tuple[cl.Buffer, ...]
+    nbytes: tuple[int, ...]
+    n_obs: int
+    local: bool  # the kernels copy them to local memory
+    log_norm: float  # n log(2 pi), plus sum(log sigma^2) without jitter
+    centre: np.ndarray | None  # "profile": each instrument's mean velocity, subtracted
+
+    def args(self) -> list:
+        """The kernels' observation arguments."""
+        args = [*self.buffers, np.int32(self.n_obs)]
+        if self.local:
+            args += [cl.LocalMemory(max(n, 4)) for n in self.nbytes]
+        return args
+
+
+def _upload_observations(queue: cl.CommandQueue, obs: Observations, plan: Plan, real_dtype,
+                         profile: bool, jitter: bool) -> _DeviceObservations:
+    """Upload the observations in the form the kernels of ``plan`` read."""
+    order = obs.order
+    dt = obs.t[order] - obs.t_origin
+    v = obs.v[order]
+    centre = None
+    if profile:
+        # centre each instrument (its offset absorbs any constant) so the
+        # single-precision sums do not cancel; added back to the offsets
+        centre = np.array([v[a:b].mean() for a, b in zip(obs.seg[:-1], obs.seg[1:])])
+        v = v - np.repeat(centre, np.diff(obs.seg))
+    var = obs.sigma[order] ** 2
+    w = var if jitter else 1.0 / var
+    if plan.phase == "double":
+        t_dev = dt
+    elif plan.phase == "ds":
+        t_dev = np.stack(_ds(dt), axis=-1)
+    else:
+        t_dev = dt.astype(np.float32)
+    log_norm = obs.n_obs * math.log(2 * math.pi)
+    if not jitter:
+        log_norm += float(np.log(var).sum())
+    arrays = [np.ascontiguousarray(a) for a in (
+        t_dev, v.astype(real_dtype), w.astype(real_dtype), obs.seg)]
+    return _DeviceObservations(tuple(upload(queue, a) for a in arrays),
+                               tuple(a.nbytes for a in arrays), obs.n_obs,
+                               plan.memory == "local", log_norm, centre)
+
+
 class ModelEvaluator:
     """Compiled kernels and device-resident observations for one data set.
+
+    Everything is fixed at construction: the plan, the kernels and the
+    observations on the device. Calls only reuse (and grow) the two sets of
+    device buffers that batches go through.
 
     Parameters
     ----------
@@ -418,7 +474,8 @@ class ModelEvaluator:
         self.info = select_devices(device)[0]
         self.basis = basis
         self.ecc_form, self.time_form = orbits.check_basis(basis)
-        self.statistic, self.has_offsets, self.has_jitter, self.trend = statistic, offsets, jitter, trend
+        self.statistic, self.has_offsets, self.has_jitter = statistic, offsets, jitter
+        self.trend = trend
         self.n_planets = n_planets
         n_inst = len(obs.instruments)
         self.plan = plan(self.info, obs.n_obs, n_inst, precision, layout, memory, phase_arithmetic,
@@ -432,43 +489,11 @@ class ModelEvaluator:
             ecc_form=self.ecc_form, time_form=self.time_form,
             n_inst=n_inst, statistic=statistic, offsets=offsets, jitter=jitter, trend=trend,
             space=self.plan.memory, method=self.plan.method)))
-        self._upload_observations()
-        self._slots: dict[int, _Slot] = {}
+        self._observations = _upload_observations(self.queue, obs, self.plan, self.real_dtype,
+                                                  statistic == "profile", jitter)
+        self._slots: dict[int, _Slot] = {}  # the batches' device buffers, made on first use
 
-    # ------------------------------------------------------------------ data
-    def _upload_observations(self) -> None:
-        obs, order = self.obs, self.obs.order
-        dt = obs.t[order] - obs.t_origin
-        v = obs.v[order]
-        if self.statistic == "profile":
-            # centre each instrument (its offset absorbs any constant) so the
-            # single-precision sums do not cancel; added back to the offsets
-            self._centre = np.array([v[a:b].mean() for a, b in zip(obs.seg[:-1], obs.seg[1:])])
-            v = v - np.repeat(self._centre, np.diff(obs.seg))
-        var = obs.sigma[order] ** 2
-        w = var if self.has_jitter else 1.0 / var
-        phase = self.plan.phase
-        if phase == "double":
-            t_dev = dt
-        elif phase == "ds":
-            t_dev = np.stack(_ds(dt), axis=-1)
-        else:
-            t_dev = dt.astype(np.float32)
-        log_norm = obs.n_obs * math.log(2 * math.pi)
-        if not self.has_jitter:
-            log_norm += float(np.log(var).sum())
-        self.log_norm = log_norm
-        arrays = [np.ascontiguousarray(a) for a in (
-            t_dev, v.astype(self.real_dtype), w.astype(self.real_dtype), obs.seg)]
-        self._obs_buffers = [upload(self.queue, a) for a in arrays]
-        self._obs_nbytes = [a.nbytes for a in arrays]
-
-    def _observation_args(self) -> list:
-        args = [*self._obs_buffers, np.int32(self.obs.n_obs)]
-        if self.plan.memory == "local":
-            args += [cl.LocalMemory(max(n, 4)) for n in self._obs_nbytes]
-        return args
-
+    # ---------------------------------------------------------------- staging
     def _stage_params(self, slot: _Slot, p: np.ndarray) -> None:
         """Write parameters as the kernel reads them (and, for phases "ds"
         and "float", the coefficients (inv P, phi0) per planet) into the
@@ -543,7 +568,7 @@ class ModelEvaluator:
             for name, value in host.items():
                 np.copyto(out[name], value)
         if profile:
-            out["offsets"] += self._centre
+            out["offsets"] += self._observations.centre
         return out
 
     def _slot(self, index: int, n: int) -> _Slot:
@@ -597,13 +622,13 @@ class ModelEvaluator:
         tail = [slot.out, slot.out_k, slot.out_gamma, slot.status]
         if (layout or self.plan.layout_for(n)) == "fused":
             slot.done = self._kernels["rv_fused"](
-                queue, (padded,), (LOCAL_SIZE,), *head, real(self.log_norm),
-                *self._observation_args(), *tail, wait_for=slot.uploaded or None)
+                queue, (padded,), (LOCAL_SIZE,), *head, real(self._observations.log_norm),
+                *self._observations.args(), *tail, wait_for=slot.uploaded or None)
         else:
             vel, gvel = self._velocities(slot, n, self.statistic == "profile")
             slot.done = self._kernels["rv_statistic"](
-                queue, (padded,), (LOCAL_SIZE,), *head, real(self.log_norm),
-                *self._observation_args(), np.int64(slot.padded), vel, gvel, *tail)
+                queue, (padded,), (LOCAL_SIZE,), *head, real(self._observations.log_norm),
+                *self._observations.args(), np.int64(slot.padded), vel, gvel, *tail)
         slot.uploaded = []
 
     def _model_args(self, slot: _Slot, n: int) -> list:
@@ -623,7 +648,8 @@ class ModelEvaluator:
                                wait_for=slot.uploaded or None)
         self._kernels["rv_velocity"](
             queue, (-(-n // LOCAL_SIZE) * LOCAL_SIZE, -(-n_obs // VELOCITY_BLOCK)),
-            (LOCAL_SIZE, 1), *self._model_args(slot, n), self._obs_buffers[0], np.int32(n_obs),
+            (LOCAL_SIZE, 1), *self._model_args(slot, n), self._observations.buffers[0],
+            np.int32(n_obs),
             np.int32(VELOCITY_BLOCK), np.int64(slot.padded), vel, gvel, slot.status)
         return vel, gvel
 

@@ -278,7 +278,7 @@ class _Device:
         return BOX_TILES[-1]
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Chunk:
     """Native samples [lo, hi) owned, [lo, end) on the device (halo included)."""
 
@@ -420,7 +420,7 @@ class _Settings:
     align: int
 
 
-@dataclass
+@dataclass(frozen=True)
 class _RowsResult:
     """The search of one block of rows on one device (row indices global)."""
 
@@ -443,35 +443,41 @@ def _search_rows(info: DeviceInfo, rows, block: tuple[int, int],
     if (lo, hi) != (0, rows.shape[0]):
         rows = rows[lo:hi]
     dev = _Device(info)
-    if isinstance(rows, cl_array.Array):
-        chunk = n_t
-    elif settings.chunk_samples is not None:
-        chunk = int(settings.chunk_samples)
-    else:
-        budget = _CHUNK_BYTES_GPU if info.kind == "gpu" else _CHUNK_BYTES_CPU
-        budget = min(budget, info.max_alloc, info.global_mem // 4)
-        chunk = max(settings.align, budget // (8 * n_rows))
-    chunks = _chunks(n_t, chunk, settings.halo, settings.align)
-    runner = _Runner(dev, rows, n_rows, settings.levels, settings.snr_mode)
+    chunks = _chunks(n_t, _chunk_samples(info, rows, n_rows, settings), settings.halo,
+                     settings.align)
+    job = _job(dev, rows, settings)
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    mean, std, masked = runner.statistics(chunks, settings.robust)
-    if settings.nan_policy == "raise" and masked.any():
-        row = lo + int(np.argmax(masked > 0))
-        raise ValueError(f"data has {int(masked.sum())} non-finite samples in rows {lo}..{hi - 1} "
-                         f"(first in row {row}); pass nan_policy='mask' to leave them out")
-    status = _row_status(mean, std, masked, n_t)
+    stats = _statistics(job, chunks, settings.robust)
+    if settings.nan_policy == "raise" and stats.masked.any():
+        first = lo + int(np.argmax(stats.masked > 0))
+        raise ValueError(f"data has {int(stats.masked.sum())} non-finite samples in rows "
+                         f"{lo}..{hi - 1} (first in row {first}); pass nan_policy='mask' to "
+                         f"leave them out")
+    status = _row_status(stats.mean, stats.std, stats.masked, n_t)
     timings["statistics"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    runner.set_normalisation(mean, std, status)
-    runner.noise(chunks, settings.robust)
+    norm = _normalisation(dev, stats, status)
+    noise = _noise(job, norm, chunks, settings.robust)
     timings["noise"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    row, start, width, snr = runner.detections(chunks, settings.threshold)
+    row, start, width, snr = _detections(job, norm, noise, chunks, settings.threshold)
     timings["boxcar"] = time.perf_counter() - t0
-    mean, std = mean / runner.host_scale, std / runner.host_scale  # in the data's units
-    return _RowsResult(mean, std, masked, status, runner.sigma, (row + lo, start, width, snr),
-                       len(chunks), info.label, timings)
+    mean, std = stats.mean / stats.host_scale, stats.std / stats.host_scale  # the data's units
+    return _RowsResult(mean, std, stats.masked, status, noise.sigma,
+                       (row + lo, start, width, snr), len(chunks), info.label, timings)
+
+
+def _chunk_samples(info: DeviceInfo, rows, n_rows: int, settings: _Settings) -> int:
+    """Time samples per chunk: all of a device array's, else ``chunk_samples``
+    or as many as the device's memory budget holds."""
+    if isinstance(rows, cl_array.Array):
+        return rows.shape[1]
+    if settings.chunk_samples is not None:
+        return int(settings.chunk_samples)
+    budget = _CHUNK_BYTES_GPU if info.kind == "gpu" else _CHUNK_BYTES_CPU
+    budget = min(budget, info.max_alloc, info.global_mem // 4)
+    return max(settings.align, budget // (8 * n_rows))
 
 
 def _candidates(det, dm, tsamp, cluster, dm_tol, time_tol, width_tol) -> Candidates:
@@ -498,331 +504,446 @@ def _candidates(det, dm, tsamp, cluster, dm_tol, time_tol, width_tol) -> Candida
     return out
 
 
-class _Runner:
-    """The device passes of one search over its chunks."""
+# The device passes of one block of rows, in order: statistics (_statistics),
+# normalisation (_normalisation), noise per level (_noise), detections per
+# chunk and level (_detections). Each pass returns a frozen record the next
+# ones take.
 
-    def __init__(self, dev: _Device, rows, n_dm: int, levels: tuple[Level, ...],
-                 snr_mode: str) -> None:
-        self.dev, self.rows, self.n_dm, self.levels, self.snr_mode = dev, rows, n_dm, levels, snr_mode
-        self.raw = dev.program(True, levels[0].wmax, 1)
-        self.deep = {lv.level: dev.program(False, lv.wmax, int(lv.widths[0]))
-                     for lv in levels[1:]}
-        self.plain = dev.program(False, FULL_WIDTHS, 1)  # decimation below the DIT levels
-        self._resident: tuple | None = None
-        self._no_clip = dev.upload(np.zeros(1, np.float32))  # unused clip arguments
-        self._unit = np.ones(n_dm)
-        self._unit_buf = dev.upload(np.ones(n_dm, np.float32))
-        #: per row: the device holds x * host_scale (a power of two)
-        self.host_scale = np.ones(n_dm)
-        self._moment_scale = self._unit
-        self._by_level = {lv.level: lv for lv in levels}
-        # series needed: the plan's levels and, for "approx", those decimated
-        # by the widest boxcar of each level (its measured noise)
-        self.needed = {lv.level for lv in levels} | (set() if snr_mode == "exact" else {
-            lv.level + _log2_ceil(lv.wmax) for lv in levels})
+@dataclass(frozen=True)
+class _Job:
+    """What every pass over one block of rows on one device reads.
 
-    # ------------------------------------------------------------------ data
-    def _upload(self, c: _Chunk) -> tuple[cl.Buffer, int]:
-        """Rows [lo, end) of the chunk as a float32 device buffer; row stride."""
-        if isinstance(self.rows, cl_array.Array):
-            return self.rows.data, self.rows.shape[1]
-        host = self.rows[:, c.lo:c.end]
-        if (self.host_scale != 1).any():
-            host = host * self.host_scale[:, None]
-        with np.errstate(over="ignore"):  # overflow to inf is found by the statistics
-            host = np.ascontiguousarray(host, dtype=np.float32)
-        # a plain copy into a new buffer: creating a buffer from host memory
-        # (COPY_HOST_PTR) ran at 1.6 GB/s on the H100, enqueue_copy at 9.8 GB/s
-        buf = self.dev.empty(host.nbytes)
-        write(self.dev.queue, buf, host)
-        return buf, c.end - c.lo
+    ``raw`` reads the samples as the device holds them (level 0, normalised
+    on the fly), ``deep[k]`` the series of DIT level k, ``plain`` decimates
+    below the DIT levels. ``needed`` are the levels whose series the passes
+    use, in increasing order: the plan's levels and, for ``"approx"``, those
+    decimated by the widest boxcar of each level (its measured noise).
+    """
 
-    def _levels(self, c: _Chunk, x: cl.Buffer, stride: int) -> dict[int, tuple[cl.Buffer, int]]:
-        """Device series of the needed levels: {level: (buffer, length)};
-        level 0 is the raw chunk. Each level is summed from the deepest
-        computed level above it (2**gap samples at a time)."""
-        if self._resident is not None and self._resident[0] == (c.lo, c.end):
-            self._strides = self._resident[2]
-            return self._resident[1]
-        queue = self.dev.queue
-        series = {0: (x, c.end - c.lo, stride)}
-        for k in sorted(self.needed - {0}):
-            prev = max(j for j in series if j < k)
-            src, n_src, src_stride = series[prev]
-            factor = 1 << (k - prev)
-            n_out = n_src // factor
-            out = self.dev.empty(self.n_dm * n_out * 4)
-            program = self.raw if prev == 0 else self.plain
-            args = [src, self._mean, self._inv_std] if prev == 0 else [src]
-            if n_out:
-                program["decimate"](queue, (_round_up(n_out, LOCAL_SIZE), self.n_dm),
-                                    (LOCAL_SIZE, 1), *args, np.int64(src_stride),
-                                    np.int32(n_out), np.int32(factor), out, np.int64(n_out))
-            series[k] = (out, n_out, n_out)
-        self._strides = {k: v[2] for k, v in series.items()}
-        return {k: (v[0], v[1]) for k, v in series.items()}
+    dev: _Device
+    rows: np.ndarray | cl_array.Array
+    levels: tuple[Level, ...]
+    exact: bool
+    needed: tuple[int, ...]
+    raw: dict[str, cl.Kernel]
+    deep: dict[int, dict[str, cl.Kernel]]
+    plain: dict[str, cl.Kernel]
+    no_clip: cl.Buffer  # the clip arguments of moments without clipping
+    unit: cl.Buffer  # per-row scale 1 of the moments
 
-    # ------------------------------------------------------------ statistics
-    def statistics(self, chunks: list[_Chunk], robust: bool):
-        """Per-row mean and std (in the units on the device: the data times
-        :attr:`host_scale`) and count of non-finite samples over all chunks.
+    @property
+    def n_dm(self) -> int:
+        """Rows of the block."""
+        return self.rows.shape[0]
 
-        A first pass also measures each row's range; rows outside the float32
-        range are rescaled (:meth:`_fit_float32`), rows whose squares would
-        leave it get scaled moments (:meth:`_fit_moments`), and the pass runs
-        again; rows of ordinary scale need the one pass.
-        """
-        parts = self._row_moments(chunks, None)
-        if self._fit_float32(chunks, parts) | self._fit_moments(parts):
-            parts = self._row_moments(chunks, None)
-        masked = parts[3]
-        for _ in range(CLIP_ITERATIONS if robust else 0):
-            mu, std = _mean_std(parts)
-            parts = self._row_moments(chunks, (mu.astype(np.float32),
-                                               (CLIP_SIGMA * std).astype(np.float32)))
+    def program(self, level: int) -> dict[str, cl.Kernel]:
+        """The kernels that read the series of ``level``."""
+        return self.raw if level == 0 else self.deep[level]
+
+
+def _job(dev: _Device, rows, settings: _Settings) -> _Job:
+    """Build the programs of the plan and upload the constant arguments."""
+    levels, exact = settings.levels, settings.snr_mode == "exact"
+    needed = {lv.level for lv in levels} | (set() if exact else {
+        lv.level + _log2_ceil(lv.wmax) for lv in levels})
+    raw = dev.program(True, levels[0].wmax, 1)
+    deep = {lv.level: dev.program(False, lv.wmax, int(lv.widths[0])) for lv in levels[1:]}
+    plain = dev.program(False, FULL_WIDTHS, 1)
+    no_clip = dev.upload(np.zeros(1, np.float32))
+    unit = dev.upload(np.ones(rows.shape[0], np.float32))
+    return _Job(dev, rows, levels, exact, tuple(sorted(needed)), raw, deep, plain, no_clip,
+                unit)
+
+
+# ------------------------------------------------------------------ statistics
+@dataclass(frozen=True)
+class _Statistics:
+    """Per-row mean and standard deviation, in the units on the device (the
+    data times ``host_scale``), and the count of non-finite samples."""
+
+    mean: np.ndarray
+    std: np.ndarray
+    masked: np.ndarray
+    host_scale: np.ndarray  # per row: the device holds x * host_scale (a power of two)
+
+
+def _statistics(job: _Job, chunks: list[_Chunk], robust: bool) -> _Statistics:
+    """The statistics of every row over all chunks.
+
+    A first pass also measures each row's range; rows outside the float32
+    range are rescaled (:func:`_float32_scale`), rows whose squares would
+    leave it get scaled moments (:func:`_moment_scale`), and the pass runs
+    again; rows of ordinary scale need the one pass.
+    """
+    host_scale = moment_scale = np.ones(job.n_dm)
+    parts = _row_moments(job, chunks, host_scale, moment_scale, None)
+    host_scale, rescaled = _float32_scale(job, chunks, parts)
+    moment_scale, scaled = _moment_scale(parts, host_scale)
+    if rescaled or scaled:
+        parts = _row_moments(job, chunks, host_scale, moment_scale, None)
+    masked = parts[3]
+    for _ in range(CLIP_ITERATIONS if robust else 0):
         mu, std = _mean_std(parts)
-        return mu, std, masked
+        clip = (mu.astype(np.float32), (CLIP_SIGMA * std).astype(np.float32))
+        parts = _row_moments(job, chunks, host_scale, moment_scale, clip)
+    mu, std = _mean_std(parts)
+    return _Statistics(mu, std, masked, host_scale)
 
-    def _row_moments(self, chunks: list[_Chunk], clip) -> tuple[np.ndarray, ...]:
-        """The statistics pass over every chunk: per (row, block) count, mean,
-        M2, largest |x| and largest deviation, and the non-finite count per row."""
-        got = []
-        for c in chunks:
-            x, stride = self._upload(c)
-            got.append(self._series_moments(x, stride, c.hi - c.lo, STAT_BLOCK, clip,
-                                            self._moment_scale)())
-        count, mean, m2, magnitude, deviation = (np.concatenate([g[i] for g in got], axis=1)
-                                                 for i in (0, 1, 2, 4, 5))
-        return count, mean, m2, sum(g[3] for g in got), magnitude, deviation
 
-    def _fit_float32(self, chunks: list[_Chunk], parts) -> bool:
-        """Scale on the host (by a power of two, to a largest |x| in [0.5, 1))
-        the rows outside :data:`FLOAT32_RANGE`, and those whose float32 copy
-        overflowed or lost precision; raise for a device array. True if any
-        row was rescaled."""
-        lo, hi = FLOAT32_RANGE
-        magnitude, deviation = parts[4].max(axis=1), parts[5].max(axis=1)
-        outside = ~(magnitude <= hi) | ((deviation > 0) & (deviation < lo))
-        if isinstance(self.rows, cl_array.Array):
-            if outside.any():
-                row = int(np.argmax(outside))
-                raise ValueError(
-                    f"row {row} of the device array (largest |x| {magnitude[row]:.3g}, "
-                    f"deviations up to {deviation[row]:.3g}) is outside the float32 range "
-                    f"the search takes: |x| <= 2**100 (~1.3e30) and deviations 0 or >= "
-                    f"2**-100 (~7.9e-31); scale the data, or pass a host array (rows "
-                    f"outside are rescaled on the host)")
-            return False
-        suspect = outside.copy()
-        if self.rows.dtype != np.float32:  # the cast may have overflowed or flushed to 0
-            suspect |= (parts[3] > 0) | (magnitude < lo)
-        rows = np.flatnonzero(suspect)
-        if not len(rows):
-            return False
-        largest = self._source_magnitude(chunks, rows)
-        rescale = ((largest > 0) & np.isfinite(largest)
-                   & (outside[rows] | (largest > hi) | (largest < lo)))
-        self.host_scale[rows[rescale]] = np.ldexp(1.0, -np.frexp(largest[rescale])[1])
-        return bool(rescale.any())
+def _row_moments(job: _Job, chunks: list[_Chunk], host_scale: np.ndarray,
+                 moment_scale: np.ndarray, clip) -> tuple[np.ndarray, ...]:
+    """The statistics pass over every chunk: per (row, block) count, mean,
+    M2, largest |x| and largest deviation, and the non-finite count per row."""
+    got = []
+    for c in chunks:
+        x, stride = _upload(job, host_scale, c)
+        got.append(_series_moments(job, x, stride, c.hi - c.lo, STAT_BLOCK, clip,
+                                   moment_scale)())
+    count, mean, m2, magnitude, deviation = (np.concatenate([g[i] for g in got], axis=1)
+                                             for i in (0, 1, 2, 4, 5))
+    return count, mean, m2, sum(g[3] for g in got), magnitude, deviation
 
-    def _source_magnitude(self, chunks: list[_Chunk], rows: np.ndarray) -> np.ndarray:
-        """Largest finite |x| of each of ``rows`` of the host data, in float64."""
-        largest = np.zeros(len(rows))
-        for c in chunks:
-            part = np.abs(np.asarray(self.rows[rows, c.lo:c.hi], dtype=np.float64))
-            part[~np.isfinite(part)] = 0
-            largest = np.maximum(largest, part.max(axis=1, initial=0))
-        return largest
 
-    def _fit_moments(self, parts) -> bool:
-        """Scale the moments of rows whose deviations leave :data:`MOMENT_RANGE`
-        (a power of two to deviations within [0.5, 1)); True if any."""
-        lo, hi = MOMENT_RANGE
-        deviation = parts[5].max(axis=1)
-        outside = (deviation > 0) & np.isfinite(deviation) & ((deviation < lo) | (deviation > hi))
-        outside &= self.host_scale == 1  # rescaled rows fit already
-        self._moment_scale = np.where(outside, np.ldexp(1.0, -np.frexp(deviation)[1]),
-                                      self._moment_scale)
-        return bool(outside.any())
+def _float32_scale(job: _Job, chunks: list[_Chunk], parts) -> tuple[np.ndarray, bool]:
+    """The host scale of each row: a power of two (to a largest |x| in
+    [0.5, 1)) for rows outside :data:`FLOAT32_RANGE` and those whose float32
+    copy overflowed or lost precision, else 1; raise for a device array.
+    True if any row was rescaled."""
+    host_scale = np.ones(job.n_dm)
+    lo, hi = FLOAT32_RANGE
+    magnitude, deviation = parts[4].max(axis=1), parts[5].max(axis=1)
+    outside = ~(magnitude <= hi) | ((deviation > 0) & (deviation < lo))
+    if isinstance(job.rows, cl_array.Array):
+        if outside.any():
+            row = int(np.argmax(outside))
+            raise ValueError(
+                f"row {row} of the device array (largest |x| {magnitude[row]:.3g}, "
+                f"deviations up to {deviation[row]:.3g}) is outside the float32 range "
+                f"the search takes: |x| <= 2**100 (~1.3e30) and deviations 0 or >= "
+                f"2**-100 (~7.9e-31); scale the data, or pass a host array (rows "
+                f"outside are rescaled on the host)")
+        return host_scale, False
+    suspect = outside.copy()
+    if job.rows.dtype != np.float32:  # the cast may have overflowed or flushed to 0
+        suspect |= (parts[3] > 0) | (magnitude < lo)
+    rows = np.flatnonzero(suspect)
+    if not len(rows):
+        return host_scale, False
+    largest = _source_magnitude(job.rows, chunks, rows)
+    rescale = ((largest > 0) & np.isfinite(largest)
+               & (outside[rows] | (largest > hi) | (largest < lo)))
+    host_scale[rows[rescale]] = np.ldexp(1.0, -np.frexp(largest[rescale])[1])
+    return host_scale, bool(rescale.any())
 
-    def _series_moments(self, x, stride: int, n: int, block: int, clip,
-                        scale: np.ndarray | None = None):
-        """Enqueue the per (row, block of ``block`` samples) count, mean, M2,
-        largest |x| and largest deviation from the block's first sample of
-        ``x``'s first ``n`` samples per row, and the non-finite count per row;
-        returns a function that waits for them (so several series can be
-        enqueued before one wait). ``scale``: per-row power of two the kernel
-        multiplies the deviations by (default 1); the results are unscaled."""
-        queue = self.dev.queue
-        groups = max(1, -(-n // block))
-        size = self.n_dm * groups
-        out = self.dev.empty(6 * size * 4)   # count, mean, M2, bad, shift, deviation
-        if clip is None:
-            clip_args = [self._no_clip] * 2
-        else:
-            clip_args = [self.dev.upload(clip[0]), self.dev.upload(clip[1])]
-        factor = self._unit if scale is None else scale
-        scale_buf = (self._unit_buf if (factor == 1).all()
-                     else self.dev.upload(factor.astype(np.float32)))
-        self.raw["row_moments"](queue, (groups * LOCAL_SIZE, self.n_dm), (LOCAL_SIZE, 1),
-                                x, np.int64(stride), np.int32(n), np.int32(block),
-                                np.int32(clip is not None), *clip_args, scale_buf, out)
-        host = np.empty((6, self.n_dm, groups), np.float32)
-        copied = cl.enqueue_copy(queue, host, out, is_blocking=False)
 
-        def wait():
-            copied.wait()
-            count, mean, m2, bad, shift, deviation = host.astype(np.float64)
-            per_row = factor[:, None]
-            deviation = deviation / per_row
-            return (count, shift + mean / per_row, m2 / per_row**2,
-                    bad.sum(axis=1, dtype=np.int64), np.abs(shift) + deviation, deviation)
+def _source_magnitude(data: np.ndarray, chunks: list[_Chunk], rows: np.ndarray) -> np.ndarray:
+    """Largest finite |x| of each of ``rows`` of the host data, in float64."""
+    largest = np.zeros(len(rows))
+    for c in chunks:
+        part = np.abs(np.asarray(data[rows, c.lo:c.hi], dtype=np.float64))
+        part[~np.isfinite(part)] = 0
+        largest = np.maximum(largest, part.max(axis=1, initial=0))
+    return largest
 
-        return wait
 
-    def set_normalisation(self, mean, std, status) -> None:
-        ok = status == RowStatus.OK
-        inv = np.where(ok, 1.0 / np.where(ok, std, 1.0), 0.0)
-        self._mean = self.dev.upload(mean.astype(np.float32))
-        self._inv_std = self.dev.upload(inv.astype(np.float32))
-        self._ok = ok
+def _moment_scale(parts, host_scale: np.ndarray) -> tuple[np.ndarray, bool]:
+    """The scale of each row's moments: a power of two (to deviations within
+    [0.5, 1)) for rows whose deviations leave :data:`MOMENT_RANGE` and that
+    the host did not rescale, else 1; True if any."""
+    lo, hi = MOMENT_RANGE
+    deviation = parts[5].max(axis=1)
+    outside = (deviation > 0) & np.isfinite(deviation) & ((deviation < lo) | (deviation > hi))
+    outside &= host_scale == 1  # rescaled rows fit already
+    return np.where(outside, np.ldexp(1.0, -np.frexp(deviation)[1]), 1.0), bool(outside.any())
 
-    # ----------------------------------------------------------------- noise
-    def noise(self, chunks: list[_Chunk], robust: bool) -> None:
-        """The inverse noise of every boxcar width of every level
-        (``self.inv_sigma[level]``, rows x wmax), measured over all chunks.
 
-        ``"exact"``: from the autocovariance of each level's series.
-        ``"approx"``: Adamek & Armour eq. 5 between sigma_1, the standard
-        deviation of the level's series, and sigma_Nmax, that of the series
-        decimated Nmax = 2**m >= wmax times (sums of Nmax samples: the
-        widest boxcar, measured at aligned starts as in AstroAccelerate).
-        With ``robust``, both use the 3-sigma clipped series.
-        """
-        exact = self.snr_mode == "exact"
-        needed = sorted(self.needed)
-        parts: dict[int, list] = {k: [] for k in needed}
-        terms = {k: 0 for k in needed}
-        for c in chunks:
-            x, stride = self._upload(c)
-            series = self._levels(c, x, stride)
-            if len(chunks) == 1:
-                self._resident = ((c.lo, c.end), series, self._strides)
-            for k in needed:
-                buf, n = series[k]
-                own = (c.hi - c.lo) >> k
-                if exact and k in self._by_level:
-                    parts[k].append(self._autocovariance(self._by_level[k], buf, n, own))
-                elif not exact and k > 0:  # level 0 is normalised: sigma_1 = 1
-                    parts[k].append((buf, self._strides[k], own))
-                terms[k] += own
-        if not exact:
-            self._level_moments(parts, robust)
-        self.inv_sigma, self.sigma = {}, {}
-        for lv in self.levels:
-            if exact:
-                sums = np.concatenate(parts[lv.level], axis=1).sum(axis=1)
-                lags = np.arange(sums.shape[1])
-                gamma = sums / np.maximum(terms[lv.level] - lags, 1)
-                sigma = _boxcar_sigma(gamma, lv)
-            else:
-                m = _log2_ceil(lv.wmax)
-                sigma = _approx_sigma(self._level_std[lv.level], self._level_std[lv.level + m],
-                                      lv.wmax, 1 << m)
-            self.sigma[lv.level] = sigma
-            inv = np.zeros(sigma.shape, np.float32)  # 0 where no noise or the row is not OK
-            np.divide(1.0, sigma, out=inv, where=(sigma > 0) & self._ok[:, None],
-                      casting="unsafe")
-            self.inv_sigma[lv.level] = self.dev.upload(inv)
+def _series_moments(job: _Job, x, stride: int, n: int, block: int, clip,
+                    scale: np.ndarray | None = None):
+    """Enqueue the per (row, block of ``block`` samples) count, mean, M2,
+    largest |x| and largest deviation from the block's first sample of
+    ``x``'s first ``n`` samples per row, and the non-finite count per row;
+    returns a function that waits for them (so several series can be
+    enqueued before one wait). ``scale``: per-row power of two the kernel
+    multiplies the deviations by (default 1); the results are unscaled."""
+    queue = job.dev.queue
+    groups = max(1, -(-n // block))
+    size = job.n_dm * groups
+    out = job.dev.empty(6 * size * 4)   # count, mean, M2, bad, shift, deviation
+    if clip is None:
+        clip_args = [job.no_clip] * 2
+    else:
+        clip_args = [job.dev.upload(clip[0]), job.dev.upload(clip[1])]
+    factor = np.ones(job.n_dm) if scale is None else scale
+    scale_buf = (job.unit if (factor == 1).all()
+                 else job.dev.upload(factor.astype(np.float32)))
+    job.raw["row_moments"](queue, (groups * LOCAL_SIZE, job.n_dm), (LOCAL_SIZE, 1),
+                           x, np.int64(stride), np.int32(n), np.int32(block),
+                           np.int32(clip is not None), *clip_args, scale_buf, out)
+    host = np.empty((6, job.n_dm, groups), np.float32)
+    copied = cl.enqueue_copy(queue, host, out, is_blocking=False)
 
-    def _level_moments(self, parts, robust: bool) -> None:
-        """Standard deviation of each needed level's series (clipped when
-        robust), from the moments of every chunk's part."""
-        self._level_std = {0: np.ones(self.n_dm)}
-        levels = {k: pieces for k, pieces in parts.items()
-                  if pieces and not isinstance(pieces[0], np.ndarray)}
-        clip = {k: None for k in levels}
-        for _ in range(1 + (CLIP_ITERATIONS if robust else 0)):
-            # every level and piece enqueued, then one wait
-            pending = {k: [self._series_moments(buf, stride, own, STAT_BLOCK >> k, clip[k])
-                           for buf, stride, own in pieces] for k, pieces in levels.items()}
-            got = {k: [w() for w in waits] for k, waits in pending.items()}
-            # all levels merged at once: (count, mean, M2) x level x row x
-            # block, levels with fewer blocks padded with empty ones
-            blocks = max(sum(g[0].shape[1] for g in pieces) for pieces in got.values())
-            stacked = np.zeros((3, len(got), self.n_dm, blocks))
-            for j, pieces in enumerate(got.values()):
-                for i in range(3):
-                    part = np.concatenate([g[i] for g in pieces], axis=1)
-                    stacked[i, j, :, : part.shape[1]] = part
-            total, mu, spread = _merge_moments(*stacked)
-            std = np.sqrt(spread / np.maximum(total, 1))
-            for j, k in enumerate(got):
-                clip[k] = (mu[j].astype(np.float32), (CLIP_SIGMA * std[j]).astype(np.float32))
-                self._level_std[k] = std[j]
+    def wait():
+        copied.wait()
+        count, mean, m2, bad, shift, deviation = host.astype(np.float64)
+        per_row = factor[:, None]
+        deviation = deviation / per_row
+        return (count, shift + mean / per_row, m2 / per_row**2,
+                bad.sum(axis=1, dtype=np.int64), np.abs(shift) + deviation, deviation)
 
-    def _autocovariance(self, lv: Level, buf: cl.Buffer, n: int, own: int) -> np.ndarray:
-        """Per-segment sums of z[t] z[t + l]: ``(n_dm, segments, lags)``."""
-        queue = self.dev.queue
-        program = self.raw if lv.level == 0 else self.deep[lv.level]
-        segment = STAT_BLOCK >> lv.level  # level samples per work-group
-        groups = max(1, -(-own // segment))
-        out = self.dev.empty(self.n_dm * groups * FULL_WIDTHS * 4)
-        blocks = []
-        source = [buf, self._mean, self._inv_std] if lv.level == 0 else [buf]
-        for lag0 in range(0, _lags(lv), FULL_WIDTHS):
-            program["autocovariance"](queue, (groups * LOCAL_SIZE, self.n_dm), (LOCAL_SIZE, 1),
-                                      *source, np.int64(self._strides[lv.level]), np.int32(n),
-                                      np.int32(own), np.int32(lag0), np.int32(segment), out)
-            host = np.empty((self.n_dm, groups, FULL_WIDTHS), np.float32)
-            cl.enqueue_copy(queue, host, out)
-            blocks.append(host.astype(np.float64))
-        return np.concatenate(blocks, axis=2)[:, :, : _lags(lv)]
+    return wait
 
-    # ------------------------------------------------------------ detections
-    def detections(self, chunks: list[_Chunk], threshold: float):
-        """All detections (row, start, width, snr) over chunks and levels."""
-        found = [[], [], [], []]
-        for c in chunks:
-            x, stride = self._upload(c)
-            series = self._levels(c, x, stride)
-            runs = []
-            for lv in self.levels:  # every level enqueued, then one wait for the counts
-                buf, n = series[lv.level]
-                run = (lv, buf, n, (c.hi - c.lo) >> lv.level, c.lo)
-                runs.append((run, self._boxcar(*run, threshold, 1 << 16)))
-            counts = [int(outs[0].get()[0]) for _, outs in runs]
-            for (run, outs), count in zip(runs, counts):
-                if count > outs[1]:  # the list overflowed: run again with room for all
-                    outs = self._boxcar(*run, threshold, count)
-                for f, p in zip(found, self._fetch(outs, count)):
-                    f.append(p)
-        return tuple(np.concatenate(f) for f in found)
 
-    def _boxcar(self, lv: Level, buf, n, own, offset, threshold, capacity):
-        """Enqueue one level's boxcars: (count array, capacity, output buffers)."""
-        queue = self.dev.queue
-        program = self.raw if lv.level == 0 else self.deep[lv.level]
-        source = [buf, self._mean, self._inv_std] if lv.level == 0 else [buf]
-        cover = LOCAL_SIZE * BOX_PER_ITEM * self.dev.box_tiles(lv.wmax)  # starts per group
-        groups = max(1, -(-own // cover))
-        stride = self._strides[lv.level]
-        count = cl_array.zeros(queue, 1, np.int32, allocator=self.dev.pool)
-        outs = [self.dev.empty(capacity * size) for size in (4, 8, 4, 4)]
-        program["boxcar"](queue, (groups * LOCAL_SIZE, self.n_dm), (LOCAL_SIZE, 1), *source,
-                          np.int64(stride), np.int32(n), np.int32(0),
-                          np.int32(own), self.inv_sigma[lv.level], np.float32(threshold),
-                          np.int32(lv.scale), np.int64(offset), np.int32(stride % 4 == 0),
-                          count.data, np.int32(capacity), *outs)
-        return count, capacity, outs
+# --------------------------------------------------------------- normalisation
+@dataclass(frozen=True)
+class _Normalisation:
+    """How the level-0 kernels turn the device's samples into z = (x - mean) /
+    std: the per-row mean and inverse std on the device (0 for rows not OK),
+    and the host scale the samples are uploaded with."""
 
-    def _fetch(self, outs, found: int) -> list[np.ndarray]:
-        host = [np.empty(found, dtype) for dtype in (np.int32, np.int64, np.int32, np.float32)]
-        if found:
-            for h, o in zip(host, outs[2]):
-                cl.enqueue_copy(self.dev.queue, h, o)
-        self.dev.queue.finish()
-        return host
+    mean: cl.Buffer
+    inv_std: cl.Buffer
+    ok: np.ndarray
+    host_scale: np.ndarray
+
+
+def _normalisation(dev: _Device, stats: _Statistics, status: np.ndarray) -> _Normalisation:
+    ok = status == RowStatus.OK
+    inv = np.where(ok, 1.0 / np.where(ok, stats.std, 1.0), 0.0)
+    return _Normalisation(dev.upload(stats.mean.astype(np.float32)),
+                          dev.upload(inv.astype(np.float32)), ok, stats.host_scale)
+
+
+# ------------------------------------------------------------------ series
+def _upload(job: _Job, host_scale: np.ndarray, c: _Chunk) -> tuple[cl.Buffer, int]:
+    """Rows [lo, end) of the chunk (times ``host_scale``) as a float32 device
+    buffer; row stride."""
+    if isinstance(job.rows, cl_array.Array):
+        return job.rows.data, job.rows.shape[1]
+    host = job.rows[:, c.lo:c.end]
+    if (host_scale != 1).any():
+        host = host * host_scale[:, None]
+    with np.errstate(over="ignore"):  # overflow to inf is found by the statistics
+        host = np.ascontiguousarray(host, dtype=np.float32)
+    # a plain copy into a new buffer: creating a buffer from host memory
+    # (COPY_HOST_PTR) ran at 1.6 GB/s on the H100, enqueue_copy at 9.8 GB/s
+    buf = job.dev.empty(host.nbytes)
+    write(job.dev.queue, buf, host)
+    return buf, c.end - c.lo
+
+
+@dataclass(frozen=True)
+class _Series:
+    """One level's series of a chunk on the device: ``n`` samples per row,
+    rows ``stride`` samples apart."""
+
+    buf: cl.MemoryObjectHolder
+    n: int
+    stride: int
+
+
+def _source(norm: _Normalisation, level: int, series: _Series) -> list:
+    """The leading kernel arguments that read ``series``: level 0 with the
+    normalisation applied on the fly, deeper levels as they are."""
+    return [series.buf, norm.mean, norm.inv_std] if level == 0 else [series.buf]
+
+
+def _chunk_series(job: _Job, norm: _Normalisation, c: _Chunk) -> dict[int, _Series]:
+    """Device series of the needed levels of a chunk; level 0 is the chunk
+    as uploaded. Each level is summed from the deepest computed level above
+    it (2**gap samples at a time)."""
+    x, stride = _upload(job, norm.host_scale, c)
+    series = {0: _Series(x, c.end - c.lo, stride)}
+    for k in job.needed[1:]:
+        prev = max(series)
+        src, factor = series[prev], 1 << (k - prev)
+        n_out = src.n // factor
+        out = job.dev.empty(job.n_dm * n_out * 4)
+        program = job.raw if prev == 0 else job.plain
+        if n_out:
+            program["decimate"](job.dev.queue, (_round_up(n_out, LOCAL_SIZE), job.n_dm),
+                                (LOCAL_SIZE, 1), *_source(norm, prev, src),
+                                np.int64(src.stride), np.int32(n_out), np.int32(factor), out,
+                                np.int64(n_out))
+        series[k] = _Series(out, n_out, n_out)
+    return series
+
+
+# ----------------------------------------------------------------------- noise
+@dataclass(frozen=True)
+class _Noise:
+    """The noise of every boxcar width of every level, measured over all
+    chunks: ``sigma[level]`` (rows x wmax) and its inverse on the device (0
+    where there is no noise or the row is not OK). ``resident``: the series
+    of the only chunk, kept on the device for the detections."""
+
+    sigma: dict[int, np.ndarray]
+    inv_sigma: dict[int, cl.Buffer]
+    resident: dict[int, _Series] | None
+
+
+def _noise(job: _Job, norm: _Normalisation, chunks: list[_Chunk], robust: bool) -> _Noise:
+    """The noise of every boxcar width of every level.
+
+    ``"exact"``: from the autocovariance of each level's series.
+    ``"approx"``: Adamek & Armour eq. 5 between sigma_1, the standard
+    deviation of the level's series, and sigma_Nmax, that of the series
+    decimated Nmax = 2**m >= wmax times (sums of Nmax samples: the
+    widest boxcar, measured at aligned starts as in AstroAccelerate).
+    With ``robust``, both use the 3-sigma clipped series.
+    """
+    by_level = {lv.level: lv for lv in job.levels}
+    parts: dict[int, list] = {k: [] for k in job.needed}
+    resident = None
+    for c in chunks:
+        series = _chunk_series(job, norm, c)
+        if len(chunks) == 1:
+            resident = series
+        for k in job.needed:
+            own = (c.hi - c.lo) >> k
+            if job.exact:
+                parts[k].append(_autocovariance(job, norm, by_level[k], series[k], own))
+            elif k > 0:  # level 0 is normalised: sigma_1 = 1
+                parts[k].append((series[k], own))
+    if job.exact:
+        sigma = {lv.level: _exact_sigma(parts[lv.level], lv, chunks) for lv in job.levels}
+    else:
+        std = _level_std(job, {k: pieces for k, pieces in parts.items() if k > 0}, robust)
+        sigma = {}
+        for lv in job.levels:
+            m = _log2_ceil(lv.wmax)
+            sigma[lv.level] = _approx_sigma(std[lv.level], std[lv.level + m], lv.wmax, 1 << m)
+    inv_sigma = {}
+    for level, s in sigma.items():
+        inv = np.zeros(s.shape, np.float32)  # 0 where no noise or the row is not OK
+        np.divide(1.0, s, out=inv, where=(s > 0) & norm.ok[:, None], casting="unsafe")
+        inv_sigma[level] = job.dev.upload(inv)
+    return _Noise(sigma, inv_sigma, resident)
+
+
+def _exact_sigma(parts: list[np.ndarray], lv: Level, chunks: list[_Chunk]) -> np.ndarray:
+    """The noise of the level's boxcars from its per-chunk autocovariance sums."""
+    sums = np.concatenate(parts, axis=1).sum(axis=1)
+    lags = np.arange(sums.shape[1])
+    terms = sum((c.hi - c.lo) >> lv.level for c in chunks)
+    return _boxcar_sigma(sums / np.maximum(terms - lags, 1), lv)
+
+
+def _level_std(job: _Job, parts: dict[int, list[tuple[_Series, int]]],
+               robust: bool) -> dict[int, np.ndarray]:
+    """Standard deviation of each level's series (level 0: 1, it is
+    normalised; clipped when robust), from the moments of every chunk's
+    ``(series, owned samples)``."""
+    level_std = {0: np.ones(job.n_dm)}
+    if not parts:  # max_width 1: level 0 alone
+        return level_std
+    clip: dict[int, tuple[np.ndarray, np.ndarray] | None] = {k: None for k in parts}
+    for _ in range(1 + (CLIP_ITERATIONS if robust else 0)):
+        # every level and piece enqueued, then one wait
+        pending = {k: [_series_moments(job, s.buf, s.stride, own, STAT_BLOCK >> k, clip[k])
+                       for s, own in pieces] for k, pieces in parts.items()}
+        got = {k: [w() for w in waits] for k, waits in pending.items()}
+        # all levels merged at once: (count, mean, M2) x level x row x
+        # block, levels with fewer blocks padded with empty ones
+        blocks = max(sum(g[0].shape[1] for g in pieces) for pieces in got.values())
+        stacked = np.zeros((3, len(got), job.n_dm, blocks))
+        for j, pieces in enumerate(got.values()):
+            for i in range(3):
+                part = np.concatenate([g[i] for g in pieces], axis=1)
+                stacked[i, j, :, : part.shape[1]] = part
+        total, mu, spread = _merge_moments(*stacked)
+        std = np.sqrt(spread / np.maximum(total, 1))
+        for j, k in enumerate(got):
+            clip[k] = (mu[j].astype(np.float32), (CLIP_SIGMA * std[j]).astype(np.float32))
+            level_std[k] = std[j]
+    return level_std
+
+
+def _autocovariance(job: _Job, norm: _Normalisation, lv: Level, series: _Series,
+                    own: int) -> np.ndarray:
+    """Per-segment sums of z[t] z[t + l]: ``(n_dm, segments, lags)``."""
+    queue = job.dev.queue
+    segment = STAT_BLOCK >> lv.level  # level samples per work-group
+    groups = max(1, -(-own // segment))
+    out = job.dev.empty(job.n_dm * groups * FULL_WIDTHS * 4)
+    blocks = []
+    for lag0 in range(0, _lags(lv), FULL_WIDTHS):
+        job.program(lv.level)["autocovariance"](
+            queue, (groups * LOCAL_SIZE, job.n_dm), (LOCAL_SIZE, 1),
+            *_source(norm, lv.level, series), np.int64(series.stride), np.int32(series.n),
+            np.int32(own), np.int32(lag0), np.int32(segment), out)
+        host = np.empty((job.n_dm, groups, FULL_WIDTHS), np.float32)
+        cl.enqueue_copy(queue, host, out)
+        blocks.append(host.astype(np.float64))
+    return np.concatenate(blocks, axis=2)[:, :, : _lags(lv)]
+
+
+# ------------------------------------------------------------------ detections
+@dataclass(frozen=True)
+class _Boxcars:
+    """One level's boxcars over one chunk: the series, the starts it owns and
+    the native sample of its first."""
+
+    lv: Level
+    series: _Series
+    own: int
+    offset: int
+
+
+@dataclass(frozen=True)
+class _DetectionList:
+    """A boxcar launch's detections on the device: the count found (which
+    may exceed ``capacity``) and the row, start, width and snr buffers."""
+
+    count: cl_array.Array
+    capacity: int
+    buffers: list[cl.MemoryObjectHolder]
+
+
+def _detections(job: _Job, norm: _Normalisation, noise: _Noise, chunks: list[_Chunk],
+                threshold: float) -> tuple[np.ndarray, ...]:
+    """All detections (row, start, width, snr) over chunks and levels."""
+    found: list[list[np.ndarray]] = [[], [], [], []]
+    for c in chunks:
+        series = noise.resident if noise.resident is not None else _chunk_series(
+            job, norm, c)
+        runs = []
+        for lv in job.levels:  # every level enqueued, then one wait for the counts
+            run = _Boxcars(lv, series[lv.level], (c.hi - c.lo) >> lv.level, c.lo)
+            runs.append((run, _boxcar(job, norm, noise, run, threshold, 1 << 16)))
+        counts = [int(dets.count.get()[0]) for _, dets in runs]
+        for (run, dets), count in zip(runs, counts):
+            if count > dets.capacity:  # the list overflowed: run again with room for all
+                dets = _boxcar(job, norm, noise, run, threshold, count)
+            for f, p in zip(found, _fetch(job.dev, dets, count)):
+                f.append(p)
+    return tuple(np.concatenate(f) for f in found)
+
+
+def _boxcar(job: _Job, norm: _Normalisation, noise: _Noise, run: _Boxcars, threshold: float,
+            capacity: int) -> _DetectionList:
+    """Enqueue one level's boxcars over one chunk."""
+    queue, lv, stride = job.dev.queue, run.lv, run.series.stride
+    cover = LOCAL_SIZE * BOX_PER_ITEM * job.dev.box_tiles(lv.wmax)  # starts per group
+    groups = max(1, -(-run.own // cover))
+    count = cl_array.zeros(queue, 1, np.int32, allocator=job.dev.pool)
+    outs = [job.dev.empty(capacity * size) for size in (4, 8, 4, 4)]
+    job.program(lv.level)["boxcar"](
+        queue, (groups * LOCAL_SIZE, job.n_dm), (LOCAL_SIZE, 1),
+        *_source(norm, lv.level, run.series), np.int64(stride), np.int32(run.series.n),
+        np.int32(0), np.int32(run.own), noise.inv_sigma[lv.level], np.float32(threshold),
+        np.int32(lv.scale), np.int64(run.offset), np.int32(stride % 4 == 0), count.data,
+        np.int32(capacity), *outs)
+    return _DetectionList(count, capacity, outs)
+
+
+def _fetch(dev: _Device, dets: _DetectionList, found: int) -> list[np.ndarray]:
+    host: list[np.ndarray] = [np.empty(found, dtype)
+                              for dtype in (np.int32, np.int64, np.int32, np.float32)]
+    if found:
+        for h, o in zip(host, dets.buffers):
+            cl.enqueue_copy(dev.queue, h, o)
+    dev.queue.finish()
+    return host
 
 
 def _lags(lv: Level) -> int:

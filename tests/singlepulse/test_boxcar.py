@@ -476,3 +476,18 @@ def test_bounded_boxcar_keeps_every_detection(max_width, n_t):
     want = _scored_in_float32(x, c.info, 2.5, max_width)
     assert len(want) > 500
     assert got == want
+
+
+@pytest.mark.parametrize("mode", ["approx", "exact"])
+def test_single_sample_boxcars(mode):
+    """max_width=1 searches width 1 alone (no decimated series to measure):
+    its noise is 1 (z is normalised) and a spike's SNR is its z-score."""
+    x = noise(3, 65536, seed=23)
+    x[1, 5000] += 10.0
+    c = sp.search(x, np.arange(3.0), TSAMP, max_width=1, threshold=6.0, snr_mode=mode)
+    assert [lv.widths.tolist() for lv in c.info.plan] == [[1]]
+    np.testing.assert_allclose(c.info.noise[0], 1.0, rtol=1e-5)
+    assert keys(c) == [(1, 5000, 1)]
+    exact = x.astype(np.float64)
+    z = (exact[1, 5000] - exact[1].mean()) / exact[1].std()
+    assert c["snr"][0] == pytest.approx(z, rel=1e-5)
