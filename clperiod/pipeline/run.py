@@ -24,16 +24,13 @@ groups of objects (at most :data:`PERIODOGRAM_BYTES`, and a quarter of the
 available host memory), each group written to the chunk's periodogram part
 as soon as it is computed.
 
-I/O overlaps compute: a fresh run (no manifest in the work directory, no
-periodograms) reads its first chunk and queues its search before anything
-else (the chunk's row checks, the work directory, the manifest, the output),
-which then overlaps the device; a reader thread reads and checks the next
-chunk; the next chunk's search is queued on the device before the current
-one is waited for (:meth:`PeriodSearch.start`); and a writer thread computes
-the previous chunk's table (false-alarm probabilities) and commits its part
-file while an appender thread adds its rows to the output (under a temporary
-name). The
-threads are long-lived workers (:mod:`clperiod.engine.workers`). When every chunk
+I/O overlaps compute: a run reads and checks its first chunk, then sets up
+the work directory while a reader thread reads and checks the next chunk;
+the next chunk's search is queued on the device before the current one is
+waited for (:meth:`PeriodSearch.start`); and a writer thread computes the
+previous chunk's table (false-alarm probabilities) and commits its part file
+while an appender thread adds its rows to the output (under a temporary
+name). The threads are long-lived workers (:mod:`clperiod.engine.workers`). When every chunk
 is done the output is renamed into place, the periodogram parts are joined
 in input order, and the work directory is removed (moved aside at once,
 deleted in a background thread: :func:`clperiod.io.disposal.dispose`).
@@ -60,7 +57,7 @@ import numpy as np
 
 from clperiod.engine import workers
 from clperiod.catalog import Catalog, catalog_of, is_lightcurve_list
-from clperiod.io.readers import DEFAULT_CHUNK_ROWS, CatalogChunk, CatalogReader, checked
+from clperiod.io.readers import DEFAULT_CHUNK_ROWS, CatalogChunk, CatalogReader
 from clperiod.io.chunks import Block, Chunker
 from clperiod.engine.devices import select_devices
 from clperiod.io.disposal import dispose
@@ -392,66 +389,30 @@ def _run_locked(source: Any, search: PeriodSearch, output: Path, *, periodogram:
     formats = (result_format(output, output_format),
                _periodogram_format(periodogram, periodogram_format) if periodogram else None)
     work = work_directory(output)
-    pairs = reader.unchecked()  # a Parquet file is opened here
+    chunks = iter(reader)  # a Parquet file is opened here
     with contextlib.ExitStack() as stack:
-        stack.callback(pairs.close)  # runs once the reader thread below has stopped
+        stack.callback(chunks.close)  # runs once the reader thread below has stopped
         reading = time.perf_counter()
-        first, check_first = next(pairs)  # the reader raises for an empty input
+        first = next(chunks)  # checked; the reader raises for an empty input or a bad row
         timings["read_s"] = time.perf_counter() - reading
+        # the reader thread reads on while this thread sets the run up
+        rest = itertools.chain([first], stack.enter_context(_Prefetch(chunks, timings)))
         devices = select_devices(device)
         labels = default_plot_labels(reader) if plot and plot_labels is None else plot_labels
-        state_args = (work, devices, periodogram is not None, plot, plot_ids, plot_format,
-                      labels, timings)
-        queued = state = None
-        try:
-            if (isinstance(search.grid, FrequencyGrid) and periodogram is None
-                    and _looks_fresh(work)):
-                # a fresh run queues the first chunk's search before anything
-                # else, even before the chunk's rows are checked and the work
-                # directory is set up: all of that then overlaps the device (a
-                # failed check or set-up abandons the search; a search with
-                # periodograms runs at once, writing them to the work directory)
-                state = _RunState(search, *state_args)
-                try:
-                    with np.errstate(all="ignore"):  # nothing to say of unchecked rows
-                        queued = state.begin(first)
-                except Exception:
-                    check_first()  # a bad row is the error to report
-                    raise
-            checking = time.perf_counter()
-            check_first()
-            timings["read_s"] += time.perf_counter() - checking
-            # the reader thread reads on while this thread sets the run up
-            rest = stack.enter_context(_Prefetch(checked(pairs), timings))
-            settings, manifest = _check_run(reader, search, periodogram is not None, work,
-                                            restart)
-        except BaseException:
-            if queued is not None:
-                state.abandon(queued)
-            raise
+        settings, manifest = _check_run(reader, search, periodogram is not None, work, restart)
         resuming = manifest is not None
-        if resuming and queued is not None:  # a manifest appeared meanwhile
-            state.abandon(queued)
-            queued = state = None
-        if queued is None:
-            rest = itertools.chain([first], rest)
-        try:
-            for path in (output, periodogram, work):
-                if path is not None:
-                    remove_temporaries(path)
-            if manifest is None:
-                manifest = _new_manifest(work, settings, search, reader)
-            grid = FrequencyGrid(**manifest["grid"])
-            if state is None:
-                state = _RunState(dataclasses.replace(search, grid=grid), *state_args)
-            results = stack.enter_context(
-                ResultsWriter(output, formats[0], _run_metadata(settings, grid)))
-        except BaseException:
-            if queued is not None:
-                state.abandon(queued)
-            raise
+        for path in (output, periodogram, work):
+            if path is not None:
+                remove_temporaries(path)
+        if manifest is None:
+            manifest = _new_manifest(work, settings, search, reader)
+        grid = FrequencyGrid(**manifest["grid"])
+        state = _RunState(dataclasses.replace(search, grid=grid), work, devices,
+                          periodogram is not None, plot, plot_ids, plot_format, labels, timings)
+        results = stack.enter_context(
+            ResultsWriter(output, formats[0], _run_metadata(settings, grid)))
         bar = stack.enter_context(_progress_bar(progress, reader, search.algorithm))
-        state.process(rest, results, bar, queued)
+        state.process(rest, results, bar)
         if resuming:  # a fresh work directory holds this run's parts only
             _check_no_stale_parts(work, state.n_chunks)
         state.warn_missing_plot_ids()
@@ -504,27 +465,15 @@ class _RunState:
                                 and search.fap_method not in (None, "townsend"))
         self.null_weighted = search.options.get("method", "generalized") == "generalized"
 
-    def begin(self, chunk: CatalogChunk) -> tuple:
-        """Count a chunk and queue its search (a fresh run's first chunk, before
-        :meth:`process`, which takes what this returns)."""
-        return self._queue(chunk, self._count(chunk))
-
-    def abandon(self, queued: tuple) -> None:
-        """Wait for a queued search whose run failed before :meth:`process`."""
-        with contextlib.suppress(Exception):
-            for search in queued[1]:
-                search.result()
-
-    def process(self, chunks: Iterable[CatalogChunk], output: ResultsWriter, bar: Any,
-                queued: tuple | None = None) -> None:
+    def process(self, chunks: Iterable[CatalogChunk], output: ResultsWriter, bar: Any) -> None:
         """Search and write every chunk not already in the work directory.
 
         A chunk's search is queued before the previous chunk's results are
         waited for (:meth:`PeriodSearch.start`), so the device goes from one
-        chunk to the next without waiting for the host. ``queued`` is the
-        chunk :meth:`begin` queued, if any.
+        chunk to the next without waiting for the host.
         """
         self.output, self.bar = output, bar
+        queued = None
         try:
             for chunk in chunks:
                 plot_ids = self._count(chunk)
@@ -808,11 +757,6 @@ def _check_destinations(files: list[Path], plot: Any) -> None:
         raise NotADirectoryError(f"{plot} is a file, not a folder for figures")
 
 
-def _looks_fresh(work: Path) -> bool:
-    """Whether a run has no manifest to resume (one stat: decided before its checks)."""
-    return not (work / _MANIFEST).exists()
-
-
 def _open_work(work: Path, settings: dict[str, Any], restart: bool) -> dict[str, Any] | None:
     """The matching manifest of a previous run, or None for a fresh work directory.
 
@@ -928,11 +872,6 @@ class _MemorySource:
     def settings(self) -> dict[str, Any]:
         return {"chunk_rows": self.chunk_rows}
 
-    def unchecked(self) -> Iterator[tuple[CatalogChunk, Any]]:
-        """The chunks (as :meth:`CatalogReader.unchecked`), with nothing left to
-        check: a Catalog was checked when it was made."""
-        return ((chunk, _nothing_to_check) for chunk in self)
-
     def __iter__(self) -> Iterator[CatalogChunk]:
         cat = self.catalog
         columns = {"t": cat.t, "y": cat.y} | ({"dy": cat.dy} if cat.dy is not None else {})
@@ -942,10 +881,6 @@ class _MemorySource:
             catalog = Catalog(block.ids, block.offsets, block.columns["t"], block.columns["y"],
                               block.columns.get("dy"))
             yield CatalogChunk(index, block.first_row, int(block.offsets[-1]), catalog)
-
-
-def _nothing_to_check() -> None:
-    """The row check of a chunk of an in-memory catalog (done when it was made)."""
 
 
 def _as_reader(source: Any, chunk_rows: int) -> Any:

@@ -643,34 +643,6 @@ def test_parquet_files_read_the_same_mapped_or_buffered(tmp_path, monkeypatch, m
     assert all(("buffer_size" in options) is not mapped for options in opened)
 
 
-def test_unchecked_chunks_carry_the_check_that_iterating_runs(tmp_path):
-    cat = _stripe82()
-    y = cat.y.copy()
-    bad = int(cat.offsets[8]) + 2  # in the second of the chunks below
-    y[bad] = np.inf
-    table = _long_table(cat).set_column(2, "y", pa.array(y))
-    pq.write_table(table, tmp_path / "a.parquet")
-    message = rf"a\.parquet: row {bad} \(object {cat.ids[8]}\): y is inf"
-    with pytest.raises(ValueError, match=message):
-        list(open_catalog(tmp_path / "a.parquet", chunk_rows=400, first_chunk_rows=None))
-    reader = open_catalog(tmp_path / "a.parquet", chunk_rows=400, first_chunk_rows=None)
-    pairs = reader.unchecked()
-    first, check_first = next(pairs)
-    check_first()
-    second, check_second = next(pairs)
-    assert cat.ids[8] not in first.catalog.ids and cat.ids[8] in second.catalog.ids
-    assert np.isinf(second.catalog.y).sum() == 1  # the rows as read, not yet checked
-    for _ in range(2):  # a failed check repeats its error
-        with pytest.raises(ValueError, match=message):
-            check_second()
-    skipped = open_catalog(tmp_path / "a.parquet", chunk_rows=400, first_chunk_rows=None)
-    pairs = skipped.unchecked()
-    next(pairs)
-    next(pairs)
-    with pytest.raises(ValueError, match=message):  # taking the next pair runs the check
-        next(pairs)
-
-
 # ---------------------------------------------------------------------- time-sorted files
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-import importlib
 import json
 import os
 import re
@@ -172,28 +171,6 @@ def test_interrupted_run_resumes_without_loss_or_repeats(tmp_path, input_file, m
         np.testing.assert_array_equal(got["id"][:], expected["id"][:])
 
 
-def test_a_first_search_queued_before_a_manifest_appeared_is_abandoned(tmp_path, input_file,
-                                                                        monkeypatch, cpu_device):
-    """A fresh-looking run queues its first search at once; if the work
-    directory then turns out to hold a run to resume (another process wrote
-    its manifest meanwhile), that search is abandoned and the run resumes."""
-    reference = run_catalog(_reader(input_file), _search(), tmp_path / "ref.parquet",
-                            device=cpu_device, progress=False)
-    _fail_on_call(monkeypatch, "start", 3, RuntimeError("device lost"))
-    output = tmp_path / "out.parquet"
-    with pytest.raises(RuntimeError, match="device lost"):
-        run_catalog(_reader(input_file), _search(), output, device=cpu_device, progress=False)
-    monkeypatch.undo()
-    waited = []
-    abandon = pipeline._RunState.abandon
-    monkeypatch.setattr(pipeline._RunState, "abandon",
-                        lambda self, queued: waited.append(abandon(self, queued)))
-    monkeypatch.setattr(pipeline, "_looks_fresh", lambda work: True)
-    run = run_catalog(_reader(input_file), _search(), output, device=cpu_device, progress=False)
-    assert len(waited) == 1 and run.n_resumed == 2 and run.n_chunks == 5
-    assert pq.read_table(output).equals(pq.read_table(reference.output))
-
-
 def test_a_run_stopped_before_its_output_is_in_place_searches_the_last_chunk_again(
         tmp_path, input_file, monkeypatch, cpu_device):
     """The last chunk has no part file (its rows complete the output): a run
@@ -247,20 +224,18 @@ def test_work_directory_of_other_settings_is_refused(tmp_path, input_file, monke
     assert run.n_resumed == 0 and run.n_objects == 24
 
 
-def test_a_set_up_failure_after_the_first_search_waits_for_it(tmp_path, input_file,
-                                                             monkeypatch, cpu_device):
-    """A fresh run queues its first chunk before writing its manifest; a failure
-    in between waits for that search and leaves nothing to resume."""
+def test_a_set_up_failure_stops_the_run_before_any_search(tmp_path, input_file, monkeypatch,
+                                                          cpu_device):
+    """A failure while the work directory is set up (its manifest written)
+    starts no search and leaves nothing to resume."""
     output = tmp_path / "out.parquet"
-    waited = []
-    abandon = pipeline._RunState.abandon
-    monkeypatch.setattr(pipeline._RunState, "abandon",
-                        lambda self, queued: waited.append(abandon(self, queued)))
+    searched = []
+    monkeypatch.setattr(PeriodSearch, "start", lambda *a, **k: searched.append(1))
     monkeypatch.setattr(pipeline, "_new_manifest",
                         lambda *a, **k: (_ for _ in ()).throw(OSError("disk full")))
     with pytest.raises(OSError, match="disk full"):
         run_catalog(_reader(input_file), _search(), output, device=cpu_device, progress=False)
-    assert len(waited) == 1 and not output.exists()
+    assert searched == [] and not output.exists()
     monkeypatch.undo()
     run = run_catalog(_reader(input_file), _search(), output, device=cpu_device, progress=False)
     assert run.n_resumed == 0 and run.n_objects == 24
@@ -401,38 +376,33 @@ def test_a_bad_first_chunk_leaves_no_work_directory(tmp_path, catalog, cpu_devic
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.parquet"]
 
 
-@pytest.mark.parametrize("host_prepares", [False, True])
-def test_the_first_search_starts_before_its_rows_are_checked(tmp_path, catalog, monkeypatch,
-                                                              cpu_device, host_prepares):
-    """A fresh run queues its first chunk before checking its rows; a bad row
-    then abandons that search (waited for) with the row's error, without numpy
-    warnings about the bad values (which the host preparation of devices
-    without FP64 computes with), and leaves nothing behind."""
-    lombscargle_module = importlib.import_module("clperiod.periodograms.lombscargle")
-    monkeypatch.setattr(lombscargle_module, "_prepares_on_device", lambda info: not host_prepares)
+def test_a_bad_first_chunk_is_reported_before_any_search(tmp_path, catalog, monkeypatch,
+                                                         cpu_device):
+    """Rows are checked, then searched: a bad row of the first chunk stops the
+    run with the row's error before a search starts (so without NumPy warnings
+    about the bad values), and leaves nothing behind."""
     ids = np.repeat(catalog.ids, catalog.lengths)
     t, dy = catalog.t.copy(), catalog.dy.copy()
     t[7], dy[9] = np.inf, 0.0
     path = tmp_path / "bad.parquet"
     pq.write_table(pa.table({"id": ids, "t": t, "y": catalog.y, "dy": dy}), path)
-    started, waited = [], []
-    start, abandon = PeriodSearch.start, pipeline._RunState.abandon
+    started = []
+    start = PeriodSearch.start
     monkeypatch.setattr(PeriodSearch, "start",
                         lambda self, cat, **k: started.append(cat) or start(self, cat, **k))
-    monkeypatch.setattr(pipeline._RunState, "abandon",
-                        lambda self, queued: waited.append(abandon(self, queued)))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         with pytest.raises(ValueError, match=r"bad\.parquet: row 7 \(object .*\): t is inf"):
             run_catalog(_reader(path), _search(), tmp_path / "out.parquet", device=cpu_device,
                         progress=False)
-    assert len(started) == 1 and np.isinf(started[0].t).any() and len(waited) == 1
+    assert started == []
     wait_for_disposals()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.parquet"]
 
 
-def test_a_search_failing_on_unchecked_rows_reports_the_bad_row(tmp_path, catalog, input_file,
-                                                                 monkeypatch, cpu_device):
+def test_a_bad_row_and_a_failed_search_each_report_their_own_error(tmp_path, catalog,
+                                                                   input_file, monkeypatch,
+                                                                   cpu_device):
     ids = np.repeat(catalog.ids, catalog.lengths)
     y = catalog.y.copy()
     y[3] = np.nan
@@ -447,7 +417,10 @@ def test_a_search_failing_on_unchecked_rows_reports_the_bad_row(tmp_path, catalo
         run_catalog(_reader(input_file), _search(), tmp_path / "b.parquet", device=cpu_device,
                     progress=False)
     wait_for_disposals()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.parquet", "catalog.parquet"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.parquet.parts", "bad.parquet",
+                                                          "catalog.parquet"]
+    # the failed search's run set up its work directory: a rerun resumes it
+    assert [p.name for p in (tmp_path / "b.parquet.parts").iterdir()] == ["manifest.json"]
 
 
 def test_figures_of_ids_that_clash_as_file_names_stay_apart(tmp_path, catalog, cpu_device):
