@@ -2,11 +2,10 @@
 
 :func:`run_catalog` reads the input chunk by chunk
 (:class:`~clperiod.io.readers.CatalogReader`), runs a period search on
-each chunk, and writes every finished chunk but the input's last atomically
-(temporary name, then ``os.replace``) as a part file (Arrow IPC) in a work
-directory next to the output, ``<output>.parts/``; the last chunk's rows go
-straight to the output, which is then complete (runs that keep periodograms
-write its part too). The directory's ``manifest.json`` records the input file
+each chunk, and writes every finished chunk atomically (temporary name,
+then ``os.replace``) as a part file (Arrow IPC) in a work directory next to
+the output, ``<output>.parts/``, while its rows are added to the output. The
+directory's ``manifest.json`` records the input file
 (path, size, modification time), the reader settings (layout, columns, chunk
 size) and the search settings. A run that finds a work directory with the
 same manifest skips the chunks already written, so an interrupted run
@@ -436,9 +435,7 @@ class _RunState:
 
     The writer thread takes the chunks in input order: it commits each part
     file and appends the chunk's rows to the output (resumed chunks: the rows
-    of their part file), so the output grows while the device computes. The
-    input's last chunk, with nothing left to overlap, is written in the run's
-    own thread.
+    of their part file), so the output grows while the device computes.
     """
 
     def __init__(self, search: PeriodSearch, work: Path, devices: list, with_periodogram: bool,
@@ -486,7 +483,7 @@ class _RunState:
                 previous, queued = queued, self._queue(chunk, plot_ids)
                 self._collect(previous)
             previous, queued = queued, None
-            self._collect(previous, final=True)
+            self._collect(previous)
             self._drain()
         except BaseException:
             # a bad row or a failed search: keep the chunk in flight if it finishes
@@ -581,9 +578,8 @@ class _RunState:
         part.write(result.ids, result.power)
         return dataclasses.replace(result, power=None)
 
-    def _collect(self, queued: tuple | None, final: bool = False) -> None:
-        """Wait for a queued chunk's search, then hand it to the writer thread
-        (``final``: the input has no more chunks)."""
+    def _collect(self, queued: tuple | None) -> None:
+        """Wait for a queued chunk's search, then hand it to the writer thread."""
         if queued is None:
             return
         chunk, searches, plot_ids = queued
@@ -594,11 +590,7 @@ class _RunState:
         results = [search.result() for search in searches]
         plot_job = self._plot_job(chunk.catalog, plot_ids)
         self.timings["compute_s"] += time.perf_counter() - started
-        if final:  # nothing left to overlap: written here, after the writes before it
-            self._drain()
-            self.figures += self._write(chunk, results, plot_job, True)
-            return
-        self._writes.append(self._writer.submit(self._write, chunk, results, plot_job, False))
+        self._writes.append(self._writer.submit(self._write, chunk, results, plot_job))
         while len(self._writes) > _PENDING_WRITES or (self._writes and self._writes[0].done()):
             self.figures += self._writes.pop(0).result()
 
@@ -607,14 +599,10 @@ class _RunState:
         while self._writes:
             self.figures += self._writes.pop(0).result()
 
-    def _write(self, chunk: CatalogChunk, results: list[Any], plot_job: Any,
-               final: bool) -> list[Path]:
-        """Writer thread (the final chunk: the run's thread): figures, then the
-        result part (the commit) alongside the output rows (the periodogram
-        part is written by then, see :meth:`_start`). The input's final chunk
-        has no result part, as the output is complete once its rows are in (a
-        run that stops before the output is in place searches that chunk
-        again; runs with periodograms keep it: their join reads its ids)."""
+    def _write(self, chunk: CatalogChunk, results: list[Any], plot_job: Any) -> list[Path]:
+        """Writer thread: figures, then the result part (the commit) alongside
+        the output rows (the periodogram part is written by then, see
+        :meth:`_start`)."""
         started = time.perf_counter()
         columns = [result_columns(result, fap_method=self.search.fap_method)
                    for result in results]
@@ -628,13 +616,10 @@ class _RunState:
             result, catalog, ids = plot_job
             figures = plot_objects(result, catalog, ids, self.plot, fmt=self.plot_format,
                                    labels=self.plot_labels)
-        if final and not self.with_periodogram:  # no part file: no chunk summary
-            self.output.write(results_table(joined))
-        else:
-            table = results_table(joined, metadata=chunk.summary())
-            appended = self._appender.submit(self.output.write, table)  # alongside the commit
-            _write_part(self.work / _result_part(chunk.index), table)
-            appended.result()
+        table = results_table(joined, metadata=chunk.summary())
+        appended = self._appender.submit(self.output.write, table)  # alongside the commit
+        _write_part(self.work / _result_part(chunk.index), table)
+        appended.result()
         self.timings["write_s"] += time.perf_counter() - started
         self._advance(chunk.n_rows)
         return figures
