@@ -31,8 +31,8 @@ previous chunk's table (false-alarm probabilities) and commits its part file
 while an appender thread adds its rows to the output (under a temporary
 name). The threads are long-lived workers (:mod:`clperiod.engine.workers`). When every chunk
 is done the output is renamed into place, the periodogram parts are joined
-in input order, and the work directory is removed (moved aside at once,
-deleted in a background thread: :func:`clperiod.io.disposal.dispose`).
+in input order, and the work directory is removed
+(:func:`clperiod.io.results.remove_path`).
 """
 
 from __future__ import annotations
@@ -59,7 +59,6 @@ from clperiod.catalog import Catalog, catalog_of, is_lightcurve_list
 from clperiod.io.readers import DEFAULT_CHUNK_ROWS, CatalogChunk, CatalogReader
 from clperiod.io.chunks import Block, Chunker
 from clperiod.engine.devices import select_devices
-from clperiod.io.disposal import dispose
 from clperiod.grid import SURVEY_MIN_PERIOD, FrequencyGrid, GridWarning
 from clperiod.periodograms.inputs import Deferred
 from clperiod.engine.planner import available_host_memory
@@ -68,6 +67,7 @@ from clperiod.io.results import (
     ResultsWriter,
     atomic_path,
     is_temporary,
+    remove_path,
     remove_temporaries,
     result_format,
     results_table,
@@ -419,7 +419,7 @@ def _run_locked(source: Any, search: PeriodSearch, output: Path, *, periodogram:
         joined = time.perf_counter()
     if periodogram is not None:
         _join_periodograms(work, state.n_chunks, periodogram, formats[1], grid, state.n_objects)
-    dispose(work)
+    remove_path(work)
     timings = dict(state.timings, join_s=time.perf_counter() - joined,
                    total_s=time.perf_counter() - started)
     return CatalogRun(output, Path(periodogram) if periodogram else None, state.figures,
@@ -748,13 +748,13 @@ def _open_work(work: Path, settings: dict[str, Any], restart: bool) -> dict[str,
     Files that a killed run left half written (temporary names) are removed.
     """
     if restart:
-        dispose(work)
+        remove_path(work)
     manifest_path = work / _MANIFEST
     if not manifest_path.exists():
         if work.exists() and not all(is_temporary(p) for p in work.iterdir()):
             raise ValueError(f"{work} exists but holds no {_MANIFEST}; it is not a clperiod "
                              "work directory: move it away")
-        dispose(work)
+        remove_path(work)
         work.mkdir(parents=True)
         return None
     manifest = json.loads(manifest_path.read_text())

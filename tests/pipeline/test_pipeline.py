@@ -23,7 +23,6 @@ import pytest
 import clperiod
 from clperiod.pipeline import run as pipeline
 from clperiod.io.readers import open_catalog
-from clperiod.io.disposal import wait_for_disposals
 from clperiod.io import load_example
 from clperiod.pipeline import AutoGrid, PeriodSearch, run_catalog, work_directory
 from clperiod.io.tables import result_columns
@@ -102,7 +101,6 @@ def test_a_repeated_run_replaces_its_output_and_leaves_nothing_behind(tmp_path, 
     assert pq.read_table(output).equals(expected)
     assert pq.read_table(reader).equals(expected)
     reader.close()
-    wait_for_disposals()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["catalog.parquet", "out.parquet"]
     assert output.stat().st_nlink == 1
 
@@ -372,7 +370,6 @@ def test_a_bad_first_chunk_leaves_no_work_directory(tmp_path, catalog, cpu_devic
     output = tmp_path / "out.parquet"
     with pytest.raises(ValueError, match=r"bad\.parquet: row 5 .*dy"):
         run_catalog(_reader(path), _search(), output, device=cpu_device, progress=False)
-    wait_for_disposals()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.parquet"]
 
 
@@ -396,7 +393,6 @@ def test_a_bad_first_chunk_is_reported_before_any_search(tmp_path, catalog, monk
             run_catalog(_reader(path), _search(), tmp_path / "out.parquet", device=cpu_device,
                         progress=False)
     assert started == []
-    wait_for_disposals()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.parquet"]
 
 
@@ -416,7 +412,6 @@ def test_a_bad_row_and_a_failed_search_each_report_their_own_error(tmp_path, cat
     with pytest.raises(RuntimeError, match="the search failed"):  # good rows: its own error
         run_catalog(_reader(input_file), _search(), tmp_path / "b.parquet", device=cpu_device,
                     progress=False)
-    wait_for_disposals()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["b.parquet.parts", "bad.parquet",
                                                           "catalog.parquet"]
     # the failed search's run set up its work directory: a rerun resumes it
@@ -601,7 +596,6 @@ def test_a_second_run_on_the_same_output_stops_and_leaves_the_first_alone(
     assert second["kept"]
     assert run.n_objects == 24
     assert pq.read_table(output).equals(pq.read_table(reference.output))
-    wait_for_disposals()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["catalog.parquet", "out.parquet",
                                                           "ref.parquet"]
 
