@@ -36,15 +36,6 @@ MIN_READ_ROWS = 1 << 14
 #: a file 20 % sooner than 1 MiB and a whole 1.6x10^6-row file as fast;
 #: 64 KiB read the whole file 20 % slower.
 PARQUET_BUFFER = 1 << 18
-#: Parquet files up to this size are memory-mapped instead: pyarrow then
-#: decodes pages straight from the page cache, without first copying them
-#: (a file written with pyarrow's defaults starts each float column with a
-#: 1 MiB dictionary page, so the first rows need a megabyte per column);
-#: the first 16,385 rows of a 1000-object file are decoded in half the time.
-#: Larger files keep the buffer, so a run's resident memory does not grow
-#: with the mapped file. (As with any mapped file, one truncated while it is
-#: read ends the process with SIGBUS instead of an error.)
-MEMORY_MAP_BYTES = 1 << 28
 #: Suffixes of Parquet files.
 PARQUET_SUFFIXES = (".parquet", ".pq")
 #: Text compressions known by suffix (pandas' names).
@@ -345,14 +336,10 @@ def _pyarrow_parquet(path: Path) -> Any:
 
 def open_parquet(path: Path) -> Any:
     """A ``pyarrow.parquet.ParquetFile`` that reads as it goes, never a whole
-    row group at once (memory-mapped up to :data:`MEMORY_MAP_BYTES`)."""
-    metadata = parquet_metadata(path)
-    if os.stat(path).st_size <= MEMORY_MAP_BYTES:
-        options = {"memory_map": True}
-    else:
-        options = {"buffer_size": PARQUET_BUFFER}
-    return _pyarrow_parquet(path).ParquetFile(path, metadata=metadata, pre_buffer=False,
-                                              **options)
+    row group at once (buffered reads of :data:`PARQUET_BUFFER` bytes per
+    column, so a file truncated while it is read gives an error, not a crash)."""
+    return _pyarrow_parquet(path).ParquetFile(path, metadata=parquet_metadata(path),
+                                              pre_buffer=False, buffer_size=PARQUET_BUFFER)
 
 
 def parquet_metadata(path: Path) -> Any:
@@ -460,9 +447,12 @@ def _nested_blocks(parquet: Any, path: Path, roles: dict[str, str], nested_col: 
 
 
 def readable_batches(metadata: Any, path: Path, batches: Iterator[Any]) -> Iterator[Any]:
-    """``batches`` of a Parquet file, pyarrow's errors on damaged data (``Corrupt
-    snappy compressed data.``, bad pages) as ValueErrors naming the file, the
-    row group and the row where the batch that failed starts."""
+    """``batches`` of a whole Parquet file, pyarrow's errors on damaged data
+    (``Corrupt snappy compressed data.``, bad pages) as ValueErrors naming the
+    file, the row group and the row where the batch that failed starts; so is
+    an end before the rows that the footer announces (pyarrow can stop
+    without an error at a row group cut off by a file truncated while it is
+    read)."""
     import pyarrow as pa
 
     row = 0
@@ -470,6 +460,11 @@ def readable_batches(metadata: Any, path: Path, batches: Iterator[Any]) -> Itera
         try:
             batch = next(batches)
         except StopIteration:
+            if row < metadata.num_rows:
+                raise ValueError(f"{path}: {parquet_place(metadata, row)}: the Parquet data "
+                                 f"end early, after {row} of the {metadata.num_rows} rows "
+                                 "that the footer announces (the file was truncated or "
+                                 "replaced while it was read)") from None
             return
         except (OSError, ValueError, pa.ArrowException) as error:
             raise ValueError(f"{path}: {parquet_place(metadata, row)}: cannot read the Parquet "

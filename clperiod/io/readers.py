@@ -54,7 +54,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -72,8 +72,6 @@ __all__ = [
     "LAYOUTS",
     "CatalogChunk",
     "CatalogReader",
-    "ChunkCheck",
-    "checked",
     "nested_to_catalog",
     "open_catalog",
 ]
@@ -334,33 +332,21 @@ class CatalogReader:
 
     # ------------------------------------------------------------------ reading
     def __iter__(self) -> Iterator[CatalogChunk]:
-        """The chunks, in file order. A Parquet file is opened here, in the
-        calling thread; it is read from the first ``next`` on."""
-        return checked(self.unchecked())
-
-    def unchecked(self) -> Iterator[tuple[CatalogChunk, ChunkCheck]]:
-        """The chunks with their row checks deferred: ``(chunk, check)`` pairs.
-
-        ``check()`` raises the error that iterating would raise for the
-        chunk (duplicate ids, non-finite values, ``dy <= 0``); call it before
-        using anything computed from the chunk. A run can so start a search
-        on a chunk and check it while the device works. A check not called
-        by then runs when the next pair is taken (checks run in file order).
-        Opened like :meth:`__iter__`.
-        """
+        """The chunks, in file order, each checked before it is yielded. A
+        Parquet file is opened here, in the calling thread; it is read from
+        the first ``next`` on."""
         return self._chunks(self._blocks())
 
-    def _chunks(self, blocks: Iterator[Block]) -> Iterator[tuple[CatalogChunk, ChunkCheck]]:
+    def _chunks(self, blocks: Iterator[Block]) -> Iterator[CatalogChunk]:
         chunker = Chunker(self.chunk_rows, self.chunk_objects,
                           rows_are_objects=self.layout == "nested-parquet",
                           first_rows=self.first_chunk_rows)
         seen = SeenIds()
         index = 0
         for part in chunker.cut(blocks):
-            check = ChunkCheck(check_block, self.path, part, seen, self.nan_policy,
-                               nested=self.layout == "nested-parquet")
-            yield self._chunk(index, part, check), check
-            check()
+            check_block(self.path, part, seen, self.nan_policy,
+                        nested=self.layout == "nested-parquet")
+            yield self._chunk(index, part)
             index += 1
         if index == 0:
             raise ValueError(f"{self.path}: no data rows")
@@ -370,17 +356,16 @@ class CatalogReader:
         parts = [chunk.catalog for chunk in self]
         return _join_catalogs(parts)
 
-    def _chunk(self, index: int, block: Block, check: ChunkCheck) -> CatalogChunk:
+    def _chunk(self, index: int, block: Block) -> CatalogChunk:
+        """The chunk of a checked block."""
         t, y, dy = (block.columns.get(name) for name in ("t", "y", "dy"))
         if self.nan_policy == "raise":
-            # check verifies every id and value (before the catalog is used),
-            # and the arrays are this reader's own: lock them instead of
-            # validating and copying again.
+            # every id and value is checked, and the arrays are this reader's
+            # own: lock them instead of validating and copying again
             for values in block.columns.values():
                 values.setflags(write=False)
             catalog = Catalog(block.ids, block.offsets, t, y, dy)
         else:
-            check()  # before Catalog.from_offsets, so that its errors name the file row
             catalog = Catalog.from_offsets(block.ids, block.offsets, t, y, dy,
                                            nan_policy=self.nan_policy)
         n_rows = block.ids.size if self.layout == "nested-parquet" else int(block.offsets[-1])
@@ -457,33 +442,6 @@ class CatalogReader:
                              f"the observations ({t_col!r}); candidates: {candidates}")
         self.nested_col = nested[0]
         return formats.struct_fields(schema.field(self.nested_col).type)
-
-
-class ChunkCheck:
-    """A chunk's deferred row check (:meth:`CatalogReader.unchecked`): it runs
-    until it has passed once; once it has failed, every call raises its error."""
-
-    def __init__(self, check: Callable[..., None], *args: Any, **kwargs: Any) -> None:
-        self._run: Callable[[], None] | None = functools.partial(check, *args, **kwargs)
-        self._error: Exception | None = None
-
-    def __call__(self) -> None:
-        if self._error is not None:
-            raise self._error
-        if self._run is not None:
-            try:
-                self._run()
-            except Exception as error:
-                self._error = error
-                raise
-            self._run = None
-
-
-def checked(pairs: Iterable[tuple[CatalogChunk, Callable[[], None]]]) -> Iterator[CatalogChunk]:
-    """The chunks of ``(chunk, check)`` pairs, each checked before it is yielded."""
-    for chunk, check in pairs:
-        check()
-        yield chunk
 
 
 def _join_catalogs(parts: list[Catalog]) -> Catalog:

@@ -45,7 +45,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from clperiod.io.disposal import released_on_replace
 from clperiod.io.tables import result_columns
 
 if TYPE_CHECKING:
@@ -60,6 +59,7 @@ __all__ = [
     "exclusive_temporary",
     "is_temporary",
     "periodogram_format",
+    "remove_path",
     "remove_temporaries",
     "result_format",
     "results_table",
@@ -170,31 +170,27 @@ class ResultsWriter:
         self.written = 0
         self._temporary: Path | None = None  # created with the first rows
         self._sink: Any = None
-        self._old = contextlib.ExitStack()  # a link to the file being replaced
 
     def __enter__(self) -> ResultsWriter:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
                  traceback: TracebackType | None) -> None:
-        with self._old:  # the old version's blocks are freed in the background
-            if self._temporary is None:
+        if self._temporary is None:
+            return
+        with _discarded_on_error(self._temporary):
+            if self._sink is not None:
+                self._sink.close()
+            if kind is None and self._sink is not None:
+                os.replace(self._temporary, self.path)
                 return
-            with _discarded_on_error(self._temporary):
-                if self._sink is not None:
-                    self._sink.close()
-                if kind is None and self._sink is not None:
-                    os.replace(self._temporary, self.path)
-                    return
-            self._temporary.unlink(missing_ok=True)
+        self._temporary.unlink(missing_ok=True)
 
     def write(self, table: Any) -> None:
         """Append the rows of ``table`` (a pyarrow Table)."""
         if self.metadata is not None:
             table = table.replace_schema_metadata(self.metadata)
         if self._sink is None:
-            # linked now, while the rows are written, not when the file is replaced
-            self._old.enter_context(released_on_replace(self.path))
             self._temporary = exclusive_temporary(self.path)
             if self.format == "parquet":
                 # dictionaries only for text: results are mostly distinct numbers
@@ -290,7 +286,7 @@ class PeriodogramWriter:
         with _discarded_on_error(self._temporary):
             self._close_sink()
             if kind is None:
-                _replace(self._temporary, self.path)
+                os.replace(self._temporary, self.path)
                 return
         self._temporary.unlink(missing_ok=True)
 
@@ -405,7 +401,7 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     temporary = exclusive_temporary(path)
     with _discarded_on_error(temporary):
         yield temporary
-        _replace(temporary, path)
+        os.replace(temporary, path)
 
 
 # ---------------------------------------------------------------------- helpers
@@ -426,15 +422,29 @@ def _format(path: Any, fmt: str | None, formats: dict[str, tuple[str, ...]], wha
 
 
 def remove_temporaries(path: str | os.PathLike[str]) -> None:
-    """Remove the temporary files (and directories) that interrupted writes of
-    ``path``, or a process that ended during a :mod:`~clperiod.io.disposal`, left
-    next to it."""
+    """Remove the temporary files that interrupted writes of ``path`` left next
+    to it, and the directories that a process ending during a
+    :func:`remove_path` of ``path`` left."""
     path = Path(path)
     for stray in path.parent.glob(f".{glob.escape(path.name)}.tmp-*"):
-        if stray.is_dir() and not stray.is_symlink():
-            shutil.rmtree(stray, ignore_errors=True)
-        else:
-            stray.unlink(missing_ok=True)
+        _remove_now(stray)
+
+
+def remove_path(path: str | os.PathLike[str]) -> None:
+    """Remove a file or directory; a missing ``path`` is ignored.
+
+    A directory is first renamed to an unpredictable hidden name next to it
+    (``.<name>.tmp-<pid>-<random>-old``), then deleted: a process that ends
+    meanwhile leaves no part of it under ``path``, only a temporary that
+    :func:`remove_temporaries` of ``path`` removes.
+    """
+    path = Path(path)
+    hidden = _temporary_name(path, "-old")
+    try:
+        os.rename(path, hidden)
+    except FileNotFoundError:
+        return
+    _remove_now(hidden)
 
 
 def is_temporary(path: Path) -> bool:
@@ -442,11 +452,17 @@ def is_temporary(path: Path) -> bool:
     return path.name.startswith(".") and ".tmp-" in path.name
 
 
-def _replace(temporary: Path, path: Path) -> None:
-    """Move a finished file into place; the old version's blocks are freed in
-    the background (:func:`~clperiod.io.disposal.released_on_replace`)."""
-    with released_on_replace(path):
-        os.replace(temporary, path)
+def _remove_now(path: Path) -> None:
+    """Delete a file or a directory tree (what cannot be deleted stays, under its name)."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def _temporary_name(path: Path, suffix: str = "") -> Path:
+    """``.<name>.tmp-<pid>-<random><suffix>`` next to ``path`` (64 random bits)."""
+    return path.with_name(f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(8)}{suffix}")
 
 
 def exclusive_temporary(path: str | os.PathLike[str]) -> Path:
@@ -468,7 +484,7 @@ def exclusive_temporary(path: str | os.PathLike[str]) -> Path:
     flags = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
              | getattr(os, "O_CLOEXEC", 0))
     while True:
-        candidate = path.with_name(f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(8)}")
+        candidate = _temporary_name(path)
         try:
             os.close(os.open(candidate, flags, 0o666))
         except FileExistsError:  # 2**-64 for a name this process did not make

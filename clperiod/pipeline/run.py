@@ -1,42 +1,9 @@
-"""Resumable catalog runs: a catalog file in, a results file out.
+"""Resumable catalog runs: a catalog file in, a results file out (:func:`run_catalog`).
 
-:func:`run_catalog` reads the input chunk by chunk
-(:class:`~clperiod.io.readers.CatalogReader`), runs a period search on
-each chunk, and writes every finished chunk but the input's last atomically
-(temporary name, then ``os.replace``) as a part file (Arrow IPC) in a work
-directory next to the output, ``<output>.parts/``; the last chunk's rows go
-straight to the output, which is then complete (runs that keep periodograms
-write its part too). The directory's ``manifest.json`` records the input file
-(path, size, modification time), the reader settings (layout, columns, chunk
-size) and the search settings. A run that finds a work directory with the
-same manifest skips the chunks already written, so an interrupted run
-continues where it stopped, with no object lost or written twice; a manifest
-that does not match is refused (``restart=True`` discards it). Each part
-records a checksum of its chunk's input rows
-(:attr:`~clperiod.io.readers.CatalogChunk.checksum`), so an input edited
-in place (same size and modification time) is refused too, naming the chunk.
-
-Before anything is read, the output paths are checked (not directories) and
-locked (:func:`clperiod.pipeline.runlock.locked_outputs`): a second run on the same
-output stops at once with :class:`~clperiod.pipeline.runlock.OutputLockedError` and
-touches nothing of the first. With periodograms, each chunk is searched in
-groups of objects (at most :data:`PERIODOGRAM_BYTES`, and a quarter of the
-available host memory), each group written to the chunk's periodogram part
-as soon as it is computed.
-
-I/O overlaps compute: a fresh run (no manifest in the work directory, no
-periodograms) reads its first chunk and queues its search before anything
-else (the chunk's row checks, the work directory, the manifest, the output),
-which then overlaps the device; a reader thread reads and checks the next
-chunk; the next chunk's search is queued on the device before the current
-one is waited for (:meth:`PeriodSearch.start`); and a writer thread computes
-the previous chunk's table (false-alarm probabilities) and commits its part
-file while an appender thread adds its rows to the output (under a temporary
-name). The
-threads are long-lived workers (:mod:`clperiod.engine.workers`). When every chunk
-is done the output is renamed into place, the periodogram parts are joined
-in input order, and the work directory is removed (moved aside at once,
-deleted in a background thread: :func:`clperiod.io.disposal.dispose`).
+A run searches the input chunk by chunk, commits each chunk as a part file in
+a work directory beside the output, ``<output>.parts/``, and resumes from
+there when it is run again. How a run proceeds (chunks, resume, kill safety,
+locks, threads) is described in the design notes, ``docs/design/pipeline.md``.
 """
 
 from __future__ import annotations
@@ -51,6 +18,7 @@ import queue
 import threading
 import time
 import warnings
+from collections import Counter, deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,10 +28,9 @@ import numpy as np
 
 from clperiod.engine import workers
 from clperiod.catalog import Catalog, catalog_of, is_lightcurve_list
-from clperiod.io.readers import DEFAULT_CHUNK_ROWS, CatalogChunk, CatalogReader, checked
+from clperiod.io.readers import DEFAULT_CHUNK_ROWS, CatalogChunk, CatalogReader
 from clperiod.io.chunks import Block, Chunker
 from clperiod.engine.devices import select_devices
-from clperiod.io.disposal import dispose
 from clperiod.grid import SURVEY_MIN_PERIOD, FrequencyGrid, GridWarning
 from clperiod.periodograms.inputs import Deferred
 from clperiod.engine.planner import available_host_memory
@@ -72,6 +39,7 @@ from clperiod.io.results import (
     ResultsWriter,
     atomic_path,
     is_temporary,
+    remove_path,
     remove_temporaries,
     result_format,
     results_table,
@@ -259,7 +227,8 @@ class CatalogRun:
 
 
 class GridResolutionWarning(UserWarning):
-    """A catalog run's grid does not resolve some objects (:func:`~clperiod.grid.grid_warnings`)."""
+    """A catalog run's grid does not resolve some objects
+    (:func:`~clperiod.grid.grid_warnings`)."""
 
 
 def work_directory(output: str | Path) -> Path:
@@ -388,351 +357,369 @@ def _run_locked(source: Any, search: PeriodSearch, output: Path, *, periodogram:
     """:func:`run_catalog` once its output files are checked and locked."""
     started = time.perf_counter()
     reader = _as_reader(source, chunk_rows)
+    # seconds; each key is added to by one thread only
     timings = {"read_s": 0.0, "compute_s": 0.0, "write_s": 0.0}
     formats = (result_format(output, output_format),
                _periodogram_format(periodogram, periodogram_format) if periodogram else None)
     work = work_directory(output)
-    pairs = reader.unchecked()  # a Parquet file is opened here
+    chunks = iter(reader)  # a Parquet file is opened here
     with contextlib.ExitStack() as stack:
-        stack.callback(pairs.close)  # runs once the reader thread below has stopped
-        reading = time.perf_counter()
-        first, check_first = next(pairs)  # the reader raises for an empty input
-        timings["read_s"] = time.perf_counter() - reading
+        stack.callback(chunks.close)  # runs once the reader thread below has stopped
+        first = _first_chunk(chunks, timings)
+        # the reader thread reads on while this thread sets the run up
+        rest = itertools.chain([first], stack.enter_context(_Prefetch(chunks, timings)))
         devices = select_devices(device)
-        labels = default_plot_labels(reader) if plot and plot_labels is None else plot_labels
-        state_args = (work, devices, periodogram is not None, plot, plot_ids, plot_format,
-                      labels, timings)
-        queued = state = None
-        try:
-            if (isinstance(search.grid, FrequencyGrid) and periodogram is None
-                    and _looks_fresh(work)):
-                # a fresh run queues the first chunk's search before anything
-                # else, even before the chunk's rows are checked and the work
-                # directory is set up: all of that then overlaps the device (a
-                # failed check or set-up abandons the search; a search with
-                # periodograms runs at once, writing them to the work directory)
-                state = _RunState(search, *state_args)
-                try:
-                    with np.errstate(all="ignore"):  # nothing to say of unchecked rows
-                        queued = state.begin(first)
-                except Exception:
-                    check_first()  # a bad row is the error to report
-                    raise
-            checking = time.perf_counter()
-            check_first()
-            timings["read_s"] += time.perf_counter() - checking
-            # the reader thread reads on while this thread sets the run up
-            rest = stack.enter_context(_Prefetch(checked(pairs), timings))
-            settings, manifest = _check_run(reader, search, periodogram is not None, work,
-                                            restart)
-        except BaseException:
-            if queued is not None:
-                state.abandon(queued)
-            raise
+        settings, manifest = _check_run(reader, search, periodogram is not None, work, restart)
         resuming = manifest is not None
-        if resuming and queued is not None:  # a manifest appeared meanwhile
-            state.abandon(queued)
-            queued = state = None
-        if queued is None:
-            rest = itertools.chain([first], rest)
-        try:
-            for path in (output, periodogram, work):
-                if path is not None:
-                    remove_temporaries(path)
-            if manifest is None:
-                manifest = _new_manifest(work, settings, search, reader)
-            grid = FrequencyGrid(**manifest["grid"])
-            if state is None:
-                state = _RunState(dataclasses.replace(search, grid=grid), *state_args)
-            results = stack.enter_context(
-                ResultsWriter(output, formats[0], _run_metadata(settings, grid)))
-        except BaseException:
-            if queued is not None:
-                state.abandon(queued)
-            raise
+        for path in (output, periodogram, work):
+            if path is not None:
+                remove_temporaries(path)
+        if manifest is None:
+            manifest = _new_manifest(work, settings, search, reader)
+        grid = FrequencyGrid(**manifest["grid"])
+        plan = _Plan(dataclasses.replace(search, grid=grid), grid, work, devices,
+                     periodogram is not None,
+                     _figures(plot, plot_ids, plot_format, plot_labels, reader))
+        results = stack.enter_context(
+            ResultsWriter(output, formats[0], _run_metadata(settings, grid)))
         bar = stack.enter_context(_progress_bar(progress, reader, search.algorithm))
-        state.process(rest, results, bar, queued)
+        tally = _search_chunks(plan, rest, results, bar, timings)
         if resuming:  # a fresh work directory holds this run's parts only
-            _check_no_stale_parts(work, state.n_chunks)
-        state.warn_missing_plot_ids()
-        state.warn_grid()
+            _check_no_stale_parts(work, tally.n_chunks)
+        _warn_missing_plot_ids(plan.figures, tally.plotted)
+        _warn_grid(grid, tally.grid_warnings)
         joined = time.perf_counter()
     if periodogram is not None:
-        _join_periodograms(work, state.n_chunks, periodogram, formats[1], grid, state.n_objects)
-    dispose(work)
-    timings = dict(state.timings, join_s=time.perf_counter() - joined,
-                   total_s=time.perf_counter() - started)
-    return CatalogRun(output, Path(periodogram) if periodogram else None, state.figures,
-                      state.n_objects, state.n_chunks, state.n_resumed, grid,
-                      [d.label for d in devices], timings, dict(state.grid_warnings))
+        _join_periodograms(work, tally.n_chunks, periodogram, formats[1], grid, tally.n_objects)
+    remove_path(work)
+    timings |= {"join_s": time.perf_counter() - joined, "total_s": time.perf_counter() - started}
+    return CatalogRun(output, Path(periodogram) if periodogram else None, list(tally.figures),
+                      tally.n_objects, tally.n_chunks, tally.n_resumed, grid,
+                      [d.label for d in devices], timings, tally.grid_warnings)
 
 
 # ---------------------------------------------------------------------- the run
 
 
-class _RunState:
-    """One run over the chunks: compute in this thread, write in another.
+@dataclass(frozen=True)
+class _Figures:
+    """Which objects a run plots, where and how."""
 
-    The writer thread takes the chunks in input order: it commits each part
-    file and appends the chunk's rows to the output (resumed chunks: the rows
-    of their part file), so the output grows while the device computes. The
-    input's last chunk, with nothing left to overlap, is written in the run's
-    own thread.
+    folder: Path
+    ids: tuple[str, ...] | None  # None: the first DEFAULT_PLOTS objects of the input
+    fmt: str
+    labels: Any
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What a run does with each chunk (settled once its work directory is)."""
+
+    search: PeriodSearch  # with the run's grid
+    grid: FrequencyGrid
+    work: Path
+    devices: list
+    periodograms: bool
+    figures: _Figures | None
+
+
+@dataclass(frozen=True)
+class _Begun:
+    """A chunk whose search is under way (queued on the device, or done)."""
+
+    chunk: CatalogChunk
+    searches: list[Deferred]
+    plot_ids: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Searched:
+    """A chunk's search results, for the writer thread."""
+
+    chunk: CatalogChunk
+    results: list[Any]
+    plot_job: tuple | None  # (result with periodograms, catalog, ids) of the objects to plot
+
+
+@dataclass(frozen=True)
+class _Written:
+    """What writing a chunk gave: its figures and its objects per grid warning."""
+
+    figures: tuple[Path, ...]
+    grid_warnings: Counter[str]
+
+
+@dataclass(frozen=True)
+class _Tally:
+    """What a run went through."""
+
+    n_objects: int
+    n_chunks: int
+    n_resumed: int
+    plotted: frozenset[str]  # ids of the objects chosen to plot (resumed chunks included)
+    figures: tuple[Path, ...]
+    grid_warnings: dict[str, int]  # objects per GridWarning name
+
+
+def _first_chunk(chunks: Iterator[CatalogChunk], timings: dict[str, float]) -> CatalogChunk:
+    """The input's first chunk, checked (the reader raises for an empty input or a bad row)."""
+    started = time.perf_counter()
+    first = next(chunks)
+    timings["read_s"] += time.perf_counter() - started
+    return first
+
+
+def _figures(plot: Any, plot_ids: Sequence[Any] | None, plot_format: str, plot_labels: Any,
+             reader: Any) -> _Figures | None:
+    """What a run plots (None: no figures); labels default to the input's columns."""
+    if plot is None:
+        return None
+    ids = None if plot_ids is None else tuple(str(i) for i in plot_ids)
+    labels = default_plot_labels(reader) if plot_labels is None else plot_labels
+    return _Figures(Path(plot), ids, plot_format, labels)
+
+
+def _search_chunks(plan: _Plan, chunks: Iterable[CatalogChunk], output: ResultsWriter,
+                   bar: Any, timings: dict[str, float]) -> _Tally:
+    """Search and write every chunk not already in the work directory.
+
+    A chunk's search is queued before the previous chunk's results are waited
+    for (:meth:`PeriodSearch.start`), so the device goes from one chunk to the
+    next without waiting for the host. A writer thread takes the chunks in
+    input order: it commits each part file while an appender thread adds the
+    chunk's rows to the output (a resumed chunk: the rows of its part file).
     """
+    writer, appender = SerialQueue(), SerialQueue()
 
-    def __init__(self, search: PeriodSearch, work: Path, devices: list, with_periodogram: bool,
-                 plot: Any, plot_ids: Sequence[Any] | None, plot_format: str,
-                 plot_labels: Any, timings: dict[str, float]) -> None:
-        self.work, self.search, self.devices = work, search, devices
-        self.with_periodogram = with_periodogram
-        self.plot = None if plot is None else Path(plot)
-        self.plot_ids = None if plot_ids is None else np.asarray([str(i) for i in plot_ids])
-        self.plot_format = plot_format
-        self.plot_labels = plot_labels
-        self.plots_left = DEFAULT_PLOTS
-        self.plot_ids_found: set[str] = set()
-        self.figures: list[Path] = []
-        self.grid_warnings: dict[str, int] = {}
-        self.n_objects = self.n_chunks = self.n_resumed = 0
-        self.timings = timings  # read_s is the reader thread's (_Prefetch)
-        self.output: ResultsWriter | None = None
-        self.bar: Any = None
-        self._writer = SerialQueue()  # part files, in chunk order
-        self._appender = SerialQueue()  # output rows, alongside the part files
-        self._writes: list[concurrent.futures.Future] = []
-        self.null_in_advance = (search.algorithm == "lombscargle" and not with_periodogram
-                                and search.fap_method not in (None, "townsend"))
-        self.null_weighted = search.options.get("method", "generalized") == "generalized"
+    def hand_over(begun: _Begun) -> concurrent.futures.Future[_Written]:
+        """Wait for a begun chunk's search, then queue its writing."""
+        searched = _wait_for(plan, begun, writer, timings)
+        return writer.submit(_write, plan, searched, output, appender, bar, timings)
 
-    def begin(self, chunk: CatalogChunk) -> tuple:
-        """Count a chunk and queue its search (a fresh run's first chunk, before
-        :meth:`process`, which takes what this returns)."""
-        return self._queue(chunk, self._count(chunk))
-
-    def abandon(self, queued: tuple) -> None:
-        """Wait for a queued search whose run failed before :meth:`process`."""
-        with contextlib.suppress(Exception):
-            for search in queued[1]:
-                search.result()
-
-    def process(self, chunks: Iterable[CatalogChunk], output: ResultsWriter, bar: Any,
-                queued: tuple | None = None) -> None:
-        """Search and write every chunk not already in the work directory.
-
-        A chunk's search is queued before the previous chunk's results are
-        waited for (:meth:`PeriodSearch.start`), so the device goes from one
-        chunk to the next without waiting for the host. ``queued`` is the
-        chunk :meth:`begin` queued, if any.
-        """
-        self.output, self.bar = output, bar
-        try:
-            for chunk in chunks:
-                plot_ids = self._count(chunk)
-                if self._finished(chunk):
-                    previous, queued = queued, None
-                    self._collect(previous)
-                    self.n_resumed += 1
-                    self._writes.append(self._writer.submit(self._copy_part, chunk))
-                    continue
-                previous, queued = queued, self._queue(chunk, plot_ids)
-                self._collect(previous)
-            previous, queued = queued, None
-            self._collect(previous, final=True)
-            self._drain()
-        except BaseException:
-            # a bad row or a failed search: keep the chunk in flight if it finishes
+    pending: deque[concurrent.futures.Future[_Written]] = deque()
+    written: list[_Written] = []
+    n_objects = n_chunks = n_resumed = 0
+    plotted: set[str] = set()
+    begun: _Begun | None = None
+    try:
+        for chunk in chunks:
+            plot_ids = _plot_ids(plan.figures, chunk.catalog, n_objects)
+            plotted.update(plot_ids.astype(str).tolist())
+            n_chunks, n_objects = n_chunks + 1, n_objects + chunk.catalog.n_objects
+            resumed = _finished(plan, chunk)
+            previous, begun = begun, None if resumed else _begin(plan, chunk, plot_ids, timings)
+            if previous is not None:
+                pending.append(hand_over(previous))
+            if resumed:
+                n_resumed += 1
+                pending.append(writer.submit(_copy_part, plan, chunk, output, bar))
+            written += _done(pending, most_pending=_PENDING_WRITES)
+        last, begun = begun, None
+        if last is not None:
+            pending.append(hand_over(last))
+        written += _done(pending, most_pending=0)
+    except BaseException:
+        # a bad row or a failed search: keep the chunk in flight if it finishes
+        if begun is not None:
             with contextlib.suppress(Exception):
-                self._collect(queued)
-            # the writer finishes (its jobs use the appender) before the appender
-            self._writer.join()
-            self._appender.join()
-            raise
+                hand_over(begun)
+        # the writer finishes (its jobs use the appender) before the appender
+        writer.join()
+        appender.join()
+        raise
+    return _Tally(n_objects, n_chunks, n_resumed, frozenset(plotted),
+                  tuple(path for done in written for path in done.figures),
+                  dict(sum((done.grid_warnings for done in written), Counter())))
 
-    def warn_missing_plot_ids(self) -> None:
-        """Warn about requested plot ids that the input does not hold."""
-        if self.plot is None or self.plot_ids is None:
-            return
-        missing = sorted(set(self.plot_ids.tolist()) - self.plot_ids_found)
-        if missing:
-            warnings.warn(f"no object with id(s) {', '.join(missing)} in the input: "
-                          "nothing plotted for them", stacklevel=4)
 
-    def warn_grid(self) -> None:
-        """Warn about objects that the grid does not resolve (:class:`GridWarning`)."""
-        if not self.grid_warnings:
-            return
-        grid = self.search.grid
-        counts = ", ".join(f"{count} with {name}" for name, count in self.grid_warnings.items())
-        warnings.warn(
-            f"the grid ({grid.nf:,} frequencies from {grid.fmin:.6g} to {grid.fmax:.6g}) does "
-            f"not resolve every object: {counts} (see the grid_warning column); a finer step "
-            "(more samples per peak) or a higher fmax (a shorter minimum period) fixes it",
-            GridResolutionWarning, stacklevel=4)  # the caller of run_catalog
+def _plot_ids(figures: _Figures | None, catalog: Catalog, objects_before: int) -> np.ndarray:
+    """Ids of a chunk to plot, ``objects_before`` objects into the input."""
+    if figures is None:
+        return catalog.ids[:0]
+    if figures.ids is None:
+        return catalog.ids[: max(0, DEFAULT_PLOTS - objects_before)]
+    return catalog.ids[np.isin(catalog.ids.astype(str), figures.ids)]
 
-    def _count_grid_warnings(self, names: Any) -> None:
-        """Add a chunk's ``grid_warning`` column to the run's counts (writer thread)."""
-        names = np.asarray(names, dtype=object)
-        for flag in GridWarning:
-            key = flag.name.lower()
-            count = int(np.count_nonzero((names == key) | (names == "coarse_step,low_fmax")))
-            if count:
-                self.grid_warnings[key] = self.grid_warnings.get(key, 0) + count
 
-    def _copy_part(self, chunk: CatalogChunk) -> list[Path]:
-        """Writer thread: a resumed chunk's rows, from its part file, to the output."""
-        table = _read_part(self.work / _result_part(chunk.index))
-        if "grid_warning" in table.column_names:
-            self._count_grid_warnings(table.column("grid_warning").to_pylist())
-        self.output.write(table)
-        self._advance(chunk.n_rows)
+def _begin(plan: _Plan, chunk: CatalogChunk, plot_ids: np.ndarray,
+           timings: dict[str, float]) -> _Begun:
+    """Begin a chunk's search: queued on the device when it can be (best
+    peaks); with periodograms, run now in groups of objects, each group's
+    periodograms written to the chunk's periodogram part as soon as they are
+    computed (they bound the host memory)."""
+    started = time.perf_counter()
+    if plan.periodograms:
+        searches = _search_in_groups(plan, chunk)
+    else:
+        searches = [plan.search.start(chunk.catalog, device=plan.devices)]
+    timings["compute_s"] += time.perf_counter() - started
+    return _Begun(chunk, searches, plot_ids)
+
+
+def _search_in_groups(plan: _Plan, chunk: CatalogChunk) -> list[Deferred]:
+    """Search a chunk with periodograms, group by group (:func:`_group_objects`),
+    each group's written to the chunk's periodogram part; the results without them."""
+    catalog, n, size = chunk.catalog, chunk.catalog.n_objects, _group_objects(plan.grid)
+    with PeriodogramWriter(plan.work / _periodogram_part(chunk.index), n, plan.grid,
+                           "npy") as part:
+        return [Deferred.ready(_search_group(plan, catalog.slice(start, min(start + size, n)),
+                                             part))
+                for start in range(0, n, size)]
+
+
+def _search_group(plan: _Plan, group: Catalog, part: PeriodogramWriter) -> Any:
+    """Search a group of objects with periodograms, write these to ``part``;
+    the result without them (so no group's are held while the next is searched)."""
+    result = plan.search.run(group, device=plan.devices, periodogram=True)
+    part.write(result.ids, result.power)
+    return dataclasses.replace(result, power=None)
+
+
+def _group_objects(grid: FrequencyGrid) -> int:
+    """Objects per periodogram group: at most :data:`PERIODOGRAM_BYTES` of
+    periodograms, and at most a quarter of the available host memory."""
+    group_bytes = min(PERIODOGRAM_BYTES, available_host_memory() // 4)
+    return max(1, group_bytes // (8 * grid.nf))
+
+
+def _wait_for(plan: _Plan, begun: _Begun, writer: SerialQueue,
+              timings: dict[str, float]) -> _Searched:
+    """A begun chunk's results, once its search is done, and the search of its
+    objects to plot (figures need their periodograms)."""
+    search = plan.search
+    if (search.algorithm == "lombscargle" and not plan.periodograms
+            and search.fap_method not in (None, "townsend")):
+        # the fap column's inputs, while the device works (after the next chunk
+        # is queued, so they never delay it)
+        weighted = search.options.get("method", "generalized") == "generalized"
+        writer.submit(catalog_time_spread, begun.chunk.catalog, weighted)
+    started = time.perf_counter()
+    results = [deferred.result() for deferred in begun.searches]
+    plot_job = _plot_job(plan, begun.chunk.catalog, begun.plot_ids)
+    timings["compute_s"] += time.perf_counter() - started
+    return _Searched(begun.chunk, results, plot_job)
+
+
+def _plot_job(plan: _Plan, catalog: Catalog, ids: np.ndarray) -> tuple | None:
+    """A periodogram search of just the objects to plot."""
+    if not ids.size:
+        return None
+    subset = catalog.subset(np.flatnonzero(np.isin(catalog.ids, ids)))
+    result = plan.search.run(subset, device=plan.devices, periodogram=True)
+    return result, subset, list(ids)
+
+
+def _done(pending: deque, most_pending: int) -> list[_Written]:
+    """The writes finished, in order, waiting until at most ``most_pending`` are left."""
+    done = []
+    while len(pending) > most_pending or (pending and pending[0].done()):
+        done.append(pending.popleft().result())
+    return done
+
+
+def _write(plan: _Plan, searched: _Searched, output: ResultsWriter, appender: SerialQueue,
+           bar: Any, timings: dict[str, float]) -> _Written:
+    """Writer thread: figures, then the result part (the commit) alongside
+    the output rows (the periodogram part is written by then, see :func:`_begin`)."""
+    started = time.perf_counter()
+    chunk = searched.chunk
+    columns = [result_columns(result, fap_method=plan.search.fap_method)
+               for result in searched.results]
+    joined = columns[0] if len(columns) == 1 else {
+        name: np.concatenate([c[name] for c in columns]) for name in columns[0]}
+    figures = _draw(plan.figures, searched.plot_job)
+    table = results_table(joined, metadata=chunk.summary())
+    appended = appender.submit(output.write, table)  # alongside the commit
+    _write_part(plan.work / _result_part(chunk.index), table)
+    appended.result()
+    timings["write_s"] += time.perf_counter() - started
+    _advance(bar, chunk.n_rows)
+    return _Written(tuple(figures), _grid_warning_counts(joined["grid_warning"]))
+
+
+def _draw(figures: _Figures | None, plot_job: tuple | None) -> list[Path]:
+    """The figures of a chunk's objects to plot."""
+    if figures is None or plot_job is None:
         return []
+    from clperiod.plot import plot_objects
 
-    def _advance(self, n: int) -> None:
-        if self.bar is not None:
-            self.bar.update(n)
+    result, catalog, ids = plot_job
+    return plot_objects(result, catalog, ids, figures.folder, fmt=figures.fmt,
+                        labels=figures.labels)
 
-    def _count(self, chunk: CatalogChunk) -> np.ndarray:
-        """Count a chunk of the input; the ids of it to plot."""
-        self.n_chunks += 1
-        self.n_objects += chunk.catalog.n_objects
-        return self._plot_choice(chunk.catalog)
 
-    def _queue(self, chunk: CatalogChunk, plot_ids: np.ndarray) -> tuple:
-        """Begin a chunk's search: ``(chunk, searches, plot_ids)``."""
-        started = time.perf_counter()
-        searches = self._start(chunk)
-        self.timings["compute_s"] += time.perf_counter() - started
-        return chunk, searches, plot_ids
+def _copy_part(plan: _Plan, chunk: CatalogChunk, output: ResultsWriter, bar: Any) -> _Written:
+    """Writer thread: a resumed chunk's rows, from its part file, to the output."""
+    table = _read_part(plan.work / _result_part(chunk.index))
+    output.write(table)
+    _advance(bar, chunk.n_rows)
+    names = (table.column("grid_warning").to_pylist() if "grid_warning" in table.column_names
+             else [])
+    return _Written((), _grid_warning_counts(names))
 
-    def _start(self, chunk: CatalogChunk) -> list[Deferred]:
-        """Begin the chunk's search: queued on the device when it can be
-        (best peaks); with periodograms, run now in groups of objects, each
-        group's periodograms written to the chunk's periodogram part as soon
-        as they are computed (they bound the host memory)."""
-        if not self.with_periodogram:
-            return [self.search.start(chunk.catalog, device=self.devices)]
-        catalog, per_group = chunk.catalog, self._group_objects()
-        path = self.work / _periodogram_part(chunk.index)
-        with PeriodogramWriter(path, catalog.n_objects, self.search.grid, "npy") as part:
-            return [Deferred.ready(self._search_group(catalog, start, per_group, part))
-                    for start in range(0, catalog.n_objects, per_group)]
 
-    def _group_objects(self) -> int:
-        """Objects per periodogram group: at most :data:`PERIODOGRAM_BYTES` of
-        periodograms, and at most a quarter of the available host memory."""
-        group_bytes = min(PERIODOGRAM_BYTES, available_host_memory() // 4)
-        return max(1, group_bytes // (8 * self.search.grid.nf))
+def _advance(bar: Any, n: int) -> None:
+    if bar is not None:
+        bar.update(n)
 
-    def _search_group(self, catalog: Catalog, start: int, size: int,
-                      part: PeriodogramWriter) -> Any:
-        """Search objects ``[start, start + size)`` with periodograms, write
-        these to ``part``; the result without them."""
-        group = catalog.slice(start, min(start + size, catalog.n_objects))
-        result = self.search.run(group, device=self.devices, periodogram=True)
-        part.write(result.ids, result.power)
-        return dataclasses.replace(result, power=None)
 
-    def _collect(self, queued: tuple | None, final: bool = False) -> None:
-        """Wait for a queued chunk's search, then hand it to the writer thread
-        (``final``: the input has no more chunks)."""
-        if queued is None:
-            return
-        chunk, searches, plot_ids = queued
-        if self.null_in_advance:  # the fap column's inputs, while the device works (after
-            # the next chunk is queued, so they never delay it)
-            self._writer.submit(catalog_time_spread, chunk.catalog, self.null_weighted)
-        started = time.perf_counter()
-        results = [search.result() for search in searches]
-        plot_job = self._plot_job(chunk.catalog, plot_ids)
-        self.timings["compute_s"] += time.perf_counter() - started
-        if final:  # nothing left to overlap: written here, after the writes before it
-            self._drain()
-            self.figures += self._write(chunk, results, plot_job, True)
-            return
-        self._writes.append(self._writer.submit(self._write, chunk, results, plot_job, False))
-        while len(self._writes) > _PENDING_WRITES or (self._writes and self._writes[0].done()):
-            self.figures += self._writes.pop(0).result()
+def _grid_warning_counts(names: Any) -> Counter[str]:
+    """Objects per :class:`GridWarning` of a chunk's ``grid_warning`` column."""
+    names = np.asarray(names, dtype=object)
+    counts: Counter[str] = Counter()
+    for flag in GridWarning:
+        key = flag.name.lower()
+        count = int(np.count_nonzero((names == key) | (names == "coarse_step,low_fmax")))
+        if count:
+            counts[key] = count
+    return counts
 
-    def _drain(self) -> None:
-        """Wait for the writer thread's jobs, in order."""
-        while self._writes:
-            self.figures += self._writes.pop(0).result()
 
-    def _write(self, chunk: CatalogChunk, results: list[Any], plot_job: Any,
-               final: bool) -> list[Path]:
-        """Writer thread (the final chunk: the run's thread): figures, then the
-        result part (the commit) alongside the output rows (the periodogram
-        part is written by then, see :meth:`_start`). The input's final chunk
-        has no result part, as the output is complete once its rows are in (a
-        run that stops before the output is in place searches that chunk
-        again; runs with periodograms keep it: their join reads its ids)."""
-        started = time.perf_counter()
-        columns = [result_columns(result, fap_method=self.search.fap_method)
-                   for result in results]
-        joined = columns[0] if len(columns) == 1 else {
-            name: np.concatenate([c[name] for c in columns]) for name in columns[0]}
-        self._count_grid_warnings(joined["grid_warning"])
-        figures = []
-        if plot_job is not None:
-            from clperiod.plot import plot_objects
-
-            result, catalog, ids = plot_job
-            figures = plot_objects(result, catalog, ids, self.plot, fmt=self.plot_format,
-                                   labels=self.plot_labels)
-        if final and not self.with_periodogram:  # no part file: no chunk summary
-            self.output.write(results_table(joined))
-        else:
-            table = results_table(joined, metadata=chunk.summary())
-            appended = self._appender.submit(self.output.write, table)  # alongside the commit
-            _write_part(self.work / _result_part(chunk.index), table)
-            appended.result()
-        self.timings["write_s"] += time.perf_counter() - started
-        self._advance(chunk.n_rows)
-        return figures
-
-    def _finished(self, chunk: CatalogChunk) -> bool:
-        """Whether the work directory holds this chunk; refuses a part of another chunk."""
-        part = self.work / _result_part(chunk.index)
-        if not part.exists():
-            return False
-        if self.with_periodogram and not (self.work / _periodogram_part(chunk.index)).exists():
-            return False
-        stored = json.loads(_read_part(part).schema.metadata[b"clperiod"])
-        expected = _normalised(chunk.summary())
-        if stored == expected:
-            return True
-        if _without_checksum(stored) == _without_checksum(expected):
-            last = chunk.first_row + chunk.n_rows - 1
-            raise ValueError(
-                f"the rows of chunk {chunk.index} of the input (file rows {chunk.first_row} to "
-                f"{last}) changed since {part} was written (checksum {stored['checksum']} "
-                f"there, {expected['checksum']} now): the input was modified after the run "
-                "stopped; restart the run (restart=True, --restart) to search it again"
-            )
+def _finished(plan: _Plan, chunk: CatalogChunk) -> bool:
+    """Whether the work directory holds this chunk; refuses a part of another chunk."""
+    part = plan.work / _result_part(chunk.index)
+    if not part.exists():
+        return False
+    if plan.periodograms and not (plan.work / _periodogram_part(chunk.index)).exists():
+        return False
+    stored = json.loads(_read_part(part).schema.metadata[b"clperiod"])
+    expected = _normalised(chunk.summary())
+    if stored == expected:
+        return True
+    if _without_checksum(stored) == _without_checksum(expected):
+        last = chunk.first_row + chunk.n_rows - 1
         raise ValueError(
-            f"{part} holds {stored}, but chunk {chunk.index} of the input is {expected}; "
-            f"the work directory {self.work} is stale: restart the run"
+            f"the rows of chunk {chunk.index} of the input (file rows {chunk.first_row} to "
+            f"{last}) changed since {part} was written (checksum {stored['checksum']} "
+            f"there, {expected['checksum']} now): the input was modified after the run "
+            "stopped; restart the run (restart=True, --restart) to search it again"
         )
+    raise ValueError(
+        f"{part} holds {stored}, but chunk {chunk.index} of the input is {expected}; "
+        f"the work directory {plan.work} is stale: restart the run"
+    )
 
-    def _plot_choice(self, catalog: Catalog) -> np.ndarray:
-        """Ids of this chunk to plot."""
-        if self.plot is None:
-            return catalog.ids[:0]
-        if self.plot_ids is not None:
-            chosen = catalog.ids[np.isin(catalog.ids.astype(str), self.plot_ids)]
-            self.plot_ids_found.update(chosen.astype(str).tolist())
-            return chosen
-        chosen = catalog.ids[: self.plots_left]
-        self.plots_left -= chosen.size
-        return chosen
 
-    def _plot_job(self, catalog: Catalog, ids: np.ndarray) -> tuple | None:
-        """A periodogram search of just the objects to plot (figures need the periodogram)."""
-        if not ids.size:
-            return None
-        subset = catalog.subset(np.flatnonzero(np.isin(catalog.ids, ids)))
-        result = self.search.run(subset, device=self.devices, periodogram=True)
-        return result, subset, list(ids)
+def _warn_missing_plot_ids(figures: _Figures | None, plotted: frozenset[str]) -> None:
+    """Warn about requested plot ids that the input does not hold."""
+    if figures is None or figures.ids is None:
+        return
+    missing = sorted(set(figures.ids) - plotted)
+    if missing:
+        warnings.warn(f"no object with id(s) {', '.join(missing)} in the input: "
+                      "nothing plotted for them", stacklevel=4)  # the caller of run_catalog
+
+
+def _warn_grid(grid: FrequencyGrid, grid_warnings: dict[str, int]) -> None:
+    """Warn about objects that the grid does not resolve (:class:`GridWarning`)."""
+    if not grid_warnings:
+        return
+    counts = ", ".join(f"{count} with {name}" for name, count in grid_warnings.items())
+    warnings.warn(
+        f"the grid ({grid.nf:,} frequencies from {grid.fmin:.6g} to {grid.fmax:.6g}) does "
+        f"not resolve every object: {counts} (see the grid_warning column); a finer step "
+        "(more samples per peak) or a higher fmax (a shorter minimum period) fixes it",
+        GridResolutionWarning, stacklevel=4)  # the caller of run_catalog
 
 
 class _Prefetch:
@@ -808,24 +795,19 @@ def _check_destinations(files: list[Path], plot: Any) -> None:
         raise NotADirectoryError(f"{plot} is a file, not a folder for figures")
 
 
-def _looks_fresh(work: Path) -> bool:
-    """Whether a run has no manifest to resume (one stat: decided before its checks)."""
-    return not (work / _MANIFEST).exists()
-
-
 def _open_work(work: Path, settings: dict[str, Any], restart: bool) -> dict[str, Any] | None:
     """The matching manifest of a previous run, or None for a fresh work directory.
 
     Files that a killed run left half written (temporary names) are removed.
     """
     if restart:
-        dispose(work)
+        remove_path(work)
     manifest_path = work / _MANIFEST
     if not manifest_path.exists():
         if work.exists() and not all(is_temporary(p) for p in work.iterdir()):
             raise ValueError(f"{work} exists but holds no {_MANIFEST}; it is not a clperiod "
                              "work directory: move it away")
-        dispose(work)
+        remove_path(work)
         work.mkdir(parents=True)
         return None
     manifest = json.loads(manifest_path.read_text())
@@ -928,11 +910,6 @@ class _MemorySource:
     def settings(self) -> dict[str, Any]:
         return {"chunk_rows": self.chunk_rows}
 
-    def unchecked(self) -> Iterator[tuple[CatalogChunk, Any]]:
-        """The chunks (as :meth:`CatalogReader.unchecked`), with nothing left to
-        check: a Catalog was checked when it was made."""
-        return ((chunk, _nothing_to_check) for chunk in self)
-
     def __iter__(self) -> Iterator[CatalogChunk]:
         cat = self.catalog
         columns = {"t": cat.t, "y": cat.y} | ({"dy": cat.dy} if cat.dy is not None else {})
@@ -942,10 +919,6 @@ class _MemorySource:
             catalog = Catalog(block.ids, block.offsets, block.columns["t"], block.columns["y"],
                               block.columns.get("dy"))
             yield CatalogChunk(index, block.first_row, int(block.offsets[-1]), catalog)
-
-
-def _nothing_to_check() -> None:
-    """The row check of a chunk of an in-memory catalog (done when it was made)."""
 
 
 def _as_reader(source: Any, chunk_rows: int) -> Any:

@@ -14,7 +14,6 @@ import pyarrow.parquet as pq
 import pytest
 
 import clperiod
-from clperiod.io.disposal import wait_for_disposals
 from clperiod.io import load_example
 from clperiod.io.results import (
     PeriodogramWriter,
@@ -22,6 +21,8 @@ from clperiod.io.results import (
     exclusive_temporary,
     is_temporary,
     periodogram_format,
+    remove_path,
+    remove_temporaries,
     result_format,
     write_periodograms,
     write_results,
@@ -156,7 +157,6 @@ def test_no_temporary_follows_a_planted_symbolic_link(tmp_path, result, writer):
             with atomic_path(target) as temporary:
                 temporary.write_text("new")
             assert target.read_text() == "new"
-    wait_for_disposals()
     assert victim.read_text() == "precious"
     assert sorted(p.name for p in shared.iterdir()) == sorted([name, *guesses])
     assert all((shared / g).is_symlink() for g in guesses)
@@ -194,5 +194,62 @@ def test_a_failed_final_rename_leaves_no_temporary(tmp_path, result, writer):
         else:
             with atomic_path(target) as temporary:
                 temporary.write_text("complete")
-    wait_for_disposals()
     assert [p.name for p in tmp_path.iterdir()] == [target.name]
+
+
+def test_remove_temporaries_removes_what_an_ended_process_left(tmp_path):
+    target = tmp_path / "out.parquet"
+    (tmp_path / ".out.parquet.tmp-1-0-old" / "x").mkdir(parents=True)
+    (tmp_path / ".out.parquet.tmp-1-1-old").write_text("old link")
+    (tmp_path / ".out.parquet.tmp-1").write_text("half written")
+    (tmp_path / ".other.parquet.tmp-1").write_text("not ours")
+    remove_temporaries(target)
+    assert [p.name for p in tmp_path.iterdir()] == [".other.parquet.tmp-1"]
+
+
+def test_remove_path_removes_a_directory_or_a_file_and_ignores_a_missing_one(tmp_path):
+    work = tmp_path / "out.parquet.parts"
+    (work / "sub").mkdir(parents=True)
+    (work / "sub" / "part.arrow").write_bytes(b"x" * 10_000)
+    (work / "manifest.json").write_text("{}")
+    remove_path(work)
+    remove_path(tmp_path / "absent")
+    (tmp_path / "file.txt").write_text("x")
+    remove_path(tmp_path / "file.txt")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_directory_removal_cut_short_leaves_only_a_temporary(tmp_path, monkeypatch):
+    """The directory is renamed before its files are deleted: a process that
+    ends meanwhile leaves nothing under its name, and remove_temporaries of
+    that name removes the rest."""
+    work = tmp_path / "out.parquet.parts"
+    work.mkdir()
+    (work / "manifest.json").write_text("{}")
+    (work / "part-000000.arrow").write_bytes(b"x")
+
+    def killed(path, **options):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("shutil.rmtree", killed)
+    with pytest.raises(KeyboardInterrupt):
+        remove_path(work)
+    monkeypatch.undo()
+    left = [p.name for p in tmp_path.iterdir()]
+    assert len(left) == 1
+    assert re.fullmatch(rf"\.out\.parquet\.parts\.tmp-{os.getpid()}-[0-9a-f]{{16}}-old", left[0])
+    assert sorted(p.name for p in (tmp_path / left[0]).iterdir()) == [
+        "manifest.json", "part-000000.arrow"]
+    remove_temporaries(work)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_link_planted_under_a_guessable_hidden_name_is_left_alone(tmp_path):
+    target = tmp_path / "out.parquet"
+    target.write_text("old")
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    planted = tmp_path / f".out.parquet.tmp-{os.getpid()}-0-old"
+    planted.symlink_to(victim)
+    remove_path(target)
+    assert victim.read_text() == "precious" and planted.is_symlink() and not target.exists()

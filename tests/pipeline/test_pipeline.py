@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-import importlib
 import json
 import os
 import re
@@ -24,7 +23,6 @@ import pytest
 import clperiod
 from clperiod.pipeline import run as pipeline
 from clperiod.io.readers import open_catalog
-from clperiod.io.disposal import wait_for_disposals
 from clperiod.io import load_example
 from clperiod.pipeline import AutoGrid, PeriodSearch, run_catalog, work_directory
 from clperiod.io.tables import result_columns
@@ -103,7 +101,6 @@ def test_a_repeated_run_replaces_its_output_and_leaves_nothing_behind(tmp_path, 
     assert pq.read_table(output).equals(expected)
     assert pq.read_table(reader).equals(expected)
     reader.close()
-    wait_for_disposals()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["catalog.parquet", "out.parquet"]
     assert output.stat().st_nlink == 1
 
@@ -172,33 +169,11 @@ def test_interrupted_run_resumes_without_loss_or_repeats(tmp_path, input_file, m
         np.testing.assert_array_equal(got["id"][:], expected["id"][:])
 
 
-def test_a_first_search_queued_before_a_manifest_appeared_is_abandoned(tmp_path, input_file,
-                                                                        monkeypatch, cpu_device):
-    """A fresh-looking run queues its first search at once; if the work
-    directory then turns out to hold a run to resume (another process wrote
-    its manifest meanwhile), that search is abandoned and the run resumes."""
-    reference = run_catalog(_reader(input_file), _search(), tmp_path / "ref.parquet",
-                            device=cpu_device, progress=False)
-    _fail_on_call(monkeypatch, "start", 3, RuntimeError("device lost"))
-    output = tmp_path / "out.parquet"
-    with pytest.raises(RuntimeError, match="device lost"):
-        run_catalog(_reader(input_file), _search(), output, device=cpu_device, progress=False)
-    monkeypatch.undo()
-    waited = []
-    abandon = pipeline._RunState.abandon
-    monkeypatch.setattr(pipeline._RunState, "abandon",
-                        lambda self, queued: waited.append(abandon(self, queued)))
-    monkeypatch.setattr(pipeline, "_looks_fresh", lambda work: True)
-    run = run_catalog(_reader(input_file), _search(), output, device=cpu_device, progress=False)
-    assert len(waited) == 1 and run.n_resumed == 2 and run.n_chunks == 5
-    assert pq.read_table(output).equals(pq.read_table(reference.output))
-
-
-def test_a_run_stopped_before_its_output_is_in_place_searches_the_last_chunk_again(
+def test_a_run_stopped_before_its_output_is_in_place_resumes_every_chunk(
         tmp_path, input_file, monkeypatch, cpu_device):
-    """The last chunk has no part file (its rows complete the output): a run
-    that stops before the output is renamed into place resumes every other
-    chunk and searches that one again."""
+    """Every chunk, the last included, is committed as a part file: a run
+    that stops before the output is renamed into place searches nothing
+    again."""
     reference = run_catalog(_reader(input_file), _search(), tmp_path / "ref.parquet",
                             device=cpu_device, progress=False)
     output = tmp_path / "out.parquet"
@@ -214,13 +189,13 @@ def test_a_run_stopped_before_its_output_is_in_place_searches_the_last_chunk_aga
         run_catalog(_reader(input_file), _search(), output, device=cpu_device, progress=False)
     monkeypatch.setattr(os, "replace", replace)
     parts = sorted(p.name for p in work_directory(output).glob("part-*"))
-    assert parts == [f"part-00000{i}.arrow" for i in range(4)] and not output.exists()
+    assert parts == [f"part-00000{i}.arrow" for i in range(5)] and not output.exists()
     searched = []
     start = PeriodSearch.start
     monkeypatch.setattr(PeriodSearch, "start", lambda self, catalog, **options: (
         searched.append(catalog.n_objects) or start(self, catalog, **options)))
     run = run_catalog(_reader(input_file), _search(), output, device=cpu_device, progress=False)
-    assert run.n_resumed == 4 and run.n_chunks == 5 and len(searched) == 1
+    assert run.n_resumed == 5 and run.n_chunks == 5 and searched == []
     assert pq.read_table(output).equals(pq.read_table(reference.output))
     assert not work_directory(output).exists()
 
@@ -247,20 +222,18 @@ def test_work_directory_of_other_settings_is_refused(tmp_path, input_file, monke
     assert run.n_resumed == 0 and run.n_objects == 24
 
 
-def test_a_set_up_failure_after_the_first_search_waits_for_it(tmp_path, input_file,
-                                                             monkeypatch, cpu_device):
-    """A fresh run queues its first chunk before writing its manifest; a failure
-    in between waits for that search and leaves nothing to resume."""
+def test_a_set_up_failure_stops_the_run_before_any_search(tmp_path, input_file, monkeypatch,
+                                                          cpu_device):
+    """A failure while the work directory is set up (its manifest written)
+    starts no search and leaves nothing to resume."""
     output = tmp_path / "out.parquet"
-    waited = []
-    abandon = pipeline._RunState.abandon
-    monkeypatch.setattr(pipeline._RunState, "abandon",
-                        lambda self, queued: waited.append(abandon(self, queued)))
+    searched = []
+    monkeypatch.setattr(PeriodSearch, "start", lambda *a, **k: searched.append(1))
     monkeypatch.setattr(pipeline, "_new_manifest",
                         lambda *a, **k: (_ for _ in ()).throw(OSError("disk full")))
     with pytest.raises(OSError, match="disk full"):
         run_catalog(_reader(input_file), _search(), output, device=cpu_device, progress=False)
-    assert len(waited) == 1 and not output.exists()
+    assert searched == [] and not output.exists()
     monkeypatch.undo()
     run = run_catalog(_reader(input_file), _search(), output, device=cpu_device, progress=False)
     assert run.n_resumed == 0 and run.n_objects == 24
@@ -397,42 +370,35 @@ def test_a_bad_first_chunk_leaves_no_work_directory(tmp_path, catalog, cpu_devic
     output = tmp_path / "out.parquet"
     with pytest.raises(ValueError, match=r"bad\.parquet: row 5 .*dy"):
         run_catalog(_reader(path), _search(), output, device=cpu_device, progress=False)
-    wait_for_disposals()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.parquet"]
 
 
-@pytest.mark.parametrize("host_prepares", [False, True])
-def test_the_first_search_starts_before_its_rows_are_checked(tmp_path, catalog, monkeypatch,
-                                                              cpu_device, host_prepares):
-    """A fresh run queues its first chunk before checking its rows; a bad row
-    then abandons that search (waited for) with the row's error, without numpy
-    warnings about the bad values (which the host preparation of devices
-    without FP64 computes with), and leaves nothing behind."""
-    lombscargle_module = importlib.import_module("clperiod.periodograms.lombscargle")
-    monkeypatch.setattr(lombscargle_module, "_prepares_on_device", lambda info: not host_prepares)
+def test_a_bad_first_chunk_is_reported_before_any_search(tmp_path, catalog, monkeypatch,
+                                                         cpu_device):
+    """Rows are checked, then searched: a bad row of the first chunk stops the
+    run with the row's error before a search starts (so without NumPy warnings
+    about the bad values), and leaves nothing behind."""
     ids = np.repeat(catalog.ids, catalog.lengths)
     t, dy = catalog.t.copy(), catalog.dy.copy()
     t[7], dy[9] = np.inf, 0.0
     path = tmp_path / "bad.parquet"
     pq.write_table(pa.table({"id": ids, "t": t, "y": catalog.y, "dy": dy}), path)
-    started, waited = [], []
-    start, abandon = PeriodSearch.start, pipeline._RunState.abandon
+    started = []
+    start = PeriodSearch.start
     monkeypatch.setattr(PeriodSearch, "start",
                         lambda self, cat, **k: started.append(cat) or start(self, cat, **k))
-    monkeypatch.setattr(pipeline._RunState, "abandon",
-                        lambda self, queued: waited.append(abandon(self, queued)))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         with pytest.raises(ValueError, match=r"bad\.parquet: row 7 \(object .*\): t is inf"):
             run_catalog(_reader(path), _search(), tmp_path / "out.parquet", device=cpu_device,
                         progress=False)
-    assert len(started) == 1 and np.isinf(started[0].t).any() and len(waited) == 1
-    wait_for_disposals()
+    assert started == []
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.parquet"]
 
 
-def test_a_search_failing_on_unchecked_rows_reports_the_bad_row(tmp_path, catalog, input_file,
-                                                                 monkeypatch, cpu_device):
+def test_a_bad_row_and_a_failed_search_each_report_their_own_error(tmp_path, catalog,
+                                                                   input_file, monkeypatch,
+                                                                   cpu_device):
     ids = np.repeat(catalog.ids, catalog.lengths)
     y = catalog.y.copy()
     y[3] = np.nan
@@ -446,8 +412,10 @@ def test_a_search_failing_on_unchecked_rows_reports_the_bad_row(tmp_path, catalo
     with pytest.raises(RuntimeError, match="the search failed"):  # good rows: its own error
         run_catalog(_reader(input_file), _search(), tmp_path / "b.parquet", device=cpu_device,
                     progress=False)
-    wait_for_disposals()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.parquet", "catalog.parquet"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.parquet.parts", "bad.parquet",
+                                                          "catalog.parquet"]
+    # the failed search's run set up its work directory: a rerun resumes it
+    assert [p.name for p in (tmp_path / "b.parquet.parts").iterdir()] == ["manifest.json"]
 
 
 def test_figures_of_ids_that_clash_as_file_names_stay_apart(tmp_path, catalog, cpu_device):
@@ -628,7 +596,6 @@ def test_a_second_run_on_the_same_output_stops_and_leaves_the_first_alone(
     assert second["kept"]
     assert run.n_objects == 24
     assert pq.read_table(output).equals(pq.read_table(reference.output))
-    wait_for_disposals()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["catalog.parquet", "out.parquet",
                                                           "ref.parquet"]
 
