@@ -189,6 +189,13 @@ def test_nothing_imports_the_command_line():
     assert _violations(importers, lambda target: target != "clperiod.cli") == []
 
 
+def test_test_data_generators_stand_apart():
+    # clperiod.testing serves tests and benchmarks: it needs no part of clperiod, and no
+    # part of clperiod needs it
+    assert GRAPH["clperiod.testing"] == set()
+    assert _violations(list(GRAPH), lambda target: target != "clperiod.testing") == []
+
+
 def _packages() -> list[str]:
     return sorted(m for m, path in MODULES.items() if path.name == "__init__.py")
 
