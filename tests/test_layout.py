@@ -57,6 +57,19 @@ def _absolute(module: str, node: ast.ImportFrom) -> str:
     return ".".join(base + ([node.module] if node.module else []))
 
 
+def import_sources(module: str) -> set[str]:
+    """The clperiod modules that the import statements of ``module`` name (``import M``,
+    ``from M import n``)."""
+    tree = ast.parse(MODULES[module].read_text(), filename=str(MODULES[module]))
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            found.add(_absolute(module, node))
+    return {name for name in found if name == "clperiod" or name.startswith("clperiod.")}
+
+
 def imported_modules(module: str) -> set[str]:
     """The clperiod modules that ``module`` imports anywhere in its source.
 
@@ -138,14 +151,25 @@ def test_the_import_graph_is_read():
 def test_graph_reader_sees_lazy_relative_and_type_checking_imports(tmp_path):
     source = ("from typing import TYPE_CHECKING\n"
               "if TYPE_CHECKING:\n    from clperiod.grid import FrequencyGrid\n"
-              "def f():\n    from . import checks\n    import clperiod.engine.devices as d\n")
+              "def f():\n    from . import checks\n    import clperiod.engine.devices as d\n"
+              "    from clperiod.stats import false_alarm_level\n")
     MODULES["clperiod.probe"] = tmp_path / "probe.py"
     MODULES["clperiod.probe"].write_text(source)
     try:
         found = imported_modules("clperiod.probe")
+        sources = import_sources("clperiod.probe")
     finally:
         del MODULES["clperiod.probe"]
-    assert found == {"clperiod.grid", "clperiod.checks", "clperiod.engine.devices"}
+    assert found == {"clperiod", "clperiod.grid", "clperiod.checks", "clperiod.engine.devices"}
+    assert sources - set(MODULES) == {"clperiod.stats"}
+
+
+def test_imports_name_modules_at_their_paths():
+    # an old path (clperiod.stats) would import, with a DeprecationWarning, through
+    # clperiod._moved: the package itself uses the new ones
+    unknown = {f"{module}: {name}" for module in MODULES for name in import_sources(module)
+               if name not in MODULES}
+    assert unknown == set()
 
 
 def test_strongly_connected_finds_a_circle():
