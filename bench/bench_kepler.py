@@ -20,6 +20,7 @@ import pyopencl as cl
 from clperiod import kepler
 
 from clperiod.engine import kernels
+from clperiod.kepler.api import SOLVE_LOCAL_SIZE
 from clperiod.engine.devices import get_context, select_devices
 
 from harness import best_of, run_report
@@ -32,7 +33,7 @@ def bench_solve(repeat, n=1 << 26, bandwidth=None):
     queue = cl.CommandQueue(context, properties=cl.command_queue_properties.PROFILING_ENABLE)
     rng = np.random.default_rng(0)
     out = {"device": info.label, "n": n}
-    padded = -(-n // kepler.SOLVE_LOCAL_SIZE) * kepler.SOLVE_LOCAL_SIZE
+    padded = -(-n // SOLVE_LOCAL_SIZE) * SOLVE_LOCAL_SIZE
     for precision, real, dtype in (("fp32", "float", np.float32), ("fp64", "double", np.float64)):
         m = rng.uniform(-50, 50, n).astype(dtype)
         e = rng.uniform(0, 0.95, n).astype(dtype)
@@ -50,7 +51,7 @@ def bench_solve(repeat, n=1 << 26, bandwidth=None):
             kernel.set_args(*buffers[:2], np.int64(n), *buffers[2:])
             times = []
             for _ in range(repeat + 1):
-                event = cl.enqueue_nd_range_kernel(queue, kernel, (padded,), (kepler.SOLVE_LOCAL_SIZE,))
+                event = cl.enqueue_nd_range_kernel(queue, kernel, (padded,), (SOLVE_LOCAL_SIZE,))
                 event.wait()
                 times.append(1e-9 * (event.profile.end - event.profile.start))
             kernel_s = min(times[1:])

@@ -30,6 +30,7 @@ from clperiod import kepler
 
 from clperiod.kepler import rvmodel
 from clperiod.engine.devices import select_devices
+from clperiod.testing import random_planets
 
 from harness import best_of, run_report
 
@@ -46,11 +47,8 @@ def workload(n_models: int, seed: int = 0):
     rng = np.random.default_rng(seed)
     t = 2456000.0 + np.sort(rng.uniform(0, 3000, N_OBS))
     sigma = rng.uniform(1, 3, N_OBS)
-    params = np.empty((n_models, N_PLANETS, 5))
-    params[..., 0] = np.exp(rng.uniform(0, np.log(1e4), (n_models, N_PLANETS)))
-    params[..., 1] = rng.uniform(1, 50, (n_models, N_PLANETS))
-    params[..., 2] = rng.uniform(0, 0.9, (n_models, N_PLANETS))
-    params[..., 3:] = rng.uniform(0, 2 * np.pi, (n_models, N_PLANETS, 2))
+    params = random_planets(rng, n_models, N_PLANETS, period=(1.0, 1e4), amplitude=(1.0, 50.0),
+                            e_max=0.9)
     truth = params[:1].copy()
     obs = rvmodel.Observations.build(t, np.zeros(N_OBS), sigma, t_ref=2457500.0)
     v = rvmodel.ModelEvaluator(obs, n_planets=N_PLANETS, precision="fp64").velocities(truth)[0]

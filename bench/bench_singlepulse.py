@@ -21,14 +21,13 @@ Workload ``cpu``: a small load on the CPU device against the NumPy reference
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
 from clperiod import singlepulse
 from clperiod.engine.devices import get_context, get_queue, select_devices
+from clperiod.testing import inject_pulse, pulse_plane
 
 from harness import best_of, run_report
 
@@ -43,11 +42,9 @@ def device_noise(n_dm: int, n_t: int, seed: int = 0):
     queue = get_queue(info)
     data = clrandom.PhiloxGenerator(get_context(info), seed=seed).normal(
         queue, (n_dm, n_t), np.float32)
-    flat = data.reshape(-1)
     for row, start, width, amp in ((n_dm // 3, n_t // 5, 8, 4.0), (n_dm // 2, n_t // 2, 600, 0.5),
                                    (2 * n_dm // 3, 3 * n_t // 4, 3000, 0.25)):
-        first = row * n_t + start
-        flat[first:first + width] += np.float32(amp)
+        inject_pulse(data, row, start, width, amp)
     queue.finish()
     return data
 
@@ -87,11 +84,9 @@ def bench_ska(n_dm, n_t, repeat, bandwidth):
 
 
 def bench_cpu(n_dm, n_t, repeat):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
     from reference import singlepulse as reference
 
-    rng = np.random.default_rng(0)
-    x = rng.normal(size=(n_dm, n_t)).astype(np.float32)
+    x = pulse_plane(n_dm, n_t, seed=0)
     dm = np.arange(n_dm, dtype=float)
     out = {"device": select_devices()[0].label, "n_dm": n_dm, "n_t": n_t}
     for name, max_width in (("widths_32", 32), ("dit_4096", 4096)):

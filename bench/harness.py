@@ -1,4 +1,9 @@
-"""Shared pieces of the benchmark scripts: timing and the JSON report."""
+"""Shared pieces of the benchmark scripts: timing, the JSON report, and the test helpers.
+
+Importing this module puts ``tests/`` on :data:`sys.path` (once), so that the scripts reach
+the NumPy references (``tests/reference``) and the peer loaders (``tests/peers.py``) they
+compare against; synthetic data come from :mod:`clperiod.testing`.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +13,13 @@ import sys
 import time
 from collections.abc import Callable
 from datetime import date
+from pathlib import Path
 
 import clperiod
+
+TESTS = str(Path(__file__).resolve().parents[1] / "tests")
+if TESTS not in sys.path:
+    sys.path.append(TESTS)
 
 
 def best_of(fn: Callable, repeat: int):

@@ -11,9 +11,7 @@ tests/peers.py without radvel's package ``__init__``).
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 
@@ -81,9 +79,6 @@ def radvel_chi2() -> Chi2 | None:
     own way: one ``rv_drive`` call per planet) and refuses e > 0.99, for
     which radvel's C solver may end the process.
     """
-    tests = str(Path(__file__).resolve().parents[1] / "tests")
-    if tests not in sys.path:
-        sys.path.insert(0, tests)
     from peers import load_radvel
 
     radvel = load_radvel()

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from clperiod import checks
+from clperiod.columns import is_table, lightcurve_columns
 
 NAN_POLICIES = ("raise", "omit")
 
@@ -161,8 +162,8 @@ class Catalog:
             Each item is a ``(t, y)`` or ``(t, y, dy)`` tuple, or a pandas
             DataFrame or astropy Table (QTable, TimeSeries) of one light
             curve with columns ``t``, ``y`` and, when present, ``dy`` (read
-            as :func:`clperiod.io.frames.lightcurve_columns` reads them: times,
-            units and masks as in :mod:`clperiod.io.frames`). Every item must
+            as :func:`clperiod.columns.lightcurve_columns` reads them: times,
+            units and masks as in :mod:`clperiod.columns`). Every item must
             have uncertainties, or none.
         ids : array_like, optional
             One unique id per light curve; default ``0 .. K-1``.
@@ -402,7 +403,7 @@ def is_lightcurve_list(value: Any) -> bool:
     or astropy Tables (what :meth:`Catalog.from_lightcurves` takes)."""
     if not isinstance(value, (list, tuple)) or not value:
         return False
-    return all(isinstance(item, (list, tuple)) or _is_table(item)
+    return all(isinstance(item, (list, tuple)) or is_table(item)
                or (isinstance(item, np.ndarray) and item.ndim == 2) for item in value)
 
 
@@ -432,20 +433,9 @@ def catalog_of(value: Any, nan_policy: str = "raise", name: str = "catalog") -> 
                     f"(tuples, DataFrames or astropy Tables), got {type(value).__name__}")
 
 
-def _is_table(item: Any) -> bool:
-    """Whether ``item`` is a pandas DataFrame or an astropy Table (without
-    importing either: an instance's module is loaded already)."""
-    pandas = sys.modules.get("pandas")
-    tables = sys.modules.get("astropy.table")
-    return ((pandas is not None and isinstance(item, pandas.DataFrame))
-            or (tables is not None and isinstance(item, tables.Table)))
-
-
 def _lightcurve_tuple(item: Any, number: int) -> tuple[Any, ...]:
     """``(t, y)`` or ``(t, y, dy)`` of one item of :meth:`Catalog.from_lightcurves`."""
-    if _is_table(item):
-        from clperiod.io.frames import lightcurve_columns
-
+    if is_table(item):
         try:
             t, y, dy = lightcurve_columns(item)
         except (TypeError, ValueError) as error:

@@ -41,3 +41,14 @@ def cpu_device():
         return select_devices()[0]
     except (RuntimeError, ValueError) as error:
         pytest.fail(f"no usable OpenCL device: {error}")
+
+
+@pytest.fixture(autouse=True)
+def _gpu_only(request: pytest.FixtureRequest) -> None:
+    """Skip a test marked ``gpu`` when the selected device (:func:`cpu_device`) is no GPU."""
+    if request.node.get_closest_marker("gpu") is None:
+        return
+    device = request.getfixturevalue("cpu_device")
+    if device.kind != "gpu":
+        pytest.skip(f"needs a GPU OpenCL device; the selected device is {device.label} "
+                    f"({device.kind}): set CLPERIOD_DEVICE to a GPU")

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from clperiod.catalog import Catalog
+from clperiod.columns import require_columns
 from clperiod.io.readers import CatalogReader, open_catalog
 from clperiod.io.formats import (
     PARQUET_SUFFIXES,
@@ -46,7 +47,7 @@ from clperiod.io.formats import (
     readable_batches,
 )
 from clperiod.io.file_errors import is_damage, text_errors
-from clperiod.io.frames import catalog_from_dataframe, catalog_from_table, require_columns
+from clperiod.io.frames import catalog_from_dataframe, catalog_from_table
 from clperiod.io.results import write_periodograms, write_results
 
 __all__ = [

@@ -18,9 +18,9 @@ from typing import IO, Any
 
 import numpy as np
 
+from clperiod.columns import first_non_number, mjd_from_datetime64
 from clperiod.io.chunks import Block, long_block
 from clperiod.io.file_errors import OPENERS, damage_message, is_damage, text_errors
-from clperiod.io.frames import first_non_number, mjd_from_datetime64
 
 #: Largest and smallest read block, in observations. Blocks only bound memory
 #: and latency, they never change the chunks: a reader asks for blocks about

@@ -72,7 +72,6 @@ __all__ = [
     "LAYOUTS",
     "CatalogChunk",
     "CatalogReader",
-    "nested_to_catalog",
     "open_catalog",
 ]
 
@@ -458,39 +457,6 @@ def _join_catalogs(parts: list[Catalog]) -> Catalog:
         dy,
         sum(part.n_dropped for part in parts),
     )
-
-
-def nested_to_catalog(ids: Any, nested: Any, fields: dict[str, str], *,
-                      nan_policy: str = "raise", where: str = "nested column") -> Catalog:
-    """A catalog from object ids and an Arrow ``list<struct>`` array of observations.
-
-    Parameters
-    ----------
-    ids : array_like
-        One id per list entry.
-    nested : pyarrow.ListArray or LargeListArray (or a ChunkedArray of one)
-        The observations of each object; null entries are objects with 0 rows.
-    fields : dict
-        Role (``t``, ``y``, optionally ``dy``) -> struct field name.
-    nan_policy : {"raise", "omit"}
-        See :meth:`Catalog.from_arrays`.
-    where : str
-        Names the source in error messages.
-
-    Returns
-    -------
-    Catalog
-    """
-    import pyarrow as pa
-
-    if isinstance(nested, pa.ChunkedArray):
-        nested = nested.combine_chunks()
-    ids = formats.id_values(ids, "id", 0, where)
-    block = formats.nested_block(nested, ids, fields, 0, where)
-    check_block(where, block, SeenIds(), nan_policy, nested=True)
-    return Catalog.from_offsets(block.ids, block.offsets, block.columns["t"],
-                                block.columns["y"], block.columns.get("dy"),
-                                nan_policy=nan_policy)
 
 
 def _values_checked(path: Path, block: Block, nan_policy: str) -> Block:

@@ -24,6 +24,7 @@ from clperiod.astropy import (
     register_astropy_method,
 )
 from clperiod.periodograms.multiterm import multiterm_power
+from clperiod.testing import sinusoid_lightcurve
 
 NORMALIZATIONS = ["standard", "model", "log", "psd"]
 CENTERING = list(itertools.product([True, False], [True, False]))  # (fit_mean, center_data)
@@ -34,9 +35,8 @@ SMALL_GRID = {"nyquist_factor": 2}  # a few hundred frequencies for these light 
 @pytest.fixture
 def data(rng):
     """80 points over 50 days around MJD 58000, period 2.7 d, uncertainties."""
-    t = 58000.0 + np.sort(rng.uniform(0, 50, 80))
-    y = 12.0 + 0.4 * np.sin(2 * np.pi * t / 2.7 + 0.3) + rng.normal(0, 0.2, t.size)
-    return t, y, rng.uniform(0.1, 0.3, t.size)
+    return sinusoid_lightcurve(rng, 80, 2.7, baseline=50.0, mean=12.0, amplitude=0.4,
+                               phase=0.3, noise=0.2, dy=(0.1, 0.3))
 
 
 def relative(actual, expected):

@@ -14,6 +14,7 @@ import clperiod
 from clperiod import Catalog, FrequencyGrid
 from clperiod.periodograms import stats
 from clperiod.plot import plot_objects, plot_result
+from clperiod.testing import sinusoid_lightcurve
 
 GRID = FrequencyGrid.from_range(0.05, 5.0, 4000)
 PERIODS = (0.8, 1.7, 3.1)
@@ -22,12 +23,9 @@ PERIODS = (0.8, 1.7, 3.1)
 @pytest.fixture(scope="module")
 def catalog() -> Catalog:
     rng = np.random.default_rng(7)
-    curves = []
-    for k, period in enumerate(PERIODS):
-        n = 60 + 10 * k
-        t = 58000.0 + np.sort(rng.uniform(0, 40, n))
-        y = 15.0 + 0.3 * np.sin(2 * np.pi * t / period) + rng.normal(0, 0.1, n)
-        curves.append((t, y, rng.uniform(0.05, 0.15, n)))
+    curves = [sinusoid_lightcurve(rng, 60 + 10 * k, period, baseline=40.0, mean=15.0,
+                                  amplitude=0.3)
+              for k, period in enumerate(PERIODS)]
     return Catalog.from_lightcurves(curves, ids=[101, 202, 303])
 
 

@@ -5,12 +5,12 @@ import numpy as np
 import clperiod
 from clperiod.catalog import Status
 from clperiod.io.tables import result_columns
+from clperiod.testing import sinusoid_lightcurve
 
 
 def _catalog():
-    rng = np.random.default_rng(3)
-    t = np.sort(rng.uniform(0, 50, 80))
-    y = np.sin(2 * np.pi * t / 2.5) + 0.1 * rng.standard_normal(80)
+    t, y, _ = sinusoid_lightcurve(np.random.default_rng(3), 80, 2.5, baseline=50.0, epoch=0.0,
+                                  dy=None)
     return clperiod.Catalog.from_lightcurves([(t, y, np.full(80, 0.1)), (t[:2], y[:2], np.full(2, 0.1))], ids=["a", "b"])
 
 

@@ -12,20 +12,12 @@ import pytest
 from peers import load_radvel
 from reference import kepler_rv as ref
 
+from clperiod.testing import random_planets
+
 RADVEL = load_radvel()
 needs_radvel = pytest.mark.skipif(RADVEL is None, reason="radvel is not installed "
                                   "(python3 -m pip install --no-deps radvel)")
 EPS = np.finfo(np.float64).eps
-
-
-def random_orbits(rng, n, e_max=0.99):
-    """``(n, 1, 5)`` standard-basis planets with periods 0.5 to 1000 days."""
-    P = np.exp(rng.uniform(np.log(0.5), np.log(1000), n))
-    e = rng.uniform(0, e_max, n)
-    e[:2] = 0.0, e_max
-    params = np.stack([P, rng.uniform(1, 100, n), e, rng.uniform(-np.pi, np.pi, n),
-                       rng.uniform(-10, 10, n)], axis=-1)
-    return params[:, None, :]
 
 
 def test_eccentric_anomaly_round_trip():
@@ -48,7 +40,7 @@ def test_radial_velocity_closed_form(e):
 
 def test_radial_velocity_sum_offsets_trend():
     rng = np.random.default_rng(5)
-    planets = random_orbits(rng, 6).reshape(3, 2, 5)
+    planets = random_planets(rng, 6, 1).reshape(3, 2, 5)
     t = np.sort(rng.uniform(0, 500, 50))
     instrument = rng.integers(0, 3, t.size)
     offsets, trend = rng.normal(0, 10, (3, 3)), rng.normal(0, 0.1, (3, 2))
@@ -62,7 +54,7 @@ def test_radial_velocity_sum_offsets_trend():
 @needs_radvel
 def test_radial_velocity_matches_radvel():
     rng = np.random.default_rng(1)
-    params = random_orbits(rng, 200)
+    params = random_planets(rng, 200, 1)
     t, t_ref = np.sort(rng.uniform(0, 2000, 100)), 700.0
     P, K, e, w, M0 = params[:, 0].T
     tp = t_ref - M0 * P / (2 * np.pi)
@@ -75,7 +67,7 @@ def likelihood_problem(rng, n_models=4, n_obs=40, n_inst=3):
     """Random data, two-planet models with offsets, trend and jitter for 3 instruments."""
     t = np.sort(rng.uniform(0, 300, n_obs))
     instrument = np.arange(n_obs) % n_inst
-    params = random_orbits(rng, 2 * n_models, e_max=0.8).reshape(n_models, 2, 5)
+    params = random_planets(rng, 2 * n_models, 1, e_max=0.8).reshape(n_models, 2, 5)
     model = dict(t_ref=150.0, offsets=rng.normal(0, 5, (n_models, n_inst)),
                  instrument=instrument, trend=rng.normal(0, 0.01, (n_models, 2)),
                  jitter=rng.uniform(0.5, 3, (n_models, n_inst)))

@@ -35,6 +35,7 @@ from clperiod.kepler import orbits
 from clperiod.kepler import rvmodel
 from clperiod.kepler import ModelStatus, RVLikelihood
 from clperiod.kepler.rvmodel import ModelEvaluator, Observations
+from clperiod.testing import random_planets
 
 RADVEL = load_radvel()
 needs_radvel = pytest.mark.skipif(
@@ -57,16 +58,6 @@ def _device(cpu_device):
 
 
 # --------------------------------------------------------------- helpers
-def random_planets(rng, n_models, n_planets, e_max=0.99, period=(0.5, 1000.0), amp=(1.0, 100.0)):
-    """``(n_models, n_planets, 5)`` standard-basis planets; e = 0 and e = e_max occur."""
-    shape = (n_models, n_planets)
-    per = np.exp(rng.uniform(math.log(period[0]), math.log(period[1]), shape))
-    e = rng.uniform(0.0, e_max, shape)
-    e.flat[:2] = 0.0, e_max
-    return np.stack([per, rng.uniform(*amp, shape), e, rng.uniform(-np.pi, np.pi, shape),
-                     rng.uniform(-10.0, 10.0, shape)], axis=-1)
-
-
 def instruments(n_obs):
     """Labels (in order of appearance ``LABELS``) and the reference's sorted codes."""
     labels = np.array(LABELS)[np.arange(n_obs) % len(LABELS)]
@@ -81,7 +72,7 @@ def rv_problem(rng, *, n_models=6, n_obs=150, span=400.0, t_ref=None, e_max=0.8,
     t = np.sort(rng.uniform(0.0, span, n_obs))
     t_ref = 0.5 * span if t_ref is None else t_ref
     labels, codes = instruments(n_obs)
-    truth = random_planets(rng, 1, n_planets, e_max=e_max, period=period, amp=(5.0, 30.0))
+    truth = random_planets(rng, 1, n_planets, e_max=e_max, period=period, amplitude=(5.0, 30.0))
     offsets = np.array([[4.0, -17.0, 30.0]])
     jitter = np.array([[1.5, 0.8, 2.5]])
     trend = np.array([[0.02, -1e-5]])

@@ -14,6 +14,7 @@ from clperiod import Catalog, FrequencyGrid, Status, lombscargle
 
 from clperiod.periodograms import stats
 from clperiod.io.tables import _status_names, result_columns
+from clperiod.testing import sinusoid_lightcurve
 
 NORMS = ("standard", "model", "log", "psd")
 CENTRING = ((True, True), (False, True), (True, False))
@@ -23,11 +24,9 @@ LENGTHS = (2, 3, 4, 5, 31, 400, 2500, 17)
 
 def _catalog(rng, dy=True, epoch=2_458_000.0):
     """Objects of very different lengths (2 and 3 points have no noise degrees of freedom)."""
-    lcs = []
-    for n in LENGTHS:
-        t = epoch + np.sort(rng.uniform(0.0, rng.uniform(5.0, 900.0), n))
-        y = np.sin(2 * np.pi * t / 1.7) + rng.normal(0.0, 0.5, n)
-        lcs.append((t, y, rng.uniform(0.05, 2.0, n)) if dy else (t, y))
+    lcs = [sinusoid_lightcurve(rng, n, 1.7, baseline=rng.uniform(5.0, 900.0), epoch=epoch,
+                               noise=0.5, dy=(0.05, 2.0) if dy else None)
+           for n in LENGTHS]
     return Catalog.from_lightcurves(lcs)
 
 

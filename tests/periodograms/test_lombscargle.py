@@ -15,16 +15,16 @@ from clperiod import Catalog, FrequencyGrid, Status, lombscargle
 from clperiod.engine import planner as planning
 from clperiod.io import load_example
 from clperiod.engine.planner import Staging
+from clperiod.testing import sinusoid_lightcurve
 
 LS_MODULE = importlib.import_module("clperiod.periodograms.lombscargle")
 NORMALIZATIONS = ["standard", "model", "log", "psd"]
 
 
 def simulated(rng, n=200, baseline=80.0, epoch=58000.0, period=2.7, dy=True):
-    t = epoch + np.sort(rng.uniform(0, baseline, n))
-    y = 12.0 + 0.4 * np.sin(2 * np.pi * t / period + 0.3) + rng.normal(0, 0.2, n)
-    err = rng.uniform(0.1, 0.3, n) if dy else None
-    return t, y, err
+    return sinusoid_lightcurve(rng, n, period, baseline=baseline, epoch=epoch, mean=12.0,
+                               amplitude=0.4, phase=0.3, noise=0.2,
+                               dy=(0.1, 0.3) if dy else None)
 
 
 def astropy_power(t, y, dy, freq, **kwargs):

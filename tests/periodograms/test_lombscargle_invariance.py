@@ -22,6 +22,7 @@ from clperiod import Catalog, FrequencyGrid, Status, lombscargle
 
 from clperiod.periodograms import stats
 from clperiod.periodograms.multiterm import multiterm_coefficients, multiterm_max_power, multiterm_power
+from clperiod.testing import sinusoid_lightcurve
 
 LS_MODULE = importlib.import_module("clperiod.periodograms.lombscargle")
 NORMALIZATIONS = ["standard", "model", "log", "psd"]
@@ -35,10 +36,8 @@ GRID = FrequencyGrid.from_range(0.05, 5.0, 600)
 
 
 def light_curve(n=80, seed=5):
-    rng = np.random.default_rng(seed)
-    t = 58000.0 + np.sort(rng.uniform(0, 50, n))
-    y = 0.3 * np.sin(2 * np.pi * t / 1.7) + rng.normal(0, 0.2, n)
-    return t, y, rng.uniform(0.1, 0.3, n)
+    return sinusoid_lightcurve(np.random.default_rng(seed), n, 1.7, baseline=50.0,
+                               amplitude=0.3, noise=0.2, dy=(0.1, 0.3))
 
 
 T, Y, DY = light_curve()

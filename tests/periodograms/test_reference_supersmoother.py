@@ -14,6 +14,8 @@ import numpy as np
 import pytest
 from reference import supersmoother as ref
 
+from clperiod.testing import sinusoid_lightcurve
+
 SPANS = (0.05, 0.2, 0.5)
 
 
@@ -78,10 +80,7 @@ def brute_supsmu(x, y, w, periodic, alpha, vsmlsq):
 
 
 def random_curve(rng, n):
-    x = np.sort(rng.uniform(0, 1, n))
-    y = np.sin(2 * np.pi * x) + rng.normal(0, 0.3, n)
-    w = rng.uniform(0.5, 2.0, n)
-    return x, y, w
+    return sinusoid_lightcurve(rng, n, 1.0, baseline=1.0, epoch=0.0, noise=0.3, dy=(0.5, 2.0))
 
 
 # }}}

@@ -12,12 +12,9 @@ from scipy.stats import norm
 
 from clperiod import singlepulse as sp
 from clperiod.engine.devices import get_queue, select_devices
+from clperiod.testing import inject_pulse, pulse_plane
 
 TSAMP = 64e-6
-
-
-def noise(n_dm, n_t, seed=0, loc=0.0, scale=1.0):
-    return np.random.default_rng(seed).normal(loc, scale, (n_dm, n_t)).astype(np.float32)
 
 
 def keys(cands):
@@ -39,7 +36,7 @@ def test_plan_widths():
 @pytest.mark.parametrize("mode", ["approx", "exact"])
 def test_white_noise_calibration(mode):
     """The measured noise of every width is sqrt(W) for white noise."""
-    x = noise(8, 3 * 65536, seed=1, loc=100.0, scale=3.0)
+    x = pulse_plane(8, 3 * 65536, seed=1, loc=100.0, scale=3.0)
     c = sp.search(x, np.arange(8.0), TSAMP, max_width=128, snr_mode=mode, threshold=8.0)
     for lv in c.info.plan:
         sigma = c.info.noise[lv.level][:, lv.widths - 1]
@@ -53,7 +50,7 @@ def test_false_detections_follow_the_gaussian_tail():
     """Width-1 exceedances alone are Poisson(N Q(T)); other widths can only add,
     and at most 32 times (a union bound over the widths)."""
     n_dm, n_t, threshold = 16, 65536, 4.0
-    c = sp.search(noise(n_dm, n_t, seed=2), np.arange(n_dm), TSAMP, threshold=threshold,
+    c = sp.search(pulse_plane(n_dm, n_t, seed=2), np.arange(n_dm), TSAMP, threshold=threshold,
                   cluster=False)
     expected = n_dm * n_t * norm.sf(threshold)  # ~33
     width_one = np.count_nonzero(c["width"] == 1)
@@ -61,21 +58,17 @@ def test_false_detections_follow_the_gaussian_tail():
     assert expected - 4 * np.sqrt(expected) < len(c) < 32 * expected
 
 
-def inject(x, row, start, width, amplitude, scale=1.0):
-    x[row, start:start + width] += np.float32(amplitude * scale)
-
-
 def test_top_hat_snr_width_and_time():
     """Top-hats of amplitude A and width w: SNR A sqrt(w) (mean over 24 pulses
     within 2 %), the exact width and centre for nearly all."""
     rng = np.random.default_rng(3)
     n_dm, n_t = 24, 65536
-    x = noise(n_dm, n_t, seed=4)
+    x = pulse_plane(n_dm, n_t, seed=4)
     truth = []
     for row in range(n_dm):
         width = int(rng.choice([1, 3, 8, 17, 32]))
         start = int(rng.integers(1000, n_t - 1000))
-        inject(x, row, start, width, 12.0 / np.sqrt(width))
+        inject_pulse(x, row, start, width, 12.0 / np.sqrt(width))
         truth.append((row, start, width))
     c = sp.search(x, np.arange(n_dm), TSAMP, threshold=6.0, robust=True)
     snr, exact = [], 0
@@ -94,8 +87,8 @@ def test_wide_pulse_decimation_plan():
     """A 600-sample top-hat, A sqrt(w) = 15: the DIT plan finds it above 12
     (3 sigma of noise below the ideal 14.9 of its nearest boxcar, 608
     samples) with a width within 10 %; a 32-wide search alone loses most."""
-    x = noise(4, 65536, seed=5)
-    inject(x, 2, 20000, 600, 15.0 / np.sqrt(600))
+    x = pulse_plane(4, 65536, seed=5)
+    inject_pulse(x, 2, 20000, 600, 15.0 / np.sqrt(600))
     wide = sp.search(x, np.arange(4.0), TSAMP, max_width=1024, threshold=6.0, robust=True)
     best = wide[np.argmax(wide["snr"])]
     assert best["dm_index"] == 2 and best["snr"] > 12.0
@@ -107,7 +100,7 @@ def test_wide_pulse_decimation_plan():
 
 def test_gaussian_pulse_recovers_most_of_the_matched_filter():
     """Best boxcar on a Gaussian pulse >= 0.9 of the matched-filter S/N."""
-    x = noise(2, 65536, seed=6)
+    x = pulse_plane(2, 65536, seed=6)
     fwhm = 12.0
     t = np.arange(65536)
     profile = np.exp(-0.5 * ((t - 30000) / (fwhm / 2.3548)) ** 2)
@@ -120,8 +113,8 @@ def test_gaussian_pulse_recovers_most_of_the_matched_filter():
 
 
 def test_robust_statistics_resist_a_bright_pulse():
-    x = noise(1, 4096, seed=7)
-    inject(x, 0, 2000, 8, 10.0)
+    x = pulse_plane(1, 4096, seed=7)
+    inject_pulse(x, 0, 2000, 8, 10.0)
     plain = sp.search(x, [0.0], TSAMP, threshold=6.0)
     robust = sp.search(x, [0.0], TSAMP, threshold=6.0, robust=True)
     expected = 10.0 * np.sqrt(8)
@@ -134,10 +127,10 @@ def test_robust_statistics_resist_a_bright_pulse():
 def test_chunks_give_exactly_the_unchunked_detections(mode):
     """Pulses across chunk boundaries: same detections, none lost or doubled."""
     n_t = 4 * 65536
-    x = noise(6, n_t, seed=8)
+    x = pulse_plane(6, n_t, seed=8)
     for row, start, width in ((0, 65536 - 5, 10), (1, 2 * 65536 - 300, 600),
                               (2, 3 * 65536 - 1, 2), (3, 65530, 6), (4, n_t - 20, 20)):
-        inject(x, row, start, width, 14.0 / np.sqrt(width))
+        inject_pulse(x, row, start, width, 14.0 / np.sqrt(width))
     args = dict(max_width=1024, threshold=6.0, cluster=False, snr_mode=mode)
     whole = sp.search(x, np.arange(6.0), TSAMP, **args)
     parts = sp.search(x, np.arange(6.0), TSAMP, chunk_samples=65536, **args)
@@ -152,8 +145,8 @@ def test_chunks_give_exactly_the_unchunked_detections(mode):
 
 
 def test_device_array_input_matches_host():
-    x = noise(4, 65536, seed=9)
-    inject(x, 1, 5000, 16, 3.0)
+    x = pulse_plane(4, 65536, seed=9)
+    inject_pulse(x, 1, 5000, 16, 3.0)
     info = select_devices()[0]
     on_device = cl_array.to_device(get_queue(info), x)
     a = sp.search(x, np.arange(4.0), TSAMP, cluster=False)
@@ -162,10 +155,10 @@ def test_device_array_input_matches_host():
 
 
 def test_clustering_merges_one_pulse_and_keeps_two_apart():
-    x = noise(12, 65536, seed=10)
+    x = pulse_plane(12, 65536, seed=10)
     for row in range(3, 8):  # one pulse smeared over five DM rows
-        inject(x, row, 10000, 16, 4.0)
-    inject(x, 5, 30000, 4, 6.0)  # a second, far away in time
+        inject_pulse(x, row, 10000, 16, 4.0)
+    inject_pulse(x, 5, 30000, 4, 6.0)  # a second, far away in time
     raw = sp.search(x, np.arange(12.0), TSAMP, threshold=6.0, cluster=False, robust=True)
     merged = sp.search(x, np.arange(12.0), TSAMP, threshold=6.0, robust=True)
     near = raw[np.abs(raw["sample"] - 10008) < 40]
@@ -177,7 +170,7 @@ def test_clustering_merges_one_pulse_and_keeps_two_apart():
 
 
 def test_nan_policy_constant_rows_and_status():
-    x = noise(3, 8192, seed=11)
+    x = pulse_plane(3, 8192, seed=11)
     x[0, 100:110] = np.nan
     x[1] = 5.0
     with pytest.raises(ValueError, match="non-finite"):
@@ -207,7 +200,7 @@ def test_nan_policy_constant_rows_and_status():
     (dict(data=np.array([["a"] * 128] * 2)), "real numbers"),
 ])
 def test_bad_input(kwargs, match):
-    args = dict(data=noise(2, 128), dm=[0.0, 1.0], tsamp=TSAMP)
+    args = dict(data=pulse_plane(2, 128), dm=[0.0, 1.0], tsamp=TSAMP)
     args.update(kwargs)
     data, dm, tsamp = args.pop("data"), args.pop("dm"), args.pop("tsamp")
     with pytest.raises((ValueError, TypeError), match=match):
@@ -215,8 +208,8 @@ def test_bad_input(kwargs, match):
 
 
 def test_float64_and_memmap_inputs(tmp_path):
-    x = noise(3, 8192, seed=12)
-    inject(x, 2, 4000, 4, 8.0)
+    x = pulse_plane(3, 8192, seed=12)
+    inject_pulse(x, 2, 4000, 4, 8.0)
     path = tmp_path / "series.npy"
     np.save(path, x.astype(np.float64))
     a = sp.search(x, np.arange(3.0), TSAMP)
@@ -229,11 +222,8 @@ def test_float64_and_memmap_inputs(tmp_path):
 
 def pulses(seed=40, n_dm=4, n_t=2 * 65536):
     """Noise with bright pulses (SNR 15-40): no detection lies near the threshold."""
-    x = np.random.default_rng(seed).normal(0.0, 1.0, (n_dm, n_t))
-    for row, start, width, amplitude in ((0, 7000, 1, 20.0), (1, 20000, 8, 6.0),
-                                         (2, 35000, 24, 4.0), (3, 50000, 100, 2.5)):
-        x[row, start:start + width] += amplitude
-    return x
+    bright = ((0, 7000, 1, 20.0), (1, 20000, 8, 6.0), (2, 35000, 24, 4.0), (3, 50000, 100, 2.5))
+    return pulse_plane(n_dm, n_t, bright, seed=seed, dtype=np.float64)
 
 
 def assert_same_search(got, base, scale):
@@ -323,8 +313,8 @@ def test_noise_tables_match_numpy(plan, max_width):
     """Exact: the autocovariance formula on the float64 reference series.
     Approx: eq. 5 between sigma_1 (1 at level 0, the std of the level's series
     above) and the std of the series decimated by Nmax = 2**ceil(log2 wmax)."""
-    x = noise(3, 65536 + 4096, seed=13, loc=-2.0, scale=0.5)
-    inject(x, 1, 3000, 40, 1.0)
+    x = pulse_plane(3, 65536 + 4096, seed=13, loc=-2.0, scale=0.5)
+    inject_pulse(x, 1, 3000, 40, 1.0)
     z, _ = reference.normalize(x)
     for mode in ("exact", "approx"):
         c = sp.search(x, np.arange(3.0), TSAMP, max_width=max_width, plan=plan, snr_mode=mode,
@@ -351,9 +341,9 @@ def test_detections_match_the_reference(max_width, plan):
     """Exact mode: the same detections (DM, start, width) as the float64
     reference, SNR equal to float32 rounding; only detections within 1e-3 of
     the threshold may differ."""
-    x = noise(6, 32768, seed=14, loc=10.0, scale=2.0)
+    x = pulse_plane(6, 32768, seed=14, loc=10.0, scale=2.0)
     for row, start, width in ((0, 100, 3), (2, 5000, 24), (3, 20000, 150), (5, 32700, 60)):
-        inject(x, row, start, width, 10.0 / np.sqrt(width), scale=2.0)
+        inject_pulse(x, row, start, width, 10.0 / np.sqrt(width) * 2.0)
     threshold = 4.5
     got = sp.search(x, np.arange(6.0), TSAMP, max_width=max_width, plan=plan,
                     snr_mode="exact", threshold=threshold, cluster=False)
@@ -379,14 +369,14 @@ def test_completeness_rises_through_the_threshold():
     rng = np.random.default_rng(15)
     n_dm, n_t, per_row = 30, 65536, 6
     found = {4.0: 0, 6.0: 0, 8.0: 0}
-    x = noise(n_dm, n_t, seed=16)
+    x = pulse_plane(n_dm, n_t, seed=16)
     truth = []
     for row in range(n_dm):
         for j in range(per_row):
             s = list(found)[(row + j) % 3]
             start = 2000 + j * 10000 + int(rng.integers(0, 5000))
             width = int(rng.choice([2, 8, 16]))
-            inject(x, row, start, width, s / np.sqrt(width))
+            inject_pulse(x, row, start, width, s / np.sqrt(width))
             truth.append((row, start + width // 2, s))
     c = sp.search(x, np.arange(n_dm), TSAMP, threshold=6.0, cluster=False)
     for row, centre, s in truth:
@@ -400,7 +390,7 @@ def test_completeness_rises_through_the_threshold():
 def test_detection_list_overflow_reruns_without_loss():
     """A threshold so low that one level finds more starts than the first
     list holds (65536): the level runs again and every start is kept."""
-    x = noise(2, 65536, seed=17)
+    x = pulse_plane(2, 65536, seed=17)
     c = sp.search(x, [0.0, 1.0], TSAMP, threshold=0.5, cluster=False)
     per_row = [np.count_nonzero(c["dm_index"] == r) for r in (0, 1)]
     assert len(c) > 65536 and len(set(keys(c))) == len(c)
@@ -414,7 +404,7 @@ def test_detection_list_overflow_reruns_without_loss():
 def test_statistics_with_a_large_offset():
     """Chan's update on values shifted by a sample of each block: a 1e6 offset
     (float32 ulp 0.06) still gives the mean and std of the float64 data."""
-    x = noise(2, 200_000, seed=18, loc=1e6)
+    x = pulse_plane(2, 200_000, seed=18, loc=1e6)
     c = sp.search(x, [0.0, 1.0], TSAMP)
     exact = x.astype(np.float64)
     np.testing.assert_allclose(c.info.mean, exact.mean(axis=1), rtol=0, atol=1e-3)
@@ -423,7 +413,7 @@ def test_statistics_with_a_large_offset():
 
 def test_threshold_is_inclusive_to_the_last_bit():
     """A detection whose float32 SNR equals the threshold is kept."""
-    x = noise(4, 16384, seed=22)
+    x = pulse_plane(4, 16384, seed=22)
     found = sp.search(x, np.arange(4.0), TSAMP, max_width=32, threshold=4.0, cluster=False)
     assert len(found) > 20
     for snr, row, sample, width in zip(found["snr"][:20], found["dm_index"], found["sample"],
@@ -467,8 +457,8 @@ def test_bounded_boxcar_keeps_every_detection(max_width, n_t):
     threshold (thousands of detections, many near it) it finds exactly the
     starts, widths and float32 SNRs of scoring every start, also for series
     whose rows are not 16-byte aligned."""
-    x = noise(3, n_t, seed=31, loc=5.0, scale=3.0)
-    inject(x, 1, 4000, 7, 2.0, scale=3.0)
+    x = pulse_plane(3, n_t, seed=31, loc=5.0, scale=3.0)
+    inject_pulse(x, 1, 4000, 7, 2.0 * 3.0)
     c = sp.search(x, np.arange(3.0), TSAMP, max_width=max_width, threshold=2.5, cluster=False,
                   snr_mode="exact")
     got = sorted(zip(c["dm_index"].tolist(), (c["sample"] - c["width"] // 2).tolist(),
