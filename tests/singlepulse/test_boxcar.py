@@ -472,7 +472,7 @@ def test_bounded_boxcar_keeps_every_detection(max_width, n_t):
 def test_single_sample_boxcars(mode):
     """max_width=1 searches width 1 alone (no decimated series to measure):
     its noise is 1 (z is normalised) and a spike's SNR is its z-score."""
-    x = noise(3, 65536, seed=23)
+    x = pulse_plane(3, 65536, seed=23)
     x[1, 5000] += 10.0
     c = sp.search(x, np.arange(3.0), TSAMP, max_width=1, threshold=6.0, snr_mode=mode)
     assert [lv.widths.tolist() for lv in c.info.plan] == [[1]]
