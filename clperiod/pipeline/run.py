@@ -66,7 +66,7 @@ from clperiod.engine.devices import select_devices
 from clperiod.io.disposal import dispose
 from clperiod.grid import SURVEY_MIN_PERIOD, FrequencyGrid, GridWarning
 from clperiod.periodograms.inputs import Deferred
-from clperiod.engine.planner import available_host_memory
+from clperiod.engine.staging import available_host_memory
 from clperiod.io.results import (
     PeriodogramWriter,
     ResultsWriter,
