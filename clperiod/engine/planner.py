@@ -225,6 +225,27 @@ def items_that_fit(
     ``budget.max_alloc``; never fewer than ``least`` (or ``most`` if
     smaller), which must fit the whole budget.
 
+    Parameters
+    ----------
+    buffers
+        What a batch holds on the device.
+    budget
+        The device memory to fit.
+    most, least
+        Bounds of the count.
+    size
+        Units of each item.
+    target
+        Bytes a batch may take (a method's preferred batch size).
+    item, unit
+        What an item (singular; an "s" makes the plural) and its unit are
+        called, for messages.
+
+    Returns
+    -------
+    int
+        Items per batch.
+
     Raises
     ------
     MemoryError
@@ -241,8 +262,9 @@ def items_that_fit(
             count = min(count, rule.room // per_item)
     if count >= least:
         return count
+    plural = "" if least == 1 else "s"
     _require_fits(buffers, budget, least, least * size,
-                  f"{least} {item}" + (f" of {size} {unit}" if size else ""))
+                  f"a batch of {least} {item}{plural}" + (f" of {size} {unit}" if size else ""))
     return least
 
 
