@@ -28,8 +28,13 @@ import numpy as np
 import pyopencl as cl
 
 from clperiod.engine import workers
-from clperiod.engine.devices import (DeviceInfo, get_context, get_queue, memory_pool,
-                                     trim_memory_pool)
+from clperiod.engine.devices import (
+    DeviceInfo,
+    get_context,
+    get_queue,
+    memory_pool,
+    trim_memory_pool,
+)
 
 __all__ = [
     "PINNED_FRACTION",
