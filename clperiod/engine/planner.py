@@ -1,72 +1,334 @@
-"""Device-memory planning: split work into batches that fit a device.
+"""Device-memory planning: one plan for every algorithm.
 
-A batch is a run of consecutive objects (an object is never split) that share
-one upload; its launches (chunks) cover the objects and frequency tiles. With
-periodograms returned, chunks are sized so that output blocks fit and copies
-overlap compute. The budget is a fraction ``beta`` of the device's global
-memory, and no single buffer exceeds the device's maximum allocation size.
-Returned periodograms live in recycled page-locked host memory
-(:class:`PinnedPool`).
+A method describes the device buffers that one batch of its work holds
+(:class:`Buffer`: bytes fixed, per item and per unit of the items' size, where
+an item is a light curve, a DM row, a model or a frequency, and its units
+are points, samples or observations); the planner decides how much work a
+batch takes. Every plan keeps to three rules:
 
-Host memory is checked too: :func:`available_host_memory` is what this
-process can still take (``MemAvailable``, a cgroup's memory limit, the
-address-space limit ``RLIMIT_AS``), :func:`check_periodogram_memory` refuses
-periodograms larger than that with a :class:`MemoryError` naming the size,
-plans for a CPU device (whose buffers are host memory) stay inside it, and
-page-locked memory is only asked for while it stays well below it (ordinary
-pageable memory otherwise, and when page-locking is refused).
+* an item is never split across batches (:func:`batch_bounds` cuts a ragged
+  run of items at item boundaries; :func:`items_that_fit` counts equal
+  items);
+* all buffers of a batch together fit a :class:`MemoryBudget`:
+  :data:`DEVICE_FRACTION` of the device's memory, less what the caller
+  already holds there;
+* no single buffer exceeds the device's maximum allocation.
+
+An item too large for the device alone is a :class:`MemoryError` naming it.
+Host memory is planned too: a CPU device's buffers are host memory, so its
+plans stay inside what the host can spare (:func:`plannable_memory`); the
+host side of transfers (page-locked staging) is :mod:`clperiod.engine.staging`.
+:func:`plan_batches` is the plan of tiled frequency kernels over a ragged
+catalog (Lomb-Scargle): batches of objects sharing one upload, and the
+launches (chunks) that cover their frequency tiles, sized so that with
+periodograms returned the output blocks fit and copies overlap compute.
 """
 
 from __future__ import annotations
 
-import collections
-import contextlib
-import ctypes
-import os
-import resource
-import threading
-import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
-import pyopencl as cl
 
-from clperiod.engine import workers
-from clperiod.engine.devices import DeviceInfo, get_context, get_queue, memory_pool, trim_memory_pool
+from clperiod.engine import staging
+from clperiod.engine.devices import DeviceInfo
 
 __all__ = [
+    "DEVICE_FRACTION",
+    "OVERLAP_CHUNKS",
     "Batch",
+    "Buffer",
     "Chunk",
     "KernelShape",
-    "PinnedPool",
-    "PINNED_POOL",
-    "Staging",
-    "available_host_memory",
-    "check_periodogram_memory",
-    "periodogram_array",
+    "MemoryBudget",
+    "batch_bounds",
+    "held_bytes",
+    "items_that_fit",
     "plan_batches",
     "plannable_memory",
-    "DEFAULT_BETA",
-    "OVERLAP_CHUNKS",
+    "tiled_buffers",
 ]
 
-#: Fraction of a device's global memory that one batch may use.
-DEFAULT_BETA = 0.5
+#: Fraction of a device's memory that the buffers of one batch may use: the
+#: rest stays free for the runtime, compiled programs, the buffers of a
+#: batch still in flight and other work on the device.
+DEVICE_FRACTION = 0.5
+#: A CPU device's plans use at most this fraction of the available host
+#: memory (the rest: the host's own arrays, kernel binaries, the runtime).
+HOST_PLAN_FRACTION = 0.5
 #: Periodogram output is produced in about this many launches, so that the
 #: device-to-host copy of one overlaps the computation of the next.
 OVERLAP_CHUNKS = 8
 #: No overlap chunk is made smaller than this (copies of small blocks are
 #: dominated by per-transfer latency).
 MIN_CHUNK_BYTES = 16 << 20
-#: A CPU device's plans use at most this fraction of the available host
-#: memory (the rest: the host's own arrays, kernel binaries, the runtime).
-HOST_PLAN_FRACTION = 0.5
-#: Page-locked buffers are asked for only up to this fraction of the
-#: available host memory (page-locked memory cannot be swapped out, and
-#: PoCL aborts the process when such a buffer cannot be backed).
-PINNED_FRACTION = 0.5
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """A device buffer that a batch holds, as a method describes it.
+
+    One allocation takes ``fixed + per_item * items + per_unit * units``
+    bytes for a batch of ``items`` items holding ``units`` units in all;
+    ``count`` such allocations are made (arrays of one shape, or one per
+    batch in flight).
+    """
+
+    name: str
+    per_item: int = 0
+    per_unit: int = 0
+    fixed: int = 0
+    count: int = 1
+
+    def __post_init__(self) -> None:
+        if min(self.per_item, self.per_unit, self.fixed) < 0 or self.count < 1:
+            raise ValueError(f"buffer {self.name!r} has negative bytes or a count below 1: "
+                             f"{self}")
+
+    def nbytes(self, items: int, units: int) -> int:
+        """Bytes of one allocation for ``items`` items of ``units`` units in all."""
+        return self.fixed + self.per_item * items + self.per_unit * units
+
+
+def held_bytes(buffers: Sequence[Buffer], items: int, units: int) -> int:
+    """Bytes that ``buffers`` take together for ``items`` items of ``units`` units."""
+    return sum(b.count * b.nbytes(items, units) for b in buffers)
+
+
+@dataclass(frozen=True)
+class MemoryBudget:
+    """Device memory that the buffers of one batch may use.
+
+    Attributes
+    ----------
+    total : int
+        Bytes all buffers of a batch may take together.
+    max_alloc : int
+        Bytes of the largest single buffer (the device's maximum allocation).
+    device : str
+        The device's label, for messages.
+    """
+
+    total: int
+    max_alloc: int
+    device: str
+
+    @classmethod
+    def of(cls, info: DeviceInfo, *, held: int = 0, host_reserved: int = 0,
+           share: float = 1.0) -> MemoryBudget:
+        """The budget of ``info``: ``share`` (the part of the device one of
+        several calls running at once may use) of :data:`DEVICE_FRACTION` of
+        :func:`plannable_memory` (``host_reserved``: bytes of results the
+        host allocates beside a CPU device's buffers), less ``held`` bytes
+        that the caller already holds on the device."""
+        total = int(share * DEVICE_FRACTION * plannable_memory(info, host_reserved)) - held
+        return cls(max(0, total), int(info.max_alloc), info.label)
+
+
+def plannable_memory(device: DeviceInfo, host_reserved: int = 0) -> int:
+    """Global memory a plan may count on: all of it on a GPU; on a CPU device,
+    whose buffers are host memory, at most :data:`HOST_PLAN_FRACTION` of
+    :func:`~clperiod.engine.staging.available_host_memory` less
+    ``host_reserved`` (results the host allocates beside them). Under an
+    address-space limit PoCL aborts the process instead of failing an
+    allocation (or loading a kernel), so its plans must stay well inside it."""
+    if device.kind != "cpu":
+        return device.global_mem
+    room = staging.available_host_memory() - host_reserved
+    return max(0, min(device.global_mem, int(HOST_PLAN_FRACTION * room)))
+
+
+def batch_bounds(
+    sizes: np.ndarray,
+    buffers: Sequence[Buffer],
+    budget: MemoryBudget,
+    *,
+    target: int | None = None,
+    max_items: int | None = None,
+    max_units: int | None = None,
+    item: str = "object",
+    unit: str = "points",
+) -> list[tuple[int, int]]:
+    """Cut a run of items into consecutive batches whose buffers fit ``budget``.
+
+    A batch grows by whole items while its buffers together fit ``target``
+    bytes, none exceeds ``budget.max_alloc``, and it holds at most
+    ``max_items`` items and ``max_units`` units. An item is never split: one
+    that alone exceeds these limits forms a batch of its own, which must fit
+    the whole budget.
+
+    Parameters
+    ----------
+    sizes
+        Units of each item (points of each light curve, ...), in order.
+    buffers
+        What a batch holds on the device.
+    budget
+        The device memory to fit.
+    target
+        Bytes a batch of several items may take (a method's preferred batch
+        size; default, and at most, ``budget.total``).
+    max_items, max_units
+        Most items and units of a batch of several items (default: no limit).
+    item, unit
+        What an item and its unit are called, for messages.
+
+    Returns
+    -------
+    list of (int, int)
+        ``(start, stop)`` of each batch, covering every item once, in order.
+
+    Raises
+    ------
+    MemoryError
+        Naming the first item whose buffers alone exceed the budget or the
+        largest allocation.
+    """
+    sizes = np.asarray(sizes, dtype=np.int64)
+    units_before = np.concatenate([[0], np.cumsum(sizes)])
+    limit = budget.total if target is None else min(target, budget.total)
+    rules = _rules(buffers, budget.max_alloc, limit)
+    if max_items is not None:
+        rules.append(_Rule(1, 0, max_items))
+    if max_units is not None:
+        rules.append(_Rule(0, 1, max_units))
+    reaches = [rule.reach(units_before) for rule in rules]
+    bounds: list[tuple[int, int]] = []
+    start, n_items = 0, len(sizes)
+    while start < n_items:
+        stop = min([n_items, *(reach(start) for reach in reaches)])
+        if stop <= start:
+            stop = start + 1
+            _require_fits(buffers, budget, 1, int(sizes[start]),
+                          f"{item} {start} ({int(sizes[start])} {unit})")
+        bounds.append((start, stop))
+        start = stop
+    return bounds
+
+
+def items_that_fit(
+    buffers: Sequence[Buffer],
+    budget: MemoryBudget,
+    *,
+    most: int,
+    size: int = 0,
+    least: int = 1,
+    target: int | None = None,
+    item: str = "item",
+    unit: str = "units",
+) -> int:
+    """How many equal items of ``size`` units each one batch takes.
+
+    The most, up to ``most``, whose buffers together fit ``target`` bytes
+    (default, and at most, ``budget.total``) with none over
+    ``budget.max_alloc``; never fewer than ``least`` (or ``most`` if
+    smaller), which must fit the whole budget.
+
+    Parameters
+    ----------
+    buffers
+        What a batch holds on the device.
+    budget
+        The device memory to fit.
+    most, least
+        Bounds of the count.
+    size
+        Units of each item.
+    target
+        Bytes a batch may take (a method's preferred batch size).
+    item, unit
+        What an item (singular; an "s" makes the plural) and its unit are
+        called, for messages.
+
+    Returns
+    -------
+    int
+        Items per batch.
+
+    Raises
+    ------
+    MemoryError
+        When ``least`` items do not fit the budget or the largest allocation.
+    """
+    least = min(least, most)
+    limit = budget.total if target is None else min(target, budget.total)
+    count = most
+    for rule in _rules(buffers, budget.max_alloc, limit):
+        per_item = rule.per_item + rule.per_unit * size
+        if rule.room < 0:
+            count = 0
+        elif per_item:
+            count = min(count, rule.room // per_item)
+    if count >= least:
+        return count
+    plural = "" if least == 1 else "s"
+    _require_fits(buffers, budget, least, least * size,
+                  f"a batch of {least} {item}{plural}" + (f" of {size} {unit}" if size else ""))
+    return least
+
+
+@dataclass(frozen=True)
+class _Rule:
+    """``per_item * items + per_unit * units <= room`` for a batch."""
+
+    per_item: int
+    per_unit: int
+    room: int
+
+    def reach(self, units_before: np.ndarray) -> Callable[[int], int]:
+        """The furthest stop of a batch starting at ``start`` under this rule,
+        as a function of ``start`` (``units_before``: units before each item)."""
+        n_items = len(units_before) - 1
+        if self.room < 0:
+            return lambda start: start
+        if self.per_unit == 0:
+            if self.per_item == 0:
+                return lambda start: n_items
+            return lambda start: start + self.room // self.per_item
+        if self.per_item == 0:
+            cost, room = units_before, self.room // self.per_unit
+        else:
+            cost = self.per_item * np.arange(n_items + 1) + self.per_unit * units_before
+            room = self.room
+        return lambda start: int(np.searchsorted(cost, cost[start] + room, "right")) - 1
+
+
+def _rules(buffers: Sequence[Buffer], max_alloc: int, limit: int) -> list[_Rule]:
+    """Each buffer under ``max_alloc``, all together under ``limit``."""
+    rules = [_Rule(b.per_item, b.per_unit, max_alloc - b.fixed) for b in buffers]
+    rules.append(_Rule(sum(b.count * b.per_item for b in buffers),
+                       sum(b.count * b.per_unit for b in buffers),
+                       limit - sum(b.count * b.fixed for b in buffers)))
+    return rules
+
+
+def _require_fits(buffers: Sequence[Buffer], budget: MemoryBudget, items: int, units: int,
+                  what: str) -> None:
+    """Raise a :class:`MemoryError` naming ``what`` unless its buffers fit ``budget``."""
+    for buffer in buffers:
+        nbytes = buffer.nbytes(items, units)
+        if nbytes > budget.max_alloc:
+            raise MemoryError(
+                f"{what} needs a buffer of {_size(nbytes)} ({buffer.name}), more than the "
+                f"largest allocation of {budget.device} ({_size(budget.max_alloc)})")
+    nbytes = held_bytes(buffers, items, units)
+    if nbytes > budget.total:
+        raise MemoryError(
+            f"{what} needs {_size(nbytes)} of device memory, more than fits in the "
+            f"{_size(budget.total)} a batch may use on {budget.device}")
+
+
+def _size(nbytes: int) -> str:
+    """``nbytes`` for a message: GiB, MiB or bytes."""
+    if nbytes >= 1 << 30:
+        return f"{nbytes / 2**30:.2f} GiB"
+    if nbytes >= 1 << 20:
+        return f"{nbytes / 2**20:.1f} MiB"
+    return f"{nbytes} bytes"
+
+
+# tiled frequency kernels over a ragged catalog
 
 
 @dataclass(frozen=True)
@@ -115,16 +377,18 @@ def plan_batches(
     lengths: np.ndarray,
     nf: int,
     shape: KernelShape,
-    device: DeviceInfo,
+    budget: MemoryBudget,
     *,
     point_bytes: int,
     real_bytes: int,
     top_k: int,
     periodogram: bool,
-    beta: float = DEFAULT_BETA,
     min_batches: int = 1,
 ) -> list[Batch]:
-    """Split ``len(lengths)`` objects into batches that fit ``device``.
+    """Split ``len(lengths)`` objects into batches of a tiled frequency kernel.
+
+    A batch's inputs and peak arrays (:func:`tiled_buffers`) take at most
+    half of ``budget``; its periodogram blocks, when returned, the rest.
 
     Parameters
     ----------
@@ -134,18 +398,16 @@ def plan_batches(
         Number of grid frequencies.
     shape
         Kernel launch shape (tile size).
-    device
-        Target device; its global memory and maximum allocation are respected.
+    budget
+        Device memory of a batch (:meth:`MemoryBudget.of` the smallest device).
     point_bytes
-        Device bytes per observation (all per-point arrays together).
+        Device bytes per observation, in arrays of at most a quarter of them each.
     real_bytes
         Size of the kernel's real type.
     top_k
         Peaks kept per object.
     periodogram
         Whether each object's full periodogram is written.
-    beta
-        Fraction of global memory (:func:`plannable_memory`) a batch may use.
     min_batches
         Split into at least this many batches of about equal points (when
         there are enough objects), so that several devices share the work.
@@ -158,64 +420,41 @@ def plan_batches(
     Raises
     ------
     MemoryError
-        When a single object's data alone exceed the budget.
+        Naming the first object whose buffers alone exceed the budget.
     """
-    result_bytes = len(lengths) * nf * real_bytes if periodogram else 0
-    budget = int(beta * plannable_memory(device, result_bytes))
-    max_alloc = device.max_alloc
+    lengths = np.asarray(lengths, dtype=np.int64)
     n_tiles = shape.n_tiles(nf)
-    per_object = 4 * 4 + n_tiles * top_k * (real_bytes + 4) + top_k * (real_bytes + 4)
-    per_point = point_bytes
-    point_array_bytes = max(1, point_bytes // 4)  # the largest single per-point array
-
-    # a batch [start, stop) keeps growing while its points, its bytes and its
-    # partial-peak array fit; all three only grow with stop, so each batch ends
-    # where a binary search over the running sums says (always >= 1 object)
-    n_objects = len(lengths)
-    points_before = np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)])
-    bytes_before = points_before * per_point + np.arange(n_objects + 1) * per_object
-    share = -(-int(points_before[-1]) // max(1, min_batches))  # points per batch at most
-    max_points = min(share, max_alloc // point_array_bytes)
-    max_objects = max_alloc // (n_tiles * top_k * (real_bytes + 4))
-    if periodogram:
-        max_objects = min(max_objects, max_alloc // (shape.owned * real_bytes))
-    batches: list[Batch] = []
-    start = 0
-    while start < n_objects:
-        stop = min(
-            int(np.searchsorted(points_before, points_before[start] + max_points, "right")) - 1,
-            int(np.searchsorted(bytes_before, bytes_before[start] + budget // 2, "right")) - 1,
-            start + max_objects,
-            n_objects,
-        )
-        stop = max(stop, start + 1)
-        used_points = int(points_before[stop] - points_before[start])
-        if used_points * per_point > budget:
-            raise MemoryError(
-                f"object {start} has {int(lengths[start])} points, more than fits in "
-                f"{budget / 2**30:.2f} GiB of {device.label}"
-            )
+    buffers = tiled_buffers(n_tiles, point_bytes=point_bytes, real_bytes=real_bytes,
+                            top_k=top_k)
+    # with periodograms, the objects' blocks of one tile each fit an allocation
+    max_objects = budget.max_alloc // (shape.owned * real_bytes) if periodogram else None
+    share = -(-int(np.sum(lengths)) // max(1, min_batches))  # points per batch at most
+    bounds = batch_bounds(lengths, buffers, budget, target=budget.total // 2,
+                          max_items=max_objects, max_units=share)
+    batches = []
+    for start, stop in bounds:
         objects = stop - start
         chunks = (Chunk(0, objects, 0, n_tiles),)
         if periodogram:
-            room = min(max_alloc, max(budget - used_points * per_point, budget // 4) // 2)
+            used = int(np.sum(lengths[start:stop])) * point_bytes
+            room = min(budget.max_alloc, max(budget.total - used, budget.total // 4) // 2)
             chunks = _periodogram_chunks(objects, nf, n_tiles, shape, real_bytes, room)
         batches.append(Batch(start, stop, chunks))
-        start = stop
     return batches
 
 
-def plannable_memory(device: DeviceInfo, host_reserved: int = 0) -> int:
-    """Global memory a plan may count on: all of it on a GPU; on a CPU device,
-    whose buffers are host memory, at most :data:`HOST_PLAN_FRACTION` of
-    :func:`available_host_memory` less ``host_reserved`` (results the host
-    allocates beside them). Under an address-space limit PoCL aborts the
-    process instead of failing an allocation (or loading a kernel), so its
-    plans must stay well inside it."""
-    if device.kind != "cpu":
-        return device.global_mem
-    room = available_host_memory() - host_reserved
-    return max(0, min(device.global_mem, int(HOST_PLAN_FRACTION * room)))
+def tiled_buffers(n_tiles: int, *, point_bytes: int, real_bytes: int,
+                  top_k: int) -> tuple[Buffer, ...]:
+    """The buffers of a batch of a tiled frequency kernel (per object: points
+    of ``point_bytes`` over four or more arrays, layout and status, and the
+    top-k values and indices of every tile and of the object)."""
+    peaks = top_k * (real_bytes + 4)
+    return (
+        Buffer("per-point inputs", per_unit=point_bytes // 4, count=4),
+        Buffer("per-object layout and status", per_item=4, count=4),
+        Buffer("per-tile peaks", per_item=n_tiles * peaks),
+        Buffer("peaks", per_item=peaks),
+    )
 
 
 def _periodogram_chunks(
@@ -242,322 +481,3 @@ def _periodogram_chunks(
         for obj in range(objects)
         for first in range(0, n_tiles, tiles)
     )
-
-
-class PinnedPool:
-    """Page-locked host arrays, recycled across calls.
-
-    Device-to-host copies into page-locked memory run at the full bus speed,
-    but page-locking is slow (about 0.4 s per GB on an H100 host) and so is
-    mapping and unmapping, so buffers are allocated and mapped once and kept.
-    An array handed out is a view of such a mapping through a small ctypes
-    block; when the last numpy view of it is garbage-collected the block dies
-    and the buffer returns to the pool for the next request of a similar size.
-    """
-
-    #: A request may take a free buffer up to twice its size, or up to this
-    #: many bytes larger (small requests of varying size share buffers).
-    _SMALL_SLACK = 1 << 20
-
-    def __init__(self, max_free: int = 8):
-        self._free: dict[int, list[np.ndarray]] = {}
-        self._lock = threading.Lock()
-        self._max_free = max_free
-        self._buffers: dict[int, cl.Buffer] = {}  # mapping address -> buffer (kept alive)
-        # buffers whose arrays died, not yet in _free: a finalizer only appends
-        # here (atomic), as it may run inside any allocation, even while this
-        # thread holds the lock (a garbage collection in _take)
-        self._returned: collections.deque[tuple[int, np.ndarray]] = collections.deque()
-
-    def empty(self, info: DeviceInfo, shape: tuple[int, ...], dtype) -> np.ndarray:
-        """A page-locked array of ``shape``; ordinary (pageable) memory when the
-        host has too little memory to spare for it (:data:`PINNED_FRACTION`
-        of :func:`available_host_memory`) or the runtime refuses it."""
-        dtype = np.dtype(dtype)
-        nbytes = int(np.prod(shape)) * dtype.itemsize
-        if nbytes == 0:
-            return np.empty(shape, dtype=dtype)
-        context = get_context(info)
-        key = context.int_ptr
-        mapped = self._take(key, nbytes)
-        if mapped is None:
-            if nbytes > PINNED_FRACTION * available_host_memory():
-                return np.empty(shape, dtype=dtype)
-            try:
-                mapped, buffer = _pinned_block(info, context, nbytes)
-            except (cl.Error, MemoryError):
-                return np.empty(shape, dtype=dtype)
-            with self._lock:
-                self._buffers[mapped.ctypes.data] = buffer
-        block = (ctypes.c_char * nbytes).from_address(mapped.ctypes.data)
-        weakref.finalize(block, self._give_back, key, mapped)
-        return np.frombuffer(block, dtype=dtype).reshape(shape)
-
-    def owns(self, array: np.ndarray) -> bool:
-        """Whether ``array``'s memory lies in a page-locked buffer of the pool."""
-        start = array.__array_interface__["data"][0]
-        with self._lock:
-            return any(base <= start and start + array.nbytes <= base + buffer.size
-                       for base, buffer in self._buffers.items())
-
-    def _take(self, key: int, nbytes: int) -> np.ndarray | None:
-        with self._lock:
-            self._file_returned()
-            free = self._free.get(key, [])
-            most = max(2 * nbytes, nbytes + self._SMALL_SLACK)
-            fits = [i for i, m in enumerate(free) if nbytes <= m.nbytes <= most]
-            if not fits:
-                return None
-            return free.pop(min(fits, key=lambda i: free[i].nbytes))
-
-    def _give_back(self, key: int, mapped: np.ndarray) -> None:
-        """Finalizer of a handed-out array: its buffer is free again."""
-        self._returned.append((key, mapped))
-
-    def _file_returned(self) -> None:
-        """Move the buffers given back into the free lists, keeping at most
-        ``max_free`` per context (the lock is held)."""
-        while self._returned:
-            key, mapped = self._returned.popleft()
-            free = self._free.setdefault(key, [])
-            free.append(mapped)
-            for dropped in free[: -self._max_free]:
-                self._buffers.pop(dropped.ctypes.data, None)
-            del free[: -self._max_free]
-
-
-def _pinned_block(info: DeviceInfo, context: cl.Context,
-                  nbytes: int) -> tuple[np.ndarray, cl.Buffer]:
-    """A new page-locked buffer of ``nbytes`` and its host mapping."""
-    flags = cl.mem_flags.READ_WRITE | cl.mem_flags.ALLOC_HOST_PTR
-    buffer = cl.Buffer(context, flags, nbytes)
-    mapped, _ = cl.enqueue_map_buffer(
-        get_queue(info, role="pinned"), buffer, cl.map_flags.READ | cl.map_flags.WRITE, 0,
-        (nbytes,), np.uint8, is_blocking=True,
-    )
-    return mapped, buffer
-
-
-#: The process-wide pool used for returned periodograms and upload staging.
-PINNED_POOL = PinnedPool()
-
-
-def check_periodogram_memory(n_objects: int, nf: int, dtype) -> None:
-    """Raise a :class:`MemoryError` naming the size and the options that avoid
-    it when the periodograms of ``n_objects`` objects on ``nf`` frequencies
-    are larger than :func:`available_host_memory` (before a search plans or
-    computes anything)."""
-    nbytes = n_objects * nf * np.dtype(dtype).itemsize
-    available = available_host_memory()
-    if nbytes > available:
-        raise MemoryError(
-            f"the periodograms of {n_objects} objects x {nf} frequencies ({np.dtype(dtype)}) "
-            f"need {_gib(nbytes)} of host memory, but {_gib(available)} are available: "
-            "search fewer objects at a time (Catalog.slice), or have "
-            "clperiod.pipeline.run_catalog write them to a file in groups (periodogram=FILE); "
-            "periodogram=False keeps the best peaks only"
-        )
-
-
-def periodogram_array(devices: list[DeviceInfo], n_objects: int, nf: int,
-                      dtype) -> np.ndarray:
-    """The host array of a search's periodograms, ``(n_objects, nf)``:
-    page-locked (:data:`PINNED_POOL`) when one device fills it, ordinary
-    memory otherwise."""
-    if len(devices) == 1:
-        return PINNED_POOL.empty(devices[0], (n_objects, nf), dtype)
-    return np.empty((n_objects, nf), dtype=dtype)
-
-
-def available_host_memory() -> int:
-    """Bytes of host memory this process can still take, as far as it can tell.
-
-    The least of: the kernel's estimate of memory available without swapping
-    (``MemAvailable`` of ``/proc/meminfo``; elsewhere free physical pages,
-    ``os.sysconf``), the room under the memory limit of the process's cgroup
-    (v2 ``memory.max``, v1 ``memory.limit_in_bytes``; its reclaimable page
-    cache counted as free) and the room under the address-space limit
-    (``RLIMIT_AS``).
-    """
-    rooms = [_system_available(), _cgroup_room(), _address_space_room()]
-    return max(0, min(room for room in rooms if room is not None))
-
-
-def _system_available() -> int:
-    with contextlib.suppress(OSError, ValueError):
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-
-
-def _cgroup_room() -> int | None:
-    """Room under the memory limit of this process's cgroup (None: no limit known)."""
-    try:
-        lines = Path("/proc/self/cgroup").read_text().splitlines()
-    except OSError:
-        return None
-    for line in lines:
-        fields = line.split(":", 2)
-        if len(fields) != 3:
-            continue
-        hierarchy, controllers, group = fields
-        if hierarchy == "0":
-            files, root = ("memory.max", "memory.current", "inactive_file"), "/sys/fs/cgroup"
-        elif "memory" in controllers.split(","):
-            files = ("memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file")
-            root = "/sys/fs/cgroup/memory"
-        else:
-            continue
-        # the group's own directory, or (in a container) the mount's root
-        for directory in (Path(root + group), Path(root)):
-            room = _cgroup_directory_room(directory, *files)
-            if room is not None:
-                return room
-    return None
-
-
-def _cgroup_directory_room(directory: Path, limit_file: str, usage_file: str,
-                           cache_key: str) -> int | None:
-    try:
-        limit = (directory / limit_file).read_text().strip()
-        if limit == "max" or int(limit) >= 1 << 60:  # none ("max", or v1's rounded 2**63)
-            return None
-        usage = int((directory / usage_file).read_text())
-        stat = (directory / "memory.stat").read_text().split()
-    except (OSError, ValueError):
-        return None
-    pairs = dict(zip(stat[::2], stat[1::2]))
-    return int(limit) - usage + int(pairs.get(cache_key, 0))
-
-
-def _address_space_room() -> int | None:
-    """Room under ``RLIMIT_AS`` (None: no limit)."""
-    limit = resource.getrlimit(resource.RLIMIT_AS)[0]
-    if limit == resource.RLIM_INFINITY:
-        return None
-    try:
-        pages = int(Path("/proc/self/statm").read_text().split()[0])
-    except (OSError, ValueError):
-        return limit
-    return limit - pages * resource.getpagesize()
-
-
-def _gib(nbytes: int) -> str:
-    return f"{nbytes / 2**30:.2f} GiB"
-
-
-class Staging:
-    """The memory of one batch: device buffers from the device's pool, and one
-    page-locked host block for its uploads and small results.
-
-    On NVIDIA a new buffer is allocated on first use, which waits for the
-    kernels running on the device, and a copy from ordinary (pageable)
-    memory may wait too; pooled buffers (:func:`clperiod.engine.devices.memory_pool`)
-    and page-locked copies do not, so a batch can be queued while the
-    previous one computes and the device never waits for the host.
-
-    Use: :meth:`upload` each input and :meth:`buffer` each work buffer,
-    :meth:`result` each small output, then :meth:`send` (one block from
-    :data:`PINNED_POOL`, inputs copied in, uploads queued); afterwards
-    :attr:`results` holds the output arrays (views of the block). Keep the
-    object until the batch's commands have finished (and keep the events of
-    copies into :attr:`results` in :attr:`events`: pyopencl waits for a copy
-    whose event is freed, holding the GIL), then :meth:`release` it.
-    """
-
-    _ALIGN = 256
-
-    def __init__(self, info: DeviceInfo) -> None:
-        self.info = info
-        self._inputs: list[tuple[np.ndarray, cl.MemoryObjectHolder]] = []
-        self._outputs: list[tuple[tuple[int, ...], np.dtype]] = []
-        self._buffers: list[cl.MemoryObjectHolder] = []
-        self.results: list[np.ndarray] = []
-        self.events: list[cl.Event] = []
-        self._block: np.ndarray | None = None
-
-    def buffer(self, nbytes: int) -> cl.MemoryObjectHolder:
-        """A device buffer of at least ``nbytes`` (pooled), held until :meth:`release`."""
-        buffer = memory_pool(self.info).allocate(max(1, int(nbytes)))
-        self._buffers.append(buffer)
-        return buffer
-
-    def upload(self, array: np.ndarray) -> cl.MemoryObjectHolder:
-        """A device buffer that :meth:`send` will fill with ``array``."""
-        buffer = self.buffer(array.nbytes)
-        self._inputs.append((array, buffer))
-        return buffer
-
-    def result(self, shape: tuple[int, ...], dtype) -> int:
-        """Reserve a page-locked output array; its index in :attr:`results`."""
-        self._outputs.append((shape, np.dtype(dtype)))
-        return len(self._outputs) - 1
-
-    def send(self, queue: cl.CommandQueue) -> None:
-        """Copy the inputs into page-locked memory and queue their uploads."""
-        sizes = [a.nbytes for a, _ in self._inputs]
-        sizes += [int(np.prod(shape)) * dtype.itemsize for shape, dtype in self._outputs]
-        starts = np.concatenate(([0], np.cumsum([-(-n // self._ALIGN) * self._ALIGN
-                                                 for n in sizes])))
-        block = PINNED_POOL.empty(self.info, (max(1, int(starts[-1])),), np.uint8)
-        self._block = block
-        for k, (array, buffer) in enumerate(self._inputs):
-            if array.nbytes:
-                staged = block[starts[k]:starts[k] + array.nbytes].view(array.dtype)
-                parallel_copy(staged, array.reshape(-1))
-                self.events.append(cl.enqueue_copy(queue, buffer, staged, is_blocking=False))
-        for k, (shape, dtype) in enumerate(self._outputs, start=len(self._inputs)):
-            self.results.append(block[starts[k]:starts[k] + sizes[k]].view(dtype).reshape(shape))
-
-    @contextlib.contextmanager
-    def guard(self, *queues: cl.CommandQueue) -> Iterator[Staging]:
-        """Queue the batch inside this block: if it raises, the queues are
-        finished before the buffers go back (no command may still use them)."""
-        try:
-            yield self
-        except BaseException:
-            for queue in queues:
-                queue.finish()
-            self.release()
-            raise
-
-    def release(self) -> None:
-        """Return the buffers to their pools (the batch's commands must have finished)."""
-        self._inputs.clear()
-        self._buffers.clear()
-        self.results.clear()
-        self.events.clear()
-        self._block = None
-        trim_memory_pool(self.info)
-
-
-_COPY_WORKERS = min(8, os.cpu_count() or 1)
-_COPY_PART = 1 << 19  # elements per thread at least
-
-
-def in_parts(n: int, work: Callable[[int, int], None], min_part: int = _COPY_PART) -> None:
-    """``work(lo, hi)`` over near-equal parts of ``range(n)``: the first in this
-    thread, the others on :mod:`clperiod.engine.workers` threads (NumPy lets go of the
-    interpreter in its loops); all in this thread when ``n`` is below two
-    parts of ``min_part``."""
-    parts = max(1, min(_COPY_WORKERS, n // min_part))
-    bounds = [n * k // parts for k in range(parts + 1)]
-    others = [workers.submit(work, bounds[k], bounds[k + 1]) for k in range(1, parts)]
-    work(bounds[0], bounds[1])  # the first part in this thread
-    for job in others:
-        job.result()
-
-
-def parallel_copy(destination: np.ndarray, source: np.ndarray) -> None:
-    """``destination[...] = source`` (same shape, casting allowed) on several
-    threads: one thread copies about 13 GB/s, below the PCIe bus from
-    page-locked memory (55 GB/s on an H100 host). Values beyond a narrower
-    destination type become infinite, silently: the callers' kernels flag them."""
-    dst, src = destination.reshape(-1), np.ascontiguousarray(source).reshape(-1)
-
-    def copy(lo: int, hi: int) -> None:
-        with np.errstate(over="ignore"):
-            np.copyto(dst[lo:hi], src[lo:hi], casting="same_kind")
-
-    in_parts(dst.size, copy)

@@ -55,7 +55,7 @@ from clperiod.engine import kernels
 from clperiod.kepler import orbits
 from clperiod.catalog import refuse_masked
 from clperiod.engine.devices import DeviceInfo, get_context, get_queue, require_fp64, select_devices, upload
-from clperiod.engine.planner import PINNED_POOL
+from clperiod.engine.staging import PINNED_POOL
 from clperiod.kepler.rvmodel import (ModelStatus, MultiDeviceEvaluator, Observations, Precision, model_params,
                       per_model, shared_kepler_method)
 from clperiod.kepler.rvsearch import SearchResult, search

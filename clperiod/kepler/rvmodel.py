@@ -14,7 +14,7 @@ from __future__ import annotations
 import enum
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal, TypeVar
 
 import numpy as np
@@ -26,7 +26,8 @@ from clperiod.engine import kernels
 from clperiod.kepler import orbits
 from clperiod.catalog import refuse_masked
 from clperiod.engine.devices import DeviceInfo, get_context, get_queue, require_fp64, select_devices, upload
-from clperiod.engine.planner import PINNED_POOL, in_parts, parallel_copy
+from clperiod.engine.planner import Buffer, MemoryBudget, items_that_fit
+from clperiod.engine.staging import PINNED_POOL, in_parts, parallel_copy
 from clperiod.engine.scheduler import run_on_devices, split_range
 
 __all__ = ["ModelEvaluator", "ModelStatus", "MultiDeviceEvaluator", "Observations", "Plan",
@@ -36,8 +37,12 @@ Precision = Literal["fp64", "fp32", "mixed"]
 PRECISIONS = ("fp64", "fp32", "mixed")
 #: Observations per work-item of the split layout's velocity kernel.
 VELOCITY_BLOCK = 32
-#: Models per launch (bounds the parameter, output and velocity buffers).
+#: Models per launch at most (fewer where their buffers do not fit the
+#: device: :attr:`Plan.batch_models`).
 BATCH_MODELS = 1 << 18
+#: Sets of device buffers a model evaluation cycles through: one batch uploads
+#: while the previous one computes.
+SLOTS = 2
 #: Below this many models per compute unit the fused kernel (one work-item
 #: per model) cannot fill the device and the split layout is used.
 FUSED_MIN_MODELS_PER_CU = 1024
@@ -203,6 +208,7 @@ class Plan:
     memory: str
     compute_units: int
     method: str
+    batch_models: int = BATCH_MODELS  # models per launch
 
     @property
     def double_params(self) -> bool:
@@ -276,13 +282,17 @@ def shared_choices(devices: Sequence[DeviceInfo], precision: str, phase_arithmet
 
 
 def plan(info: DeviceInfo, n_obs: int, n_inst: int, precision: str, layout: str = "auto",
-         memory: str = "auto", phase_arithmetic: str = "auto", method: str = "auto") -> Plan:
-    """Choose the arithmetic, the Kepler solver, the kernel layout and where
-    observations live.
+         memory: str = "auto", phase_arithmetic: str = "auto", method: str = "auto", *,
+         n_planets: int = 1, statistic: str = "chi2") -> Plan:
+    """Choose the arithmetic, the Kepler solver, the kernel layout, where
+    observations live and the models per launch.
 
     With ``layout="auto"`` the layout is chosen per launch
     (:meth:`Plan.layout_for`). Observations go to constant memory when they
     fit the device's constant buffer, else to local memory, else stay global.
+    A launch takes up to :data:`BATCH_MODELS` models, fewer where the
+    buffers of :data:`SLOTS` launches (:func:`_model_buffers`) do not fit
+    the device beside the observations.
     """
     checks.choice("precision", precision, PRECISIONS)
     if precision == "fp64":
@@ -301,7 +311,34 @@ def plan(info: DeviceInfo, n_obs: int, n_inst: int, precision: str, layout: str 
     elif (memory == "constant" and not constant_ok) or (memory == "local" and not local_ok):
         raise ValueError(f"memory={memory!r}: {n_obs} observations ({obs_bytes} bytes) do not fit "
                          f"the {memory} memory of {info.label}")
-    return Plan(real, phase, layout, memory, info.compute_units, choose_kepler_method(info, method))
+    chosen = Plan(real, phase, layout, memory, info.compute_units,
+                  choose_kepler_method(info, method))
+    batch = items_that_fit(_model_buffers(chosen, n_planets, n_inst, statistic),
+                           MemoryBudget.of(info, held=obs_bytes), most=BATCH_MODELS, size=n_obs,
+                           least=LOCAL_SIZE, item="model", unit="observations")
+    if batch < BATCH_MODELS:  # whole work-groups (the buffers hold padded launches)
+        batch -= batch % LOCAL_SIZE
+    return replace(chosen, batch_models=batch)
+
+
+def _model_buffers(chosen: Plan, n_planets: int, n_inst: int,
+                   statistic: str) -> tuple[Buffer, ...]:
+    """The device buffers of a launch, per model (its observations the units):
+    parameters, phase coefficients, offsets, jitters and trend (counted
+    whether or not the models carry them), results and, unless the layout
+    is fused, velocities at every observation; one set per slot."""
+    real_size = 8 if chosen.real == "double" else 4
+    profile = statistic == "profile"
+    per_model = (n_planets * 5 * (8 if chosen.double_params else 4)
+                 + (0 if chosen.double_params else n_planets * 4 * 4)
+                 + (2 * n_inst + 2) * real_size + real_size + 4)
+    if profile:
+        per_model += (1 + n_inst) * real_size  # K and the offsets
+    buffers = [Buffer("parameters, extras and results", per_item=per_model, count=SLOTS)]
+    if chosen.layout != "fused":
+        buffers.append(Buffer("velocities", per_unit=real_size,
+                              count=SLOTS * (2 if profile else 1)))
+    return tuple(buffers)
 
 
 def _ds(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -479,7 +516,7 @@ class ModelEvaluator:
         self.n_planets = n_planets
         n_inst = len(obs.instruments)
         self.plan = plan(self.info, obs.n_obs, n_inst, precision, layout, memory, phase_arithmetic,
-                         kepler_method)
+                         kepler_method, n_planets=n_planets, statistic=statistic)
         self.real_dtype = np.float64 if self.plan.real == "double" else np.float32
         self.context = get_context(self.info)
         self.queue = get_queue(self.info)
@@ -516,7 +553,7 @@ class ModelEvaluator:
                  ) -> dict[str, np.ndarray]:
         """Evaluate ``params`` of shape ``(n_models, n_planets, 5)``.
 
-        Batches of :data:`BATCH_MODELS` go through two sets of device buffers:
+        Batches of :attr:`Plan.batch_models` go through two sets of device buffers:
         the upload of one batch (copy queue) overlaps the kernels of the
         previous one (compute queue).
 
@@ -550,8 +587,9 @@ class ModelEvaluator:
                 for name, (shape, dtype) in shapes.items()}
         keep = []  # host arrays and copies in flight (an event dropped early
         # would wait for its copy in its destructor, holding the GIL)
-        for i, start in enumerate(range(0, n_models, BATCH_MODELS)):
-            stop = min(n_models, start + BATCH_MODELS)
+        batch = self.plan.batch_models
+        for i, start in enumerate(range(0, n_models, batch)):
+            stop = min(n_models, start + batch)
             slot = self._slot(i % 2, stop - start)
             keep.append(self._upload(slot, params[start:stop],
                                      *(None if a is None else a[start:stop]
@@ -574,7 +612,7 @@ class ModelEvaluator:
     def _slot(self, index: int, n: int) -> _Slot:
         slot = self._slots.get(index)
         if slot is None or slot.capacity < n:
-            slot = self._slots[index] = _Slot(self, max(n, min(BATCH_MODELS, 2 * n)))
+            slot = self._slots[index] = _Slot(self, max(n, min(self.plan.batch_models, 2 * n)))
         return slot
 
     def _upload(self, slot: _Slot, params, offsets, jitter, trend) -> list[np.ndarray]:
@@ -663,8 +701,8 @@ class ModelEvaluator:
         queue, real = self.queue, self.real_dtype
         result = np.empty((n, n_obs), real) if out is None else out
         inverse = np.argsort(self.obs.order)
-        for start in range(0, n, BATCH_MODELS):
-            stop = min(n, start + BATCH_MODELS)
+        for start in range(0, n, self.plan.batch_models):
+            stop = min(n, start + self.plan.batch_models)
             m = stop - start
             slot = self._slot(0, m)
             self._upload(slot, params[start:stop], None, None, None)
@@ -739,8 +777,8 @@ def device_items(plan: Plan, n_models: int, n_devices: int) -> list[tuple[int, i
     within the full launches or within the last launch of a one-device call
     and carries that launch's layout, so that evaluating the items gives
     every model the arithmetic of the one-device call."""
-    full = n_models - n_models % BATCH_MODELS
-    runs = ((0, full, plan.layout_for(BATCH_MODELS)),
+    full = n_models - n_models % plan.batch_models
+    runs = ((0, full, plan.layout_for(plan.batch_models)),
             (full, n_models, plan.layout_for(n_models - full)))
     fill = FUSED_MIN_MODELS_PER_CU * plan.compute_units  # models that fill a device
     return [(lo, hi, layout) for start, stop, layout in runs

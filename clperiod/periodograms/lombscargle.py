@@ -38,8 +38,8 @@ from clperiod.engine.devices import DeviceInfo, get_context, get_queue, require_
 from clperiod.grid import FrequencyGrid
 from clperiod.periodograms.inputs import (Deferred, PeakResults, as_catalog, check_choice, check_top_k,
                    degenerate_status, progress_bar)
-from clperiod.engine.planner import (DEFAULT_BETA, Batch, KernelShape, Staging, check_periodogram_memory,
-                       periodogram_array, plan_batches)
+from clperiod.engine.planner import Batch, KernelShape, MemoryBudget, plan_batches
+from clperiod.engine.staging import Staging, check_periodogram_memory, periodogram_array
 from clperiod.engine.scheduler import BATCHES_PER_DEVICE, run_on_devices
 from clperiod.periodograms.standardize import standardize
 
@@ -217,7 +217,7 @@ def lombscargle(
         Bad options or data, or fp64 requested on a device without fp64.
     MemoryError
         ``periodogram=True`` asks for more host memory than is available
-        (:func:`clperiod.engine.planner.available_host_memory`; the message names
+        (:func:`clperiod.engine.staging.available_host_memory`; the message names
         the size), or an object too large for the device.
     """
     return _start(cat_or_t, grid, y, dy, method=method, normalization=normalization,
@@ -285,8 +285,7 @@ def _start(cat_or_t, grid, y, dy, *, method, normalization, fit_mean, center_dat
         check_periodogram_memory(catalog.n_objects, grid.nf, options.dtype)
     # a queued batch shares the device with the next call's: half the budget each
     defer = defer and len(devices) == 1 and not progress
-    batches = _plan(devices, shape, lengths, grid, options,
-                    DEFAULT_BETA / 2 if defer else DEFAULT_BETA)
+    batches = _plan(devices, shape, lengths, grid, options, 0.5 if defer else 1.0)
     power = _result_array(devices, (catalog.n_objects, grid.nf), options) if periodogram else None
 
     def batch_work(info: DeviceInfo, batch: Batch) -> _QueuedBatch:
@@ -578,9 +577,9 @@ def _kernel_params(
     )
 
 
-def _plan(devices, shape, lengths, grid, options, beta: float) -> list[Batch]:
-    """Batches of at most ``beta`` of the smallest device's memory (any device
-    may run any batch);
+def _plan(devices, shape, lengths, grid, options, share: float) -> list[Batch]:
+    """Batches that fit ``share`` of the smallest device's budget
+    (:class:`~clperiod.engine.planner.MemoryBudget`; any device may run any batch);
     with several devices up to :data:`BATCHES_PER_DEVICE` per device, so that
     the dynamic scheduling balances devices of different speed, but none of
     fewer than :data:`MIN_BATCH_PAIRS` point-frequency pairs (each batch costs
@@ -592,16 +591,16 @@ def _plan(devices, shape, lengths, grid, options, beta: float) -> list[Batch]:
     # t (fp64) or the phase inputs a, b_hi, b_lo (fp32), then step, sd, w, wy,
     # and the raw t, y, dy that the device preparation reads
     point_bytes = (8 + 4 * real_bytes if options.fp64 else 3 * 4 + 4 * real_bytes) + 3 * 8
+    result_bytes = len(lengths) * grid.nf * real_bytes if options.periodogram else 0
     return plan_batches(
         lengths,
         grid.nf,
         shape,
-        smallest,
+        MemoryBudget.of(smallest, host_reserved=result_bytes, share=share),
         point_bytes=point_bytes,
         real_bytes=real_bytes,
         top_k=options.top_k,
         periodogram=options.periodogram,
-        beta=beta,
         min_batches=_min_batches(len(devices), int(lengths.sum()) * grid.nf),
     )
 
@@ -623,7 +622,7 @@ _POINT_ORDER = {True: ("t",), False: ("a", "bh", "bl")}
 
 
 def _result_array(devices: list[DeviceInfo], shape: tuple[int, int], options: _Options):
-    """Host array for the periodograms (:func:`~clperiod.engine.planner.periodogram_array`):
+    """Host array for the periodograms (:func:`~clperiod.engine.staging.periodogram_array`):
     recycled page-locked memory when one device runs everything (copies then
     run at bus speed and land in place), ordinary memory otherwise."""
     return periodogram_array(devices, *shape, options.dtype)

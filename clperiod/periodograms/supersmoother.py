@@ -8,7 +8,8 @@ generalized-validation variant (§4).
 
 Call path: :func:`supersmoother` validates the input and prepares weights and
 ``chi0`` on the host (float64); :func:`_plan` cuts the work into items
-(object groups x frequency slabs) sized from device memory (§5.3);
+(object groups x frequency slabs) that fit the device
+(:mod:`clperiod.engine.planner`);
 :func:`clperiod.engine.scheduler.run_on_devices` runs the items, each on one device:
 
 * single pass, light curves of at most :data:`FUSED_MAX_POINTS` points: one
@@ -48,7 +49,8 @@ from clperiod.engine.devices import (DeviceInfo, get_context, get_queue, require
 from clperiod.grid import FrequencyGrid
 from clperiod.periodograms.inputs import (PeakResults, as_catalog, check_choice, check_top_k, degenerate_status,
                    progress_bar, segment_max, segment_sum)
-from clperiod.engine.planner import check_periodogram_memory, periodogram_array, plannable_memory
+from clperiod.engine.planner import Buffer, MemoryBudget, batch_bounds, held_bytes, items_that_fit
+from clperiod.engine.staging import check_periodogram_memory, periodogram_array
 from clperiod.engine.scheduler import run_on_devices
 from clperiod.periodograms.smoothing import scale_free
 from clperiod.periodograms.folding import FoldInputs, FoldSorter, bitonic_capacity
@@ -66,8 +68,6 @@ FUSED_MAX_POINTS = 128
 MIN_POINTS = {"original": 5, "single_pass": 10}
 #: Largest ``top_k``.
 MAX_TOP_K = 64
-#: Fraction of device memory a run may plan to use (spec §5.3).
-BETA = 0.75
 _FUSED_WG = 32
 _PEAKS_WG = 256
 _NO_PEAK = np.iinfo(np.int32).max
@@ -78,6 +78,9 @@ _BATCH_BYTES_GPU = 16 << 30
 _BATCH_BYTES_CPU = 512 << 20
 #: Frequencies per batch are a multiple of this (aligned [point][frequency] rows).
 _BATCH_ALIGN = 256
+#: An object group leaves room for sorted-path batches of at least this many
+#: frequencies (each batch launches every kernel once).
+_MIN_BATCH_FREQUENCIES = 64
 #: Work-groups per launch stay below this (32-bit NDRange arithmetic).
 _MAX_SEGMENTS = 2**31 // 256
 
@@ -222,7 +225,7 @@ def supersmoother(
     MemoryError
         An object too large for the device even one frequency at a time, or
         ``periodogram=True`` asking for more host memory than is available
-        (:func:`clperiod.engine.planner.available_host_memory`; the message names
+        (:func:`clperiod.engine.staging.available_host_memory`; the message names
         the size).
     """
     started = time.perf_counter()
@@ -428,7 +431,8 @@ class _Path:
     """How a run evaluates the periodogram."""
 
     fused: bool  # single-pass fused local-memory kernel
-    bytes_per_point_frequency: int  # device bytes of one (point, frequency) of a batch
+    # device buffers of a sorted-path batch, per point of one frequency (none when fused)
+    batch_buffers: tuple[Buffer, ...] = ()
     fused_nmax: int = FUSED_MAX_POINTS  # keys stored per work-item by the fused kernel
 
 
@@ -453,53 +457,51 @@ def _choose_path(devices: list[DeviceInfo], catalog: Catalog, options: _Options)
             # size the stored keys by the longest light curve (multiples of 16
             # bound the number of programs)
             nmax = min(FUSED_MAX_POINTS, -(-max(longest, 1) // 16) * 16)
-            return _Path(fused=True, bytes_per_point_frequency=0, fused_nmax=nmax)
+            return _Path(fused=True, fused_nmax=nmax)
         if options.memory == "local":
             raise ValueError(f"memory='local' needs light curves of at most {FUSED_MAX_POINTS} "
                              f"points and {fused_local} bytes of local memory; the longest "
                              f"has {longest} points")
-    per = 3 * s  # x, y, w in phase order
+    buffers = [Buffer("x, y, w in phase order", per_unit=s, count=3)]
     if options.variant == "original":
-        per += 9 * s  # smoothed values + 8 scratch arrays
+        buffers += [Buffer("smoothed values", per_unit=s),
+                    Buffer("smoother scratch", per_unit=8 * s)]
     if any(longest > bitonic_capacity(d) for d in devices):
-        per += 3 * s + 20  # radix: phases, index and segment keys, sorted copies, order
-    return _Path(fused=False, bytes_per_point_frequency=per)
+        buffers.append(Buffer("radix sort keys, order and sorted copies", per_unit=3 * s + 20))
+    return _Path(fused=False, batch_buffers=tuple(buffers))
+
+
+def _group_buffers(itemsize: int, row_len: int) -> tuple[Buffer, Buffer]:
+    """What an object group keeps on the device for an item: its periodogram
+    slab of ``row_len`` bins per object, and its inputs (times or phase
+    inputs, y, w per point; chi0, layout and batch offsets per object)."""
+    return (Buffer("periodogram slab", per_item=itemsize * row_len),
+            Buffer("object inputs", per_unit=3 * itemsize + 8, per_item=itemsize + 24))
 
 
 def _plan(devices: list[DeviceInfo], lengths: np.ndarray, nf: int, options: _Options,
           path: _Path) -> list[_Item]:
     """Object groups x frequency slabs, sized for the smallest device.
 
-    A group's periodogram slab takes at most a quarter of the budget
-    (``BETA`` of device memory), and at least 64 frequencies of a batch of
-    the group must fit the rest. With several devices, slabs are split so
-    that every device gets work.
+    One object's slab row takes at most a quarter of the budget (more slabs
+    otherwise). A group's buffers, with a batch of one frequency, take at
+    most half of it, and its points at most half of it in a batch of
+    :data:`_MIN_BATCH_FREQUENCIES`, so that the item's batches
+    (:meth:`_SlabRun._batch`) have the other half. With several devices,
+    slabs are split so that every device gets work.
     """
     smallest = min(devices, key=lambda d: (d.global_mem, d.max_alloc))
     s = np.dtype(options.dtype).itemsize
     result_bytes = len(lengths) * nf * s if options.periodogram else 0
-    budget = BETA * plannable_memory(smallest, result_bytes)
-    per = path.bytes_per_point_frequency
-    too_big = np.flatnonzero(lengths * per > min(budget / 2, smallest.max_alloc / 8))
-    if len(too_big):
-        k = int(too_big[0])
-        raise MemoryError(f"object {k} ({lengths[k]} points) does not fit {smallest.label} "
-                          f"even one frequency at a time")
-    groups, lo, points = [], 0, 0
-    row_cap = max(1, int(budget / 4 // (s * (nf + 2))))
-    for k, n in enumerate(lengths):
-        n = int(n)
-        full = (k - lo >= row_cap or (k > lo and (points + n) * 64 * per > budget / 2)
-                or k - lo >= _MAX_SEGMENTS)
-        if full:
-            groups.append((lo, k))
-            lo, points = k, 0
-        points += n
-    if lo < len(lengths):
-        groups.append((lo, len(lengths)))
-    slabs = max(1, -(-2 * len(devices) // max(len(groups), 1))) if len(devices) > 1 else 1
-    slabs = max(slabs, -(-s * (nf + 2) // int(budget / 4)))
-    slabs = min(slabs, nf)
+    budget = MemoryBudget.of(smallest, host_reserved=result_bytes)
+    slabs = min(nf, -(-s * (nf + 2) // max(1, budget.total // 4)))
+    per_point = held_bytes(path.batch_buffers, 0, 1)
+    groups = batch_bounds(
+        lengths, (*_group_buffers(s, -(-nf // slabs) + 2), *path.batch_buffers), budget,
+        target=budget.total // 2, max_items=_MAX_SEGMENTS,
+        max_units=budget.total // 2 // (_MIN_BATCH_FREQUENCIES * per_point) if per_point else None)
+    if len(devices) > 1:
+        slabs = min(nf, max(slabs, -(-2 * len(devices) // max(len(groups), 1))))
     edges = np.linspace(0, nf, slabs + 1).round().astype(int)
     return [_Item(g0, g1, int(a), int(b)) for g0, g1 in groups
             for a, b in zip(edges[:-1], edges[1:])]
@@ -618,7 +620,8 @@ class _SlabRun:
         self.row_lo, row_hi = max(0, item.k_lo - 1), min(grid.nf, item.k_hi + 1)
         self.row_len = row_hi - self.row_lo
         self.slab = self.pool.allocate(self.n_obj * self.row_len * s)
-        self.device_bytes = self.n_obj * self.row_len * s + self.n_points * (3 * s + 8)
+        self.device_bytes = held_bytes(_group_buffers(s, self.row_len), self.n_obj,
+                                       self.n_points)
         self.params = dict(real=options.real, wg=_FUSED_WG, nmax=path.fused_nmax,
                            compat=options.compat)
         self.held: list = []  # batch buffers, back to the pool when the item is done
@@ -646,24 +649,25 @@ class _SlabRun:
                                            (_FUSED_WG,))
 
     def _batch(self) -> int:
-        """Frequencies per batch of the sorted path, from the memory budget."""
-        info, s = self.info, np.dtype(self.dtype).itemsize
-        budget = min(BETA * plannable_memory(info) - self.device_bytes,
-                     _BATCH_BYTES_GPU if info.kind == "gpu" else _BATCH_BYTES_CPU)
-        per, n_points = self.path.bytes_per_point_frequency, self.n_points
-        largest = 8 * s if self.options.variant == "original" else 3 * s + 20  # scratch / radix
-        batch = int(min(budget // (per * n_points), info.max_alloc // (largest * n_points),
-                        _MAX_SEGMENTS // self.n_obj, (2**31 - 1) // n_points, self.row_len))
+        """Frequencies per batch of the sorted path: as many as fit the
+        device beside the item's slab and inputs, up to a batch of
+        ``_BATCH_BYTES_GPU`` (``_CPU``)."""
+        info, n_points = self.info, self.n_points
+        batch = items_that_fit(
+            self.path.batch_buffers, MemoryBudget.of(info, held=self.device_bytes),
+            most=min(_MAX_SEGMENTS // self.n_obj, (2**31 - 1) // n_points, self.row_len),
+            size=n_points, target=_BATCH_BYTES_GPU if info.kind == "gpu" else _BATCH_BYTES_CPU,
+            item="frequency", unit="points")
         if batch > _BATCH_ALIGN:  # measured: odd batch strides run up to 4x slower
             batch -= batch % _BATCH_ALIGN
-        return max(1, batch)
+        return batch
 
     def batched(self) -> None:
         """Fill the slab batch by batch: fold-sort-gather, smooth, chi^2."""
         options, inputs, queue, clock = self.options, self.inputs, self.queue, self.clock
         n_obj, n_points, dtype = self.n_obj, self.n_points, self.dtype
         batch = self._batch()
-        self.device_bytes += batch * n_points * self.path.bytes_per_point_frequency
+        self.device_bytes += held_bytes(self.path.batch_buffers, batch, batch * n_points)
         longest = int(self.group.lengths.max())
         method = "bitonic" if longest <= bitonic_capacity(self.info) else "radix"
         allocator = self.pool

@@ -33,7 +33,7 @@ from clperiod.io.chunks import Block, Chunker
 from clperiod.engine.devices import select_devices
 from clperiod.grid import SURVEY_MIN_PERIOD, FrequencyGrid, GridWarning
 from clperiod.periodograms.inputs import Deferred
-from clperiod.engine.planner import available_host_memory
+from clperiod.engine.staging import available_host_memory
 from clperiod.io.results import (
     PeriodogramWriter,
     ResultsWriter,

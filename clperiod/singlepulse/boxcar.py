@@ -21,8 +21,8 @@ pyopencl array) and returns the candidates as a structured array. The steps
 5. friends-of-friends clustering of neighbouring detections in time, DM and
    width into candidates (:mod:`clperiod.singlepulse.clustering`).
 
-Data longer than a chunk (sized from the device memory) are processed in
-time chunks that overlap by the widest boxcar; statistics are accumulated over
+Data longer than a chunk (sized by :mod:`clperiod.engine.planner`) are
+processed in time chunks that overlap by the widest boxcar; statistics are accumulated over
 all chunks first, and each detection belongs to the chunk holding its start,
 so chunking neither loses nor duplicates candidates.
 """
@@ -43,6 +43,7 @@ from clperiod.singlepulse import clustering
 from clperiod.engine import kernels
 from clperiod.catalog import mask_of
 from clperiod.engine.devices import DeviceInfo, get_context, get_queue, select_devices, upload, write
+from clperiod.engine.planner import Buffer, MemoryBudget, items_that_fit
 from clperiod.engine.scheduler import run_on_devices, split_range
 
 __all__ = ["CANDIDATE_DTYPE", "Candidates", "Level", "RowStatus", "SearchInfo", "boxcar_plan",
@@ -69,8 +70,13 @@ STAT_BLOCK = 1 << 16   # samples per work-group of row_moments; chunks are
                         # not change any partial sum
 MIN_ROWS_PER_BLOCK = 256  # with several devices, DM rows are split into blocks
                           # of at least this many (each block has fixed costs)
+#: Device bytes of one time chunk at most (where the device has room for more).
 _CHUNK_BYTES_GPU = 4 << 30
 _CHUNK_BYTES_CPU = 256 << 20
+#: What a chunk of host rows holds on the device per (row, sample): the
+#: float32 samples, and the decimated series of the levels (each at most half
+#: the one before it: the chunk's size in all, half of it the largest).
+_CHUNK_BUFFERS = (Buffer("samples", per_unit=4), Buffer("decimated series", per_unit=2, count=2))
 #: Rows the float32 device passes take as they are: largest |x| at most 2**100
 #: and the largest deviation from a block's first sample 0 or at least
 #: 2**-100. Host rows outside are scaled by a power of two on the host; device
@@ -387,7 +393,7 @@ def search(
     devices = select_devices(device)
     if isinstance(rows, cl_array.Array):
         devices = devices[:1]  # the array lives on one device
-    blocks = split_range(0, n_dm, len(devices), min_size=MIN_ROWS_PER_BLOCK)
+    blocks = _row_blocks(devices, rows, settings)
     parts = run_on_devices(devices, blocks,
                            lambda info, block: _search_rows(info, rows, block, settings))
     det = tuple(np.concatenate([p.detections[i] for p in parts]) for i in range(4))
@@ -468,16 +474,43 @@ def _search_rows(info: DeviceInfo, rows, block: tuple[int, int],
                        (row + lo, start, width, snr), len(chunks), info.label, timings)
 
 
+def _row_blocks(devices: list[DeviceInfo], rows, settings: _Settings) -> list[tuple[int, int]]:
+    """Blocks of DM rows, each searched on one device: as many rows as the
+    shortest chunk of host rows fits on the smallest device, and the
+    devices' shares (:func:`~clperiod.engine.scheduler.split_range`)."""
+    n_dm, n_t = rows.shape
+    per_block = n_dm
+    if not isinstance(rows, cl_array.Array):
+        smallest = min(devices, key=lambda d: (d.global_mem, d.max_alloc))
+        per_block = items_that_fit(_CHUNK_BUFFERS, MemoryBudget.of(smallest), most=n_dm,
+                                   size=_shortest_chunk(n_t, settings), item="DM row",
+                                   unit="samples")
+    n_blocks = -(-n_dm // per_block)
+    return [block for k in range(n_blocks)
+            for block in split_range(n_dm * k // n_blocks, n_dm * (k + 1) // n_blocks,
+                                     len(devices), min_size=MIN_ROWS_PER_BLOCK)]
+
+
 def _chunk_samples(info: DeviceInfo, rows, n_rows: int, settings: _Settings) -> int:
-    """Time samples per chunk: all of a device array's, else ``chunk_samples``
-    or as many as the device's memory budget holds."""
+    """Time samples per chunk: all of a device array's, else ``chunk_samples``,
+    else the most whose device buffers for ``n_rows`` host rows, halo included,
+    fit ``info`` (up to :data:`_CHUNK_BYTES_GPU`, or ``_CPU``); :func:`_chunks`
+    aligns them."""
     if isinstance(rows, cl_array.Array):
         return rows.shape[1]
     if settings.chunk_samples is not None:
         return int(settings.chunk_samples)
-    budget = _CHUNK_BYTES_GPU if info.kind == "gpu" else _CHUNK_BYTES_CPU
-    budget = min(budget, info.max_alloc, info.global_mem // 4)
-    return max(settings.align, budget // (8 * n_rows))
+    n_t = rows.shape[1]
+    target = _CHUNK_BYTES_GPU if info.kind == "gpu" else _CHUNK_BYTES_CPU
+    fit = items_that_fit(_CHUNK_BUFFERS, MemoryBudget.of(info), most=n_t + settings.halo,
+                         size=n_rows, least=_shortest_chunk(n_t, settings), target=target,
+                         item="sample", unit="DM rows")
+    return max(settings.align, fit - settings.halo)
+
+
+def _shortest_chunk(n_t: int, settings: _Settings) -> int:
+    """Samples on the device of the shortest chunk (one alignment and its halo)."""
+    return min(n_t, settings.align + settings.halo)
 
 
 def _candidates(det, dm, tsamp, cluster, dm_tol, time_tol, width_tol) -> Candidates:

@@ -14,6 +14,7 @@ import pytest
 
 import clperiod
 from clperiod.engine import planner as planning
+from clperiod.engine import staging
 from clperiod.io import load_example
 
 GRID = clperiod.FrequencyGrid.from_range(0.5, 4.0, 3000)
@@ -30,7 +31,7 @@ def test_periodograms_beyond_the_available_memory_are_refused_up_front(
     """12 objects x 3000 frequencies in fp64 need 288,000 bytes: with less
     available, a clear MemoryError naming the size and the options that avoid
     it, before anything is planned or computed."""
-    monkeypatch.setattr(planning, "available_host_memory", lambda: 200_000)
+    monkeypatch.setattr(staging, "available_host_memory", lambda: 200_000)
     message = (r"the periodograms of 12 objects x 3000 frequencies \(float64\) need 0\.00 GiB "
                r"of host memory, but 0\.00 GiB are available: search fewer objects at a time "
                r".*periodogram=False keeps the best peaks only")
@@ -53,7 +54,7 @@ def test_a_cpu_device_plans_within_the_available_host_memory(catalog, monkeypatc
     monkeypatch.setattr(importlib.import_module("clperiod.periodograms.lombscargle"), "plan_batches",
                         lambda *a, **k: plans.append(plan(*a, **k)) or plans[-1])
     result_bytes = expected.power.nbytes
-    monkeypatch.setattr(planning, "available_host_memory", lambda: result_bytes + 400_000)
+    monkeypatch.setattr(staging, "available_host_memory", lambda: result_bytes + 400_000)
     assert planning.plannable_memory(cpu_device, result_bytes) == 200_000
     small = clperiod.lombscargle(catalog, GRID, periodogram=True, device=cpu_device)
     assert sum(len(batch.chunks) for batch in plans[-1]) > 1
@@ -66,14 +67,14 @@ def test_page_locked_memory_only_while_the_host_can_spare_it(catalog, monkeypatc
     and a refused one falls back to pageable memory: same periodograms."""
     expected = clperiod.lombscargle(catalog, GRID, periodogram=True, device=cpu_device)
     asked = []
-    pinned_block = planning._pinned_block
-    monkeypatch.setattr(planning, "_pinned_block",
+    pinned_block = staging._pinned_block
+    monkeypatch.setattr(staging, "_pinned_block",
                         lambda info, context, n: asked.append(n) or pinned_block(info, context, n))
-    monkeypatch.setattr(planning, "available_host_memory", lambda: 2 * expected.power.nbytes - 8)
-    pool = planning.PinnedPool()
+    monkeypatch.setattr(staging, "available_host_memory", lambda: 2 * expected.power.nbytes - 8)
+    pool = staging.PinnedPool()
     array = pool.empty(cpu_device, expected.power.shape, np.float64)
     assert asked == [] and not pool.owns(array) and array.shape == (12, 3000)
-    monkeypatch.setattr(planning, "PINNED_POOL", pool)
+    monkeypatch.setattr(staging, "PINNED_POOL", pool)
     pageable = clperiod.lombscargle(catalog, GRID, periodogram=True, device=cpu_device)
     assert expected.power.nbytes not in asked and not pool.owns(pageable.power)
     np.testing.assert_array_equal(pageable.power, expected.power)
@@ -81,39 +82,39 @@ def test_page_locked_memory_only_while_the_host_can_spare_it(catalog, monkeypatc
     def refused(info, context, nbytes):
         raise cl.MemoryError("clCreateBuffer failed: MEM_OBJECT_ALLOCATION_FAILURE")
 
-    monkeypatch.setattr(planning, "_pinned_block", refused)
-    monkeypatch.setattr(planning, "available_host_memory", lambda: 1 << 40)
+    monkeypatch.setattr(staging, "_pinned_block", refused)
+    monkeypatch.setattr(staging, "available_host_memory", lambda: 1 << 40)
     fallback = clperiod.lombscargle(catalog, GRID, periodogram=True, device=cpu_device)
     assert not pool.owns(fallback.power)
     np.testing.assert_array_equal(fallback.power, expected.power)
 
 
 def test_available_host_memory_is_the_least_of_what_limits_it(monkeypatch):
-    monkeypatch.setattr(planning, "_system_available", lambda: 8 << 30)
-    monkeypatch.setattr(planning, "_cgroup_room", lambda: None)
-    monkeypatch.setattr(planning, "_address_space_room", lambda: None)
-    assert planning.available_host_memory() == 8 << 30
-    monkeypatch.setattr(planning, "_cgroup_room", lambda: 3 << 30)
-    monkeypatch.setattr(planning, "_address_space_room", lambda: 5 << 30)
-    assert planning.available_host_memory() == 3 << 30
-    monkeypatch.setattr(planning, "_address_space_room", lambda: -(1 << 20))
-    assert planning.available_host_memory() == 0
+    monkeypatch.setattr(staging, "_system_available", lambda: 8 << 30)
+    monkeypatch.setattr(staging, "_cgroup_room", lambda: None)
+    monkeypatch.setattr(staging, "_address_space_room", lambda: None)
+    assert staging.available_host_memory() == 8 << 30
+    monkeypatch.setattr(staging, "_cgroup_room", lambda: 3 << 30)
+    monkeypatch.setattr(staging, "_address_space_room", lambda: 5 << 30)
+    assert staging.available_host_memory() == 3 << 30
+    monkeypatch.setattr(staging, "_address_space_room", lambda: -(1 << 20))
+    assert staging.available_host_memory() == 0
     monkeypatch.undo()
     with open("/proc/meminfo") as handle:
         mem_available = next(int(line.split()[1]) * 1024 for line in handle
                              if line.startswith("MemAvailable:"))
-    assert 0 < planning.available_host_memory() <= 1.1 * mem_available
+    assert 0 < staging.available_host_memory() <= 1.1 * mem_available
 
 
 def test_cgroup_room_counts_reclaimable_page_cache_as_free(tmp_path):
     (tmp_path / "memory.max").write_text("1073741824\n")
     (tmp_path / "memory.current").write_text("805306368\n")
     (tmp_path / "memory.stat").write_text("anon 1\ninactive_file 134217728\nactive_file 5\n")
-    room = planning._cgroup_directory_room(tmp_path, "memory.max", "memory.current",
+    room = staging._cgroup_directory_room(tmp_path, "memory.max", "memory.current",
                                            "inactive_file")
     assert room == (1 << 30) - (768 << 20) + (128 << 20)
     (tmp_path / "memory.max").write_text("max\n")
-    assert planning._cgroup_directory_room(tmp_path, "memory.max", "memory.current",
+    assert staging._cgroup_directory_room(tmp_path, "memory.max", "memory.current",
                                            "inactive_file") is None
 
 

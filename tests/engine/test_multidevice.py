@@ -10,7 +10,7 @@ from two_devices import run_on_two_devices
 
 from clperiod.catalog import Status
 from clperiod.engine.devices import select_devices
-from clperiod.engine.planner import KernelShape, plan_batches
+from clperiod.engine.planner import KernelShape, MemoryBudget, plan_batches
 from clperiod.engine.scheduler import BATCHES_PER_DEVICE
 
 # two PoCL devices, each building every kernel variant: slow on 2 cores
@@ -70,7 +70,8 @@ def test_batches_spread_over_devices():
     info = select_devices()[0]
     lengths = np.random.default_rng(0).integers(50, 300, 1000)
     shape = KernelShape(wg=128, m=16)
-    batches = plan_batches(lengths, 1000, shape, info, point_bytes=16, real_bytes=8, top_k=1,
+    batches = plan_batches(lengths, 1000, shape, MemoryBudget.of(info), point_bytes=16,
+                           real_bytes=8, top_k=1,
                            periodogram=False, min_batches=2 * BATCHES_PER_DEVICE)
     assert len(batches) >= 2 * BATCHES_PER_DEVICE
     points = [lengths[b.obj_start:b.obj_stop].sum() for b in batches]
@@ -82,13 +83,18 @@ def test_batches_spread_over_devices():
 def greedy_batches(lengths, nf, shape, budget, max_alloc, point_bytes, real_bytes, top_k,
                    periodogram, min_batches):
     """The batch boundaries by the definition: add objects one at a time while
-    the batch's points, bytes and arrays fit (always at least one object)."""
+    the batch's points, bytes and arrays fit (always at least one object);
+    None when an object alone exceeds the budget or the largest allocation."""
     n_tiles = shape.n_tiles(nf)
     per_object = 4 * 4 + (n_tiles + 1) * top_k * (real_bytes + 4)
     share = -(-int(lengths.sum()) // min_batches)
     bounds, start = [], 0
     while start < len(lengths):
         stop, points = start + 1, int(lengths[start])
+        if (points * point_bytes + per_object > budget
+                or points * (point_bytes // 4) > max_alloc
+                or n_tiles * top_k * (real_bytes + 4) > max_alloc):
+            return None
         while stop < len(lengths):
             more, objects = points + int(lengths[stop]), stop + 1 - start
             if (more > share or more * point_bytes + objects * per_object > budget // 2
@@ -105,24 +111,26 @@ def greedy_batches(lengths, nf, shape, budget, max_alloc, point_bytes, real_byte
 @pytest.mark.parametrize("periodogram", [False, True])
 def test_batch_boundaries_follow_the_greedy_definition(periodogram):
     rng = np.random.default_rng(5)
-    info = select_devices()[0]
     shape = KernelShape(wg=16, m=4)
+    planned = 0
     for trial in range(40):
         lengths = rng.integers(0, 400, rng.integers(1, 300))
-        budget = int(rng.integers(20_000, 400_000))
-        small = type(info)(**{**info.__dict__, "global_mem": int(budget / 0.5),
-                              "max_alloc": int(rng.integers(2_000, 200_000))})
+        budget = MemoryBudget(int(rng.integers(20_000, 400_000)),
+                              int(rng.integers(2_000, 200_000)), "small")
         nf, top_k, min_batches = int(rng.integers(10, 3000)), int(rng.integers(1, 4)), int(
             rng.integers(1, 9))
-        try:
-            batches = plan_batches(lengths, nf, shape, small, point_bytes=40, real_bytes=8,
-                                   top_k=top_k, periodogram=periodogram, beta=0.5,
-                                   min_batches=min_batches)
-        except MemoryError:
+        expected = greedy_batches(lengths, nf, shape, budget.total, budget.max_alloc, 40, 8,
+                                  top_k, periodogram, min_batches)
+        if expected is None:
+            with pytest.raises(MemoryError, match=r"object \d+ \(\d+ points\) needs"):
+                plan_batches(lengths, nf, shape, budget, point_bytes=40, real_bytes=8,
+                             top_k=top_k, periodogram=periodogram, min_batches=min_batches)
             continue
-        expected = greedy_batches(lengths, nf, shape, int(0.5 * small.global_mem),
-                                  small.max_alloc, 40, 8, top_k, periodogram, min_batches)
+        batches = plan_batches(lengths, nf, shape, budget, point_bytes=40, real_bytes=8,
+                               top_k=top_k, periodogram=periodogram, min_batches=min_batches)
         assert [(b.obj_start, b.obj_stop) for b in batches] == expected, trial
+        planned += 1
+    assert planned >= 20
 
 
 def test_lombscargle_splits_small_runs_once_per_device():

@@ -13,8 +13,9 @@ from astropy.timeseries import LombScargle
 import clperiod
 from clperiod import Catalog, FrequencyGrid, Status, lombscargle
 from clperiod.engine import planner as planning
+from clperiod.engine import staging as staging_module
 from clperiod.io import load_example
-from clperiod.engine.planner import Staging
+from clperiod.engine.staging import Staging
 from clperiod.testing import sinusoid_lightcurve
 
 LS_MODULE = importlib.import_module("clperiod.periodograms.lombscargle")
@@ -402,7 +403,7 @@ def test_periodogram_overlap_chunks_of_rows(rng, monkeypatch):
 
 def test_pinned_pool_recycles_buffers():
     info = clperiod.select_devices()[0]
-    pool = planning.PinnedPool()
+    pool = staging_module.PinnedPool()
     key = clperiod.engine.devices.get_context(info).int_ptr
     first = pool.empty(info, (1000, 400), np.float64)  # 3.2 MB
     first[:] = 1.0
@@ -435,7 +436,7 @@ def test_pinned_pool_takes_back_buffers_while_its_lock_is_held():
     import threading
 
     info = clperiod.select_devices()[0]
-    pool = planning.PinnedPool()
+    pool = staging_module.PinnedPool()
     array = pool.empty(info, (1000,), np.float64)
     address = array.__array_interface__["data"][0]
     cycle = [array]
@@ -466,7 +467,7 @@ def test_staging_uploads_and_returns_results():
     slot = staging.result((2, 3), np.int8)
     staging.send(queue)
     assert staging.results[slot].shape == (2, 3) and staging.results[slot].dtype == np.int8
-    assert planning.PINNED_POOL.owns(staging.results[slot])
+    assert staging_module.PINNED_POOL.owns(staging.results[slot])
     back_values, back_indices = np.empty_like(values), np.empty_like(indices)
     cl.enqueue_copy(queue, back_values, buffers[0])
     cl.enqueue_copy(queue, back_indices, buffers[1], is_blocking=True)

@@ -1,0 +1,373 @@
+"""Host memory: what the host can spare, page-locked (pinned) staging and copies.
+
+:func:`available_host_memory` is what this process can still take
+(``MemAvailable``, a cgroup's memory limit, the address-space limit
+``RLIMIT_AS``); :func:`check_periodogram_memory` refuses periodograms larger
+than that with a :class:`MemoryError` naming the size. Transfers go through
+page-locked memory, which copies at the full bus speed: returned periodograms
+and upload blocks come from :data:`PINNED_POOL`, recycled page-locked arrays
+that are only asked for while they stay well below the available memory
+(ordinary pageable memory otherwise, and when page-locking is refused);
+:class:`Staging` holds one batch's device buffers and its page-locked block;
+:func:`parallel_copy` fills staging memory on several threads.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import ctypes
+import os
+import resource
+import threading
+import weakref
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+import pyopencl as cl
+
+from clperiod.engine import workers
+from clperiod.engine.devices import (
+    DeviceInfo,
+    get_context,
+    get_queue,
+    memory_pool,
+    trim_memory_pool,
+)
+
+__all__ = [
+    "PINNED_FRACTION",
+    "PINNED_POOL",
+    "PinnedPool",
+    "Staging",
+    "available_host_memory",
+    "check_periodogram_memory",
+    "in_parts",
+    "parallel_copy",
+    "periodogram_array",
+]
+
+#: Page-locked buffers are asked for only up to this fraction of the
+#: available host memory (page-locked memory cannot be swapped out, and
+#: PoCL aborts the process when such a buffer cannot be backed).
+PINNED_FRACTION = 0.5
+
+
+class PinnedPool:
+    """Page-locked host arrays, recycled across calls.
+
+    Device-to-host copies into page-locked memory run at the full bus speed,
+    but page-locking is slow (about 0.4 s per GB on an H100 host) and so is
+    mapping and unmapping, so buffers are allocated and mapped once and kept.
+    An array handed out is a view of such a mapping through a small ctypes
+    block; when the last numpy view of it is garbage-collected the block dies
+    and the buffer returns to the pool for the next request of a similar size.
+    """
+
+    #: A request may take a free buffer up to twice its size, or up to this
+    #: many bytes larger (small requests of varying size share buffers).
+    _SMALL_SLACK = 1 << 20
+
+    def __init__(self, max_free: int = 8):
+        self._free: dict[int, list[np.ndarray]] = {}
+        self._lock = threading.Lock()
+        self._max_free = max_free
+        self._buffers: dict[int, cl.Buffer] = {}  # mapping address -> buffer (kept alive)
+        # buffers whose arrays died, not yet in _free: a finalizer only appends
+        # here (atomic), as it may run inside any allocation, even while this
+        # thread holds the lock (a garbage collection in _take)
+        self._returned: collections.deque[tuple[int, np.ndarray]] = collections.deque()
+
+    def empty(self, info: DeviceInfo, shape: tuple[int, ...], dtype) -> np.ndarray:
+        """A page-locked array of ``shape``; ordinary (pageable) memory when the
+        host has too little memory to spare for it (:data:`PINNED_FRACTION`
+        of :func:`available_host_memory`) or the runtime refuses it."""
+        dtype = np.dtype(dtype)
+        nbytes = int(np.prod(shape)) * dtype.itemsize
+        if nbytes == 0:
+            return np.empty(shape, dtype=dtype)
+        context = get_context(info)
+        key = context.int_ptr
+        mapped = self._take(key, nbytes)
+        if mapped is None:
+            if nbytes > PINNED_FRACTION * available_host_memory():
+                return np.empty(shape, dtype=dtype)
+            try:
+                mapped, buffer = _pinned_block(info, context, nbytes)
+            except (cl.Error, MemoryError):
+                return np.empty(shape, dtype=dtype)
+            with self._lock:
+                self._buffers[mapped.ctypes.data] = buffer
+        block = (ctypes.c_char * nbytes).from_address(mapped.ctypes.data)
+        weakref.finalize(block, self._give_back, key, mapped)
+        return np.frombuffer(block, dtype=dtype).reshape(shape)
+
+    def owns(self, array: np.ndarray) -> bool:
+        """Whether ``array``'s memory lies in a page-locked buffer of the pool."""
+        start = array.__array_interface__["data"][0]
+        with self._lock:
+            return any(base <= start and start + array.nbytes <= base + buffer.size
+                       for base, buffer in self._buffers.items())
+
+    def _take(self, key: int, nbytes: int) -> np.ndarray | None:
+        with self._lock:
+            self._file_returned()
+            free = self._free.get(key, [])
+            most = max(2 * nbytes, nbytes + self._SMALL_SLACK)
+            fits = [i for i, m in enumerate(free) if nbytes <= m.nbytes <= most]
+            if not fits:
+                return None
+            return free.pop(min(fits, key=lambda i: free[i].nbytes))
+
+    def _give_back(self, key: int, mapped: np.ndarray) -> None:
+        """Finalizer of a handed-out array: its buffer is free again."""
+        self._returned.append((key, mapped))
+
+    def _file_returned(self) -> None:
+        """Move the buffers given back into the free lists, keeping at most
+        ``max_free`` per context (the lock is held)."""
+        while self._returned:
+            key, mapped = self._returned.popleft()
+            free = self._free.setdefault(key, [])
+            free.append(mapped)
+            for dropped in free[: -self._max_free]:
+                self._buffers.pop(dropped.ctypes.data, None)
+            del free[: -self._max_free]
+
+
+def _pinned_block(info: DeviceInfo, context: cl.Context,
+                  nbytes: int) -> tuple[np.ndarray, cl.Buffer]:
+    """A new page-locked buffer of ``nbytes`` and its host mapping."""
+    flags = cl.mem_flags.READ_WRITE | cl.mem_flags.ALLOC_HOST_PTR
+    buffer = cl.Buffer(context, flags, nbytes)
+    mapped, _ = cl.enqueue_map_buffer(
+        get_queue(info, role="pinned"), buffer, cl.map_flags.READ | cl.map_flags.WRITE, 0,
+        (nbytes,), np.uint8, is_blocking=True,
+    )
+    return mapped, buffer
+
+
+#: The process-wide pool used for returned periodograms and upload staging.
+PINNED_POOL = PinnedPool()
+
+
+def check_periodogram_memory(n_objects: int, nf: int, dtype) -> None:
+    """Raise a :class:`MemoryError` naming the size and the options that avoid
+    it when the periodograms of ``n_objects`` objects on ``nf`` frequencies
+    are larger than :func:`available_host_memory` (before a search plans or
+    computes anything)."""
+    nbytes = n_objects * nf * np.dtype(dtype).itemsize
+    available = available_host_memory()
+    if nbytes > available:
+        raise MemoryError(
+            f"the periodograms of {n_objects} objects x {nf} frequencies ({np.dtype(dtype)}) "
+            f"need {_gib(nbytes)} of host memory, but {_gib(available)} are available: "
+            "search fewer objects at a time (Catalog.slice), or have "
+            "clperiod.pipeline.run_catalog write them to a file in groups (periodogram=FILE); "
+            "periodogram=False keeps the best peaks only"
+        )
+
+
+def periodogram_array(devices: list[DeviceInfo], n_objects: int, nf: int,
+                      dtype) -> np.ndarray:
+    """The host array of a search's periodograms, ``(n_objects, nf)``:
+    page-locked (:data:`PINNED_POOL`) when one device fills it, ordinary
+    memory otherwise."""
+    if len(devices) == 1:
+        return PINNED_POOL.empty(devices[0], (n_objects, nf), dtype)
+    return np.empty((n_objects, nf), dtype=dtype)
+
+
+def available_host_memory() -> int:
+    """Bytes of host memory this process can still take, as far as it can tell.
+
+    The least of: the kernel's estimate of memory available without swapping
+    (``MemAvailable`` of ``/proc/meminfo``; elsewhere free physical pages,
+    ``os.sysconf``), the room under the memory limit of the process's cgroup
+    (v2 ``memory.max``, v1 ``memory.limit_in_bytes``; its reclaimable page
+    cache counted as free) and the room under the address-space limit
+    (``RLIMIT_AS``).
+    """
+    rooms = [_system_available(), _cgroup_room(), _address_space_room()]
+    return max(0, min(room for room in rooms if room is not None))
+
+
+def _system_available() -> int:
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+def _cgroup_room() -> int | None:
+    """Room under the memory limit of this process's cgroup (None: no limit known)."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        fields = line.split(":", 2)
+        if len(fields) != 3:
+            continue
+        hierarchy, controllers, group = fields
+        if hierarchy == "0":
+            files, root = ("memory.max", "memory.current", "inactive_file"), "/sys/fs/cgroup"
+        elif "memory" in controllers.split(","):
+            files = ("memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file")
+            root = "/sys/fs/cgroup/memory"
+        else:
+            continue
+        # the group's own directory, or (in a container) the mount's root
+        for directory in (Path(root + group), Path(root)):
+            room = _cgroup_directory_room(directory, *files)
+            if room is not None:
+                return room
+    return None
+
+
+def _cgroup_directory_room(directory: Path, limit_file: str, usage_file: str,
+                           cache_key: str) -> int | None:
+    try:
+        limit = (directory / limit_file).read_text().strip()
+        if limit == "max" or int(limit) >= 1 << 60:  # none ("max", or v1's rounded 2**63)
+            return None
+        usage = int((directory / usage_file).read_text())
+        stat = (directory / "memory.stat").read_text().split()
+    except (OSError, ValueError):
+        return None
+    pairs = dict(zip(stat[::2], stat[1::2]))
+    return int(limit) - usage + int(pairs.get(cache_key, 0))
+
+
+def _address_space_room() -> int | None:
+    """Room under ``RLIMIT_AS`` (None: no limit)."""
+    limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    if limit == resource.RLIM_INFINITY:
+        return None
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[0])
+    except (OSError, ValueError):
+        return limit
+    return limit - pages * resource.getpagesize()
+
+
+def _gib(nbytes: int) -> str:
+    return f"{nbytes / 2**30:.2f} GiB"
+
+
+class Staging:
+    """The memory of one batch: device buffers from the device's pool, and one
+    page-locked host block for its uploads and small results.
+
+    On NVIDIA a new buffer is allocated on first use, which waits for the
+    kernels running on the device, and a copy from ordinary (pageable)
+    memory may wait too; pooled buffers (:func:`clperiod.engine.devices.memory_pool`)
+    and page-locked copies do not, so a batch can be queued while the
+    previous one computes and the device never waits for the host.
+
+    Use: :meth:`upload` each input and :meth:`buffer` each work buffer,
+    :meth:`result` each small output, then :meth:`send` (one block from
+    :data:`PINNED_POOL`, inputs copied in, uploads queued); afterwards
+    :attr:`results` holds the output arrays (views of the block). Keep the
+    object until the batch's commands have finished (and keep the events of
+    copies into :attr:`results` in :attr:`events`: pyopencl waits for a copy
+    whose event is freed, holding the GIL), then :meth:`release` it.
+    """
+
+    _ALIGN = 256
+
+    def __init__(self, info: DeviceInfo) -> None:
+        self.info = info
+        self._inputs: list[tuple[np.ndarray, cl.MemoryObjectHolder]] = []
+        self._outputs: list[tuple[tuple[int, ...], np.dtype]] = []
+        self._buffers: list[cl.MemoryObjectHolder] = []
+        self.results: list[np.ndarray] = []
+        self.events: list[cl.Event] = []
+        self._block: np.ndarray | None = None
+
+    def buffer(self, nbytes: int) -> cl.MemoryObjectHolder:
+        """A device buffer of at least ``nbytes`` (pooled), held until :meth:`release`."""
+        buffer = memory_pool(self.info).allocate(max(1, int(nbytes)))
+        self._buffers.append(buffer)
+        return buffer
+
+    def upload(self, array: np.ndarray) -> cl.MemoryObjectHolder:
+        """A device buffer that :meth:`send` will fill with ``array``."""
+        buffer = self.buffer(array.nbytes)
+        self._inputs.append((array, buffer))
+        return buffer
+
+    def result(self, shape: tuple[int, ...], dtype) -> int:
+        """Reserve a page-locked output array; its index in :attr:`results`."""
+        self._outputs.append((shape, np.dtype(dtype)))
+        return len(self._outputs) - 1
+
+    def send(self, queue: cl.CommandQueue) -> None:
+        """Copy the inputs into page-locked memory and queue their uploads."""
+        sizes = [a.nbytes for a, _ in self._inputs]
+        sizes += [int(np.prod(shape)) * dtype.itemsize for shape, dtype in self._outputs]
+        starts = np.concatenate(([0], np.cumsum([-(-n // self._ALIGN) * self._ALIGN
+                                                 for n in sizes])))
+        block = PINNED_POOL.empty(self.info, (max(1, int(starts[-1])),), np.uint8)
+        self._block = block
+        for k, (array, buffer) in enumerate(self._inputs):
+            if array.nbytes:
+                staged = block[starts[k]:starts[k] + array.nbytes].view(array.dtype)
+                parallel_copy(staged, array.reshape(-1))
+                self.events.append(cl.enqueue_copy(queue, buffer, staged, is_blocking=False))
+        for k, (shape, dtype) in enumerate(self._outputs, start=len(self._inputs)):
+            self.results.append(block[starts[k]:starts[k] + sizes[k]].view(dtype).reshape(shape))
+
+    @contextlib.contextmanager
+    def guard(self, *queues: cl.CommandQueue) -> Iterator[Staging]:
+        """Queue the batch inside this block: if it raises, the queues are
+        finished before the buffers go back (no command may still use them)."""
+        try:
+            yield self
+        except BaseException:
+            for queue in queues:
+                queue.finish()
+            self.release()
+            raise
+
+    def release(self) -> None:
+        """Return the buffers to their pools (the batch's commands must have finished)."""
+        self._inputs.clear()
+        self._buffers.clear()
+        self.results.clear()
+        self.events.clear()
+        self._block = None
+        trim_memory_pool(self.info)
+
+
+_COPY_WORKERS = min(8, os.cpu_count() or 1)
+_COPY_PART = 1 << 19  # elements per thread at least
+
+
+def in_parts(n: int, work: Callable[[int, int], None], min_part: int = _COPY_PART) -> None:
+    """``work(lo, hi)`` over near-equal parts of ``range(n)``: the first in this
+    thread, the others on :mod:`clperiod.engine.workers` threads (NumPy lets go of the
+    interpreter in its loops); all in this thread when ``n`` is below two
+    parts of ``min_part``."""
+    parts = max(1, min(_COPY_WORKERS, n // min_part))
+    bounds = [n * k // parts for k in range(parts + 1)]
+    others = [workers.submit(work, bounds[k], bounds[k + 1]) for k in range(1, parts)]
+    work(bounds[0], bounds[1])  # the first part in this thread
+    for job in others:
+        job.result()
+
+
+def parallel_copy(destination: np.ndarray, source: np.ndarray) -> None:
+    """``destination[...] = source`` (same shape, casting allowed) on several
+    threads: one thread copies about 13 GB/s, below the PCIe bus from
+    page-locked memory (55 GB/s on an H100 host). Values beyond a narrower
+    destination type become infinite, silently: the callers' kernels flag them."""
+    dst, src = destination.reshape(-1), np.ascontiguousarray(source).reshape(-1)
+
+    def copy(lo: int, hi: int) -> None:
+        with np.errstate(over="ignore"):
+            np.copyto(dst[lo:hi], src[lo:hi], casting="same_kind")
+
+    in_parts(dst.size, copy)
