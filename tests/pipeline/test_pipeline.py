@@ -169,11 +169,11 @@ def test_interrupted_run_resumes_without_loss_or_repeats(tmp_path, input_file, m
         np.testing.assert_array_equal(got["id"][:], expected["id"][:])
 
 
-def test_a_run_stopped_before_its_output_is_in_place_resumes_every_chunk(
+def test_a_run_stopped_before_its_output_is_in_place_searches_the_last_chunk_again(
         tmp_path, input_file, monkeypatch, cpu_device):
-    """Every chunk, the last included, is committed as a part file: a run
-    that stops before the output is renamed into place searches nothing
-    again."""
+    """The last chunk has no part file (its rows complete the output): a run
+    that stops before the output is renamed into place resumes every other
+    chunk and searches that one again."""
     reference = run_catalog(_reader(input_file), _search(), tmp_path / "ref.parquet",
                             device=cpu_device, progress=False)
     output = tmp_path / "out.parquet"
@@ -189,13 +189,13 @@ def test_a_run_stopped_before_its_output_is_in_place_resumes_every_chunk(
         run_catalog(_reader(input_file), _search(), output, device=cpu_device, progress=False)
     monkeypatch.setattr(os, "replace", replace)
     parts = sorted(p.name for p in work_directory(output).glob("part-*"))
-    assert parts == [f"part-00000{i}.arrow" for i in range(5)] and not output.exists()
+    assert parts == [f"part-00000{i}.arrow" for i in range(4)] and not output.exists()
     searched = []
     start = PeriodSearch.start
     monkeypatch.setattr(PeriodSearch, "start", lambda self, catalog, **options: (
         searched.append(catalog.n_objects) or start(self, catalog, **options)))
     run = run_catalog(_reader(input_file), _search(), output, device=cpu_device, progress=False)
-    assert run.n_resumed == 5 and run.n_chunks == 5 and searched == []
+    assert run.n_resumed == 4 and run.n_chunks == 5 and len(searched) == 1
     assert pq.read_table(output).equals(pq.read_table(reference.output))
     assert not work_directory(output).exists()
 
