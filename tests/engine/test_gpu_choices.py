@@ -13,7 +13,7 @@ import pytest
 
 import clperiod
 from clperiod import kepler
-from clperiod.engine import planner
+from clperiod.engine import planner, staging
 from clperiod.periodograms import lombscargle as ls_module
 from clperiod.testing import sinusoid_lightcurve
 
@@ -56,5 +56,5 @@ def test_kepler_solve_runs_markley_by_default(cpu_device):
 
 
 def test_a_gpu_plans_with_all_its_memory_whatever_the_host_has_free(cpu_device, monkeypatch):
-    monkeypatch.setattr(planner, "available_host_memory", lambda: 1 << 20)
+    monkeypatch.setattr(staging, "available_host_memory", lambda: 1 << 20)
     assert planner.plannable_memory(cpu_device, host_reserved=1 << 19) == cpu_device.global_mem
