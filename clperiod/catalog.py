@@ -399,7 +399,7 @@ class Catalog:
 def is_lightcurve_list(value: Any) -> bool:
     """Whether ``value`` is a non-empty list or tuple of light curves: tuples
     or lists ``(t, y[, dy])``, 2-D arrays (rows t, y[, dy]), pandas DataFrames
-    or astropy Tables (what :meth:`Catalog.from_lightcurves` takes)."""
+    or astropy Tables (what :meth:`~clperiod.Catalog.from_lightcurves` takes)."""
     if not isinstance(value, (list, tuple)) or not value:
         return False
     return all(isinstance(item, (list, tuple)) or _is_table(item)
@@ -413,9 +413,9 @@ def catalog_of(value: Any, nan_policy: str = "raise", name: str = "catalog") -> 
     ----------
     value : Catalog or list
         A catalog, or a list of light curves (see
-        :meth:`Catalog.from_lightcurves`; ids ``0 .. K-1``).
+        :meth:`~clperiod.Catalog.from_lightcurves`; ids ``0 .. K-1``).
     nan_policy : {"raise", "omit"}
-        For a list: see :meth:`Catalog.from_arrays`.
+        For a list: see :meth:`~clperiod.Catalog.from_arrays`.
     name : str
         The argument's name in error messages.
 
@@ -442,7 +442,7 @@ def _is_table(item: Any) -> bool:
 
 
 def _lightcurve_tuple(item: Any, number: int) -> tuple[Any, ...]:
-    """``(t, y)`` or ``(t, y, dy)`` of one item of :meth:`Catalog.from_lightcurves`."""
+    """``(t, y)`` or ``(t, y, dy)`` of one item of :meth:`~clperiod.Catalog.from_lightcurves`."""
     if _is_table(item):
         from clperiod.io.frames import lightcurve_columns
 

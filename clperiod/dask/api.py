@@ -13,7 +13,7 @@ DataFrame with one row per object and the columns of
 :func:`clperiod.io.tables.result_columns`.
 
 Without a grid, the search uses the default grid of catalog runs
-(:class:`clperiod.pipeline.AutoGrid`: :meth:`FrequencyGrid.survey` over the
+(:class:`clperiod.pipeline.AutoGrid`: :meth:`~clperiod.FrequencyGrid.survey` over the
 whole frame), which costs one pass over the frame (computed when the search
 is built) for the longest baseline and the largest object.
 
@@ -132,10 +132,10 @@ def lombscargle(
         long layout.
     nan_policy
         ``"raise"`` or ``"omit"`` rows with a non-finite t, y or dy (see
-        :meth:`Catalog.from_arrays`).
+        :meth:`~clperiod.Catalog.from_arrays`).
     fap_method
         Method of the ``fap`` column (see
-        :meth:`LombScargleResult.false_alarm_probability`); None for none.
+        :meth:`~clperiod.LombScargleResult.false_alarm_probability`); None for none.
     shuffle
         Bring the rows of every object into one partition with Dask's
         shuffle on the id before the search. None (default): for the long
@@ -151,7 +151,7 @@ def lombscargle(
         known to be partitioned by id (LSDB, Parquet files that never cut an
         object) to stream the output.
     device
-        A device selection string (see :func:`clperiod.engine.devices.select_devices`)
+        A device selection string (see :func:`clperiod.select_devices`)
         used by every worker; default: each worker's own device
         (:func:`clperiod.dask.workers.worker_device`).
     **options

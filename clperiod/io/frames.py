@@ -69,7 +69,7 @@ def catalog_from_dataframe(
         Long format: stable-sort the rows by id first (objects then follow
         the sorted ids).
     nan_policy : {"raise", "omit"}
-        See :meth:`Catalog.from_arrays`.
+        See :meth:`~clperiod.Catalog.from_arrays`.
 
     Returns
     -------
@@ -80,7 +80,7 @@ def catalog_from_dataframe(
     ValueError
         A missing column (the message lists the columns found), a value that
         is not a number (named by column and row label), or the checks of
-        :class:`Catalog`.
+        :class:`~clperiod.Catalog`.
     """
     labels = frame.index
     series = _frame_column(frame, id_col)
@@ -130,7 +130,7 @@ def catalog_from_table(
     sort : bool
         Stable-sort the rows by id first.
     nan_policy : {"raise", "omit"}
-        See :meth:`Catalog.from_arrays`. Masked entries count as NaN.
+        See :meth:`~clperiod.Catalog.from_arrays`. Masked entries count as NaN.
 
     Returns
     -------
@@ -141,7 +141,7 @@ def catalog_from_table(
     ValueError
         A missing column, a time column with a non-time unit, ``dy`` whose
         unit does not convert to that of ``y`` (or has none while ``y`` has
-        one), or the checks of :class:`Catalog`.
+        one), or the checks of :class:`~clperiod.Catalog`.
     """
     names = list(table.colnames)
     require_columns([c for c in (id_col, t_col, y_col, dy_col) if c is not None], names)
@@ -173,14 +173,14 @@ def lightcurve_columns(
     table : pandas.DataFrame or astropy.table.Table
         One row per observation of one object.
     t_col, y_col : str
-        Time and value columns (converted as in :func:`catalog_from_dataframe`
-        and :func:`catalog_from_table`: datetimes and ``Time`` to MJD, units
+        Time and value columns (converted as in :func:`~clperiod.io.catalog_from_dataframe`
+        and :func:`~clperiod.io.catalog_from_table`: datetimes and ``Time`` to MJD, units
         dropped, masked entries NaN).
     dy_col : str or None
         Uncertainty column; ``"auto"`` (default): ``dy`` when the table has
         it; None: none.
     time_scale : str or None
-        For ``Time`` columns of astropy tables, as in :func:`catalog_from_table`.
+        For ``Time`` columns of astropy tables, as in :func:`~clperiod.io.catalog_from_table`.
 
     Returns
     -------

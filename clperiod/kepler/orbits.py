@@ -40,6 +40,7 @@ __all__ = [
 ]
 
 STANDARD = "per k e w m0"
+#: The parameter bases every RV function takes (``basis=``), radvel's names.
 BASES: tuple[str, ...] = (
     STANDARD,
     "per k secosw sesinw m0",

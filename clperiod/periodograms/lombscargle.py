@@ -107,7 +107,7 @@ class LombScargleResult(PeakResults):
             number of independent frequencies).
         power
             Powers to evaluate, shape ``(n_objects,)`` or ``(n_objects, k)``,
-            in this result's normalization; default :attr:`power_best`.
+            in this result's normalization; default ``power_best``.
 
         Returns
         -------
@@ -185,7 +185,7 @@ def lombscargle(
         and ``dy``; an object whose variation is below float64's resolution
         of its values is ZERO_VARIANCE. fp32 psd periodograms are float32 in
         the units of ``(y / dy)**2`` (``y**2`` without ``dy``): outside
-        :data:`FLOAT32_PSD_RANGE` they raise ValueError (the peaks, scaled in
+        ``FLOAT32_PSD_RANGE`` they raise ValueError (the peaks, scaled in
         float64, have no such limit).
     memory
         ``"local"`` stages observations through local memory in tiles,
@@ -195,7 +195,7 @@ def lombscargle(
     top_k
         Number of distinct peaks (local maxima) reported per object.
     device
-        Device selection (see :func:`clperiod.engine.devices.select_devices`);
+        Device selection (see :func:`clperiod.select_devices`);
         default from ``CLPERIOD_DEVICE``.
     nan_policy
         ``"raise"`` (default) on non-finite input, or ``"omit"`` to drop those
@@ -217,7 +217,7 @@ def lombscargle(
         Bad options or data, or fp64 requested on a device without fp64.
     MemoryError
         ``periodogram=True`` asks for more host memory than is available
-        (:func:`clperiod.engine.planner.available_host_memory`; the message names
+        (``clperiod.engine.planner.available_host_memory``; the message names
         the size), or an object too large for the device.
     """
     return _start(cat_or_t, grid, y, dy, method=method, normalization=normalization,

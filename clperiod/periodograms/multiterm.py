@@ -93,7 +93,7 @@ def multiterm_power(
         ``(grid.nf,)`` float64 powers; NaN where the model is degenerate
         (frequency 0, fewer distinct phases than unknowns), and everywhere
         when ``y`` does not vary within float64 resolution
-        (:data:`clperiod.periodograms.standardize.RESOLUTION`). The values are centred and
+        (``clperiod.periodograms.standardize.RESOLUTION``). The values are centred and
         scaled per light curve first, so a common scale of ``y`` and ``dy``
         or an offset of centred ``y`` leaves the powers unchanged.
 
@@ -238,7 +238,7 @@ def _check_options(nterms, fit_mean: bool, normalization: str, grid: FrequencyGr
 
 def _standardized(y: np.ndarray, dy: np.ndarray | None, center: bool) -> Standardized:
     """Each light curve (row of ``y``) centred (when ``center``) and scaled
-    (:func:`clperiod.periodograms.standardize.standardize`): the powers keep their precision
+    (``clperiod.periodograms.standardize.standardize``): the powers keep their precision
     for any finite scale and offset."""
     n_curves, n = y.shape
     offsets = np.arange(n_curves + 1, dtype=np.int64) * n

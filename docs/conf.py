@@ -1,0 +1,44 @@
+"""Sphinx configuration of the clperiod documentation (built with -W: warnings are errors)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from importlib import metadata
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, ROOT)  # document this checkout's clperiod, installed or not
+
+project = "clperiod"
+author = "clperiod developers"
+copyright = "clperiod developers, MIT licence"
+try:
+    release = metadata.version("clperiod")
+except metadata.PackageNotFoundError:
+    release = "0+unknown"
+
+extensions = [
+    "myst_parser",
+    "sphinx.ext.autodoc",
+    "numpydoc",
+]
+
+source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
+exclude_patterns = ["_build"]
+
+myst_heading_anchors = 3
+
+# Every cross-reference must resolve (a broken one fails the build). Other
+# projects' objects are not linked: intersphinx would need the network.
+nitpicky = True
+nitpick_ignore_regex = [
+    (r"py:.*", r"(numpy|scipy|astropy|pandas|pyarrow|pyopencl|dask|distributed|matplotlib)\..*"),
+]
+
+autodoc_default_options = {"members": True, "member-order": "bysource"}
+autodoc_typehints = "none"
+numpydoc_show_class_members = False
+
+html_theme = "pydata_sphinx_theme"
+html_title = f"clperiod {release}"
+html_static_path = ["_static"]
