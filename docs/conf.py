@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from importlib import metadata
 
@@ -42,3 +43,30 @@ numpydoc_show_class_members = False
 html_theme = "pydata_sphinx_theme"
 html_title = f"clperiod {release}"
 html_static_path = ["_static"]
+
+
+#: A Markdown link target: a relative path, then an optional ``#anchor``.
+_LINK = re.compile(r"\]\((?!\w+:)([^)#\s]+)(#[^)\s]*)?\)")
+
+
+def _repository_markdown_as_downloads(app, docname, source):
+    """Links to Markdown files outside docs/ (README files) become download links.
+
+    The pages link them with plain relative paths, which work on GitHub; MyST
+    would look for a document of that name instead of the file.
+    """
+    folder = os.path.dirname(os.path.join(app.srcdir, docname))
+    srcdir = os.path.realpath(app.srcdir)
+
+    def replace(match):
+        target = match.group(1)
+        path = os.path.realpath(os.path.join(folder, target))
+        if target.endswith(".md") and os.path.commonpath([path, srcdir]) != srcdir:
+            return f"](path:{target})"
+        return match.group(0)
+
+    source[0] = _LINK.sub(replace, source[0])
+
+
+def setup(app):
+    app.connect("source-read", _repository_markdown_as_downloads)
