@@ -19,19 +19,20 @@ is built) for the longest baseline and the largest object.
 
 Two input layouts are read:
 
-* long: one row per observation, with an id column (or index) and t, y and
-  optionally dy columns. The rows of an object must lie in one partition and
-  be contiguous there; ``ddf.set_index("id")`` guarantees both.
+* long: one row per observation, in any order, with an id column (or index)
+  and t, y and optionally dy columns. Unless the frame is indexed by id with
+  known divisions or has one partition, it is first shuffled on the id
+  (``shuffle=``); each partition is then sorted by id and time.
 * nested (LSDB, nested-pandas): one row per object, with an id column (or
   index) and a pyarrow ``list<struct<t, y[, dy]>>`` column of observations.
   The offsets of the Arrow list array are the catalog's offsets, so a
   partition is converted without a Python loop over objects. A null or empty
   list is an object with no points (status TOO_FEW_POINTS).
 
-Exactly once: an object whose rows are not contiguous within a partition, or
-that appears twice in a nested partition, raises a ValueError naming it. An
-object split over several partitions is found by a final check on the output
-ids (``check_ids=True``), which raises a ValueError naming the object and the
+Exactly once: an object that appears twice in a nested partition raises a
+ValueError naming it. In a frame that was not shuffled here, an object split
+over several partitions is found by a final check on the output ids
+(``check_ids``), which raises a ValueError naming the object and the
 partitions. Task retries never duplicate rows: each output partition is the
 result of exactly one successful task. A worker that dies has its tasks
 rescheduled by the Dask scheduler (up to the configured

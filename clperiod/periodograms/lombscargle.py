@@ -548,9 +548,9 @@ def _kernel_shape(
     devices: list[DeviceInfo], options: _Options, compensated: bool
 ) -> KernelShape:
     """One launch shape for all devices of a run (batches may go to any of them)."""
-    # Measured (bench/results): 16 frequencies per work-item amortise the exact
-    # seed sincos best on both the H100 and PoCL; GPUs want 128-wide groups,
-    # PoCL small ones (it vectorises across work-items and loops the rest).
+    # 16 frequencies per work-item amortise the exact seed sincos best on both
+    # the H100 and PoCL (bench/results/2026-11-21_h100-sxm_ls_kernel_sweep.json);
+    # GPUs want 128-wide groups, PoCL small ones (it vectorises across work-items).
     gpu = all(info.kind == "gpu" for info in devices)
     if not gpu:
         return KernelShape(wg=16, m=16)
