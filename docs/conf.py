@@ -18,6 +18,9 @@ try:
 except metadata.PackageNotFoundError:
     release = "0+unknown"
 
+# numpydoc (rather than sphinx.ext.napoleon) renders the docstrings: it is the
+# reference reader of their format, as in astropy, checks the section names,
+# and builds without a warning under -W.
 extensions = [
     "myst_parser",
     "sphinx.ext.autodoc",
@@ -37,7 +40,10 @@ nitpick_ignore_regex = [
 ]
 
 autodoc_default_options = {"members": True, "member-order": "bysource"}
+# the numpydoc sections give the types; annotations in signatures would repeat
+# them as unlinkable references
 autodoc_typehints = "none"
+# no member tables on top of the members themselves
 numpydoc_show_class_members = False
 
 html_theme = "pydata_sphinx_theme"
