@@ -198,7 +198,7 @@ class LombScargle(_AstropyLombScargle):
         Parameters
         ----------
         method : str
-            One of :attr:`available_methods`: astropy's method names, and
+            One of ``available_methods``: astropy's method names, and
             ``"clperiod"`` (as ``"auto"``); each computes the exact
             periodogram (module notes).
         method_kwds : dict, optional

@@ -400,7 +400,7 @@ class Catalog:
 def is_lightcurve_list(value: Any) -> bool:
     """Whether ``value`` is a non-empty list or tuple of light curves: tuples
     or lists ``(t, y[, dy])``, 2-D arrays (rows t, y[, dy]), pandas DataFrames
-    or astropy Tables (what :meth:`Catalog.from_lightcurves` takes)."""
+    or astropy Tables (what :meth:`~clperiod.Catalog.from_lightcurves` takes)."""
     if not isinstance(value, (list, tuple)) or not value:
         return False
     return all(isinstance(item, (list, tuple)) or is_table(item)
@@ -414,9 +414,9 @@ def catalog_of(value: Any, nan_policy: str = "raise", name: str = "catalog") -> 
     ----------
     value : Catalog or list
         A catalog, or a list of light curves (see
-        :meth:`Catalog.from_lightcurves`; ids ``0 .. K-1``).
+        :meth:`~clperiod.Catalog.from_lightcurves`; ids ``0 .. K-1``).
     nan_policy : {"raise", "omit"}
-        For a list: see :meth:`Catalog.from_arrays`.
+        For a list: see :meth:`~clperiod.Catalog.from_arrays`.
     name : str
         The argument's name in error messages.
 
@@ -434,7 +434,7 @@ def catalog_of(value: Any, nan_policy: str = "raise", name: str = "catalog") -> 
 
 
 def _lightcurve_tuple(item: Any, number: int) -> tuple[Any, ...]:
-    """``(t, y)`` or ``(t, y, dy)`` of one item of :meth:`Catalog.from_lightcurves`."""
+    """``(t, y)`` or ``(t, y, dy)`` of one item of :meth:`~clperiod.Catalog.from_lightcurves`."""
     if is_table(item):
         try:
             t, y, dy = lightcurve_columns(item)

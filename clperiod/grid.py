@@ -2,12 +2,12 @@
 
 Frequencies are ordinary (cycles per time unit).  Three ways to choose one:
 
-* :meth:`FrequencyGrid.from_range` -- the papers' semantics: ``nf`` points
+* :meth:`~clperiod.FrequencyGrid.from_range` -- the papers' semantics: ``nf`` points
   from ``fmin`` with step ``(fmax - fmin) / nf``, so ``fmax`` is excluded;
-* :meth:`FrequencyGrid.auto` -- astropy's ``LombScargle.autofrequency``;
-* :meth:`FrequencyGrid.survey` -- the default of catalog runs: astropy's rule,
-  extended up to periods of :data:`SURVEY_MIN_PERIOD` days at least;
-* :meth:`FrequencyGrid.richards` -- the Richards et al. (2011) rule used by
+* :meth:`~clperiod.FrequencyGrid.auto` -- astropy's ``LombScargle.autofrequency``;
+* :meth:`~clperiod.FrequencyGrid.survey` -- the default of catalog runs: astropy's rule,
+  extended up to periods of :data:`~clperiod.grid.SURVEY_MIN_PERIOD` days at least;
+* :meth:`~clperiod.FrequencyGrid.richards` -- the Richards et al. (2011) rule used by
   gpu_lomb_scargle (``df = 0.1 / T_max``).
 
 :func:`grid_warnings` says, per object, where a grid cannot resolve the data.
@@ -118,7 +118,7 @@ class FrequencyGrid:
         ----------
         catalog_or_t : Catalog, list or array_like
             A catalog, a list of light curves (as
-            :meth:`Catalog.from_lightcurves` takes), or the times of one
+            :meth:`~clperiod.Catalog.from_lightcurves` takes), or the times of one
             light curve.
         samples_per_peak : float
             Grid points across a peak of width ``1 / T``.
@@ -177,7 +177,7 @@ class FrequencyGrid:
             As in :meth:`auto`.
         min_period : float
             Shortest period searched at least, in the time unit (days for
-            MJD/JD/BJD times: :data:`SURVEY_MIN_PERIOD`, 0.05 d, by default).
+            MJD/JD/BJD times: :data:`~clperiod.grid.SURVEY_MIN_PERIOD`, 0.05 d, by default).
         minimum_frequency, maximum_frequency : float, optional
             Override the limits (``maximum_frequency`` replaces the rule).
 

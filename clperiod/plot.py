@@ -174,7 +174,7 @@ def plot_result(
         probability, which the plot says). Empty: no lines.
     fap_method : {"baluev", "davies", "naive", "townsend"}
         The false-alarm approximation, as in
-        :meth:`LombScargleResult.false_alarm_probability`.
+        :meth:`~clperiod.LombScargleResult.false_alarm_probability`.
     labels : PlotLabels, optional
         Names and units of t and y, and whether the y axis is inverted
         (default: ``PlotLabels()``, columns ``t`` and ``y`` without units).
@@ -346,7 +346,7 @@ def _false_alarm_levels(
 ) -> np.ndarray:
     """Powers of one object's periodogram with the given false-alarm probabilities.
 
-    The arguments :meth:`LombScargleResult.false_alarm_probability` uses,
+    The arguments :meth:`~clperiod.LombScargleResult.false_alarm_probability` uses,
     inverted with :func:`clperiod.periodograms.stats.false_alarm_level`.
     """
     t, _, dy = result.catalog.lightcurve(index)
@@ -549,7 +549,7 @@ def _axes(ax: Any, needed: int, path: Any) -> tuple[Figure, list[Axes]]:
 def _save(fig: Figure, path: Path) -> None:
     """Save ``fig`` to ``path`` (format from the suffix) through an exclusive
     temporary file, moved into place when complete
-    (:func:`clperiod.io.results.atomic_path`)."""
+    (``clperiod.io.results.atomic_path``)."""
     import matplotlib
 
     from clperiod.io.results import atomic_path

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up a machine to run clperiod from this checkout; safe to run again.
 #
-#   1. pip install -e ".[test,plot,progress]" (skipped when already done for
+#   1. pip install -e ".[test,plot,progress,docs]" (skipped when already done for
 #      this pyproject.toml and the imports work);
 #   2. pip install --no-deps radvel (the Keplerian RV peer of tests/benchmarks)
 #      unless it is there; a failure here only warns;
@@ -54,15 +54,16 @@ import clperiod
 assert os.path.dirname(os.path.dirname(os.path.realpath(clperiod.__file__))) == os.path.realpath(sys.argv[1])
 for name in ("pyopencl", "numpy", "scipy", "mako", "pytest", "hypothesis", "astropy",
              "matplotlib", "tqdm", "supersmoother", "mpmath", "pandas", "pyarrow",
-             "h5py", "dask", "distributed"):
+             "h5py", "dask", "distributed", "sphinx", "myst_parser", "pydata_sphinx_theme",
+             "numpydoc"):
     importlib.import_module(name)
 EOF
 }
 if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]] && installed; then
     say "clperiod already installed (editable) for $("$PYTHON" --version)"
 else
-    say "installing clperiod (editable) with extras test, plot, progress ..."
-    quietly "$PYTHON" -m pip install -e ".[test,plot,progress]"
+    say "installing clperiod (editable) with extras test, plot, progress, docs ..."
+    quietly "$PYTHON" -m pip install -e ".[test,plot,progress,docs]"
     mkdir -p build
     echo "$want" >"$stamp"
 fi

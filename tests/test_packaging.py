@@ -84,6 +84,7 @@ def test_sdist_has_sources_tests_and_scripts(dists):
     names = {n.split("/", 1)[1] for n in tarfile.open(dists[0]).getnames() if "/" in n}
     expected = ["pyproject.toml", "setup.cfg", "LICENSE", "README.md", "Makefile", ".ci/run",
                 "scripts/setup_env.sh", "examples/quickstart.py", "tests/io/test_io.py",
+                "CHANGES.md", "docs/conf.py", "bench/results/README.md",
                 *(f"cl_kernels/{k}" for k in KERNELS), *(f"clperiod/data/{d}" for d in DATA)]
     assert not [name for name in expected if name not in names]
 

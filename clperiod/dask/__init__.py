@@ -1,6 +1,6 @@
 """Period searches over Dask DataFrames, one device per worker.
 
-The public names live in :mod:`clperiod.dask.api`.
+The public names live in ``clperiod.dask.api``.
 """
 
 from clperiod.dask.api import (

@@ -13,25 +13,26 @@ DataFrame with one row per object and the columns of
 :func:`clperiod.io.tables.result_columns`.
 
 Without a grid, the search uses the default grid of catalog runs
-(:class:`clperiod.pipeline.AutoGrid`: :meth:`FrequencyGrid.survey` over the
+(:class:`clperiod.pipeline.AutoGrid`: :meth:`~clperiod.FrequencyGrid.survey` over the
 whole frame), which costs one pass over the frame (computed when the search
 is built) for the longest baseline and the largest object.
 
 Two input layouts are read:
 
-* long: one row per observation, with an id column (or index) and t, y and
-  optionally dy columns. The rows of an object must lie in one partition and
-  be contiguous there; ``ddf.set_index("id")`` guarantees both.
+* long: one row per observation, in any order, with an id column (or index)
+  and t, y and optionally dy columns. Unless the frame is indexed by id with
+  known divisions or has one partition, it is first shuffled on the id
+  (``shuffle=``); each partition is then sorted by id and time.
 * nested (LSDB, nested-pandas): one row per object, with an id column (or
   index) and a pyarrow ``list<struct<t, y[, dy]>>`` column of observations.
   The offsets of the Arrow list array are the catalog's offsets, so a
   partition is converted without a Python loop over objects. A null or empty
   list is an object with no points (status TOO_FEW_POINTS).
 
-Exactly once: an object whose rows are not contiguous within a partition, or
-that appears twice in a nested partition, raises a ValueError naming it. An
-object split over several partitions is found by a final check on the output
-ids (``check_ids=True``), which raises a ValueError naming the object and the
+Exactly once: an object that appears twice in a nested partition raises a
+ValueError naming it. In a frame that was not shuffled here, an object split
+over several partitions is found by a final check on the output ids
+(``check_ids``), which raises a ValueError naming the object and the
 partitions. Task retries never duplicate rows: each output partition is the
 result of exactly one successful task. A worker that dies has its tasks
 rescheduled by the Dask scheduler (up to the configured
@@ -132,10 +133,10 @@ def lombscargle(
         long layout.
     nan_policy
         ``"raise"`` or ``"omit"`` rows with a non-finite t, y or dy (see
-        :meth:`Catalog.from_arrays`).
+        :meth:`~clperiod.Catalog.from_arrays`).
     fap_method
         Method of the ``fap`` column (see
-        :meth:`LombScargleResult.false_alarm_probability`); None for none.
+        :meth:`~clperiod.LombScargleResult.false_alarm_probability`); None for none.
     shuffle
         Bring the rows of every object into one partition with Dask's
         shuffle on the id before the search. None (default): for the long
@@ -151,7 +152,7 @@ def lombscargle(
         known to be partitioned by id (LSDB, Parquet files that never cut an
         object) to stream the output.
     device
-        A device selection string (see :func:`clperiod.engine.devices.select_devices`)
+        A device selection string (see :func:`clperiod.select_devices`)
         used by every worker; default: each worker's own device
         (:func:`clperiod.dask.workers.worker_device`).
     **options

@@ -6,7 +6,7 @@ with a :class:`DeviceWarning`. This guards against runtimes that enumerate fine
 but cannot compile, such as the pip PoCL 3.0 wheel on CPUs newer than its LLVM
 ("unknown target CPU 'generic'").
 
-Selection (:func:`select_devices`) follows, in order: the explicit argument,
+Selection (:func:`~clperiod.select_devices`) follows, in order: the explicit argument,
 ``CLPERIOD_DEVICE``, ``PYOPENCL_CTX`` (pyopencl's own ``P:D`` grammar), then the
 default preference NVIDIA CUDA GPU > any GPU > CPU > other. Nothing here ever
 prompts.
@@ -25,7 +25,7 @@ devices selects *every* usable device of that class:
 * anything else: a substring of the device name, else of the platform name.
 
 Indices are those of ``cl.get_platforms()`` / ``platform.get_devices()`` and are
-shown in every :attr:`DeviceInfo.label`.
+shown in every :attr:`~clperiod.DeviceInfo.label`.
 """
 
 from __future__ import annotations
@@ -336,7 +336,8 @@ def list_devices() -> list[DeviceInfo]:
     """Every OpenCL device that passes the probe kernel, in platform/device order.
 
     The probe runs once per process; devices that fail it are reported once
-    with a :class:`DeviceWarning` and listed by :func:`skipped_devices`.
+    with a :class:`~clperiod.engine.devices.DeviceWarning` and listed by
+    :func:`~clperiod.engine.devices.skipped_devices`.
 
     Returns
     -------
@@ -621,7 +622,7 @@ def _pool(info: DeviceInfo, thread: object) -> cl_tools.MemoryPool:
 
 def trim_memory_pool(info: DeviceInfo, pool: cl_tools.MemoryPool | None = None) -> None:
     """Free the unused memory of ``pool`` (default :func:`memory_pool`) if it
-    holds more than :data:`POOL_HELD_FRACTION` of the device memory."""
+    holds more than ``POOL_HELD_FRACTION`` of the device memory."""
     pool = memory_pool(info) if pool is None else pool
     if pool.managed_bytes - pool.active_bytes > POOL_HELD_FRACTION * info.global_mem:
         pool.free_held()

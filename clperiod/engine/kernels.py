@@ -153,8 +153,8 @@ def declare_scalar_args(kernel: cl.Kernel, typedefs: dict[str, str] | None = Non
     argument information (programs built with ``-cl-kernel-arg-info``).
 
     pyopencl then packs scalar arguments itself instead of trying each kind of
-    argument in turn: setting a kernel's arguments goes from about 8 µs to
-    0.1 µs an argument (0.2 ms for a launch of 20 arguments). Scalars must
+    argument in turn, so batches queue sooner
+    (``bench/results/2026-11-22_h100-sxm_scalar_arg_dtypes.json``). Scalars must
     then be numbers (NumPy or Python) of the declared kind. ``typedefs`` maps
     type aliases of the source to OpenCL type names. Returns False, leaving
     the kernel as it was, where the information is missing or an argument is

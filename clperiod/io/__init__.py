@@ -1,6 +1,6 @@
 """Reading catalogs and light curves, writing results.
 
-The public names live in :mod:`clperiod.io.api`.
+The public names live in ``clperiod.io.api``.
 """
 
 from clperiod.io.api import (

@@ -115,7 +115,7 @@ def example_path(name: str) -> Path:
 
 
 def load_example(name: str) -> Catalog:
-    """Load a bundled example as a :class:`Catalog` (see :func:`example_path`)."""
+    """Load a bundled example as a :class:`~clperiod.Catalog` (see :func:`example_path`)."""
     return read_lightcurve_csv(example_path(name))
 
 
@@ -139,7 +139,7 @@ def read_lightcurve_csv(
         ``None`` (default): use the fourth column as ``dy`` when the file has
         four columns. ``True``: require it. ``False``: ignore it if present.
     nan_policy : {"raise", "omit"}
-        Passed to :meth:`Catalog.from_arrays`.
+        Passed to :meth:`~clperiod.Catalog.from_arrays`.
 
     Returns
     -------
@@ -151,7 +151,7 @@ def read_lightcurve_csv(
     ValueError
         Not 3 or 4 columns, ``with_errors=True`` without a ``dy`` column,
         unparsable numbers (the message names the row and column), or the
-        catalog checks of :meth:`Catalog.from_arrays`.
+        catalog checks of :meth:`~clperiod.Catalog.from_arrays`.
     """
     path = Path(path)
     n_columns = len(first_fields(path, ","))
@@ -198,7 +198,7 @@ def read_catalog(
         Stable-sort the rows by object id first, for files whose objects are
         not contiguous (the order of objects then follows the sorted ids).
     nan_policy : {"raise", "omit"}
-        Passed to :meth:`Catalog.from_arrays`.
+        Passed to :meth:`~clperiod.Catalog.from_arrays`.
 
     Returns
     -------
@@ -208,7 +208,7 @@ def read_catalog(
     ------
     ValueError
         A named column is missing (the message lists the columns found), or
-        the catalog checks of :meth:`Catalog.from_arrays` fail (e.g. an
+        the catalog checks of :meth:`~clperiod.Catalog.from_arrays` fail (e.g. an
         object's rows are not contiguous and ``sort`` is False).
     ImportError
         A Parquet file and neither pyarrow nor pandas is installed.
@@ -233,7 +233,7 @@ def read_catalog(
 
 def _catalog(path: Path, ids: np.ndarray, t: np.ndarray, y: np.ndarray, dy: np.ndarray | None,
              nan_policy: str) -> Catalog:
-    """:meth:`Catalog.from_arrays`, its errors prefixed with the file's name."""
+    """:meth:`~clperiod.Catalog.from_arrays`, its errors prefixed with the file's name."""
     try:
         return Catalog.from_arrays(ids, t, y, dy, nan_policy=nan_policy)
     except ValueError as error:

@@ -81,7 +81,7 @@ def catalog_from_dataframe(
         Long format: stable-sort the rows by id first (objects then follow
         the sorted ids).
     nan_policy : {"raise", "omit"}
-        See :meth:`Catalog.from_arrays`.
+        See :meth:`~clperiod.Catalog.from_arrays`.
 
     Returns
     -------
@@ -92,7 +92,7 @@ def catalog_from_dataframe(
     ValueError
         A missing column (the message lists the columns found), a value that
         is not a number (named by column and row label), or the checks of
-        :class:`Catalog`.
+        :class:`~clperiod.Catalog`.
     """
     labels = frame.index
     series = frame_column(frame, id_col)
@@ -140,7 +140,7 @@ def catalog_from_table(
     sort : bool
         Stable-sort the rows by id first.
     nan_policy : {"raise", "omit"}
-        See :meth:`Catalog.from_arrays`. Masked entries count as NaN.
+        See :meth:`~clperiod.Catalog.from_arrays`. Masked entries count as NaN.
 
     Returns
     -------
@@ -151,7 +151,7 @@ def catalog_from_table(
     ValueError
         A missing column, a time column with a non-time unit, ``dy`` whose
         unit does not convert to that of ``y`` (or has none while ``y`` has
-        one), or the checks of :class:`Catalog`.
+        one), or the checks of :class:`~clperiod.Catalog`.
     """
     names = list(table.colnames)
     require_columns([c for c in (id_col, t_col, y_col, dy_col) if c is not None], names)
@@ -180,7 +180,7 @@ def nested_to_catalog(ids: Any, nested: Any, fields: dict[str, str], *,
     fields : dict
         Role (``t``, ``y``, optionally ``dy``) -> struct field name.
     nan_policy : {"raise", "omit"}
-        See :meth:`Catalog.from_arrays`.
+        See :meth:`~clperiod.Catalog.from_arrays`.
     where : str
         Names the source in error messages.
 

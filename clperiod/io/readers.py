@@ -18,7 +18,7 @@ CSV is parsed with pandas (``.gz``, ``.bz2`` and ``.xz`` files decompressed
 on the fly) and Parquet with pyarrow, page by page (never a whole row group
 at once): ``pip install clperiod[catalog]``.
 
-**Chunks.** :class:`CatalogReader` yields :class:`CatalogChunk` objects: whole
+**Chunks.** :class:`CatalogReader` yields ``CatalogChunk`` objects: whole
 objects, at most ``chunk_rows`` observations and at most ``chunk_objects``
 objects each (an object longer than ``chunk_rows`` is a chunk of its own).
 An object whose rows span a read block is carried to the next block intact.
@@ -28,7 +28,7 @@ chunk.
 
 **Grouping.** The rows of one object must be contiguous, or the reader sorts
 them by id (``grouping="sort"``, or ``"auto"`` when a first read of the ids
-finds them not contiguous: :mod:`clperiod.io.grouping`, an external merge sort
+finds them not contiguous: ``clperiod.io.grouping``, an external merge sort
 with bounded memory). Chunks of a sorted file count rows in the sorted order.
 
 **Checks.** Errors name the file and the row. Rows are counted from 0 in the
@@ -149,8 +149,8 @@ class CatalogReader:
     """A catalog file opened for reading in chunks of whole objects.
 
     Iterating over the reader reads the file from the start and yields
-    :class:`CatalogChunk` objects; :meth:`read` returns the whole file as one
-    :class:`Catalog`.
+    ``CatalogChunk`` objects; :meth:`read` returns the whole file as one
+    :class:`~clperiod.Catalog`.
 
     Parameters
     ----------
@@ -189,7 +189,7 @@ class CatalogReader:
         Long layouts: ``"contiguous"`` (default) takes the rows of one object
         to be contiguous (an id that comes back after other objects is an
         error); ``"sort"`` sorts the rows by id first, for files in time order
-        (:mod:`clperiod.io.grouping`: an external merge sort with temporary files,
+        (``clperiod.io.grouping``: an external merge sort with temporary files,
         memory bounded; objects then follow the sorted ids and chunk rows count
         in that order); ``"auto"`` reads the id column once first and sorts
         only when the rows are not contiguous. Nested files have one row per

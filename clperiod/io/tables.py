@@ -27,7 +27,7 @@ def result_columns(result: Any, *, fap_method: str | None = "baluev") -> dict[st
         :class:`~clperiod.periodograms.supersmoother.SuperSmootherResult`.
     fap_method
         False-alarm-probability method for the ``fap`` column (Lomb-Scargle
-        only; see :meth:`LombScargleResult.false_alarm_probability`), or None
+        only; see :meth:`~clperiod.LombScargleResult.false_alarm_probability`), or None
         for no ``fap`` column.  SuperSmoother results have no analytic false
         alarm probability and never get the column.
 

@@ -1,6 +1,6 @@
 """Kepler's equation, Keplerian orbits and radial-velocity models on OpenCL devices.
 
-The public names live in :mod:`clperiod.kepler.api`.
+The public names live in ``clperiod.kepler.api``.
 """
 
 from clperiod.kepler.api import (

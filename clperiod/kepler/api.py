@@ -406,7 +406,7 @@ class RVLikelihood:
     ``theta`` holds, in this order: the 5 ``basis`` parameters of each
     planet, then (if ``offsets``) one offset per instrument, then (if
     ``jitter``) one jitter per instrument, then ``trend`` coefficients
-    (``dvdt``, then ``curv``); :attr:`names` lists them. Calling with
+    (``dvdt``, then ``curv``); ``names`` lists them. Calling with
     ``(n_walkers, ndim)`` returns ``(n_walkers,)`` (emcee's
     ``vectorize=True``), with ``-inf`` for invalid parameters (``P <= 0``,
     ``e`` outside ``[0, 1)``, non-finite values), so priors only need to add

@@ -7,16 +7,16 @@ and periods share one unit (days in practice); ``K`` is in velocity units.
 
 A basis names the five per-planet parameters, in order:
 
-==========================  =================================================
-basis                       parameters
-==========================  =================================================
-``"per k e w m0"``          period, K, e, w, mean anomaly at ``t_ref`` (rad)
+============================  ===============================================
+basis                         parameters
+============================  ===============================================
+``"per k e w m0"``            period, K, e, w, mean anomaly at ``t_ref`` (rad)
 ``"per k secosw sesinw m0"``  ... with sqrt(e) cos w, sqrt(e) sin w
-``"per k e w tp"``          ..., time of periastron
+``"per k e w tp"``            ..., time of periastron
 ``"per k secosw sesinw tp"``
-``"per k e w tc"``          ..., time of conjunction (transit): f = pi/2 - w
+``"per k e w tc"``            ..., time of conjunction (transit): f = pi/2 - w
 ``"per k secosw sesinw tc"``
-==========================  =================================================
+============================  ===============================================
 
 ``"per k e w m0"`` is the standard basis (Ford 2009's, with an explicit
 reference epoch); the device kernels read every basis directly (``tc``
@@ -40,6 +40,7 @@ __all__ = [
 ]
 
 STANDARD = "per k e w m0"
+#: The parameter bases every RV function takes (``basis=``), radvel's names.
 BASES: tuple[str, ...] = (
     STANDARD,
     "per k secosw sesinw m0",

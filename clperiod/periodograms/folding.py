@@ -146,7 +146,7 @@ class FoldInputs:
     Times are taken relative to each object's earliest one (in float64);
     fp64 and ``compat`` kernels get them in the kernel type with ``fmin`` and
     ``df``, other fp32 kernels the double-single phase inputs of
-    :meth:`FrequencyGrid.phase_inputs`.
+    :meth:`~clperiod.FrequencyGrid.phase_inputs`.
     """
 
     def __init__(self, queue: cl.CommandQueue, catalog: Catalog, grid: FrequencyGrid,

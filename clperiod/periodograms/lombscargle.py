@@ -107,7 +107,7 @@ class LombScargleResult(PeakResults):
             number of independent frequencies).
         power
             Powers to evaluate, shape ``(n_objects,)`` or ``(n_objects, k)``,
-            in this result's normalization; default :attr:`power_best`.
+            in this result's normalization; default ``power_best``.
 
         Returns
         -------
@@ -185,7 +185,7 @@ def lombscargle(
         and ``dy``; an object whose variation is below float64's resolution
         of its values is ZERO_VARIANCE. fp32 psd periodograms are float32 in
         the units of ``(y / dy)**2`` (``y**2`` without ``dy``): outside
-        :data:`FLOAT32_PSD_RANGE` they raise ValueError (the peaks, scaled in
+        ``FLOAT32_PSD_RANGE`` they raise ValueError (the peaks, scaled in
         float64, have no such limit).
     memory
         ``"local"`` stages observations through local memory in tiles,
@@ -195,7 +195,7 @@ def lombscargle(
     top_k
         Number of distinct peaks (local maxima) reported per object.
     device
-        Device selection (see :func:`clperiod.engine.devices.select_devices`);
+        Device selection (see :func:`clperiod.select_devices`);
         default from ``CLPERIOD_DEVICE``.
     nan_policy
         ``"raise"`` (default) on non-finite input, or ``"omit"`` to drop those
@@ -547,9 +547,9 @@ def _kernel_shape(
     devices: list[DeviceInfo], options: _Options, compensated: bool
 ) -> KernelShape:
     """One launch shape for all devices of a run (batches may go to any of them)."""
-    # Measured (bench/results): 16 frequencies per work-item amortise the exact
-    # seed sincos best on both the H100 and PoCL; GPUs want 128-wide groups,
-    # PoCL small ones (it vectorises across work-items and loops the rest).
+    # 16 frequencies per work-item amortise the exact seed sincos best on both
+    # the H100 and PoCL (bench/results/2026-11-21_h100-sxm_ls_kernel_sweep.json);
+    # GPUs want 128-wide groups, PoCL small ones (it vectorises across work-items).
     gpu = all(info.kind == "gpu" for info in devices)
     if not gpu:
         return KernelShape(wg=16, m=16)

@@ -37,12 +37,9 @@ _WG = 64
 #: Most powers (light curves x frequencies) one kernel call of
 #: :func:`multiterm_max_power` writes (32 MiB of float64).
 _MAX_BLOCK = 1 << 22
-#: Light curves per work-item of a batch on a CPU device: they share the
-#: cosines and sines of the times (1000 bootstrap resamplings x 1000
-#: frequencies on 2 PoCL cores: 2.0-2.2 s with 1, 0.52-0.57 s with 8). Other
-#: devices take 1: on an H100 (1000 x 300 points x 3750 frequencies) 2 per
-#: item saved 5-8 %, while 4 and 8 spilled registers at 6 terms (1.8x and 17x
-#: slower).
+#: Light curves per work-item of a batch on a CPU device, which share the
+#: cosines and sines of the times (fastest measured on PoCL); other devices
+#: take 1, as more spill registers on GPUs.
 _CPU_ROWS = 8
 
 
@@ -93,7 +90,7 @@ def multiterm_power(
         ``(grid.nf,)`` float64 powers; NaN where the model is degenerate
         (frequency 0, fewer distinct phases than unknowns), and everywhere
         when ``y`` does not vary within float64 resolution
-        (:data:`clperiod.periodograms.standardize.RESOLUTION`). The values are centred and
+        (``clperiod.periodograms.standardize.RESOLUTION``). The values are centred and
         scaled per light curve first, so a common scale of ``y`` and ``dy``
         or an offset of centred ``y`` leaves the powers unchanged.
 
@@ -238,7 +235,7 @@ def _check_options(nterms, fit_mean: bool, normalization: str, grid: FrequencyGr
 
 def _standardized(y: np.ndarray, dy: np.ndarray | None, center: bool) -> Standardized:
     """Each light curve (row of ``y``) centred (when ``center``) and scaled
-    (:func:`clperiod.periodograms.standardize.standardize`): the powers keep their precision
+    (``clperiod.periodograms.standardize.standardize``): the powers keep their precision
     for any finite scale and offset."""
     n_curves, n = y.shape
     offsets = np.arange(n_curves + 1, dtype=np.int64) * n

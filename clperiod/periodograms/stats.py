@@ -26,7 +26,7 @@ and uncentred data) Baluev's derivation is generalized: at one frequency
 the standard power is ``Beta(n, NK / 2)`` (psd: ``Gamma(n)``), and the Rice
 formula for the process whose ``2 n`` components are the cosines and sines
 of harmonics ``h = 1 .. n`` (frequency-derivative variance ``h**2`` times
-that of the fundamental) gives
+that of the fundamental) gives::
 
     tau(Z) = W A_n Gamma(n + NK/2) / (Gamma(n) Gamma((NK+1)/2))
              * Z**(n - 1/2) * (1 - Z)**((NK - 1)/2)           (standard)
@@ -84,7 +84,7 @@ def weighted_sum_of_squares(y: Any, dy: Any = None, *, center: bool = True) -> f
     Returns
     -------
     float
-        Computed in units of the data (:func:`clperiod.periodograms.standardize.standardize`),
+        Computed in units of the data (``clperiod.periodograms.standardize.standardize``),
         so it keeps its precision for any scale and offset that float64 holds.
     """
     refuse_masked("y", y)
@@ -287,7 +287,7 @@ def catalog_false_alarm_probability(
         Peak heights in ``normalization``, one row per object.
     catalog : Catalog or list
         The light curves the periodograms were computed from (a list as
-        :meth:`Catalog.from_lightcurves` takes).
+        :meth:`~clperiod.Catalog.from_lightcurves` takes).
     fmax : float
         Highest frequency searched.
     weighted : bool

@@ -100,7 +100,7 @@ class SuperSmootherResult(PeakResults):
         The ``top_k`` highest distinct peaks (local maxima), best first; NaN
         where an object has fewer peaks.
     status : ndarray of Status
-        OK, TOO_FEW_POINTS (fewer than :data:`MIN_POINTS`) or ZERO_VARIANCE.
+        OK, TOO_FEW_POINTS (fewer than ``MIN_POINTS``) or ZERO_VARIANCE.
     power : ndarray, shape (n_objects, nf), or None
         Full periodograms ``(n/2)(1 - chi2/chi0)`` (kernel precision) when
         requested; rows of objects that are not OK are NaN.
@@ -201,14 +201,14 @@ def supersmoother(
     top_k
         Number of distinct peaks (local maxima) reported per object.
     device
-        Device selection (see :func:`clperiod.engine.devices.select_devices`); several
+        Device selection (see :func:`clperiod.select_devices`); several
         devices share the work items dynamically.
     nan_policy
         ``"raise"`` (default) on non-finite input, or ``"omit"`` to drop those
         rows (only for array input).
     profile
         Time every stage (the device is synchronised around each, so the
-        total grows a little); see :attr:`SuperSmootherResult.timings`.
+        total grows a little); see ``SuperSmootherResult.timings``.
     progress
         Show a tqdm progress bar over the work items.
 

@@ -1,6 +1,6 @@
 """Resumable catalog runs in chunks, writing results as they go.
 
-The public names live in :mod:`clperiod.pipeline.run`.
+The public names live in ``clperiod.pipeline.run``.
 """
 
 from clperiod.pipeline.run import (

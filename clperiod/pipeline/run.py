@@ -75,9 +75,9 @@ class AutoGrid:
     """The default grid of catalog runs, resolved on the input.
 
     With ``min_period`` (default :data:`~clperiod.grid.SURVEY_MIN_PERIOD`,
-    0.05 days) it is :meth:`FrequencyGrid.survey` (astropy's rule, reaching
+    0.05 days) it is :meth:`~clperiod.FrequencyGrid.survey` (astropy's rule, reaching
     periods of ``min_period`` at least); with ``min_period=None`` astropy's
-    ``autofrequency`` (:meth:`FrequencyGrid.auto`). A run resolves it by
+    ``autofrequency`` (:meth:`~clperiod.FrequencyGrid.auto`). A run resolves it by
     reading the input once (:func:`catalog_extent`) for the longest baseline
     and the largest object, then keeps the grid in its manifest.
     """
@@ -285,7 +285,7 @@ def run_catalog(
         The input: an opened reader (its options decide the layout, columns
         and chunks), a file path (opened with defaults and ``chunk_rows``),
         or an in-memory catalog (identified by a hash of its content) or
-        list of light curves (:meth:`Catalog.from_lightcurves`).
+        list of light curves (:meth:`~clperiod.Catalog.from_lightcurves`).
     search : PeriodSearch
         Algorithm, grid and options.
     output : path-like
@@ -293,13 +293,13 @@ def run_catalog(
         :func:`clperiod.io.tables.result_columns`); Parquet or CSV.
     periodogram : path-like, optional
         Also write every periodogram there (``.npy``, ``.npz``, ``.h5``,
-        ``.parquet``; see :mod:`clperiod.io.results`).
+        ``.parquet``; see ``clperiod.io.results``).
     output_format, periodogram_format : str, optional
         Formats, default from the suffixes.
     chunk_rows : int
         Observations per chunk when ``source`` is a path or a Catalog.
     device
-        Device selection (see :func:`clperiod.engine.devices.select_devices`).
+        Device selection (see :func:`clperiod.select_devices`).
     restart : bool
         Discard a previous run's work directory instead of resuming it.
     progress : bool or None
@@ -312,7 +312,7 @@ def run_catalog(
     plot_ids : sequence, optional
         Ids of the objects to plot (matched by their string form; ids that
         the input lacks give a warning); default: the first
-        :data:`DEFAULT_PLOTS` objects of the input.
+        ``DEFAULT_PLOTS`` objects of the input.
     plot_format : str
         Figure file format (``png``, ``pdf``, ``svg``, ...).
     plot_labels : clperiod.plot.PlotLabels, optional

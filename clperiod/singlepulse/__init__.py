@@ -1,6 +1,6 @@
 """Single-pulse (boxcar matched-filter) search of de-dispersed time series.
 
-The public names live in :mod:`clperiod.singlepulse.boxcar`.
+The public names live in ``clperiod.singlepulse.boxcar``.
 """
 
 from clperiod.singlepulse.boxcar import (

@@ -22,7 +22,7 @@ avoids testing most pairs of a dense cluster:
    meets, so two runs hold a friendly pair exactly when
    ``dist([p, q], [p', q']) <= T`` (and the DM and width rules hold).
 2. Every segment looks up the segments that *start* in a window around its
-   ``[p, q]`` (:func:`_windows`), in the DM bands of ``dm_tol + 1`` rows
+   ``[p, q]`` (``_windows``), in the DM bands of ``dm_tol + 1`` rows
    next to its own: one sorted array and three binary searches per segment.
 3. The exact rule tests these candidates a few million at a time, and
    ``scipy.sparse.csgraph.connected_components`` joins the friends. Windows

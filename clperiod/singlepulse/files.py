@@ -9,7 +9,7 @@ Inputs (a DM x time array for :func:`clperiod.singlepulse.search`):
 
 Outputs (:func:`write_candidates` picks the writer from the file name; each
 file is written under an exclusive temporary name and moved into place when
-complete, :func:`clperiod.io.results.atomic_path`):
+complete, ``clperiod.io.results.atomic_path``):
 
 =================  ==================  ==============================================
 format             file name           layout
