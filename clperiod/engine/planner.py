@@ -128,7 +128,7 @@ class MemoryBudget:
 
 def plannable_memory(device: DeviceInfo, host_reserved: int = 0) -> int:
     """Global memory a plan may count on: all of it on a GPU; on a CPU device,
-    whose buffers are host memory, at most :data:`HOST_PLAN_FRACTION` of
+    whose buffers are host memory, at most ``HOST_PLAN_FRACTION`` of
     :func:`~clperiod.engine.staging.available_host_memory` less
     ``host_reserved`` (results the host allocates beside them). Under an
     address-space limit PoCL aborts the process instead of failing an

@@ -270,9 +270,9 @@ class Staging:
     Use: :meth:`upload` each input and :meth:`buffer` each work buffer,
     :meth:`result` each small output, then :meth:`send` (one block from
     :data:`PINNED_POOL`, inputs copied in, uploads queued); afterwards
-    :attr:`results` holds the output arrays (views of the block). Keep the
+    ``results`` holds the output arrays (views of the block). Keep the
     object until the batch's commands have finished (and keep the events of
-    copies into :attr:`results` in :attr:`events`: pyopencl waits for a copy
+    copies into ``results`` in ``events``: pyopencl waits for a copy
     whose event is freed, holding the GIL), then :meth:`release` it.
     """
 
@@ -300,7 +300,7 @@ class Staging:
         return buffer
 
     def result(self, shape: tuple[int, ...], dtype) -> int:
-        """Reserve a page-locked output array; its index in :attr:`results`."""
+        """Reserve a page-locked output array; its index in ``results``."""
         self._outputs.append((shape, np.dtype(dtype)))
         return len(self._outputs) - 1
 
@@ -348,7 +348,7 @@ _COPY_PART = 1 << 19  # elements per thread at least
 
 def in_parts(n: int, work: Callable[[int, int], None], min_part: int = _COPY_PART) -> None:
     """``work(lo, hi)`` over near-equal parts of ``range(n)``: the first in this
-    thread, the others on :mod:`clperiod.engine.workers` threads (NumPy lets go of the
+    thread, the others on ``clperiod.engine.workers`` threads (NumPy lets go of the
     interpreter in its loops); all in this thread when ``n`` is below two
     parts of ``min_part``."""
     parts = max(1, min(_COPY_WORKERS, n // min_part))
