@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from clperiod.catalog import Catalog
-from clperiod.io.readers import CatalogReader, open_catalog
+from clperiod.io.file_errors import is_damage, text_errors
 from clperiod.io.formats import (
     PARQUET_SUFFIXES,
     csv_header,
@@ -45,8 +45,8 @@ from clperiod.io.formats import (
     parquet_schema,
     readable_batches,
 )
-from clperiod.io.file_errors import is_damage, text_errors
 from clperiod.io.frames import catalog_from_dataframe, catalog_from_table, require_columns
+from clperiod.io.readers import CatalogReader, open_catalog
 from clperiod.io.results import write_periodograms, write_results
 
 __all__ = [
@@ -262,9 +262,9 @@ def _read_parquet(path: Path, names: list[str]) -> list[np.ndarray]:
             groups = range(parquet.metadata.num_row_groups)
             batches = itertools.chain.from_iterable(  # by row group: errors name the group
                 parquet.iter_batches(columns=names, row_groups=[g]) for g in groups)
-            batches = readable_batches(parquet.metadata, path, batches)
+            readable = readable_batches(parquet.metadata, path, batches)
             schema = pa.schema([parquet.schema_arrow.field(name) for name in names])
-            table = pa.Table.from_batches(list(batches), schema=schema)
+            table = pa.Table.from_batches(list(readable), schema=schema)
         return [table.column(name).to_numpy() for name in names]
     try:
         import pandas as pd
@@ -344,6 +344,7 @@ def read_rv(path: str | os.PathLike) -> RVData:
     csv_layout = "," in header
     names = header.replace(",", " ").split() if not csv_layout else header.split(",")
     names = [n.strip() for n in names]
+    columns: tuple[str, ...]
     if "mnvel" in names:
         columns = ("time", "mnvel", "errvel", "tel")
     else:
