@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
-from clperiod import kepler, singlepulse
+from clperiod import kepler
+from clperiod.kepler import orbits
+from clperiod import singlepulse
 from clperiod.catalog import Catalog, Status
 from clperiod.engine.devices import DeviceInfo, list_devices, select_devices
 from clperiod.grid import FrequencyGrid
-from clperiod.kepler import orbits
 from clperiod.periodograms.lombscargle import LombScargleResult, lombscargle, lombscargle_async
 from clperiod.periodograms.supersmoother import SuperSmootherResult, supersmoother
 

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from clperiod.catalog import Catalog
-from clperiod.io.file_errors import is_damage, text_errors
+from clperiod.io.readers import CatalogReader, open_catalog
 from clperiod.io.formats import (
     PARQUET_SUFFIXES,
     csv_header,
@@ -45,8 +45,8 @@ from clperiod.io.formats import (
     parquet_schema,
     readable_batches,
 )
+from clperiod.io.file_errors import is_damage, text_errors
 from clperiod.io.frames import catalog_from_dataframe, catalog_from_table, require_columns
-from clperiod.io.readers import CatalogReader, open_catalog
 from clperiod.io.results import write_periodograms, write_results
 
 __all__ = [

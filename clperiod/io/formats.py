@@ -350,7 +350,6 @@ def open_parquet(path: Path) -> Any:
     """A ``pyarrow.parquet.ParquetFile`` that reads as it goes, never a whole
     row group at once (memory-mapped up to :data:`MEMORY_MAP_BYTES`)."""
     metadata = parquet_metadata(path)
-    options: dict[str, Any]
     if os.stat(path).st_size <= MEMORY_MAP_BYTES:
         options = {"memory_map": True}
     else:

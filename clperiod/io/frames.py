@@ -209,10 +209,9 @@ def _frame_lightcurve(frame: Any, t_col: str, y_col: str,
     if dy_col == "auto":
         dy_col = "dy" if "dy" in frame.columns else None
     labels = frame.index
-    t = _numbers(_frame_column(frame, t_col), t_col, labels, times=True)
-    y = _numbers(_frame_column(frame, y_col), y_col, labels, times=False)
-    dy = None if dy_col is None else _numbers(_frame_column(frame, dy_col), dy_col, labels,
-                                              times=False)
+    t, y, dy = (None if col is None
+                else _numbers(_frame_column(frame, col), col, labels, times=role == "t")
+                for role, col in (("t", t_col), ("y", y_col), ("dy", dy_col)))
     return t, y, dy
 
 
