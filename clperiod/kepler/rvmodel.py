@@ -306,8 +306,7 @@ def plan(info: DeviceInfo, n_obs: int, n_inst: int, precision: str, layout: str 
     elif (memory == "constant" and not constant_ok) or (memory == "local" and not local_ok):
         raise ValueError(f"memory={memory!r}: {n_obs} observations ({obs_bytes} bytes) do not fit "
                          f"the {memory} memory of {info.label}")
-    return Plan(real, phase, layout, memory, info.compute_units,
-                choose_kepler_method(info, method))
+    return Plan(real, phase, layout, memory, info.compute_units, choose_kepler_method(info, method))
 
 
 def _ds(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -424,8 +423,7 @@ class ModelEvaluator:
         self.info = select_devices(device)[0]
         self.basis = basis
         self.ecc_form, self.time_form = orbits.check_basis(basis)
-        self.statistic, self.trend = statistic, trend
-        self.has_offsets, self.has_jitter = offsets, jitter
+        self.statistic, self.has_offsets, self.has_jitter, self.trend = statistic, offsets, jitter, trend
         self.n_planets = n_planets
         n_inst = len(obs.instruments)
         self.plan = plan(self.info, obs.n_obs, n_inst, precision, layout, memory, phase_arithmetic,
@@ -438,7 +436,7 @@ class ModelEvaluator:
             real=self.plan.real, phase=self.plan.phase, n_planets=n_planets,
             ecc_form=self.ecc_form, time_form=self.time_form,
             n_inst=n_inst, statistic=statistic, offsets=offsets, jitter=jitter, trend=trend,
-            space=self.plan.memory, method=self.plan.method), strict=True))
+            space=self.plan.memory, method=self.plan.method)))
         self._upload_observations()
         self._slots: dict[int, _Slot] = {}
 
@@ -450,8 +448,7 @@ class ModelEvaluator:
         if self.statistic == "profile":
             # centre each instrument (its offset absorbs any constant) so the
             # single-precision sums do not cancel; added back to the offsets
-            self._centre = np.array([v[a:b].mean()
-                                     for a, b in zip(obs.seg[:-1], obs.seg[1:], strict=True)])
+            self._centre = np.array([v[a:b].mean() for a, b in zip(obs.seg[:-1], obs.seg[1:])])
             v = v - np.repeat(self._centre, np.diff(obs.seg))
         var = obs.sigma[order] ** 2
         w = var if self.has_jitter else 1.0 / var
