@@ -371,7 +371,7 @@ class CatalogReader:
         return _join_catalogs(parts)
 
     def _chunk(self, index: int, block: Block, check: ChunkCheck) -> CatalogChunk:
-        t, y, dy = block.columns["t"], block.columns["y"], block.columns.get("dy")
+        t, y, dy = (block.columns.get(name) for name in ("t", "y", "dy"))
         if self.nan_policy == "raise":
             # check verifies every id and value (before the catalog is used),
             # and the arrays are this reader's own: lock them instead of
