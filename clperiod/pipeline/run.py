@@ -128,7 +128,8 @@ class AutoGrid:
         limits = (self.samples_per_peak, self.nyquist_factor)
         low, high = self.minimum_frequency, self.maximum_frequency
         if self.min_period is None:
-            return FrequencyGrid.auto(times, *limits, minimum_frequency=low, maximum_frequency=high)
+            return FrequencyGrid.auto(times, *limits, minimum_frequency=low,
+                                      maximum_frequency=high)
         return FrequencyGrid.survey(times, *limits, self.min_period, minimum_frequency=low,
                                     maximum_frequency=high)
 
