@@ -54,7 +54,7 @@ import clperiod
 assert os.path.dirname(os.path.dirname(os.path.realpath(clperiod.__file__))) == os.path.realpath(sys.argv[1])
 for name in ("pyopencl", "numpy", "scipy", "mako", "pytest", "hypothesis", "astropy",
              "matplotlib", "tqdm", "supersmoother", "mpmath", "pandas", "pyarrow",
-             "h5py", "dask", "distributed", "ruff", "mypy"):
+             "h5py", "dask", "distributed"):
     importlib.import_module(name)
 EOF
 }
