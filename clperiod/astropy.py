@@ -77,9 +77,9 @@ except ImportError as error:  # pragma: no cover - exercised only without astrop
     raise ImportError("clperiod.astropy needs astropy: pip install clperiod[astropy]") from error
 
 from clperiod import checks
-from clperiod.periodograms import stats
 from clperiod.catalog import Catalog, Status
 from clperiod.grid import FrequencyGrid, uniform_runs
+from clperiod.periodograms import stats
 from clperiod.periodograms.inputs import check_choice
 from clperiod.periodograms.lombscargle import Precision, lombscargle
 from clperiod.periodograms.multiterm import MAX_NTERMS, multiterm_max_power, multiterm_power
@@ -659,4 +659,5 @@ def _grid_power(t: np.ndarray, y: np.ndarray, dy: np.ndarray | None, grid: Frequ
     if status != Status.OK:
         raise ValueError(f"clperiod cannot evaluate this light curve ({len(t)} points): "
                          f"{status.name}")
+    assert result.power is not None  # asked for with periodogram=True
     return result.power[0].astype(np.float64)

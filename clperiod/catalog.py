@@ -16,7 +16,7 @@ import operator
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -198,7 +198,7 @@ class Catalog:
         if len({len(item) == 3 and item[2] is not None for item in items}) > 1:
             raise ValueError("give dy for every light curve or for none")
         parts = [_columns(*item, copy=False) for item in items]  # concatenate copies
-        for object_id, (part, _) in zip(ids, parts):
+        for object_id, (part, _) in zip(ids, parts, strict=True):
             _check_lengths(part, f" of object {_show(object_id)}")
         lengths = [part["t"].size for part, _ in parts]
         if sum(lengths) == 0:
@@ -272,7 +272,8 @@ class Catalog:
         repeat = _first_repeat(ids)
         if repeat is not None:
             raise ValueError(
-                f"duplicate object id {_show(ids[repeat[0]])} (objects {repeat[0]} and {repeat[1]})"
+                f"duplicate object id {_show(ids[repeat[0]])} "
+                f"(objects {repeat[0]} and {repeat[1]})"
             )
         return _build(cls, ids, offsets, columns, nan_policy, masked)
 
@@ -397,7 +398,7 @@ class Catalog:
 
 
 # ---------------------------------------------------------------------- lists
-def is_lightcurve_list(value: Any) -> bool:
+def is_lightcurve_list(value: Any) -> TypeGuard[list | tuple]:
     """Whether ``value`` is a non-empty list or tuple of light curves: tuples
     or lists ``(t, y[, dy])``, 2-D arrays (rows t, y[, dy]), pandas DataFrames
     or astropy Tables (what :meth:`~clperiod.Catalog.from_lightcurves` takes)."""

@@ -25,8 +25,8 @@ __all__ = ["build_parser", "main"]
 #: Exceptions that a command reports as ``clperiod: error: ...`` (exit status 1):
 #: the readers' errors on bad or damaged input (which they raise as ValueErrors
 #: naming the file; the raw kinds are listed too), bad options, failed searches.
-_ERRORS = (OSError, ValueError, TypeError, RuntimeError, ImportError, KeyError, MemoryError, EOFError,
-           zlib.error, lzma.LZMAError, csv.Error)
+_ERRORS = (OSError, ValueError, TypeError, RuntimeError, ImportError, KeyError, MemoryError,
+           EOFError, zlib.error, lzma.LZMAError, csv.Error)
 
 
 def _fail(exc: BaseException) -> int:
@@ -219,9 +219,9 @@ def _search_grid(args: argparse.Namespace) -> Any:
     if fmin is None or (fmax is None) == (args.df is None):
         raise ValueError("--nf needs --fmin (or --max-period) and one of --fmax (or "
                          "--min-period) or --df")
-    if args.df is not None:
-        return FrequencyGrid.from_step(fmin, args.df, args.nf)
-    return FrequencyGrid.from_range(fmin, fmax, args.nf)
+    if fmax is not None:
+        return FrequencyGrid.from_range(fmin, fmax, args.nf)
+    return FrequencyGrid.from_step(fmin, args.df, args.nf)
 
 
 def _frequency_bound(frequency: float | None, period: float | None, option: str) -> float | None:
@@ -239,7 +239,7 @@ def _search_options(args: argparse.Namespace) -> dict[str, Any]:
     if args.command == "lombscargle":
         options |= {"method": args.method,
                     "normalization": None if args.normalization == "none" else args.normalization}
-        flags = ("fit_mean", "center_data")
+        flags: tuple[str, ...] = ("fit_mean", "center_data")
     else:
         options |= {"variant": args.variant, "alpha": args.alpha, "compat": args.compat}
         flags = ("periodic",)
@@ -507,8 +507,8 @@ def _read_params(path: str) -> Any:
     """Model parameters ``(n_models, n_planets, 5)`` from a .npy or text file."""
     import numpy as np
 
-    from clperiod.io.formats import are_numbers, leading_record
     from clperiod.io.file_errors import is_damage, text_errors
+    from clperiod.io.formats import are_numbers, leading_record
 
     if path.endswith(".npy"):
         try:
@@ -616,7 +616,7 @@ def _run_rv_search(args: argparse.Namespace) -> int:
     for number, (period, k, e, w, m0) in enumerate(planets, start=1):
         print(f"{number:>6} {period:14.6f} {k:10.4f} {e:6.3f} {w:8.3f} {m0:8.3f}")
     offsets = ", ".join(f"{label}: {value:.3f}"
-                        for label, value in zip(last.instruments, last.offsets[0]))
+                        for label, value in zip(last.instruments, last.offsets[0], strict=True))
     print(f"offsets: {offsets}")
     return 0
 

@@ -449,7 +449,8 @@ def _run_grid(run: np.ndarray, tolerance: float) -> FrequencyGrid:
 def _times(catalog_or_t: Catalog | Any) -> np.ndarray:
     """Checked float64 times (masked entries left out)."""
     mask = mask_of(catalog_or_t)
-    t = np.asarray(np.ma.getdata(getattr(catalog_or_t, "unmasked", catalog_or_t)))
+    values: Any = getattr(catalog_or_t, "unmasked", catalog_or_t)
+    t = np.asarray(np.ma.getdata(values))
     if mask is not None and t.shape == mask.shape:
         t = t[~mask]
     if t.dtype.kind not in "iuf":

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from clperiod.periodograms import stats
 from clperiod.catalog import Catalog, Status
+from clperiod.periodograms import stats
 from clperiod.periodograms.lombscargle import LombScargleResult
 from clperiod.periodograms.supersmoother import SuperSmootherResult
 
@@ -331,7 +331,7 @@ def _draw_false_alarm_levels(
     from matplotlib.transforms import blended_transform_factory
 
     label_at = blended_transform_factory(ax.transAxes, ax.transData)
-    for k, (p, level) in enumerate(zip(probabilities, levels)):
+    for k, (p, level) in enumerate(zip(probabilities, levels, strict=True)):
         if not math.isfinite(level):
             continue
         color = _FAP_COLORS[k % len(_FAP_COLORS)]
@@ -535,15 +535,19 @@ def _axes(ax: Any, needed: int, path: Any) -> tuple[Figure, list[Axes]]:
         else:
             import matplotlib.pyplot as plt
 
-            fig, axes = plt.subplots(needed, 1, figsize=size, squeeze=False)
-            axes = list(axes[:, 0])
+            fig, grid = plt.subplots(needed, 1, figsize=size, squeeze=False)
+            axes = list(grid[:, 0])
         return fig, axes
     from matplotlib.axes import Axes as AxesClass
+    from matplotlib.figure import SubFigure
 
     axes = [ax] if isinstance(ax, AxesClass) else list(ax)
     if len(axes) < needed:
         raise ValueError(f"ax must provide {needed} Axes (periodogram, fold); got {len(axes)}")
-    return axes[0].figure, axes[-needed:]
+    figure = axes[0].figure
+    if isinstance(figure, SubFigure):  # the whole figure: it is what can be saved
+        figure = figure.figure
+    return figure, axes[-needed:]
 
 
 def _save(fig: Figure, path: Path) -> None:

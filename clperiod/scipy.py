@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from clperiod.grid import FrequencyGrid, uniform_runs
+from clperiod.periodograms.lombscargle import Normalization
 from clperiod.periodograms.multiterm import multiterm_coefficients, multiterm_power
 from clperiod.periodograms.standardize import standardize
 
@@ -193,7 +194,7 @@ class _Fit:
     def _on_runs(self, frequency: np.ndarray, evaluate, shape: tuple[int, ...]) -> np.ndarray:
         """``evaluate(grid)`` on each uniform run of ``frequency``; all NaN (every
         frequency degenerate) when there are fewer points than parameters."""
-        values = np.full((frequency.size,) + shape, np.nan)
+        values = np.full((frequency.size, *shape), np.nan)
         if self.t.size < 2 + self.floating_mean:
             return values
         runs = uniform_runs(frequency, MAX_RUNS)
@@ -213,7 +214,7 @@ class _Fit:
     def _run_standard(self, grid: FrequencyGrid) -> np.ndarray:
         return self._run_power(grid, "standard")
 
-    def _run_power(self, grid: FrequencyGrid, normalization: str) -> np.ndarray:
+    def _run_power(self, grid: FrequencyGrid, normalization: Normalization) -> np.ndarray:
         return multiterm_power(self.t, self.y, self.w**-0.5, grid, 1,
                                fit_mean=self.floating_mean, center_data=False,
                                normalization=normalization, device=self.device)
@@ -271,7 +272,7 @@ def _positional_options(args: tuple, **given: Any) -> tuple:
     names = _POSITIONAL[: len(args)]
     defaults = {"precenter": _UNSET, "normalize": False, "weights": None,
                 "floating_mean": False}
-    for name, value in zip(names, args):
+    for name, value in zip(names, args, strict=True):
         if given[name] is not defaults[name]:
             raise TypeError(f"lombscargle got multiple values for argument {name!r}")
         given[name] = value

@@ -52,18 +52,18 @@ import numpy as np
 
 from clperiod import checks
 from clperiod.catalog import NAN_POLICIES, Catalog
-from clperiod.io.formats import struct_fields
-from clperiod.io.chunks import show_id
 from clperiod.dask.workers import worker_device
-from clperiod.io.frames import catalog_from_dataframe
 from clperiod.grid import FrequencyGrid
+from clperiod.io.chunks import show_id
+from clperiod.io.formats import struct_fields
+from clperiod.io.frames import catalog_from_dataframe
+from clperiod.io.tables import result_columns
 from clperiod.periodograms.inputs import check_top_k
 from clperiod.periodograms.lombscargle import MAX_TOP_K as _LS_MAX_TOP_K
 from clperiod.periodograms.lombscargle import lombscargle as _lombscargle
 from clperiod.periodograms.supersmoother import MAX_TOP_K as _SS_MAX_TOP_K
 from clperiod.periodograms.supersmoother import supersmoother as _supersmoother
 from clperiod.pipeline.run import AutoGrid
-from clperiod.io.tables import result_columns
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
@@ -175,8 +175,8 @@ def lombscargle(
         Dask is not installed (``pip install clperiod[dask]``).
     """
     layout = _layout(ddf, id_col, t_col, y_col, dy_col, nested_col)
-    grid = _resolved_grid(grid, ddf, layout, nan_policy)
-    return _map_search(_lombscargle, _LS_MAX_TOP_K, ddf, grid, layout, nan_policy, fap_method,
+    resolved = _resolved_grid(grid, ddf, layout, nan_policy)
+    return _map_search(_lombscargle, _LS_MAX_TOP_K, ddf, resolved, layout, nan_policy, fap_method,
                        _Partitioning.build(ddf, layout, shuffle, check_ids), device, options)
 
 
@@ -202,8 +202,8 @@ def supersmoother(
     ``alpha``, ``precision``, ``top_k``, ...).
     """
     layout = _layout(ddf, id_col, t_col, y_col, dy_col, nested_col)
-    grid = _resolved_grid(grid, ddf, layout, nan_policy)
-    return _map_search(_supersmoother, _SS_MAX_TOP_K, ddf, grid, layout, nan_policy, None,
+    resolved = _resolved_grid(grid, ddf, layout, nan_policy)
+    return _map_search(_supersmoother, _SS_MAX_TOP_K, ddf, resolved, layout, nan_policy, None,
                        _Partitioning.build(ddf, layout, shuffle, check_ids), device, options)
 
 
@@ -446,7 +446,7 @@ def _partition_catalog(frame: pd.DataFrame, layout: _Layout, nan_policy: str) ->
         import pyarrow as pa
 
         present = struct_fields(pa.array(frame[layout.nested_col]).type) or []
-        fields = fields + (DY_NAME,) if DY_NAME in present else fields
+        fields = (*fields, DY_NAME) if DY_NAME in present else fields
     return catalog_from_dataframe(frame, layout.id_col, *fields, nested_col=layout.nested_col,
                                   nan_policy=nan_policy)
 

@@ -309,6 +309,7 @@ def _probe_all() -> _Discovery:
         warnings.warn(
             f"clperiod: skipping OpenCL device {entry.label}: {entry.reason}",
             DeviceWarning,
+            stacklevel=1,  # discovery is cached and shared: no caller frame is the user's
         )
     return _Discovery(tuple(records), tuple(usable), tuple(skipped), None)
 
@@ -442,7 +443,8 @@ def _parse_pyopencl_ctx(spec: str, found: _Discovery) -> list[DeviceInfo]:
     for part in (dev_part or "0").split(","):
         dev_index = _pick_device(part.strip().lower(), names)
         wanted = (plat_index, dev_index)
-        info = next((d for d in found.usable if (d.platform_index, d.device_index) == wanted), None)
+        info = next((d for d in found.usable
+                     if (d.platform_index, d.device_index) == wanted), None)
         if info is None:
             raise _no_match(f"{source} (device {part!r} of platform {plat_index})", found)
         chosen.append(info)

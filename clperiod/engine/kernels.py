@@ -76,7 +76,7 @@ _build_seconds = [0.0]  # wall time spent in _build, all threads
 _BUILD_OPTIONS = ["-cl-kernel-arg-info"]
 _TYPEDEF = re.compile(r"\btypedef\s+(\w+)\s+(\w+)\s*;")
 #: OpenCL scalar types by name.
-_SCALAR_TYPES = {
+_SCALAR_TYPES: dict[str, type[np.generic]] = {
     "char": np.int8, "uchar": np.uint8, "short": np.int16, "ushort": np.uint16,
     "int": np.int32, "uint": np.uint32, "long": np.int64, "ulong": np.uint64,
     "float": np.float32, "double": np.float64,
@@ -162,7 +162,7 @@ def declare_scalar_args(kernel: cl.Kernel, typedefs: dict[str, str] | None = Non
     """
     typedefs = typedefs or {}
     private = cl.kernel_arg_address_qualifier.PRIVATE
-    types = []
+    types: list[type[np.generic] | None] = []
     try:
         for index in range(kernel.num_args):
             if kernel.get_arg_info(index, cl.kernel_arg_info.ADDRESS_QUALIFIER) != private:

@@ -263,9 +263,9 @@ def _read_parquet(path: Path, names: list[str]) -> list[np.ndarray]:
             groups = range(parquet.metadata.num_row_groups)
             batches = itertools.chain.from_iterable(  # by row group: errors name the group
                 parquet.iter_batches(columns=names, row_groups=[g]) for g in groups)
-            batches = readable_batches(parquet.metadata, path, batches)
+            readable = readable_batches(parquet.metadata, path, batches)
             schema = pa.schema([parquet.schema_arrow.field(name) for name in names])
-            table = pa.Table.from_batches(list(batches), schema=schema)
+            table = pa.Table.from_batches(list(readable), schema=schema)
         return [table.column(name).to_numpy() for name in names]
     try:
         import pandas as pd
@@ -345,6 +345,7 @@ def read_rv(path: str | os.PathLike) -> RVData:
     csv_layout = "," in header
     names = header.replace(",", " ").split() if not csv_layout else header.split(",")
     names = [n.strip() for n in names]
+    columns: tuple[str, ...]
     if "mnvel" in names:
         columns = ("time", "mnvel", "errvel", "tel")
     else:

@@ -52,8 +52,9 @@ class Chunker:
     ``chunk_rows`` observations and at most ``chunk_objects`` objects, and at
     least one object. With ``first_rows`` the limit ramps up: chunk ``i``
     holds at most ``min(chunk_rows, first_rows * 2**i)`` observations, so a
-    run's first chunk is read (and its device busy) soon. The cut is made only once data that could change it
-    cannot arrive any more, so it never depends on the block boundaries.
+    run's first chunk is read (and its device busy) soon. The cut is made only
+    once data that could change it cannot arrive any more, so it never depends
+    on the block boundaries.
 
     Blocks wait in a list and are joined only when a chunk can be cut, so an
     object spanning many blocks is copied once, not once per block.
@@ -133,7 +134,8 @@ def _join(blocks: list[Block]) -> Block:
     """Consecutive blocks as one; an open last object continues into the next block."""
     if len(blocks) == 1:
         return blocks[0]
-    ids, ends = [], []
+    ids: list[np.ndarray] = []
+    ends: list[np.ndarray] = []
     base = 0
     for k, block in enumerate(blocks):
         block_ids, block_ends = block.ids, block.offsets[1:] + base

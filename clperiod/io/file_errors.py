@@ -16,14 +16,14 @@ import contextlib
 import gzip
 import lzma
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 __all__ = ["damage_message", "is_damage", "open_binary", "text_errors"]
 
 #: Openers of compressed files by suffix (the text readers use the same ones).
-OPENERS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
+OPENERS: dict[str, Callable[..., IO[Any]]] = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
 #: Bytes read at a time when looking for the damage.
 _SCAN_BYTES = 1 << 20
 #: Byte-order marks of encodings that are not UTF-8.

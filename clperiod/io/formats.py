@@ -12,7 +12,7 @@ import csv
 import itertools
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -72,7 +72,7 @@ def csv_blocks(path: Path, layout: str, roles: dict[str, str], delimiter: str,
                           "pip install clperiod[catalog]") from None
     if layout == "lightcurve-csv":
         names = lightcurve_columns(path, delimiter)
-        options = {"header": None, "names": names, "comment": "#"}
+        options: dict[str, Any] = {"header": None, "names": names, "comment": "#"}
         lines_before = 0
     else:
         skip, names = csv_header(path, delimiter)
@@ -179,14 +179,15 @@ class _ShortRows:
         """Line number (from 1) and fields of data row ``row`` (asked in increasing order)."""
         if self._records is None:
             self._handle = open_text(self.path)
-            lines = itertools.islice(self._handle, self.lines_before, None)
+            lines: Iterator[str] = itertools.islice(self._handle, self.lines_before, None)
             if self.layout == "lightcurve-csv":
                 lines = (line.split("#", 1)[0] for line in lines)
             self._records = csv.reader(lines, delimiter=self.delimiter, skipinitialspace=True)
         while self._row < row:
-            self._last = next(self._records, None)
-            if self._last is None:
+            record = next(self._records, None)
+            if record is None:
                 return 0, list(self.names)  # the file changed: nothing to tell
+            self._last = record
             if len(self._last) > 1 or "".join(self._last).strip():  # pandas skips blank lines
                 self._row += 1
         return self.lines_before + self._records.line_num, self._last
@@ -212,6 +213,7 @@ def _csv_ids(path: Path, ids: Any, first_row: int, kind: str) -> np.ndarray:
     import pandas as pd
 
     limits = np.iinfo(kind)
+    bad: np.ndarray | list[int]
     if pd.api.types.is_integer_dtype(ids.dtype):
         values = ids.to_numpy()
         bad = np.flatnonzero((values < limits.min) | (values > limits.max))
@@ -243,7 +245,8 @@ def _csv_numbers(path: Path, values: Any, name: str, first_row: int) -> np.ndarr
     """A block's column as float64 (empty -> NaN), naming the row of a non-number."""
     import pandas as pd
 
-    if pd.api.types.is_numeric_dtype(values.dtype) and not pd.api.types.is_bool_dtype(values.dtype):
+    if (pd.api.types.is_numeric_dtype(values.dtype)
+            and not pd.api.types.is_bool_dtype(values.dtype)):
         return values.to_numpy(dtype=np.float64, na_value=np.nan)
     numbers = pd.to_numeric(values, errors="coerce")
     bad = np.flatnonzero(numbers.isna().to_numpy() & values.notna().to_numpy())
@@ -260,7 +263,7 @@ def _plain(value: Any) -> Any:
 
 def open_text(path: Path) -> IO[str]:
     """Open a text file, decompressing ``.gz``, ``.bz2`` and ``.xz`` files (a BOM is dropped)."""
-    opener = OPENERS.get(path.suffix.lower(), open)
+    opener: Callable[..., IO[str]] = OPENERS.get(path.suffix.lower(), open)
     return opener(path, "rt", encoding="utf-8-sig", newline="")
 
 
@@ -436,7 +439,7 @@ def _nested_blocks(parquet: Any, path: Path, roles: dict[str, str], nested_col: 
     roles = {role: name for role, name in roles.items() if role != "id"}
     row = 0
     with parquet:
-        paths = [id_col] + _leaf_paths(parquet.schema, nested_col, set(roles.values()))
+        paths = [id_col, *_leaf_paths(parquet.schema, nested_col, set(roles.values()))]
         objects = _objects_per_block(parquet, paths[1], rows)
         first_objects = _objects_per_block(parquet, paths[1], first or rows)
         batches = _ramped_batches(parquet, paths, first_objects, objects)
@@ -540,7 +543,8 @@ def nested_block(nested: Any, ids: np.ndarray, roles: dict[str, str], first_row:
     """A block from a ``list<struct>`` array: offsets from the list, flat struct fields."""
     import pyarrow.compute as pc
 
-    if struct_fields(nested.type) is None:
+    names = struct_fields(nested.type)
+    if names is None:
         raise ValueError(f"{where}: the nested column has type {nested.type}, not list<struct>")
     if len(nested) != ids.size:
         raise ValueError(f"{where}: {ids.size} ids for {len(nested)} nested entries")
@@ -550,9 +554,8 @@ def nested_block(nested: Any, ids: np.ndarray, roles: dict[str, str], first_row:
     else:
         lengths = pc.fill_null(pc.list_value_length(nested), 0).to_numpy()
         offsets = np.concatenate(([0], np.cumsum(lengths, dtype=np.int64)))
-    names = struct_fields(nested.type)
     # flatten() honours the slice offset, null lists and null struct entries
-    fields = dict(zip(names, nested.flatten().flatten()))
+    fields = dict(zip(names, nested.flatten().flatten(), strict=True))
     columns = {}
     for role, name in roles.items():
         if name not in fields:

@@ -133,7 +133,7 @@ def _merged(runs: list[dict[str, np.ndarray]], block_rows: int) -> Iterator[dict
     start = [0] * len(runs)  # first row not emitted
     end = [0] * len(runs)  # first row not read
     while True:
-        for k, run in enumerate(runs):
+        for k in range(len(runs)):
             if start[k] == end[k] < sizes[k]:
                 end[k] = min(sizes[k], end[k] + piece)
         open_runs = [k for k in range(len(runs)) if end[k] < sizes[k]]
@@ -158,7 +158,7 @@ def _joined(runs: list[dict[str, np.ndarray]], start: list[int],
             stop: list[int]) -> dict[str, np.ndarray]:
     """Rows ``start[k]:stop[k]`` of each run, stably sorted by id (run order kept)."""
     return _sorted([{name: np.asarray(values[a:b]) for name, values in run.items()}
-                    for run, a, b in zip(runs, start, stop) if b > a])
+                    for run, a, b in zip(runs, start, stop, strict=True) if b > a])
 
 
 def _pieces(run: dict[str, np.ndarray], block_rows: int) -> Iterator[dict[str, np.ndarray]]:

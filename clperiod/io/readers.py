@@ -136,7 +136,7 @@ class CatalogChunk:
             if array.dtype == object:  # text ids
                 array = array.astype(str)
             digest.update(f"{array.dtype.str}{array.shape}".encode())
-            digest.update(np.ascontiguousarray(array).reshape(-1).view(np.uint8))
+            digest.update(np.ascontiguousarray(array).reshape(-1).view(np.uint8).data)
         return digest.hexdigest()
 
 
@@ -398,6 +398,7 @@ class CatalogReader:
             return formats.csv_blocks(self.path, self.layout, roles, self.delimiter, rows, first)
         if self.layout == "parquet":
             return formats.parquet_blocks(self.path, roles, rows, first)
+        assert self.nested_col is not None  # the nested layout has one
         return formats.nested_blocks(self.path, roles, self.nested_col, rows, first)
 
     # ------------------------------------------------------------------ layout
@@ -440,7 +441,9 @@ class CatalogReader:
             raise ValueError(f"{self.path}: give nested_col, the list<struct> column holding "
                              f"the observations ({t_col!r}); candidates: {candidates}")
         self.nested_col = nested[0]
-        return formats.struct_fields(schema.field(self.nested_col).type)
+        fields = formats.struct_fields(schema.field(self.nested_col).type)
+        assert fields is not None  # nested_columns lists list<struct> columns only
+        return fields
 
 
 def _join_catalogs(parts: list[Catalog]) -> Catalog:

@@ -314,7 +314,7 @@ class PeriodogramWriter:
             header = {"descr": np.lib.format.dtype_to_descr(power.dtype), "fortran_order": False,
                       "shape": shape}
             if self.format == "npy":
-                self._sink = open(self._temporary, "wb")
+                self._sink = open(self._temporary, "wb")  # noqa: SIM115 (open across writes)
             else:
                 self._archive = zipfile.ZipFile(self._temporary, "w", allowZip64=True)
                 self._sink = self._archive.open("power.npy", "w", force_zip64=True)
@@ -365,6 +365,7 @@ class PeriodogramWriter:
             self._sink = None
             ids = np.concatenate(self._ids) if self._ids else np.zeros(0)
             arrays = {"id": ids} | {k: np.asarray(v) for k, v in self._grid_facts().items()}
+            assert self._archive is not None  # opened with the npz sink
             for name, array in arrays.items():
                 with self._archive.open(f"{name}.npy", "w", force_zip64=True) as member:
                     np.lib.format.write_array(member, array, allow_pickle=False)

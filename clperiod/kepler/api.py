@@ -151,7 +151,7 @@ def solve(
         if not (np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.integer)):
             raise TypeError(f"{name} must be real numbers, got dtype {a.dtype}")
     devices = select_devices(device)
-    method = shared_kepler_method(devices, method)
+    chosen = shared_kepler_method(devices, method)
     fp64 = precision == "fp64"
     if fp64:
         for info in devices:
@@ -163,7 +163,7 @@ def solve(
         with np.errstate(over="ignore"):  # beyond float32: infinite, NOT_FINITE
             inputs = [np.ascontiguousarray(a.ravel(), dtype=dtype) for a in (m, e)]
         run_on_devices(devices, split_range(0, n, len(devices), SOLVE_MIN_ELEMENTS),
-                       lambda info, item: _solve_range(info, method, inputs, outputs, *item))
+                       lambda info, item: _solve_range(info, chosen, inputs, outputs, *item))
     big_e, sin_f, cos_f, status = (out.reshape(shape) for out in outputs)
     if not full:
         return big_e
@@ -183,7 +183,7 @@ def _solve_range(info: DeviceInfo, method: str, inputs: list[np.ndarray],
     kernel.set_args(*buffers[:2], np.int64(n), *buffers[2:])
     cl.enqueue_nd_range_kernel(queue, kernel, (-(-n // SOLVE_LOCAL_SIZE) * SOLVE_LOCAL_SIZE,),
                                (SOLVE_LOCAL_SIZE,))
-    for out, buffer in zip(outputs, buffers[2:]):
+    for out, buffer in zip(outputs, buffers[2:], strict=True):
         cl.enqueue_copy(queue, out[lo:hi], buffer)
     queue.finish()
 
@@ -249,7 +249,7 @@ def radial_velocity(
     t = np.asarray(t)
     obs = Observations.build(t, np.zeros(np.shape(t)), np.ones(np.shape(t)), instrument, t_ref)
     if p.shape[0] == 0:
-        return np.empty(batch + (obs.n_obs,))
+        return np.empty((*batch, obs.n_obs))
     evaluator = MultiDeviceEvaluator(obs, n_planets=p.shape[1], basis=basis, precision=precision,
                                      layout="split", device=device)
     v = evaluator.velocities(p).astype(np.float64, copy=False)
@@ -260,7 +260,7 @@ def radial_velocity(
         tr = _trend_array(trend, batch)
         dt = obs.t - obs.t_ref
         v += tr[:, :1] * dt + tr[:, 1:] * dt**2
-    return v.reshape(batch + (obs.n_obs,)).astype(evaluator.real_dtype, copy=False)
+    return v.reshape((*batch, obs.n_obs)).astype(evaluator.real_dtype, copy=False)
 
 
 def _trend_array(trend, batch: tuple[int, ...]) -> np.ndarray:
@@ -476,8 +476,9 @@ class RVLikelihood:
             out[name] = np.ascontiguousarray(th[:, at : at + n_inst]) if fitted else None
             at += n_inst if fitted else 0
         if self.trend:
-            out["trend"] = np.zeros((th.shape[0], 2))
-            out["trend"][:, : self.trend] = th[:, at:]
+            trend = np.zeros((th.shape[0], 2))
+            trend[:, : self.trend] = th[:, at:]
+            out["trend"] = trend
         else:
             out["trend"] = None
         return out
@@ -486,9 +487,11 @@ class RVLikelihood:
         """Log-likelihood of ``theta`` ``(ndim,)`` or ``(..., ndim)``."""
         batch = np.shape(theta)[:-1]
         parts = self.unpack(theta)
-        if parts["params"].shape[0] == 0:
+        params = parts["params"]
+        assert params is not None  # unpack always gives the orbits
+        if params.shape[0] == 0:
             return np.empty(batch)
-        out = self._evaluator(parts["params"], parts["offsets"], parts["jitter"], parts["trend"])
+        out = self._evaluator(params, parts["offsets"], parts["jitter"], parts["trend"])
         good = (out["status"] == ModelStatus.OK) & np.isfinite(out["statistic"])
         lnl = np.where(good, out["statistic"], -np.inf)
         return float(lnl[0]) if batch == () else lnl.reshape(batch)

@@ -95,7 +95,7 @@ def timeperi_to_timetrans(tp, per, e, w) -> np.ndarray:
     return np.asarray(tp) + np.asarray(per) / TWO_PI * (big_e - e * np.sin(big_e))
 
 
-def _split(params, basis: str, t_ref: float):
+def _split(params, basis: str, t_ref: float) -> tuple[np.ndarray, ...]:
     """Per-planet (P, K, e, w, tp) from any basis, float64."""
     ecc_form, time_form = check_basis(basis)
     refuse_masked("params", params)
@@ -159,4 +159,5 @@ def convert(params, from_basis: str, to_basis: str, t_ref: float = 0.0) -> np.nd
         ``[0, 2 pi)``; ``tp`` derived from ``m0`` is the last periastron at or
         before ``t_ref``.
     """
-    return _join(*_split(params, from_basis, t_ref), to_basis, t_ref)
+    per, k, e, w, tp = _split(params, from_basis, t_ref)
+    return _join(per, k, e, w, tp, to_basis, t_ref)

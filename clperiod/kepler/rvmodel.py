@@ -61,7 +61,8 @@ class ModelStatus(enum.IntEnum):
 def _real_array(name: str, value, ndim: int | None = None) -> np.ndarray:
     refuse_masked(name, value)
     a = np.asarray(value)
-    if a.dtype == object or not (np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.integer)):
+    if a.dtype == object or not (np.issubdtype(a.dtype, np.floating)
+                                 or np.issubdtype(a.dtype, np.integer)):
         raise TypeError(f"{name} must be real numbers, got dtype {a.dtype}")
     a = np.asarray(a, dtype=np.float64)
     if ndim is not None and a.ndim != ndim:
@@ -110,7 +111,8 @@ class Observations:
         v = _real_array("v_obs", v, 1)
         sigma = _real_array("sigma", sigma, 1)
         if not (t.size == v.size == sigma.size):
-            raise ValueError(f"t, v_obs and sigma differ in length: {t.size}, {v.size}, {sigma.size}")
+            raise ValueError(f"t, v_obs and sigma differ in length: {t.size}, {v.size}, "
+                             f"{sigma.size}")
         if t.size == 0:
             raise ValueError("no observations")
         for name, a in (("t", t), ("v_obs", v), ("sigma", sigma)):
@@ -124,12 +126,14 @@ class Observations:
         t_ref = float(t_ref)
         if not math.isfinite(t_ref):
             raise ValueError(f"t_ref must be finite, got {t_ref}")
+        labels: tuple[str, ...]
         if instrument is None:
             labels, code = ("0",), np.zeros(t.size, dtype=np.int64)
         else:
             raw = np.asarray(instrument)
             if raw.shape != t.shape:
-                raise ValueError(f"instrument must give one label per observation, got shape {raw.shape}")
+                raise ValueError("instrument must give one label per observation, "
+                                 f"got shape {raw.shape}")
             names, code = np.unique(raw.astype(str), return_inverse=True)
             labels = tuple(str(x) for x in names)
         order = np.argsort(code, kind="stable")
@@ -303,7 +307,8 @@ def plan(info: DeviceInfo, n_obs: int, n_inst: int, precision: str, layout: str 
     time_bytes = {"double": 8, "ds": 8, "float": 4, "float_device": 4}[phase]
     obs_bytes = n_obs * (time_bytes + 2 * (8 if real == "double" else 4))
     obs_bytes += 4 * (n_inst + 1)
-    constant_ok = obs_bytes <= info.device.max_constant_buffer_size and info.device.max_constant_args >= 4
+    constant_ok = (obs_bytes <= info.device.max_constant_buffer_size
+                   and info.device.max_constant_args >= 4)
     local_ok = obs_bytes + 64 <= info.local_mem
     checks.choice("memory", memory, ("auto", "constant", "local", "global"))
     if memory == "auto":
@@ -580,7 +585,8 @@ class ModelEvaluator:
         real = self.real_dtype
         # page-locked result arrays: reads into pageable memory block the host
         # until the kernel is done, which would serialise the pipeline
-        shapes = {"statistic": ((n_models,), real), "status": ((n_models,), np.int32)}
+        shapes: dict[str, tuple[tuple[int, ...], type[np.generic]]] = {
+            "statistic": ((n_models,), real), "status": ((n_models,), np.int32)}
         if profile:
             shapes.update(k=((n_models,), real), offsets=((n_models, n_inst), real))
         host = {name: PINNED_POOL.empty(self.info, shape, dtype)
@@ -815,12 +821,13 @@ class MultiDeviceEvaluator:
         phase_arithmetic, kepler_method = shared_choices(self.devices, precision,
                                                          phase_arithmetic, kepler_method)
         self.evaluators = [
-            ModelEvaluator(obs, device=info, precision=precision, phase_arithmetic=phase_arithmetic,
-                           kepler_method=kepler_method, **options)
+            ModelEvaluator(obs, device=info, precision=precision,
+                           phase_arithmetic=phase_arithmetic, kepler_method=kepler_method,
+                           **options)
             for info in self.devices]
         first = self.evaluators[0]
         self.obs, self.plan, self.real_dtype = first.obs, first.plan, first.real_dtype
-        self._by_device = dict(zip(self.devices, self.evaluators))
+        self._by_device = dict(zip(self.devices, self.evaluators, strict=True))
 
     def map(self, items: Sequence[Item], work: Callable[[ModelEvaluator, Item], Result]
             ) -> list[Result]:
@@ -836,7 +843,7 @@ class MultiDeviceEvaluator:
         if len(self.evaluators) == 1:
             return self.evaluators[0](params, offsets, jitter, trend)
         n = params.shape[0]
-        out = {"statistic": np.empty(n), "status": np.empty(n, np.int32)}
+        out: dict[str, np.ndarray] = {"statistic": np.empty(n), "status": np.empty(n, np.int32)}
         if self.evaluators[0].statistic == "profile":
             out.update(k=np.empty(n), offsets=np.empty((n, len(self.obs.instruments))))
 

@@ -22,8 +22,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from clperiod.kepler import orbits
-from clperiod.kepler.rvmodel import (ModelEvaluator, ModelStatus, MultiDeviceEvaluator, Observations, Precision,
-                      model_params)
+from clperiod.kepler.rvmodel import (
+    ModelEvaluator,
+    ModelStatus,
+    MultiDeviceEvaluator,
+    Observations,
+    Precision,
+    model_params,
+)
 
 __all__ = ["SearchResult", "search"]
 
@@ -72,7 +78,8 @@ def _check_range(name: str, value, low: float, high: float) -> tuple[float, floa
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be a (min, max) pair, got {value!r}") from None
     if not (low <= a <= b <= high) or not (math.isfinite(a) and math.isfinite(b)):
-        raise ValueError(f"{name} range must satisfy {low} <= min <= max <= {high}, got ({a}, {b})")
+        raise ValueError(f"{name} range must satisfy {low} <= min <= max <= {high}, "
+                         f"got ({a}, {b})")
     return a, b
 
 
@@ -158,8 +165,9 @@ def search(
         trial = _trials(rng, min(batch, n_models - start), *box)
         return _best_of_batch(ev, fixed, trial, jit, tr, n_best)
 
-    kept = evaluator.map(list(zip(starts, streams)), run_batch)
-    best_chi2, best_p, best_k, best_off = (np.concatenate(parts) for parts in zip(*kept))
+    kept = evaluator.map(list(zip(starts, streams, strict=True)), run_batch)
+    best_chi2, best_p, best_k, best_off = (np.concatenate(parts)
+                                           for parts in zip(*kept, strict=True))
     top = np.argsort(best_chi2, kind="stable")[:n_best]
     best_chi2, best_p, best_k, best_off = best_chi2[top], best_p[top], best_k[top], best_off[top]
     params = best_p.copy()
@@ -187,7 +195,7 @@ def _best_of_batch(ev: ModelEvaluator, fixed: np.ndarray, trial: np.ndarray,
     """Evaluate trial orbits with the ``fixed`` planets on one device; the
     ``n_best`` lowest chi^2 (inf where not OK), their orbits, K and offsets."""
     m, n_inst = trial.shape[0], len(ev.obs.instruments)
-    params = np.concatenate([np.broadcast_to(fixed, (m,) + fixed.shape), trial[:, None]], axis=1)
+    params = np.concatenate([np.broadcast_to(fixed, (m, *fixed.shape)), trial[:, None]], axis=1)
     out = ev(params, None,
              None if jitter is None else np.broadcast_to(jitter, (m, n_inst)),
              None if trend is None else np.broadcast_to(trend, (m, 2)))

@@ -21,8 +21,8 @@ import pyopencl.array as cl_array
 from pyopencl.algorithm import RadixSort
 
 from clperiod import checks
-from clperiod.engine import kernels
 from clperiod.catalog import Catalog
+from clperiod.engine import kernels
 from clperiod.engine.devices import DeviceInfo, get_queue, require_fp64, select_devices, upload
 from clperiod.grid import FrequencyGrid
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from typing import Any, Generic, TypeVar, get_args
+from typing import Any, Generic, TypeVar, cast, get_args
 
 import numpy as np
 
 from clperiod import checks
 from clperiod.catalog import Catalog, Status, catalog_of, is_lightcurve_list
+from clperiod.grid import FrequencyGrid
 
 __all__ = ["Deferred", "PeakResults", "as_catalog", "check_choice", "check_top_k",
            "degenerate_status", "progress_bar", "segment_max", "segment_reduce",
@@ -37,12 +38,17 @@ class Deferred(Generic[T]):
         if self._finish is not None:
             self._value = self._finish()
             self._finish = None
-        return self._value
+        return cast(T, self._value)
 
 
 class PeakResults:
     """Derived views shared by the per-object search results (dataclasses with
     ``frequency_best``, ``top_k_frequency``, ``catalog`` and ``grid``)."""
+
+    frequency_best: np.ndarray
+    top_k_frequency: np.ndarray
+    catalog: Catalog
+    grid: FrequencyGrid
 
     @property
     def period(self) -> np.ndarray:

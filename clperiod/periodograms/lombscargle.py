@@ -791,7 +791,7 @@ def _prepare_on_host(queue, catalog: Catalog, grid: FrequencyGrid, options: _Opt
     prepared = _prepare(catalog, grid, options)
     rows = prepared.point_arrays
     with np.errstate(over="ignore"):  # psd factors beyond float32 (checked at the end)
-        psd_factor = prepared.psd_scale.astype(options.dtype)
+        psd_factor: np.ndarray = prepared.psd_scale.astype(options.dtype)
     inputs = _DeviceInputs(
         phases=[staging.upload(rows[name]) for name in _POINT_ORDER[options.fp64]],
         points=[staging.upload(rows[name])
@@ -815,7 +815,8 @@ def _prepare_on_device(queue, catalog: Catalog, grid: FrequencyGrid, options: _O
     ``ls_prepare`` (``cl_kernels/lsprepare.mako``), which does
     :func:`_prepare`'s work."""
     context = queue.context
-    use_dy = options.method == "generalized" and catalog.dy is not None
+    dy = catalog.dy if options.method == "generalized" else None
+    use_dy = dy is not None
     wg = PREPARE_WG["gpu" if queue.device.type & cl.device_type.GPU else "other"]
     (kernel,) = kernels.get_kernels(
         context, "lsprepare", ("ls_prepare",),
@@ -825,8 +826,8 @@ def _prepare_on_device(queue, catalog: Catalog, grid: FrequencyGrid, options: _O
         zero_variance=int(Status.ZERO_VARIANCE),
     )
     raw = [staging.upload(catalog.t), staging.upload(catalog.y)]
-    if use_dy:
-        raw.append(staging.upload(catalog.dy))
+    if dy is not None:
+        raw.append(staging.upload(dy))
     n_obj, n_points = catalog.n_objects, max(1, int(catalog.offsets[-1]))
 
     def empty(n: int, dtype) -> cl.MemoryObjectHolder:

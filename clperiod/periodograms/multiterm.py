@@ -20,8 +20,8 @@ import numpy as np
 import pyopencl as cl
 
 from clperiod import checks
-from clperiod.engine import kernels
 from clperiod.catalog import refuse_masked
+from clperiod.engine import kernels
 from clperiod.engine.devices import get_context, get_queue, require_fp64, select_devices, upload
 from clperiod.grid import FrequencyGrid
 from clperiod.periodograms.inputs import check_choice

@@ -123,6 +123,7 @@ def normalize(
         if normalization == "log":
             return -np.log1p(-z)
     if normalization == "psd":
+        assert yy_weighted_sum is not None  # _check_normalization raised otherwise
         return 0.5 * z * yy_weighted_sum
     return z.copy()
 
@@ -153,6 +154,7 @@ def standard_from(
     if normalization == "log":
         return -np.expm1(-p)
     if normalization == "psd":
+        assert yy_weighted_sum is not None  # _check_normalization raised otherwise
         return 2.0 * p / yy_weighted_sum
     return p.copy()
 

@@ -31,6 +31,7 @@ nothing while another device computes.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -504,7 +505,7 @@ def _plan(devices: list[DeviceInfo], lengths: np.ndarray, nf: int, options: _Opt
         slabs = min(nf, max(slabs, -(-2 * len(devices) // max(len(groups), 1))))
     edges = np.linspace(0, nf, slabs + 1).round().astype(int)
     return [_Item(g0, g1, int(a), int(b)) for g0, g1 in groups
-            for a, b in zip(edges[:-1], edges[1:])]
+            for a, b in itertools.pairwise(edges)]
 
 
 # }}}
@@ -525,7 +526,8 @@ class _Clock:
     (only when profiling; otherwise a no-op)."""
 
     def __init__(self, queue: cl.CommandQueue, enabled: bool):
-        self.queue, self.enabled, self.seconds = queue, enabled, {}
+        self.queue, self.enabled = queue, enabled
+        self.seconds: dict[str, float] = {}
 
     @contextlib.contextmanager
     def __call__(self, stage: str) -> Iterator[None]:
@@ -570,6 +572,7 @@ class _DeviceState:
                 upload(queue, prepared.y[rows].astype(dtype)),
                 upload(queue, prepared.w[rows].astype(dtype)),
                 upload(queue, prepared.chi0[item.obj_lo:item.obj_hi].astype(dtype)))
+        assert self.group_inputs is not None  # set with group_key
         return self.group_inputs
 
     def release(self) -> None:
@@ -737,7 +740,7 @@ class _SlabRun:
                             np.int32(item.k_lo - self.row_lo), np.int32(item.k_hi - item.k_lo),
                             np.int32(self.grid.nf), best_val, best_idx)
             cl.enqueue_nd_range_kernel(self.queue, kernel, (n_obj * _PEAKS_WG,), (_PEAKS_WG,))
-        val = np.empty((n_obj, k), dtype=self.dtype)
+        val: np.ndarray = np.empty((n_obj, k), dtype=self.dtype)
         idx = np.empty((n_obj, k), dtype=np.int32)
         cl.enqueue_copy(self.queue, val, best_val)
         cl.enqueue_copy(self.queue, idx, best_idx, is_blocking=True)
@@ -763,7 +766,7 @@ def _merge_peaks(items: list[_Item], results: list[_ItemResult], prepared: _Prep
     n_all = len(prepared.status)
     val = np.full((n_all, top_k), -np.inf)
     idx = np.full((n_all, top_k), _NO_PEAK, dtype=np.int64)
-    for item, result in zip(items, results):
+    for item, result in zip(items, results, strict=True):
         rows = prepared.searched[item.obj_lo:item.obj_hi]
         both_val = np.concatenate([val[rows], result.val], axis=1)
         both_idx = np.concatenate([idx[rows], result.idx], axis=1)

@@ -94,11 +94,12 @@ class AutoGrid:
         # evenly spaced times reproduce them exactly
         times = np.linspace(0.0, baseline, max(int(n_samples), 2))
         limits = (self.samples_per_peak, self.nyquist_factor)
-        bounds = {"minimum_frequency": self.minimum_frequency,
-                  "maximum_frequency": self.maximum_frequency}
+        low, high = self.minimum_frequency, self.maximum_frequency
         if self.min_period is None:
-            return FrequencyGrid.auto(times, *limits, **bounds)
-        return FrequencyGrid.survey(times, *limits, self.min_period, **bounds)
+            return FrequencyGrid.auto(times, *limits, minimum_frequency=low,
+                                      maximum_frequency=high)
+        return FrequencyGrid.survey(times, *limits, self.min_period, minimum_frequency=low,
+                                    maximum_frequency=high)
 
 
 @dataclass(frozen=True)

@@ -273,7 +273,7 @@ class _Device:
         return dict(zip(names, kernels.get_kernels(
             self.context, "singlepulse", names, raw=raw, wmax=wmax, wmin=wmin,
             local_size=LOCAL_SIZE, per_item=PER_ITEM, box_per_item=BOX_PER_ITEM,
-            box_tiles=self.box_tiles(wmax))))
+            box_tiles=self.box_tiles(wmax)), strict=True))
 
     def box_tiles(self, wmax: int) -> int:
         """Boxcar sub-tiles per work-group whose samples fit in local memory."""

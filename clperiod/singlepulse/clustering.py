@@ -39,8 +39,10 @@ With the defaults, on one CPU core: 1e6 random detections (1000 DM rows,
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -50,7 +52,8 @@ from scipy.sparse.csgraph import connected_components
 __all__ = ["CLUSTER_DEFAULTS", "Clusters", "cluster"]
 
 #: Default friends-of-friends tolerances of :func:`cluster`.
-CLUSTER_DEFAULTS = MappingProxyType({"dm_tol": 5, "time_tol": 1.0, "width_tol": 3.0})
+CLUSTER_DEFAULTS: Mapping[str, Any] = MappingProxyType(
+    {"dm_tol": 5, "time_tol": 1.0, "width_tol": 3.0})
 #: Candidate segment pairs tested at once (bounds the memory of dense clusters).
 _PAIRS_PER_CHUNK = 1 << 22
 #: Candidates per window tested by the first passes of :func:`_link`.

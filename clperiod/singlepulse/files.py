@@ -254,10 +254,10 @@ def read_presto_series(
     """
     if not paths:
         raise ValueError("no .dat files given")
-    paths = [Path(p) for p in paths]
-    infos = [_dat_info(p) for p in paths]
-    first, tsamp, n_t = paths[0], infos[0]["tsamp"], infos[0]["n_samples"]
-    for path, info in zip(paths, infos):
+    files = [Path(p) for p in paths]
+    infos = [_dat_info(p) for p in files]
+    first, tsamp, n_t = files[0], infos[0]["tsamp"], infos[0]["n_samples"]
+    for path, info in zip(files, infos, strict=True):
         if "dm" not in info:
             raise ValueError(f"{_inf_path(path)}: no 'Dispersion measure (cm-3 pc)' line")
         if not math.isclose(info["tsamp"], tsamp, rel_tol=1e-9):
@@ -268,11 +268,11 @@ def read_presto_series(
         _check_dat_size(path, n_t)
     dm = np.array([info["dm"] for info in infos], dtype=np.float64)
     order = np.argsort(dm, kind="stable")
-    data = np.empty((len(paths), n_t), dtype=np.float32)
+    data = np.empty((len(files), n_t), dtype=np.float32)
     for row, index in enumerate(order):
-        data[row] = _read_dat(paths[index], n_t)
+        data[row] = _read_dat(files[index], n_t)
         if require_finite:
-            _check_finite(paths[index], data[row], tsamp)
+            _check_finite(files[index], data[row], tsamp)
     return data, dm[order], tsamp
 
 
@@ -377,7 +377,8 @@ def write_singlepulse(path: str | os.PathLike[str], cands: np.ndarray) -> None:
     with atomic_path(path) as temporary, open(temporary, "w") as handle:
         if len(rows):
             handle.write(_SINGLEPULSE_HEADER)
-        handle.writelines(_SINGLEPULSE_ROW % row for row in zip(*(rows[n] for n in names)))
+        columns = (rows[n] for n in names)
+        handle.writelines(_SINGLEPULSE_ROW % row for row in zip(*columns, strict=True))
 
 
 def write_heimdall_cand(path: str | os.PathLike[str], cands: np.ndarray) -> None:
@@ -392,7 +393,7 @@ def write_heimdall_cand(path: str | os.PathLike[str], cands: np.ndarray) -> None
     columns = [cands[n] for n in names]
     columns[3] = np.rint(np.log2(cands["width"])).astype(np.int64)  # heimdall's filter index
     with atomic_path(path) as temporary, open(temporary, "w") as handle:
-        handle.writelines(_HEIMDALL_ROW % row for row in zip(*columns))
+        handle.writelines(_HEIMDALL_ROW % row for row in zip(*columns, strict=True))
 
 
 def write_astroaccelerate(path: str | os.PathLike[str], cands: np.ndarray) -> None:

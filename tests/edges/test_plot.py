@@ -124,6 +124,17 @@ def test_supersmoother_result_plots_without_fap(catalog, cpu_device):
     np.testing.assert_allclose(folded_x(bottom), np.concatenate((phase, phase + 1.0)))
 
 
+def test_axes_in_a_subfigure_give_the_whole_figure_and_save_it(result, catalog, tmp_path):
+    from matplotlib.figure import Figure
+
+    fig = Figure()
+    panels = fig.subfigures(1, 2)[1].subplots(2, 1)
+    path = tmp_path / "in_subfigure.png"
+    assert plot_result(result, catalog, 0, ax=list(panels), path=path) is fig
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert panels[0].get_lines()[0].get_ydata().tolist() == result.power[0].tolist()
+
+
 def test_without_periodogram_only_the_fold_is_drawn(catalog, cpu_device):
     r = clperiod.lombscargle(catalog, GRID, device=cpu_device)
     fig = plot_result(r, catalog, 2)
