@@ -434,7 +434,7 @@ def plan_batches(
     batches = []
     for start, stop in bounds:
         objects = stop - start
-        chunks = (Chunk(0, objects, 0, n_tiles),)
+        chunks: tuple[Chunk, ...] = (Chunk(0, objects, 0, n_tiles),)
         if periodogram:
             used = int(np.sum(lengths[start:stop])) * point_bytes
             room = min(budget.max_alloc, max(budget.total - used, budget.total // 4) // 2)

@@ -237,7 +237,7 @@ def _cgroup_directory_room(directory: Path, limit_file: str, usage_file: str,
         stat = (directory / "memory.stat").read_text().split()
     except (OSError, ValueError):
         return None
-    pairs = dict(zip(stat[::2], stat[1::2]))
+    pairs = dict(zip(stat[::2], stat[1::2], strict=False))
     return int(limit) - usage + int(pairs.get(cache_key, 0))
 
 

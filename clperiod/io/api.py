@@ -35,7 +35,7 @@ import numpy as np
 
 from clperiod.catalog import Catalog
 from clperiod.columns import require_columns
-from clperiod.io.readers import CatalogReader, open_catalog
+from clperiod.io.file_errors import is_damage, text_errors
 from clperiod.io.formats import (
     PARQUET_SUFFIXES,
     csv_header,
@@ -46,8 +46,8 @@ from clperiod.io.formats import (
     parquet_schema,
     readable_batches,
 )
-from clperiod.io.file_errors import is_damage, text_errors
 from clperiod.io.frames import catalog_from_dataframe, catalog_from_table
+from clperiod.io.readers import CatalogReader, open_catalog
 from clperiod.io.results import write_periodograms, write_results
 
 __all__ = [

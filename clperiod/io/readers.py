@@ -61,9 +61,8 @@ from typing import Any
 
 import numpy as np
 
-from clperiod.io import formats
-from clperiod.io import grouping
 from clperiod.catalog import NAN_POLICIES, Catalog
+from clperiod.io import formats, grouping
 from clperiod.io.chunks import Block, Chunker, SeenIds, check_block, check_values
 
 __all__ = [
@@ -357,7 +356,7 @@ class CatalogReader:
 
     def _chunk(self, index: int, block: Block) -> CatalogChunk:
         """The chunk of a checked block."""
-        t, y, dy = (block.columns.get(name) for name in ("t", "y", "dy"))
+        t, y, dy = block.columns["t"], block.columns["y"], block.columns.get("dy")
         if self.nan_policy == "raise":
             # every id and value is checked, and the arrays are this reader's
             # own: lock them instead of validating and copying again

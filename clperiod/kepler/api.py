@@ -51,15 +51,29 @@ import numpy as np
 import pyopencl as cl
 
 from clperiod import checks
-from clperiod.engine import kernels
-from clperiod.kepler import orbits
 from clperiod.catalog import refuse_masked
-from clperiod.engine.devices import DeviceInfo, get_context, get_queue, require_fp64, select_devices, upload
-from clperiod.engine.staging import PINNED_POOL
-from clperiod.kepler.rvmodel import (ModelStatus, MultiDeviceEvaluator, Observations, Precision, model_params,
-                      per_model, shared_kepler_method)
-from clperiod.kepler.rvsearch import SearchResult, search
+from clperiod.engine import kernels
+from clperiod.engine.devices import (
+    DeviceInfo,
+    get_context,
+    get_queue,
+    require_fp64,
+    select_devices,
+    upload,
+)
 from clperiod.engine.scheduler import run_on_devices, split_range
+from clperiod.engine.staging import PINNED_POOL
+from clperiod.kepler import orbits
+from clperiod.kepler.rvmodel import (
+    ModelStatus,
+    MultiDeviceEvaluator,
+    Observations,
+    Precision,
+    model_params,
+    per_model,
+    shared_kepler_method,
+)
+from clperiod.kepler.rvsearch import SearchResult, search
 
 __all__ = [
     "KeplerSolution",

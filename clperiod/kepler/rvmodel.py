@@ -20,15 +20,21 @@ from typing import Literal, TypeVar
 import numpy as np
 import pyopencl as cl
 
-from clperiod.engine import angles
 from clperiod import checks
-from clperiod.engine import kernels
-from clperiod.kepler import orbits
 from clperiod.catalog import refuse_masked
-from clperiod.engine.devices import DeviceInfo, get_context, get_queue, require_fp64, select_devices, upload
+from clperiod.engine import angles, kernels
+from clperiod.engine.devices import (
+    DeviceInfo,
+    get_context,
+    get_queue,
+    require_fp64,
+    select_devices,
+    upload,
+)
 from clperiod.engine.planner import Buffer, MemoryBudget, items_that_fit
-from clperiod.engine.staging import PINNED_POOL, in_parts, parallel_copy
 from clperiod.engine.scheduler import run_on_devices, split_range
+from clperiod.engine.staging import PINNED_POOL, in_parts, parallel_copy
+from clperiod.kepler import orbits
 
 __all__ = ["ModelEvaluator", "ModelStatus", "MultiDeviceEvaluator", "Observations", "Plan",
            "device_items", "model_params", "plan", "shared_choices", "shared_kepler_method"]
@@ -456,7 +462,8 @@ def _upload_observations(queue: cl.CommandQueue, obs: Observations, plan: Plan, 
     if profile:
         # centre each instrument (its offset absorbs any constant) so the
         # single-precision sums do not cancel; added back to the offsets
-        centre = np.array([v[a:b].mean() for a, b in zip(obs.seg[:-1], obs.seg[1:])])
+        centre = np.array([v[a:b].mean()
+                           for a, b in zip(obs.seg[:-1], obs.seg[1:], strict=True)])
         v = v - np.repeat(centre, np.diff(obs.seg))
     var = obs.sigma[order] ** 2
     w = var if jitter else 1.0 / var
@@ -525,12 +532,13 @@ class ModelEvaluator:
         self.real_dtype = np.float64 if self.plan.real == "double" else np.float32
         self.context = get_context(self.info)
         self.queue = get_queue(self.info)
-        self._kernels = dict(zip(("rv_fused", "rv_velocity", "rv_statistic"), kernels.get_kernels(
-            self.context, "rvmodel", ("rv_fused", "rv_velocity", "rv_statistic"),
+        names = ("rv_fused", "rv_velocity", "rv_statistic")
+        self._kernels = dict(zip(names, kernels.get_kernels(
+            self.context, "rvmodel", names,
             real=self.plan.real, phase=self.plan.phase, n_planets=n_planets,
             ecc_form=self.ecc_form, time_form=self.time_form,
             n_inst=n_inst, statistic=statistic, offsets=offsets, jitter=jitter, trend=trend,
-            space=self.plan.memory, method=self.plan.method)))
+            space=self.plan.memory, method=self.plan.method), strict=True))
         self._observations = _upload_observations(self.queue, obs, self.plan, self.real_dtype,
                                                   statistic == "profile", jitter)
         self._slots: dict[int, _Slot] = {}  # the batches' device buffers, made on first use

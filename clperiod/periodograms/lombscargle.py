@@ -31,16 +31,29 @@ import numpy as np
 import pyopencl as cl
 
 from clperiod import checks
-from clperiod.engine import kernels
-from clperiod.periodograms import stats
 from clperiod.catalog import Catalog, Status
-from clperiod.engine.devices import DeviceInfo, get_context, get_queue, require_fp64, select_devices
-from clperiod.grid import FrequencyGrid
-from clperiod.periodograms.inputs import (Deferred, PeakResults, as_catalog, check_choice, check_top_k,
-                   degenerate_status, progress_bar)
+from clperiod.engine import kernels
+from clperiod.engine.devices import (
+    DeviceInfo,
+    get_context,
+    get_queue,
+    require_fp64,
+    select_devices,
+)
 from clperiod.engine.planner import Batch, KernelShape, MemoryBudget, plan_batches
-from clperiod.engine.staging import Staging, check_periodogram_memory, periodogram_array
 from clperiod.engine.scheduler import BATCHES_PER_DEVICE, run_on_devices
+from clperiod.engine.staging import Staging, check_periodogram_memory, periodogram_array
+from clperiod.grid import FrequencyGrid
+from clperiod.periodograms import stats
+from clperiod.periodograms.inputs import (
+    Deferred,
+    PeakResults,
+    as_catalog,
+    check_choice,
+    check_top_k,
+    degenerate_status,
+    progress_bar,
+)
 from clperiod.periodograms.standardize import standardize
 
 __all__ = ["lombscargle", "lombscargle_async", "LombScargleResult"]

@@ -42,19 +42,35 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 
 from clperiod import checks
-from clperiod.engine import kernels
 from clperiod.catalog import Catalog, Status
-from clperiod.io.chunks import show_id
-from clperiod.engine.devices import (DeviceInfo, get_context, get_queue, require_fp64, select_devices,
-                     thread_memory_pool, trim_memory_pool, upload)
-from clperiod.grid import FrequencyGrid
-from clperiod.periodograms.inputs import (PeakResults, as_catalog, check_choice, check_top_k, degenerate_status,
-                   progress_bar, segment_max, segment_sum)
+from clperiod.engine import kernels
+from clperiod.engine.devices import (
+    DeviceInfo,
+    get_context,
+    get_queue,
+    require_fp64,
+    select_devices,
+    thread_memory_pool,
+    trim_memory_pool,
+    upload,
+)
 from clperiod.engine.planner import Buffer, MemoryBudget, batch_bounds, held_bytes, items_that_fit
-from clperiod.engine.staging import check_periodogram_memory, periodogram_array
 from clperiod.engine.scheduler import run_on_devices
-from clperiod.periodograms.smoothing import scale_free
+from clperiod.engine.staging import check_periodogram_memory, periodogram_array
+from clperiod.grid import FrequencyGrid
+from clperiod.io.chunks import show_id
 from clperiod.periodograms.folding import FoldInputs, FoldSorter, bitonic_capacity
+from clperiod.periodograms.inputs import (
+    PeakResults,
+    as_catalog,
+    check_choice,
+    check_top_k,
+    degenerate_status,
+    progress_bar,
+    segment_max,
+    segment_sum,
+)
+from clperiod.periodograms.smoothing import scale_free
 
 __all__ = ["supersmoother", "SuperSmootherResult", "FUSED_MAX_POINTS", "MIN_POINTS"]
 

@@ -26,14 +26,14 @@ from typing import Any
 
 import numpy as np
 
-from clperiod.engine import workers
 from clperiod.catalog import Catalog, catalog_of, is_lightcurve_list
-from clperiod.io.readers import DEFAULT_CHUNK_ROWS, CatalogChunk, CatalogReader
-from clperiod.io.chunks import Block, Chunker
+from clperiod.engine import workers
 from clperiod.engine.devices import select_devices
-from clperiod.grid import SURVEY_MIN_PERIOD, FrequencyGrid, GridWarning
-from clperiod.periodograms.inputs import Deferred
 from clperiod.engine.staging import available_host_memory
+from clperiod.engine.workers import SerialQueue
+from clperiod.grid import SURVEY_MIN_PERIOD, FrequencyGrid, GridWarning
+from clperiod.io.chunks import Block, Chunker
+from clperiod.io.readers import DEFAULT_CHUNK_ROWS, CatalogChunk, CatalogReader
 from clperiod.io.results import (
     PeriodogramWriter,
     ResultsWriter,
@@ -45,10 +45,10 @@ from clperiod.io.results import (
     results_table,
 )
 from clperiod.io.results import periodogram_format as _periodogram_format
-from clperiod.pipeline.runlock import locked_outputs
-from clperiod.periodograms.stats import catalog_time_spread
 from clperiod.io.tables import result_columns
-from clperiod.engine.workers import SerialQueue
+from clperiod.periodograms.inputs import Deferred
+from clperiod.periodograms.stats import catalog_time_spread
+from clperiod.pipeline.runlock import locked_outputs
 
 __all__ = ["ALGORITHMS", "AutoGrid", "CatalogRun", "GridResolutionWarning", "PeriodSearch",
            "catalog_extent", "default_plot_labels", "run_catalog", "work_directory"]
@@ -146,8 +146,7 @@ class PeriodSearch:
     @property
     def function(self) -> Any:
         """The search function (``clperiod.lombscargle`` or ``clperiod.supersmoother``)."""
-        from clperiod import lombscargle
-        from clperiod import supersmoother
+        from clperiod import lombscargle, supersmoother
 
         return {"lombscargle": lombscargle, "supersmoother": supersmoother}[self.algorithm]
 
@@ -679,7 +678,7 @@ def _grid_warning_counts(names: Any) -> Counter[str]:
     names = np.asarray(names, dtype=object)
     counts: Counter[str] = Counter()
     for flag in GridWarning:
-        key = flag.name.lower()
+        key = str(flag.name).lower()
         count = int(np.count_nonzero((names == key) | (names == "coarse_step,low_fmax")))
         if count:
             counts[key] = count
@@ -751,6 +750,8 @@ class _Prefetch:
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
+        if self._job is None:
+            return
         while True:
             with contextlib.suppress(queue.Empty):
                 self._queue.get_nowait()  # frees a reader waiting on the full queue

@@ -39,12 +39,19 @@ import pyopencl.array as cl_array
 from pyopencl.tools import ImmediateAllocator, MemoryPool
 
 from clperiod import checks
-from clperiod.singlepulse import clustering
-from clperiod.engine import kernels
 from clperiod.catalog import mask_of
-from clperiod.engine.devices import DeviceInfo, get_context, get_queue, select_devices, upload, write
+from clperiod.engine import kernels
+from clperiod.engine.devices import (
+    DeviceInfo,
+    get_context,
+    get_queue,
+    select_devices,
+    upload,
+    write,
+)
 from clperiod.engine.planner import Buffer, MemoryBudget, items_that_fit
 from clperiod.engine.scheduler import run_on_devices, split_range
+from clperiod.singlepulse import clustering
 
 __all__ = ["CANDIDATE_DTYPE", "Candidates", "Level", "RowStatus", "SearchInfo", "boxcar_plan",
            "search"]
@@ -944,10 +951,10 @@ def _detections(job: _Job, norm: _Normalisation, noise: _Noise, chunks: list[_Ch
             run = _Boxcars(lv, series[lv.level], (c.hi - c.lo) >> lv.level, c.lo)
             runs.append((run, _boxcar(job, norm, noise, run, threshold, 1 << 16)))
         counts = [int(dets.count.get()[0]) for _, dets in runs]
-        for (run, dets), count in zip(runs, counts):
+        for (run, dets), count in zip(runs, counts, strict=True):
             if count > dets.capacity:  # the list overflowed: run again with room for all
                 dets = _boxcar(job, norm, noise, run, threshold, count)
-            for f, p in zip(found, _fetch(job.dev, dets, count)):
+            for f, p in zip(found, _fetch(job.dev, dets, count), strict=True):
                 f.append(p)
     return tuple(np.concatenate(f) for f in found)
 
@@ -973,7 +980,7 @@ def _fetch(dev: _Device, dets: _DetectionList, found: int) -> list[np.ndarray]:
     host: list[np.ndarray] = [np.empty(found, dtype)
                               for dtype in (np.int32, np.int64, np.int32, np.float32)]
     if found:
-        for h, o in zip(host, dets.buffers):
+        for h, o in zip(host, dets.buffers, strict=True):
             cl.enqueue_copy(dev.queue, h, o)
     dev.queue.finish()
     return host
