@@ -64,15 +64,17 @@ KEPT = frozenset({"clperiod.orbits"})
 class _MovedModuleFinder(importlib.abc.MetaPathFinder):
     """Finds the old paths of :data:`MOVED` and loads them as their new modules."""
 
-    def find_spec(self, fullname: str, path: object = None,
-                  target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
+    def find_spec(
+        self, fullname: str, path: object = None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
         new = MOVED.get(fullname)
         if new is None:
             return None
         if importlib.util.find_spec(new) is None:
             raise ModuleNotFoundError(
-                f"No module named {fullname!r}: it moved to {new!r}, which has since been "
-                "removed", name=fullname)
+                f"No module named {fullname!r}: it moved to {new!r}, which has since been removed",
+                name=fullname,
+            )
         return importlib.util.spec_from_loader(fullname, _AliasLoader(new))
 
 
@@ -86,8 +88,11 @@ class _AliasLoader(importlib.abc.Loader):
         old = module.__name__
         if old not in KEPT:
             # stacklevel 2: the import statement (the import system's frames are skipped)
-            warnings.warn(f"{old} moved to {self.new}; import it from there",
-                          DeprecationWarning, stacklevel=2)
+            warnings.warn(
+                f"{old} moved to {self.new}; import it from there",
+                DeprecationWarning,
+                stacklevel=2,
+            )
         # the import system returns what sys.modules holds under the old name once this
         # returns: the module at its new path, so both names give one module object
         sys.modules[old] = importlib.import_module(self.new)

@@ -155,8 +155,10 @@ class LombScargle(_AstropyLombScargle):
         nterms = checks.integer("nterms", nterms, low=0, high=MAX_NTERMS)
         check_choice("precision", precision, Precision)
         if nterms != 1 and precision != "fp64":
-            raise ValueError(f"multi-term periodograms (nterms={nterms}) are computed in fp64; "
-                             f"got precision={precision!r}")
+            raise ValueError(
+                f"multi-term periodograms (nterms={nterms}) are computed in fp64; "
+                f"got precision={precision!r}"
+            )
         super().__init__(t, y, dy, fit_mean, center_data, nterms, normalization)
         self.precision = precision
         self.device = device
@@ -176,8 +178,9 @@ class LombScargle(_AstropyLombScargle):
         :meth:`astropy.timeseries.LombScargle.autofrequency` (the same
         values); frequencies carry the unit ``1 / t`` when ``t`` has one.
         """
-        grid = self._auto_grid(samples_per_peak, nyquist_factor, minimum_frequency,
-                               maximum_frequency)
+        grid = self._auto_grid(
+            samples_per_peak, nyquist_factor, minimum_frequency, maximum_frequency
+        )
         unit = self._frequency_unit()
         if return_freq_limits:
             return grid.fmin * unit, grid.fmax * unit
@@ -218,12 +221,15 @@ class LombScargle(_AstropyLombScargle):
         """
         normalization = self.normalization if normalization is None else normalization
         options = self._options(normalization, method, method_kwds)
-        grid = self._auto_grid(samples_per_peak, nyquist_factor, minimum_frequency,
-                               maximum_frequency)
+        grid = self._auto_grid(
+            samples_per_peak, nyquist_factor, minimum_frequency, maximum_frequency
+        )
         t, y, dy = self._values()
         power = _grid_power(t, y, dy, grid, **options)
-        return (grid.frequencies() * self._frequency_unit(),
-                power * self._power_unit(normalization))
+        return (
+            grid.frequencies() * self._frequency_unit(),
+            power * self._power_unit(normalization),
+        )
 
     def power(
         self,
@@ -322,8 +328,9 @@ class LombScargle(_AstropyLombScargle):
         the analytic null distributions.
         """
         self._check_periodic()
-        grid = self._auto_grid(samples_per_peak, nyquist_factor, minimum_frequency,
-                               maximum_frequency)
+        grid = self._auto_grid(
+            samples_per_peak, nyquist_factor, minimum_frequency, maximum_frequency
+        )
         z = self._power_values(power)
         if _fap_method(method, method_kwds) == "bootstrap":
             maxima = self._bootstrap_maxima(grid.fmax, **dict(method_kwds or {}))
@@ -354,8 +361,9 @@ class LombScargle(_AstropyLombScargle):
             ``bootstrap`` (as astropy).
         """
         self._check_periodic()
-        grid = self._auto_grid(samples_per_peak, nyquist_factor, minimum_frequency,
-                               maximum_frequency)
+        grid = self._auto_grid(
+            samples_per_peak, nyquist_factor, minimum_frequency, maximum_frequency
+        )
         p = np.asarray(false_alarm_probability, dtype=np.float64)
         if _fap_method(method, method_kwds) != "bootstrap":
             return stats.false_alarm_level(p, **self._null(method, grid))
@@ -379,8 +387,9 @@ class LombScargle(_AstropyLombScargle):
             return None
         return float(_strip(self._validate_frequency(frequency)))
 
-    def _auto_grid(self, samples_per_peak, nyquist_factor, minimum_frequency,
-                   maximum_frequency) -> FrequencyGrid:
+    def _auto_grid(
+        self, samples_per_peak, nyquist_factor, minimum_frequency, maximum_frequency
+    ) -> FrequencyGrid:
         return FrequencyGrid.auto(
             self._values()[0],
             samples_per_peak=samples_per_peak,
@@ -389,14 +398,22 @@ class LombScargle(_AstropyLombScargle):
             maximum_frequency=self._frequency_value(maximum_frequency),
         )
 
-    def _options(self, normalization: str, method: str = "auto",
-                 method_kwds: Mapping[str, Any] | None = None) -> dict:
+    def _options(
+        self,
+        normalization: str,
+        method: str = "auto",
+        method_kwds: Mapping[str, Any] | None = None,
+    ) -> dict:
         """Keywords of :func:`lombscargle_clperiod` for ``method`` and ``method_kwds``."""
-        return {"fit_mean": self.fit_mean, "center_data": self.center_data,
-                "normalization": normalization, "precision": self.precision,
-                "device": self.device, "nterms": self.nterms,
-                **_method_options(method, method_kwds, self.nterms, self.fit_mean,
-                                  self._values()[2])}
+        return {
+            "fit_mean": self.fit_mean,
+            "center_data": self.center_data,
+            "normalization": normalization,
+            "precision": self.precision,
+            "device": self.device,
+            "nterms": self.nterms,
+            **_method_options(method, method_kwds, self.nterms, self.fit_mean, self._values()[2]),
+        }
 
     def _power_values(self, power: Any) -> np.ndarray:
         if not isinstance(power, u.Quantity):
@@ -407,18 +424,27 @@ class LombScargle(_AstropyLombScargle):
     def _check_periodic(self) -> None:
         """False-alarm statistics need a periodic model: raise for ``nterms = 0``."""
         if self.nterms == 0:
-            raise ValueError("false-alarm probabilities need a periodic model: nterms=0 "
-                             "fits only the mean")
+            raise ValueError(
+                "false-alarm probabilities need a periodic model: nterms=0 fits only the mean"
+            )
 
     def _null(self, method: str, grid: FrequencyGrid) -> dict:
         """Arguments of the clperiod.periodograms.stats false-alarm functions."""
         t, _, dy = self._values()
         # astropy's "single" (one frequency) is Townsend's formula with nf = 1.
         named = "townsend" if method == "single" else method
-        return {"n": t.size, "fmax": grid.fmax, "t": t, "dy": dy,
-                "normalization": self.normalization, "method": named,
-                "fit_mean": self.fit_mean, "center_data": self.center_data,
-                "nf": 1 if method == "single" else grid.nf, "nterms": self.nterms}
+        return {
+            "n": t.size,
+            "fmax": grid.fmax,
+            "t": t,
+            "dy": dy,
+            "normalization": self.normalization,
+            "method": named,
+            "fit_mean": self.fit_mean,
+            "center_data": self.center_data,
+            "nf": 1 if method == "single" else grid.nf,
+            "nterms": self.nterms,
+        }
 
     def _bootstrap_maxima(
         self, fmax: float, n_bootstraps: int = 1000, random_seed: Any = None
@@ -440,13 +466,22 @@ class LombScargle(_AstropyLombScargle):
         grid = FrequencyGrid.auto(t, maximum_frequency=fmax)
         if self.nterms != 1:
             maxima = multiterm_max_power(
-                t, y[picks], None if dy is None else dy[picks], grid, self.nterms,
-                fit_mean=self.fit_mean, center_data=self.center_data,
-                normalization=self.normalization, device=self.device)
+                t,
+                y[picks],
+                None if dy is None else dy[picks],
+                grid,
+                self.nterms,
+                fit_mean=self.fit_mean,
+                center_data=self.center_data,
+                normalization=self.normalization,
+                device=self.device,
+            )
             bad = np.flatnonzero(np.isnan(maxima))
             if bad.size:
-                raise ValueError(f"bootstrap resampling {bad[0]} has no periodogram: constant "
-                                 f"values, or fewer distinct times than the model's parameters")
+                raise ValueError(
+                    f"bootstrap resampling {bad[0]} has no periodogram: constant "
+                    f"values, or fewer distinct times than the model's parameters"
+                )
             return np.sort(maxima)
         catalog = Catalog.from_arrays(
             np.repeat(np.arange(n_bootstraps), t.size),
@@ -454,9 +489,15 @@ class LombScargle(_AstropyLombScargle):
             y[picks].ravel(),
             None if dy is None else dy[picks].ravel(),
         )
-        result = lombscargle(catalog, grid, fit_mean=self.fit_mean,
-                             center_data=self.center_data, normalization=self.normalization,
-                             precision=self.precision, device=self.device)
+        result = lombscargle(
+            catalog,
+            grid,
+            fit_mean=self.fit_mean,
+            center_data=self.center_data,
+            normalization=self.normalization,
+            precision=self.precision,
+            device=self.device,
+        )
         bad = np.flatnonzero(result.status != Status.OK)
         if bad.size:
             raise ValueError(
@@ -543,9 +584,17 @@ def lombscargle_clperiod(
     if dy is not None:
         dy = np.broadcast_to(np.asarray(dy, dtype=np.float64), t.shape)
     check_choice("kernel", kernel, Kernel)
-    options = {"fit_mean": fit_mean, "center_data": center_data, "normalization": normalization,
-               "precision": precision, "device": device, "memory": memory, "progress": progress,
-               "nterms": nterms, "kernel": kernel}
+    options = {
+        "fit_mean": fit_mean,
+        "center_data": center_data,
+        "normalization": normalization,
+        "precision": precision,
+        "device": device,
+        "memory": memory,
+        "progress": progress,
+        "nterms": nterms,
+        "kernel": kernel,
+    }
     if flat.size > 1 and np.all(flat[1:] > flat[:-1]):
         distinct, inverse = flat, None
     else:
@@ -601,8 +650,13 @@ def _strip(value: Any) -> Any:
     return value.value if isinstance(value, u.Quantity) else value
 
 
-def _method_options(method: str, method_kwds: Mapping[str, Any] | None, nterms: int,
-                    fit_mean: bool, dy: np.ndarray | None) -> dict:
+def _method_options(
+    method: str,
+    method_kwds: Mapping[str, Any] | None,
+    nterms: int,
+    fit_mean: bool,
+    dy: np.ndarray | None,
+) -> dict:
     """:func:`lombscargle_clperiod` keywords (``kernel`` and those of ``method_kwds``)
     for astropy's method name ``method``; astropy's errors for models it does
     not run with that method."""
@@ -614,8 +668,10 @@ def _method_options(method: str, method_kwds: Mapping[str, Any] | None, nterms: 
     if unknown:
         raise TypeError(f"method={method!r} takes method_kwds {allowed}, got {unknown}")
     if method in _SINGLE_TERM_METHODS and nterms != 1:
-        raise ValueError(f"nterms != 1 needs method 'chi2', 'fastchi2' or 'auto' (astropy's "
-                         f"rule), got method={method!r} with nterms={nterms}")
+        raise ValueError(
+            f"nterms != 1 needs method 'chi2', 'fastchi2' or 'auto' (astropy's "
+            f"rule), got method={method!r} with nterms={nterms}"
+        )
     if method == "scipy":
         _check_scipy_method(fit_mean, dy)
     direct = not extra.pop("use_fft", True)
@@ -628,8 +684,9 @@ def _method_options(method: str, method_kwds: Mapping[str, Any] | None, nterms: 
 def _check_scipy_method(fit_mean: bool, dy: np.ndarray | None) -> None:
     """astropy's limits of its ``"scipy"`` method: no floating mean, uniform ``dy``."""
     if fit_mean:
-        raise ValueError("method='scipy' has no floating mean: use fit_mean=False "
-                         "(or another method)")
+        raise ValueError(
+            "method='scipy' has no floating mean: use fit_mean=False (or another method)"
+        )
     if dy is not None and not np.allclose(np.ravel(dy)[0], dy):
         raise ValueError("method='scipy' needs uniform uncertainties dy (or another method)")
 
@@ -642,22 +699,40 @@ def _fap_method(method: str, method_kwds: Mapping[str, Any] | None) -> str:
     return method
 
 
-def _grid_power(t: np.ndarray, y: np.ndarray, dy: np.ndarray | None, grid: FrequencyGrid,
-                nterms: int = 1, kernel: str = "auto", **options: Any) -> np.ndarray:
+def _grid_power(
+    t: np.ndarray,
+    y: np.ndarray,
+    dy: np.ndarray | None,
+    grid: FrequencyGrid,
+    nterms: int = 1,
+    kernel: str = "auto",
+    **options: Any,
+) -> np.ndarray:
     """The float64 periodogram of one light curve on ``grid`` (``kernel`` as
     :func:`lombscargle_clperiod`)."""
     if nterms != 1 or kernel != "auto":
         if options["precision"] != "fp64":
-            raise ValueError(f"multi-term periodograms (nterms={nterms}, kernel={kernel!r}) are "
-                             f"computed in fp64")
-        return multiterm_power(t, y, dy, grid, nterms, fit_mean=options["fit_mean"],
-                               center_data=options["center_data"],
-                               normalization=options["normalization"],
-                               direct_harmonics=kernel == "direct", device=options["device"])
+            raise ValueError(
+                f"multi-term periodograms (nterms={nterms}, kernel={kernel!r}) are "
+                f"computed in fp64"
+            )
+        return multiterm_power(
+            t,
+            y,
+            dy,
+            grid,
+            nterms,
+            fit_mean=options["fit_mean"],
+            center_data=options["center_data"],
+            normalization=options["normalization"],
+            direct_harmonics=kernel == "direct",
+            device=options["device"],
+        )
     result = lombscargle(t, grid, y, dy, method="generalized", periodogram=True, **options)
     status = Status(result.status[0])
     if status != Status.OK:
-        raise ValueError(f"clperiod cannot evaluate this light curve ({len(t)} points): "
-                         f"{status.name}")
+        raise ValueError(
+            f"clperiod cannot evaluate this light curve ({len(t)} points): {status.name}"
+        )
     assert result.power is not None  # asked for with periodogram=True
     return result.power[0].astype(np.float64)

@@ -206,9 +206,11 @@ class Catalog:
         offsets = np.concatenate(([0], np.cumsum(lengths)))
         names = parts[0][0]
         columns = {name: np.concatenate([p[name] for p, _ in parts]) for name in names}
-        masked = {name: np.concatenate([m.get(name, np.zeros(p[name].size, bool))
-                                        for p, m in parts])
-                  for name in names if any(name in m for _, m in parts)}
+        masked = {
+            name: np.concatenate([m.get(name, np.zeros(p[name].size, bool)) for p, m in parts])
+            for name in names
+            if any(name in m for _, m in parts)
+        }
         return _build(cls, ids, offsets, columns, nan_policy, masked)
 
     @classmethod
@@ -264,8 +266,10 @@ class Catalog:
             raise ValueError("empty catalog: no objects given")
         n_rows = columns["t"].size
         if offsets.shape != (ids.size + 1,):
-            raise ValueError(f"offsets must have shape ({ids.size + 1},) for {ids.size} ids, "
-                             f"got {offsets.shape}")
+            raise ValueError(
+                f"offsets must have shape ({ids.size + 1},) for {ids.size} ids, "
+                f"got {offsets.shape}"
+            )
         if offsets[0] != 0 or offsets[-1] != n_rows or np.any(np.diff(offsets) < 0):
             raise ValueError(f"offsets must rise from 0 to the number of rows ({n_rows})")
         _check_ids(ids, np.arange(ids.size), "object")
@@ -366,9 +370,13 @@ class Catalog:
     def slice(self, start: int, stop: int) -> Catalog:
         """The objects ``start:stop`` as a catalog of views (no copy)."""
         lo, hi = int(self.offsets[start]), int(self.offsets[stop])
-        return type(self)(self.ids[start:stop], self.offsets[start:stop + 1] - lo,
-                          self.t[lo:hi], self.y[lo:hi],
-                          None if self.dy is None else self.dy[lo:hi])
+        return type(self)(
+            self.ids[start:stop],
+            self.offsets[start : stop + 1] - lo,
+            self.t[lo:hi],
+            self.y[lo:hi],
+            None if self.dy is None else self.dy[lo:hi],
+        )
 
     def baselines(self) -> np.ndarray:
         """Per-object ``max(t) - min(t)``; NaN for objects with 0 rows."""
@@ -404,8 +412,12 @@ def is_lightcurve_list(value: Any) -> TypeGuard[list | tuple]:
     or astropy Tables (what :meth:`~clperiod.Catalog.from_lightcurves` takes)."""
     if not isinstance(value, (list, tuple)) or not value:
         return False
-    return all(isinstance(item, (list, tuple)) or is_table(item)
-               or (isinstance(item, np.ndarray) and item.ndim == 2) for item in value)
+    return all(
+        isinstance(item, (list, tuple))
+        or is_table(item)
+        or (isinstance(item, np.ndarray) and item.ndim == 2)
+        for item in value
+    )
 
 
 def catalog_of(value: Any, nan_policy: str = "raise", name: str = "catalog") -> Catalog:
@@ -430,8 +442,10 @@ def catalog_of(value: Any, nan_policy: str = "raise", name: str = "catalog") -> 
         return value
     if is_lightcurve_list(value):
         return Catalog.from_lightcurves(value, nan_policy=nan_policy)
-    raise TypeError(f"{name} must be a Catalog or a list of (t, y[, dy]) light curves "
-                    f"(tuples, DataFrames or astropy Tables), got {type(value).__name__}")
+    raise TypeError(
+        f"{name} must be a Catalog or a list of (t, y[, dy]) light curves "
+        f"(tuples, DataFrames or astropy Tables), got {type(value).__name__}"
+    )
 
 
 def _lightcurve_tuple(item: Any, number: int) -> tuple[Any, ...]:
@@ -443,12 +457,15 @@ def _lightcurve_tuple(item: Any, number: int) -> tuple[Any, ...]:
             raise type(error)(f"light curve {number}: {error}") from None
         return (t, y) if dy is None else (t, y, dy)
     if isinstance(item, (str, bytes)) or not isinstance(item, (Sequence, np.ndarray)):
-        raise TypeError(f"light curve {number} must be a (t, y) or (t, y, dy) tuple, a "
-                        f"DataFrame or an astropy Table, got {type(item).__name__}")
+        raise TypeError(
+            f"light curve {number} must be a (t, y) or (t, y, dy) tuple, a "
+            f"DataFrame or an astropy Table, got {type(item).__name__}"
+        )
     item = tuple(item)
     if len(item) not in (2, 3):
-        raise ValueError(f"light curve {number} must be a (t, y) or (t, y, dy) tuple, "
-                         f"got {len(item)} entries")
+        raise ValueError(
+            f"light curve {number} must be a (t, y) or (t, y, dy) tuple, got {len(item)} entries"
+        )
     return item
 
 
@@ -486,8 +503,10 @@ def _check_ids(ids: np.ndarray, positions: np.ndarray, unit: str) -> None:
     where id ``k`` is, counted in ``unit``s, for the message."""
     if ids.dtype.kind == "f" and np.isnan(ids).any():
         at = int(positions[np.argmax(np.isnan(ids))])
-        raise ValueError(f"ids: NaN at {unit} {at} is not an object id (NaN equals nothing); "
-                         "ids must be integers, strings or other values equal to themselves")
+        raise ValueError(
+            f"ids: NaN at {unit} {at} is not an object id (NaN equals nothing); "
+            "ids must be integers, strings or other values equal to themselves"
+        )
     if ids.dtype.kind != "O":
         return
     kinds: dict[bool, int] = {}
@@ -497,8 +516,10 @@ def _check_ids(ids: np.ndarray, positions: np.ndarray, unit: str) -> None:
         kinds.setdefault(isinstance(value, (str, bytes)), k)
     if len(kinds) > 1:
         shown = ", ".join(f"{ids[k]!r} at {unit} {int(positions[k])}" for k in kinds.values())
-        raise TypeError(f"ids mix strings and other values ({shown}); give every id as a "
-                        "string or every id as a number")
+        raise TypeError(
+            f"ids mix strings and other values ({shown}); give every id as a "
+            "string or every id as a number"
+        )
 
 
 def mask_of(values: Any) -> np.ndarray | None:
@@ -518,16 +539,19 @@ def refuse_masked(name: str, values: Any) -> None:
     mask = mask_of(values)
     if mask is not None and mask.any():
         first = np.argwhere(mask)[0].tolist() if mask.ndim else []
-        raise ValueError(f"{name} has {int(mask.sum())} masked entries (the first at index "
-                         f"{first}); this function uses every value: fill them or leave "
-                         "them out first")
+        raise ValueError(
+            f"{name} has {int(mask.sum())} masked entries (the first at index "
+            f"{first}); this function uses every value: fill them or leave "
+            "them out first"
+        )
 
 
 def _as_1d(name: str, values: Any) -> np.ndarray:
     mask = mask_of(values)
     if mask is not None and mask.any():
-        raise ValueError(f"{name} has a masked entry (at index {int(np.argmax(mask))}); every "
-                         "row needs a value")
+        raise ValueError(
+            f"{name} has a masked entry (at index {int(np.argmax(mask))}); every row needs a value"
+        )
     array = np.asarray(values if mask is None else getattr(values, "unmasked", values))
     if array.ndim != 1:
         raise ValueError(f"{name} must be 1-D, got shape {array.shape}")
@@ -550,8 +574,9 @@ def _as_real(name: str, values: Any, copy: bool) -> tuple[np.ndarray, np.ndarray
     return np.where(mask, np.nan, array.astype(np.float64)), mask
 
 
-def _columns(t: Any, y: Any, dy: Any = None, *,
-             copy: bool = True) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+def _columns(
+    t: Any, y: Any, dy: Any = None, *, copy: bool = True
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Validated float64 columns t, y (and dy if given), masked entries NaN,
     and the masks of the columns that have masked entries."""
     named = {"t": t, "y": y} if dy is None else {"t": t, "y": y, "dy": dy}
@@ -580,16 +605,23 @@ def _first_repeat(values: np.ndarray) -> tuple[int, int] | None:
     return i, j
 
 
-def _build(cls, ids, offsets, columns, nan_policy: str,
-           masked: dict[str, np.ndarray] | None = None) -> Catalog:
+def _build(
+    cls, ids, offsets, columns, nan_policy: str, masked: dict[str, np.ndarray] | None = None
+) -> Catalog:
     """Validate the values of flat columns, apply ``nan_policy`` (to non-finite
     and ``masked`` entries, which are NaN in ``columns``) and make the catalog."""
     offsets = np.asarray(offsets, dtype=np.int64)
     finite = np.logical_and.reduce([np.isfinite(column) for column in columns.values()])
     if nan_policy == "raise":
         for name, mask in (masked or {}).items():
-            _raise_at(f"masked {name} in", mask, columns[name], ids, offsets,
-                      "; nan_policy='omit' leaves masked rows out")
+            _raise_at(
+                f"masked {name} in",
+                mask,
+                columns[name],
+                ids,
+                offsets,
+                "; nan_policy='omit' leaves masked rows out",
+            )
         for name, column in columns.items():
             _raise_at(f"non-finite {name} in", ~np.isfinite(column), column, ids, offsets)
     if "dy" in columns:
@@ -606,8 +638,9 @@ def _build(cls, ids, offsets, columns, nan_policy: str,
     return cls(ids, offsets, columns["t"], columns["y"], columns.get("dy"), n_dropped)
 
 
-def _raise_at(what: str, bad: np.ndarray, column: np.ndarray, ids, offsets,
-              note: str = "") -> None:
+def _raise_at(
+    what: str, bad: np.ndarray, column: np.ndarray, ids, offsets, note: str = ""
+) -> None:
     """Raise a ValueError naming the first bad row by object id and index within
     it (and its value, unless a ``note`` is given instead)."""
     if not bad.any():

@@ -36,8 +36,9 @@ def integer(name: str, value: Any, low: int | None = None, high: int | None = No
     ValueError
         Outside the bounds.
     """
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Integral,
-                                                                     np.integer)):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+        value, (numbers.Integral, np.integer)
+    ):
         raise TypeError(f"{name} must be an integer, got {value!r}")
     value = int(value)
     if (low is not None and value < low) or (high is not None and value > high):
@@ -69,8 +70,9 @@ def real(name: str, value: Any, *, positive: bool = False, finite: bool = True) 
     """
     if type(value) is np.ndarray and value.ndim == 0 and value.dtype.kind in "iuf":
         value = value.item()
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, np.floating,
-                                                                     np.integer)):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+        value, (numbers.Real, np.floating, np.integer)
+    ):
         raise TypeError(f"{name} must be a real number, got {value!r}")
     value = float(value)
     if finite and not math.isfinite(value):

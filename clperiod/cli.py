@@ -25,8 +25,19 @@ __all__ = ["build_parser", "main"]
 #: Exceptions that a command reports as ``clperiod: error: ...`` (exit status 1):
 #: the readers' errors on bad or damaged input (which they raise as ValueErrors
 #: naming the file; the raw kinds are listed too), bad options, failed searches.
-_ERRORS = (OSError, ValueError, TypeError, RuntimeError, ImportError, KeyError, MemoryError,
-           EOFError, zlib.error, lzma.LZMAError, csv.Error)
+_ERRORS = (
+    OSError,
+    ValueError,
+    TypeError,
+    RuntimeError,
+    ImportError,
+    KeyError,
+    MemoryError,
+    EOFError,
+    zlib.error,
+    lzma.LZMAError,
+    csv.Error,
+)
 
 
 def _fail(exc: BaseException) -> int:
@@ -99,8 +110,10 @@ def _read_pulse_input(args: argparse.Namespace) -> tuple[Any, Any, float]:
     inputs = args.inputs
     if all(path.endswith(".dat") for path in inputs):
         if any(v is not None for v in (args.tsamp, args.dm_start, args.dm_step, args.dm_file)):
-            raise ValueError("PRESTO .dat input takes the DMs and tsamp from the .inf files; "
-                             "drop --tsamp and the DM options")
+            raise ValueError(
+                "PRESTO .dat input takes the DMs and tsamp from the .inf files; "
+                "drop --tsamp and the DM options"
+            )
         return pulsefiles.read_presto_series(inputs, require_finite=args.nan_policy == "raise")
     if len(inputs) != 1 or not inputs[0].endswith(".npy"):
         raise ValueError("INPUT must be one .npy file or one or more PRESTO .dat files")
@@ -144,9 +157,17 @@ def _run_singlepulse(args: argparse.Namespace) -> int:
         from clperiod.singlepulse import search
 
         cands = search(
-            data, dm, tsamp, max_width=args.max_width, threshold=args.threshold,
-            plan=args.plan, snr_mode=args.snr_mode, robust=args.robust,
-            nan_policy=args.nan_policy, cluster=not args.no_cluster, device=args.device,
+            data,
+            dm,
+            tsamp,
+            max_width=args.max_width,
+            threshold=args.threshold,
+            plan=args.plan,
+            snr_mode=args.snr_mode,
+            robust=args.robust,
+            nan_policy=args.nan_policy,
+            cluster=not args.no_cluster,
+            device=args.device,
         )
         fmt = pulsefiles.write_candidates(output, cands, args.format)
     except _ERRORS as exc:
@@ -174,12 +195,15 @@ def _add_singlepulse(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("inputs", nargs="+", metavar="INPUT", help=".npy file or .dat files")
     parser.add_argument(
-        "-o", "--output", metavar="OUT",
+        "-o",
+        "--output",
+        metavar="OUT",
         help="output file (default: the input's basename with the format's suffix; "
         "several .dat files: the basename up to '_DM')",
     )
     parser.add_argument(
-        "--format", choices=tuple(FORMATS),
+        "--format",
+        choices=tuple(FORMATS),
         help="output format (default: from the suffix of OUT, else singlepulse)",
     )
     dms = parser.add_mutually_exclusive_group()
@@ -187,20 +211,34 @@ def _add_singlepulse(subparsers: argparse._SubParsersAction) -> None:
     dms.add_argument("--dm-file", help=".npy: text file with the DM of each row")
     parser.add_argument("--dm-step", type=float, help=".npy: DM step between rows")
     parser.add_argument("--tsamp", type=float, help=".npy: sampling time (s)")
-    parser.add_argument("--max-width", type=int, default=32,
-                        help="widest boxcar in samples (default 32)")
-    parser.add_argument("--threshold", type=float, default=6.0,
-                        help="S/N threshold (default 6)")
-    parser.add_argument("--plan", choices=("dit", "full"), default="dit",
-                        help="boxcar widths: decimation-in-time plan or every width")
-    parser.add_argument("--snr-mode", choices=("approx", "exact"), default="approx",
-                        help="boxcar noise normalisation")
-    parser.add_argument("--robust", action="store_true",
-                        help="outlier-resistant noise statistics")
-    parser.add_argument("--nan-policy", choices=("raise", "mask"), default="raise",
-                        help="non-finite samples: error, or mask them")
-    parser.add_argument("--no-cluster", action="store_true",
-                        help="report every detection instead of clustering them")
+    parser.add_argument(
+        "--max-width", type=int, default=32, help="widest boxcar in samples (default 32)"
+    )
+    parser.add_argument("--threshold", type=float, default=6.0, help="S/N threshold (default 6)")
+    parser.add_argument(
+        "--plan",
+        choices=("dit", "full"),
+        default="dit",
+        help="boxcar widths: decimation-in-time plan or every width",
+    )
+    parser.add_argument(
+        "--snr-mode",
+        choices=("approx", "exact"),
+        default="approx",
+        help="boxcar noise normalisation",
+    )
+    parser.add_argument("--robust", action="store_true", help="outlier-resistant noise statistics")
+    parser.add_argument(
+        "--nan-policy",
+        choices=("raise", "mask"),
+        default="raise",
+        help="non-finite samples: error, or mask them",
+    )
+    parser.add_argument(
+        "--no-cluster",
+        action="store_true",
+        help="report every detection instead of clustering them",
+    )
     parser.add_argument("--device", help="device selection (as CLPERIOD_DEVICE)")
     parser.set_defaults(func=_run_singlepulse)
 
@@ -217,8 +255,9 @@ def _search_grid(args: argparse.Namespace) -> Any:
             raise ValueError("--df needs --fmin and --nf")
         return AutoGrid(args.samples_per_peak, args.nyquist_factor, fmin, fmax)
     if fmin is None or (fmax is None) == (args.df is None):
-        raise ValueError("--nf needs --fmin (or --max-period) and one of --fmax (or "
-                         "--min-period) or --df")
+        raise ValueError(
+            "--nf needs --fmin (or --max-period) and one of --fmax (or --min-period) or --df"
+        )
     if fmax is not None:
         return FrequencyGrid.from_range(fmin, fmax, args.nf)
     return FrequencyGrid.from_step(fmin, args.df, args.nf)
@@ -237,15 +276,18 @@ def _search_options(args: argparse.Namespace) -> dict[str, Any]:
     """The algorithm's keyword arguments set on the command line."""
     options = {"precision": args.precision, "memory": args.memory, "top_k": args.top_k}
     if args.command == "lombscargle":
-        options |= {"method": args.method,
-                    "normalization": None if args.normalization == "none" else args.normalization}
+        options |= {
+            "method": args.method,
+            "normalization": None if args.normalization == "none" else args.normalization,
+        }
         flags: tuple[str, ...] = ("fit_mean", "center_data")
     else:
         options |= {"variant": args.variant, "alpha": args.alpha, "compat": args.compat}
         flags = ("periodic",)
     # flags left out keep the library's default (which depends on other options)
-    return options | {name: getattr(args, name) for name in flags
-                      if getattr(args, name) is not None}
+    return options | {
+        name: getattr(args, name) for name in flags if getattr(args, name) is not None
+    }
 
 
 def _search_output(args: argparse.Namespace) -> Path:
@@ -272,35 +314,57 @@ def _run_search(args: argparse.Namespace) -> int:
         if output.resolve() == Path(args.input).resolve():
             raise ValueError(f"the output {output} would overwrite the input; pass -o")
         reader = catalog_files.open_catalog(
-            args.input, layout=args.layout, id_col=args.id_col, t_col=args.t_col,
-            y_col=args.y_col, dy_col=None if args.no_dy else args.dy_col,
-            nested_col=args.nested_col, delimiter=args.delimiter, chunk_rows=args.chunk_rows,
+            args.input,
+            layout=args.layout,
+            id_col=args.id_col,
+            t_col=args.t_col,
+            y_col=args.y_col,
+            dy_col=None if args.no_dy else args.dy_col,
+            nested_col=args.nested_col,
+            delimiter=args.delimiter,
+            chunk_rows=args.chunk_rows,
             chunk_objects=args.chunk_objects,
-            first_chunk_rows=args.first_chunk_rows or None, nan_policy=args.nan_policy,
+            first_chunk_rows=args.first_chunk_rows or None,
+            nan_policy=args.nan_policy,
             grouping=args.grouping,
         )
         fap = getattr(args, "fap_method", "none")
-        search = pipeline.PeriodSearch(args.command, _search_grid(args), _search_options(args),
-                                       fap_method=None if fap == "none" else fap)
+        search = pipeline.PeriodSearch(
+            args.command,
+            _search_grid(args),
+            _search_options(args),
+            fap_method=None if fap == "none" else fap,
+        )
         plot_ids = args.plot_ids.split(",") if args.plot_ids else None
         run = pipeline.run_catalog(
-            reader, search, output, periodogram=args.periodogram, output_format=args.format,
-            device=args.device, restart=args.restart,
+            reader,
+            search,
+            output,
+            periodogram=args.periodogram,
+            output_format=args.format,
+            device=args.device,
+            restart=args.restart,
             progress=False if args.no_progress else None,
-            plot=args.plot, plot_ids=plot_ids, plot_format=args.plot_format,
+            plot=args.plot,
+            plot_ids=plot_ids,
+            plot_format=args.plot_format,
             plot_labels=_plot_labels(args, reader) if args.plot else None,
         )
     except KeyboardInterrupt:
-        print(f"clperiod: interrupted; the finished chunks are kept in "
-              f"{pipeline.work_directory(output)}: run the same command again to resume",
-              file=sys.stderr)
+        print(
+            f"clperiod: interrupted; the finished chunks are kept in "
+            f"{pipeline.work_directory(output)}: run the same command again to resume",
+            file=sys.stderr,
+        )
         return 130
     except _ERRORS as exc:
         return _fail(exc)
     grid = run.grid
-    summary = (f"{run.n_objects} objects in {run.n_chunks} chunk(s) written to {run.output} "
-               f"({args.command}, {grid.nf:,} frequencies from {grid.fmin:.6g} to "
-               f"{grid.fmax:.6g}, {args.precision}, {', '.join(run.devices)}")
+    summary = (
+        f"{run.n_objects} objects in {run.n_chunks} chunk(s) written to {run.output} "
+        f"({args.command}, {grid.nf:,} frequencies from {grid.fmin:.6g} to "
+        f"{grid.fmax:.6g}, {args.precision}, {', '.join(run.devices)}"
+    )
     summary += f"; {run.n_resumed} chunk(s) resumed)" if run.n_resumed else ")"
     if reader.grouping == "sort":
         summary += "; input rows sorted by id"
@@ -329,20 +393,34 @@ def _add_search_arguments(parser: argparse.ArgumentParser) -> None:
     _add_grid_arguments(parser)
     _add_run_arguments(parser)
     out = parser.add_argument_group("more output")
-    out.add_argument("--periodogram", metavar="FILE",
-                     help="also write every periodogram: .npy, .npz, .h5/.hdf5 or .parquet")
-    out.add_argument("--plot", metavar="DIR",
-                     help="write a figure per chosen object (periodogram, folded light curve)")
-    out.add_argument("--plot-ids", metavar="ID[,ID...]",
-                     help="objects to plot (default: the first 5 objects of INPUT)")
+    out.add_argument(
+        "--periodogram",
+        metavar="FILE",
+        help="also write every periodogram: .npy, .npz, .h5/.hdf5 or .parquet",
+    )
+    out.add_argument(
+        "--plot",
+        metavar="DIR",
+        help="write a figure per chosen object (periodogram, folded light curve)",
+    )
+    out.add_argument(
+        "--plot-ids",
+        metavar="ID[,ID...]",
+        help="objects to plot (default: the first 5 objects of INPUT)",
+    )
     out.add_argument("--plot-format", default="png", help="figure format (default png)")
-    out.add_argument("--t-unit", metavar="UNIT",
-                     help="unit of the time column on the figures (default: d for a column "
-                     "named like mjd, jd, hjd, bjd; else none)")
+    out.add_argument(
+        "--t-unit",
+        metavar="UNIT",
+        help="unit of the time column on the figures (default: d for a column "
+        "named like mjd, jd, hjd, bjd; else none)",
+    )
     out.add_argument("--y-unit", metavar="UNIT", help="unit of the value column on the figures")
-    out.add_argument("--invert-y", action=argparse.BooleanOptionalAction,
-                     help="draw y growing downwards (default: when the column name or "
-                     "--y-unit says magnitude)")
+    out.add_argument(
+        "--invert-y",
+        action=argparse.BooleanOptionalAction,
+        help="draw y growing downwards (default: when the column name or --y-unit says magnitude)",
+    )
     parser.set_defaults(func=_run_search)
 
 
@@ -350,32 +428,55 @@ def _add_input_arguments(parser: argparse.ArgumentParser) -> None:
     """The catalog file, its layout and columns, and the results file."""
     from clperiod.io.readers import LAYOUTS
 
-    parser.add_argument("input", metavar="INPUT",
-                        help="catalog file: objId, t, y[, dy] lines (the papers' layout), "
-                        "long CSV or Parquet with a header, or nested Parquet")
-    parser.add_argument("-o", "--output", metavar="OUT",
-                        help="results file, .parquet or .csv (default: INPUT's name with "
-                        "'.<command>.parquet')")
-    parser.add_argument("--format", choices=("parquet", "csv"),
-                        help="results format (default: from the suffix of OUT)")
+    parser.add_argument(
+        "input",
+        metavar="INPUT",
+        help="catalog file: objId, t, y[, dy] lines (the papers' layout), "
+        "long CSV or Parquet with a header, or nested Parquet",
+    )
+    parser.add_argument(
+        "-o",
+        "--output",
+        metavar="OUT",
+        help="results file, .parquet or .csv (default: INPUT's name with '.<command>.parquet')",
+    )
+    parser.add_argument(
+        "--format",
+        choices=("parquet", "csv"),
+        help="results format (default: from the suffix of OUT)",
+    )
     read = parser.add_argument_group("input")
-    read.add_argument("--layout", default="auto", choices=("auto", *LAYOUTS),
-                      help="file layout (default: from the suffix and content)")
+    read.add_argument(
+        "--layout",
+        default="auto",
+        choices=("auto", *LAYOUTS),
+        help="file layout (default: from the suffix and content)",
+    )
     read.add_argument("--id-col", default="id", help="object id column (default id)")
     read.add_argument("--t-col", default="t", help="time column (default t)")
     read.add_argument("--y-col", default="y", help="value column (default y)")
-    read.add_argument("--dy-col", default="auto",
-                      help="uncertainty column (default: dy when the file has one)")
+    read.add_argument(
+        "--dy-col", default="auto", help="uncertainty column (default: dy when the file has one)"
+    )
     read.add_argument("--no-dy", action="store_true", help="ignore uncertainties")
-    read.add_argument("--nested-col",
-                      help="nested Parquet: the list<struct> column of observations")
+    read.add_argument(
+        "--nested-col", help="nested Parquet: the list<struct> column of observations"
+    )
     read.add_argument("--delimiter", default=",", help="CSV field separator (default ,)")
-    read.add_argument("--nan-policy", choices=("raise", "omit"), default="raise",
-                      help="non-finite t, y or dy: error (default), or drop those rows")
-    read.add_argument("--grouping", choices=("auto", "contiguous", "sort"), default="auto",
-                      help="rows of one object: found by reading the ids once and sorted by "
-                      "id when not contiguous (auto, default), taken as contiguous, or "
-                      "always sorted (sort; files in time order)")
+    read.add_argument(
+        "--nan-policy",
+        choices=("raise", "omit"),
+        default="raise",
+        help="non-finite t, y or dy: error (default), or drop those rows",
+    )
+    read.add_argument(
+        "--grouping",
+        choices=("auto", "contiguous", "sort"),
+        default="auto",
+        help="rows of one object: found by reading the ids once and sorted by "
+        "id when not contiguous (auto, default), taken as contiguous, or "
+        "always sorted (sort; files in time order)",
+    )
 
 
 def _add_grid_arguments(parser: argparse.ArgumentParser) -> None:
@@ -386,7 +487,8 @@ def _add_grid_arguments(parser: argparse.ArgumentParser) -> None:
         "grid); --fmin/--df/--nf: fmin + k df. Without --nf: astropy's autofrequency over the "
         "whole catalog (longest baseline, largest object), reaching periods of 0.05 (days) at "
         "least unless --fmax or --min-period is given; --fmin/--fmax bounding it. "
-        "--max-period and --min-period may stand for --fmin and --fmax.")
+        "--max-period and --min-period may stand for --fmin and --fmax.",
+    )
     low = grid.add_mutually_exclusive_group()
     low.add_argument("--fmin", type=float, help="lowest frequency (cycles per time unit)")
     low.add_argument("--max-period", type=float, help="longest period (--fmin = 1 / it)")
@@ -395,11 +497,18 @@ def _add_grid_arguments(parser: argparse.ArgumentParser) -> None:
     high.add_argument("--min-period", type=float, help="shortest period (--fmax = 1 / it)")
     grid.add_argument("--nf", type=int, help="number of frequencies")
     grid.add_argument("--df", type=float, help="frequency step (with --fmin and --nf)")
-    grid.add_argument("--samples-per-peak", type=float, default=5,
-                      help="automatic grid: points across a peak of width 1/T (default 5)")
-    grid.add_argument("--nyquist-factor", type=float, default=5,
-                      help="automatic grid: multiple of the average Nyquist frequency "
-                      "(default 5)")
+    grid.add_argument(
+        "--samples-per-peak",
+        type=float,
+        default=5,
+        help="automatic grid: points across a peak of width 1/T (default 5)",
+    )
+    grid.add_argument(
+        "--nyquist-factor",
+        type=float,
+        default=5,
+        help="automatic grid: multiple of the average Nyquist frequency (default 5)",
+    )
 
 
 def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
@@ -408,24 +517,47 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
 
     run = parser.add_argument_group("run")
     run.add_argument("--device", help="device selection (same grammar as CLPERIOD_DEVICE)")
-    run.add_argument("--precision", choices=("fp64", "fp32"), default="fp64",
-                     help="kernel precision (default fp64)")
-    run.add_argument("--memory", choices=("auto", "local", "global"), default="auto",
-                     help="kernel memory strategy (default auto)")
-    run.add_argument("--top-k", type=int, default=1,
-                     help="distinct peaks reported per object (default 1)")
-    run.add_argument("--chunk-rows", type=int, default=DEFAULT_CHUNK_ROWS,
-                     help="observations read and searched at a time (default "
-                     f"{DEFAULT_CHUNK_ROWS:,})")
-    run.add_argument("--chunk-objects", type=int,
-                     help="at most this many objects per chunk (default: no limit)")
-    run.add_argument("--first-chunk-rows", type=int, default=FIRST_CHUNK_ROWS,
-                     help="observations of the first chunk; each next chunk may hold twice "
-                     f"as many, up to --chunk-rows (default {FIRST_CHUNK_ROWS:,}; 0: no ramp)")
-    run.add_argument("--restart", action="store_true",
-                     help="discard the finished chunks of an earlier run instead of resuming")
-    run.add_argument("--no-progress", action="store_true",
-                     help="no progress bar (it shows only on a terminal anyway)")
+    run.add_argument(
+        "--precision",
+        choices=("fp64", "fp32"),
+        default="fp64",
+        help="kernel precision (default fp64)",
+    )
+    run.add_argument(
+        "--memory",
+        choices=("auto", "local", "global"),
+        default="auto",
+        help="kernel memory strategy (default auto)",
+    )
+    run.add_argument(
+        "--top-k", type=int, default=1, help="distinct peaks reported per object (default 1)"
+    )
+    run.add_argument(
+        "--chunk-rows",
+        type=int,
+        default=DEFAULT_CHUNK_ROWS,
+        help=f"observations read and searched at a time (default {DEFAULT_CHUNK_ROWS:,})",
+    )
+    run.add_argument(
+        "--chunk-objects", type=int, help="at most this many objects per chunk (default: no limit)"
+    )
+    run.add_argument(
+        "--first-chunk-rows",
+        type=int,
+        default=FIRST_CHUNK_ROWS,
+        help="observations of the first chunk; each next chunk may hold twice "
+        f"as many, up to --chunk-rows (default {FIRST_CHUNK_ROWS:,}; 0: no ramp)",
+    )
+    run.add_argument(
+        "--restart",
+        action="store_true",
+        help="discard the finished chunks of an earlier run instead of resuming",
+    )
+    run.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress bar (it shows only on a terminal anyway)",
+    )
 
 
 def _add_lombscargle(subparsers: argparse._SubParsersAction) -> None:
@@ -439,19 +571,34 @@ def _add_lombscargle(subparsers: argparse._SubParsersAction) -> None:
     )
     _add_search_arguments(parser)
     options = parser.add_argument_group("Lomb-Scargle")
-    options.add_argument("--method", choices=("generalized", "standard"), default="generalized",
-                         help="floating-mean weighted (default) or classic periodogram")
-    options.add_argument("--normalization", choices=("standard", "model", "log", "psd", "none"),
-                         default="standard", help="power normalization (default standard)")
-    options.add_argument("--fap-method", choices=("baluev", "davies", "naive", "townsend", "none"),
-                         default="baluev",
-                         help="false-alarm probability of the fap column (default baluev)")
-    options.add_argument("--fit-mean", action=argparse.BooleanOptionalAction,
-                         help="fit a floating mean (default: yes for generalized, no for "
-                         "standard)")
-    options.add_argument("--center-data", action=argparse.BooleanOptionalAction,
-                         help="subtract the (weighted) mean first (default: yes for "
-                         "generalized, no for standard)")
+    options.add_argument(
+        "--method",
+        choices=("generalized", "standard"),
+        default="generalized",
+        help="floating-mean weighted (default) or classic periodogram",
+    )
+    options.add_argument(
+        "--normalization",
+        choices=("standard", "model", "log", "psd", "none"),
+        default="standard",
+        help="power normalization (default standard)",
+    )
+    options.add_argument(
+        "--fap-method",
+        choices=("baluev", "davies", "naive", "townsend", "none"),
+        default="baluev",
+        help="false-alarm probability of the fap column (default baluev)",
+    )
+    options.add_argument(
+        "--fit-mean",
+        action=argparse.BooleanOptionalAction,
+        help="fit a floating mean (default: yes for generalized, no for standard)",
+    )
+    options.add_argument(
+        "--center-data",
+        action=argparse.BooleanOptionalAction,
+        help="subtract the (weighted) mean first (default: yes for generalized, no for standard)",
+    )
 
 
 def _add_supersmoother(subparsers: argparse._SubParsersAction) -> None:
@@ -465,15 +612,24 @@ def _add_supersmoother(subparsers: argparse._SubParsersAction) -> None:
     )
     _add_search_arguments(parser)
     options = parser.add_argument_group("SuperSmoother")
-    options.add_argument("--variant", choices=("original", "single_pass"), default="original",
-                         help="Friedman's smoother (default) or the single-pass variant")
-    options.add_argument("--alpha", type=float, default=9.0,
-                         help="bass enhancement in [0, 10] (default 9)")
-    options.add_argument("--compat", action="store_true",
-                         help="reproduce the reference GPU code (see the README)")
-    options.add_argument("--periodic", action=argparse.BooleanOptionalAction,
-                         help="wrap the smoother's windows around phase 0/1 (default: yes; "
-                         "no with --compat; --no-periodic needs --variant original)")
+    options.add_argument(
+        "--variant",
+        choices=("original", "single_pass"),
+        default="original",
+        help="Friedman's smoother (default) or the single-pass variant",
+    )
+    options.add_argument(
+        "--alpha", type=float, default=9.0, help="bass enhancement in [0, 10] (default 9)"
+    )
+    options.add_argument(
+        "--compat", action="store_true", help="reproduce the reference GPU code (see the README)"
+    )
+    options.add_argument(
+        "--periodic",
+        action=argparse.BooleanOptionalAction,
+        help="wrap the smoother's windows around phase 0/1 (default: yes; "
+        "no with --compat; --no-periodic needs --variant original)",
+    )
 
 
 #: Refinement box of ``clperiod rv search --refine``: period within this
@@ -489,11 +645,15 @@ def _per_instrument(text: str | None, option: str) -> dict[str, float] | float |
     try:
         if "=" not in text:
             return float(text)
-        return {label.strip(): float(value)
-                for label, _, value in (item.partition("=") for item in text.split(","))}
+        return {
+            label.strip(): float(value)
+            for label, _, value in (item.partition("=") for item in text.split(","))
+        }
     except ValueError:
-        raise ValueError(f"{option} takes a number or label=value pairs separated by commas "
-                         f"(e.g. a=3,j=2.5), got {text!r}") from None
+        raise ValueError(
+            f"{option} takes a number or label=value pairs separated by commas "
+            f"(e.g. a=3,j=2.5), got {text!r}"
+        ) from None
 
 
 def _instrument_values(value: dict[str, float] | float | None, instruments: Any) -> Any:
@@ -521,15 +681,22 @@ def _read_params(path: str) -> Any:
         header = not are_numbers(record.replace(",", " ").split())
         with text_errors(Path(path)):
             try:
-                params = np.loadtxt(path, delimiter=delimiter, skiprows=skip + header, ndmin=2,
-                                    encoding="utf-8-sig")
+                params = np.loadtxt(
+                    path,
+                    delimiter=delimiter,
+                    skiprows=skip + header,
+                    ndmin=2,
+                    encoding="utf-8-sig",
+                )
             except ValueError as exc:
                 if is_damage(exc):  # undecodable text: text_errors says where
                     raise
                 raise ValueError(f"{path}: {exc}") from None
     if params.ndim not in (2, 3) or params.shape[-1] % 5 or params.size == 0:
-        raise ValueError(f"{path}: expected 5 numbers per planet on each row (n_models rows), "
-                         f"got shape {params.shape}")
+        raise ValueError(
+            f"{path}: expected 5 numbers per planet on each row (n_models rows), "
+            f"got shape {params.shape}"
+        )
     return params.reshape(params.shape[0], -1, 5)
 
 
@@ -553,17 +720,28 @@ def _search_planets(data: Any, args: argparse.Namespace) -> tuple[list[Any], Any
     from clperiod import kepler
 
     if args.planets < 1 or args.refine < 0:
-        raise ValueError(f"--planets must be >= 1 and --refine >= 0, got {args.planets} and "
-                         f"{args.refine}")
+        raise ValueError(
+            f"--planets must be >= 1 and --refine >= 0, got {args.planets} and {args.refine}"
+        )
     jitter = _instrument_values(_per_instrument(args.jitter, "--jitter"), data.instrument)
     rng = np.random.default_rng(args.seed)
 
-    def search(known: list[Any], period: tuple[float, float],
-               eccentricity: tuple[float, float]) -> Any:
+    def search(
+        known: list[Any], period: tuple[float, float], eccentricity: tuple[float, float]
+    ) -> Any:
         return kepler.search(
-            data.t, data.v, data.sigma, period=period, eccentricity=eccentricity,
-            instrument=data.instrument, known=np.array(known).reshape(-1, 5), jitter=jitter,
-            n_models=args.n_models, t_ref=args.t_ref, precision=args.precision, seed=rng,
+            data.t,
+            data.v,
+            data.sigma,
+            period=period,
+            eccentricity=eccentricity,
+            instrument=data.instrument,
+            known=np.array(known).reshape(-1, 5),
+            jitter=jitter,
+            n_models=args.n_models,
+            t_ref=args.t_ref,
+            precision=args.precision,
+            seed=rng,
             device=args.device,
         )
 
@@ -575,9 +753,11 @@ def _search_planets(data: Any, args: argparse.Namespace) -> tuple[list[Any], Any
     for _ in range(args.refine):
         for i, planet in enumerate(planets):
             period = (planet[0] * (1 - _REFINE_PERIOD), planet[0] * (1 + _REFINE_PERIOD))
-            eccentricity = (max(e_low, planet[2] - _REFINE_ECCENTRICITY),
-                            min(e_high, planet[2] + _REFINE_ECCENTRICITY))
-            last = search(planets[:i] + planets[i + 1:], period, eccentricity)
+            eccentricity = (
+                max(e_low, planet[2] - _REFINE_ECCENTRICITY),
+                min(e_high, planet[2] + _REFINE_ECCENTRICITY),
+            )
+            last = search(planets[:i] + planets[i + 1 :], period, eccentricity)
             planets[i] = last.best
     return planets, last
 
@@ -592,8 +772,15 @@ def _write_planets(path: Path, planets: list[Any], last: Any) -> None:
         writer = csv.writer(handle)
         writer.writerow(names)
         for number, planet in enumerate(planets, start=1):
-            writer.writerow([number, *map(repr, map(float, planet)), repr(float(last.t_ref)),
-                             repr(float(last.chi2[0])), *map(repr, map(float, last.offsets[0]))])
+            writer.writerow(
+                [
+                    number,
+                    *map(repr, map(float, planet)),
+                    repr(float(last.t_ref)),
+                    repr(float(last.chi2[0])),
+                    *map(repr, map(float, last.offsets[0])),
+                ]
+            )
 
 
 def _run_rv_search(args: argparse.Namespace) -> int:
@@ -609,14 +796,18 @@ def _run_rv_search(args: argparse.Namespace) -> int:
         _write_planets(output, planets, last)
     except _ERRORS as exc:
         return _fail(exc)
-    print(f"{len(planets)} planet(s) from {data.t.size} velocities ({args.n_models:,} trial "
-          f"orbits per search), chi2 = {last.chi2[0]:.2f}, t_ref = {last.t_ref:.6f}; "
-          f"written to {output}")
+    print(
+        f"{len(planets)} planet(s) from {data.t.size} velocities ({args.n_models:,} trial "
+        f"orbits per search), chi2 = {last.chi2[0]:.2f}, t_ref = {last.t_ref:.6f}; "
+        f"written to {output}"
+    )
     print(f"{'planet':>6} {'P':>14} {'K':>10} {'e':>6} {'w [rad]':>8} {'M0 [rad]':>8}")
     for number, (period, k, e, w, m0) in enumerate(planets, start=1):
         print(f"{number:>6} {period:14.6f} {k:10.4f} {e:6.3f} {w:8.3f} {m0:8.3f}")
-    offsets = ", ".join(f"{label}: {value:.3f}"
-                        for label, value in zip(last.instruments, last.offsets[0], strict=True))
+    offsets = ", ".join(
+        f"{label}: {value:.3f}"
+        for label, value in zip(last.instruments, last.offsets[0], strict=True)
+    )
     print(f"offsets: {offsets}")
     return 0
 
@@ -635,13 +826,20 @@ def _run_rv_evaluate(args: argparse.Namespace) -> int:
         params = _read_params(args.params)
         function = kepler.chi2 if args.statistic == "chi2" else kepler.loglike
         values = function(
-            data.t, data.v, data.sigma, params, basis=args.basis, t_ref=args.t_ref,
+            data.t,
+            data.v,
+            data.sigma,
+            params,
+            basis=args.basis,
+            t_ref=args.t_ref,
             instrument=data.instrument,
-            offsets=_instrument_values(_per_instrument(args.offsets, "--offsets"),
-                                       data.instrument),
-            jitter=_instrument_values(_per_instrument(args.jitter, "--jitter"),
-                                      data.instrument),
-            trend=args.trend, precision=args.precision, device=args.device,
+            offsets=_instrument_values(
+                _per_instrument(args.offsets, "--offsets"), data.instrument
+            ),
+            jitter=_instrument_values(_per_instrument(args.jitter, "--jitter"), data.instrument),
+            trend=args.trend,
+            precision=args.precision,
+            device=args.device,
         )
         _write_values(output, values, args.statistic)
     except _ERRORS as exc:
@@ -697,22 +895,54 @@ def _add_rv_search(commands: argparse._SubParsersAction) -> None:
         "file.",
     )
     search.add_argument("data", metavar="DATA", help="radial-velocity file")
-    search.add_argument("-o", "--output", metavar="OUT",
-                        help="planets CSV file (default: DATA's name with '.planets.csv')")
-    search.add_argument("--period", nargs=2, type=float, metavar=("MIN", "MAX"),
-                        required=True, help="period range, in the unit of DATA's times")
-    search.add_argument("--eccentricity", nargs=2, type=float, metavar=("MIN", "MAX"),
-                        default=(0.0, 0.9), help="eccentricity range (default 0 0.9)")
-    search.add_argument("--planets", type=int, default=1, metavar="N",
-                        help="planets to search for, one after the other (default 1)")
-    search.add_argument("--refine", type=int, default=0, metavar="N",
-                        help="rounds re-searching each planet within 3 %% of its period and "
-                        "0.15 of its eccentricity, the others fixed (default 0)")
-    search.add_argument("--n-models", type=int, default=1_000_000, metavar="N",
-                        help="trial orbits per search (default 1,000,000)")
+    search.add_argument(
+        "-o",
+        "--output",
+        metavar="OUT",
+        help="planets CSV file (default: DATA's name with '.planets.csv')",
+    )
+    search.add_argument(
+        "--period",
+        nargs=2,
+        type=float,
+        metavar=("MIN", "MAX"),
+        required=True,
+        help="period range, in the unit of DATA's times",
+    )
+    search.add_argument(
+        "--eccentricity",
+        nargs=2,
+        type=float,
+        metavar=("MIN", "MAX"),
+        default=(0.0, 0.9),
+        help="eccentricity range (default 0 0.9)",
+    )
+    search.add_argument(
+        "--planets",
+        type=int,
+        default=1,
+        metavar="N",
+        help="planets to search for, one after the other (default 1)",
+    )
+    search.add_argument(
+        "--refine",
+        type=int,
+        default=0,
+        metavar="N",
+        help="rounds re-searching each planet within 3 %% of its period and "
+        "0.15 of its eccentricity, the others fixed (default 0)",
+    )
+    search.add_argument(
+        "--n-models",
+        type=int,
+        default=1_000_000,
+        metavar="N",
+        help="trial orbits per search (default 1,000,000)",
+    )
     search.add_argument("--seed", type=int, help="random seed (default: fresh)")
-    search.add_argument("--t-ref", type=float,
-                        help="reference epoch of M0 (default: the middle of the data)")
+    search.add_argument(
+        "--t-ref", type=float, help="reference epoch of M0 (default: the middle of the data)"
+    )
     _add_rv_common(search)
     search.set_defaults(func=_run_rv_search)
 
@@ -730,31 +960,57 @@ def _add_rv_evaluate(commands: argparse._SubParsersAction) -> None:
     )
     evaluate.add_argument("data", metavar="DATA", help="radial-velocity file")
     evaluate.add_argument("params", metavar="PARAMS", help="model parameters (.npy or text)")
-    evaluate.add_argument("-o", "--output", metavar="OUT",
-                          help="output .npy, .csv or .txt (default: PARAMS's name with "
-                          "'.<statistic>.npy')")
-    evaluate.add_argument("--statistic", choices=("chi2", "loglike"), default="chi2",
-                          help="chi^2 (default) or Gaussian log-likelihood with jitter")
-    evaluate.add_argument("--basis", choices=BASES, default=BASES[0], metavar="BASIS",
-                          help="the 5 parameters of each planet, one of: "
-                          f"{', '.join(repr(b) for b in BASES)} (default {BASES[0]!r})")
-    evaluate.add_argument("--offsets", metavar="VALUES",
-                          help="instrument offsets: label=value,... or one number")
-    evaluate.add_argument("--trend", nargs=2, type=float, metavar=("DVDT", "CURV"),
-                          help="add dvdt (t - t_ref) + curv (t - t_ref)^2")
-    evaluate.add_argument("--t-ref", type=float, default=0.0,
-                          help="reference epoch of M0 and of --trend (default 0)")
+    evaluate.add_argument(
+        "-o",
+        "--output",
+        metavar="OUT",
+        help="output .npy, .csv or .txt (default: PARAMS's name with '.<statistic>.npy')",
+    )
+    evaluate.add_argument(
+        "--statistic",
+        choices=("chi2", "loglike"),
+        default="chi2",
+        help="chi^2 (default) or Gaussian log-likelihood with jitter",
+    )
+    evaluate.add_argument(
+        "--basis",
+        choices=BASES,
+        default=BASES[0],
+        metavar="BASIS",
+        help="the 5 parameters of each planet, one of: "
+        f"{', '.join(repr(b) for b in BASES)} (default {BASES[0]!r})",
+    )
+    evaluate.add_argument(
+        "--offsets", metavar="VALUES", help="instrument offsets: label=value,... or one number"
+    )
+    evaluate.add_argument(
+        "--trend",
+        nargs=2,
+        type=float,
+        metavar=("DVDT", "CURV"),
+        help="add dvdt (t - t_ref) + curv (t - t_ref)^2",
+    )
+    evaluate.add_argument(
+        "--t-ref", type=float, default=0.0, help="reference epoch of M0 and of --trend (default 0)"
+    )
     _add_rv_common(evaluate)
     evaluate.set_defaults(func=_run_rv_evaluate)
 
 
 def _add_rv_common(parser: argparse.ArgumentParser) -> None:
     """Options shared by the rv commands."""
-    parser.add_argument("--jitter", metavar="VALUES",
-                        help="jitter added to the uncertainties in quadrature: label=value,... "
-                        "or one number for every instrument")
-    parser.add_argument("--precision", choices=("mixed", "fp64", "fp32"), default="mixed",
-                        help="mixed (default: phase in double, the rest in single), fp64, fp32")
+    parser.add_argument(
+        "--jitter",
+        metavar="VALUES",
+        help="jitter added to the uncertainties in quadrature: label=value,... "
+        "or one number for every instrument",
+    )
+    parser.add_argument(
+        "--precision",
+        choices=("mixed", "fp64", "fp32"),
+        default="mixed",
+        help="mixed (default: phase in double, the rest in single), fp64, fp32",
+    )
     parser.add_argument("--device", help="device selection (as CLPERIOD_DEVICE)")
 
 

@@ -79,8 +79,9 @@ def lightcurve_columns(
         A missing column or a value that is not a number.
     """
     if not is_table(table):
-        raise TypeError(f"expected a pandas DataFrame or an astropy Table, got "
-                        f"{type(table).__name__}")
+        raise TypeError(
+            f"expected a pandas DataFrame or an astropy Table, got {type(table).__name__}"
+        )
     if hasattr(table, "colnames"):
         return _table_lightcurve(table, t_col, y_col, dy_col, time_scale)
     return _frame_lightcurve(table, t_col, y_col, dy_col)
@@ -91,8 +92,9 @@ def is_table(item: Any) -> bool:
     importing either: an instance's module is loaded already)."""
     pandas = sys.modules.get("pandas")
     tables = sys.modules.get("astropy.table")
-    return ((pandas is not None and isinstance(item, pandas.DataFrame))
-            or (tables is not None and isinstance(item, tables.Table)))
+    return (pandas is not None and isinstance(item, pandas.DataFrame)) or (
+        tables is not None and isinstance(item, tables.Table)
+    )
 
 
 def mjd_from_datetime64(values: Any) -> np.ndarray:
@@ -125,8 +127,9 @@ def require_columns(names: list[str], found: list[str], where: str = "the table"
         raise ValueError(f"no column(s) {absent} in {where}; it has columns {found}")
     repeated = sorted({name for name in names if list(found).count(name) > 1})
     if repeated:
-        raise ValueError(f"more than one column named {repeated} in {where}; it has columns "
-                         f"{found}")
+        raise ValueError(
+            f"more than one column named {repeated} in {where}; it has columns {found}"
+        )
 
 
 def row_label(labels: Any, row: int) -> Any:
@@ -166,21 +169,27 @@ def frame_numbers(series: Any, name: str, labels: Any, times: bool) -> np.ndarra
         bad = np.flatnonzero(numbers.isna().to_numpy() & series.notna().to_numpy())
         if bad.size:
             row = int(bad[0])
-            raise ValueError(f"column {name!r}, row {row_label(labels, row)!r}: "
-                             f"{series.iloc[row]!r} is not a number")
+            raise ValueError(
+                f"column {name!r}, row {row_label(labels, row)!r}: "
+                f"{series.iloc[row]!r} is not a number"
+            )
         series = numbers
     return series.to_numpy(dtype=np.float64, na_value=np.nan)
 
 
-def _frame_lightcurve(frame: Any, t_col: str, y_col: str,
-                      dy_col: str | None) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+def _frame_lightcurve(
+    frame: Any, t_col: str, y_col: str, dy_col: str | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     if dy_col == "auto":
         dy_col = "dy" if "dy" in frame.columns else None
     labels = frame.index
     t = frame_numbers(frame_column(frame, t_col), t_col, labels, times=True)
     y = frame_numbers(frame_column(frame, y_col), y_col, labels, times=False)
-    dy = (None if dy_col is None
-          else frame_numbers(frame_column(frame, dy_col), dy_col, labels, times=False))
+    dy = (
+        None
+        if dy_col is None
+        else frame_numbers(frame_column(frame, dy_col), dy_col, labels, times=False)
+    )
     return t, y, dy
 
 
@@ -245,28 +254,31 @@ def table_uncertainties(column: Any, name: str, y_column: Any, y_name: str) -> n
         return table_values(column, name)
     if unit is None or y_unit is None:
         which = (name, y_name) if unit is None else (y_name, name)
-        raise ValueError(f"column {which[1]!r} has a unit but {which[0]!r} has none; "
-                         "give y and dy in convertible units (or both without)")
+        raise ValueError(
+            f"column {which[1]!r} has a unit but {which[0]!r} has none; "
+            "give y and dy in convertible units (or both without)"
+        )
     target = getattr(y_unit, "function_unit", y_unit)  # magnitudes: errors are in mag
     try:
-        return np.asarray(
-            u.Quantity(_unmasked(column)).to_value(target), dtype=np.float64
-        )
+        return np.asarray(u.Quantity(_unmasked(column)).to_value(target), dtype=np.float64)
     except u.UnitConversionError:
-        raise ValueError(f"units of {name!r} ({unit}) do not convert to those of "
-                         f"{y_name!r} ({y_unit})") from None
+        raise ValueError(
+            f"units of {name!r} ({unit}) do not convert to those of {y_name!r} ({y_unit})"
+        ) from None
 
 
-def _table_lightcurve(table: Any, t_col: str, y_col: str, dy_col: str | None,
-                      time_scale: str | None) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+def _table_lightcurve(
+    table: Any, t_col: str, y_col: str, dy_col: str | None, time_scale: str | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     names = list(table.colnames)
     if dy_col == "auto":
         dy_col = "dy" if "dy" in names else None
     require_columns([c for c in (t_col, y_col, dy_col) if c is not None], names)
     t = table_times(table[t_col], t_col, time_scale)
     y = table_values(table[y_col], y_col)
-    dy = (None if dy_col is None
-          else table_uncertainties(table[dy_col], dy_col, table[y_col], y_col))
+    dy = (
+        None if dy_col is None else table_uncertainties(table[dy_col], dy_col, table[y_col], y_col)
+    )
     return t, y, dy
 
 

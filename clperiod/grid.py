@@ -137,14 +137,19 @@ class FrequencyGrid:
         nyquist_factor = checks.real("nyquist_factor", nyquist_factor, positive=True)
         baseline, n_samples = _baseline_and_size(catalog_or_t)
         df = 1.0 / baseline / samples_per_peak
-        fmin = (0.5 * df if minimum_frequency is None
-                else checks.real("minimum_frequency", minimum_frequency))
+        fmin = (
+            0.5 * df
+            if minimum_frequency is None
+            else checks.real("minimum_frequency", minimum_frequency)
+        )
         if maximum_frequency is None:
             maximum_frequency = nyquist_factor * (0.5 * n_samples / baseline)
         maximum_frequency = checks.real("maximum_frequency", maximum_frequency)
         if maximum_frequency < fmin:
-            raise ValueError(f"maximum_frequency ({maximum_frequency}) must not be below the "
-                             f"minimum frequency ({fmin})")
+            raise ValueError(
+                f"maximum_frequency ({maximum_frequency}) must not be below the "
+                f"minimum frequency ({fmin})"
+            )
         nf = 1 + int(np.round((maximum_frequency - fmin) / df))
         return cls(fmin, df, nf)
 
@@ -191,8 +196,9 @@ class FrequencyGrid:
         if maximum_frequency is None:
             nyquist = nyquist_factor * (0.5 * n_samples / baseline)
             maximum_frequency = max(nyquist, 1.0 / min_period)
-        return cls.auto(catalog_or_t, samples_per_peak, nyquist_factor, minimum_frequency,
-                        maximum_frequency)
+        return cls.auto(
+            catalog_or_t, samples_per_peak, nyquist_factor, minimum_frequency, maximum_frequency
+        )
 
     @classmethod
     def richards(cls, catalog_or_t: Catalog | Any, fmin: float, fmax: float) -> FrequencyGrid:

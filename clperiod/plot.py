@@ -286,8 +286,13 @@ def plot_objects(
 
 
 def _draw_periodogram(
-    ax: Axes, result: Any, index: int, probabilities: tuple[float, ...], fap_method: str,
-    labels: PlotLabels, name: str,
+    ax: Axes,
+    result: Any,
+    index: int,
+    probabilities: tuple[float, ...],
+    fap_method: str,
+    labels: PlotLabels,
+    name: str,
 ) -> None:
     frequency = np.asarray(result.frequency(), dtype=np.float64)
     power = np.asarray(result.power[index], dtype=np.float64)
@@ -297,24 +302,43 @@ def _draw_periodogram(
     top_p = np.asarray(result.top_k_power[index], dtype=np.float64)
     found = np.isfinite(top_f) & np.isfinite(top_p)
     if ok and found.any():
-        ax.plot(top_f[found][1:], top_p[found][1:], "v", color="tab:orange", ms=6,
-                label="other top-k peaks" if found.sum() > 1 else None)
+        ax.plot(
+            top_f[found][1:],
+            top_p[found][1:],
+            "v",
+            color="tab:orange",
+            ms=6,
+            label="other top-k peaks" if found.sum() > 1 else None,
+        )
         best_f, best_p = result.frequency_best[index], result.power_best[index]
         ax.axvline(best_f, color="tab:red", lw=0.8, ls="--", alpha=0.7)
-        ax.plot([best_f], [best_p], "v", color="tab:red", ms=8,
-                label=f"best: f = {labels.frequency(best_f)}, P = {labels.period(1.0 / best_f)}")
+        ax.plot(
+            [best_f],
+            [best_p],
+            "v",
+            color="tab:red",
+            ms=8,
+            label=f"best: f = {labels.frequency(best_f)}, P = {labels.period(1.0 / best_f)}",
+        )
     if ok:
         _draw_false_alarm_levels(ax, result, index, probabilities, fap_method)
     else:
-        ax.text(0.5, 0.5, f"no periodogram: {Status(result.status[index]).name}",
-                transform=ax.transAxes, ha="center", color="0.4")
+        ax.text(
+            0.5,
+            0.5,
+            f"no periodogram: {Status(result.status[index]).name}",
+            transform=ax.transAxes,
+            ha="center",
+            color="0.4",
+        )
     if ax.get_legend_handles_labels()[1]:
         ax.legend(loc="upper right", fontsize="small")
     ax.set_xlim(frequency[0], frequency[-1])
     ax.set_xlabel(labels.frequency_label)
     ax.set_ylabel(_power_label(result))
-    ax.set_title(f"{name}: {_algorithm_name(result)}, {len(frequency):,} frequencies, "
-                 f"{result.precision}")
+    ax.set_title(
+        f"{name}: {_algorithm_name(result)}, {len(frequency):,} frequencies, {result.precision}"
+    )
 
 
 def _draw_false_alarm_levels(
@@ -336,9 +360,17 @@ def _draw_false_alarm_levels(
             continue
         color = _FAP_COLORS[k % len(_FAP_COLORS)]
         ax.axhline(level, color=color, lw=0.8, ls=":", gid=f"fap {p!r}")
-        ax.text(0.005, level, f"FAP {p:g}", transform=label_at, ha="left", va="bottom",
-                fontsize="x-small", color=color,
-                bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 0.5})
+        ax.text(
+            0.005,
+            level,
+            f"FAP {p:g}",
+            transform=label_at,
+            ha="left",
+            va="bottom",
+            fontsize="x-small",
+            color=color,
+            bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 0.5},
+        )
 
 
 def _false_alarm_levels(
@@ -350,22 +382,29 @@ def _false_alarm_levels(
     inverted with :func:`clperiod.periodograms.stats.false_alarm_level`.
     """
     t, _, dy = result.catalog.lightcurve(index)
-    return np.atleast_1d(stats.false_alarm_level(
-        np.asarray(probabilities, dtype=np.float64),
-        n=len(t),
-        fmax=result.grid.fmax,
-        t=t,
-        dy=dy if result.method == "generalized" else None,
-        normalization=result.normalization,
-        method=method,
-        fit_mean=result.fit_mean,
-        center_data=result.center_data,
-        nf=result.grid.nf,
-    ))
+    return np.atleast_1d(
+        stats.false_alarm_level(
+            np.asarray(probabilities, dtype=np.float64),
+            n=len(t),
+            fmax=result.grid.fmax,
+            t=t,
+            dy=dy if result.method == "generalized" else None,
+            normalization=result.normalization,
+            method=method,
+            fit_mean=result.fit_mean,
+            center_data=result.center_data,
+            nf=result.grid.nf,
+        )
+    )
 
 
 def _draw_fold(
-    ax: Axes, result: Any, catalog: Catalog, index: int, labels: PlotLabels, name: str,
+    ax: Axes,
+    result: Any,
+    catalog: Catalog,
+    index: int,
+    labels: PlotLabels,
+    name: str,
     note_missing_power: bool,
 ) -> None:
     t, y, dy = catalog.lightcurve(index)
@@ -382,17 +421,33 @@ def _draw_fold(
     phase2 = np.concatenate((phase, phase + 1.0))
     y2 = np.concatenate((y, y))
     if dy is not None:
-        ax.errorbar(phase2, y2, yerr=np.concatenate((dy, dy)), fmt=".", color="tab:blue",
-                    ecolor="0.6", elinewidth=0.6, ms=4)
+        ax.errorbar(
+            phase2,
+            y2,
+            yerr=np.concatenate((dy, dy)),
+            fmt=".",
+            color="tab:blue",
+            ecolor="0.6",
+            elinewidth=0.6,
+            ms=4,
+        )
     else:
         ax.plot(phase2, y2, ".", color="tab:blue", ms=4)
     ax.set_xlim(0.0, 2.0)
     ax.set_xlabel(f"phase (two cycles; phase 0 at {labels.t} = {t.min():.6f})")
-    ax.set_title(f"{name} folded at P = {labels.period(1.0 / frequency)} "
-                 f"(power {result.power_best[index]:.3g}, n = {t.size})")
+    ax.set_title(
+        f"{name} folded at P = {labels.period(1.0 / frequency)} "
+        f"(power {result.power_best[index]:.3g}, n = {t.size})"
+    )
     if note_missing_power:
-        ax.text(0.01, 0.02, "periodogram not stored (run with periodogram=True)",
-                transform=ax.transAxes, fontsize="small", color="0.4")
+        ax.text(
+            0.01,
+            0.02,
+            "periodogram not stored (run with periodogram=True)",
+            transform=ax.transAxes,
+            fontsize="small",
+            color="0.4",
+        )
 
 
 # ---------------------------------------------------------------------- helpers
@@ -476,8 +531,12 @@ def file_stem(object_id: Any) -> str:
     then ``-`` and 16 hex digits of the BLAKE2b hash of the text."""
     text = str(object_id.item() if isinstance(object_id, np.generic) else object_id)
     safe = _UNSAFE.sub("_", text)
-    if safe == text and 0 < len(text) <= _NAME_CHARS and not text.startswith(".") \
-            and not _HASHED.search(text):
+    if (
+        safe == text
+        and 0 < len(text) <= _NAME_CHARS
+        and not text.startswith(".")
+        and not _HASHED.search(text)
+    ):
         return text
     digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
     stem = safe[:_NAME_CHARS]
@@ -516,9 +575,7 @@ def _require_matplotlib() -> None:
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        raise ImportError(
-            "clperiod.plot needs matplotlib: pip install clperiod[plot]"
-        ) from None
+        raise ImportError("clperiod.plot needs matplotlib: pip install clperiod[plot]") from None
 
 
 def _axes(ax: Any, needed: int, path: Any) -> tuple[Figure, list[Axes]]:

@@ -116,14 +116,21 @@ def lombscargle(
     """
     if args:
         precenter, normalize, weights, floating_mean = _positional_options(
-            args, precenter=precenter, normalize=normalize, weights=weights,
-            floating_mean=floating_mean)
+            args,
+            precenter=precenter,
+            normalize=normalize,
+            weights=weights,
+            floating_mean=floating_mean,
+        )
     x, y, w, freqs = _checked_arrays(x, y, weights, freqs)
     normalize = _checked_normalize(normalize)
     if precenter is not _UNSET:
-        warnings.warn("precenter is deprecated (as in SciPy 1.17): leave 'precenter' unspecified "
-                      "and pass y - y.mean() instead, or use floating_mean=True",
-                      DeprecationWarning, stacklevel=2)
+        warnings.warn(
+            "precenter is deprecated (as in SciPy 1.17): leave 'precenter' unspecified "
+            "and pass y - y.mean() instead, or use floating_mean=True",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         if precenter:
             y = y - y.mean()
     fit = _Fit(x, y, w / w.sum(), bool(floating_mean), device)
@@ -149,8 +156,9 @@ class _Fit:
     reduce chi^2 by 0 and have no normalized power (0 / 0: NaN).
     """
 
-    def __init__(self, x: np.ndarray, y: np.ndarray, w: np.ndarray, floating_mean: bool,
-                 device: Any) -> None:
+    def __init__(
+        self, x: np.ndarray, y: np.ndarray, w: np.ndarray, floating_mean: bool, device: Any
+    ) -> None:
         used = w > 0
         self.t, self.y, self.w = x[used], y[used], w[used]
         self.floating_mean = floating_mean
@@ -165,8 +173,9 @@ class _Fit:
             return np.zeros(frequency.size)
         values = self._on_runs(frequency, self._run_psd, ())
         for k in np.flatnonzero(np.isnan(values)):
-            values[k] = _degenerate_fit(self.t, self.y, self.w, frequency[k],
-                                        self.floating_mean)[0]
+            values[k] = _degenerate_fit(self.t, self.y, self.w, frequency[k], self.floating_mean)[
+                0
+            ]
         return values
 
     def normalized(self, frequency: np.ndarray) -> np.ndarray:
@@ -176,8 +185,10 @@ class _Fit:
             return np.full(frequency.size, np.nan)
         values = self._on_runs(frequency, self._run_standard, ())
         for k in np.flatnonzero(np.isnan(values)):
-            values[k] = _degenerate_fit(self.t, self.y, self.w, frequency[k],
-                                        self.floating_mean)[0] / self.chi2_ref
+            values[k] = (
+                _degenerate_fit(self.t, self.y, self.w, frequency[k], self.floating_mean)[0]
+                / self.chi2_ref
+            )
         return values
 
     def amplitudes(self, frequency: np.ndarray) -> np.ndarray:
@@ -186,8 +197,7 @@ class _Fit:
         # the kernel's unknowns: [offset], sine, cosine
         values = coefficients[:, 1] + 1j * coefficients[:, 0]
         for k in np.flatnonzero(np.isnan(values)):
-            _, cos, sin = _degenerate_fit(self.t, self.y, self.w, frequency[k],
-                                          self.floating_mean)
+            _, cos, sin = _degenerate_fit(self.t, self.y, self.w, frequency[k], self.floating_mean)
             values[k] = cos + 1j * sin
         return values
 
@@ -215,19 +225,35 @@ class _Fit:
         return self._run_power(grid, "standard")
 
     def _run_power(self, grid: FrequencyGrid, normalization: Normalization) -> np.ndarray:
-        return multiterm_power(self.t, self.y, self.w**-0.5, grid, 1,
-                               fit_mean=self.floating_mean, center_data=False,
-                               normalization=normalization, device=self.device)
+        return multiterm_power(
+            self.t,
+            self.y,
+            self.w**-0.5,
+            grid,
+            1,
+            fit_mean=self.floating_mean,
+            center_data=False,
+            normalization=normalization,
+            device=self.device,
+        )
 
     def _run_coefficients(self, grid: FrequencyGrid) -> np.ndarray:
-        coefficients = multiterm_coefficients(self.t, self.y, self.w**-0.5, grid, 1,
-                                              fit_mean=self.floating_mean, center_data=False,
-                                              device=self.device)
-        return coefficients[:, int(self.floating_mean):]
+        coefficients = multiterm_coefficients(
+            self.t,
+            self.y,
+            self.w**-0.5,
+            grid,
+            1,
+            fit_mean=self.floating_mean,
+            center_data=False,
+            device=self.device,
+        )
+        return coefficients[:, int(self.floating_mean) :]
 
 
-def _degenerate_fit(t: np.ndarray, y: np.ndarray, w: np.ndarray, frequency: float,
-                    floating_mean: bool) -> tuple[float, float, float]:
+def _degenerate_fit(
+    t: np.ndarray, y: np.ndarray, w: np.ndarray, frequency: float, floating_mean: bool
+) -> tuple[float, float, float]:
     """Reduction of chi^2 and the cosine and sine coefficients of the fit at a
     frequency whose columns are dependent.
 
@@ -256,28 +282,33 @@ def _degenerate_fit(t: np.ndarray, y: np.ndarray, w: np.ndarray, frequency: floa
     target = root_w * y
     projection = basis.T @ target
     # with a floating mean the offset (always kept, first) is part of the reference
-    delta_chi2 = float(np.sum(projection[int(floating_mean):] ** 2))
+    delta_chi2 = float(np.sum(projection[int(floating_mean) :] ** 2))
     coefficients = np.zeros(len(columns))
     if kept:
         coefficients[kept] = np.linalg.lstsq(design[:, kept], target, rcond=None)[0]
-    cos, sin = coefficients[int(floating_mean):]
+    cos, sin = coefficients[int(floating_mean) :]
     return delta_chi2, float(cos), float(sin)
 
 
 def _positional_options(args: tuple, **given: Any) -> tuple:
     """SciPy's deprecated positional options, merged with the keywords."""
     if len(args) > len(_POSITIONAL):
-        raise TypeError(f"lombscargle takes at most {3 + len(_POSITIONAL)} positional "
-                        f"arguments, got {3 + len(args)}")
+        raise TypeError(
+            f"lombscargle takes at most {3 + len(_POSITIONAL)} positional "
+            f"arguments, got {3 + len(args)}"
+        )
     names = _POSITIONAL[: len(args)]
-    defaults = {"precenter": _UNSET, "normalize": False, "weights": None,
-                "floating_mean": False}
+    defaults = {"precenter": _UNSET, "normalize": False, "weights": None, "floating_mean": False}
     for name, value in zip(names, args, strict=True):
         if given[name] is not defaults[name]:
             raise TypeError(f"lombscargle got multiple values for argument {name!r}")
         given[name] = value
-    warnings.warn(f"passing {', '.join(names)} by position is deprecated (as in SciPy 1.17): "
-                  "use keyword arguments", DeprecationWarning, stacklevel=3)
+    warnings.warn(
+        f"passing {', '.join(names)} by position is deprecated (as in SciPy 1.17): "
+        "use keyword arguments",
+        DeprecationWarning,
+        stacklevel=3,
+    )
     return tuple(given[name] for name in _POSITIONAL)
 
 
@@ -289,8 +320,10 @@ def _checked_arrays(x: Any, y: Any, weights: Any, freqs: Any) -> tuple[np.ndarra
     w = np.ones_like(y) if weights is None else np.asarray(weights, dtype=np.float64)
     freqs = np.asarray(freqs, dtype=np.float64)
     if not (x.ndim == 1 and x.size > 0 and x.shape == y.shape == w.shape):
-        raise ValueError(f"x, y and weights must be 1-D arrays of one non-zero length, got "
-                         f"shapes {x.shape}, {y.shape} and {w.shape}")
+        raise ValueError(
+            f"x, y and weights must be 1-D arrays of one non-zero length, got "
+            f"shapes {x.shape}, {y.shape} and {w.shape}"
+        )
     if not (freqs.ndim == 1 and freqs.size > 0):
         raise ValueError(f"freqs must be a non-empty 1-D array, got shape {freqs.shape}")
     for name, values in (("x", x), ("y", y), ("weights", w), ("freqs", freqs)):
@@ -307,5 +340,7 @@ def _checked_normalize(normalize: Any) -> str:
         return "normalize" if normalize else "power"
     if isinstance(normalize, str) and normalize in _NORMALIZE:
         return normalize
-    raise ValueError(f"normalize must be False (or 'power'), True (or 'normalize') or "
-                     f"'amplitude', got {normalize!r}")
+    raise ValueError(
+        f"normalize must be False (or 'power'), True (or 'normalize') or "
+        f"'amplitude', got {normalize!r}"
+    )

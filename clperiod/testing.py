@@ -108,8 +108,16 @@ def random_planets(
     per = np.exp(rng.uniform(np.log(period[0]), np.log(period[1]), shape))
     e = rng.uniform(0.0, e_max, shape)
     e.flat[:2] = 0.0, e_max
-    return np.stack([per, rng.uniform(*amplitude, shape), e, rng.uniform(-np.pi, np.pi, shape),
-                     rng.uniform(-10.0, 10.0, shape)], axis=-1)
+    return np.stack(
+        [
+            per,
+            rng.uniform(*amplitude, shape),
+            e,
+            rng.uniform(-np.pi, np.pi, shape),
+            rng.uniform(-10.0, 10.0, shape),
+        ],
+        axis=-1,
+    )
 
 
 def pulse_plane(
@@ -160,6 +168,8 @@ def inject_pulse(data: Any, row: int, start: int, width: int, amplitude: float) 
         The pulse does not lie within the row.
     """
     if start < 0 or width < 1 or start + width > data.shape[1]:
-        raise ValueError(f"a pulse of width {width} at sample {start} does not fit in rows of "
-                         f"{data.shape[1]} samples")
-    data[row, start:start + width] += data.dtype.type(amplitude)
+        raise ValueError(
+            f"a pulse of width {width} at sample {start} does not fit in rows of "
+            f"{data.shape[1]} samples"
+        )
+    data[row, start : start + width] += data.dtype.type(amplitude)

@@ -1,5 +1,6 @@
-"""The package is lint- and type-clean: ``ruff check`` and ``mypy`` with the
-configuration in pyproject.toml (rules, line length, ignored modules)."""
+"""The package is lint-, format- and type-clean: ``ruff check``, ``ruff format``
+and ``mypy`` with the configuration in pyproject.toml (rules, line length,
+ignored modules)."""
 
 from __future__ import annotations
 
@@ -30,3 +31,7 @@ def test_ruff_finds_nothing_in_the_package():
 
 def test_mypy_finds_nothing_in_the_package():
     _run_tool("mypy", "clperiod")
+
+
+def test_ruff_format_leaves_the_package_as_it_is():
+    _run_tool("ruff", "format", "--check", "clperiod")

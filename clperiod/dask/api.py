@@ -77,8 +77,17 @@ AUTO = "auto"
 DY_NAME = "dy"
 
 #: Arguments of the searches that this front end sets itself.
-_HANDLED = ("cat_or_t", "grid", "y", "dy", "device", "nan_policy", "periodogram", "progress",
-            "profile")
+_HANDLED = (
+    "cat_or_t",
+    "grid",
+    "y",
+    "dy",
+    "device",
+    "nan_policy",
+    "periodogram",
+    "progress",
+    "profile",
+)
 
 
 @dataclass(frozen=True)
@@ -176,8 +185,18 @@ def lombscargle(
     """
     layout = _layout(ddf, id_col, t_col, y_col, dy_col, nested_col)
     resolved = _resolved_grid(grid, ddf, layout, nan_policy)
-    return _map_search(_lombscargle, _LS_MAX_TOP_K, ddf, resolved, layout, nan_policy, fap_method,
-                       _Partitioning.build(ddf, layout, shuffle, check_ids), device, options)
+    return _map_search(
+        _lombscargle,
+        _LS_MAX_TOP_K,
+        ddf,
+        resolved,
+        layout,
+        nan_policy,
+        fap_method,
+        _Partitioning.build(ddf, layout, shuffle, check_ids),
+        device,
+        options,
+    )
 
 
 def supersmoother(
@@ -203,8 +222,18 @@ def supersmoother(
     """
     layout = _layout(ddf, id_col, t_col, y_col, dy_col, nested_col)
     resolved = _resolved_grid(grid, ddf, layout, nan_policy)
-    return _map_search(_supersmoother, _SS_MAX_TOP_K, ddf, resolved, layout, nan_policy, None,
-                       _Partitioning.build(ddf, layout, shuffle, check_ids), device, options)
+    return _map_search(
+        _supersmoother,
+        _SS_MAX_TOP_K,
+        ddf,
+        resolved,
+        layout,
+        nan_policy,
+        None,
+        _Partitioning.build(ddf, layout, shuffle, check_ids),
+        device,
+        options,
+    )
 
 
 @dataclass(frozen=True)
@@ -216,8 +245,9 @@ class _Partitioning:
     check_ids: bool
 
     @classmethod
-    def build(cls, ddf: Any, layout: _Layout, shuffle: bool | None,
-              check_ids: bool | None) -> _Partitioning:
+    def build(
+        cls, ddf: Any, layout: _Layout, shuffle: bool | None, check_ids: bool | None
+    ) -> _Partitioning:
         for name, value in (("shuffle", shuffle), ("check_ids", check_ids)):
             if value is not None and not isinstance(value, (bool, np.bool_)):
                 raise TypeError(f"{name} must be True, False or None, got {value!r}")
@@ -253,15 +283,21 @@ def _extent(ddf: Any, layout: _Layout, nan_policy: str) -> tuple[float, int]:
     else:
         import pandas as pd
 
-        parts = ddf.map_partitions(_partition_extent, layout, nan_policy,
-                                   meta=pd.DataFrame({"baseline": [0.0], "largest": [0]}))
+        parts = ddf.map_partitions(
+            _partition_extent,
+            layout,
+            nan_policy,
+            meta=pd.DataFrame({"baseline": [0.0], "largest": [0]}),
+        )
         extent = (parts["baseline"].max(), parts["largest"].max())
     import dask
 
     baseline, largest = dask.compute(*extent)
     if not (np.isfinite(baseline) and baseline > 0):
-        raise ValueError("the frame has no object with two distinct times: no automatic grid; "
-                         "pass a FrequencyGrid")
+        raise ValueError(
+            "the frame has no object with two distinct times: no automatic grid; "
+            "pass a FrequencyGrid"
+        )
     return float(baseline), int(largest)
 
 
@@ -307,11 +343,19 @@ def _map_search(
     id_dtype = ddf.index.dtype if layout.id_in_index else ddf.dtypes[layout.id_col]
     meta = _meta(id_dtype, top_k, fap_method)
     if partitioning.shuffle:
-        ddf = (ddf.shuffle(on_index=True) if layout.id_in_index
-               else ddf.shuffle(on=layout.id_col))
+        ddf = ddf.shuffle(on_index=True) if layout.id_in_index else ddf.shuffle(on=layout.id_col)
     results = ddf.map_partitions(
-        _search_partition, search, grid, layout, nan_policy, fap_method, device, options, meta,
-        meta=meta, clear_divisions=True,
+        _search_partition,
+        search,
+        grid,
+        layout,
+        nan_policy,
+        fap_method,
+        device,
+        options,
+        meta,
+        meta=meta,
+        clear_divisions=True,
     )
     if not partitioning.check_ids:
         return results
@@ -321,7 +365,10 @@ def _map_search(
         _tag_ids, meta=pd.DataFrame({"id": meta["id"], "partition": np.zeros(0, np.int64)})
     )
     n_objects = tagged.reduction(
-        chunk=_same, aggregate=_count_unique, meta=int, split_every=False,
+        chunk=_same,
+        aggregate=_count_unique,
+        meta=int,
+        split_every=False,
     )
     return results.map_partitions(_after_check, n_objects, meta=meta)
 
@@ -397,8 +444,9 @@ class _NoObjects:
         self.period = self.frequency_best = self.power_best = np.zeros(0)
         self.top_k_period = self.top_k_power = np.zeros((0, top_k))
         self.status = np.zeros(0, dtype=np.int8)
-        self.catalog = Catalog(np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64),
-                               np.zeros(0), np.zeros(0))
+        self.catalog = Catalog(
+            np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64), np.zeros(0), np.zeros(0)
+        )
         self.grid = FrequencyGrid(1.0, 1.0, 1)
 
     def false_alarm_probability(self, method: str) -> np.ndarray:
@@ -428,8 +476,7 @@ def _search_partition(
         catalog = _partition_catalog(frame, layout, nan_policy)
     except (TypeError, ValueError) as error:
         raise type(error)(f"partition {number}: {error}") from error
-    result = search(catalog, grid, device=worker_device() if device is None else device,
-                    **options)
+    result = search(catalog, grid, device=worker_device() if device is None else device, **options)
     import pandas as pd
 
     return pd.DataFrame(result_columns(result, fap_method=fap_method)).astype(
@@ -447,8 +494,9 @@ def _partition_catalog(frame: pd.DataFrame, layout: _Layout, nan_policy: str) ->
 
         present = struct_fields(pa.array(frame[layout.nested_col]).type) or []
         fields = (*fields, DY_NAME) if DY_NAME in present else fields
-    return catalog_from_dataframe(frame, layout.id_col, *fields, nested_col=layout.nested_col,
-                                  nan_policy=nan_policy)
+    return catalog_from_dataframe(
+        frame, layout.id_col, *fields, nested_col=layout.nested_col, nan_policy=nan_policy
+    )
 
 
 def _by_object_and_time(frame: pd.DataFrame, id_col: str, t_col: str) -> pd.DataFrame:
@@ -457,9 +505,9 @@ def _by_object_and_time(frame: pd.DataFrame, id_col: str, t_col: str) -> pd.Data
     Ids of object dtype are compared by their string form, as
     :func:`clperiod.io.frames.catalog_from_dataframe` reads them.
     """
+
     def key(column: pd.Series) -> pd.Series:
-        return column.astype(str) if column.name == id_col and column.dtype == object \
-            else column
+        return column.astype(str) if column.name == id_col and column.dtype == object else column
 
     return frame.sort_values([id_col, t_col], key=key, kind="stable")
 

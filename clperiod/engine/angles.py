@@ -57,8 +57,10 @@ def _inv_two_pi_bits(bits: int) -> int:
 
 #: ``floor(2**_TABLE_BITS / (2 pi))``
 _INV_TWO_PI_SCALED = _inv_two_pi_bits(_TABLE_BITS)
-INV_TWO_PI_WORDS: tuple[int, ...] = (0, *(
-    (_INV_TWO_PI_SCALED >> (64 * i)) & (2**64 - 1) for i in reversed(range(_WORDS - 1))))
+INV_TWO_PI_WORDS: tuple[int, ...] = (
+    0,
+    *((_INV_TWO_PI_SCALED >> (64 * i)) & (2**64 - 1) for i in reversed(range(_WORDS - 1))),
+)
 
 
 def _exact_turns(x: float) -> float:
@@ -89,8 +91,10 @@ def reduce_angle(x, out: np.ndarray | None = None) -> np.ndarray:
     large = exact = None
     if x.size and not (np.max(x) < CODY_WAITE_LIMIT and np.min(x) > -CODY_WAITE_LIMIT):
         large = ~(np.abs(x) < CODY_WAITE_LIMIT)
-        exact = [_exact_turns(v) * (2 * math.pi) if math.isfinite(v) else math.nan
-                 for v in x[large].tolist()]
+        exact = [
+            _exact_turns(v) * (2 * math.pi) if math.isfinite(v) else math.nan
+            for v in x[large].tolist()
+        ]
     with np.errstate(invalid="ignore"):
         k = np.multiply(x, 1 / (2 * np.pi), out=np.empty_like(x))
         np.rint(k, out=k)
@@ -116,8 +120,9 @@ def _split_bits(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return hi, x - hi
 
 
-def _two_difference(a: np.ndarray | float, b: np.ndarray | float
-                    ) -> tuple[np.ndarray | float, np.ndarray | float]:
+def _two_difference(
+    a: np.ndarray | float, b: np.ndarray | float
+) -> tuple[np.ndarray | float, np.ndarray | float]:
     """``a - b = d + d_lo`` exactly (Knuth's two-sum)."""
     d = a - b
     back = d - a
@@ -155,11 +160,14 @@ def turns_between(a, b, period) -> np.ndarray:
         turns -= whole * lo
         turns += d_lo
         turns /= period
-        if turns.size and not (np.max(whole) <= _SPLIT_WHOLE_LIMIT
-                               and np.min(whole) >= -_SPLIT_WHOLE_LIMIT
-                               and math.isfinite(np.sum(turns))):
+        if turns.size and not (
+            np.max(whole) <= _SPLIT_WHOLE_LIMIT
+            and np.min(whole) >= -_SPLIT_WHOLE_LIMIT
+            and math.isfinite(np.sum(turns))
+        ):
             redo = ~((np.abs(whole) <= _SPLIT_WHOLE_LIMIT) & np.isfinite(turns))
-            turns[redo] = _exact_remainder_turns(*(np.broadcast_to(v, turns.shape)[redo]
-                                                   for v in (d, d_lo, period)))
+            turns[redo] = _exact_remainder_turns(
+                *(np.broadcast_to(v, turns.shape)[redo] for v in (d, d_lo, period))
+            )
         turns -= np.rint(turns)
         return turns

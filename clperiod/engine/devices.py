@@ -443,8 +443,9 @@ def _parse_pyopencl_ctx(spec: str, found: _Discovery) -> list[DeviceInfo]:
     for part in (dev_part or "0").split(","):
         dev_index = _pick_device(part.strip().lower(), names)
         wanted = (plat_index, dev_index)
-        info = next((d for d in found.usable
-                     if (d.platform_index, d.device_index) == wanted), None)
+        info = next(
+            (d for d in found.usable if (d.platform_index, d.device_index) == wanted), None
+        )
         if info is None:
             raise _no_match(f"{source} (device {part!r} of platform {plat_index})", found)
         chosen.append(info)
@@ -558,9 +559,7 @@ def get_context(info: DeviceInfo) -> cl.Context:
         return _contexts[info.device]
 
 
-def get_queue(
-    info: DeviceInfo, profiling: bool = False, role: str = "compute"
-) -> cl.CommandQueue:
+def get_queue(info: DeviceInfo, profiling: bool = False, role: str = "compute") -> cl.CommandQueue:
     """An in-order command queue on ``info``, cached per (device, profiling, role,
     calling thread).
 
@@ -639,8 +638,9 @@ def require_fp64(info: DeviceInfo) -> None:
         )
 
 
-def upload(queue: cl.CommandQueue, array: np.ndarray,
-           pending: list[cl.Event] | None = None) -> cl.Buffer:
+def upload(
+    queue: cl.CommandQueue, array: np.ndarray, pending: list[cl.Event] | None = None
+) -> cl.Buffer:
     """A read-only device copy of ``array`` (one element if empty: OpenCL
     buffers cannot be empty), written through ``queue``.
 

@@ -65,8 +65,9 @@ def _source_excerpt(source: str, log: str) -> str:
 # A successful build's log (NVIDIA's compiler writes one for every large
 # kernel: "Function ... is a kernel, so overriding noinline attribute") tells
 # a user nothing to act on; PYOPENCL_COMPILER_OUTPUT=1 still shows each log.
-warnings.filterwarnings("ignore", message="Non-empty compiler output encountered",
-                        category=cl.CompilerWarning)
+warnings.filterwarnings(
+    "ignore", message="Non-empty compiler output encountered", category=cl.CompilerWarning
+)
 
 _program_cache: dict[tuple, tuple[cl.Program, dict[str, str]]] = {}  # with its typedefs
 _program_lock = threading.Lock()
@@ -77,9 +78,16 @@ _BUILD_OPTIONS = ["-cl-kernel-arg-info"]
 _TYPEDEF = re.compile(r"\btypedef\s+(\w+)\s+(\w+)\s*;")
 #: OpenCL scalar types by name.
 _SCALAR_TYPES: dict[str, type[np.generic]] = {
-    "char": np.int8, "uchar": np.uint8, "short": np.int16, "ushort": np.uint16,
-    "int": np.int32, "uint": np.uint32, "long": np.int64, "ulong": np.uint64,
-    "float": np.float32, "double": np.float64,
+    "char": np.int8,
+    "uchar": np.uint8,
+    "short": np.int16,
+    "ushort": np.uint16,
+    "int": np.int32,
+    "uint": np.uint32,
+    "long": np.int64,
+    "ulong": np.uint64,
+    "float": np.float32,
+    "double": np.float64,
 }
 
 
@@ -106,8 +114,9 @@ def get_program(context: cl.Context, template: str, **params: Any) -> cl.Program
     return _cached_program(context, template, params)[0]
 
 
-def _cached_program(context: cl.Context, template: str,
-                    params: dict[str, Any]) -> tuple[cl.Program, dict[str, str]]:
+def _cached_program(
+    context: cl.Context, template: str, params: dict[str, Any]
+) -> tuple[cl.Program, dict[str, str]]:
     key = (context.int_ptr, template, tuple(sorted(params.items())))
     with _program_lock:
         cached = _program_cache.get(key)

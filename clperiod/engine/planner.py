@@ -83,8 +83,7 @@ class Buffer:
 
     def __post_init__(self) -> None:
         if min(self.per_item, self.per_unit, self.fixed) < 0 or self.count < 1:
-            raise ValueError(f"buffer {self.name!r} has negative bytes or a count below 1: "
-                             f"{self}")
+            raise ValueError(f"buffer {self.name!r} has negative bytes or a count below 1: {self}")
 
     def nbytes(self, items: int, units: int) -> int:
         """Bytes of one allocation for ``items`` items of ``units`` units in all."""
@@ -115,8 +114,9 @@ class MemoryBudget:
     device: str
 
     @classmethod
-    def of(cls, info: DeviceInfo, *, held: int = 0, host_reserved: int = 0,
-           share: float = 1.0) -> MemoryBudget:
+    def of(
+        cls, info: DeviceInfo, *, held: int = 0, host_reserved: int = 0, share: float = 1.0
+    ) -> MemoryBudget:
         """The budget of ``info``: ``share`` (the part of the device one of
         several calls running at once may use) of :data:`DEVICE_FRACTION` of
         :func:`plannable_memory` (``host_reserved``: bytes of results the
@@ -200,8 +200,13 @@ def batch_bounds(
         stop = min([n_items, *(reach(start) for reach in reaches)])
         if stop <= start:
             stop = start + 1
-            _require_fits(buffers, budget, 1, int(sizes[start]),
-                          f"{item} {start} ({int(sizes[start])} {unit})")
+            _require_fits(
+                buffers,
+                budget,
+                1,
+                int(sizes[start]),
+                f"{item} {start} ({int(sizes[start])} {unit})",
+            )
         bounds.append((start, stop))
         start = stop
     return bounds
@@ -263,8 +268,13 @@ def items_that_fit(
     if count >= least:
         return count
     plural = "" if least == 1 else "s"
-    _require_fits(buffers, budget, least, least * size,
-                  f"a batch of {least} {item}{plural}" + (f" of {size} {unit}" if size else ""))
+    _require_fits(
+        buffers,
+        budget,
+        least,
+        least * size,
+        f"a batch of {least} {item}{plural}" + (f" of {size} {unit}" if size else ""),
+    )
     return least
 
 
@@ -297,26 +307,33 @@ class _Rule:
 def _rules(buffers: Sequence[Buffer], max_alloc: int, limit: int) -> list[_Rule]:
     """Each buffer under ``max_alloc``, all together under ``limit``."""
     rules = [_Rule(b.per_item, b.per_unit, max_alloc - b.fixed) for b in buffers]
-    rules.append(_Rule(sum(b.count * b.per_item for b in buffers),
-                       sum(b.count * b.per_unit for b in buffers),
-                       limit - sum(b.count * b.fixed for b in buffers)))
+    rules.append(
+        _Rule(
+            sum(b.count * b.per_item for b in buffers),
+            sum(b.count * b.per_unit for b in buffers),
+            limit - sum(b.count * b.fixed for b in buffers),
+        )
+    )
     return rules
 
 
-def _require_fits(buffers: Sequence[Buffer], budget: MemoryBudget, items: int, units: int,
-                  what: str) -> None:
+def _require_fits(
+    buffers: Sequence[Buffer], budget: MemoryBudget, items: int, units: int, what: str
+) -> None:
     """Raise a :class:`MemoryError` naming ``what`` unless its buffers fit ``budget``."""
     for buffer in buffers:
         nbytes = buffer.nbytes(items, units)
         if nbytes > budget.max_alloc:
             raise MemoryError(
                 f"{what} needs a buffer of {_size(nbytes)} ({buffer.name}), more than the "
-                f"largest allocation of {budget.device} ({_size(budget.max_alloc)})")
+                f"largest allocation of {budget.device} ({_size(budget.max_alloc)})"
+            )
     nbytes = held_bytes(buffers, items, units)
     if nbytes > budget.total:
         raise MemoryError(
             f"{what} needs {_size(nbytes)} of device memory, more than fits in the "
-            f"{_size(budget.total)} a batch may use on {budget.device}")
+            f"{_size(budget.total)} a batch may use on {budget.device}"
+        )
 
 
 def _size(nbytes: int) -> str:
@@ -424,13 +441,13 @@ def plan_batches(
     """
     lengths = np.asarray(lengths, dtype=np.int64)
     n_tiles = shape.n_tiles(nf)
-    buffers = tiled_buffers(n_tiles, point_bytes=point_bytes, real_bytes=real_bytes,
-                            top_k=top_k)
+    buffers = tiled_buffers(n_tiles, point_bytes=point_bytes, real_bytes=real_bytes, top_k=top_k)
     # with periodograms, the objects' blocks of one tile each fit an allocation
     max_objects = budget.max_alloc // (shape.owned * real_bytes) if periodogram else None
     share = -(-int(np.sum(lengths)) // max(1, min_batches))  # points per batch at most
-    bounds = batch_bounds(lengths, buffers, budget, target=budget.total // 2,
-                          max_items=max_objects, max_units=share)
+    bounds = batch_bounds(
+        lengths, buffers, budget, target=budget.total // 2, max_items=max_objects, max_units=share
+    )
     batches = []
     for start, stop in bounds:
         objects = stop - start
@@ -443,8 +460,9 @@ def plan_batches(
     return batches
 
 
-def tiled_buffers(n_tiles: int, *, point_bytes: int, real_bytes: int,
-                  top_k: int) -> tuple[Buffer, ...]:
+def tiled_buffers(
+    n_tiles: int, *, point_bytes: int, real_bytes: int, top_k: int
+) -> tuple[Buffer, ...]:
     """The buffers of a batch of a tiled frequency kernel (per object: points
     of ``point_bytes`` over four or more arrays, layout and status, and the
     top-k values and indices of every tile and of the object)."""
@@ -481,3 +499,19 @@ def _periodogram_chunks(
         for obj in range(objects)
         for first in range(0, n_tiles, tiles)
     )
+
+
+def __getattr__(name: str) -> object:
+    """``available_host_memory`` moved to :mod:`clperiod.engine.staging`; the
+    old ``clperiod.planning`` path keeps it with a DeprecationWarning."""
+    if name == "available_host_memory":
+        import warnings
+
+        warnings.warn(
+            "clperiod.engine.planner.available_host_memory moved to "
+            "clperiod.engine.staging.available_host_memory",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return staging.available_host_memory
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

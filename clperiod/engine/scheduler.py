@@ -107,8 +107,11 @@ def _worker(device: DeviceInfo, slot: int) -> concurrent.futures.ThreadPoolExecu
     with _workers_lock:
         if key not in _workers:
             _workers[key] = concurrent.futures.ThreadPoolExecutor(
-                1, thread_name_prefix=f"clperiod-device-{device.platform_index}:"
-                f"{device.device_index}-{slot}", initializer=_mark_worker)
+                1,
+                thread_name_prefix=f"clperiod-device-{device.platform_index}:"
+                f"{device.device_index}-{slot}",
+                initializer=_mark_worker,
+            )
         return _workers[key]
 
 

@@ -107,8 +107,10 @@ class PinnedPool:
         """Whether ``array``'s memory lies in a page-locked buffer of the pool."""
         start = array.__array_interface__["data"][0]
         with self._lock:
-            return any(base <= start and start + array.nbytes <= base + buffer.size
-                       for base, buffer in self._buffers.items())
+            return any(
+                base <= start and start + array.nbytes <= base + buffer.size
+                for base, buffer in self._buffers.items()
+            )
 
     def _take(self, key: int, nbytes: int) -> np.ndarray | None:
         with self._lock:
@@ -136,14 +138,20 @@ class PinnedPool:
             del free[: -self._max_free]
 
 
-def _pinned_block(info: DeviceInfo, context: cl.Context,
-                  nbytes: int) -> tuple[np.ndarray, cl.Buffer]:
+def _pinned_block(
+    info: DeviceInfo, context: cl.Context, nbytes: int
+) -> tuple[np.ndarray, cl.Buffer]:
     """A new page-locked buffer of ``nbytes`` and its host mapping."""
     flags = cl.mem_flags.READ_WRITE | cl.mem_flags.ALLOC_HOST_PTR
     buffer = cl.Buffer(context, flags, nbytes)
     mapped, _ = cl.enqueue_map_buffer(
-        get_queue(info, role="pinned"), buffer, cl.map_flags.READ | cl.map_flags.WRITE, 0,
-        (nbytes,), np.uint8, is_blocking=True,
+        get_queue(info, role="pinned"),
+        buffer,
+        cl.map_flags.READ | cl.map_flags.WRITE,
+        0,
+        (nbytes,),
+        np.uint8,
+        is_blocking=True,
     )
     return mapped, buffer
 
@@ -169,8 +177,7 @@ def check_periodogram_memory(n_objects: int, nf: int, dtype) -> None:
         )
 
 
-def periodogram_array(devices: list[DeviceInfo], n_objects: int, nf: int,
-                      dtype) -> np.ndarray:
+def periodogram_array(devices: list[DeviceInfo], n_objects: int, nf: int, dtype) -> np.ndarray:
     """The host array of a search's periodograms, ``(n_objects, nf)``:
     page-locked (:data:`PINNED_POOL`) when one device fills it, ordinary
     memory otherwise."""
@@ -227,8 +234,9 @@ def _cgroup_room() -> int | None:
     return None
 
 
-def _cgroup_directory_room(directory: Path, limit_file: str, usage_file: str,
-                           cache_key: str) -> int | None:
+def _cgroup_directory_room(
+    directory: Path, limit_file: str, usage_file: str, cache_key: str
+) -> int | None:
     try:
         limit = (directory / limit_file).read_text().strip()
         if limit == "max" or int(limit) >= 1 << 60:  # none ("max", or v1's rounded 2**63)
@@ -308,17 +316,18 @@ class Staging:
         """Copy the inputs into page-locked memory and queue their uploads."""
         sizes = [a.nbytes for a, _ in self._inputs]
         sizes += [int(np.prod(shape)) * dtype.itemsize for shape, dtype in self._outputs]
-        starts = np.concatenate(([0], np.cumsum([-(-n // self._ALIGN) * self._ALIGN
-                                                 for n in sizes])))
+        starts = np.concatenate(
+            ([0], np.cumsum([-(-n // self._ALIGN) * self._ALIGN for n in sizes]))
+        )
         block = PINNED_POOL.empty(self.info, (max(1, int(starts[-1])),), np.uint8)
         self._block = block
         for k, (array, buffer) in enumerate(self._inputs):
             if array.nbytes:
-                staged = block[starts[k]:starts[k] + array.nbytes].view(array.dtype)
+                staged = block[starts[k] : starts[k] + array.nbytes].view(array.dtype)
                 parallel_copy(staged, array.reshape(-1))
                 self.events.append(cl.enqueue_copy(queue, buffer, staged, is_blocking=False))
         for k, (shape, dtype) in enumerate(self._outputs, start=len(self._inputs)):
-            self.results.append(block[starts[k]:starts[k] + sizes[k]].view(dtype).reshape(shape))
+            self.results.append(block[starts[k] : starts[k] + sizes[k]].view(dtype).reshape(shape))
 
     @contextlib.contextmanager
     def guard(self, *queues: cl.CommandQueue) -> Iterator[Staging]:

@@ -34,7 +34,8 @@ def submit(function: Callable[..., Any], *args: Any) -> concurrent.futures.Futur
     with _pool_lock:
         if _pool is None:
             _pool = concurrent.futures.ThreadPoolExecutor(
-                MAX_WORKERS, thread_name_prefix="clperiod-worker")
+                MAX_WORKERS, thread_name_prefix="clperiod-worker"
+            )
         return _pool.submit(function, *args)
 
 

@@ -83,7 +83,6 @@ RV_EXAMPLES: dict[str, str] = {
 }
 
 
-
 def example_path(name: str) -> Path:
     """Path of a bundled example light-curve file.
 
@@ -231,8 +230,14 @@ def read_catalog(
 # ---------------------------------------------------------------------- helpers
 
 
-def _catalog(path: Path, ids: np.ndarray, t: np.ndarray, y: np.ndarray, dy: np.ndarray | None,
-             nan_policy: str) -> Catalog:
+def _catalog(
+    path: Path,
+    ids: np.ndarray,
+    t: np.ndarray,
+    y: np.ndarray,
+    dy: np.ndarray | None,
+    nan_policy: str,
+) -> Catalog:
     """:meth:`~clperiod.Catalog.from_arrays`, its errors prefixed with the file's name."""
     try:
         return Catalog.from_arrays(ids, t, y, dy, nan_policy=nan_policy)
@@ -262,7 +267,8 @@ def _read_parquet(path: Path, names: list[str]) -> list[np.ndarray]:
         with open_parquet(path) as parquet:
             groups = range(parquet.metadata.num_row_groups)
             batches = itertools.chain.from_iterable(  # by row group: errors name the group
-                parquet.iter_batches(columns=names, row_groups=[g]) for g in groups)
+                parquet.iter_batches(columns=names, row_groups=[g]) for g in groups
+            )
             readable = readable_batches(parquet.metadata, path, batches)
             schema = pa.schema([parquet.schema_arrow.field(name) for name in names])
             table = pa.Table.from_batches(list(readable), schema=schema)
@@ -364,8 +370,9 @@ def read_rv(path: str | os.PathLike) -> RVData:
             for k in range(3):
                 values[k].append(float(row[index[k]]))
         except (ValueError, IndexError):
-            raise ValueError(f"{path}: row {row_number}: expected numbers in columns "
-                             f"{columns[:3]}, got {row!r}") from None
+            raise ValueError(
+                f"{path}: row {row_number}: expected numbers in columns {columns[:3]}, got {row!r}"
+            ) from None
         labels.append(row[index[3]] if len(columns) == 4 else "0")
     t, v, sigma = (np.asarray(a, dtype=np.float64) for a in values)
     return RVData(t, v, sigma, np.asarray(labels, dtype=str))

@@ -16,8 +16,16 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Block", "Chunker", "SeenIds", "check_block", "check_ids", "check_values",
-           "long_block", "show_id"]
+__all__ = [
+    "Block",
+    "Chunker",
+    "SeenIds",
+    "check_block",
+    "check_ids",
+    "check_values",
+    "long_block",
+    "show_id",
+]
 
 
 @dataclass
@@ -37,11 +45,21 @@ class Block:
     def take(self, n: int, rows_are_objects: bool) -> tuple[Block, Block]:
         """The first ``n`` objects, and the rest."""
         cut = int(self.offsets[n])
-        head = Block(self.ids[:n], self.offsets[: n + 1],
-                      {k: v[:cut] for k, v in self.columns.items()}, self.first_row, False)
+        head = Block(
+            self.ids[:n],
+            self.offsets[: n + 1],
+            {k: v[:cut] for k, v in self.columns.items()},
+            self.first_row,
+            False,
+        )
         rest_first = self.first_row + (n if rows_are_objects else cut)
-        rest = Block(self.ids[n:], self.offsets[n:] - cut,
-                      {k: v[cut:] for k, v in self.columns.items()}, rest_first, self.open_end)
+        rest = Block(
+            self.ids[n:],
+            self.offsets[n:] - cut,
+            {k: v[cut:] for k, v in self.columns.items()},
+            rest_first,
+            self.open_end,
+        )
         return head, rest
 
 
@@ -60,8 +78,13 @@ class Chunker:
     object spanning many blocks is copied once, not once per block.
     """
 
-    def __init__(self, chunk_rows: int, chunk_objects: int | None, rows_are_objects: bool,
-                 first_rows: int | None = None):
+    def __init__(
+        self,
+        chunk_rows: int,
+        chunk_objects: int | None,
+        rows_are_objects: bool,
+        first_rows: int | None = None,
+    ):
         self.most_rows = chunk_rows
         self.chunk_rows = chunk_rows if first_rows is None else min(chunk_rows, first_rows)
         self.chunk_objects = chunk_objects if chunk_objects is not None else np.iinfo(np.int64).max
@@ -114,8 +137,7 @@ class Chunker:
         """Objects in the next chunk, or None while more data could change it."""
         ends = buffer.offsets[1:]
         n_closed = buffer.n_objects - (1 if buffer.open_end else 0)
-        decided = (final or ends[-1] > self.chunk_rows
-                   or buffer.n_objects > self.chunk_objects)
+        decided = final or ends[-1] > self.chunk_rows or buffer.n_objects > self.chunk_objects
         if not decided:
             return None
         fits = int(np.searchsorted(ends[:n_closed], self.chunk_rows, side="right"))
@@ -186,8 +208,7 @@ class SeenIds:
         self.runs.append(run)
 
 
-def check_block(path: Any, block: Block, seen: SeenIds, nan_policy: str,
-                 nested: bool) -> None:
+def check_block(path: Any, block: Block, seen: SeenIds, nan_policy: str, nested: bool) -> None:
     """Duplicate ids, non-finite values and dy <= 0, named by file row."""
     check_ids(path, block, seen, nested)
     check_values(path, block, nan_policy, nested)
@@ -222,8 +243,9 @@ def check_values(path: Any, block: Block, nan_policy: str, nested: bool) -> None
 
 def _duplicate(path: Any, object_id: Any, first: int, again: int, nested: bool) -> None:
     if nested:
-        raise ValueError(f"{path}: object id {show_id(object_id)} at row {again} repeats "
-                         f"row {first}")
+        raise ValueError(
+            f"{path}: object id {show_id(object_id)} at row {again} repeats row {first}"
+        )
     raise ValueError(
         f"{path}: object id {show_id(object_id)} appears again at row {again} after other "
         f"objects (its rows start at row {first}); the rows of one object must be "
@@ -236,14 +258,18 @@ def _bad_value(path: Any, block: Block, name: str, index: int, nested: bool) -> 
     k = int(np.searchsorted(block.offsets, index, side="right")) - 1
     value = float(block.columns[name][index])
     if nested:
-        where = (f"row {block.first_row + k} (object {show_id(block.ids[k])}), "
-                 f"observation {index - int(block.offsets[k])}")
+        where = (
+            f"row {block.first_row + k} (object {show_id(block.ids[k])}), "
+            f"observation {index - int(block.offsets[k])}"
+        )
     else:
         where = f"row {block.first_row + index} (object {show_id(block.ids[k])})"
     if name == "dy" and np.isfinite(value):
         raise ValueError(f"{path}: {where}: dy = {value!r}; uncertainties must be > 0")
-    raise ValueError(f"{path}: {where}: {name} is {value!r}, not a finite number "
-                     "(nan_policy='omit' drops such rows)")
+    raise ValueError(
+        f"{path}: {where}: {name} is {value!r}, not a finite number "
+        "(nan_policy='omit' drops such rows)"
+    )
 
 
 def long_block(ids: np.ndarray, columns: dict[str, np.ndarray], first_row: int) -> Block:

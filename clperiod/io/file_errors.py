@@ -68,9 +68,11 @@ def damage_message(path: Path, error: BaseException) -> str:
         if path.suffix.lower() not in OPENERS:
             for bom, encoding in _BOMS.items():
                 if start.startswith(bom):
-                    return (f"{path}: the file is {encoding} text (it starts with a byte-order "
-                            f"mark); clperiod reads UTF-8: convert it, e.g. iconv -f {encoding} "
-                            "-t UTF-8")
+                    return (
+                        f"{path}: the file is {encoding} text (it starts with a byte-order "
+                        f"mark); clperiod reads UTF-8: convert it, e.g. iconv -f {encoding} "
+                        "-t UTF-8"
+                    )
     line, offset, found = _first_damage(path)
     if found is None:  # read cleanly now: report what the reader met
         return f"{path}: {_reason(error)}"
@@ -118,9 +120,11 @@ def _decodable(data: bytes, final: bool) -> tuple[int, UnicodeDecodeError | None
 def _reason(error: BaseException) -> str:
     """What is wrong, in words, for a damage error."""
     if isinstance(error, UnicodeDecodeError):
-        byte = error.object[error.start:error.start + 1]
-        return (f"byte 0x{byte.hex()} is not UTF-8 text ({error.reason}); clperiod reads "
-                "UTF-8: convert the file (e.g. iconv -f LATIN1 -t UTF-8)")
+        byte = error.object[error.start : error.start + 1]
+        return (
+            f"byte 0x{byte.hex()} is not UTF-8 text ({error.reason}); clperiod reads "
+            "UTF-8: convert the file (e.g. iconv -f LATIN1 -t UTF-8)"
+        )
     if isinstance(error, EOFError):
         return f"the compressed data end early: the file is truncated ({error})"
     return f"damaged or unreadable compressed data ({error})"

@@ -56,8 +56,14 @@ def ramp(first: int, most: int) -> Iterator[int]:
         size = min(most, 2 * size)
 
 
-def csv_blocks(path: Path, layout: str, roles: dict[str, str], delimiter: str,
-               rows: int, first: int | None = None) -> Iterator[Block]:
+def csv_blocks(
+    path: Path,
+    layout: str,
+    roles: dict[str, str],
+    delimiter: str,
+    rows: int,
+    first: int | None = None,
+) -> Iterator[Block]:
     """Blocks of ``rows`` lines of a CSV file ("csv" or "lightcurve-csv" layout), by pandas.
 
     ``roles`` maps ``id``, ``t``, ``y`` (and ``dy``) to column names. With
@@ -68,8 +74,9 @@ def csv_blocks(path: Path, layout: str, roles: dict[str, str], delimiter: str,
     try:
         import pandas as pd
     except ImportError:
-        raise ImportError(f"reading the CSV file {path} in chunks needs pandas: "
-                          "pip install clperiod[catalog]") from None
+        raise ImportError(
+            f"reading the CSV file {path} in chunks needs pandas: pip install clperiod[catalog]"
+        ) from None
     if layout == "lightcurve-csv":
         names = lightcurve_columns(path, delimiter)
         options: dict[str, Any] = {"header": None, "names": names, "comment": "#"}
@@ -81,8 +88,12 @@ def csv_blocks(path: Path, layout: str, roles: dict[str, str], delimiter: str,
     # Every column is parsed (no usecols): pandas then rejects lines with too
     # many fields instead of silently cutting them; index_col=False stops it
     # from taking the first column as an index (csv_header checked row 0).
-    options |= {"sep": delimiter, "skipinitialspace": True, "index_col": False,
-                "compression": COMPRESSIONS.get(path.suffix.lower())}
+    options |= {
+        "sep": delimiter,
+        "skipinitialspace": True,
+        "index_col": False,
+        "compression": COMPRESSIONS.get(path.suffix.lower()),
+    }
     id_kind = _csv_id_kind(path, options, roles["id"], rows)
     if id_kind == "text":
         options["dtype"] = {roles["id"]: str}
@@ -99,8 +110,11 @@ def csv_blocks(path: Path, layout: str, roles: dict[str, str], delimiter: str,
                     continue
                 short_rows.check(frame, row)
                 ids = _csv_ids(path, frame[roles["id"]], row, id_kind)
-                columns = {role: _csv_numbers(path, frame[name], name, row)
-                           for role, name in roles.items() if role != "id"}
+                columns = {
+                    role: _csv_numbers(path, frame[name], name, row)
+                    for role, name in roles.items()
+                    if role != "id"
+                }
                 yield long_block(ids, columns, row)
                 row += len(frame)
     except Exception as error:
@@ -142,8 +156,15 @@ class _ShortRows:
     and line.
     """
 
-    def __init__(self, path: Path, layout: str, delimiter: str, lines_before: int,
-                 names: list[str], roles: dict[str, str]) -> None:
+    def __init__(
+        self,
+        path: Path,
+        layout: str,
+        delimiter: str,
+        lines_before: int,
+        names: list[str],
+        roles: dict[str, str],
+    ) -> None:
         self.path, self.layout, self.delimiter = path, layout, delimiter
         self.lines_before, self.names = lines_before, names
         self.used = list(roles.values())
@@ -245,15 +266,18 @@ def _csv_numbers(path: Path, values: Any, name: str, first_row: int) -> np.ndarr
     """A block's column as float64 (empty -> NaN), naming the row of a non-number."""
     import pandas as pd
 
-    if (pd.api.types.is_numeric_dtype(values.dtype)
-            and not pd.api.types.is_bool_dtype(values.dtype)):
+    if pd.api.types.is_numeric_dtype(values.dtype) and not pd.api.types.is_bool_dtype(
+        values.dtype
+    ):
         return values.to_numpy(dtype=np.float64, na_value=np.nan)
     numbers = pd.to_numeric(values, errors="coerce")
     bad = np.flatnonzero(numbers.isna().to_numpy() & values.notna().to_numpy())
     if bad.size or pd.api.types.is_bool_dtype(values.dtype):
         k = int(bad[0]) if bad.size else 0
-        raise ValueError(f"{path}: row {first_row + k}: column {name!r} has "
-                         f"{_plain(values.iloc[k])!r}, not a number")
+        raise ValueError(
+            f"{path}: row {first_row + k}: column {name!r} has "
+            f"{_plain(values.iloc[k])!r}, not a number"
+        )
     return numbers.to_numpy(dtype=np.float64, na_value=np.nan)
 
 
@@ -277,8 +301,10 @@ def leading_record(path: Path) -> tuple[int, str]:
     with text_errors(path), open_text(path) as handle:
         for index, line in enumerate(handle):
             if "\0" in line:
-                raise ValueError(f"{path}: line {index + 1} holds NUL bytes: the file is not "
-                                 "UTF-8 text (UTF-16 without a byte-order mark, or binary)")
+                raise ValueError(
+                    f"{path}: line {index + 1} holds NUL bytes: the file is not "
+                    "UTF-8 text (UTF-16 without a byte-order mark, or binary)"
+                )
             if line.split("#", 1)[0].strip():
                 return index, line.strip()
     raise ValueError(f"{path}: no data rows")
@@ -293,8 +319,10 @@ def lightcurve_columns(path: Path, delimiter: str) -> list[str]:
     """Column names of a file in the papers' layout: ``id, t, y`` or ``id, t, y, dy``."""
     n = len(first_fields(path, delimiter))
     if n not in (3, 4):
-        raise ValueError(f"{path}: expected 3 (objId, t, y) or 4 (objId, t, y, dy) "
-                         f"{delimiter!r}-separated columns, found {n}")
+        raise ValueError(
+            f"{path}: expected 3 (objId, t, y) or 4 (objId, t, y, dy) "
+            f"{delimiter!r}-separated columns, found {n}"
+        )
     return ["id", "t", "y", "dy"][:n]
 
 
@@ -311,11 +339,14 @@ def csv_header(path: Path, delimiter: str) -> tuple[int, list[str]]:
         first = next((row for row in records if any(field.strip() for field in row)), None)
     repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated:
-        raise ValueError(f"{path}: line {skip + 1}: the header names the column(s) {repeated} "
-                         f"more than once ({names}); column names must be unique")
+        raise ValueError(
+            f"{path}: line {skip + 1}: the header names the column(s) {repeated} "
+            f"more than once ({names}); column names must be unique"
+        )
     if first is not None and len(first) > len(names):
-        raise ValueError(f"{path}: row 0 has {len(first)} fields, the header {len(names)} "
-                         f"({names})")
+        raise ValueError(
+            f"{path}: row 0 has {len(first)} fields, the header {len(names)} ({names})"
+        )
     return skip, names
 
 
@@ -332,8 +363,9 @@ def _pyarrow_parquet(path: Path) -> Any:
     try:
         import pyarrow.parquet as pq
     except ImportError:
-        raise ImportError(f"reading the Parquet file {path} needs pyarrow: "
-                          "pip install clperiod[catalog]") from None
+        raise ImportError(
+            f"reading the Parquet file {path} needs pyarrow: pip install clperiod[catalog]"
+        ) from None
     return pq
 
 
@@ -341,8 +373,9 @@ def open_parquet(path: Path) -> Any:
     """A ``pyarrow.parquet.ParquetFile`` that reads as it goes, never a whole
     row group at once (buffered reads of :data:`PARQUET_BUFFER` bytes per
     column, so a file truncated while it is read gives an error, not a crash)."""
-    return _pyarrow_parquet(path).ParquetFile(path, metadata=parquet_metadata(path),
-                                              pre_buffer=False, buffer_size=PARQUET_BUFFER)
+    return _pyarrow_parquet(path).ParquetFile(
+        path, metadata=parquet_metadata(path), pre_buffer=False, buffer_size=PARQUET_BUFFER
+    )
 
 
 def parquet_metadata(path: Path) -> Any:
@@ -397,8 +430,9 @@ def nested_columns(schema: Any, field: str | None) -> list[str]:
     return found
 
 
-def parquet_blocks(path: Path, roles: dict[str, str], rows: int,
-                   first: int | None = None) -> Iterator[Block]:
+def parquet_blocks(
+    path: Path, roles: dict[str, str], rows: int, first: int | None = None
+) -> Iterator[Block]:
     """Blocks of ``rows`` rows of a long-format Parquet file (only ``roles`` columns
     read); with ``first``, the block sizes ramp up from it (:func:`ramp`).
 
@@ -407,21 +441,26 @@ def parquet_blocks(path: Path, roles: dict[str, str], rows: int,
     return _long_blocks(open_parquet(path), path, roles, rows, first)
 
 
-def _long_blocks(parquet: Any, path: Path, roles: dict[str, str], rows: int,
-                 first: int | None) -> Iterator[Block]:
+def _long_blocks(
+    parquet: Any, path: Path, roles: dict[str, str], rows: int, first: int | None
+) -> Iterator[Block]:
     row = 0
     with parquet:
         batches = _ramped_batches(parquet, list(roles.values()), first or rows, rows)
         for batch in readable_batches(parquet.metadata, path, batches):
             ids = id_values(batch.column(roles["id"]), roles["id"], row, path)
-            columns = {role: arrow_numbers(batch.column(name), name, row, path)
-                       for role, name in roles.items() if role != "id"}
+            columns = {
+                role: arrow_numbers(batch.column(name), name, row, path)
+                for role, name in roles.items()
+                if role != "id"
+            }
             yield long_block(ids, columns, row)
             row += batch.num_rows
 
 
-def nested_blocks(path: Path, roles: dict[str, str], nested_col: str,
-                  rows: int, first: int | None = None) -> Iterator[Block]:
+def nested_blocks(
+    path: Path, roles: dict[str, str], nested_col: str, rows: int, first: int | None = None
+) -> Iterator[Block]:
     """Blocks of a nested Parquet file: one object per row, observations in ``nested_col``.
 
     Only the id column and the struct fields named in ``roles`` are read, in
@@ -433,8 +472,9 @@ def nested_blocks(path: Path, roles: dict[str, str], nested_col: str,
     return _nested_blocks(open_parquet(path), path, roles, nested_col, rows, first)
 
 
-def _nested_blocks(parquet: Any, path: Path, roles: dict[str, str], nested_col: str,
-                   rows: int, first: int | None) -> Iterator[Block]:
+def _nested_blocks(
+    parquet: Any, path: Path, roles: dict[str, str], nested_col: str, rows: int, first: int | None
+) -> Iterator[Block]:
     id_col = roles["id"]
     roles = {role: name for role, name in roles.items() if role != "id"}
     row = 0
@@ -464,14 +504,18 @@ def readable_batches(metadata: Any, path: Path, batches: Iterator[Any]) -> Itera
             batch = next(batches)
         except StopIteration:
             if row < metadata.num_rows:
-                raise ValueError(f"{path}: {parquet_place(metadata, row)}: the Parquet data "
-                                 f"end early, after {row} of the {metadata.num_rows} rows "
-                                 "that the footer announces (the file was truncated or "
-                                 "replaced while it was read)") from None
+                raise ValueError(
+                    f"{path}: {parquet_place(metadata, row)}: the Parquet data "
+                    f"end early, after {row} of the {metadata.num_rows} rows "
+                    "that the footer announces (the file was truncated or "
+                    "replaced while it was read)"
+                ) from None
             return
         except (OSError, ValueError, pa.ArrowException) as error:
-            raise ValueError(f"{path}: {parquet_place(metadata, row)}: cannot read the Parquet "
-                             f"data ({' '.join(str(error).split())})") from None
+            raise ValueError(
+                f"{path}: {parquet_place(metadata, row)}: cannot read the Parquet "
+                f"data ({' '.join(str(error).split())})"
+            ) from None
         yield batch
         row += batch.num_rows
 
@@ -483,8 +527,10 @@ def parquet_place(metadata: Any, row: int) -> str:
     for group in range(metadata.num_row_groups):
         size = metadata.row_group(group).num_rows
         if row < start + size:
-            return (f"at or after row {row} (row group {group} of {metadata.num_row_groups}, "
-                    f"rows {start} to {start + size - 1})")
+            return (
+                f"at or after row {row} (row group {group} of {metadata.num_row_groups}, "
+                f"rows {start} to {start + size - 1})"
+            )
         start += size
     return f"after row {row}"
 
@@ -500,8 +546,9 @@ def _ramped_batches(parquet: Any, columns: list[str], first: int, most: int) -> 
         return
     sizes = ramp(first, most)
     size, pending, count = next(sizes), [], 0
-    for batch in parquet.iter_batches(batch_size=min(first, most), columns=columns,
-                                      row_groups=[0]):
+    for batch in parquet.iter_batches(
+        batch_size=min(first, most), columns=columns, row_groups=[0]
+    ):
         pending.append(batch)
         count += batch.num_rows
         if count >= size:
@@ -510,8 +557,9 @@ def _ramped_batches(parquet: Any, columns: list[str], first: int, most: int) -> 
     if count:
         yield _joined(pa, pending)
     if groups > 1:
-        yield from parquet.iter_batches(batch_size=most, columns=columns,
-                                        row_groups=range(1, groups))
+        yield from parquet.iter_batches(
+            batch_size=most, columns=columns, row_groups=range(1, groups)
+        )
 
 
 def _joined(pa: Any, batches: list[Any]) -> Any:
@@ -538,8 +586,9 @@ def _leaf_paths(schema: Any, nested_col: str, fields: set[str]) -> list[str]:
     return paths
 
 
-def nested_block(nested: Any, ids: np.ndarray, roles: dict[str, str], first_row: int,
-                 where: Any) -> Block:
+def nested_block(
+    nested: Any, ids: np.ndarray, roles: dict[str, str], first_row: int, where: Any
+) -> Block:
     """A block from a ``list<struct>`` array: offsets from the list, flat struct fields."""
     import pyarrow.compute as pc
 
@@ -579,16 +628,17 @@ def id_values(values: Any, name: str, first_row: int, where: Any) -> np.ndarray:
         raise ValueError(f"{where}: row {first_row + k}: missing object id")
     kind = values.type
     if pa.types.is_integer(kind):
-        return values.to_numpy().astype(np.uint64 if kind == pa.uint64() else np.int64,
-                                        copy=False)
+        return values.to_numpy().astype(np.uint64 if kind == pa.uint64() else np.int64, copy=False)
     if pa.types.is_string(kind) or pa.types.is_large_string(kind):
         return np.asarray(values.to_numpy(zero_copy_only=False), dtype=str)
-    raise ValueError(f"{where}: column {name!r} holds {kind} values; object ids must be "
-                     "integers or text")
+    raise ValueError(
+        f"{where}: column {name!r} holds {kind} values; object ids must be integers or text"
+    )
 
 
-def arrow_numbers(values: Any, name: str, first_row: int, where: Any,
-                  nested_rows: np.ndarray | None = None) -> np.ndarray:
+def arrow_numbers(
+    values: Any, name: str, first_row: int, where: Any, nested_rows: np.ndarray | None = None
+) -> np.ndarray:
     """A numeric (or timestamp) Arrow array as float64; nulls become NaN."""
     import pyarrow as pa
 
@@ -610,7 +660,6 @@ def arrow_numbers(values: Any, name: str, first_row: int, where: Any,
     else:
         k = int(np.searchsorted(nested_rows, bad, side="right")) - 1
         where_row = f"row {first_row + k}, observation {bad - int(nested_rows[k])}"
-    raise ValueError(f"{where}: {where_row}: column {name!r} ({kind}) has {listed[bad]!r}, "
-                     "not a number")
-
-
+    raise ValueError(
+        f"{where}: {where_row}: column {name!r} ({kind}) has {listed[bad]!r}, not a number"
+    )

@@ -43,8 +43,13 @@ from clperiod.io.chunks import SeenIds, check_block
 
 # lightcurve_columns and mjd_from_datetime64 live in clperiod.columns (the catalog uses them
 # too) and are handed on here, where they have always been importable.
-__all__ = ["catalog_from_dataframe", "catalog_from_table", "lightcurve_columns",
-           "mjd_from_datetime64", "nested_to_catalog"]
+__all__ = [
+    "catalog_from_dataframe",
+    "catalog_from_table",
+    "lightcurve_columns",
+    "mjd_from_datetime64",
+    "nested_to_catalog",
+]
 
 
 def catalog_from_dataframe(
@@ -102,8 +107,13 @@ def catalog_from_dataframe(
 
         require_columns([nested_col], list(frame.columns))
         fields = {"t": t_col, "y": y_col} | ({"dy": dy_col} if dy_col else {})
-        return nested_to_catalog(ids, pa.array(frame[nested_col]), fields, nan_policy=nan_policy,
-                                 where=f"DataFrame column {nested_col!r}")
+        return nested_to_catalog(
+            ids,
+            pa.array(frame[nested_col]),
+            fields,
+            nan_policy=nan_policy,
+            where=f"DataFrame column {nested_col!r}",
+        )
     columns = {}
     for name, col in (("t", t_col), ("y", y_col), ("dy", dy_col)):
         if col is None:
@@ -167,8 +177,14 @@ def catalog_from_table(
     return _long_catalog(ids, columns, sort, nan_policy)
 
 
-def nested_to_catalog(ids: Any, nested: Any, fields: dict[str, str], *,
-                      nan_policy: str = "raise", where: str = "nested column") -> Catalog:
+def nested_to_catalog(
+    ids: Any,
+    nested: Any,
+    fields: dict[str, str],
+    *,
+    nan_policy: str = "raise",
+    where: str = "nested column",
+) -> Catalog:
     """A catalog from object ids and an Arrow ``list<struct>`` array of observations.
 
     Parameters
@@ -195,9 +211,14 @@ def nested_to_catalog(ids: Any, nested: Any, fields: dict[str, str], *,
     ids = formats.id_values(ids, "id", 0, where)
     block = formats.nested_block(nested, ids, fields, 0, where)
     check_block(where, block, SeenIds(), nan_policy, nested=True)
-    return Catalog.from_offsets(block.ids, block.offsets, block.columns["t"],
-                                block.columns["y"], block.columns.get("dy"),
-                                nan_policy=nan_policy)
+    return Catalog.from_offsets(
+        block.ids,
+        block.offsets,
+        block.columns["t"],
+        block.columns["y"],
+        block.columns.get("dy"),
+        nan_policy=nan_policy,
+    )
 
 
 # ---------------------------------------------------------------------- helpers
@@ -211,15 +232,15 @@ def _present_ids(ids: np.ndarray, missing: np.ndarray, name: str, labels: Any) -
     return ids
 
 
-def _long_catalog(ids: np.ndarray, columns: dict[str, np.ndarray], sort: bool,
-                  nan_policy: str) -> Catalog:
+def _long_catalog(
+    ids: np.ndarray, columns: dict[str, np.ndarray], sort: bool, nan_policy: str
+) -> Catalog:
     if ids.dtype.kind in "OUS":
         ids = ids.astype(str)
     if sort:
         order = np.argsort(ids, kind="stable")
         ids = ids[order]
         columns = {name: values[order] for name, values in columns.items()}
-    return Catalog.from_arrays(ids, columns["t"], columns["y"], columns.get("dy"),
-                               nan_policy=nan_policy)
-
-
+    return Catalog.from_arrays(
+        ids, columns["t"], columns["y"], columns.get("dy"), nan_policy=nan_policy
+    )

@@ -143,8 +143,10 @@ def _merged(runs: list[dict[str, np.ndarray]], block_rows: int) -> Iterator[dict
             yield _joined(runs, start, end)
             return
         frontier = min(runs[k]["id"][end[k] - 1] for k in open_runs)
-        stop = [start[k] + int(np.searchsorted(runs[k]["id"][start[k]:end[k]], frontier))
-                for k in range(len(runs))]
+        stop = [
+            start[k] + int(np.searchsorted(runs[k]["id"][start[k] : end[k]], frontier))
+            for k in range(len(runs))
+        ]
         if stop == start:
             for k in open_runs:
                 if runs[k]["id"][end[k] - 1] == frontier:
@@ -154,11 +156,17 @@ def _merged(runs: list[dict[str, np.ndarray]], block_rows: int) -> Iterator[dict
         start = stop
 
 
-def _joined(runs: list[dict[str, np.ndarray]], start: list[int],
-            stop: list[int]) -> dict[str, np.ndarray]:
+def _joined(
+    runs: list[dict[str, np.ndarray]], start: list[int], stop: list[int]
+) -> dict[str, np.ndarray]:
     """Rows ``start[k]:stop[k]`` of each run, stably sorted by id (run order kept)."""
-    return _sorted([{name: np.asarray(values[a:b]) for name, values in run.items()}
-                    for run, a, b in zip(runs, start, stop, strict=True) if b > a])
+    return _sorted(
+        [
+            {name: np.asarray(values[a:b]) for name, values in run.items()}
+            for run, a, b in zip(runs, start, stop, strict=True)
+            if b > a
+        ]
+    )
 
 
 def _pieces(run: dict[str, np.ndarray], block_rows: int) -> Iterator[dict[str, np.ndarray]]:

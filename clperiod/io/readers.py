@@ -232,10 +232,14 @@ class CatalogReader:
         if grouping not in GROUPINGS:
             raise ValueError(f"grouping must be one of {GROUPINGS}, got {grouping!r}")
         self.chunk_rows = _positive_int("chunk_rows", chunk_rows)
-        self.chunk_objects = (None if chunk_objects is None
-                              else _positive_int("chunk_objects", chunk_objects))
-        self.first_chunk_rows = (None if first_chunk_rows is None
-                                 else _positive_int("first_chunk_rows", first_chunk_rows))
+        self.chunk_objects = (
+            None if chunk_objects is None else _positive_int("chunk_objects", chunk_objects)
+        )
+        self.first_chunk_rows = (
+            None
+            if first_chunk_rows is None
+            else _positive_int("first_chunk_rows", first_chunk_rows)
+        )
         self.delimiter = delimiter
         self.nan_policy = nan_policy
         self.nested_col = nested_col
@@ -259,13 +263,16 @@ class CatalogReader:
             raise ValueError(f"{self.path}: no column(s) {absent}{where}; found {found}")
         repeated = sorted({name for name in names_found if found.count(name) > 1})
         if repeated:
-            raise ValueError(f"{self.path}: more than one column named {repeated}{where}; "
-                             f"found {found}")
+            raise ValueError(
+                f"{self.path}: more than one column named {repeated}{where}; found {found}"
+            )
         #: Role (``id``, ``t``, ``y``, ``dy``) -> column name.
         self.columns: dict[str, str] = names
         if grouping == "sort" and layout == "nested-parquet":
-            raise ValueError(f"{self.path}: grouping='sort' applies to long layouts; a nested "
-                             "file holds one row per object")
+            raise ValueError(
+                f"{self.path}: grouping='sort' applies to long layouts; a nested "
+                "file holds one row per object"
+            )
         self._grouping = "contiguous" if layout == "nested-parquet" else grouping
 
     # ------------------------------------------------------------------ facts
@@ -297,8 +304,11 @@ class CatalogReader:
     def identity(self) -> dict[str, Any]:
         """The file's resolved path, size and modification time (ns)."""
         stat = self.path.stat()
-        return {"path": str(self.path.resolve()), "size": stat.st_size,
-                "mtime_ns": stat.st_mtime_ns}
+        return {
+            "path": str(self.path.resolve()),
+            "size": stat.st_size,
+            "mtime_ns": stat.st_mtime_ns,
+        }
 
     @property
     def grouping(self) -> str:
@@ -306,8 +316,9 @@ class CatalogReader:
         (``"auto"`` is decided here, by a read of the id column, once)."""
         if self._grouping == "auto":
             ids_only = {"id": self.columns["id"]}
-            self._grouping = "contiguous" if grouping.is_grouped(self._raw_blocks(ids_only)) \
-                else "sort"
+            self._grouping = (
+                "contiguous" if grouping.is_grouped(self._raw_blocks(ids_only)) else "sort"
+            )
         return self._grouping
 
     def settings(self) -> dict[str, Any]:
@@ -325,8 +336,10 @@ class CatalogReader:
         }
 
     def __repr__(self) -> str:
-        return (f"CatalogReader({str(self.path)!r}, layout={self.layout!r}, "
-                f"columns={self.columns}, grouping={self._grouping!r})")
+        return (
+            f"CatalogReader({str(self.path)!r}, layout={self.layout!r}, "
+            f"columns={self.columns}, grouping={self._grouping!r})"
+        )
 
     # ------------------------------------------------------------------ reading
     def __iter__(self) -> Iterator[CatalogChunk]:
@@ -336,14 +349,18 @@ class CatalogReader:
         return self._chunks(self._blocks())
 
     def _chunks(self, blocks: Iterator[Block]) -> Iterator[CatalogChunk]:
-        chunker = Chunker(self.chunk_rows, self.chunk_objects,
-                          rows_are_objects=self.layout == "nested-parquet",
-                          first_rows=self.first_chunk_rows)
+        chunker = Chunker(
+            self.chunk_rows,
+            self.chunk_objects,
+            rows_are_objects=self.layout == "nested-parquet",
+            first_rows=self.first_chunk_rows,
+        )
         seen = SeenIds()
         index = 0
         for part in chunker.cut(blocks):
-            check_block(self.path, part, seen, self.nan_policy,
-                        nested=self.layout == "nested-parquet")
+            check_block(
+                self.path, part, seen, self.nan_policy, nested=self.layout == "nested-parquet"
+            )
             yield self._chunk(index, part)
             index += 1
         if index == 0:
@@ -364,8 +381,9 @@ class CatalogReader:
                 values.setflags(write=False)
             catalog = Catalog(block.ids, block.offsets, t, y, dy)
         else:
-            catalog = Catalog.from_offsets(block.ids, block.offsets, t, y, dy,
-                                           nan_policy=self.nan_policy)
+            catalog = Catalog.from_offsets(
+                block.ids, block.offsets, t, y, dy, nan_policy=self.nan_policy
+            )
         n_rows = block.ids.size if self.layout == "nested-parquet" else int(block.offsets[-1])
         return CatalogChunk(index, block.first_row, n_rows, catalog)
 
@@ -390,8 +408,9 @@ class CatalogReader:
             return grouping.sorted_blocks(checked_raw, rows)
         return self._raw_blocks(self.columns, rows, first)
 
-    def _raw_blocks(self, roles: dict[str, str], rows: int = formats.READ_ROWS,
-                    first: int | None = None) -> Iterator[Block]:
+    def _raw_blocks(
+        self, roles: dict[str, str], rows: int = formats.READ_ROWS, first: int | None = None
+    ) -> Iterator[Block]:
         """The ``roles`` columns of the file in blocks, in file order."""
         if self.layout in ("csv", "lightcurve-csv"):
             return formats.csv_blocks(self.path, self.layout, roles, self.delimiter, rows, first)
@@ -428,8 +447,10 @@ class CatalogReader:
             raise ValueError(f"{self.path}: no column {self.nested_col!r}; found {schema.names}")
         fields = formats.struct_fields(schema.field(self.nested_col).type)
         if fields is None:
-            raise ValueError(f"{self.path}: column {self.nested_col!r} has type "
-                             f"{schema.field(self.nested_col).type}, not list<struct>")
+            raise ValueError(
+                f"{self.path}: column {self.nested_col!r} has type "
+                f"{schema.field(self.nested_col).type}, not list<struct>"
+            )
         return fields
 
     def _guess_nested(self, schema: Any, t_col: str) -> list[str]:
@@ -437,8 +458,10 @@ class CatalogReader:
         nested = formats.nested_columns(schema, t_col)
         if len(nested) != 1:
             candidates = formats.nested_columns(schema, None) or "none"
-            raise ValueError(f"{self.path}: give nested_col, the list<struct> column holding "
-                             f"the observations ({t_col!r}); candidates: {candidates}")
+            raise ValueError(
+                f"{self.path}: give nested_col, the list<struct> column holding "
+                f"the observations ({t_col!r}); candidates: {candidates}"
+            )
         self.nested_col = nested[0]
         fields = formats.struct_fields(schema.field(self.nested_col).type)
         assert fields is not None  # nested_columns lists list<struct> columns only

@@ -91,8 +91,9 @@ def periodogram_format(path: str | os.PathLike[str], fmt: str | None = None) -> 
     return _format(path, fmt, PERIODOGRAM_FORMATS, "periodogram")
 
 
-def results_table(columns: Mapping[str, np.ndarray],
-                  metadata: Mapping[str, Any] | None = None) -> pa.Table:
+def results_table(
+    columns: Mapping[str, np.ndarray], metadata: Mapping[str, Any] | None = None
+) -> pa.Table:
     """A pyarrow Table of result columns (see :func:`clperiod.io.tables.result_columns`).
 
     ``metadata`` (JSON-ready) is stored under the schema metadata key ``clperiod``.
@@ -162,8 +163,9 @@ class ResultsWriter:
         (Parquet key ``clperiod``).
     """
 
-    def __init__(self, path: str | os.PathLike[str], fmt: str,
-                 metadata: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], fmt: str, metadata: Mapping[str, Any] | None = None
+    ) -> None:
         self.path = Path(path)
         self.format = result_format(path, fmt)
         self.metadata = None if metadata is None else {METADATA_KEY: json.dumps(dict(metadata))}
@@ -174,8 +176,12 @@ class ResultsWriter:
     def __enter__(self) -> ResultsWriter:
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
-                 traceback: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
         if self._temporary is None:
             return
         with _discarded_on_error(self._temporary):
@@ -195,8 +201,9 @@ class ResultsWriter:
             if self.format == "parquet":
                 # dictionaries only for text: results are mostly distinct numbers
                 text = [f.name for f in table.schema if _is_text(f.type)]
-                self._sink = _pyarrow_parquet().ParquetWriter(self._temporary, table.schema,
-                                                              use_dictionary=text)
+                self._sink = _pyarrow_parquet().ParquetWriter(
+                    self._temporary, table.schema, use_dictionary=text
+                )
             else:
                 import pyarrow.csv as pcsv
 
@@ -258,8 +265,9 @@ class PeriodogramWriter:
         Default: from the suffix.
     """
 
-    def __init__(self, path: str | os.PathLike[str], n_objects: int, grid: Any,
-                 fmt: str | None = None) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], n_objects: int, grid: Any, fmt: str | None = None
+    ) -> None:
         self.path = Path(path)
         self.format = periodogram_format(path, fmt)
         self.n_objects = int(n_objects)
@@ -273,8 +281,12 @@ class PeriodogramWriter:
     def __enter__(self) -> PeriodogramWriter:
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
-                 traceback: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
         try:
             if kind is None:
                 self._finish()
@@ -297,8 +309,9 @@ class PeriodogramWriter:
         if ids.dtype == object:  # text ids as pyarrow and pandas give them
             ids = ids.astype(str)
         if power.shape != (ids.size, self.grid.nf):
-            raise ValueError(f"power must have shape ({ids.size}, {self.grid.nf}), "
-                             f"got {power.shape}")
+            raise ValueError(
+                f"power must have shape ({ids.size}, {self.grid.nf}), got {power.shape}"
+            )
         if self.written + ids.size > self.n_objects:
             raise ValueError(f"more than the announced {self.n_objects} periodograms")
         if self._sink is None:
@@ -311,8 +324,11 @@ class PeriodogramWriter:
         shape = (self.n_objects, self.grid.nf)
         self._temporary = exclusive_temporary(self.path)
         if self.format in ("npy", "npz"):
-            header = {"descr": np.lib.format.dtype_to_descr(power.dtype), "fortran_order": False,
-                      "shape": shape}
+            header = {
+                "descr": np.lib.format.dtype_to_descr(power.dtype),
+                "fortran_order": False,
+                "shape": shape,
+            }
             if self.format == "npy":
                 self._sink = open(self._temporary, "wb")  # noqa: SIM115 (open across writes)
             else:
@@ -322,8 +338,9 @@ class PeriodogramWriter:
         elif self.format == "hdf5":
             h5py = _h5py()
             self._sink = h5py.File(self._temporary, "w")
-            self._sink.create_dataset("power", shape=shape, dtype=power.dtype,
-                                      chunks=True if self.n_objects else None)
+            self._sink.create_dataset(
+                "power", shape=shape, dtype=power.dtype, chunks=True if self.n_objects else None
+            )
             id_dtype = h5py.string_dtype() if ids.dtype.kind in "OUS" else ids.dtype
             self._sink.create_dataset("id", shape=(self.n_objects,), dtype=id_dtype)
             for name, value in self._grid_facts().items():
@@ -331,8 +348,10 @@ class PeriodogramWriter:
         else:
             pa = _pyarrow()
             rows = pa.list_(pa.from_numpy_dtype(power.dtype), self.grid.nf)
-            schema = pa.schema([("id", pa.array(ids).type), ("power", rows)],
-                               metadata={METADATA_KEY: json.dumps(self._grid_facts())})
+            schema = pa.schema(
+                [("id", pa.array(ids).type), ("power", rows)],
+                metadata={METADATA_KEY: json.dumps(self._grid_facts())},
+            )
             self._sink = _pyarrow_parquet().ParquetWriter(self._temporary, schema)
 
     def _write_npy(self, ids: np.ndarray, power: np.ndarray) -> None:
@@ -352,8 +371,9 @@ class PeriodogramWriter:
         pa = _pyarrow()
         values = pa.array(np.ascontiguousarray(power).ravel())
         lists = pa.FixedSizeListArray.from_arrays(values, self.grid.nf)
-        self._sink.write_table(pa.table({"id": pa.array(ids), "power": lists},
-                                        schema=self._sink.schema))
+        self._sink.write_table(
+            pa.table({"id": pa.array(ids), "power": lists}, schema=self._sink.schema)
+        )
 
     def _finish(self) -> None:
         if self.written != self.n_objects:
@@ -418,8 +438,10 @@ def _format(path: Any, fmt: str | None, formats: dict[str, tuple[str, ...]], wha
         if suffix in suffixes:
             return name
     known = ", ".join(s for suffixes in formats.values() for s in suffixes)
-    raise ValueError(f"cannot tell the {what} format of {str(path)!r} from its suffix "
-                     f"(known: {known}); give the format")
+    raise ValueError(
+        f"cannot tell the {what} format of {str(path)!r} from its suffix "
+        f"(known: {known}); give the format"
+    )
 
 
 def remove_temporaries(path: str | os.PathLike[str]) -> None:
@@ -482,8 +504,13 @@ def exclusive_temporary(path: str | os.PathLike[str]) -> Path:
         The directory is missing or not writable.
     """
     path = Path(path)
-    flags = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-             | getattr(os, "O_CLOEXEC", 0))
+    flags = (
+        os.O_WRONLY
+        | os.O_CREAT
+        | os.O_EXCL
+        | getattr(os, "O_NOFOLLOW", 0)
+        | getattr(os, "O_CLOEXEC", 0)
+    )
     while True:
         candidate = _temporary_name(path)
         try:
@@ -505,16 +532,21 @@ def _discarded_on_error(temporary: Path) -> Iterator[None]:
 
 def _is_text(arrow_type: Any) -> bool:
     pa = _pyarrow()
-    return (pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type)
-            or pa.types.is_binary(arrow_type) or pa.types.is_large_binary(arrow_type))
+    return (
+        pa.types.is_string(arrow_type)
+        or pa.types.is_large_string(arrow_type)
+        or pa.types.is_binary(arrow_type)
+        or pa.types.is_large_binary(arrow_type)
+    )
 
 
 def _pyarrow() -> Any:
     try:
         import pyarrow as pa
     except ImportError:
-        raise ImportError("writing Parquet and CSV files needs pyarrow: "
-                          "pip install clperiod[catalog]") from None
+        raise ImportError(
+            "writing Parquet and CSV files needs pyarrow: pip install clperiod[catalog]"
+        ) from None
     return pa
 
 

@@ -176,16 +176,25 @@ def solve(
     if n:
         with np.errstate(over="ignore"):  # beyond float32: infinite, NOT_FINITE
             inputs = [np.ascontiguousarray(a.ravel(), dtype=dtype) for a in (m, e)]
-        run_on_devices(devices, split_range(0, n, len(devices), SOLVE_MIN_ELEMENTS),
-                       lambda info, item: _solve_range(info, chosen, inputs, outputs, *item))
+        run_on_devices(
+            devices,
+            split_range(0, n, len(devices), SOLVE_MIN_ELEMENTS),
+            lambda info, item: _solve_range(info, chosen, inputs, outputs, *item),
+        )
     big_e, sin_f, cos_f, status = (out.reshape(shape) for out in outputs)
     if not full:
         return big_e
     return KeplerSolution(big_e, sin_f, cos_f, status)
 
 
-def _solve_range(info: DeviceInfo, method: str, inputs: list[np.ndarray],
-                 outputs: list[np.ndarray], lo: int, hi: int) -> None:
+def _solve_range(
+    info: DeviceInfo,
+    method: str,
+    inputs: list[np.ndarray],
+    outputs: list[np.ndarray],
+    lo: int,
+    hi: int,
+) -> None:
     """Solve elements ``[lo, hi)`` of the flat ``inputs`` (M, e) on ``info``
     into the same rows of ``outputs`` (E, sin f, cos f, status)."""
     context, queue, n = get_context(info), get_queue(info), hi - lo
@@ -195,8 +204,9 @@ def _solve_range(info: DeviceInfo, method: str, inputs: list[np.ndarray],
     buffers = [upload(queue, a[lo:hi]) for a in inputs]
     buffers += [cl.Buffer(context, mf.WRITE_ONLY, out[lo:hi].nbytes) for out in outputs]
     kernel.set_args(*buffers[:2], np.int64(n), *buffers[2:])
-    cl.enqueue_nd_range_kernel(queue, kernel, (-(-n // SOLVE_LOCAL_SIZE) * SOLVE_LOCAL_SIZE,),
-                               (SOLVE_LOCAL_SIZE,))
+    cl.enqueue_nd_range_kernel(
+        queue, kernel, (-(-n // SOLVE_LOCAL_SIZE) * SOLVE_LOCAL_SIZE,), (SOLVE_LOCAL_SIZE,)
+    )
     for out, buffer in zip(outputs, buffers[2:], strict=True):
         cl.enqueue_copy(queue, out[lo:hi], buffer)
     queue.finish()
@@ -264,8 +274,9 @@ def radial_velocity(
     obs = Observations.build(t, np.zeros(np.shape(t)), np.ones(np.shape(t)), instrument, t_ref)
     if p.shape[0] == 0:
         return np.empty((*batch, obs.n_obs))
-    evaluator = MultiDeviceEvaluator(obs, n_planets=p.shape[1], basis=basis, precision=precision,
-                                     layout="split", device=device)
+    evaluator = MultiDeviceEvaluator(
+        obs, n_planets=p.shape[1], basis=basis, precision=precision, layout="split", device=device
+    )
     v = evaluator.velocities(p).astype(np.float64, copy=False)
     offsets = obs.per_instrument("offsets", offsets, batch)
     if offsets is not None:
@@ -280,8 +291,9 @@ def radial_velocity(
 def _trend_array(trend, batch: tuple[int, ...]) -> np.ndarray:
     """Trend coefficients ``(dvdt, curv)`` as float64 ``(n_models, 2)``."""
     a = np.asarray(trend)
-    if a.dtype == object or not (np.issubdtype(a.dtype, np.floating)
-                                 or np.issubdtype(a.dtype, np.integer)):
+    if a.dtype == object or not (
+        np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.integer)
+    ):
         raise TypeError(f"trend must be real numbers, got dtype {a.dtype}")
     if a.shape[-1:] != (2,):
         raise ValueError(f"trend must end in an axis of 2 (dvdt, curv), got shape {a.shape}")
@@ -300,8 +312,15 @@ def _evaluator(obs: Observations, **options) -> Iterator[MultiDeviceEvaluator]:
     last few are kept, so repeated calls on the same data skip the set-up and
     reuse device and page-locked buffers. One evaluator serves one call at a
     time (a concurrent call builds its own)."""
-    key = (obs.t.tobytes(), obs.v.tobytes(), obs.sigma.tobytes(), obs.code.tobytes(),
-           obs.instruments, obs.t_ref, tuple(sorted(options.items(), key=lambda kv: kv[0])))
+    key = (
+        obs.t.tobytes(),
+        obs.v.tobytes(),
+        obs.sigma.tobytes(),
+        obs.code.tobytes(),
+        obs.instruments,
+        obs.t_ref,
+        tuple(sorted(options.items(), key=lambda kv: kv[0])),
+    )
     with _EVALUATORS_LOCK:
         evaluator = _EVALUATORS.pop(key, None)
     if evaluator is None:
@@ -313,22 +332,50 @@ def _evaluator(obs: Observations, **options) -> Iterator[MultiDeviceEvaluator]:
             _EVALUATORS.popitem(last=False)
 
 
-def _evaluate(statistic, t, v_obs, sigma, params, basis, t_ref, instrument, offsets, jitter,
-              trend, precision, layout, memory, phase_arithmetic, kepler_method, device):
+def _evaluate(
+    statistic,
+    t,
+    v_obs,
+    sigma,
+    params,
+    basis,
+    t_ref,
+    instrument,
+    offsets,
+    jitter,
+    trend,
+    precision,
+    layout,
+    memory,
+    phase_arithmetic,
+    kepler_method,
+    device,
+):
     p, batch = model_params(params, basis)
     obs = Observations.build(t, v_obs, sigma, instrument, t_ref)
     n = p.shape[0]
-    extras = [obs.per_instrument("offsets", offsets, batch),
-              obs.per_instrument("jitter", jitter, batch),
-              None if trend is None else _trend_array(trend, batch)]
+    extras = [
+        obs.per_instrument("offsets", offsets, batch),
+        obs.per_instrument("jitter", jitter, batch),
+        None if trend is None else _trend_array(trend, batch),
+    ]
     degree = 0 if trend is None else 2
     if n == 0:
         return np.empty(batch), np.empty(batch, np.int32)
     with _evaluator(
-        obs, n_planets=p.shape[1], basis=basis, statistic=statistic,
-        offsets=extras[0] is not None, jitter=extras[1] is not None, trend=degree,
-        precision=precision, layout=layout, memory=memory, phase_arithmetic=phase_arithmetic,
-        kepler_method=kepler_method, device=tuple(d.device for d in select_devices(device)),
+        obs,
+        n_planets=p.shape[1],
+        basis=basis,
+        statistic=statistic,
+        offsets=extras[0] is not None,
+        jitter=extras[1] is not None,
+        trend=degree,
+        precision=precision,
+        layout=layout,
+        memory=memory,
+        phase_arithmetic=phase_arithmetic,
+        kepler_method=kepler_method,
+        device=tuple(d.device for d in select_devices(device)),
     ) as evaluator:
         out = evaluator(p, *extras)
     return out["statistic"].reshape(batch), out["status"].reshape(batch)
@@ -376,42 +423,109 @@ _STAT_DOC = """
 
 
 def chi2(
-    t, v_obs, sigma, params, *, basis: str = orbits.STANDARD, t_ref: float = 0.0,
-    instrument=None, offsets=None, jitter=None, trend=None, precision: Precision = "mixed",
-    layout: str = "auto", memory: str = "auto", phase_arithmetic: str = "auto",
-    kepler_method: str = "auto", device=None,
+    t,
+    v_obs,
+    sigma,
+    params,
+    *,
+    basis: str = orbits.STANDARD,
+    t_ref: float = 0.0,
+    instrument=None,
+    offsets=None,
+    jitter=None,
+    trend=None,
+    precision: Precision = "mixed",
+    layout: str = "auto",
+    memory: str = "auto",
+    phase_arithmetic: str = "auto",
+    kepler_method: str = "auto",
+    device=None,
 ) -> np.ndarray:
-    return _evaluate("chi2", t, v_obs, sigma, params, basis, t_ref, instrument, offsets, jitter,
-                     trend, precision, layout, memory, phase_arithmetic, kepler_method, device)[0]
+    return _evaluate(
+        "chi2",
+        t,
+        v_obs,
+        sigma,
+        params,
+        basis,
+        t_ref,
+        instrument,
+        offsets,
+        jitter,
+        trend,
+        precision,
+        layout,
+        memory,
+        phase_arithmetic,
+        kepler_method,
+        device,
+    )[0]
 
 
 def loglike(
-    t, v_obs, sigma, params, *, basis: str = orbits.STANDARD, t_ref: float = 0.0,
-    instrument=None, offsets=None, jitter=None, trend=None, precision: Precision = "mixed",
-    layout: str = "auto", memory: str = "auto", phase_arithmetic: str = "auto",
-    kepler_method: str = "auto", device=None,
+    t,
+    v_obs,
+    sigma,
+    params,
+    *,
+    basis: str = orbits.STANDARD,
+    t_ref: float = 0.0,
+    instrument=None,
+    offsets=None,
+    jitter=None,
+    trend=None,
+    precision: Precision = "mixed",
+    layout: str = "auto",
+    memory: str = "auto",
+    phase_arithmetic: str = "auto",
+    kepler_method: str = "auto",
+    device=None,
 ) -> np.ndarray:
-    return _evaluate("loglike", t, v_obs, sigma, params, basis, t_ref, instrument, offsets,
-                     jitter, trend, precision, layout, memory, phase_arithmetic, kepler_method,
-                     device)[0]
+    return _evaluate(
+        "loglike",
+        t,
+        v_obs,
+        sigma,
+        params,
+        basis,
+        t_ref,
+        instrument,
+        offsets,
+        jitter,
+        trend,
+        precision,
+        layout,
+        memory,
+        phase_arithmetic,
+        kepler_method,
+        device,
+    )[0]
 
 
-chi2.__doc__ = """chi^2 of each model: ``sum((v_obs - model)^2 / (sigma^2 + jitter^2))``.
-""" + _STAT_DOC + """
+chi2.__doc__ = (
+    """chi^2 of each model: ``sum((v_obs - model)^2 / (sigma^2 + jitter^2))``.
+"""
+    + _STAT_DOC
+    + """
     Returns
     -------
     ndarray
         float64, shape ``params.shape[:-2]``; NaN for models with invalid
         parameters (see :class:`ModelStatus`).
 """
-loglike.__doc__ = """Gaussian log-likelihood of each model (radvel's ``loglike_jitter``):
+)
+loglike.__doc__ = (
+    """Gaussian log-likelihood of each model (radvel's ``loglike_jitter``):
     ``-0.5 sum(r^2 / s^2 + ln(2 pi s^2))`` with ``s^2 = sigma^2 + jitter^2``.
-""" + _STAT_DOC + """
+"""
+    + _STAT_DOC
+    + """
     Returns
     -------
     ndarray
         float64, shape ``params.shape[:-2]``; NaN for invalid models.
 """
+)
 
 
 class RVLikelihood:
@@ -444,11 +558,26 @@ class RVLikelihood:
         As for :func:`chi2`.
     """
 
-    def __init__(self, t, v_obs, sigma, *, n_planets: int, basis: str = orbits.STANDARD,
-                 instrument=None, t_ref: float | None = None, offsets: bool = True,
-                 jitter: bool = True, trend: int = 0, precision: Precision = "mixed",
-                 layout: str = "auto", memory: str = "auto", phase_arithmetic: str = "auto",
-                 kepler_method: str = "auto", device=None) -> None:
+    def __init__(
+        self,
+        t,
+        v_obs,
+        sigma,
+        *,
+        n_planets: int,
+        basis: str = orbits.STANDARD,
+        instrument=None,
+        t_ref: float | None = None,
+        offsets: bool = True,
+        jitter: bool = True,
+        trend: int = 0,
+        precision: Precision = "mixed",
+        layout: str = "auto",
+        memory: str = "auto",
+        phase_arithmetic: str = "auto",
+        kepler_method: str = "auto",
+        device=None,
+    ) -> None:
         if not isinstance(n_planets, (int, np.integer)) or n_planets < 1:
             raise ValueError(f"n_planets must be a positive integer, got {n_planets!r}")
         t_arr = np.asarray(t, dtype=np.float64)
@@ -458,10 +587,20 @@ class RVLikelihood:
         self.n_planets, self.basis, self.trend = int(n_planets), basis, trend
         self.fit_offsets, self.fit_jitter = bool(offsets), bool(jitter)
         self._evaluator = MultiDeviceEvaluator(
-            self.observations, n_planets=self.n_planets, basis=basis, statistic="loglike",
-            offsets=self.fit_offsets, jitter=self.fit_jitter, trend=trend, precision=precision,
-            layout=layout, memory=memory, phase_arithmetic=phase_arithmetic,
-            kepler_method=kepler_method, device=device)
+            self.observations,
+            n_planets=self.n_planets,
+            basis=basis,
+            statistic="loglike",
+            offsets=self.fit_offsets,
+            jitter=self.fit_jitter,
+            trend=trend,
+            precision=precision,
+            layout=layout,
+            memory=memory,
+            phase_arithmetic=phase_arithmetic,
+            kepler_method=kepler_method,
+            device=device,
+        )
         words = basis.split()
         inst = self.observations.instruments
         self.names: list[str] = [f"{w}{j + 1}" for j in range(self.n_planets) for w in words]
@@ -479,13 +618,16 @@ class RVLikelihood:
         ``offsets``, ``jitter`` ``(n, n_inst)`` and ``trend`` ``(n, 2)``."""
         th = np.asarray(theta, dtype=np.float64)
         if th.shape[-1:] != (self.ndim,):
-            raise ValueError(f"theta must end in an axis of {self.ndim} values {self.names}, "
-                             f"got shape {th.shape}")
+            raise ValueError(
+                f"theta must end in an axis of {self.ndim} values {self.names}, "
+                f"got shape {th.shape}"
+            )
         th = th.reshape(-1, self.ndim)
         n_inst = len(self.observations.instruments)
         at = 5 * self.n_planets
         out: dict[str, np.ndarray | None] = {
-            "params": np.ascontiguousarray(th[:, :at].reshape(-1, self.n_planets, 5))}
+            "params": np.ascontiguousarray(th[:, :at].reshape(-1, self.n_planets, 5))
+        }
         for name, fitted in (("offsets", self.fit_offsets), ("jitter", self.fit_jitter)):
             out[name] = np.ascontiguousarray(th[:, at : at + n_inst]) if fitted else None
             at += n_inst if fitted else 0

@@ -36,8 +36,18 @@ from clperiod.engine.scheduler import run_on_devices, split_range
 from clperiod.engine.staging import PINNED_POOL, in_parts, parallel_copy
 from clperiod.kepler import orbits
 
-__all__ = ["ModelEvaluator", "ModelStatus", "MultiDeviceEvaluator", "Observations", "Plan",
-           "device_items", "model_params", "plan", "shared_choices", "shared_kepler_method"]
+__all__ = [
+    "ModelEvaluator",
+    "ModelStatus",
+    "MultiDeviceEvaluator",
+    "Observations",
+    "Plan",
+    "device_items",
+    "model_params",
+    "plan",
+    "shared_choices",
+    "shared_kepler_method",
+]
 
 Precision = Literal["fp64", "fp32", "mixed"]
 PRECISIONS = ("fp64", "fp32", "mixed")
@@ -67,8 +77,9 @@ class ModelStatus(enum.IntEnum):
 def _real_array(name: str, value, ndim: int | None = None) -> np.ndarray:
     refuse_masked(name, value)
     a = np.asarray(value)
-    if a.dtype == object or not (np.issubdtype(a.dtype, np.floating)
-                                 or np.issubdtype(a.dtype, np.integer)):
+    if a.dtype == object or not (
+        np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.integer)
+    ):
         raise TypeError(f"{name} must be real numbers, got dtype {a.dtype}")
     a = np.asarray(a, dtype=np.float64)
     if ndim is not None and a.ndim != ndim:
@@ -117,18 +128,23 @@ class Observations:
         v = _real_array("v_obs", v, 1)
         sigma = _real_array("sigma", sigma, 1)
         if not (t.size == v.size == sigma.size):
-            raise ValueError(f"t, v_obs and sigma differ in length: {t.size}, {v.size}, "
-                             f"{sigma.size}")
+            raise ValueError(
+                f"t, v_obs and sigma differ in length: {t.size}, {v.size}, {sigma.size}"
+            )
         if t.size == 0:
             raise ValueError("no observations")
         for name, a in (("t", t), ("v_obs", v), ("sigma", sigma)):
             bad = ~np.isfinite(a)
             if bad.any():
-                raise ValueError(f"{name} has {bad.sum()} non-finite values (first at row "
-                                 f"{int(np.argmax(bad))}); drop those observations first")
+                raise ValueError(
+                    f"{name} has {bad.sum()} non-finite values (first at row "
+                    f"{int(np.argmax(bad))}); drop those observations first"
+                )
         if (sigma <= 0).any():
-            raise ValueError(f"sigma must be positive; row {int(np.argmax(sigma <= 0))} is "
-                             f"{sigma[sigma <= 0][0]}")
+            raise ValueError(
+                f"sigma must be positive; row {int(np.argmax(sigma <= 0))} is "
+                f"{sigma[sigma <= 0][0]}"
+            )
         t_ref = float(t_ref)
         if not math.isfinite(t_ref):
             raise ValueError(f"t_ref must be finite, got {t_ref}")
@@ -138,8 +154,9 @@ class Observations:
         else:
             raw = np.asarray(instrument)
             if raw.shape != t.shape:
-                raise ValueError("instrument must give one label per observation, "
-                                 f"got shape {raw.shape}")
+                raise ValueError(
+                    f"instrument must give one label per observation, got shape {raw.shape}"
+                )
             names, code = np.unique(raw.astype(str), return_inverse=True)
             labels = tuple(str(x) for x in names)
         order = np.argsort(code, kind="stable")
@@ -167,17 +184,25 @@ class Observations:
             unknown = set(map(str, value)) - set(self.instruments)
             missing = set(self.instruments) - set(map(str, value))
             if unknown or missing:
-                raise ValueError(f"{name}: unknown instruments {sorted(unknown)}, missing "
-                                 f"{sorted(missing)}; the data have {list(self.instruments)}")
+                raise ValueError(
+                    f"{name}: unknown instruments {sorted(unknown)}, missing "
+                    f"{sorted(missing)}; the data have {list(self.instruments)}"
+                )
             lookup = {str(k): val for k, val in value.items()}
-            value = np.stack(np.broadcast_arrays(*(np.asarray(lookup[i], dtype=np.float64)
-                                                   for i in self.instruments)), axis=-1)
+            value = np.stack(
+                np.broadcast_arrays(
+                    *(np.asarray(lookup[i], dtype=np.float64) for i in self.instruments)
+                ),
+                axis=-1,
+            )
         a = _real_array(name, value)
         if a.ndim == 0 and n_inst == 1:
             a = a.reshape(1)
         if a.shape[-1:] != (n_inst,):
-            raise ValueError(f"{name} must end in an axis of {n_inst} instruments "
-                             f"{list(self.instruments)}, got shape {a.shape}")
+            raise ValueError(
+                f"{name} must end in an axis of {n_inst} instruments "
+                f"{list(self.instruments)}, got shape {a.shape}"
+            )
         return per_model(name, a, batch)
 
 
@@ -188,8 +213,9 @@ def per_model(name: str, value: np.ndarray, batch: tuple[int, ...]) -> np.ndarra
     try:
         full = np.broadcast_to(a, batch + a.shape[-1:])
     except ValueError:
-        raise ValueError(f"{name} of shape {a.shape} does not broadcast to the models' batch "
-                         f"shape {batch}") from None
+        raise ValueError(
+            f"{name} of shape {a.shape} does not broadcast to the models' batch shape {batch}"
+        ) from None
     return np.ascontiguousarray(full.reshape(-1, a.shape[-1]))
 
 
@@ -202,8 +228,9 @@ def model_params(params, basis: str) -> tuple[np.ndarray, tuple[int, ...]]:
     orbits.check_basis(basis)
     p = _real_array("params", params)
     if p.ndim < 2 or p.shape[-1] != 5 or p.shape[-2] == 0:
-        raise ValueError("params must have shape (..., n_planets, 5) with n_planets >= 1, "
-                         f"got {p.shape}")
+        raise ValueError(
+            f"params must have shape (..., n_planets, 5) with n_planets >= 1, got {p.shape}"
+        )
     batch = p.shape[:-2]
     return np.ascontiguousarray(p.reshape(-1, p.shape[-2], 5)), batch
 
@@ -238,17 +265,23 @@ class Plan:
 
 
 #: The values of ``phase_arithmetic`` for each precision.
-_PHASE_CHOICES = {"fp64": ("auto",), "fp32": ("auto", "host"),
-                 "mixed": ("auto", "double", "double_single")}
+_PHASE_CHOICES = {
+    "fp64": ("auto",),
+    "fp32": ("auto", "host"),
+    "mixed": ("auto", "double", "double_single"),
+}
 
 
 def _phase_choice(precision: str, info: DeviceInfo, phase_arithmetic: str) -> str:
     """The kernels' phase arithmetic (render parameter ``phase``)."""
-    checks.choice("phase_arithmetic", phase_arithmetic,
-                  ("auto", "double", "double_single", "host"))
+    checks.choice(
+        "phase_arithmetic", phase_arithmetic, ("auto", "double", "double_single", "host")
+    )
     if phase_arithmetic not in _PHASE_CHOICES[precision]:
-        raise ValueError(f"phase_arithmetic={phase_arithmetic!r} does not apply to "
-                         f"precision={precision!r}; choose from {_PHASE_CHOICES[precision]}")
+        raise ValueError(
+            f"phase_arithmetic={phase_arithmetic!r} does not apply to "
+            f"precision={precision!r}; choose from {_PHASE_CHOICES[precision]}"
+        )
     if precision == "fp64":
         return "double"
     if precision == "fp32":
@@ -277,8 +310,9 @@ def shared_kepler_method(devices: Sequence[DeviceInfo], method: str) -> str:
     return "markley" if methods == {"markley"} else "danby"
 
 
-def shared_choices(devices: Sequence[DeviceInfo], precision: str, phase_arithmetic: str,
-                   kepler_method: str) -> tuple[str, str]:
+def shared_choices(
+    devices: Sequence[DeviceInfo], precision: str, phase_arithmetic: str, kepler_method: str
+) -> tuple[str, str]:
     """``phase_arithmetic`` and ``kepler_method`` that every device of a
     multi-device run uses: double-precision phase (``precision="mixed"``)
     and fp32 phase coefficients formed on the device only when all have
@@ -291,9 +325,19 @@ def shared_choices(devices: Sequence[DeviceInfo], precision: str, phase_arithmet
     return phase_arithmetic, shared_kepler_method(devices, kepler_method)
 
 
-def plan(info: DeviceInfo, n_obs: int, n_inst: int, precision: str, layout: str = "auto",
-         memory: str = "auto", phase_arithmetic: str = "auto", method: str = "auto", *,
-         n_planets: int = 1, statistic: str = "chi2") -> Plan:
+def plan(
+    info: DeviceInfo,
+    n_obs: int,
+    n_inst: int,
+    precision: str,
+    layout: str = "auto",
+    memory: str = "auto",
+    phase_arithmetic: str = "auto",
+    method: str = "auto",
+    *,
+    n_planets: int = 1,
+    statistic: str = "chi2",
+) -> Plan:
     """Choose the arithmetic, the Kepler solver, the kernel layout, where
     observations live and the models per launch.
 
@@ -313,42 +357,58 @@ def plan(info: DeviceInfo, n_obs: int, n_inst: int, precision: str, layout: str 
     time_bytes = {"double": 8, "ds": 8, "float": 4, "float_device": 4}[phase]
     obs_bytes = n_obs * (time_bytes + 2 * (8 if real == "double" else 4))
     obs_bytes += 4 * (n_inst + 1)
-    constant_ok = (obs_bytes <= info.device.max_constant_buffer_size
-                   and info.device.max_constant_args >= 4)
+    constant_ok = (
+        obs_bytes <= info.device.max_constant_buffer_size and info.device.max_constant_args >= 4
+    )
     local_ok = obs_bytes + 64 <= info.local_mem
     checks.choice("memory", memory, ("auto", "constant", "local", "global"))
     if memory == "auto":
         memory = "constant" if constant_ok else "local" if local_ok else "global"
     elif (memory == "constant" and not constant_ok) or (memory == "local" and not local_ok):
-        raise ValueError(f"memory={memory!r}: {n_obs} observations ({obs_bytes} bytes) do not fit "
-                         f"the {memory} memory of {info.label}")
-    chosen = Plan(real, phase, layout, memory, info.compute_units,
-                  choose_kepler_method(info, method))
-    batch = items_that_fit(_model_buffers(chosen, n_planets, n_inst, statistic),
-                           MemoryBudget.of(info, held=obs_bytes), most=BATCH_MODELS, size=n_obs,
-                           least=LOCAL_SIZE, item="model", unit="observations")
+        raise ValueError(
+            f"memory={memory!r}: {n_obs} observations ({obs_bytes} bytes) do not fit "
+            f"the {memory} memory of {info.label}"
+        )
+    chosen = Plan(
+        real, phase, layout, memory, info.compute_units, choose_kepler_method(info, method)
+    )
+    batch = items_that_fit(
+        _model_buffers(chosen, n_planets, n_inst, statistic),
+        MemoryBudget.of(info, held=obs_bytes),
+        most=BATCH_MODELS,
+        size=n_obs,
+        least=LOCAL_SIZE,
+        item="model",
+        unit="observations",
+    )
     if batch < BATCH_MODELS:  # whole work-groups (the buffers hold padded launches)
         batch -= batch % LOCAL_SIZE
     return replace(chosen, batch_models=batch)
 
 
-def _model_buffers(chosen: Plan, n_planets: int, n_inst: int,
-                   statistic: str) -> tuple[Buffer, ...]:
+def _model_buffers(
+    chosen: Plan, n_planets: int, n_inst: int, statistic: str
+) -> tuple[Buffer, ...]:
     """The device buffers of a launch, per model (its observations the units):
     parameters, phase coefficients, offsets, jitters and trend (counted
     whether or not the models carry them), results and, unless the layout
     is fused, velocities at every observation; one set per slot."""
     real_size = 8 if chosen.real == "double" else 4
     profile = statistic == "profile"
-    per_model = (n_planets * 5 * (8 if chosen.double_params else 4)
-                 + (0 if chosen.double_params else n_planets * 4 * 4)
-                 + (2 * n_inst + 2) * real_size + real_size + 4)
+    per_model = (
+        n_planets * 5 * (8 if chosen.double_params else 4)
+        + (0 if chosen.double_params else n_planets * 4 * 4)
+        + (2 * n_inst + 2) * real_size
+        + real_size
+        + 4
+    )
     if profile:
         per_model += (1 + n_inst) * real_size  # K and the offsets
     buffers = [Buffer("parameters, extras and results", per_item=per_model, count=SLOTS)]
     if chosen.layout != "fused":
-        buffers.append(Buffer("velocities", per_unit=real_size,
-                              count=SLOTS * (2 if profile else 1)))
+        buffers.append(
+            Buffer("velocities", per_unit=real_size, count=SLOTS * (2 if profile else 1))
+        )
     return tuple(buffers)
 
 
@@ -357,9 +417,16 @@ def _ds(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return hi, (x - hi.astype(np.float64)).astype(np.float32)
 
 
-def _phase_at_origin(per: np.ndarray, a: np.ndarray, b: np.ndarray, tau: np.ndarray,
-                     ecc_form: str, time_form: str, t_origin: float, t_ref: float
-                     ) -> np.ndarray:
+def _phase_at_origin(
+    per: np.ndarray,
+    a: np.ndarray,
+    b: np.ndarray,
+    tau: np.ndarray,
+    ecc_form: str,
+    time_form: str,
+    t_origin: float,
+    t_ref: float,
+) -> np.ndarray:
     """Orbital phase at ``t_origin`` in turns, in ``[-0.5, 0.5]``, of planets
     with parameters ``(per, K, a, b, tau)`` (float64 columns, to about 1e-16
     for any finite values): ``(t_origin - epoch) / P + M_epoch / 2 pi`` with
@@ -395,23 +462,32 @@ def _conjunction_mean_anomaly(a: np.ndarray, b: np.ndarray, ecc_form: str) -> np
     return orbits.conjunction_mean_anomaly_from_cos_sin(e, cos_w, sin_w)
 
 
-def _phase_coefficients(out: np.ndarray, rows: np.ndarray, ecc_form: str, time_form: str,
-                        t_origin: float, t_ref: float, low_parts: bool = True) -> None:
+def _phase_coefficients(
+    out: np.ndarray,
+    rows: np.ndarray,
+    ecc_form: str,
+    time_form: str,
+    t_origin: float,
+    t_ref: float,
+    low_parts: bool = True,
+) -> None:
     """The double-single ``(inv P, phi0)`` of parameter rows ``(P, K, a, b, tau)``
     as ``out[:, 0:2]`` (hi, lo of 1 / P) and ``out[:, 2:4]`` (hi, lo of
     :func:`_phase_at_origin`); only the high parts (all that ``phase="float"``
     reads) unless ``low_parts``. Runs over blocks of :data:`_COEFF_BLOCK`
     rows, whose temporaries stay in cache."""
     for lo in range(0, rows.shape[0], _COEFF_BLOCK):
-        block, dest = rows[lo:lo + _COEFF_BLOCK], out[lo:lo + _COEFF_BLOCK]
+        block, dest = rows[lo : lo + _COEFF_BLOCK], out[lo : lo + _COEFF_BLOCK]
         per, tau = block[:, 0].copy(), block[:, 4].copy()
         with np.errstate(divide="ignore"):
             inv_p = np.divide(1.0, per)
-        phi0 = _phase_at_origin(per, block[:, 2], block[:, 3], tau, ecc_form, time_form,
-                                t_origin, t_ref)
+        phi0 = _phase_at_origin(
+            per, block[:, 2], block[:, 3], tau, ecc_form, time_form, t_origin, t_ref
+        )
         for column, value in ((0, inv_p), (2, phi0)):
-            _store_float_pair(dest[:, column:column + 2] if low_parts else dest[:, column],
-                              value)
+            _store_float_pair(
+                dest[:, column : column + 2] if low_parts else dest[:, column], value
+            )
 
 
 def _store_float_pair(out: np.ndarray, value: np.ndarray) -> None:
@@ -452,8 +528,9 @@ class _DeviceObservations:
         return args
 
 
-def _upload_observations(queue: cl.CommandQueue, obs: Observations, plan: Plan, real_dtype,
-                         profile: bool, jitter: bool) -> _DeviceObservations:
+def _upload_observations(
+    queue: cl.CommandQueue, obs: Observations, plan: Plan, real_dtype, profile: bool, jitter: bool
+) -> _DeviceObservations:
     """Upload the observations in the form the kernels of ``plan`` read."""
     order = obs.order
     dt = obs.t[order] - obs.t_origin
@@ -462,8 +539,7 @@ def _upload_observations(queue: cl.CommandQueue, obs: Observations, plan: Plan, 
     if profile:
         # centre each instrument (its offset absorbs any constant) so the
         # single-precision sums do not cancel; added back to the offsets
-        centre = np.array([v[a:b].mean()
-                           for a, b in zip(obs.seg[:-1], obs.seg[1:], strict=True)])
+        centre = np.array([v[a:b].mean() for a, b in zip(obs.seg[:-1], obs.seg[1:], strict=True)])
         v = v - np.repeat(centre, np.diff(obs.seg))
     var = obs.sigma[order] ** 2
     w = var if jitter else 1.0 / var
@@ -476,11 +552,18 @@ def _upload_observations(queue: cl.CommandQueue, obs: Observations, plan: Plan, 
     log_norm = obs.n_obs * math.log(2 * math.pi)
     if not jitter:
         log_norm += float(np.log(var).sum())
-    arrays = [np.ascontiguousarray(a) for a in (
-        t_dev, v.astype(real_dtype), w.astype(real_dtype), obs.seg)]
-    return _DeviceObservations(tuple(upload(queue, a) for a in arrays),
-                               tuple(a.nbytes for a in arrays), obs.n_obs,
-                               plan.memory == "local", log_norm, centre)
+    arrays = [
+        np.ascontiguousarray(a)
+        for a in (t_dev, v.astype(real_dtype), w.astype(real_dtype), obs.seg)
+    ]
+    return _DeviceObservations(
+        tuple(upload(queue, a) for a in arrays),
+        tuple(a.nbytes for a in arrays),
+        obs.n_obs,
+        plan.memory == "local",
+        log_norm,
+        centre,
+    )
 
 
 class ModelEvaluator:
@@ -509,11 +592,23 @@ class ModelEvaluator:
         (:class:`MultiDeviceEvaluator` uses all).
     """
 
-    def __init__(self, obs: Observations, *, n_planets: int, basis: str = orbits.STANDARD,
-                 statistic: str = "chi2", offsets: bool = False, jitter: bool = False,
-                 trend: int = 0, precision: Precision = "mixed", layout: str = "auto",
-                 memory: str = "auto", phase_arithmetic: str = "auto",
-                 kepler_method: str = "auto", device=None) -> None:
+    def __init__(
+        self,
+        obs: Observations,
+        *,
+        n_planets: int,
+        basis: str = orbits.STANDARD,
+        statistic: str = "chi2",
+        offsets: bool = False,
+        jitter: bool = False,
+        trend: int = 0,
+        precision: Precision = "mixed",
+        layout: str = "auto",
+        memory: str = "auto",
+        phase_arithmetic: str = "auto",
+        kepler_method: str = "auto",
+        device=None,
+    ) -> None:
         checks.choice("statistic", statistic, ("chi2", "loglike", "profile"))
         if statistic == "profile" and offsets:
             raise ValueError("profile solves the offsets; do not pass them")
@@ -527,20 +622,48 @@ class ModelEvaluator:
         self.trend = trend
         self.n_planets = n_planets
         n_inst = len(obs.instruments)
-        self.plan = plan(self.info, obs.n_obs, n_inst, precision, layout, memory, phase_arithmetic,
-                         kepler_method, n_planets=n_planets, statistic=statistic)
+        self.plan = plan(
+            self.info,
+            obs.n_obs,
+            n_inst,
+            precision,
+            layout,
+            memory,
+            phase_arithmetic,
+            kepler_method,
+            n_planets=n_planets,
+            statistic=statistic,
+        )
         self.real_dtype = np.float64 if self.plan.real == "double" else np.float32
         self.context = get_context(self.info)
         self.queue = get_queue(self.info)
         names = ("rv_fused", "rv_velocity", "rv_statistic")
-        self._kernels = dict(zip(names, kernels.get_kernels(
-            self.context, "rvmodel", names,
-            real=self.plan.real, phase=self.plan.phase, n_planets=n_planets,
-            ecc_form=self.ecc_form, time_form=self.time_form,
-            n_inst=n_inst, statistic=statistic, offsets=offsets, jitter=jitter, trend=trend,
-            space=self.plan.memory, method=self.plan.method), strict=True))
-        self._observations = _upload_observations(self.queue, obs, self.plan, self.real_dtype,
-                                                  statistic == "profile", jitter)
+        self._kernels = dict(
+            zip(
+                names,
+                kernels.get_kernels(
+                    self.context,
+                    "rvmodel",
+                    names,
+                    real=self.plan.real,
+                    phase=self.plan.phase,
+                    n_planets=n_planets,
+                    ecc_form=self.ecc_form,
+                    time_form=self.time_form,
+                    n_inst=n_inst,
+                    statistic=statistic,
+                    offsets=offsets,
+                    jitter=jitter,
+                    trend=trend,
+                    space=self.plan.memory,
+                    method=self.plan.method,
+                ),
+                strict=True,
+            )
+        )
+        self._observations = _upload_observations(
+            self.queue, obs, self.plan, self.real_dtype, statistic == "profile", jitter
+        )
         self._slots: dict[int, _Slot] = {}  # the batches' device buffers, made on first use
 
     # ---------------------------------------------------------------- staging
@@ -555,15 +678,31 @@ class ModelEvaluator:
             rows = np.asarray(p, np.float64).reshape(-1, 5)
             coeff = slot.staging_coeff[: 4 * rows.shape[0]].reshape(-1, 4)
             obs = self.obs
-            in_parts(rows.shape[0], lambda lo, hi: _phase_coefficients(
-                coeff[lo:hi], rows[lo:hi], self.ecc_form, self.time_form, obs.t_origin,
-                obs.t_ref, low_parts=self.plan.phase == "ds"), min_part=_COEFF_PART)
+            in_parts(
+                rows.shape[0],
+                lambda lo, hi: _phase_coefficients(
+                    coeff[lo:hi],
+                    rows[lo:hi],
+                    self.ecc_form,
+                    self.time_form,
+                    obs.t_origin,
+                    obs.t_ref,
+                    low_parts=self.plan.phase == "ds",
+                ),
+                min_part=_COEFF_PART,
+            )
 
     # ---------------------------------------------------------------- launch
-    def __call__(self, params: np.ndarray, offsets: np.ndarray | None = None,
-                 jitter: np.ndarray | None = None, trend: np.ndarray | None = None, *,
-                 layout: str | None = None, out: dict[str, np.ndarray] | None = None
-                 ) -> dict[str, np.ndarray]:
+    def __call__(
+        self,
+        params: np.ndarray,
+        offsets: np.ndarray | None = None,
+        jitter: np.ndarray | None = None,
+        trend: np.ndarray | None = None,
+        *,
+        layout: str | None = None,
+        out: dict[str, np.ndarray] | None = None,
+    ) -> dict[str, np.ndarray]:
         """Evaluate ``params`` of shape ``(n_models, n_planets, 5)``.
 
         Batches of :attr:`Plan.batch_models` go through two sets of device buffers:
@@ -594,28 +733,39 @@ class ModelEvaluator:
         # page-locked result arrays: reads into pageable memory block the host
         # until the kernel is done, which would serialise the pipeline
         shapes: dict[str, tuple[tuple[int, ...], type[np.generic]]] = {
-            "statistic": ((n_models,), real), "status": ((n_models,), np.int32)}
+            "statistic": ((n_models,), real),
+            "status": ((n_models,), np.int32),
+        }
         if profile:
             shapes.update(k=((n_models,), real), offsets=((n_models, n_inst), real))
-        host = {name: PINNED_POOL.empty(self.info, shape, dtype)
-                for name, (shape, dtype) in shapes.items()}
+        host = {
+            name: PINNED_POOL.empty(self.info, shape, dtype)
+            for name, (shape, dtype) in shapes.items()
+        }
         keep = []  # host arrays and copies in flight (an event dropped early
         # would wait for its copy in its destructor, holding the GIL)
         batch = self.plan.batch_models
         for i, start in enumerate(range(0, n_models, batch)):
             stop = min(n_models, start + batch)
             slot = self._slot(i % 2, stop - start)
-            keep.append(self._upload(slot, params[start:stop],
-                                     *(None if a is None else a[start:stop]
-                                       for a in (offsets, jitter, trend))))
+            keep.append(
+                self._upload(
+                    slot,
+                    params[start:stop],
+                    *(None if a is None else a[start:stop] for a in (offsets, jitter, trend)),
+                )
+            )
             self.launch(slot, stop - start, layout)
             for name, buffer in slot.results(profile).items():
-                keep.append(cl.enqueue_copy(self.queue, host[name][start:stop], buffer,
-                                            is_blocking=False))
+                keep.append(
+                    cl.enqueue_copy(self.queue, host[name][start:stop], buffer, is_blocking=False)
+                )
         self.queue.finish()
         if out is None:
-            out = {name: value.astype(np.float64 if value.dtype != np.int32 else np.int32)
-                   for name, value in host.items()}
+            out = {
+                name: value.astype(np.float64 if value.dtype != np.int32 else np.int32)
+                for name, value in host.items()
+            }
         else:
             for name, value in host.items():
                 np.copyto(out[name], value)
@@ -633,9 +783,12 @@ class ModelEvaluator:
         """Enqueue the copies of one batch into ``slot`` (after the slot's
         previous kernels); returns the host arrays to keep alive."""
         n_values = params.shape[0] * self.n_planets
-        direct = (self.plan.double_params
-                  and params.dtype == np.float64 and params.flags.c_contiguous
-                  and PINNED_POOL.owns(params))
+        direct = (
+            self.plan.double_params
+            and params.dtype == np.float64
+            and params.flags.c_contiguous
+            and PINNED_POOL.owns(params)
+        )
         if direct:  # already page-locked (clperiod.kepler.empty_params): no staging copy
             arrays = [(slot.params, params)]
         else:
@@ -649,8 +802,10 @@ class ModelEvaluator:
                 arrays.append((buffer, np.ascontiguousarray(value, dtype=real)))
         copy_queue = get_queue(self.info, role="copy")
         wait = [slot.done] if slot.done is not None else None
-        events = [cl.enqueue_copy(copy_queue, buffer, array, is_blocking=False, wait_for=wait)
-                  for buffer, array in arrays]
+        events = [
+            cl.enqueue_copy(copy_queue, buffer, array, is_blocking=False, wait_for=wait)
+            for buffer, array in arrays
+        ]
         copy_queue.flush()
         slot.uploaded = events
         slot.staged = events[-1] if not direct else slot.staged  # the copy queue is in order
@@ -674,13 +829,29 @@ class ModelEvaluator:
         tail = [slot.out, slot.out_k, slot.out_gamma, slot.status]
         if (layout or self.plan.layout_for(n)) == "fused":
             slot.done = self._kernels["rv_fused"](
-                queue, (padded,), (LOCAL_SIZE,), *head, real(self._observations.log_norm),
-                *self._observations.args(), *tail, wait_for=slot.uploaded or None)
+                queue,
+                (padded,),
+                (LOCAL_SIZE,),
+                *head,
+                real(self._observations.log_norm),
+                *self._observations.args(),
+                *tail,
+                wait_for=slot.uploaded or None,
+            )
         else:
             vel, gvel = self._velocities(slot, n, self.statistic == "profile")
             slot.done = self._kernels["rv_statistic"](
-                queue, (padded,), (LOCAL_SIZE,), *head, real(self._observations.log_norm),
-                *self._observations.args(), np.int64(slot.padded), vel, gvel, *tail)
+                queue,
+                (padded,),
+                (LOCAL_SIZE,),
+                *head,
+                real(self._observations.log_norm),
+                *self._observations.args(),
+                np.int64(slot.padded),
+                vel,
+                gvel,
+                *tail,
+            )
         slot.uploaded = []
 
     def _model_args(self, slot: _Slot, n: int) -> list:
@@ -688,21 +859,37 @@ class ModelEvaluator:
         obs, ptype = self.obs, np.float64 if self.plan.double_params else np.float32
         with np.errstate(over="ignore"):  # times beyond float32: "ds" and "float" skip them
             times = [ptype(obs.t_origin), ptype(obs.t_ref), ptype(obs.t_origin - obs.t_ref)]
-        return [np.int32(n), slot.params, slot.coeff, *times, slot.offsets, slot.jitter,
-                slot.trend]
+        return [
+            np.int32(n),
+            slot.params,
+            slot.coeff,
+            *times,
+            slot.offsets,
+            slot.jitter,
+            slot.trend,
+        ]
 
     def _velocities(self, slot: _Slot, n: int, profile: bool) -> tuple[cl.Buffer, cl.Buffer]:
         """Enqueue rv_velocity for the first ``n`` models of ``slot`` (after its
         uploads); returns the vel[obs][model] (and gvel) buffers."""
         queue, n_obs = self.queue, self.obs.n_obs
         vel, gvel = slot.velocity_buffers(profile)
-        cl.enqueue_fill_buffer(queue, slot.status, np.int32(0), 0, n * 4,
-                               wait_for=slot.uploaded or None)
+        cl.enqueue_fill_buffer(
+            queue, slot.status, np.int32(0), 0, n * 4, wait_for=slot.uploaded or None
+        )
         self._kernels["rv_velocity"](
-            queue, (-(-n // LOCAL_SIZE) * LOCAL_SIZE, -(-n_obs // VELOCITY_BLOCK)),
-            (LOCAL_SIZE, 1), *self._model_args(slot, n), self._observations.buffers[0],
+            queue,
+            (-(-n // LOCAL_SIZE) * LOCAL_SIZE, -(-n_obs // VELOCITY_BLOCK)),
+            (LOCAL_SIZE, 1),
+            *self._model_args(slot, n),
+            self._observations.buffers[0],
             np.int32(n_obs),
-            np.int32(VELOCITY_BLOCK), np.int64(slot.padded), vel, gvel, slot.status)
+            np.int32(VELOCITY_BLOCK),
+            np.int64(slot.padded),
+            vel,
+            gvel,
+            slot.status,
+        )
         return vel, gvel
 
     def velocities(self, params: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
@@ -748,8 +935,9 @@ class _Slot:
 
         self.params = buf(capacity * ev.n_planets * 5, psize)
         # page-locked staging: uploads run at bus speed and overlap kernels
-        self.staging = PINNED_POOL.empty(ev.info, (capacity * ev.n_planets * 5,),
-                                         np.float64 if psize == 8 else np.float32)
+        self.staging = PINNED_POOL.empty(
+            ev.info, (capacity * ev.n_planets * 5,), np.float64 if psize == 8 else np.float32
+        )
         n_coeff = 4 if ev.plan.double_params else capacity * ev.n_planets * 4
         self.staging_coeff = PINNED_POOL.empty(ev.info, (n_coeff,), np.float32)
         self.staged: cl.Event | None = None
@@ -771,8 +959,9 @@ class _Slot:
         if self._velocity is None:
             count = self.n_obs * self.padded
             vel = cl.Buffer(self.context, cl.mem_flags.READ_WRITE, count * self._size)
-            gvel = cl.Buffer(self.context, cl.mem_flags.READ_WRITE,
-                             (count if profile else 1) * self._size)
+            gvel = cl.Buffer(
+                self.context, cl.mem_flags.READ_WRITE, (count if profile else 1) * self._size
+            )
             self._velocity = (vel, gvel)
         return self._velocity
 
@@ -792,11 +981,16 @@ def device_items(plan: Plan, n_models: int, n_devices: int) -> list[tuple[int, i
     and carries that launch's layout, so that evaluating the items gives
     every model the arithmetic of the one-device call."""
     full = n_models - n_models % plan.batch_models
-    runs = ((0, full, plan.layout_for(plan.batch_models)),
-            (full, n_models, plan.layout_for(n_models - full)))
+    runs = (
+        (0, full, plan.layout_for(plan.batch_models)),
+        (full, n_models, plan.layout_for(n_models - full)),
+    )
     fill = FUSED_MIN_MODELS_PER_CU * plan.compute_units  # models that fill a device
-    return [(lo, hi, layout) for start, stop, layout in runs
-            for lo, hi in split_range(start, stop, n_devices, fill)]
+    return [
+        (lo, hi, layout)
+        for start, stop, layout in runs
+        for lo, hi in split_range(start, stop, n_devices, fill)
+    ]
 
 
 Item = TypeVar("Item")
@@ -823,30 +1017,51 @@ class MultiDeviceEvaluator:
         As for :class:`ModelEvaluator`.
     """
 
-    def __init__(self, obs: Observations, *, device=None, precision: Precision = "mixed",
-                 phase_arithmetic: str = "auto", kepler_method: str = "auto", **options) -> None:
+    def __init__(
+        self,
+        obs: Observations,
+        *,
+        device=None,
+        precision: Precision = "mixed",
+        phase_arithmetic: str = "auto",
+        kepler_method: str = "auto",
+        **options,
+    ) -> None:
         self.devices = select_devices(device)
-        phase_arithmetic, kepler_method = shared_choices(self.devices, precision,
-                                                         phase_arithmetic, kepler_method)
+        phase_arithmetic, kepler_method = shared_choices(
+            self.devices, precision, phase_arithmetic, kepler_method
+        )
         self.evaluators = [
-            ModelEvaluator(obs, device=info, precision=precision,
-                           phase_arithmetic=phase_arithmetic, kepler_method=kepler_method,
-                           **options)
-            for info in self.devices]
+            ModelEvaluator(
+                obs,
+                device=info,
+                precision=precision,
+                phase_arithmetic=phase_arithmetic,
+                kepler_method=kepler_method,
+                **options,
+            )
+            for info in self.devices
+        ]
         first = self.evaluators[0]
         self.obs, self.plan, self.real_dtype = first.obs, first.plan, first.real_dtype
         self._by_device = dict(zip(self.devices, self.evaluators, strict=True))
 
-    def map(self, items: Sequence[Item], work: Callable[[ModelEvaluator, Item], Result]
-            ) -> list[Result]:
+    def map(
+        self, items: Sequence[Item], work: Callable[[ModelEvaluator, Item], Result]
+    ) -> list[Result]:
         """``work(evaluator, item)`` for every item on the devices as they
         free up; results in the order of ``items``."""
-        return run_on_devices(self.devices, items,
-                              lambda info, item: work(self._by_device[info], item))
+        return run_on_devices(
+            self.devices, items, lambda info, item: work(self._by_device[info], item)
+        )
 
-    def __call__(self, params: np.ndarray, offsets: np.ndarray | None = None,
-                 jitter: np.ndarray | None = None, trend: np.ndarray | None = None
-                 ) -> dict[str, np.ndarray]:
+    def __call__(
+        self,
+        params: np.ndarray,
+        offsets: np.ndarray | None = None,
+        jitter: np.ndarray | None = None,
+        trend: np.ndarray | None = None,
+    ) -> dict[str, np.ndarray]:
         """As :meth:`ModelEvaluator.__call__`, on all devices."""
         if len(self.evaluators) == 1:
             return self.evaluators[0](params, offsets, jitter, trend)
@@ -858,8 +1073,12 @@ class MultiDeviceEvaluator:
         def work(evaluator: ModelEvaluator, item: tuple[int, int, str]) -> None:
             lo, hi, layout = item
             extras = (None if a is None else a[lo:hi] for a in (offsets, jitter, trend))
-            evaluator(params[lo:hi], *extras, layout=layout,
-                      out={name: a[lo:hi] for name, a in out.items()})
+            evaluator(
+                params[lo:hi],
+                *extras,
+                layout=layout,
+                out={name: a[lo:hi] for name, a in out.items()},
+            )
 
         self.map(device_items(self.plan, n, len(self.devices)), work)
         return out
@@ -871,7 +1090,10 @@ class MultiDeviceEvaluator:
         n = params.shape[0]
         result = np.empty((n, self.obs.n_obs), self.real_dtype)
         fill = FUSED_MIN_MODELS_PER_CU * self.plan.compute_units  # models that fill a device
-        self.map(split_range(0, n, len(self.devices), fill),
-                 lambda evaluator, item: evaluator.velocities(params[item[0]:item[1]],
-                                                              out=result[item[0]:item[1]]))
+        self.map(
+            split_range(0, n, len(self.devices), fill),
+            lambda evaluator, item: evaluator.velocities(
+                params[item[0] : item[1]], out=result[item[0] : item[1]]
+            ),
+        )
         return result

@@ -78,13 +78,17 @@ def _check_range(name: str, value, low: float, high: float) -> tuple[float, floa
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be a (min, max) pair, got {value!r}") from None
     if not (low <= a <= b <= high) or not (math.isfinite(a) and math.isfinite(b)):
-        raise ValueError(f"{name} range must satisfy {low} <= min <= max <= {high}, "
-                         f"got ({a}, {b})")
+        raise ValueError(
+            f"{name} range must satisfy {low} <= min <= max <= {high}, got ({a}, {b})"
+        )
     return a, b
 
 
 def search(
-    t, v_obs, sigma, *,
+    t,
+    v_obs,
+    sigma,
+    *,
     period: tuple[float, float],
     eccentricity: tuple[float, float] = (0.0, 0.9),
     instrument=None,
@@ -149,13 +153,22 @@ def search(
     n_models, n_best, batch = int(n_models), min(int(n_best), int(n_models)), int(batch)
     if known is not None and (np.ndim(known) != 2 or np.shape(known)[-1] != 5):
         raise ValueError(f"known must have shape (n_known, 5), got {np.shape(known)}")
-    fixed = (np.zeros((0, 5)) if known is None or len(known) == 0
-             else model_params(known, orbits.STANDARD)[0][0])
+    fixed = (
+        np.zeros((0, 5))
+        if known is None or len(known) == 0
+        else model_params(known, orbits.STANDARD)[0][0]
+    )
     jit = obs.per_instrument("jitter", jitter, (1,))
     tr = None if trend is None else np.asarray(trend, dtype=np.float64).reshape(1, 2)
-    evaluator = MultiDeviceEvaluator(obs, n_planets=fixed.shape[0] + 1, statistic="profile",
-                                     jitter=jit is not None, trend=0 if tr is None else 2,
-                                     precision=precision, device=device)
+    evaluator = MultiDeviceEvaluator(
+        obs,
+        n_planets=fixed.shape[0] + 1,
+        statistic="profile",
+        jitter=jit is not None,
+        trend=0 if tr is None else 2,
+        precision=precision,
+        device=device,
+    )
     starts = range(0, n_models, batch)
     streams = np.random.default_rng(seed).spawn(len(starts))
     box = ((math.log(p_lo), math.log(p_hi)), (e_lo, e_hi))
@@ -166,8 +179,9 @@ def search(
         return _best_of_batch(ev, fixed, trial, jit, tr, n_best)
 
     kept = evaluator.map(list(zip(starts, streams, strict=True)), run_batch)
-    best_chi2, best_p, best_k, best_off = (np.concatenate(parts)
-                                           for parts in zip(*kept, strict=True))
+    best_chi2, best_p, best_k, best_off = (
+        np.concatenate(parts) for parts in zip(*kept, strict=True)
+    )
     top = np.argsort(best_chi2, kind="stable")[:n_best]
     best_chi2, best_p, best_k, best_off = best_chi2[top], best_p[top], best_k[top], best_off[top]
     params = best_p.copy()
@@ -176,8 +190,12 @@ def search(
     return SearchResult(params, best_off, best_chi2, fixed, obs.instruments, obs.t_ref, n_models)
 
 
-def _trials(rng: np.random.Generator, m: int, log_period: tuple[float, float],
-            eccentricity: tuple[float, float]) -> np.ndarray:
+def _trials(
+    rng: np.random.Generator,
+    m: int,
+    log_period: tuple[float, float],
+    eccentricity: tuple[float, float],
+) -> np.ndarray:
     """``(m, 5)`` trial orbits (P, K = 1, e, w, M0): P log-uniform, the rest
     uniform (w and M0 in ``[0, 2 pi)``)."""
     trial = np.empty((m, 5))
@@ -189,16 +207,24 @@ def _trials(rng: np.random.Generator, m: int, log_period: tuple[float, float],
     return trial
 
 
-def _best_of_batch(ev: ModelEvaluator, fixed: np.ndarray, trial: np.ndarray,
-                   jitter: np.ndarray | None, trend: np.ndarray | None, n_best: int
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _best_of_batch(
+    ev: ModelEvaluator,
+    fixed: np.ndarray,
+    trial: np.ndarray,
+    jitter: np.ndarray | None,
+    trend: np.ndarray | None,
+    n_best: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Evaluate trial orbits with the ``fixed`` planets on one device; the
     ``n_best`` lowest chi^2 (inf where not OK), their orbits, K and offsets."""
     m, n_inst = trial.shape[0], len(ev.obs.instruments)
     params = np.concatenate([np.broadcast_to(fixed, (m, *fixed.shape)), trial[:, None]], axis=1)
-    out = ev(params, None,
-             None if jitter is None else np.broadcast_to(jitter, (m, n_inst)),
-             None if trend is None else np.broadcast_to(trend, (m, 2)))
+    out = ev(
+        params,
+        None,
+        None if jitter is None else np.broadcast_to(jitter, (m, n_inst)),
+        None if trend is None else np.broadcast_to(trend, (m, 2)),
+    )
     score = np.where(out["status"] == ModelStatus.OK, out["statistic"], np.inf)
     keep = np.argpartition(score, n_best - 1)[:n_best] if m > n_best else np.arange(m)
     return score[keep], trial[keep], out["k"][keep], out["offsets"][keep]

@@ -27,7 +27,12 @@ from clperiod.engine.devices import DeviceInfo, get_queue, require_fp64, select_
 from clperiod.grid import FrequencyGrid
 
 __all__ = [
-    "FoldedSorted", "FoldInputs", "FoldSorter", "bitonic_capacity", "fold_and_sort", "SortMethod",
+    "FoldedSorted",
+    "FoldInputs",
+    "FoldSorter",
+    "bitonic_capacity",
+    "fold_and_sort",
+    "SortMethod",
 ]
 
 SortMethod = Literal["auto", "bitonic", "radix"]
@@ -111,8 +116,9 @@ def fold_and_sort(
     if method == "auto":
         method = "bitonic" if longest <= capacity else "radix"
     if method == "bitonic" and longest > capacity:
-        raise ValueError(f"the bitonic sort holds at most {capacity} points on this device; "
-                         f"got {longest}")
+        raise ValueError(
+            f"the bitonic sort holds at most {capacity} points on this device; got {longest}"
+        )
 
     dtype = np.float64 if fp64 else np.float32
     base = (grid.nf * catalog.offsets[:-1]).astype(np.int64)
@@ -149,8 +155,14 @@ class FoldInputs:
     :meth:`~clperiod.FrequencyGrid.phase_inputs`.
     """
 
-    def __init__(self, queue: cl.CommandQueue, catalog: Catalog, grid: FrequencyGrid,
-                 fp64: bool, compat: bool = False):
+    def __init__(
+        self,
+        queue: cl.CommandQueue,
+        catalog: Catalog,
+        grid: FrequencyGrid,
+        fp64: bool,
+        compat: bool = False,
+    ):
         self.queue = queue
         self.fp64, self.compat = fp64, compat
         self.real = "double" if fp64 else "float"
@@ -177,8 +189,14 @@ class FoldSorter:
     :func:`bitonic_capacity`) or ``"radix"``.
     """
 
-    def __init__(self, info: DeviceInfo, queue: cl.CommandQueue, inputs: FoldInputs, method: str,
-                 allocator=None):
+    def __init__(
+        self,
+        info: DeviceInfo,
+        queue: cl.CommandQueue,
+        inputs: FoldInputs,
+        method: str,
+        allocator=None,
+    ):
         self.info, self.queue, self.inputs, self.method = info, queue, inputs, method
         self.allocator = allocator
         self.dtype = np.float64 if inputs.fp64 else np.float32
@@ -191,22 +209,43 @@ class FoldSorter:
         ``o`` at frequency ``j`` in ``[base[o] + j n_o, base[o] + (j + 1) n_o)``."""
         return (self._bitonic if self.method == "bitonic" else self._radix)(k0, nf, base)
 
-    def gather(self, k0: int, nf: int, base: cl.Buffer, y: cl.Buffer, w: cl.Buffer,
-               out: tuple[cl.Buffer, cl.Buffer, cl.Buffer]) -> None:
+    def gather(
+        self,
+        k0: int,
+        nf: int,
+        base: cl.Buffer,
+        y: cl.Buffer,
+        w: cl.Buffer,
+        out: tuple[cl.Buffer, cl.Buffer, cl.Buffer],
+    ) -> None:
         """Fold, sort (bitonic only) and write phases, ``y`` and ``w`` in phase
         order into the coalesced layout: point ``i`` of object ``o`` at
         frequency ``j`` at ``base[o] + i nf + j``."""
         inputs = self.inputs
         kernel = self._kernel("fold_sort_gather")
-        kernel.set_args(*inputs.phase_args, y, w, inputs.starts, inputs.lengths, base,
-                        np.int32(k0), np.int32(nf), *out)
+        kernel.set_args(
+            *inputs.phase_args,
+            y,
+            w,
+            inputs.starts,
+            inputs.lengths,
+            base,
+            np.int32(k0),
+            np.int32(nf),
+            *out,
+        )
         groups = len(inputs.lengths_host) * nf
         cl.enqueue_nd_range_kernel(self.queue, kernel, (groups * self.wg,), (self.wg,))
 
     def _kernel(self, name: str) -> cl.Kernel:
         (kernel,) = kernels.get_kernels(
-            self.queue.context, "sort", (name,), real=self.inputs.real, wg=self.wg,
-            nmax=min(self.nmax, BITONIC_MAX), compat=self.inputs.compat,
+            self.queue.context,
+            "sort",
+            (name,),
+            real=self.inputs.real,
+            wg=self.wg,
+            nmax=min(self.nmax, BITONIC_MAX),
+            compat=self.inputs.compat,
         )
         return kernel
 
@@ -216,8 +255,16 @@ class FoldSorter:
         total = max(nf * int(inputs.lengths_host.sum()), 1)
         phase = cl_array.empty(self.queue, total, self.dtype, allocator=self.allocator)
         order = cl_array.empty(self.queue, total, np.int32, allocator=self.allocator)
-        kernel.set_args(*inputs.phase_args, inputs.starts, inputs.lengths, base, np.int32(k0),
-                        np.int32(nf), phase.data, order.data)
+        kernel.set_args(
+            *inputs.phase_args,
+            inputs.starts,
+            inputs.lengths,
+            base,
+            np.int32(k0),
+            np.int32(nf),
+            phase.data,
+            order.data,
+        )
         groups = len(inputs.lengths_host) * nf
         cl.enqueue_nd_range_kernel(self.queue, kernel, (groups * self.wg,), (self.wg,))
         return phase, order
@@ -236,16 +283,28 @@ class FoldSorter:
         phase = cl_array.empty(self.queue, padded, self.dtype, **new).fill(np.inf)
         index = cl_array.zeros(self.queue, padded, np.int32, **new)
         seg = cl_array.empty(self.queue, padded, np.int32, **new).fill(n_seg)
-        kernel.set_args(*inputs.phase_args, inputs.starts, inputs.lengths, base, np.int32(k0),
-                        np.int32(nf), np.int32(n_obj), np.int32(self.longest), phase.data,
-                        index.data, seg.data)
+        kernel.set_args(
+            *inputs.phase_args,
+            inputs.starts,
+            inputs.lengths,
+            base,
+            np.int32(k0),
+            np.int32(nf),
+            np.int32(n_obj),
+            np.int32(self.longest),
+            phase.data,
+            index.data,
+            seg.data,
+        )
         cl.enqueue_nd_range_kernel(self.queue, kernel, (n_seg * self.longest,), None)
         by_phase, by_segment = _radix_sorters(self.queue.context, inputs.real)
-        (phase, index, seg), _ = by_phase(phase, index, seg, queue=self.queue,
-                                          key_bits=64 if inputs.fp64 else 32, **new)
-        (phase, index, seg), _ = by_segment(phase, index, seg, queue=self.queue,
-                                            key_bits=int(n_seg).bit_length(), **new)
-        return phase[:max(total, 1)], index[:max(total, 1)]
+        (phase, index, seg), _ = by_phase(
+            phase, index, seg, queue=self.queue, key_bits=64 if inputs.fp64 else 32, **new
+        )
+        (phase, index, seg), _ = by_segment(
+            phase, index, seg, queue=self.queue, key_bits=int(n_seg).bit_length(), **new
+        )
+        return phase[: max(total, 1)], index[: max(total, 1)]
 
 
 @functools.cache
@@ -255,11 +314,14 @@ def _radix_sorters(context: cl.Context, real: str) -> tuple[RadixSort, RadixSort
     args = f"{real} *phase, int *index, int *seg"
     names = ["phase", "index", "seg"]
     if real == "double":
-        by_phase = RadixSort(context, args, "as_ulong(phase[i])", names, key_dtype=np.uint64,
-                             bits_at_a_time=4)
+        by_phase = RadixSort(
+            context, args, "as_ulong(phase[i])", names, key_dtype=np.uint64, bits_at_a_time=4
+        )
     else:
-        by_phase = RadixSort(context, args, "as_uint(phase[i])", names, key_dtype=np.uint32,
-                             bits_at_a_time=4)
-    by_segment = RadixSort(context, args, "(uint) seg[i]", names, key_dtype=np.uint32,
-                           bits_at_a_time=4)
+        by_phase = RadixSort(
+            context, args, "as_uint(phase[i])", names, key_dtype=np.uint32, bits_at_a_time=4
+        )
+    by_segment = RadixSort(
+        context, args, "(uint) seg[i]", names, key_dtype=np.uint32, bits_at_a_time=4
+    )
     return by_phase, by_segment

@@ -12,9 +12,18 @@ from clperiod import checks
 from clperiod.catalog import Catalog, Status, catalog_of, is_lightcurve_list
 from clperiod.grid import FrequencyGrid
 
-__all__ = ["Deferred", "PeakResults", "as_catalog", "check_choice", "check_top_k",
-           "degenerate_status", "progress_bar", "segment_max", "segment_reduce",
-           "segment_sum"]
+__all__ = [
+    "Deferred",
+    "PeakResults",
+    "as_catalog",
+    "check_choice",
+    "check_top_k",
+    "degenerate_status",
+    "progress_bar",
+    "segment_max",
+    "segment_reduce",
+    "segment_sum",
+]
 
 
 T = TypeVar("T")
@@ -75,12 +84,15 @@ def as_catalog(cat_or_t: Any, y: Any, dy: Any, nan_policy: str) -> Catalog:
     curves (:meth:`Catalog.from_lightcurves`), or one light curve."""
     if isinstance(cat_or_t, Catalog) or (y is None and is_lightcurve_list(cat_or_t)):
         if y is not None or dy is not None:
-            raise ValueError("give y and dy inside the Catalog or the light curves, not as "
-                             "arguments")
+            raise ValueError(
+                "give y and dy inside the Catalog or the light curves, not as arguments"
+            )
         return catalog_of(cat_or_t, nan_policy)
     if y is None:
-        raise ValueError("y is required when the first argument is a time array (or pass a "
-                         "Catalog, or a list of (t, y[, dy]) tuples, DataFrames or Tables)")
+        raise ValueError(
+            "y is required when the first argument is a time array (or pass a "
+            "Catalog, or a list of (t, y[, dy]) tuples, DataFrames or Tables)"
+        )
     return Catalog.from_single(cat_or_t, y, dy, nan_policy=nan_policy)
 
 
@@ -112,8 +124,9 @@ def progress_bar(enabled: bool, total: int, desc: str) -> Iterator[Any]:
         yield bar
 
 
-def degenerate_status(catalog: Catalog, status: np.ndarray, power_best: np.ndarray,
-                      use_dy: bool) -> np.ndarray:
+def degenerate_status(
+    catalog: Catalog, status: np.ndarray, power_best: np.ndarray, use_dy: bool
+) -> np.ndarray:
     """The per-object status of a search with the cause of every degenerate result.
 
     Parameters
@@ -143,8 +156,9 @@ def degenerate_status(catalog: Catalog, status: np.ndarray, power_best: np.ndarr
     status[(status == Status.OK) & _equal_times(catalog)] = Status.ZERO_BASELINE
     no_peak = (status == Status.OK) & ~np.isfinite(power_best)
     suspect = np.flatnonzero(no_peak | (status == Status.ZERO_VARIANCE))
-    status[suspect] = np.where(_varies(catalog, suspect, use_dy), Status.OUT_OF_RANGE,
-                               Status.ZERO_VARIANCE)
+    status[suspect] = np.where(
+        _varies(catalog, suspect, use_dy), Status.OUT_OF_RANGE, Status.ZERO_VARIANCE
+    )
     dy = catalog.dy if use_dy else None
     if dy is not None and not (dy > 0).all():
         status[_owners(catalog, dy <= 0)] = Status.BAD_UNCERTAINTY
@@ -203,8 +217,9 @@ def segment_max(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     return segment_reduce(np.maximum, values, offsets)
 
 
-def segment_reduce(ufunc: np.ufunc, values: np.ndarray, offsets: np.ndarray,
-                   empty: float = 0.0) -> np.ndarray:
+def segment_reduce(
+    ufunc: np.ufunc, values: np.ndarray, offsets: np.ndarray, empty: float = 0.0
+) -> np.ndarray:
     """Per-object ``ufunc.reduce`` of ``values`` (segments given by ``offsets``);
     ``empty`` for objects without rows."""
     reduced = np.full(len(offsets) - 1, empty)

@@ -69,6 +69,7 @@ _NO_PEAK = np.iinfo(np.int32).max
 #: Largest grid: frequency indices (plus a tile of halo) must fit an int32.
 MAX_NF = 2**31 - 2**16
 
+
 @dataclass(frozen=True)
 class LombScargleResult(PeakResults):
     """Periodogram search results, one entry per catalog object.
@@ -233,11 +234,25 @@ def lombscargle(
         (:func:`clperiod.engine.staging.available_host_memory`; the message names
         the size), or an object too large for the device.
     """
-    return _start(cat_or_t, grid, y, dy, method=method, normalization=normalization,
-                  fit_mean=fit_mean, center_data=center_data, precision=precision,
-                  memory=memory, periodogram=periodogram, top_k=top_k, device=device,
-                  nan_policy=nan_policy, profile=profile, progress=progress,
-                  defer=False).result()
+    return _start(
+        cat_or_t,
+        grid,
+        y,
+        dy,
+        method=method,
+        normalization=normalization,
+        fit_mean=fit_mean,
+        center_data=center_data,
+        precision=precision,
+        memory=memory,
+        periodogram=periodogram,
+        top_k=top_k,
+        device=device,
+        nan_policy=nan_policy,
+        profile=profile,
+        progress=progress,
+        defer=False,
+    ).result()
 
 
 def lombscargle_async(
@@ -270,9 +285,26 @@ def lombscargle_async(
 _SIGNATURE = inspect.signature(lombscargle)
 
 
-def _start(cat_or_t, grid, y, dy, *, method, normalization, fit_mean, center_data, precision,
-           memory, periodogram, top_k, device, nan_policy, profile, progress,
-           defer: bool) -> Deferred[LombScargleResult]:
+def _start(
+    cat_or_t,
+    grid,
+    y,
+    dy,
+    *,
+    method,
+    normalization,
+    fit_mean,
+    center_data,
+    precision,
+    memory,
+    periodogram,
+    top_k,
+    device,
+    nan_policy,
+    profile,
+    progress,
+    defer: bool,
+) -> Deferred[LombScargleResult]:
     """Check the input, plan the batches and queue (``defer``) or run them."""
     started = time.perf_counter()
     options = _Options.build(
@@ -282,11 +314,12 @@ def _start(cat_or_t, grid, y, dy, *, method, normalization, fit_mean, center_dat
     if not isinstance(grid, FrequencyGrid):
         raise TypeError(f"grid must be a FrequencyGrid, got {type(grid).__name__}")
     if grid.fmax == 0:
-        raise ValueError("grid has no frequency above 0 (the power at f = 0 is NaN); "
-                         f"got {grid}")
+        raise ValueError(f"grid has no frequency above 0 (the power at f = 0 is NaN); got {grid}")
     if grid.nf > MAX_NF:
-        raise ValueError(f"grids of more than {MAX_NF} frequencies are not supported "
-                         f"(int32 frequency indices); split the range, got nf={grid.nf}")
+        raise ValueError(
+            f"grids of more than {MAX_NF} frequencies are not supported "
+            f"(int32 frequency indices); split the range, got nf={grid.nf}"
+        )
     devices = select_devices(device)
     if options.fp64:
         for info in devices:
@@ -302,35 +335,48 @@ def _start(cat_or_t, grid, y, dy, *, method, normalization, fit_mean, center_dat
     power = _result_array(devices, (catalog.n_objects, grid.nf), options) if periodogram else None
 
     def batch_work(info: DeviceInfo, batch: Batch) -> _QueuedBatch:
-        return _enqueue_batch(info, batch, shape, compensated, catalog, grid, options, power,
-                              profile)
+        return _enqueue_batch(
+            info, batch, shape, compensated, catalog, grid, options, power, profile
+        )
 
     def assemble(results: list[_BatchResult]) -> LombScargleResult:
-        return _assemble(results, catalog, grid, options, power, devices, method, precision,
-                         started)
+        return _assemble(
+            results, catalog, grid, options, power, devices, method, precision, started
+        )
 
     if defer and len(batches) == 1:
         queued = batch_work(devices[0], batches[0])
         return Deferred(lambda: assemble([queued.result()]))
     with progress_bar(progress, len(batches), "lombscargle") as bar:
         results = run_on_devices(
-            devices, batches, lambda info, batch: batch_work(info, batch).result(),
+            devices,
+            batches,
+            lambda info, batch: batch_work(info, batch).result(),
             progress=bar.update if bar is not None else None,
         )
     return Deferred.ready(assemble(results))
 
 
-def _assemble(results: list[_BatchResult], catalog: Catalog, grid: FrequencyGrid,
-              options: _Options, power: np.ndarray | None, devices: list[DeviceInfo],
-              method: str, precision: str, started: float) -> LombScargleResult:
+def _assemble(
+    results: list[_BatchResult],
+    catalog: Catalog,
+    grid: FrequencyGrid,
+    options: _Options,
+    power: np.ndarray | None,
+    devices: list[DeviceInfo],
+    method: str,
+    precision: str,
+    started: float,
+) -> LombScargleResult:
     """The result of a search from its batches' results (in catalog order)."""
     top_val = np.concatenate([r.val for r in results])
     top_idx = np.concatenate([r.idx for r in results])
     found = top_idx != _NO_PEAK
     top_val = np.where(found, top_val, np.nan)
     top_freq = np.where(found, grid.fmin + top_idx * grid.df, np.nan)
-    status = _search_status(catalog, np.concatenate([r.status for r in results]),
-                            top_val[:, 0], options)
+    status = _search_status(
+        catalog, np.concatenate([r.status for r in results]), top_val[:, 0], options
+    )
     if power is not None and options.normalization == "psd" and not options.fp64:
         _check_float32_psd(np.concatenate([r.psd_scale for r in results]), status, catalog)
     failed = status != Status.OK
@@ -361,8 +407,9 @@ def _assemble(results: list[_BatchResult], catalog: Catalog, grid: FrequencyGrid
     )
 
 
-def _search_status(catalog: Catalog, prepared: np.ndarray, power_best: np.ndarray,
-                   options: _Options) -> np.ndarray:
+def _search_status(
+    catalog: Catalog, prepared: np.ndarray, power_best: np.ndarray, options: _Options
+) -> np.ndarray:
     """Per-object status: the preparation's (TOO_FEW_POINTS, ZERO_VARIANCE)
     with the causes of degenerate results (:func:`clperiod.periodograms.inputs.degenerate_status`).
 
@@ -375,14 +422,17 @@ def _search_status(catalog: Catalog, prepared: np.ndarray, power_best: np.ndarra
     use_dy = options.method == "generalized" and catalog.dy is not None
     status = degenerate_status(catalog, prepared, power_best, use_dy)
     status[(prepared == Status.ZERO_VARIANCE) & (status == Status.OUT_OF_RANGE)] = (
-        Status.ZERO_VARIANCE)
+        Status.ZERO_VARIANCE
+    )
     return status
 
 
 #: The psd factors whose fp32 periodograms keep float32's precision: powers
 #: down to its epsilon (relative to the largest) stay normal numbers.
-FLOAT32_PSD_RANGE = (float(np.finfo(np.float32).tiny / np.finfo(np.float32).eps),
-                     float(np.finfo(np.float32).max))
+FLOAT32_PSD_RANGE = (
+    float(np.finfo(np.float32).tiny / np.finfo(np.float32).eps),
+    float(np.finfo(np.float32).max),
+)
 
 
 def _check_float32_psd(psd_scale: np.ndarray, status: np.ndarray, catalog: Catalog) -> None:
@@ -439,8 +489,9 @@ class _Options:
         top_k = check_top_k(top_k, MAX_TOP_K)
         default = method == "generalized"
         fit_mean = default if fit_mean is None else checks.boolean("fit_mean", fit_mean)
-        center_data = (default if center_data is None
-                       else checks.boolean("center_data", center_data))
+        center_data = (
+            default if center_data is None else checks.boolean("center_data", center_data)
+        )
         return cls(
             method,
             normalization,
@@ -490,8 +541,12 @@ def _prepare(catalog: Catalog, grid: FrequencyGrid, options: _Options) -> _Prepa
     lengths = catalog.lengths
 
     use_dy = options.method == "generalized" and catalog.dy is not None
-    values = standardize(catalog.y, catalog.dy if use_dy else None, offsets,
-                         center=options.fit_mean or options.center_data)
+    values = standardize(
+        catalog.y,
+        catalog.dy if use_dy else None,
+        offsets,
+        center=options.fit_mean or options.center_data,
+    )
     status[(status == Status.OK) & values.flat] = Status.ZERO_VARIANCE
     ok = status == Status.OK
     yy = np.where(ok, values.yy, np.nan)
@@ -556,9 +611,7 @@ def _reference_times(catalog: Catalog) -> np.ndarray:
 COMPENSATE_ABOVE = 16384
 
 
-def _kernel_shape(
-    devices: list[DeviceInfo], options: _Options, compensated: bool
-) -> KernelShape:
+def _kernel_shape(devices: list[DeviceInfo], options: _Options, compensated: bool) -> KernelShape:
     """One launch shape for all devices of a run (batches may go to any of them)."""
     # 16 frequencies per work-item amortise the exact seed sincos best on both
     # the H100 and PoCL (bench/results/2026-11-21_h100-sxm_ls_kernel_sweep.json);
@@ -733,8 +786,9 @@ def _enqueue_batch(
             outputs = [staging.buffer(itemsize)]
         else:
             largest = max((c.obj_hi - c.obj_lo) * c.tile_count for c in batch.chunks) * shape.owned
-            outputs = [staging.buffer(largest * itemsize)
-                       for _ in range(min(2, len(batch.chunks)))]
+            outputs = [
+                staging.buffer(largest * itemsize) for _ in range(min(2, len(batch.chunks)))
+            ]
         pending: list[cl.Event | None] = [None] * len(outputs)
         for number, chunk in enumerate(batch.chunks):
             rows = chunk.obj_hi - chunk.obj_lo
@@ -742,11 +796,20 @@ def _enqueue_batch(
             chunk_nf = min(chunk.tile_count * shape.owned, grid.nf - k0)
             slot = number % len(outputs)
             tiles.set_args(
-                *phases, *points, *objs,
-                np.int32(grid.nf), np.int32(0 if grid.fmin == 0 else -1),
-                np.int32(n_tiles), np.int32(chunk.obj_lo),
-                np.int32(chunk.tile_first), np.int32(chunk.tile_count),
-                np.int32(k0), np.int32(chunk_nf), outputs[slot], part_val, part_idx,
+                *phases,
+                *points,
+                *objs,
+                np.int32(grid.nf),
+                np.int32(0 if grid.fmin == 0 else -1),
+                np.int32(n_tiles),
+                np.int32(chunk.obj_lo),
+                np.int32(chunk.tile_first),
+                np.int32(chunk.tile_count),
+                np.int32(k0),
+                np.int32(chunk_nf),
+                outputs[slot],
+                part_val,
+                part_idx,
             )
             wait = [pending[slot]] if pending[slot] is not None else None
             done = cl.enqueue_nd_range_kernel(
@@ -767,12 +830,16 @@ def _enqueue_batch(
         val, idx = staging.results[out_val], staging.results[out_idx]
         # keep every copy's event: pyopencl waits for a copy whose event is freed,
         # holding the GIL
-        last = [cl.enqueue_copy(queue, val, best_val, is_blocking=False),
-                cl.enqueue_copy(queue, idx, best_idx, is_blocking=False), *events["copy_s"]]
+        last = [
+            cl.enqueue_copy(queue, val, best_val, is_blocking=False),
+            cl.enqueue_copy(queue, idx, best_idx, is_blocking=False),
+            *events["copy_s"],
+        ]
         queue.flush()
         copy_queue.flush()
-        return _QueuedBatch(staging, inputs, val, idx, last, events,
-                            options.normalization == "psd", profile)
+        return _QueuedBatch(
+            staging, inputs, val, idx, last, events, options.normalization == "psd", profile
+        )
 
 
 @dataclass
@@ -798,8 +865,9 @@ def _prepares_on_device(info: DeviceInfo) -> bool:
     return info.fp64
 
 
-def _prepare_on_host(queue, catalog: Catalog, grid: FrequencyGrid, options: _Options,
-                     staging: Staging) -> _DeviceInputs:
+def _prepare_on_host(
+    queue, catalog: Catalog, grid: FrequencyGrid, options: _Options, staging: Staging
+) -> _DeviceInputs:
     """:func:`_prepare` on the host, then the uploads (``staging`` sends them)."""
     prepared = _prepare(catalog, grid, options)
     rows = prepared.point_arrays
@@ -807,8 +875,9 @@ def _prepare_on_host(queue, catalog: Catalog, grid: FrequencyGrid, options: _Opt
         psd_factor: np.ndarray = prepared.psd_scale.astype(options.dtype)
     inputs = _DeviceInputs(
         phases=[staging.upload(rows[name]) for name in _POINT_ORDER[options.fp64]],
-        points=[staging.upload(rows[name])
-                for name in (_STEP_INPUT[options.fp64], "sd", "w", "wy")],
+        points=[
+            staging.upload(rows[name]) for name in (_STEP_INPUT[options.fp64], "sd", "w", "wy")
+        ],
         objects=[
             staging.upload(prepared.offsets[:-1].astype(np.int32)),
             staging.upload(np.diff(prepared.offsets).astype(np.int32)),
@@ -822,8 +891,9 @@ def _prepare_on_host(queue, catalog: Catalog, grid: FrequencyGrid, options: _Opt
     return inputs
 
 
-def _prepare_on_device(queue, catalog: Catalog, grid: FrequencyGrid, options: _Options,
-                       staging: Staging) -> _DeviceInputs:
+def _prepare_on_device(
+    queue, catalog: Catalog, grid: FrequencyGrid, options: _Options, staging: Staging
+) -> _DeviceInputs:
     """Upload the raw ``t, y, dy`` (``staging`` sends them) and queue
     ``ls_prepare`` (``cl_kernels/lsprepare.mako``), which does
     :func:`_prepare`'s work."""
@@ -832,10 +902,16 @@ def _prepare_on_device(queue, catalog: Catalog, grid: FrequencyGrid, options: _O
     use_dy = dy is not None
     wg = PREPARE_WG["gpu" if queue.device.type & cl.device_type.GPU else "other"]
     (kernel,) = kernels.get_kernels(
-        context, "lsprepare", ("ls_prepare",),
-        real="double" if options.fp64 else "float", wg=wg, use_dy=use_dy,
-        center=options.fit_mean or options.center_data, min_points=options.min_points,
-        ok=int(Status.OK), too_few=int(Status.TOO_FEW_POINTS),
+        context,
+        "lsprepare",
+        ("ls_prepare",),
+        real="double" if options.fp64 else "float",
+        wg=wg,
+        use_dy=use_dy,
+        center=options.fit_mean or options.center_data,
+        min_points=options.min_points,
+        ok=int(Status.OK),
+        too_few=int(Status.TOO_FEW_POINTS),
         zero_variance=int(Status.ZERO_VARIANCE),
     )
     raw = [staging.upload(catalog.t), staging.upload(catalog.y)]
@@ -846,22 +922,44 @@ def _prepare_on_device(queue, catalog: Catalog, grid: FrequencyGrid, options: _O
     def empty(n: int, dtype) -> cl.MemoryObjectHolder:
         return staging.buffer(n * np.dtype(dtype).itemsize)
 
-    phases = ([empty(n_points, np.float64)] if options.fp64
-              else [empty(n_points, np.float32) for _ in range(3)])
+    phases = (
+        [empty(n_points, np.float64)]
+        if options.fp64
+        else [empty(n_points, np.float32) for _ in range(3)]
+    )
     points = [empty(n_points, options.dtype) for _ in range(4)]
-    objects = [staging.upload(catalog.offsets[:-1].astype(np.int32)),
-               empty(n_obj, np.int32), empty(n_obj, options.dtype), empty(n_obj, options.dtype)]
+    objects = [
+        staging.upload(catalog.offsets[:-1].astype(np.int32)),
+        empty(n_obj, np.int32),
+        empty(n_obj, options.dtype),
+        empty(n_obj, options.dtype),
+    ]
     lengths = staging.upload(catalog.lengths.astype(np.int32))
     status_slot = staging.result((n_obj,), np.int8)
     psd_slot = staging.result((n_obj,), np.float64)
     status_buffer, psd_buffer = empty(n_obj, np.int8), empty(n_obj, np.float64)
     staging.send(queue)
-    kernel(queue, (n_obj * wg,), (wg,), *raw, objects[0], lengths,
-           np.float64(grid.fmin), np.float64(grid.df), np.float64(2 * np.pi * grid.df),
-           *phases, *points, *objects[1:], psd_buffer, status_buffer)
+    kernel(
+        queue,
+        (n_obj * wg,),
+        (wg,),
+        *raw,
+        objects[0],
+        lengths,
+        np.float64(grid.fmin),
+        np.float64(grid.df),
+        np.float64(2 * np.pi * grid.df),
+        *phases,
+        *points,
+        *objects[1:],
+        psd_buffer,
+        status_buffer,
+    )
     status, psd_scale = staging.results[status_slot], staging.results[psd_slot]
-    staging.events += [cl.enqueue_copy(queue, status, status_buffer, is_blocking=False),
-                       cl.enqueue_copy(queue, psd_scale, psd_buffer, is_blocking=False)]
+    staging.events += [
+        cl.enqueue_copy(queue, status, status_buffer, is_blocking=False),
+        cl.enqueue_copy(queue, psd_scale, psd_buffer, is_blocking=False),
+    ]
     return _DeviceInputs(phases, points, objects, status, psd_scale)
 
 

@@ -103,8 +103,9 @@ def multiterm_power(
     nterms = _check_options(nterms, fit_mean, normalization, grid)
     t, y, dy = _checked(t, y, dy, 2 * nterms + int(fit_mean), batch=False)
     values = _standardized(y, dy, fit_mean or center_data)
-    ((_, z),) = _power_blocks(t, values, grid, nterms, fit_mean, device, block_rows=1,
-                              direct=direct_harmonics)
+    ((_, z),) = _power_blocks(
+        t, values, grid, nterms, fit_mean, device, block_rows=1, direct=direct_harmonics
+    )
     return _normalized(z, values, normalization)[0]
 
 
@@ -148,8 +149,17 @@ def multiterm_coefficients(
     nterms = _check_options(nterms, fit_mean, "standard", grid)
     t, y, dy = _checked(t, y, dy, 2 * nterms + int(fit_mean), batch=False)
     values = _standardized(y, dy, fit_mean or center_data)
-    ((_, x),) = _kernel_blocks(t, values, grid, nterms, fit_mean, device, block_rows=1,
-                               direct=direct_harmonics, coefficients=True)
+    ((_, x),) = _kernel_blocks(
+        t,
+        values,
+        grid,
+        nterms,
+        fit_mean,
+        device,
+        block_rows=1,
+        direct=direct_harmonics,
+        coefficients=True,
+    )
     x = _in_units_of_y(x[0], values, fit_mean)
     return _shift_origin(x, grid.frequencies(), float(np.median(t)), nterms, fit_mean)
 
@@ -242,22 +252,38 @@ def _standardized(y: np.ndarray, dy: np.ndarray | None, center: bool) -> Standar
     return standardize(y.ravel(), None if dy is None else dy.ravel(), offsets, center)
 
 
-def _power_blocks(t, values: Standardized, grid: FrequencyGrid, nterms: int, fit_mean: bool,
-                  device, block_rows: int, direct: bool = False
-                  ) -> Iterator[tuple[slice, np.ndarray]]:
+def _power_blocks(
+    t,
+    values: Standardized,
+    grid: FrequencyGrid,
+    nterms: int,
+    fit_mean: bool,
+    device,
+    block_rows: int,
+    direct: bool = False,
+) -> Iterator[tuple[slice, np.ndarray]]:
     """Each block of ``block_rows`` light curves: its rows and standard powers
     ``(n_rows, nf)`` (NaN for light curves that do not vary); one kernel call
     per block."""
-    for block, p in _kernel_blocks(t, values, grid, nterms, fit_mean, device, block_rows,
-                                   direct, coefficients=False):
+    for block, p in _kernel_blocks(
+        t, values, grid, nterms, fit_mean, device, block_rows, direct, coefficients=False
+    ):
         with np.errstate(invalid="ignore", divide="ignore"):
             z = p / values.yy[block, None]
         yield block, np.where(values.flat[block, None], np.nan, z)
 
 
-def _kernel_blocks(t, values: Standardized, grid: FrequencyGrid, nterms: int, fit_mean: bool,
-                   device, block_rows: int, direct: bool, coefficients: bool
-                   ) -> Iterator[tuple[slice, np.ndarray]]:
+def _kernel_blocks(
+    t,
+    values: Standardized,
+    grid: FrequencyGrid,
+    nterms: int,
+    fit_mean: bool,
+    device,
+    block_rows: int,
+    direct: bool,
+    coefficients: bool,
+) -> Iterator[tuple[slice, np.ndarray]]:
     """Each block of ``block_rows`` standardized light curves: its rows and the
     kernel's output in the standardized units: ``p = chi2_ref - chi2``
     ``(n_rows, nf)``, or with ``coefficients`` the fits' coefficients
@@ -269,9 +295,17 @@ def _kernel_blocks(t, values: Standardized, grid: FrequencyGrid, nterms: int, fi
     require_fp64(info)
     context, queue = get_context(info), get_queue(info)
     per_item = _CPU_ROWS if n_curves > 1 and info.kind == "cpu" else 1
-    (kernel,) = kernels.get_kernels(context, "multiterm", ("multiterm_power",),
-                                    nterms=nterms, bias=int(fit_mean), wg=_WG, rows=per_item,
-                                    direct=direct, coefficients=coefficients)
+    (kernel,) = kernels.get_kernels(
+        context,
+        "multiterm",
+        ("multiterm_power",),
+        nterms=nterms,
+        bias=int(fit_mean),
+        wg=_WG,
+        rows=per_item,
+        direct=direct,
+        coefficients=coefficients,
+    )
     per_frequency = int(fit_mean) + 2 * nterms if coefficients else 1
     pending: list[cl.Event] = []  # queued uploads, passed by each block's blocking read
     t_buffer = upload(queue, t - np.median(t), pending)
@@ -280,10 +314,19 @@ def _kernel_blocks(t, values: Standardized, grid: FrequencyGrid, nterms: int, fi
         n_rows = w[block].shape[0]
         inputs = [upload(queue, a, pending) for a in (w[block], wy[block])]
         out = cl.Buffer(context, cl.mem_flags.WRITE_ONLY, 8 * n_rows * grid.nf * per_frequency)
-        kernel.set_args(t_buffer, *inputs, np.int32(t.size), np.float64(grid.fmin),
-                        np.float64(grid.df), np.int32(grid.nf), np.int32(n_rows), out)
-        cl.enqueue_nd_range_kernel(queue, kernel,
-                                   (-(-grid.nf // _WG) * _WG, -(-n_rows // per_item)), (_WG, 1))
+        kernel.set_args(
+            t_buffer,
+            *inputs,
+            np.int32(t.size),
+            np.float64(grid.fmin),
+            np.float64(grid.df),
+            np.int32(grid.nf),
+            np.int32(n_rows),
+            out,
+        )
+        cl.enqueue_nd_range_kernel(
+            queue, kernel, (-(-grid.nf // _WG) * _WG, -(-n_rows // per_item)), (_WG, 1)
+        )
         p = np.empty((n_rows, grid.nf) + ((per_frequency,) if coefficients else ()))
         cl.enqueue_copy(queue, p, out, is_blocking=True)
         pending.clear()
@@ -300,8 +343,9 @@ def _in_units_of_y(x: np.ndarray, values: Standardized, fit_mean: bool) -> np.nd
     return x
 
 
-def _shift_origin(x: np.ndarray, frequency: np.ndarray, origin: float, nterms: int,
-                  fit_mean: bool) -> np.ndarray:
+def _shift_origin(
+    x: np.ndarray, frequency: np.ndarray, origin: float, nterms: int, fit_mean: bool
+) -> np.ndarray:
     """Coefficients ``(nf, M)`` of fits in times ``t - origin`` as coefficients in ``t``.
 
     Harmonic ``h`` at frequency ``f`` turns by ``phi = 2 pi h f origin``:
@@ -319,8 +363,9 @@ def _shift_origin(x: np.ndarray, frequency: np.ndarray, origin: float, nterms: i
     return shifted
 
 
-def _checked(t, y, dy, unknowns: int, *, batch: bool
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+def _checked(
+    t, y, dy, unknowns: int, *, batch: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """Checked float64 ``t`` (1-D), ``y`` (``(n_curves, n)``: as given with
     ``batch``, else one light curve) and ``dy`` (None, or broadcast to ``y``)."""
     for name, values in (("t", t), ("y", y), ("dy", dy)):
@@ -335,8 +380,9 @@ def _checked(t, y, dy, unknowns: int, *, batch: bool
         raise ValueError(f"t and y differ in length: {t.size} and {y.shape[-1]}")
     if dy is not None:
         dy = np.broadcast_to(np.asarray(dy, dtype=np.float64), y.shape)
-    if not (np.isfinite(t).all() and np.isfinite(y).all()
-            and (dy is None or np.isfinite(dy).all())):
+    if not (
+        np.isfinite(t).all() and np.isfinite(y).all() and (dy is None or np.isfinite(dy).all())
+    ):
         raise ValueError("t, y and dy must be finite")
     if dy is not None and (dy <= 0).any():
         raise ValueError("dy must be positive")
@@ -345,8 +391,9 @@ def _checked(t, y, dy, unknowns: int, *, batch: bool
     return t, y, dy
 
 
-def _normalized(z: np.ndarray, values: Standardized, normalization: str,
-                rows: slice = slice(None)) -> np.ndarray:
+def _normalized(
+    z: np.ndarray, values: Standardized, normalization: str, rows: slice = slice(None)
+) -> np.ndarray:
     """astropy's normalizations of the standard powers ``z`` of light curves
     ``rows`` (``z``'s first axis; ``psd`` needs their weighted sums of squares)."""
     if normalization == "psd":

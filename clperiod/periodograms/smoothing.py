@@ -81,8 +81,7 @@ def scale_free(y: np.ndarray, w: np.ndarray, offsets: np.ndarray) -> ScaleFree:
         centred = shifted - mean[owner]
         rms = np.sqrt(segment_sum(w * centred * centred, offsets) / lengths)
     rms = np.where(rms > 0, rms, 1.0)
-    return ScaleFree(centred / rms[owner], w, (first + mean) * magnitude, rms * magnitude,
-                     owner)
+    return ScaleFree(centred / rms[owner], w, (first + mean) * magnitude, rms * magnitude, owner)
 
 
 class _Target:
@@ -190,8 +189,10 @@ def _smooth_batch(name, x, y, w, offsets, alpha, precision, device, iper=None) -
         return out
     (kernel,) = kernels.get_kernels(context, "supersmoother", (name,), **_params(run.fp64))
     mf = cl.mem_flags
-    buffers = [upload(queue, a) for a in (x.astype(dtype), y.astype(dtype), w.astype(dtype),
-                                          offsets.astype(np.int32))]
+    buffers = [
+        upload(queue, a)
+        for a in (x.astype(dtype), y.astype(dtype), w.astype(dtype), offsets.astype(np.int32))
+    ]
     smo = cl.Buffer(context, mf.WRITE_ONLY, out.nbytes)
     n_problems = np.int32(len(offsets) - 1)
     if iper is None:

@@ -82,8 +82,9 @@ class Standardized:
             return self.weight_total * spread * spread
 
 
-def standardize(y: np.ndarray, dy: np.ndarray | None, offsets: np.ndarray,
-                center: bool) -> Standardized:
+def standardize(
+    y: np.ndarray, dy: np.ndarray | None, offsets: np.ndarray, center: bool
+) -> Standardized:
     """Centre (when ``center``) and scale each object's values (module notes).
 
     Parameters

@@ -189,8 +189,15 @@ class _Null:
 
     def single(self) -> _Null:
         """This null of one object with 0-d fields, which broadcast against any ``z``."""
-        return _Null(self.n[0], self.normalization, self.method, self.trials[0], self.bandwidth[0],
-                     self.nterms, self.dh)
+        return _Null(
+            self.n[0],
+            self.normalization,
+            self.method,
+            self.trials[0],
+            self.bandwidth[0],
+            self.nterms,
+            self.dh,
+        )
 
     def noise_dof(self) -> Any:
         """``NK = n - dH - 2 nterms``, the noise degrees of freedom of each object."""
@@ -319,8 +326,16 @@ def catalog_false_alarm_probability(
             f"for {catalog.n_objects} objects, got {z.shape}"
         )
     fmax, nf, nterms = _check_common(normalization, method, nterms, fmax, nf)
-    null = _catalog_null(catalog, weighted, fmax, nf, normalization, method, nterms,
-                         _null_parameters(fit_mean, center_data))
+    null = _catalog_null(
+        catalog,
+        weighted,
+        fmax,
+        nf,
+        normalization,
+        method,
+        nterms,
+        _null_parameters(fit_mean, center_data),
+    )
     return _fap(null, z)
 
 
@@ -344,8 +359,9 @@ def catalog_time_spread(catalog: Catalog, weighted: bool = True) -> tuple[np.nda
         known = _spreads.setdefault(catalog, {})
         if key in known:
             return known[key]
-    spread = _time_spread(catalog.offsets, catalog.t, catalog.dy if key else None,
-                          with_variance=True)
+    spread = _time_spread(
+        catalog.offsets, catalog.t, catalog.dy if key else None, with_variance=True
+    )
     with _spread_lock:
         return known.setdefault(key, spread)
 
@@ -410,8 +426,17 @@ def _null(n, fmax, t, dy, normalization, method, fit_mean, center_data, nf, nter
     n = checks.integer("n", n, low=1)
     if method != "townsend":
         t, dy = _times_and_weights(t, dy, n)
-    return _objects_null(np.array([0, n]), t, dy, fmax, nf, normalization, method, nterms,
-                         _null_parameters(fit_mean, center_data)).single()
+    return _objects_null(
+        np.array([0, n]),
+        t,
+        dy,
+        fmax,
+        nf,
+        normalization,
+        method,
+        nterms,
+        _null_parameters(fit_mean, center_data),
+    ).single()
 
 
 def _null_parameters(fit_mean: bool, center_data: bool) -> int:
@@ -456,8 +481,9 @@ def _times_and_weights(t: Any, dy: Any, n: int) -> tuple[np.ndarray, np.ndarray 
     return t, dy
 
 
-def _catalog_null(catalog: Catalog, weighted: bool, fmax, nf, normalization, method, nterms,
-                  dh) -> _Null:
+def _catalog_null(
+    catalog: Catalog, weighted: bool, fmax, nf, normalization, method, nterms, dh
+) -> _Null:
     """:func:`_objects_null` of a catalog, from :func:`catalog_time_spread`."""
     spread = None if method == "townsend" else catalog_time_spread(catalog, weighted)
     return _spread_null(catalog.lengths, spread, fmax, nf, normalization, method, nterms, dh)
@@ -467,8 +493,11 @@ def _objects_null(offsets, t, dy, fmax, nf, normalization, method, nterms, dh) -
     """The null of each object, whose rows are ``offsets[k]:offsets[k + 1]`` of
     ``t`` and ``dy`` (``dy`` None: unit weights; ``t`` None for townsend,
     which needs no times)."""
-    spread = (None if method == "townsend"
-              else _time_spread(offsets, t, dy, with_variance=method != "naive"))
+    spread = (
+        None
+        if method == "townsend"
+        else _time_spread(offsets, t, dy, with_variance=method != "naive")
+    )
     return _spread_null(np.diff(offsets), spread, fmax, nf, normalization, method, nterms, dh)
 
 
@@ -501,12 +530,14 @@ def _time_spread(offsets, t, dy, with_variance: bool) -> tuple[np.ndarray, np.nd
     parts = []
     for lo, hi in itertools.pairwise(cuts):
         rows = slice(offsets[lo], offsets[hi])
-        parts.append(_block_spread(
-            offsets[lo : hi + 1] - offsets[lo],
-            t[rows],
-            None if dy is None else dy[rows],
-            with_variance,
-        ))
+        parts.append(
+            _block_spread(
+                offsets[lo : hi + 1] - offsets[lo],
+                t[rows],
+                None if dy is None else dy[rows],
+                with_variance,
+            )
+        )
     baseline = np.concatenate([part[0] for part in parts])
     variance = np.concatenate([part[1] for part in parts]) if with_variance else None
     return baseline, variance
@@ -540,8 +571,9 @@ def _block_spread(offsets, t, dy, with_variance: bool) -> tuple[np.ndarray, np.n
     return high - low, variance
 
 
-def _relative_weights(dy: np.ndarray, offsets: np.ndarray, starts: np.ndarray,
-                      filled: np.ndarray) -> np.ndarray:
+def _relative_weights(
+    dy: np.ndarray, offsets: np.ndarray, starts: np.ndarray, filled: np.ndarray
+) -> np.ndarray:
     """``(min(dy) / dy)**2`` per object: the weights ``dy**-2`` up to a factor
     per object, in ``(0, 1]`` for any scale of ``dy``."""
     smallest = np.ones(filled.shape)
@@ -554,6 +586,7 @@ def _relative_weights(dy: np.ndarray, offsets: np.ndarray, starts: np.ndarray,
 def _fap(null: _Null, z: np.ndarray) -> np.ndarray:
     """FAP of peak heights ``z`` whose leading axis runs over the null's objects
     (any shape for a 0-d null); NaN where no noise degrees of freedom are left."""
+
     def per_row(values: Any) -> np.ndarray:
         values = np.asarray(values)
         return values.reshape(values.shape + (1,) * (z.ndim - values.ndim))
@@ -569,8 +602,9 @@ def _fap(null: _Null, z: np.ndarray) -> np.ndarray:
             fap = -np.expm1(per_row(null.trials) * np.log1p(-single))
     else:
         with np.errstate(invalid="ignore"):  # z = inf: 0 * inf, replaced below
-            tau = _tau_davies(z, n, per_row(null.bandwidth), null.normalization, null.nterms,
-                              null.dh)
+            tau = _tau_davies(
+                z, n, per_row(null.bandwidth), null.normalization, null.nterms, null.dh
+            )
         if null.method == "davies":
             fap = single + tau
         else:  # baluev: 1 - (1 - single) * exp(-tau), accurate for small values.
@@ -690,8 +724,9 @@ def _fap_single_terms(z: np.ndarray, nk: Any, nterms: int, normalization: str) -
     return betainc(0.5 * nk, nterms, complement)
 
 
-def _inverse_fap_single_terms(p: np.ndarray, nk: Any, nterms: int,
-                              normalization: str) -> np.ndarray:
+def _inverse_fap_single_terms(
+    p: np.ndarray, nk: Any, nterms: int, normalization: str
+) -> np.ndarray:
     """Inverse of :func:`_fap_single_terms` in ``z``."""
     if normalization == "psd":
         return gammainccinv(nterms, p)
@@ -704,8 +739,9 @@ def _inverse_fap_single_terms(p: np.ndarray, nk: Any, nterms: int,
         return -np.log(complement)
 
 
-def _tau_terms(z: np.ndarray, nk: Any, bandwidth: Any, nterms: int,
-               normalization: str) -> np.ndarray:
+def _tau_terms(
+    z: np.ndarray, nk: Any, bandwidth: Any, nterms: int, normalization: str
+) -> np.ndarray:
     """The tau term for ``nterms`` harmonics: the Rice formula's expected number
     of upcrossings of ``z`` (module notes; for ``nterms = 1`` Baluev's
     Table 1)."""
@@ -714,8 +750,9 @@ def _tau_terms(z: np.ndarray, nk: Any, bandwidth: Any, nterms: int,
         return rate * np.exp(xlogy(nterms - 0.5, z) - z - gammaln(nterms))
     z_std, complement = _standard_and_complement(z, normalization)
     log_scale = gammaln(nterms + 0.5 * nk) - gammaln(nterms) - gammaln(0.5 * (nk + 1))
-    return rate * np.exp(log_scale + xlogy(nterms - 0.5, z_std)
-                         + xlogy(0.5 * (nk - 1), complement))
+    return rate * np.exp(
+        log_scale + xlogy(nterms - 0.5, z_std) + xlogy(0.5 * (nk - 1), complement)
+    )
 
 
 def _standard_and_complement(z: np.ndarray, normalization: str) -> tuple[np.ndarray, np.ndarray]:

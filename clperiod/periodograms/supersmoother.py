@@ -246,8 +246,9 @@ def supersmoother(
         the size).
     """
     started = time.perf_counter()
-    options = _Options.build(variant, alpha, periodic, compat, precision, memory, top_k,
-                             periodogram)
+    options = _Options.build(
+        variant, alpha, periodic, compat, precision, memory, top_k, periodogram
+    )
     if not isinstance(grid, FrequencyGrid):
         raise TypeError(f"grid must be a FrequencyGrid, got {type(grid).__name__}")
     if grid.fmin <= 0:
@@ -269,9 +270,11 @@ def supersmoother(
     states = {info: _DeviceState(info) for info in devices}
     with progress_bar(progress, len(items), "supersmoother") as bar:
         results = run_on_devices(
-            devices, items,
-            lambda info, item: _run_item(states[info], item, prepared, grid, options, path,
-                                         power, profile),
+            devices,
+            items,
+            lambda info, item: _run_item(
+                states[info], item, prepared, grid, options, path, power, profile
+            ),
             progress=bar.update if bar is not None else None,
         )
     for state in states.values():
@@ -333,13 +336,13 @@ class _Options:
         return "double" if self.fp64 else "float"
 
     @classmethod
-    def build(cls, variant, alpha, periodic, compat, precision, memory, top_k,
-              periodogram) -> _Options:
+    def build(
+        cls, variant, alpha, periodic, compat, precision, memory, top_k, periodogram
+    ) -> _Options:
         check_choice("variant", variant, Variant)
         check_choice("precision", precision, Precision)
         check_choice("memory", memory, Memory)
-        if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.integer,
-                                                             np.floating)):
+        if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.integer, np.floating)):
             raise TypeError(f"alpha must be a real number, got {alpha!r}")
         if not 0 <= alpha <= 10:  # also rejects NaN
             raise ValueError(f"alpha must be in [0, 10], got {alpha}")
@@ -349,13 +352,25 @@ class _Options:
             periodic = not (compat and variant == "original")
         periodic = checks.boolean("periodic", periodic)
         if variant == "single_pass" and not periodic:
-            raise ValueError("the single-pass variant is always periodic; use "
-                             "variant='original' for interval (periodic=False) smoothing")
+            raise ValueError(
+                "the single-pass variant is always periodic; use "
+                "variant='original' for interval (periodic=False) smoothing"
+            )
         if variant == "original" and memory == "local":
-            raise ValueError("the original variant has no local-memory kernel (its eight "
-                             "scratch arrays do not fit); use memory='auto' or 'global'")
-        return cls(variant, float(alpha), periodic, compat, precision == "fp64",
-                   memory, int(top_k), bool(periodogram))
+            raise ValueError(
+                "the original variant has no local-memory kernel (its eight "
+                "scratch arrays do not fit); use memory='auto' or 'global'"
+            )
+        return cls(
+            variant,
+            float(alpha),
+            periodic,
+            compat,
+            precision == "fp64",
+            memory,
+            int(top_k),
+            bool(periodogram),
+        )
 
 
 @dataclass(frozen=True)
@@ -389,8 +404,9 @@ def _prepare(catalog: Catalog, options: _Options) -> _Prepared:
     w, fed = normalised.weights, normalised.values
     with np.errstate(invalid="ignore", divide="ignore"):
         chi0 = segment_sum(w * fed * fed, catalog.offsets) / lengths
-        level = segment_sum(w * (catalog.y / normalised.unit[owner]) ** 2,
-                            catalog.offsets) / lengths
+        level = (
+            segment_sum(w * (catalog.y / normalised.unit[owner]) ** 2, catalog.offsets) / lengths
+        )
     status = np.full(catalog.n_objects, Status.OK, dtype=np.int8)
     status[lengths < MIN_POINTS[options.variant]] = Status.TOO_FEW_POINTS
     flat = (status == Status.OK) & ~(chi0 > (64 * np.finfo(np.float64).eps) ** 2 * level)
@@ -399,12 +415,14 @@ def _prepare(catalog: Catalog, options: _Options) -> _Prepared:
         fed, w, chi0 = _seed_inputs(catalog, status, options)
     searched = np.flatnonzero(status == Status.OK)
     keep = (status == Status.OK)[owner]
-    return _Prepared(status, searched, catalog.subset(searched), fed[keep], w[keep],
-                     chi0[searched])
+    return _Prepared(
+        status, searched, catalog.subset(searched), fed[keep], w[keep], chi0[searched]
+    )
 
 
-def _seed_inputs(catalog: Catalog, status: np.ndarray,
-                 options: _Options) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _seed_inputs(
+    catalog: Catalog, status: np.ndarray, options: _Options
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The seed's smoother values (raw y), weights ``1/dy^2`` and ``chi0`` (spec §3.1).
 
     Raises unless the seed's arithmetic stays finite for every searched
@@ -424,8 +442,13 @@ def _seed_inputs(catalog: Catalog, status: np.ndarray,
         heaviest, lightest = segment_max(w, offsets), -segment_max(-w, offsets)
         sums = lengths * heaviest * spread * spread
     info = np.finfo(options.dtype)
-    fits = ((lightest >= info.tiny) & (heaviest <= info.max) & (chi0 >= info.tiny)
-            & (sums < 1e18) & (spread < 1e18))
+    fits = (
+        (lightest >= info.tiny)
+        & (heaviest <= info.max)
+        & (chi0 >= info.tiny)
+        & (sums < 1e18)
+        & (spread < 1e18)
+    )
     outside = (status == Status.OK) & ~fits
     if outside.any():
         k = int(np.argmax(outside))
@@ -434,7 +457,8 @@ def _seed_inputs(catalog: Catalog, status: np.ndarray,
             f"object {show_id(catalog.ids[k])} is outside the range that supports in "
             f"{'fp64' if options.fp64 else 'fp32'}: 1/dy^2 and chi0 within "
             f"[{info.tiny:.3g}, {info.max:.3g}], n max(1/dy^2) max(y - ybar)^2 and "
-            f"max|y - ybar| below 1e18; use compat=False, which is free of units")
+            f"max|y - ybar| below 1e18; use compat=False, which is free of units"
+        )
     return catalog.y, w, chi0
 
 
@@ -476,13 +500,17 @@ def _choose_path(devices: list[DeviceInfo], catalog: Catalog, options: _Options)
             nmax = min(FUSED_MAX_POINTS, -(-max(longest, 1) // 16) * 16)
             return _Path(fused=True, fused_nmax=nmax)
         if options.memory == "local":
-            raise ValueError(f"memory='local' needs light curves of at most {FUSED_MAX_POINTS} "
-                             f"points and {fused_local} bytes of local memory; the longest "
-                             f"has {longest} points")
+            raise ValueError(
+                f"memory='local' needs light curves of at most {FUSED_MAX_POINTS} "
+                f"points and {fused_local} bytes of local memory; the longest "
+                f"has {longest} points"
+            )
     buffers = [Buffer("x, y, w in phase order", per_unit=s, count=3)]
     if options.variant == "original":
-        buffers += [Buffer("smoothed values", per_unit=s),
-                    Buffer("smoother scratch", per_unit=8 * s)]
+        buffers += [
+            Buffer("smoothed values", per_unit=s),
+            Buffer("smoother scratch", per_unit=8 * s),
+        ]
     if any(longest > bitonic_capacity(d) for d in devices):
         buffers.append(Buffer("radix sort keys, order and sorted copies", per_unit=3 * s + 20))
     return _Path(fused=False, batch_buffers=tuple(buffers))
@@ -492,12 +520,15 @@ def _group_buffers(itemsize: int, row_len: int) -> tuple[Buffer, Buffer]:
     """What an object group keeps on the device for an item: its periodogram
     slab of ``row_len`` bins per object, and its inputs (times or phase
     inputs, y, w per point; chi0, layout and batch offsets per object)."""
-    return (Buffer("periodogram slab", per_item=itemsize * row_len),
-            Buffer("object inputs", per_unit=3 * itemsize + 8, per_item=itemsize + 24))
+    return (
+        Buffer("periodogram slab", per_item=itemsize * row_len),
+        Buffer("object inputs", per_unit=3 * itemsize + 8, per_item=itemsize + 24),
+    )
 
 
-def _plan(devices: list[DeviceInfo], lengths: np.ndarray, nf: int, options: _Options,
-          path: _Path) -> list[_Item]:
+def _plan(
+    devices: list[DeviceInfo], lengths: np.ndarray, nf: int, options: _Options, path: _Path
+) -> list[_Item]:
     """Object groups x frequency slabs, sized for the smallest device.
 
     One object's slab row takes at most a quarter of the budget (more slabs
@@ -514,14 +545,19 @@ def _plan(devices: list[DeviceInfo], lengths: np.ndarray, nf: int, options: _Opt
     slabs = min(nf, -(-s * (nf + 2) // max(1, budget.total // 4)))
     per_point = held_bytes(path.batch_buffers, 0, 1)
     groups = batch_bounds(
-        lengths, (*_group_buffers(s, -(-nf // slabs) + 2), *path.batch_buffers), budget,
-        target=budget.total // 2, max_items=_MAX_SEGMENTS,
-        max_units=budget.total // 2 // (_MIN_BATCH_FREQUENCIES * per_point) if per_point else None)
+        lengths,
+        (*_group_buffers(s, -(-nf // slabs) + 2), *path.batch_buffers),
+        budget,
+        target=budget.total // 2,
+        max_items=_MAX_SEGMENTS,
+        max_units=budget.total // 2 // (_MIN_BATCH_FREQUENCIES * per_point) if per_point else None,
+    )
     if len(devices) > 1:
         slabs = min(nf, max(slabs, -(-2 * len(devices) // max(len(groups), 1))))
     edges = np.linspace(0, nf, slabs + 1).round().astype(int)
-    return [_Item(g0, g1, int(a), int(b)) for g0, g1 in groups
-            for a, b in itertools.pairwise(edges)]
+    return [
+        _Item(g0, g1, int(a), int(b)) for g0, g1 in groups for a, b in itertools.pairwise(edges)
+    ]
 
 
 # }}}
@@ -554,8 +590,9 @@ class _Clock:
         start = time.perf_counter()
         yield
         self.queue.finish()
-        self.seconds[stage + "_s"] = (self.seconds.get(stage + "_s", 0.0)
-                                      + time.perf_counter() - start)
+        self.seconds[stage + "_s"] = (
+            self.seconds.get(stage + "_s", 0.0) + time.perf_counter() - start
+        )
 
 
 class _DeviceState:
@@ -573,21 +610,29 @@ class _DeviceState:
         self.group_key: tuple[int, int] | None = None
         self.group_inputs: tuple | None = None
 
-    def inputs(self, item: _Item, prepared: _Prepared, grid: FrequencyGrid,
-               options: _Options) -> tuple[Catalog, FoldInputs, cl.Buffer, cl.Buffer, cl.Buffer]:
+    def inputs(
+        self, item: _Item, prepared: _Prepared, grid: FrequencyGrid, options: _Options
+    ) -> tuple[Catalog, FoldInputs, cl.Buffer, cl.Buffer, cl.Buffer]:
         """The group's catalog, fold inputs, ``y``, ``w`` and ``chi0`` on this device."""
         key = (item.obj_lo, item.obj_hi)
         if key != self.group_key:
             self.group_inputs = None
             queue, dtype = get_queue(self.info), options.dtype
             group = prepared.catalog.slice(*key)
-            rows = slice(int(prepared.catalog.offsets[item.obj_lo]),
-                         int(prepared.catalog.offsets[item.obj_hi]))
-            self.group_key, self.group_inputs = key, (
-                group, FoldInputs(queue, group, grid, options.fp64, options.compat),
-                upload(queue, prepared.y[rows].astype(dtype)),
-                upload(queue, prepared.w[rows].astype(dtype)),
-                upload(queue, prepared.chi0[item.obj_lo:item.obj_hi].astype(dtype)))
+            rows = slice(
+                int(prepared.catalog.offsets[item.obj_lo]),
+                int(prepared.catalog.offsets[item.obj_hi]),
+            )
+            self.group_key, self.group_inputs = (
+                key,
+                (
+                    group,
+                    FoldInputs(queue, group, grid, options.fp64, options.compat),
+                    upload(queue, prepared.y[rows].astype(dtype)),
+                    upload(queue, prepared.w[rows].astype(dtype)),
+                    upload(queue, prepared.chi0[item.obj_lo : item.obj_hi].astype(dtype)),
+                ),
+            )
         assert self.group_inputs is not None  # set with group_key
         return self.group_inputs
 
@@ -596,9 +641,16 @@ class _DeviceState:
         self.group_key = self.group_inputs = None
 
 
-def _run_item(state: _DeviceState, item: _Item, prepared: _Prepared, grid: FrequencyGrid,
-              options: _Options, path: _Path, power: np.ndarray | None,
-              profile: bool) -> _ItemResult:
+def _run_item(
+    state: _DeviceState,
+    item: _Item,
+    prepared: _Prepared,
+    grid: FrequencyGrid,
+    options: _Options,
+    path: _Path,
+    power: np.ndarray | None,
+    profile: bool,
+) -> _ItemResult:
     """Periodogram slab, top-k peaks and (optionally) the periodogram copy of one item."""
     run = _SlabRun(state, item, prepared, grid, options, path, profile)
     if path.fused:
@@ -608,9 +660,16 @@ def _run_item(state: _DeviceState, item: _Item, prepared: _Prepared, grid: Frequ
     val, idx = run.peaks()
     if power is not None:
         with run.clock("copy"):
-            _copy_periodogram(run.queue, run.slab, power,
-                              prepared.searched[item.obj_lo:item.obj_hi], item, run.row_lo,
-                              run.row_len, options.dtype)
+            _copy_periodogram(
+                run.queue,
+                run.slab,
+                power,
+                prepared.searched[item.obj_lo : item.obj_hi],
+                item,
+                run.row_lo,
+                run.row_len,
+                options.dtype,
+            )
     result = _ItemResult(val, idx, run.device_bytes, run.clock.seconds)
     run.release()  # the queue is drained: the item's buffers go back to the pool
     trim_memory_pool(state.info, run.pool)
@@ -622,27 +681,39 @@ class _SlabRun:
     ``row_lo:row_lo + row_len``, the item's bins plus their neighbours for
     the peak test) and the kernels that fill and reduce it."""
 
-    def __init__(self, state: _DeviceState, item: _Item, prepared: _Prepared,
-                 grid: FrequencyGrid, options: _Options, path: _Path, profile: bool):
-        self.info, self.item, self.grid, self.options, self.path = (state.info, item, grid,
-                                                                   options, path)
+    def __init__(
+        self,
+        state: _DeviceState,
+        item: _Item,
+        prepared: _Prepared,
+        grid: FrequencyGrid,
+        options: _Options,
+        path: _Path,
+        profile: bool,
+    ):
+        self.info, self.item, self.grid, self.options, self.path = (
+            state.info,
+            item,
+            grid,
+            options,
+            path,
+        )
         self.context = get_context(state.info)
         self.queue = get_queue(state.info)
         self.pool = thread_memory_pool(state.info)
         self.clock = _Clock(self.queue, profile)
         self.dtype = dtype = options.dtype
         s = np.dtype(dtype).itemsize
-        group, self.inputs, self.y, self.w, self.chi0 = state.inputs(item, prepared, grid,
-                                                                     options)
+        group, self.inputs, self.y, self.w, self.chi0 = state.inputs(item, prepared, grid, options)
         self.group = group
         self.n_obj, self.n_points = group.n_objects, len(group.t)
         self.row_lo, row_hi = max(0, item.k_lo - 1), min(grid.nf, item.k_hi + 1)
         self.row_len = row_hi - self.row_lo
         self.slab = self.pool.allocate(self.n_obj * self.row_len * s)
-        self.device_bytes = held_bytes(_group_buffers(s, self.row_len), self.n_obj,
-                                       self.n_points)
-        self.params = dict(real=options.real, wg=_FUSED_WG, nmax=path.fused_nmax,
-                           compat=options.compat)
+        self.device_bytes = held_bytes(_group_buffers(s, self.row_len), self.n_obj, self.n_points)
+        self.params = dict(
+            real=options.real, wg=_FUSED_WG, nmax=path.fused_nmax, compat=options.compat
+        )
         self.held: list = []  # batch buffers, back to the pool when the item is done
 
     def release(self) -> None:
@@ -653,19 +724,32 @@ class _SlabRun:
     def fused(self) -> None:
         """Fill the slab with the fused single-pass kernel."""
         inputs, n_obj = self.inputs, self.n_obj
-        (kernel,) = kernels.get_kernels(self.context, "supersmoother", ("sp_search_local",),
-                                        **self.params)
+        (kernel,) = kernels.get_kernels(
+            self.context, "supersmoother", ("sp_search_local",), **self.params
+        )
         per_launch = max(_FUSED_WG, (_MAX_SEGMENTS // n_obj) // _FUSED_WG * _FUSED_WG)
         for k0 in range(self.row_lo, self.row_lo + self.row_len, per_launch):
             nf = min(per_launch, self.row_lo + self.row_len - k0)
             blocks = -(-nf // _FUSED_WG)
-            kernel.set_args(*inputs.phase_args, self.y, self.w, inputs.starts, inputs.lengths,
-                            self.chi0, np.int32(blocks), np.int32(k0), np.int32(nf),
-                            self.dtype(self.options.alpha), np.int32(self.row_len),
-                            np.int32(k0 - self.row_lo), self.slab)
+            kernel.set_args(
+                *inputs.phase_args,
+                self.y,
+                self.w,
+                inputs.starts,
+                inputs.lengths,
+                self.chi0,
+                np.int32(blocks),
+                np.int32(k0),
+                np.int32(nf),
+                self.dtype(self.options.alpha),
+                np.int32(self.row_len),
+                np.int32(k0 - self.row_lo),
+                self.slab,
+            )
             with self.clock("fused"):
-                cl.enqueue_nd_range_kernel(self.queue, kernel, (n_obj * blocks * _FUSED_WG,),
-                                           (_FUSED_WG,))
+                cl.enqueue_nd_range_kernel(
+                    self.queue, kernel, (n_obj * blocks * _FUSED_WG,), (_FUSED_WG,)
+                )
 
     def _batch(self) -> int:
         """Frequencies per batch of the sorted path: as many as fit the
@@ -673,10 +757,14 @@ class _SlabRun:
         ``_BATCH_BYTES_GPU`` (``_CPU``)."""
         info, n_points = self.info, self.n_points
         batch = items_that_fit(
-            self.path.batch_buffers, MemoryBudget.of(info, held=self.device_bytes),
+            self.path.batch_buffers,
+            MemoryBudget.of(info, held=self.device_bytes),
             most=min(_MAX_SEGMENTS // self.n_obj, (2**31 - 1) // n_points, self.row_len),
-            size=n_points, target=_BATCH_BYTES_GPU if info.kind == "gpu" else _BATCH_BYTES_CPU,
-            item="frequency", unit="points")
+            size=n_points,
+            target=_BATCH_BYTES_GPU if info.kind == "gpu" else _BATCH_BYTES_CPU,
+            item="frequency",
+            unit="points",
+        )
         if batch > _BATCH_ALIGN:  # measured: odd batch strides run up to 4x slower
             batch -= batch % _BATCH_ALIGN
         return batch
@@ -692,13 +780,16 @@ class _SlabRun:
         allocator = self.pool
         sorter = FoldSorter(self.info, queue, inputs, method, allocator=allocator)
         single_pass = options.variant == "single_pass"
-        names = ("gather_sorted", "sp_search_global" if single_pass else "supsmu_search",
-                 "chi2_power")
-        gather, smooth, chi2 = kernels.get_kernels(self.context, "supersmoother", names,
-                                                   **self.params)
+        names = (
+            "gather_sorted",
+            "sp_search_global" if single_pass else "supsmu_search",
+            "chi2_power",
+        )
+        gather, smooth, chi2 = kernels.get_kernels(
+            self.context, "supersmoother", names, **self.params
+        )
         total = batch * n_points
-        xs, ys, ws = (cl_array.empty(queue, total, dtype, allocator=allocator)
-                      for _ in range(3))
+        xs, ys, ws = (cl_array.empty(queue, total, dtype, allocator=allocator) for _ in range(3))
         self.held += [xs, ys, ws]
         if not single_pass:
             smo = cl_array.empty(queue, total, dtype, allocator=allocator)
@@ -707,8 +798,10 @@ class _SlabRun:
         row_hi = self.row_lo + self.row_len
         starts = range(self.row_lo, row_hi, batch)
         # per batch length (all but the last are equal), uploaded before any batch runs
-        bases = {nf: upload(queue, (nf * self.group.offsets[:-1]).astype(np.int64))
-                 for nf in {min(batch, row_hi - k0) for k0 in starts}}
+        bases = {
+            nf: upload(queue, (nf * self.group.offsets[:-1]).astype(np.int64))
+            for nf in {min(batch, row_hi - k0) for k0 in starts}
+        }
         self.held += list(bases.values())
         for k0 in starts:
             nf = min(batch, row_hi - k0)
@@ -720,41 +813,88 @@ class _SlabRun:
                 with clock("fold+sort"):
                     phase, order = sorter.run(k0, nf, base)
                 with clock("gather"):
-                    gather.set_args(phase.data, order.data, self.y, self.w, inputs.starts,
-                                    inputs.lengths, base, np.int32(nf), xs.data, ys.data,
-                                    ws.data)
+                    gather.set_args(
+                        phase.data,
+                        order.data,
+                        self.y,
+                        self.w,
+                        inputs.starts,
+                        inputs.lengths,
+                        base,
+                        np.int32(nf),
+                        xs.data,
+                        ys.data,
+                        ws.data,
+                    )
                     cl.enqueue_nd_range_kernel(queue, gather, (n_obj * nf,), None)
                 del phase, order  # back to the pool for the next batch
             col0 = np.int32(k0 - self.row_lo)
             with clock("smooth"):
                 if single_pass:
-                    smooth.set_args(xs.data, ys.data, ws.data, inputs.lengths, base, self.chi0,
-                                    np.int32(nf), dtype(options.alpha), np.int32(self.row_len),
-                                    col0, self.slab)
+                    smooth.set_args(
+                        xs.data,
+                        ys.data,
+                        ws.data,
+                        inputs.lengths,
+                        base,
+                        self.chi0,
+                        np.int32(nf),
+                        dtype(options.alpha),
+                        np.int32(self.row_len),
+                        col0,
+                        self.slab,
+                    )
                 else:
-                    smooth.set_args(xs.data, ys.data, ws.data, inputs.lengths, base,
-                                    np.int32(nf), np.int64(nf * n_points),
-                                    np.int32(2 if options.periodic else 1),
-                                    dtype(options.alpha), scratch.data, smo.data)
+                    smooth.set_args(
+                        xs.data,
+                        ys.data,
+                        ws.data,
+                        inputs.lengths,
+                        base,
+                        np.int32(nf),
+                        np.int64(nf * n_points),
+                        np.int32(2 if options.periodic else 1),
+                        dtype(options.alpha),
+                        scratch.data,
+                        smo.data,
+                    )
                 cl.enqueue_nd_range_kernel(queue, smooth, (n_obj * nf,), None)
             if not single_pass:
                 with clock("chi2"):
-                    chi2.set_args(ys.data, ws.data, smo.data, inputs.lengths, base, self.chi0,
-                                  np.int32(nf), np.int32(self.row_len), col0, self.slab)
+                    chi2.set_args(
+                        ys.data,
+                        ws.data,
+                        smo.data,
+                        inputs.lengths,
+                        base,
+                        self.chi0,
+                        np.int32(nf),
+                        np.int32(self.row_len),
+                        col0,
+                        self.slab,
+                    )
                     cl.enqueue_nd_range_kernel(queue, chi2, (n_obj * nf,), None)
 
     def peaks(self) -> tuple[np.ndarray, np.ndarray]:
         """Top-k peaks (values as float64, grid indices) of the item's own bins."""
         k, n_obj, item = self.options.top_k, self.n_obj, self.item
-        (kernel,) = kernels.get_kernels(self.context, "peaks", ("peaks_topk",),
-                                        real=self.options.real, wg=_PEAKS_WG, top_k=k)
+        (kernel,) = kernels.get_kernels(
+            self.context, "peaks", ("peaks_topk",), real=self.options.real, wg=_PEAKS_WG, top_k=k
+        )
         best_val = self.pool.allocate(n_obj * k * np.dtype(self.dtype).itemsize)
         best_idx = self.pool.allocate(n_obj * k * 4)
         self.held += [best_val, best_idx]
         with self.clock("peaks"):
-            kernel.set_args(self.slab, np.int32(self.row_len), np.int32(self.row_lo),
-                            np.int32(item.k_lo - self.row_lo), np.int32(item.k_hi - item.k_lo),
-                            np.int32(self.grid.nf), best_val, best_idx)
+            kernel.set_args(
+                self.slab,
+                np.int32(self.row_len),
+                np.int32(self.row_lo),
+                np.int32(item.k_lo - self.row_lo),
+                np.int32(item.k_hi - item.k_lo),
+                np.int32(self.grid.nf),
+                best_val,
+                best_idx,
+            )
             cl.enqueue_nd_range_kernel(self.queue, kernel, (n_obj * _PEAKS_WG,), (_PEAKS_WG,))
         val: np.ndarray = np.empty((n_obj, k), dtype=self.dtype)
         idx = np.empty((n_obj, k), dtype=np.int32)
@@ -767,23 +907,28 @@ def _copy_periodogram(queue, slab, power, rows, item: _Item, row_lo, row_len, dt
     """Copy the owned bins of a slab into ``power[rows, k_lo:k_hi]``."""
     contiguous = len(rows) == 0 or rows[-1] - rows[0] == len(rows) - 1
     if contiguous and row_len == power.shape[1]:
-        cl.enqueue_copy(queue, power[rows[0]:rows[0] + len(rows)] if len(rows) else power[:0],
-                        slab, is_blocking=True)
+        cl.enqueue_copy(
+            queue,
+            power[rows[0] : rows[0] + len(rows)] if len(rows) else power[:0],
+            slab,
+            is_blocking=True,
+        )
         return
     block = np.empty((len(rows), row_len), dtype=dtype)
     cl.enqueue_copy(queue, block, slab, is_blocking=True)
     own0 = item.k_lo - row_lo
-    power[rows, item.k_lo:item.k_hi] = block[:, own0:own0 + item.k_hi - item.k_lo]
+    power[rows, item.k_lo : item.k_hi] = block[:, own0 : own0 + item.k_hi - item.k_lo]
 
 
-def _merge_peaks(items: list[_Item], results: list[_ItemResult], prepared: _Prepared,
-                 top_k: int) -> tuple[np.ndarray, np.ndarray]:
+def _merge_peaks(
+    items: list[_Item], results: list[_ItemResult], prepared: _Prepared, top_k: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Top-k over the frequency slabs of every object, in catalog order."""
     n_all = len(prepared.status)
     val = np.full((n_all, top_k), -np.inf)
     idx = np.full((n_all, top_k), _NO_PEAK, dtype=np.int64)
     for item, result in zip(items, results, strict=True):
-        rows = prepared.searched[item.obj_lo:item.obj_hi]
+        rows = prepared.searched[item.obj_lo : item.obj_hi]
         both_val = np.concatenate([val[rows], result.val], axis=1)
         both_idx = np.concatenate([idx[rows], result.idx], axis=1)
         empty = both_idx == _NO_PEAK

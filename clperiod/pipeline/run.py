@@ -50,14 +50,32 @@ from clperiod.periodograms.inputs import Deferred
 from clperiod.periodograms.stats import catalog_time_spread
 from clperiod.pipeline.runlock import locked_outputs
 
-__all__ = ["ALGORITHMS", "AutoGrid", "CatalogRun", "GridResolutionWarning", "PeriodSearch",
-           "catalog_extent", "default_plot_labels", "run_catalog", "work_directory"]
+__all__ = [
+    "ALGORITHMS",
+    "AutoGrid",
+    "CatalogRun",
+    "GridResolutionWarning",
+    "PeriodSearch",
+    "catalog_extent",
+    "default_plot_labels",
+    "run_catalog",
+    "work_directory",
+]
 
 #: Period searches a catalog run can use.
 ALGORITHMS = ("lombscargle", "supersmoother")
 #: Search arguments the run sets itself.
-_HANDLED = ("cat_or_t", "grid", "y", "dy", "device", "periodogram", "progress", "profile",
-            "nan_policy")
+_HANDLED = (
+    "cat_or_t",
+    "grid",
+    "y",
+    "dy",
+    "device",
+    "periodogram",
+    "progress",
+    "profile",
+    "nan_policy",
+)
 #: Periodograms of one chunk are computed in groups of objects of at most this
 #: many bytes (less when the host has less to spare), each written as soon as
 #: it is computed, so a run never holds more in memory.
@@ -96,10 +114,12 @@ class AutoGrid:
         limits = (self.samples_per_peak, self.nyquist_factor)
         low, high = self.minimum_frequency, self.maximum_frequency
         if self.min_period is None:
-            return FrequencyGrid.auto(times, *limits, minimum_frequency=low,
-                                      maximum_frequency=high)
-        return FrequencyGrid.survey(times, *limits, self.min_period, minimum_frequency=low,
-                                    maximum_frequency=high)
+            return FrequencyGrid.auto(
+                times, *limits, minimum_frequency=low, maximum_frequency=high
+            )
+        return FrequencyGrid.survey(
+            times, *limits, self.min_period, minimum_frequency=low, maximum_frequency=high
+        )
 
 
 @dataclass(frozen=True)
@@ -130,10 +150,12 @@ class PeriodSearch:
         if self.algorithm not in ALGORITHMS:
             raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {self.algorithm!r}")
         if not isinstance(self.grid, (FrequencyGrid, AutoGrid)):
-            raise TypeError("grid must be a FrequencyGrid or AutoGrid, got "
-                            f"{type(self.grid).__name__}")
-        accepted = [name for name in inspect.signature(self.function).parameters
-                    if name not in _HANDLED]
+            raise TypeError(
+                f"grid must be a FrequencyGrid or AutoGrid, got {type(self.grid).__name__}"
+            )
+        accepted = [
+            name for name in inspect.signature(self.function).parameters if name not in _HANDLED
+        ]
         unknown = sorted(set(self.options) - set(accepted))
         if unknown:
             raise ValueError(f"unknown {self.algorithm} option(s) {unknown}; accepted: {accepted}")
@@ -152,8 +174,9 @@ class PeriodSearch:
 
     def run(self, catalog: Catalog, *, device: Any = None, periodogram: bool = False) -> Any:
         """Search one catalog with a resolved grid."""
-        return self.function(catalog, self._resolved_grid(), device=device,
-                             periodogram=periodogram, **self.options)
+        return self.function(
+            catalog, self._resolved_grid(), device=device, periodogram=periodogram, **self.options
+        )
 
     def start(self, catalog: Catalog, *, device: Any = None) -> Deferred:
         """Begin the search of one catalog (best peaks, no periodograms):
@@ -173,10 +196,17 @@ class PeriodSearch:
 
     def settings(self) -> dict[str, Any]:
         """JSON-ready description (the grid as given, resolved or not)."""
-        grid = ({"auto": dataclasses.asdict(self.grid)} if isinstance(self.grid, AutoGrid)
-                else _grid_facts(self.grid))
-        return {"algorithm": self.algorithm, "grid": grid, "options": dict(self.options),
-                "fap_method": self.fap_method}
+        grid = (
+            {"auto": dataclasses.asdict(self.grid)}
+            if isinstance(self.grid, AutoGrid)
+            else _grid_facts(self.grid)
+        )
+        return {
+            "algorithm": self.algorithm,
+            "grid": grid,
+            "options": dict(self.options),
+            "fap_method": self.fap_method,
+        }
 
 
 @dataclass(frozen=True)
@@ -342,25 +372,50 @@ def run_catalog(
     destinations = [output, *([Path(periodogram)] if periodogram is not None else [])]
     _check_destinations(destinations, plot)
     with locked_outputs(*destinations):
-        return _run_locked(source, search, output, periodogram=periodogram,
-                           output_format=output_format, periodogram_format=periodogram_format,
-                           chunk_rows=chunk_rows, device=device, restart=restart,
-                           progress=progress, plot=plot, plot_ids=plot_ids,
-                           plot_format=plot_format, plot_labels=plot_labels)
+        return _run_locked(
+            source,
+            search,
+            output,
+            periodogram=periodogram,
+            output_format=output_format,
+            periodogram_format=periodogram_format,
+            chunk_rows=chunk_rows,
+            device=device,
+            restart=restart,
+            progress=progress,
+            plot=plot,
+            plot_ids=plot_ids,
+            plot_format=plot_format,
+            plot_labels=plot_labels,
+        )
 
 
-def _run_locked(source: Any, search: PeriodSearch, output: Path, *, periodogram: Any,
-                output_format: str | None, periodogram_format: str | None, chunk_rows: int,
-                device: Any, restart: bool, progress: bool | None, plot: Any,
-                plot_ids: Sequence[Any] | None, plot_format: str,
-                plot_labels: Any) -> CatalogRun:
+def _run_locked(
+    source: Any,
+    search: PeriodSearch,
+    output: Path,
+    *,
+    periodogram: Any,
+    output_format: str | None,
+    periodogram_format: str | None,
+    chunk_rows: int,
+    device: Any,
+    restart: bool,
+    progress: bool | None,
+    plot: Any,
+    plot_ids: Sequence[Any] | None,
+    plot_format: str,
+    plot_labels: Any,
+) -> CatalogRun:
     """:func:`run_catalog` once its output files are checked and locked."""
     started = time.perf_counter()
     reader = _as_reader(source, chunk_rows)
     # seconds; each key is added to by one thread only
     timings = {"read_s": 0.0, "compute_s": 0.0, "write_s": 0.0}
-    formats = (result_format(output, output_format),
-               _periodogram_format(periodogram, periodogram_format) if periodogram else None)
+    formats = (
+        result_format(output, output_format),
+        _periodogram_format(periodogram, periodogram_format) if periodogram else None,
+    )
     work = work_directory(output)
     chunks = iter(reader)  # a Parquet file is opened here
     with contextlib.ExitStack() as stack:
@@ -377,11 +432,17 @@ def _run_locked(source: Any, search: PeriodSearch, output: Path, *, periodogram:
         if manifest is None:
             manifest = _new_manifest(work, settings, search, reader)
         grid = FrequencyGrid(**manifest["grid"])
-        plan = _Plan(dataclasses.replace(search, grid=grid), grid, work, devices,
-                     periodogram is not None,
-                     _figures(plot, plot_ids, plot_format, plot_labels, reader))
+        plan = _Plan(
+            dataclasses.replace(search, grid=grid),
+            grid,
+            work,
+            devices,
+            periodogram is not None,
+            _figures(plot, plot_ids, plot_format, plot_labels, reader),
+        )
         results = stack.enter_context(
-            ResultsWriter(output, formats[0], _run_metadata(settings, grid)))
+            ResultsWriter(output, formats[0], _run_metadata(settings, grid))
+        )
         bar = stack.enter_context(_progress_bar(progress, reader, search.algorithm))
         tally = _search_chunks(plan, rest, results, bar, timings)
         if resuming:  # a fresh work directory holds this run's parts only
@@ -393,9 +454,18 @@ def _run_locked(source: Any, search: PeriodSearch, output: Path, *, periodogram:
         _join_periodograms(work, tally.n_chunks, periodogram, formats[1], grid, tally.n_objects)
     remove_path(work)
     timings |= {"join_s": time.perf_counter() - joined, "total_s": time.perf_counter() - started}
-    return CatalogRun(output, Path(periodogram) if periodogram else None, list(tally.figures),
-                      tally.n_objects, tally.n_chunks, tally.n_resumed, grid,
-                      [d.label for d in devices], timings, tally.grid_warnings)
+    return CatalogRun(
+        output,
+        Path(periodogram) if periodogram else None,
+        list(tally.figures),
+        tally.n_objects,
+        tally.n_chunks,
+        tally.n_resumed,
+        grid,
+        [d.label for d in devices],
+        timings,
+        tally.grid_warnings,
+    )
 
 
 # ---------------------------------------------------------------------- the run
@@ -469,8 +539,9 @@ def _first_chunk(chunks: Iterator[CatalogChunk], timings: dict[str, float]) -> C
     return first
 
 
-def _figures(plot: Any, plot_ids: Sequence[Any] | None, plot_format: str, plot_labels: Any,
-             reader: Any) -> _Figures | None:
+def _figures(
+    plot: Any, plot_ids: Sequence[Any] | None, plot_format: str, plot_labels: Any, reader: Any
+) -> _Figures | None:
     """What a run plots (None: no figures); labels default to the input's columns."""
     if plot is None:
         return None
@@ -479,8 +550,13 @@ def _figures(plot: Any, plot_ids: Sequence[Any] | None, plot_format: str, plot_l
     return _Figures(Path(plot), ids, plot_format, labels)
 
 
-def _search_chunks(plan: _Plan, chunks: Iterable[CatalogChunk], output: ResultsWriter,
-                   bar: Any, timings: dict[str, float]) -> _Tally:
+def _search_chunks(
+    plan: _Plan,
+    chunks: Iterable[CatalogChunk],
+    output: ResultsWriter,
+    bar: Any,
+    timings: dict[str, float],
+) -> _Tally:
     """Search and write every chunk not already in the work directory.
 
     A chunk's search is queued before the previous chunk's results are waited
@@ -528,9 +604,14 @@ def _search_chunks(plan: _Plan, chunks: Iterable[CatalogChunk], output: ResultsW
         writer.join()
         appender.join()
         raise
-    return _Tally(n_objects, n_chunks, n_resumed, frozenset(plotted),
-                  tuple(path for done in written for path in done.figures),
-                  dict(sum((done.grid_warnings for done in written), Counter())))
+    return _Tally(
+        n_objects,
+        n_chunks,
+        n_resumed,
+        frozenset(plotted),
+        tuple(path for done in written for path in done.figures),
+        dict(sum((done.grid_warnings for done in written), Counter())),
+    )
 
 
 def _plot_ids(figures: _Figures | None, catalog: Catalog, objects_before: int) -> np.ndarray:
@@ -542,8 +623,9 @@ def _plot_ids(figures: _Figures | None, catalog: Catalog, objects_before: int) -
     return catalog.ids[np.isin(catalog.ids.astype(str), figures.ids)]
 
 
-def _begin(plan: _Plan, chunk: CatalogChunk, plot_ids: np.ndarray,
-           timings: dict[str, float]) -> _Begun:
+def _begin(
+    plan: _Plan, chunk: CatalogChunk, plot_ids: np.ndarray, timings: dict[str, float]
+) -> _Begun:
     """Begin a chunk's search: queued on the device when it can be (best
     peaks); with periodograms, run now in groups of objects, each group's
     periodograms written to the chunk's periodogram part as soon as they are
@@ -561,11 +643,13 @@ def _search_in_groups(plan: _Plan, chunk: CatalogChunk) -> list[Deferred]:
     """Search a chunk with periodograms, group by group (:func:`_group_objects`),
     each group's written to the chunk's periodogram part; the results without them."""
     catalog, n, size = chunk.catalog, chunk.catalog.n_objects, _group_objects(plan.grid)
-    with PeriodogramWriter(plan.work / _periodogram_part(chunk.index), n, plan.grid,
-                           "npy") as part:
-        return [Deferred.ready(_search_group(plan, catalog.slice(start, min(start + size, n)),
-                                             part))
-                for start in range(0, n, size)]
+    with PeriodogramWriter(
+        plan.work / _periodogram_part(chunk.index), n, plan.grid, "npy"
+    ) as part:
+        return [
+            Deferred.ready(_search_group(plan, catalog.slice(start, min(start + size, n)), part))
+            for start in range(0, n, size)
+        ]
 
 
 def _search_group(plan: _Plan, group: Catalog, part: PeriodogramWriter) -> Any:
@@ -583,13 +667,17 @@ def _group_objects(grid: FrequencyGrid) -> int:
     return max(1, group_bytes // (8 * grid.nf))
 
 
-def _wait_for(plan: _Plan, begun: _Begun, writer: SerialQueue,
-              timings: dict[str, float]) -> _Searched:
+def _wait_for(
+    plan: _Plan, begun: _Begun, writer: SerialQueue, timings: dict[str, float]
+) -> _Searched:
     """A begun chunk's results, once its search is done, and the search of its
     objects to plot (figures need their periodograms)."""
     search = plan.search
-    if (search.algorithm == "lombscargle" and not plan.periodograms
-            and search.fap_method not in (None, "townsend")):
+    if (
+        search.algorithm == "lombscargle"
+        and not plan.periodograms
+        and search.fap_method not in (None, "townsend")
+    ):
         # the fap column's inputs, while the device works (after the next chunk
         # is queued, so they never delay it)
         weighted = search.options.get("method", "generalized") == "generalized"
@@ -618,8 +706,15 @@ def _done(pending: deque, most_pending: int) -> list[_Written]:
     return done
 
 
-def _write(plan: _Plan, searched: _Searched, output: ResultsWriter, appender: SerialQueue,
-           bar: Any, timings: dict[str, float], final: bool) -> _Written:
+def _write(
+    plan: _Plan,
+    searched: _Searched,
+    output: ResultsWriter,
+    appender: SerialQueue,
+    bar: Any,
+    timings: dict[str, float],
+    final: bool,
+) -> _Written:
     """Writer thread: figures, then the result part (the commit) alongside
     the output rows (the periodogram part is written by then, see :func:`_begin`).
 
@@ -630,10 +725,14 @@ def _write(plan: _Plan, searched: _Searched, output: ResultsWriter, appender: Se
     (``bench/results/2026-11-25_h100-sxm_ab_pipeline_10000.json``)."""
     started = time.perf_counter()
     chunk = searched.chunk
-    columns = [result_columns(result, fap_method=plan.search.fap_method)
-               for result in searched.results]
-    joined = columns[0] if len(columns) == 1 else {
-        name: np.concatenate([c[name] for c in columns]) for name in columns[0]}
+    columns = [
+        result_columns(result, fap_method=plan.search.fap_method) for result in searched.results
+    ]
+    joined = (
+        columns[0]
+        if len(columns) == 1
+        else {name: np.concatenate([c[name] for c in columns]) for name in columns[0]}
+    )
     figures = _draw(plan.figures, searched.plot_job)
     table = results_table(joined, metadata=chunk.summary())
     if final and not plan.periodograms:
@@ -654,8 +753,9 @@ def _draw(figures: _Figures | None, plot_job: tuple | None) -> list[Path]:
     from clperiod.plot import plot_objects
 
     result, catalog, ids = plot_job
-    return plot_objects(result, catalog, ids, figures.folder, fmt=figures.fmt,
-                        labels=figures.labels)
+    return plot_objects(
+        result, catalog, ids, figures.folder, fmt=figures.fmt, labels=figures.labels
+    )
 
 
 def _copy_part(plan: _Plan, chunk: CatalogChunk, output: ResultsWriter, bar: Any) -> _Written:
@@ -663,8 +763,9 @@ def _copy_part(plan: _Plan, chunk: CatalogChunk, output: ResultsWriter, bar: Any
     table = _read_part(plan.work / _result_part(chunk.index))
     output.write(table)
     _advance(bar, chunk.n_rows)
-    names = (table.column("grid_warning").to_pylist() if "grid_warning" in table.column_names
-             else [])
+    names = (
+        table.column("grid_warning").to_pylist() if "grid_warning" in table.column_names else []
+    )
     return _Written((), _grid_warning_counts(names))
 
 
@@ -716,8 +817,10 @@ def _warn_missing_plot_ids(figures: _Figures | None, plotted: frozenset[str]) ->
         return
     missing = sorted(set(figures.ids) - plotted)
     if missing:
-        warnings.warn(f"no object with id(s) {', '.join(missing)} in the input: "
-                      "nothing plotted for them", stacklevel=4)  # the caller of run_catalog
+        warnings.warn(
+            f"no object with id(s) {', '.join(missing)} in the input: nothing plotted for them",
+            stacklevel=4,
+        )  # the caller of run_catalog
 
 
 def _warn_grid(grid: FrequencyGrid, grid_warnings: dict[str, int]) -> None:
@@ -729,7 +832,9 @@ def _warn_grid(grid: FrequencyGrid, grid_warnings: dict[str, int]) -> None:
         f"the grid ({grid.nf:,} frequencies from {grid.fmin:.6g} to {grid.fmax:.6g}) does "
         f"not resolve every object: {counts} (see the grid_warning column); a finer step "
         "(more samples per peak) or a higher fmax (a shorter minimum period) fixes it",
-        GridResolutionWarning, stacklevel=4)  # the caller of run_catalog
+        GridResolutionWarning,
+        stacklevel=4,
+    )  # the caller of run_catalog
 
 
 class _Prefetch:
@@ -817,8 +922,10 @@ def _open_work(work: Path, settings: dict[str, Any], restart: bool) -> dict[str,
     manifest_path = work / _MANIFEST
     if not manifest_path.exists():
         if work.exists() and not all(is_temporary(p) for p in work.iterdir()):
-            raise ValueError(f"{work} exists but holds no {_MANIFEST}; it is not a clperiod "
-                             "work directory: move it away")
+            raise ValueError(
+                f"{work} exists but holds no {_MANIFEST}; it is not a clperiod "
+                "work directory: move it away"
+            )
         remove_path(work)
         work.mkdir(parents=True)
         return None
@@ -836,8 +943,9 @@ def _open_work(work: Path, settings: dict[str, Any], restart: bool) -> dict[str,
     return manifest
 
 
-def _new_manifest(work: Path, settings: dict[str, Any], search: PeriodSearch,
-                  reader: Any) -> dict[str, Any]:
+def _new_manifest(
+    work: Path, settings: dict[str, Any], search: PeriodSearch, reader: Any
+) -> dict[str, Any]:
     """Resolve the grid (reading the input once for an AutoGrid) and record the run."""
     if isinstance(search.grid, AutoGrid):
         grid = search.grid.resolve(*catalog_extent(reader))
@@ -854,12 +962,15 @@ def _check_no_stale_parts(work: Path, n_chunks: int) -> None:
     expected = {_result_part(index) for index in range(n_chunks)}
     extra = sorted(p.name for p in work.glob("part-*.arrow") if p.name not in expected)
     if extra:
-        raise ValueError(f"{work} holds parts beyond the {n_chunks} chunks of the input "
-                         f"({extra[0]}, ...): restart the run")
+        raise ValueError(
+            f"{work} holds parts beyond the {n_chunks} chunks of the input "
+            f"({extra[0]}, ...): restart the run"
+        )
 
 
-def _join_periodograms(work: Path, n_chunks: int, path: Any, fmt: str | None,
-                       grid: FrequencyGrid, n_objects: int) -> None:
+def _join_periodograms(
+    work: Path, n_chunks: int, path: Any, fmt: str | None, grid: FrequencyGrid, n_objects: int
+) -> None:
     """Join the periodogram parts, in input order, into one file (each part
     mapped, and written in slices of at most :data:`PERIODOGRAM_BYTES`)."""
     rows = max(1, PERIODOGRAM_BYTES // (8 * grid.nf))
@@ -868,7 +979,7 @@ def _join_periodograms(work: Path, n_chunks: int, path: Any, fmt: str | None,
             ids = _read_part(work / _result_part(index)).column("id").to_numpy()
             power = np.load(work / _periodogram_part(index), mmap_mode="r")
             for start in range(0, ids.size, rows):
-                writer.write(ids[start:start + rows], power[start:start + rows])
+                writer.write(ids[start : start + rows], power[start : start + rows])
 
 
 def _result_part(index: int) -> str:
@@ -911,8 +1022,13 @@ class _MemorySource:
         import hashlib
 
         digest = hashlib.blake2b(digest_size=16)
-        for array in (self.catalog.ids, self.catalog.offsets, self.catalog.t, self.catalog.y,
-                      self.catalog.dy):
+        for array in (
+            self.catalog.ids,
+            self.catalog.offsets,
+            self.catalog.t,
+            self.catalog.y,
+            self.catalog.dy,
+        ):
             if array is not None:
                 array = array.astype(str) if array.dtype == object else array
                 digest.update(str(array.dtype).encode())
@@ -928,8 +1044,13 @@ class _MemorySource:
         chunker = Chunker(self.chunk_rows, None, rows_are_objects=False)
         blocks = [*chunker.add(Block(cat.ids, cat.offsets, columns, 0, False)), *chunker.finish()]
         for index, block in enumerate(blocks):
-            catalog = Catalog(block.ids, block.offsets, block.columns["t"], block.columns["y"],
-                              block.columns.get("dy"))
+            catalog = Catalog(
+                block.ids,
+                block.offsets,
+                block.columns["t"],
+                block.columns["y"],
+                block.columns.get("dy"),
+            )
             yield CatalogChunk(index, block.first_row, int(block.offsets[-1]), catalog)
 
 
@@ -952,8 +1073,13 @@ def _progress_bar(progress: bool | None, reader: Any, algorithm: str) -> Any:
             raise ImportError("progress=True needs tqdm: pip install clperiod[progress]") from None
         return contextlib.nullcontext()
     unit = "lc" if reader.layout == "nested-parquet" else "obs"
-    return tqdm(total=reader.n_rows, unit=unit, unit_scale=True, desc=algorithm,
-                disable=None if progress is None else False)
+    return tqdm(
+        total=reader.n_rows,
+        unit=unit,
+        unit_scale=True,
+        desc=algorithm,
+        disable=None if progress is None else False,
+    )
 
 
 def _grid_facts(grid: FrequencyGrid) -> dict[str, Any]:
@@ -962,22 +1088,28 @@ def _grid_facts(grid: FrequencyGrid) -> dict[str, Any]:
 
 def _run_metadata(settings: dict[str, Any], grid: FrequencyGrid) -> dict[str, Any]:
     """Provenance stored in the results file: version, input, search with its grid."""
-    return {"clperiod": settings["clperiod"], "input": settings["input"],
-            "search": dict(settings["search"], grid=_grid_facts(grid))}
+    return {
+        "clperiod": settings["clperiod"],
+        "input": settings["input"],
+        "search": dict(settings["search"], grid=_grid_facts(grid)),
+    }
 
 
-def _check_run(reader: CatalogReader, search: PeriodSearch, with_periodogram: bool,
-               work: Path, restart: bool) -> tuple[dict, dict | None]:
+def _check_run(
+    reader: CatalogReader, search: PeriodSearch, with_periodogram: bool, work: Path, restart: bool
+) -> tuple[dict, dict | None]:
     """The run's settings and the manifest of the run it resumes (None: a
     fresh work directory)."""
-    settings = _normalised({
-        "run_format": _RUN_FORMAT,
-        "clperiod": _version(),
-        "input": reader.identity(),
-        "reader": reader.settings(),
-        "search": search.settings(),
-        "periodogram": with_periodogram,
-    })
+    settings = _normalised(
+        {
+            "run_format": _RUN_FORMAT,
+            "clperiod": _version(),
+            "input": reader.identity(),
+            "reader": reader.settings(),
+            "search": search.settings(),
+            "periodogram": with_periodogram,
+        }
+    )
     return settings, _open_work(work, settings, restart)
 
 

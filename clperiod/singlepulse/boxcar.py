@@ -53,30 +53,46 @@ from clperiod.engine.planner import Buffer, MemoryBudget, items_that_fit
 from clperiod.engine.scheduler import run_on_devices, split_range
 from clperiod.singlepulse import clustering
 
-__all__ = ["CANDIDATE_DTYPE", "Candidates", "Level", "RowStatus", "SearchInfo", "boxcar_plan",
-           "search"]
+__all__ = [
+    "CANDIDATE_DTYPE",
+    "Candidates",
+    "Level",
+    "RowStatus",
+    "SearchInfo",
+    "boxcar_plan",
+    "search",
+]
 
 #: Fields of a candidate (see :func:`search`).
-CANDIDATE_DTYPE = np.dtype([
-    ("dm_index", np.int32), ("dm", np.float64), ("sample", np.int64), ("time", np.float64),
-    ("snr", np.float32), ("width", np.int32), ("members", np.int32), ("begin", np.int64),
-    ("end", np.int64)])
+CANDIDATE_DTYPE = np.dtype(
+    [
+        ("dm_index", np.int32),
+        ("dm", np.float64),
+        ("sample", np.int64),
+        ("time", np.float64),
+        ("snr", np.float32),
+        ("width", np.int32),
+        ("members", np.int32),
+        ("begin", np.int64),
+        ("end", np.int64),
+    ]
+)
 
-FULL_WIDTHS = 32        # widths at full resolution in the DIT plan
-DIT_WIDTHS = (17, 32)   # decimated widths of each DIT level
-FULL_PLAN_MAX = 512     # largest max_width of plan="full" (local memory)
+FULL_WIDTHS = 32  # widths at full resolution in the DIT plan
+DIT_WIDTHS = (17, 32)  # decimated widths of each DIT level
+FULL_PLAN_MAX = 512  # largest max_width of plan="full" (local memory)
 LOCAL_SIZE = 128
-PER_ITEM = 8            # autocovariance terms per work-item
-BOX_PER_ITEM = 16       # boxcar starts per work-item and sub-tile
-BOX_TILES = (4, 2, 1)   # boxcar sub-tiles per work-group: the most that fit
-                        # in local memory (4: 8192 starts, 37 KiB)
+PER_ITEM = 8  # autocovariance terms per work-item
+BOX_PER_ITEM = 16  # boxcar starts per work-item and sub-tile
+BOX_TILES = (4, 2, 1)  # boxcar sub-tiles per work-group: the most that fit
+# in local memory (4: 8192 starts, 37 KiB)
 CLIP_SIGMA = 3.0
 CLIP_ITERATIONS = 3
-STAT_BLOCK = 1 << 16   # samples per work-group of row_moments; chunks are
-                        # multiples of it (and of the tiles), so chunking does
-                        # not change any partial sum
+STAT_BLOCK = 1 << 16  # samples per work-group of row_moments; chunks are
+# multiples of it (and of the tiles), so chunking does
+# not change any partial sum
 MIN_ROWS_PER_BLOCK = 256  # with several devices, DM rows are split into blocks
-                          # of at least this many (each block has fixed costs)
+# of at least this many (each block has fixed costs)
 #: Device bytes of one time chunk at most (where the device has room for more).
 _CHUNK_BYTES_GPU = 4 << 30
 _CHUNK_BYTES_CPU = 256 << 20
@@ -171,7 +187,8 @@ class SearchInfo:
     timings: dict[str, float] = field(default_factory=dict)
     conventions: str = (
         "snr = boxcar sum of (x - mean)/std over the noise of that width; sample = boxcar "
-        "centre (start + width // 2), time = sample * tsamp; width in native samples")
+        "centre (start + width // 2), time = sample * tsamp; width in native samples"
+    )
 
 
 class Candidates(np.ndarray):
@@ -222,8 +239,10 @@ def _masked_as_nan(data, mask: np.ndarray, nan_policy: str) -> np.ndarray:
     """A masked array's samples with the masked ones NaN (``nan_policy="mask"``)."""
     if nan_policy == "raise":
         where = np.argwhere(mask)[0].tolist()
-        raise ValueError(f"data has {int(mask.sum())} masked samples (the first at row, "
-                         f"sample {where}); nan_policy='mask' leaves them out")
+        raise ValueError(
+            f"data has {int(mask.sum())} masked samples (the first at row, "
+            f"sample {where}); nan_policy='mask' leaves them out"
+        )
     values = np.asarray(np.ma.getdata(getattr(data, "unmasked", data)))
     if values.dtype.kind not in "f":
         values = values.astype(np.float32)
@@ -277,10 +296,24 @@ class _Device:
 
     def program(self, raw: bool, wmax: int, wmin: int) -> dict[str, cl.Kernel]:
         names = ("row_moments", "decimate", "autocovariance", "boxcar")
-        return dict(zip(names, kernels.get_kernels(
-            self.context, "singlepulse", names, raw=raw, wmax=wmax, wmin=wmin,
-            local_size=LOCAL_SIZE, per_item=PER_ITEM, box_per_item=BOX_PER_ITEM,
-            box_tiles=self.box_tiles(wmax)), strict=True))
+        return dict(
+            zip(
+                names,
+                kernels.get_kernels(
+                    self.context,
+                    "singlepulse",
+                    names,
+                    raw=raw,
+                    wmax=wmax,
+                    wmin=wmin,
+                    local_size=LOCAL_SIZE,
+                    per_item=PER_ITEM,
+                    box_per_item=BOX_PER_ITEM,
+                    box_tiles=self.box_tiles(wmax),
+                ),
+                strict=True,
+            )
+        )
 
     def box_tiles(self, wmax: int) -> int:
         """Boxcar sub-tiles per work-group whose samples fit in local memory."""
@@ -302,8 +335,10 @@ class _Chunk:
 
 def _chunks(n_t: int, chunk: int, halo: int, align: int) -> list[_Chunk]:
     chunk = max(align, chunk // align * align)
-    return [_Chunk(lo, min(n_t, lo + chunk), min(n_t, lo + chunk + halo))
-            for lo in range(0, n_t, chunk)]
+    return [
+        _Chunk(lo, min(n_t, lo + chunk), min(n_t, lo + chunk + halo))
+        for lo in range(0, n_t, chunk)
+    ]
 
 
 def search(
@@ -395,27 +430,46 @@ def search(
     halo = max(max(lv.wmax, _lags(lv)) << lv.level for lv in levels) + levels[-1].scale
     if chunk_samples is not None:
         chunk_samples = checks.integer("chunk_samples", chunk_samples, low=1)
-    settings = _Settings(levels, snr_mode, bool(robust), nan_policy, float(threshold),
-                         chunk_samples, halo, align)
+    settings = _Settings(
+        levels, snr_mode, bool(robust), nan_policy, float(threshold), chunk_samples, halo, align
+    )
     devices = select_devices(device)
     if isinstance(rows, cl_array.Array):
         devices = devices[:1]  # the array lives on one device
     blocks = _row_blocks(devices, rows, settings)
-    parts = run_on_devices(devices, blocks,
-                           lambda info, block: _search_rows(info, rows, block, settings))
+    parts = run_on_devices(
+        devices, blocks, lambda info, block: _search_rows(info, rows, block, settings)
+    )
     det = tuple(np.concatenate([p.detections[i] for p in parts]) for i in range(4))
-    timings = {stage: sum(p.timings[stage] for p in parts)
-               for stage in ("statistics", "noise", "boxcar")}
+    timings = {
+        stage: sum(p.timings[stage] for p in parts) for stage in ("statistics", "noise", "boxcar")
+    }
     t0 = time.perf_counter()
     out = _candidates(det, dm, tsamp, cluster, dm_tol, time_tol, width_tol)
     timings["clustering"] = time.perf_counter() - t0
     timings["total"] = time.perf_counter() - started
-    mean, std, masked, status = (np.concatenate([getattr(p, name) for p in parts])
-                                 for name in ("mean", "std", "masked", "status"))
+    mean, std, masked, status = (
+        np.concatenate([getattr(p, name) for p in parts])
+        for name in ("mean", "std", "masked", "status")
+    )
     noise = {lv.level: np.concatenate([p.sigma[lv.level] for p in parts]) for lv in levels}
-    out.info = SearchInfo(tsamp, dm, mean, std, status, masked, levels, noise, snr_mode,
-                          bool(robust), float(threshold), len(det[0]), parts[0].chunks,
-                          ", ".join(sorted({p.device for p in parts})), timings)
+    out.info = SearchInfo(
+        tsamp,
+        dm,
+        mean,
+        std,
+        status,
+        masked,
+        levels,
+        noise,
+        snr_mode,
+        bool(robust),
+        float(threshold),
+        len(det[0]),
+        parts[0].chunks,
+        ", ".join(sorted({p.device for p in parts})),
+        timings,
+    )
     return out
 
 
@@ -448,25 +502,29 @@ class _RowsResult:
     timings: dict[str, float]
 
 
-def _search_rows(info: DeviceInfo, rows, block: tuple[int, int],
-                 settings: _Settings) -> _RowsResult:
+def _search_rows(
+    info: DeviceInfo, rows, block: tuple[int, int], settings: _Settings
+) -> _RowsResult:
     """Statistics, noise and detections of rows ``[lo, hi)`` on one device."""
     lo, hi = block
     n_rows, n_t = hi - lo, rows.shape[1]
     if (lo, hi) != (0, rows.shape[0]):
         rows = rows[lo:hi]
     dev = _Device(info)
-    chunks = _chunks(n_t, _chunk_samples(info, rows, n_rows, settings), settings.halo,
-                     settings.align)
+    chunks = _chunks(
+        n_t, _chunk_samples(info, rows, n_rows, settings), settings.halo, settings.align
+    )
     job = _job(dev, rows, settings)
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     stats = _statistics(job, chunks, settings.robust)
     if settings.nan_policy == "raise" and stats.masked.any():
         first = lo + int(np.argmax(stats.masked > 0))
-        raise ValueError(f"data has {int(stats.masked.sum())} non-finite samples in rows "
-                         f"{lo}..{hi - 1} (first in row {first}); pass nan_policy='mask' to "
-                         f"leave them out")
+        raise ValueError(
+            f"data has {int(stats.masked.sum())} non-finite samples in rows "
+            f"{lo}..{hi - 1} (first in row {first}); pass nan_policy='mask' to "
+            f"leave them out"
+        )
     status = _row_status(stats.mean, stats.std, stats.masked, n_t)
     timings["statistics"] = time.perf_counter() - t0
     t0 = time.perf_counter()
@@ -477,8 +535,17 @@ def _search_rows(info: DeviceInfo, rows, block: tuple[int, int],
     row, start, width, snr = _detections(job, norm, noise, chunks, settings.threshold)
     timings["boxcar"] = time.perf_counter() - t0
     mean, std = stats.mean / stats.host_scale, stats.std / stats.host_scale  # the data's units
-    return _RowsResult(mean, std, stats.masked, status, noise.sigma,
-                       (row + lo, start, width, snr), len(chunks), info.label, timings)
+    return _RowsResult(
+        mean,
+        std,
+        stats.masked,
+        status,
+        noise.sigma,
+        (row + lo, start, width, snr),
+        len(chunks),
+        info.label,
+        timings,
+    )
 
 
 def _row_blocks(devices: list[DeviceInfo], rows, settings: _Settings) -> list[tuple[int, int]]:
@@ -489,13 +556,25 @@ def _row_blocks(devices: list[DeviceInfo], rows, settings: _Settings) -> list[tu
     per_block = n_dm
     if not isinstance(rows, cl_array.Array):
         smallest = min(devices, key=lambda d: (d.global_mem, d.max_alloc))
-        per_block = items_that_fit(_CHUNK_BUFFERS, MemoryBudget.of(smallest), most=n_dm,
-                                   size=_shortest_chunk(n_t, settings), item="DM row",
-                                   unit="samples")
+        per_block = items_that_fit(
+            _CHUNK_BUFFERS,
+            MemoryBudget.of(smallest),
+            most=n_dm,
+            size=_shortest_chunk(n_t, settings),
+            item="DM row",
+            unit="samples",
+        )
     n_blocks = -(-n_dm // per_block)
-    return [block for k in range(n_blocks)
-            for block in split_range(n_dm * k // n_blocks, n_dm * (k + 1) // n_blocks,
-                                     len(devices), min_size=MIN_ROWS_PER_BLOCK)]
+    return [
+        block
+        for k in range(n_blocks)
+        for block in split_range(
+            n_dm * k // n_blocks,
+            n_dm * (k + 1) // n_blocks,
+            len(devices),
+            min_size=MIN_ROWS_PER_BLOCK,
+        )
+    ]
 
 
 def _chunk_samples(info: DeviceInfo, rows, n_rows: int, settings: _Settings) -> int:
@@ -509,9 +588,16 @@ def _chunk_samples(info: DeviceInfo, rows, n_rows: int, settings: _Settings) -> 
         return int(settings.chunk_samples)
     n_t = rows.shape[1]
     target = _CHUNK_BYTES_GPU if info.kind == "gpu" else _CHUNK_BYTES_CPU
-    fit = items_that_fit(_CHUNK_BUFFERS, MemoryBudget.of(info), most=n_t + settings.halo,
-                         size=n_rows, least=_shortest_chunk(n_t, settings), target=target,
-                         item="sample", unit="DM rows")
+    fit = items_that_fit(
+        _CHUNK_BUFFERS,
+        MemoryBudget.of(info),
+        most=n_t + settings.halo,
+        size=n_rows,
+        least=_shortest_chunk(n_t, settings),
+        target=target,
+        item="sample",
+        unit="DM rows",
+    )
     return max(settings.align, fit - settings.halo)
 
 
@@ -523,8 +609,9 @@ def _shortest_chunk(n_t: int, settings: _Settings) -> int:
 def _candidates(det, dm, tsamp, cluster, dm_tol, time_tol, width_tol) -> Candidates:
     row, start, width, snr = det
     if cluster and len(row):
-        c = clustering.cluster(row, start, width, snr, dm_tol=dm_tol, time_tol=time_tol,
-                               width_tol=width_tol)
+        c = clustering.cluster(
+            row, start, width, snr, dm_tol=dm_tol, time_tol=time_tol, width_tol=width_tol
+        )
         row, start, width, snr = c.dm_index, c.start, c.width, c.snr
         members, begin, end = c.members, c.begin, c.end
     else:
@@ -548,6 +635,7 @@ def _candidates(det, dm, tsamp, cluster, dm_tol, time_tol, width_tol) -> Candida
 # normalisation (_normalisation), noise per level (_noise), detections per
 # chunk and level (_detections). Each pass returns a frozen record the next
 # ones take.
+
 
 @dataclass(frozen=True)
 class _Job:
@@ -584,15 +672,15 @@ class _Job:
 def _job(dev: _Device, rows, settings: _Settings) -> _Job:
     """Build the programs of the plan and upload the constant arguments."""
     levels, exact = settings.levels, settings.snr_mode == "exact"
-    needed = {lv.level for lv in levels} | (set() if exact else {
-        lv.level + _log2_ceil(lv.wmax) for lv in levels})
+    needed = {lv.level for lv in levels} | (
+        set() if exact else {lv.level + _log2_ceil(lv.wmax) for lv in levels}
+    )
     raw = dev.program(True, levels[0].wmax, 1)
     deep = {lv.level: dev.program(False, lv.wmax, int(lv.widths[0])) for lv in levels[1:]}
     plain = dev.program(False, FULL_WIDTHS, 1)
     no_clip = dev.upload(np.zeros(1, np.float32))
     unit = dev.upload(np.ones(rows.shape[0], np.float32))
-    return _Job(dev, rows, levels, exact, tuple(sorted(needed)), raw, deep, plain, no_clip,
-                unit)
+    return _Job(dev, rows, levels, exact, tuple(sorted(needed)), raw, deep, plain, no_clip, unit)
 
 
 # ------------------------------------------------------------------ statistics
@@ -630,17 +718,18 @@ def _statistics(job: _Job, chunks: list[_Chunk], robust: bool) -> _Statistics:
     return _Statistics(mu, std, masked, host_scale)
 
 
-def _row_moments(job: _Job, chunks: list[_Chunk], host_scale: np.ndarray,
-                 moment_scale: np.ndarray, clip) -> tuple[np.ndarray, ...]:
+def _row_moments(
+    job: _Job, chunks: list[_Chunk], host_scale: np.ndarray, moment_scale: np.ndarray, clip
+) -> tuple[np.ndarray, ...]:
     """The statistics pass over every chunk: per (row, block) count, mean,
     M2, largest |x| and largest deviation, and the non-finite count per row."""
     got = []
     for c in chunks:
         x, stride = _upload(job, host_scale, c)
-        got.append(_series_moments(job, x, stride, c.hi - c.lo, STAT_BLOCK, clip,
-                                   moment_scale)())
-    count, mean, m2, magnitude, deviation = (np.concatenate([g[i] for g in got], axis=1)
-                                             for i in (0, 1, 2, 4, 5))
+        got.append(_series_moments(job, x, stride, c.hi - c.lo, STAT_BLOCK, clip, moment_scale)())
+    count, mean, m2, magnitude, deviation = (
+        np.concatenate([g[i] for g in got], axis=1) for i in (0, 1, 2, 4, 5)
+    )
     return count, mean, m2, sum(g[3] for g in got), magnitude, deviation
 
 
@@ -661,7 +750,8 @@ def _float32_scale(job: _Job, chunks: list[_Chunk], parts) -> tuple[np.ndarray, 
                 f"deviations up to {deviation[row]:.3g}) is outside the float32 range "
                 f"the search takes: |x| <= 2**100 (~1.3e30) and deviations 0 or >= "
                 f"2**-100 (~7.9e-31); scale the data, or pass a host array (rows "
-                f"outside are rescaled on the host)")
+                f"outside are rescaled on the host)"
+            )
         return host_scale, False
     suspect = outside.copy()
     if job.rows.dtype != np.float32:  # the cast may have overflowed or flushed to 0
@@ -670,8 +760,9 @@ def _float32_scale(job: _Job, chunks: list[_Chunk], parts) -> tuple[np.ndarray, 
     if not len(rows):
         return host_scale, False
     largest = _source_magnitude(job.rows, chunks, rows)
-    rescale = ((largest > 0) & np.isfinite(largest)
-               & (outside[rows] | (largest > hi) | (largest < lo)))
+    rescale = (
+        (largest > 0) & np.isfinite(largest) & (outside[rows] | (largest > hi) | (largest < lo))
+    )
     host_scale[rows[rescale]] = np.ldexp(1.0, -np.frexp(largest[rescale])[1])
     return host_scale, bool(rescale.any())
 
@@ -680,7 +771,7 @@ def _source_magnitude(data: np.ndarray, chunks: list[_Chunk], rows: np.ndarray) 
     """Largest finite |x| of each of ``rows`` of the host data, in float64."""
     largest = np.zeros(len(rows))
     for c in chunks:
-        part = np.abs(np.asarray(data[rows, c.lo:c.hi], dtype=np.float64))
+        part = np.abs(np.asarray(data[rows, c.lo : c.hi], dtype=np.float64))
         part[~np.isfinite(part)] = 0
         largest = np.maximum(largest, part.max(axis=1, initial=0))
     return largest
@@ -697,8 +788,9 @@ def _moment_scale(parts, host_scale: np.ndarray) -> tuple[np.ndarray, bool]:
     return np.where(outside, np.ldexp(1.0, -np.frexp(deviation)[1]), 1.0), bool(outside.any())
 
 
-def _series_moments(job: _Job, x, stride: int, n: int, block: int, clip,
-                    scale: np.ndarray | None = None):
+def _series_moments(
+    job: _Job, x, stride: int, n: int, block: int, clip, scale: np.ndarray | None = None
+):
     """Enqueue the per (row, block of ``block`` samples) count, mean, M2,
     largest |x| and largest deviation from the block's first sample of
     ``x``'s first ``n`` samples per row, and the non-finite count per row;
@@ -708,17 +800,26 @@ def _series_moments(job: _Job, x, stride: int, n: int, block: int, clip,
     queue = job.dev.queue
     groups = max(1, -(-n // block))
     size = job.n_dm * groups
-    out = job.dev.empty(6 * size * 4)   # count, mean, M2, bad, shift, deviation
+    out = job.dev.empty(6 * size * 4)  # count, mean, M2, bad, shift, deviation
     if clip is None:
         clip_args = [job.no_clip] * 2
     else:
         clip_args = [job.dev.upload(clip[0]), job.dev.upload(clip[1])]
     factor = np.ones(job.n_dm) if scale is None else scale
-    scale_buf = (job.unit if (factor == 1).all()
-                 else job.dev.upload(factor.astype(np.float32)))
-    job.raw["row_moments"](queue, (groups * LOCAL_SIZE, job.n_dm), (LOCAL_SIZE, 1),
-                           x, np.int64(stride), np.int32(n), np.int32(block),
-                           np.int32(clip is not None), *clip_args, scale_buf, out)
+    scale_buf = job.unit if (factor == 1).all() else job.dev.upload(factor.astype(np.float32))
+    job.raw["row_moments"](
+        queue,
+        (groups * LOCAL_SIZE, job.n_dm),
+        (LOCAL_SIZE, 1),
+        x,
+        np.int64(stride),
+        np.int32(n),
+        np.int32(block),
+        np.int32(clip is not None),
+        *clip_args,
+        scale_buf,
+        out,
+    )
     host = np.empty((6, job.n_dm, groups), np.float32)
     copied = cl.enqueue_copy(queue, host, out, is_blocking=False)
 
@@ -727,8 +828,14 @@ def _series_moments(job: _Job, x, stride: int, n: int, block: int, clip,
         count, mean, m2, bad, shift, deviation = host.astype(np.float64)
         per_row = factor[:, None]
         deviation = deviation / per_row
-        return (count, shift + mean / per_row, m2 / per_row**2,
-                bad.sum(axis=1, dtype=np.int64), np.abs(shift) + deviation, deviation)
+        return (
+            count,
+            shift + mean / per_row,
+            m2 / per_row**2,
+            bad.sum(axis=1, dtype=np.int64),
+            np.abs(shift) + deviation,
+            deviation,
+        )
 
     return wait
 
@@ -749,8 +856,12 @@ class _Normalisation:
 def _normalisation(dev: _Device, stats: _Statistics, status: np.ndarray) -> _Normalisation:
     ok = status == RowStatus.OK
     inv = np.where(ok, 1.0 / np.where(ok, stats.std, 1.0), 0.0)
-    return _Normalisation(dev.upload(stats.mean.astype(np.float32)),
-                          dev.upload(inv.astype(np.float32)), ok, stats.host_scale)
+    return _Normalisation(
+        dev.upload(stats.mean.astype(np.float32)),
+        dev.upload(inv.astype(np.float32)),
+        ok,
+        stats.host_scale,
+    )
 
 
 # ------------------------------------------------------------------ series
@@ -759,7 +870,7 @@ def _upload(job: _Job, host_scale: np.ndarray, c: _Chunk) -> tuple[cl.Buffer, in
     buffer; row stride."""
     if isinstance(job.rows, cl_array.Array):
         return job.rows.data, job.rows.shape[1]
-    host = job.rows[:, c.lo:c.end]
+    host = job.rows[:, c.lo : c.end]
     if (host_scale != 1).any():
         host = host * host_scale[:, None]
     with np.errstate(over="ignore"):  # overflow to inf is found by the statistics
@@ -800,10 +911,17 @@ def _chunk_series(job: _Job, norm: _Normalisation, c: _Chunk) -> dict[int, _Seri
         out = job.dev.empty(job.n_dm * n_out * 4)
         program = job.raw if prev == 0 else job.plain
         if n_out:
-            program["decimate"](job.dev.queue, (_round_up(n_out, LOCAL_SIZE), job.n_dm),
-                                (LOCAL_SIZE, 1), *_source(norm, prev, src),
-                                np.int64(src.stride), np.int32(n_out), np.int32(factor), out,
-                                np.int64(n_out))
+            program["decimate"](
+                job.dev.queue,
+                (_round_up(n_out, LOCAL_SIZE), job.n_dm),
+                (LOCAL_SIZE, 1),
+                *_source(norm, prev, src),
+                np.int64(src.stride),
+                np.int32(n_out),
+                np.int32(factor),
+                out,
+                np.int64(n_out),
+            )
         series[k] = _Series(out, n_out, n_out)
     return series
 
@@ -868,8 +986,9 @@ def _exact_sigma(parts: list[np.ndarray], lv: Level, chunks: list[_Chunk]) -> np
     return _boxcar_sigma(sums / np.maximum(terms - lags, 1), lv)
 
 
-def _level_std(job: _Job, parts: dict[int, list[tuple[_Series, int]]],
-               robust: bool) -> dict[int, np.ndarray]:
+def _level_std(
+    job: _Job, parts: dict[int, list[tuple[_Series, int]]], robust: bool
+) -> dict[int, np.ndarray]:
     """Standard deviation of each level's series (level 0: 1, it is
     normalised; clipped when robust), from the moments of every chunk's
     ``(series, owned samples)``."""
@@ -879,8 +998,13 @@ def _level_std(job: _Job, parts: dict[int, list[tuple[_Series, int]]],
     clip: dict[int, tuple[np.ndarray, np.ndarray] | None] = {k: None for k in parts}
     for _ in range(1 + (CLIP_ITERATIONS if robust else 0)):
         # every level and piece enqueued, then one wait
-        pending = {k: [_series_moments(job, s.buf, s.stride, own, STAT_BLOCK >> k, clip[k])
-                       for s, own in pieces] for k, pieces in parts.items()}
+        pending = {
+            k: [
+                _series_moments(job, s.buf, s.stride, own, STAT_BLOCK >> k, clip[k])
+                for s, own in pieces
+            ]
+            for k, pieces in parts.items()
+        }
         got = {k: [w() for w in waits] for k, waits in pending.items()}
         # all levels merged at once: (count, mean, M2) x level x row x
         # block, levels with fewer blocks padded with empty ones
@@ -898,8 +1022,9 @@ def _level_std(job: _Job, parts: dict[int, list[tuple[_Series, int]]],
     return level_std
 
 
-def _autocovariance(job: _Job, norm: _Normalisation, lv: Level, series: _Series,
-                    own: int) -> np.ndarray:
+def _autocovariance(
+    job: _Job, norm: _Normalisation, lv: Level, series: _Series, own: int
+) -> np.ndarray:
     """Per-segment sums of z[t] z[t + l]: ``(n_dm, segments, lags)``."""
     queue = job.dev.queue
     segment = STAT_BLOCK >> lv.level  # level samples per work-group
@@ -908,9 +1033,17 @@ def _autocovariance(job: _Job, norm: _Normalisation, lv: Level, series: _Series,
     blocks = []
     for lag0 in range(0, _lags(lv), FULL_WIDTHS):
         job.program(lv.level)["autocovariance"](
-            queue, (groups * LOCAL_SIZE, job.n_dm), (LOCAL_SIZE, 1),
-            *_source(norm, lv.level, series), np.int64(series.stride), np.int32(series.n),
-            np.int32(own), np.int32(lag0), np.int32(segment), out)
+            queue,
+            (groups * LOCAL_SIZE, job.n_dm),
+            (LOCAL_SIZE, 1),
+            *_source(norm, lv.level, series),
+            np.int64(series.stride),
+            np.int32(series.n),
+            np.int32(own),
+            np.int32(lag0),
+            np.int32(segment),
+            out,
+        )
         host = np.empty((job.n_dm, groups, FULL_WIDTHS), np.float32)
         cl.enqueue_copy(queue, host, out)
         blocks.append(host.astype(np.float64))
@@ -939,13 +1072,13 @@ class _DetectionList:
     buffers: list[cl.MemoryObjectHolder]
 
 
-def _detections(job: _Job, norm: _Normalisation, noise: _Noise, chunks: list[_Chunk],
-                threshold: float) -> tuple[np.ndarray, ...]:
+def _detections(
+    job: _Job, norm: _Normalisation, noise: _Noise, chunks: list[_Chunk], threshold: float
+) -> tuple[np.ndarray, ...]:
     """All detections (row, start, width, snr) over chunks and levels."""
     found: list[list[np.ndarray]] = [[], [], [], []]
     for c in chunks:
-        series = noise.resident if noise.resident is not None else _chunk_series(
-            job, norm, c)
+        series = noise.resident if noise.resident is not None else _chunk_series(job, norm, c)
         runs = []
         for lv in job.levels:  # every level enqueued, then one wait for the counts
             run = _Boxcars(lv, series[lv.level], (c.hi - c.lo) >> lv.level, c.lo)
@@ -959,8 +1092,9 @@ def _detections(job: _Job, norm: _Normalisation, noise: _Noise, chunks: list[_Ch
     return tuple(np.concatenate(f) for f in found)
 
 
-def _boxcar(job: _Job, norm: _Normalisation, noise: _Noise, run: _Boxcars, threshold: float,
-            capacity: int) -> _DetectionList:
+def _boxcar(
+    job: _Job, norm: _Normalisation, noise: _Noise, run: _Boxcars, threshold: float, capacity: int
+) -> _DetectionList:
     """Enqueue one level's boxcars over one chunk."""
     queue, lv, stride = job.dev.queue, run.lv, run.series.stride
     cover = LOCAL_SIZE * BOX_PER_ITEM * job.dev.box_tiles(lv.wmax)  # starts per group
@@ -968,17 +1102,30 @@ def _boxcar(job: _Job, norm: _Normalisation, noise: _Noise, run: _Boxcars, thres
     count = cl_array.zeros(queue, 1, np.int32, allocator=job.dev.pool)
     outs = [job.dev.empty(capacity * size) for size in (4, 8, 4, 4)]
     job.program(lv.level)["boxcar"](
-        queue, (groups * LOCAL_SIZE, job.n_dm), (LOCAL_SIZE, 1),
-        *_source(norm, lv.level, run.series), np.int64(stride), np.int32(run.series.n),
-        np.int32(0), np.int32(run.own), noise.inv_sigma[lv.level], np.float32(threshold),
-        np.int32(lv.scale), np.int64(run.offset), np.int32(stride % 4 == 0), count.data,
-        np.int32(capacity), *outs)
+        queue,
+        (groups * LOCAL_SIZE, job.n_dm),
+        (LOCAL_SIZE, 1),
+        *_source(norm, lv.level, run.series),
+        np.int64(stride),
+        np.int32(run.series.n),
+        np.int32(0),
+        np.int32(run.own),
+        noise.inv_sigma[lv.level],
+        np.float32(threshold),
+        np.int32(lv.scale),
+        np.int64(run.offset),
+        np.int32(stride % 4 == 0),
+        count.data,
+        np.int32(capacity),
+        *outs,
+    )
     return _DetectionList(count, capacity, outs)
 
 
 def _fetch(dev: _Device, dets: _DetectionList, found: int) -> list[np.ndarray]:
-    host: list[np.ndarray] = [np.empty(found, dtype)
-                              for dtype in (np.int32, np.int64, np.int32, np.float32)]
+    host: list[np.ndarray] = [
+        np.empty(found, dtype) for dtype in (np.int32, np.int64, np.int32, np.float32)
+    ]
     if found:
         for h, o in zip(host, dets.buffers, strict=True):
             cl.enqueue_copy(dev.queue, h, o)

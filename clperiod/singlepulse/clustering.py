@@ -53,7 +53,8 @@ __all__ = ["CLUSTER_DEFAULTS", "Clusters", "cluster"]
 
 #: Default friends-of-friends tolerances of :func:`cluster`.
 CLUSTER_DEFAULTS: Mapping[str, Any] = MappingProxyType(
-    {"dm_tol": 5, "time_tol": 1.0, "width_tol": 3.0})
+    {"dm_tol": 5, "time_tol": 1.0, "width_tol": 3.0}
+)
 #: Candidate segment pairs tested at once (bounds the memory of dense clusters).
 _PAIRS_PER_CHUNK = 1 << 22
 #: Candidates per window tested by the first passes of :func:`_link`.
@@ -144,8 +145,10 @@ def cluster(
     if np.isnan(snr).any():
         raise ValueError("snr must not be NaN")
     if not (dm_tol >= 0 and 0 <= time_tol < math.inf and 0 <= width_tol < math.inf):
-        raise ValueError(f"tolerances must be finite and >= 0, got dm_tol={dm_tol}, "
-                         f"time_tol={time_tol}, width_tol={width_tol}")
+        raise ValueError(
+            f"tolerances must be finite and >= 0, got dm_tol={dm_tol}, "
+            f"time_tol={time_tol}, width_tol={width_tol}"
+        )
 
     if not snr.size:
         none = np.zeros(0, dtype=np.int64)
@@ -168,10 +171,17 @@ def cluster(
     out = _lexsort(w[peak], dm[peak], sample)
     rank = np.empty_like(out)
     rank[out] = np.arange(out.size)
-    return Clusters(dm_index=dm[peak][out], start=s[peak][out], width=w[peak][out],
-                    sample=sample[out], snr=best[out],
-                    members=np.diff(np.r_[first, comp.size])[out],
-                    begin=begin[out], end=end[out], labels=rank[comp].astype(np.int64))
+    return Clusters(
+        dm_index=dm[peak][out],
+        start=s[peak][out],
+        width=w[peak][out],
+        sample=sample[out],
+        snr=best[out],
+        members=np.diff(np.r_[first, comp.size])[out],
+        begin=begin[out],
+        end=end[out],
+        labels=rank[comp].astype(np.int64),
+    )
 
 
 def _segments(
@@ -194,7 +204,12 @@ def _segments(
 
 
 def _link(
-    dm: IntArray, w: IntArray, p: IntArray, q: IntArray, dm_tol: int, time_tol: float,
+    dm: IntArray,
+    w: IntArray,
+    p: IntArray,
+    q: IntArray,
+    dm_tol: int,
+    time_tol: float,
     max_ratio: float,
 ) -> IntArray:
     """Connected component of every segment (labels in ``[0, n)``, not contiguous)."""
@@ -218,13 +233,18 @@ def _link(
             j = by_key[lo[window] + np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n)]
             wmax, wmin = np.maximum(w[i], w[j]), np.minimum(w[i], w[j])
             gap = np.maximum(np.maximum(p[j] - q[i], p[i] - q[j]), 0)
-            friends = (np.abs(dm[i] - dm[j]) <= dm_tol) & (wmax <= wmin * max_ratio) & (
-                gap <= time_tol * wmax)
+            friends = (
+                (np.abs(dm[i] - dm[j]) <= dm_tol)
+                & (wmax <= wmin * max_ratio)
+                & (gap <= time_tol * wmax)
+            )
             a, b = labels[i[friends]], labels[j[friends]]
             new = a != b
             if new.any():
-                graph = coo_array((np.ones(int(new.sum()), dtype=bool), (a[new], b[new])),
-                                  shape=(dm.size, dm.size))
+                graph = coo_array(
+                    (np.ones(int(new.sum()), dtype=bool), (a[new], b[new])),
+                    shape=(dm.size, dm.size),
+                )
                 labels = connected_components(graph, directed=False)[1][labels]
 
     labels = np.arange(dm.size)
@@ -234,7 +254,12 @@ def _link(
 
 
 def _windows(
-    dm: IntArray, w: IntArray, p: IntArray, q: IntArray, dm_tol: int, time_tol: float,
+    dm: IntArray,
+    w: IntArray,
+    p: IntArray,
+    q: IntArray,
+    dm_tol: int,
+    time_tol: float,
     max_ratio: float,
 ) -> tuple[IntArray, IntArray, IntArray, IntArray]:
     """Candidate partners of every segment: those starting in its windows.
@@ -266,10 +291,12 @@ def _windows(
     keys = band[by_key] * span + (p[by_key] - base)
     # queries in key order: nearly sorted needles make the binary searches cache-friendly
     band, lo_c, hi_c = band[by_key], lo_c[by_key] - base, hi_c[by_key] - base
-    lo = np.concatenate([np.searchsorted(keys, (band + o) * span + lo_c, "left")
-                         for o in (-1, 0, 1)])
-    hi = np.concatenate([np.searchsorted(keys, (band + o) * span + hi_c, "right")
-                         for o in (-1, 0, 1)])
+    lo = np.concatenate(
+        [np.searchsorted(keys, (band + o) * span + lo_c, "left") for o in (-1, 0, 1)]
+    )
+    hi = np.concatenate(
+        [np.searchsorted(keys, (band + o) * span + hi_c, "right") for o in (-1, 0, 1)]
+    )
     return np.tile(by_key, 3), lo, hi, by_key
 
 

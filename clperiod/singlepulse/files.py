@@ -124,10 +124,19 @@ _SINGLEPULSE_DTYPE = np.dtype(
     [("dm", "f8"), ("snr", "f4"), ("time", "f8"), ("sample", "i8"), ("width", "i4")]
 )
 _HEIMDALL_ROW = "%.6g\t%d\t%.12g\t%d\t%d\t%.9g\t%d\t%d\t%d\t\n"
-_HEIMDALL_DTYPE = np.dtype([
-    ("snr", "f4"), ("sample", "i8"), ("time", "f8"), ("filter", "i4"), ("dm_index", "i4"),
-    ("dm", "f8"), ("members", "i4"), ("begin", "i8"), ("end", "i8"),
-])
+_HEIMDALL_DTYPE = np.dtype(
+    [
+        ("snr", "f4"),
+        ("sample", "i8"),
+        ("time", "f8"),
+        ("filter", "i4"),
+        ("dm_index", "i4"),
+        ("dm", "f8"),
+        ("members", "i4"),
+        ("begin", "i8"),
+        ("end", "i8"),
+    ]
+)
 
 
 # ---------------------------------------------------------------------- readers
@@ -261,8 +270,9 @@ def read_presto_series(
         if "dm" not in info:
             raise ValueError(f"{_inf_path(path)}: no 'Dispersion measure (cm-3 pc)' line")
         if not math.isclose(info["tsamp"], tsamp, rel_tol=1e-9):
-            raise ValueError(f"{path}: time step {info['tsamp']} s differs from {tsamp} s "
-                             f"of {first}")
+            raise ValueError(
+                f"{path}: time step {info['tsamp']} s differs from {tsamp} s of {first}"
+            )
         if info["n_samples"] != n_t:
             raise ValueError(f"{path}: {info['n_samples']} samples differ from {n_t} of {first}")
         _check_dat_size(path, n_t)
@@ -320,8 +330,9 @@ def read_npy_series(
     if not isinstance(data, np.ndarray) or data.ndim != 2 or data.dtype.kind not in "fiu":
         shape = getattr(data, "shape", None)
         dtype = getattr(data, "dtype", type(data).__name__)
-        raise ValueError(f"{path}: expected a 2-D (n_dm, n_t) real array, got shape {shape} "
-                         f"dtype {dtype}")
+        raise ValueError(
+            f"{path}: expected a 2-D (n_dm, n_t) real array, got shape {shape} dtype {dtype}"
+        )
     n_dm = data.shape[0]
     if dm is not None and (dm_start is not None or dm_step is not None):
         raise ValueError("give either dm or dm_start and dm_step, not both")
@@ -439,8 +450,10 @@ def write_candidates(
         name = Path(path).name
         format = next((f for f, suffix in FORMATS.items() if name.endswith(suffix)), None)
         if format is None:
-            raise ValueError(f"{path}: cannot tell the format from the name; use a suffix of "
-                             f"{', '.join(FORMATS.values())} or give format")
+            raise ValueError(
+                f"{path}: cannot tell the format from the name; use a suffix of "
+                f"{', '.join(FORMATS.values())} or give format"
+            )
     if format not in FORMATS:
         raise ValueError(f"unknown format {format!r}; choose one of {', '.join(FORMATS)}")
     if format == "npy":
@@ -450,8 +463,11 @@ def write_candidates(
     elif format == "csv":
         _write_csv(path, cands)
     else:
-        {"singlepulse": write_singlepulse, "heimdall": write_heimdall_cand,
-         "astroaccelerate": write_astroaccelerate}[format](path, cands)
+        {
+            "singlepulse": write_singlepulse,
+            "heimdall": write_heimdall_cand,
+            "astroaccelerate": write_astroaccelerate,
+        }[format](path, cands)
     return format
 
 
@@ -468,13 +484,17 @@ def _dat_info(dat: Path) -> dict[str, Any]:
     if not inf.is_file():
         raise FileNotFoundError(f"{dat}: no PRESTO metadata file {inf} beside it")
     info = read_presto_inf(inf)
-    for key, label in (("n_samples", "Number of bins in the time series"),
-                       ("tsamp", "Width of each time series bin (sec)")):
+    for key, label in (
+        ("n_samples", "Number of bins in the time series"),
+        ("tsamp", "Width of each time series bin (sec)"),
+    ):
         if key not in info:
             raise ValueError(f"{inf}: no {label!r} line")
     if info["n_samples"] < 1:
-        raise ValueError(f"{inf}: 'Number of bins in the time series' must be at least 1, got "
-                         f"{info['n_samples']}")
+        raise ValueError(
+            f"{inf}: 'Number of bins in the time series' must be at least 1, got "
+            f"{info['n_samples']}"
+        )
     _check_tsamp(info["tsamp"], inf)
     return info
 
@@ -483,8 +503,10 @@ def _check_dat_size(dat: Path, n_samples: int) -> None:
     """The ``.dat`` holds ``n_samples`` float32 values (its .inf's count)."""
     size = dat.stat().st_size
     if size != 4 * n_samples:
-        raise ValueError(f"{dat}: {size} bytes, but its .inf gives {n_samples} float32 samples "
-                         f"({4 * n_samples} bytes)")
+        raise ValueError(
+            f"{dat}: {size} bytes, but its .inf gives {n_samples} float32 samples "
+            f"({4 * n_samples} bytes)"
+        )
 
 
 def _read_dat(dat: Path, n_samples: int) -> np.ndarray:
@@ -497,9 +519,11 @@ def _check_finite(dat: Path, series: np.ndarray, tsamp: float) -> None:
     bad = np.flatnonzero(~np.isfinite(series))
     if bad.size:
         k = int(bad[0])
-        raise ValueError(f"{dat}: sample {k} (t = {k * tsamp:.9g} s) is {series[k]}, and "
-                         f"{bad.size} sample(s) in all are not finite; search with "
-                         "nan_policy='mask' to leave them out")
+        raise ValueError(
+            f"{dat}: sample {k} (t = {k * tsamp:.9g} s) is {series[k]}, and "
+            f"{bad.size} sample(s) in all are not finite; search with "
+            "nan_policy='mask' to leave them out"
+        )
 
 
 def _check_tsamp(tsamp: float, path: Path) -> float:
@@ -535,5 +559,11 @@ def _write_csv(path: str | os.PathLike[str], cands: np.ndarray) -> None:
 
     names = cands.dtype.names or ()
     with atomic_path(path) as temporary:
-        np.savetxt(temporary, np.asarray(cands), delimiter=",", header=",".join(names),
-                   comments="", fmt=[fmt(cands.dtype[n]) for n in names])
+        np.savetxt(
+            temporary,
+            np.asarray(cands),
+            delimiter=",",
+            header=",".join(names),
+            comments="",
+            fmt=[fmt(cands.dtype[n]) for n in names],
+        )
