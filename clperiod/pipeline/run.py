@@ -718,10 +718,11 @@ def _write(
     """Writer thread: figures, then the result part (the commit) alongside
     the output rows (the periodogram part is written by then, see :func:`_begin`).
 
-    The input's ``final`` chunk has no result part: its rows complete the
-    output (a run that stops before the output is in place searches it again;
-    runs with periodograms keep the part, as their join reads its ids). This
-    saves 8 % of a 10,000-object run on an H100
+    The input's ``final`` chunk has no result part, so no chunk summary, whose
+    checksum reads every array of the chunk: its rows complete the output (a
+    run that stops before the output is in place searches it again; runs with
+    periodograms keep the part, as their join reads its ids). This saves 10 %
+    of a 10,000-object run on an H100
     (``bench/results/2026-11-25_h100-sxm_ab_pipeline_10000.json``)."""
     started = time.perf_counter()
     chunk = searched.chunk
@@ -734,10 +735,10 @@ def _write(
         else {name: np.concatenate([c[name] for c in columns]) for name in columns[0]}
     )
     figures = _draw(plan.figures, searched.plot_job)
-    table = results_table(joined, metadata=chunk.summary())
     if final and not plan.periodograms:
-        output.write(table)
+        output.write(results_table(joined))
     else:
+        table = results_table(joined, metadata=chunk.summary())
         appended = appender.submit(output.write, table)  # alongside the commit
         _write_part(plan.work / _result_part(chunk.index), table)
         appended.result()
