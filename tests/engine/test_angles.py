@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import mpmath
 import numpy as np
-from reference.kepler_rv_mp import reduce_mean_anomaly
 
 from clperiod.engine import angles
+from reference.kepler_rv_mp import reduce_mean_anomaly
 
 
 def test_inv_two_pi_words_are_the_bits_of_one_over_two_pi():

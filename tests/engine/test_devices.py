@@ -19,7 +19,6 @@ import pyopencl as cl
 import pytest
 
 from clperiod import cli
-
 from clperiod.engine import devices as device
 from clperiod.engine.devices import DeviceWarning, describe, list_devices, select_devices
 

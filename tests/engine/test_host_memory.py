@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import os
 import subprocess
 import sys
@@ -16,6 +15,7 @@ import clperiod
 from clperiod.engine import planner as planning
 from clperiod.engine import staging
 from clperiod.io import load_example
+from clperiod.periodograms import lombscargle as LS_MODULE
 
 GRID = clperiod.FrequencyGrid.from_range(0.5, 4.0, 3000)
 
@@ -51,7 +51,7 @@ def test_a_cpu_device_plans_within_the_available_host_memory(catalog, monkeypatc
     expected = clperiod.lombscargle(catalog, GRID, periodogram=True, device=cpu_device)
     plans = []
     plan = planning.plan_batches
-    monkeypatch.setattr(importlib.import_module("clperiod.periodograms.lombscargle"), "plan_batches",
+    monkeypatch.setattr(LS_MODULE, "plan_batches",
                         lambda *a, **k: plans.append(plan(*a, **k)) or plans[-1])
     result_bytes = expected.power.nbytes
     monkeypatch.setattr(staging, "available_host_memory", lambda: result_bytes + 400_000)

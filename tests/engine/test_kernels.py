@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import itertools
 import os
 import shutil
@@ -20,6 +19,7 @@ import clperiod
 from clperiod.engine import kernels
 from clperiod.engine.devices import get_context
 from clperiod.engine.scheduler import run_on_devices
+from clperiod.periodograms import lombscargle as LS_MODULE
 
 LS_PARAMS = dict(
     real="double", wg=16, m=4, use_local=True, fit_mean=True, normalization="standard",
@@ -193,16 +193,15 @@ def test_lombscargle_batches_on_two_workers_match_one(rng, monkeypatch):
     cat = clperiod.Catalog.from_lightcurves(lcs)
     grid = clperiod.FrequencyGrid.from_range(0.05, 2.0, 700)
     one = clperiod.lombscargle(cat, grid, device=info, periodogram=True, top_k=2)
-    ls_module = importlib.import_module("clperiod.periodograms.lombscargle")
     threads = set()
-    original = ls_module._enqueue_batch
+    original = LS_MODULE._enqueue_batch
 
     def spy(*args, **kwargs):
         threads.add(threading.get_ident())
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(ls_module, "select_devices", lambda _: [small, small])
-    monkeypatch.setattr(ls_module, "_enqueue_batch", spy)
+    monkeypatch.setattr(LS_MODULE, "select_devices", lambda _: [small, small])
+    monkeypatch.setattr(LS_MODULE, "_enqueue_batch", spy)
     two = clperiod.lombscargle(cat, grid, periodogram=True, top_k=2)
     assert len(threads) == 2
     np.testing.assert_array_equal(one.power, two.power)

@@ -2,8 +2,6 @@
 object. PoCL shows one CPU as two devices with POCL_DEVICES="pthread pthread";
 device discovery is once per process, so the runs happen in a subprocess."""
 
-import importlib
-
 import numpy as np
 import pytest
 from two_devices import run_on_two_devices
@@ -12,6 +10,7 @@ from clperiod.catalog import Status
 from clperiod.engine.devices import select_devices
 from clperiod.engine.planner import KernelShape, MemoryBudget, plan_batches
 from clperiod.engine.scheduler import BATCHES_PER_DEVICE
+from clperiod.periodograms import lombscargle as ls_module
 
 # two PoCL devices, each building every kernel variant: slow on 2 cores
 pytestmark = pytest.mark.slow
@@ -135,9 +134,8 @@ def test_batch_boundaries_follow_the_greedy_definition(periodogram):
 
 def test_lombscargle_splits_small_runs_once_per_device():
     """Batches of another device carry at least MIN_BATCH_PAIRS of work."""
-    ls = importlib.import_module("clperiod.periodograms.lombscargle")
-    pairs = ls.MIN_BATCH_PAIRS
-    assert ls._min_batches(1, 1000 * pairs) == 1
-    assert ls._min_batches(2, pairs) == 2
-    assert ls._min_batches(2, 2 * pairs + 1) == 4
-    assert ls._min_batches(3, 100 * pairs) == 3 * BATCHES_PER_DEVICE
+    pairs = ls_module.MIN_BATCH_PAIRS
+    assert ls_module._min_batches(1, 1000 * pairs) == 1
+    assert ls_module._min_batches(2, pairs) == 2
+    assert ls_module._min_batches(2, 2 * pairs + 1) == 4
+    assert ls_module._min_batches(3, 100 * pairs) == 3 * BATCHES_PER_DEVICE

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import replace
 
 import numpy as np
@@ -12,10 +11,9 @@ import clperiod
 from clperiod.engine import planner, staging
 from clperiod.engine.planner import Buffer, MemoryBudget, batch_bounds, held_bytes, items_that_fit
 from clperiod.kepler.rvmodel import ModelEvaluator, Observations
+from clperiod.periodograms import lombscargle as LS_MODULE
+from clperiod.periodograms import supersmoother as SS_MODULE
 from clperiod.singlepulse import boxcar
-
-LS_MODULE = importlib.import_module("clperiod.periodograms.lombscargle")
-SS_MODULE = importlib.import_module("clperiod.periodograms.supersmoother")
 
 
 # ------------------------------------------------------------------ arithmetic

@@ -11,9 +11,8 @@ from astropy.timeseries.periodograms.lombscargle._statistics import (
 )
 
 from clperiod import Catalog, FrequencyGrid, Status, lombscargle
-
-from clperiod.periodograms import stats
 from clperiod.io.tables import _status_names, result_columns
+from clperiod.periodograms import stats
 from clperiod.testing import sinusoid_lightcurve
 
 NORMS = ("standard", "model", "log", "psd")

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from clperiod import Catalog, FrequencyGrid
-from clperiod.periodograms import folding as clsort
 from clperiod.io import load_example
+from clperiod.periodograms import folding as clsort
 
 
 def reference(catalog: Catalog, grid: FrequencyGrid, k: int):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import itertools
 
 import numpy as np
@@ -14,11 +13,11 @@ import clperiod
 from clperiod import Catalog, FrequencyGrid, Status, lombscargle
 from clperiod.engine import planner as planning
 from clperiod.engine import staging as staging_module
-from clperiod.io import load_example
 from clperiod.engine.staging import Staging
+from clperiod.io import load_example
+from clperiod.periodograms import lombscargle as LS_MODULE
 from clperiod.testing import sinusoid_lightcurve
 
-LS_MODULE = importlib.import_module("clperiod.periodograms.lombscargle")
 NORMALIZATIONS = ["standard", "model", "log", "psd"]
 
 

@@ -9,7 +9,6 @@ apply to centred models (``fit_mean`` or ``center_data``).
 
 from __future__ import annotations
 
-import importlib
 from unittest import mock
 
 import numpy as np
@@ -19,12 +18,15 @@ from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from clperiod import Catalog, FrequencyGrid, Status, lombscargle
-
+from clperiod.periodograms import lombscargle as LS_MODULE
 from clperiod.periodograms import stats
-from clperiod.periodograms.multiterm import multiterm_coefficients, multiterm_max_power, multiterm_power
+from clperiod.periodograms.multiterm import (
+    multiterm_coefficients,
+    multiterm_max_power,
+    multiterm_power,
+)
 from clperiod.testing import sinusoid_lightcurve
 
-LS_MODULE = importlib.import_module("clperiod.periodograms.lombscargle")
 NORMALIZATIONS = ["standard", "model", "log", "psd"]
 #: (method, fit_mean, center_data, with dy)
 MODELS = [("generalized", True, True, True), ("generalized", True, True, False),

@@ -10,13 +10,14 @@ import pytest
 from astropy.timeseries import LombScargle as AstropyLombScargle
 
 from clperiod import FrequencyGrid
-
-from clperiod.periodograms import multiterm
-
-from clperiod.periodograms import stats
 from clperiod.astropy import LombScargle
-from clperiod.periodograms.multiterm import (MAX_NTERMS, multiterm_coefficients, multiterm_max_power,
-                                multiterm_power)
+from clperiod.periodograms import multiterm, stats
+from clperiod.periodograms.multiterm import (
+    MAX_NTERMS,
+    multiterm_coefficients,
+    multiterm_max_power,
+    multiterm_power,
+)
 
 GRID = FrequencyGrid.from_range(0.01, 3.0, 1500)
 

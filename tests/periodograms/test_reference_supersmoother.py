@@ -12,9 +12,9 @@ import math
 
 import numpy as np
 import pytest
-from reference import supersmoother as ref
 
 from clperiod.testing import sinusoid_lightcurve
+from reference import supersmoother as ref
 
 SPANS = (0.05, 0.2, 0.5)
 

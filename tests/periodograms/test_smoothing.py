@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from reference import supersmoother as ref
 
 from clperiod.periodograms.smoothing import single_pass_smooth
+from reference import supersmoother as ref
 
 
 def reference(smoother, x, y, w, *args):

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from astropy.timeseries import LombScargle
 
-from clperiod.periodograms import stats
 from clperiod.grid import FrequencyGrid
+from clperiod.periodograms import stats
 
 NORMS = ("standard", "model", "log", "psd")
 FMAX = 2.0

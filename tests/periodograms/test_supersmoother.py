@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from reference import supersmoother as ref
 
 import clperiod
 from clperiod import Catalog, FrequencyGrid, Status
+from reference import supersmoother as ref
 
 ss_module = importlib.import_module("clperiod.periodograms.supersmoother")
 
