@@ -55,7 +55,7 @@ assert os.path.dirname(os.path.dirname(os.path.realpath(clperiod.__file__))) == 
 for name in ("pyopencl", "numpy", "scipy", "mako", "pytest", "hypothesis", "astropy",
              "matplotlib", "tqdm", "supersmoother", "mpmath", "pandas", "pyarrow",
              "h5py", "dask", "distributed", "sphinx", "myst_parser", "pydata_sphinx_theme",
-             "numpydoc"):
+             "numpydoc", "ruff", "mypy"):
     importlib.import_module(name)
 EOF
 }
