@@ -42,19 +42,24 @@ from typing import Literal, Protocol
 
 import numpy as np
 import pyopencl as cl
+import pyopencl.array as cla
 
 from clperiod.catalog import Catalog, Status
 from clperiod.engine import kernels
 from clperiod.engine.devices import upload
+from clperiod.engine.fft import fft_inplace
+from clperiod.engine.planner import Buffer
 from clperiod.grid import FrequencyGrid
 from clperiod.periodograms.inputs import segment_reduce
 from clperiod.periodograms.standardize import standardize
 
 __all__ = [
+    "BatchPeaks",
     "GridFFT",
     "NufftPlan",
     "PointSet",
     "PreparedPoints",
+    "batch_buffers",
     "correction_factors",
     "es_kernel_params",
     "fine_grid_size",
@@ -62,6 +67,7 @@ __all__ = [
     "periodogram",
     "power",
     "prepare",
+    "search",
     "spread",
 ]
 
@@ -499,8 +505,16 @@ def _check_normalization(normalization: str) -> None:
         )
 
 
-def spread(queue: cl.CommandQueue, prepared: PreparedPoints, plan: NufftPlan) -> cl.Buffer:
+def spread(
+    queue: cl.CommandQueue, prepared: PreparedPoints, plan: NufftPlan, n_rows: int = 0
+) -> cl.Buffer:
     """Queue the spreading of both point sets (stage 2).
+
+    Parameters
+    ----------
+    n_rows
+        Grid rows to allocate at least (rows past the batch's are left
+        unwritten), so that batches of fewer objects share one FFT shape.
 
     Returns
     -------
@@ -511,9 +525,8 @@ def spread(queue: cl.CommandQueue, prepared: PreparedPoints, plan: NufftPlan) ->
     spread_1, spread_2 = _spread_kernels(queue, plan)
     n_obj, n_trans = prepared.n_objects, prepared.n_transforms
     itemsize = np.dtype(plan.complex_dtype).itemsize
-    grid = cl.Buffer(
-        queue.context, cl.mem_flags.READ_WRITE, max(1, n_obj * n_trans * plan.n_grid) * itemsize
-    )
+    rows = max(1, n_rows, n_obj * n_trans)
+    grid = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, rows * plan.n_grid * itemsize)
     starts = upload(queue, prepared.offsets)
     global_size, local_size = _range(plan.n_grid, n_obj, _work_group(queue))
     for first, point_set in ((0, prepared.points), (n_trans - 1, prepared.doubled)):
@@ -605,6 +618,137 @@ def periodogram(
     result = np.empty((prepared.n_objects, plan.grid.nf), dtype=plan.dtype)
     cl.enqueue_copy(queue, result, out)
     return result
+
+
+# }}}
+
+# {{{ search of a batch
+
+
+def batch_buffers(plan: NufftPlan, fit_mean: bool, top_k: int) -> list[Buffer]:
+    """The device buffers of a batch of :func:`search`, for
+    :mod:`clperiod.engine.planner` (items: objects, units: points).
+
+    Per object the fine grids (``n_transforms`` rows of ``n_grid`` complex
+    values, twice: the FFT may need as much again, VkFFT's scratch or the host
+    transform's output), the ``nf`` powers, the peaks and the per-object
+    inputs; per point the cells, fractions and strengths of both point sets.
+    """
+    real = np.dtype(plan.dtype).itemsize
+    n_trans = 3 if fit_mean else 2
+    return [
+        Buffer("fine grids", per_item=n_trans * plan.n_grid * 2 * real, count=2),
+        Buffer("powers", per_item=plan.grid.nf * real),
+        Buffer("peaks", per_item=top_k * (real + 4)),
+        Buffer("object inputs", per_item=4 + 2 * real),
+        Buffer("points", per_unit=2 * (4 + real) + n_trans * 2 * real),
+    ]
+
+
+@dataclass(frozen=True)
+class BatchPeaks:
+    """The top-k peaks of a batch's objects (:func:`search`).
+
+    Attributes
+    ----------
+    status : ndarray of int8
+        The preparation's per-object status (:attr:`PreparedPoints.status`).
+    values : ndarray of float64, shape (n_objects, top_k)
+        Peak powers, best first (``-inf`` or NaN where there is no peak).
+    indices : ndarray of int32, shape (n_objects, top_k)
+        Their grid indices (``2**31 - 1``: no peak).
+    psd_scale : ndarray of float64
+        :attr:`PreparedPoints.psd_scale`.
+    """
+
+    status: np.ndarray
+    values: np.ndarray
+    indices: np.ndarray
+    psd_scale: np.ndarray
+
+
+def _top_k_peaks(
+    queue: cl.CommandQueue, powers: cl.Buffer, n_obj: int, plan: NufftPlan, top_k: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """``peaks_topk`` (``cl_kernels/peaks.mako``) of every object's periodogram."""
+    wg = _work_group(queue)
+    real = "double" if plan.fp64 else "float"
+    (kernel,) = kernels.get_kernels(
+        queue.context, "peaks", ("peaks_topk",), real=real, wg=wg, top_k=top_k
+    )
+    nf = plan.grid.nf
+    values = np.empty((n_obj, top_k), dtype=plan.dtype)
+    indices = np.empty((n_obj, top_k), dtype=np.int32)
+    best_val = cl.Buffer(queue.context, cl.mem_flags.WRITE_ONLY, max(1, values.nbytes))
+    best_idx = cl.Buffer(queue.context, cl.mem_flags.WRITE_ONLY, max(1, indices.nbytes))
+    if n_obj:
+        kernel(
+            queue,
+            (n_obj * wg,),
+            (wg,),
+            powers,
+            np.int32(nf),
+            np.int32(0),
+            np.int32(0),
+            np.int32(nf),
+            np.int32(nf),
+            best_val,
+            best_idx,
+        )
+        cl.enqueue_copy(queue, values, best_val)
+        cl.enqueue_copy(queue, indices, best_idx)
+    return values.astype(np.float64), indices
+
+
+def search(
+    queue: cl.CommandQueue,
+    prepared: PreparedPoints,
+    plan: NufftPlan,
+    normalization: Normalization,
+    top_k: int,
+    periodograms: np.ndarray | None = None,
+    n_rows: int = 0,
+) -> BatchPeaks:
+    """Spread, FFT (:func:`clperiod.engine.fft.fft_inplace`), power and top-k peaks.
+
+    Parameters
+    ----------
+    prepared
+        The batch's points (:func:`prepare`).
+    normalization
+        The powers' normalization. psd powers are computed as standard powers
+        and scaled by ``psd_scale`` on the host in float64 (peaks) and in the
+        plan's precision (``periodograms``), as the direct path does.
+    top_k
+        Peaks kept per object.
+    periodograms
+        If given, ``(n_objects, nf)`` host array (plan precision) receiving the
+        periodograms.
+    n_rows
+        Fine-grid rows to transform at least (:func:`spread`), so that batches
+        of fewer objects reuse one FFT plan.
+
+    Returns
+    -------
+    BatchPeaks
+    """
+    _check_normalization(normalization)
+    n_obj = prepared.n_objects
+    grid = spread(queue, prepared, plan, n_rows)
+    rows = max(1, n_rows, n_obj * prepared.n_transforms)
+    fft_inplace(queue, cla.Array(queue, (rows, plan.n_grid), plan.complex_dtype, data=grid))
+    psd = normalization == "psd"
+    powers = power(queue, grid, prepared, plan, "standard" if psd else normalization)
+    values, indices = _top_k_peaks(queue, powers, n_obj, plan, top_k)
+    if periodograms is not None and n_obj:
+        cl.enqueue_copy(queue, periodograms, powers)
+    queue.finish()
+    if psd:
+        with np.errstate(invalid="ignore", over="ignore"):  # -inf * 0 of objects not OK
+            values *= prepared.psd_scale[:, None]
+            if periodograms is not None:
+                periodograms *= prepared.psd_scale.astype(plan.dtype)[:, None]
+    return BatchPeaks(prepared.status, values, indices, prepared.psd_scale)
 
 
 # }}}
