@@ -250,9 +250,22 @@ def correction_factors(plan: NufftPlan, fft_scale: float = 1.0) -> np.ndarray:
     ``fft_scale`` is the factor of the FFT's output over the unnormalised sum
     (``1 / n_grid`` for a normalised backward transform).
     """
-    k = np.arange(plan.grid.nf) - plan.grid.nf // 2
-    psi = kernel_fourier_transform(2 * np.pi * k / plan.n_grid, plan.width, plan.beta)
-    return (1.0 / (psi * fft_scale)).astype(plan.dtype)
+    return _correction_factors(
+        plan.grid.nf, plan.n_grid, plan.width, plan.beta, fft_scale, np.dtype(plan.dtype).str
+    )
+
+
+@functools.lru_cache(maxsize=8)
+def _correction_factors(
+    nf: int, n_grid: int, width: int, beta: float, fft_scale: float, dtype: str
+) -> np.ndarray:
+    """:func:`correction_factors`, kept for the grids of the last calls (a
+    quadrature over every mode: the largest host cost of a call), read-only."""
+    k = np.arange(nf) - nf // 2
+    psi = kernel_fourier_transform(2 * np.pi * k / n_grid, width, beta)
+    factors = (1.0 / (psi * fft_scale)).astype(dtype)
+    factors.setflags(write=False)
+    return factors
 
 
 # }}}
