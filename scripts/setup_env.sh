@@ -8,10 +8,13 @@
 #   3. check that some OpenCL device builds and runs a kernel; if none does and
 #      we are root with apt-get, install Debian's PoCL (pocl-opencl-icd, a CPU
 #      OpenCL with fp64), else say what to install and exit 1;
-#   4. print the usable devices.
+#   4. build and install pyvkfft (the extra "fft": VkFFT for clperiod.engine.fft)
+#      unless it imports; a failure here only warns;
+#   5. print the usable devices.
 #
 # Quiet unless something fails (then the captured output is shown).
-# Environment: PYTHON (default python3), CLPERIOD_SETUP_VERBOSE=1 for full output.
+# Environment: PYTHON (default python3), CLPERIOD_SETUP_VERBOSE=1 for full output,
+# CLPERIOD_SETUP_FFT=0 to skip step 4.
 # The pip wheel pocl-binary-distribution (pyopencl[pocl]) is deliberately not
 # used: its PoCL 3.0-rc2 / LLVM 14 cannot build kernels on recent CPUs.
 set -euo pipefail
@@ -169,5 +172,59 @@ EOF
         exit 1
     fi
 fi
+# --- 4. pyvkfft, the optional VkFFT of clperiod.engine.fft --------------------
+# An sdist whose C++ extension is compiled against the OpenCL headers (CL/cl.h)
+# and libOpenCL.so; as root with apt-get, Debian's opencl-c-headers and
+# ocl-icd-opencl-dev are installed when a test program does not compile and
+# link. Only the OpenCL backend is built (VKFFT_BACKEND=opencl). A failure only
+# warns (clperiod then computes its FFTs on the host) and is not retried for this
+# pyproject.toml and Python until build/pyvkfft.failed is removed.
+opencl_sdk_works() {
+    local exe
+    exe="$(mktemp)"
+    printf '#include <CL/cl.h>\nint main() { cl_uint n; return clGetPlatformIDs(0, 0, &n); }\n' |
+        "${CXX:-c++}" -x c++ - -o "$exe" -lOpenCL >/dev/null 2>&1
+    local status=$?
+    rm -f "$exe"
+    return $status
+}
+install_opencl_sdk() {
+    local packages=(opencl-c-headers ocl-icd-opencl-dev)
+    quietly env DEBIAN_FRONTEND=noninteractive apt-get install -y "${packages[@]}" 2>/dev/null ||
+        { quietly apt-get update && quietly env DEBIAN_FRONTEND=noninteractive \
+            apt-get install -y "${packages[@]}"; }
+}
+build_pyvkfft() {
+    if ! command -v "${CXX:-c++}" >/dev/null 2>&1; then
+        say "no C++ compiler (${CXX:-c++}) to build pyvkfft" >&2
+        return 1
+    fi
+    if ! opencl_sdk_works; then
+        if [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null 2>&1; then
+            say "installing the OpenCL headers (opencl-c-headers ocl-icd-opencl-dev) ..."
+            install_opencl_sdk || return 1
+        else
+            say "no OpenCL headers and libOpenCL.so to build pyvkfft against" \
+                "(Debian/Ubuntu: opencl-c-headers ocl-icd-opencl-dev)" >&2
+            return 1
+        fi
+    fi
+    say "building pyvkfft (OpenCL backend; about 20 s) ..."
+    quietly env VKFFT_BACKEND=opencl "$PYTHON" -m pip install --no-build-isolation "pyvkfft>=2025.1"
+}
+failed_stamp="build/pyvkfft.failed"
+if [[ "${CLPERIOD_SETUP_FFT:-1}" == 0 ]] ||
+    "$PYTHON" -c "import pyvkfft.opencl" >/dev/null 2>&1; then
+    :
+elif [[ -f "$failed_stamp" && "$(cat "$failed_stamp")" == "$want" ]]; then
+    say "pyvkfft is not installed (its build failed before; remove $failed_stamp to retry)"
+elif build_pyvkfft; then
+    rm -f "$failed_stamp"
+else
+    mkdir -p build
+    echo "$want" >"$failed_stamp"
+    say "pyvkfft not installed: clperiod computes its FFTs on the host" >&2
+fi
+
 say "usable OpenCL devices:"
 cat "$report"

@@ -1,0 +1,280 @@
+"""Batched one-dimensional complex FFTs of device arrays (the NUFFT's FFT step).
+
+:func:`fft_inplace` transforms each row of a ``complex64`` or ``complex128``
+:class:`pyopencl.array.Array` of shape ``(n,)`` or ``(batch, n)``::
+
+    F_k = sum_j a_j exp(isign * 2 pi i j k / n),    k = 0 ... n - 1,
+
+without normalisation; ``isign=+1`` is FINUFFT's type-1 sign, numpy's
+``n * numpy.fft.ifft``. Two methods do it:
+
+* ``"vkfft"``: VkFFT on the device, through pyvkfft's OpenCL backend (the
+  optional extra ``clperiod[fft]``; pyvkfft is built from source, see
+  ``scripts/setup_env.sh``). Plans are cached per (queue, shape, dtype), at most
+  :data:`MAX_PLANS` of them: a plan holds compiled kernels and, for long
+  transforms, a scratch buffer as large as the array, so two queues never share
+  one.
+* ``"host"``: :mod:`scipy.fft` on the array mapped into host memory.
+
+``method="auto"`` takes VkFFT where :func:`available`, except on CPU devices,
+whose memory the host method maps without a copy and transforms as fast or
+faster. There ``method="vkfft"`` runs only rows longer than the device's local
+memory whose length has no prime factor above 13, which VkFFT splits into
+several kernel launches: its single-launch kernels for long rows (and those it
+launches to set up Bluestein and Rader transforms) keep more per-work-item state
+than PoCL's worker-thread stacks hold, and the process dies with a
+segmentation fault.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import io
+import threading
+import warnings
+from typing import Any, Literal
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+import scipy.fft
+
+__all__ = [
+    "MAX_PLANS",
+    "FFTWarning",
+    "available",
+    "clear_plans",
+    "fft_inplace",
+    "method_for",
+    "unavailable_reason",
+]
+
+#: At most this many VkFFT plans are kept (least recently used ones go first).
+MAX_PLANS = 8
+
+Method = Literal["auto", "vkfft", "host"]
+
+_lock = threading.Lock()
+_probes: dict[tuple[cl.Context, cl.Device], str | None] = {}
+# (queue, shape, dtype) -> plan, or the reason the host computes that transform
+_plans: collections.OrderedDict[tuple[cl.CommandQueue, tuple[int, ...], np.dtype], Any] = (
+    collections.OrderedDict()
+)
+
+
+class FFTWarning(UserWarning):
+    """VkFFT could not plan a transform, which then ran on the host."""
+
+
+def _vkfft_app_class() -> Any:
+    from pyvkfft.opencl import VkFFTApp
+
+    return VkFFTApp
+
+
+def _new_app(queue: cl.CommandQueue, shape: tuple[int, ...], dtype: np.dtype) -> Any:
+    """A VkFFT in-place, unnormalised plan along the last axis; pyvkfft's own
+    diagnostics (printed on failure) are dropped, its exception is kept."""
+    with contextlib.redirect_stdout(io.StringIO()):
+        return _vkfft_app_class()(shape, dtype, queue, ndim=1, inplace=True, norm=0)
+
+
+def _probe(queue: cl.CommandQueue) -> str | None:
+    """Why VkFFT cannot run on the queue's device, or None when a small
+    transform of a unit impulse gives the expected all-ones row."""
+    try:
+        _vkfft_app_class()
+    except ImportError as error:
+        return f"pyvkfft is not installed ({error}); install clperiod[fft]"
+    except Exception as error:  # a broken build fails in many ways
+        return f"pyvkfft does not import: {type(error).__name__}: {error}"
+    impulse = np.zeros(16, np.complex64)
+    impulse[0] = 1
+    try:
+        array = cla.to_device(queue, impulse)
+        _new_app(queue, impulse.shape, impulse.dtype).ifft(array, queue=queue)
+        result = array.get(queue=queue)
+    except Exception as error:  # pyvkfft raises RuntimeError, pyopencl cl.Error
+        return f"VkFFT failed on {queue.device.name.strip()}: {type(error).__name__}: {error}"
+    if not np.allclose(result, 1, rtol=0, atol=1e-6):
+        return f"VkFFT gives wrong results on {queue.device.name.strip()}"
+    return None
+
+
+def unavailable_reason(queue: cl.CommandQueue) -> str | None:
+    """Why VkFFT cannot run on the device of ``queue``, or None when it can.
+
+    Checked once per (context, device): pyvkfft must import and transform a
+    short row correctly.
+    """
+    key = (queue.context, queue.device)
+    with _lock:
+        if key not in _probes:
+            _probes[key] = _probe(queue)
+        return _probes[key]
+
+
+def available(queue: cl.CommandQueue) -> bool:
+    """Whether VkFFT runs on the device of ``queue`` (see :func:`unavailable_reason`)."""
+    return unavailable_reason(queue) is None
+
+
+def _is_cpu(device: cl.Device) -> bool:
+    return bool(device.type & cl.device_type.CPU)
+
+
+def _is_13_smooth(n: int) -> bool:
+    """Whether ``n`` has no prime factor above 13 (VkFFT's native radices)."""
+    for prime in (2, 3, 5, 7, 11, 13):
+        while n % prime == 0:
+            n //= prime
+    return n == 1
+
+
+def _unsafe_on_device(device: cl.Device, n: int, dtype: np.dtype) -> str | None:
+    """Why a VkFFT transform of rows of ``n`` would be unsafe, judged before planning."""
+    if not _is_cpu(device):
+        return None
+    if not _is_13_smooth(n):
+        return "on a CPU device VkFFT runs only lengths without prime factors above 13"
+    if n * dtype.itemsize <= device.local_mem_size:
+        return "a row fits the local memory of a CPU device (one VkFFT launch per row)"
+    return None
+
+
+def _unsafe_plan(device: cl.Device, app: Any) -> str | None:
+    """Why a VkFFT plan is unsafe on ``device`` (one launch per row on a CPU)."""
+    if _is_cpu(device) and (app.nb_axis_upload[0] <= 1 or any(app.use_bluestein_fft)):
+        return "VkFFT plans one launch per row, which CPU devices cannot run safely"
+    return None
+
+
+def _plan(queue: cl.CommandQueue, shape: tuple[int, ...], dtype: np.dtype) -> Any:
+    """The cached VkFFT plan for this transform, or a string: why the host does it."""
+    key = (queue, shape, dtype)
+    with _lock:
+        if key in _plans:
+            _plans.move_to_end(key)
+            return _plans[key]
+    reason = unavailable_reason(queue) or _unsafe_on_device(queue.device, shape[-1], dtype)
+    plan: Any = reason
+    if reason is None:
+        try:
+            app = _new_app(queue, shape, dtype)
+        except Exception as error:  # pyvkfft raises RuntimeError, pyopencl cl.Error
+            plan = f"VkFFT cannot plan it: {type(error).__name__}: {error}"
+            warnings.warn(
+                f"FFT of shape {shape} ({dtype}) runs on the host: {plan}",
+                FFTWarning,
+                stacklevel=3,
+            )
+        else:
+            plan = _unsafe_plan(queue.device, app) or app
+    with _lock:
+        _plans[key] = plan
+        _plans.move_to_end(key)
+        while len(_plans) > MAX_PLANS:
+            _plans.popitem(last=False)
+    return plan
+
+
+def clear_plans() -> None:
+    """Forget every cached plan (their kernels and scratch buffers are released)."""
+    with _lock:
+        _plans.clear()
+
+
+def _check_array(queue: cl.CommandQueue, array: cla.Array) -> None:
+    if not isinstance(array, cla.Array):
+        raise TypeError(f"array must be a pyopencl.array.Array, not {type(array).__name__}")
+    if array.dtype not in (np.complex64, np.complex128):
+        raise TypeError(f"array must be complex64 or complex128, not {array.dtype}")
+    if array.ndim not in (1, 2):
+        raise ValueError(f"array must have shape (n,) or (batch, n), not {array.shape}")
+    if array.shape[-1] == 0:
+        raise ValueError(f"array rows must not be empty (shape {array.shape})")
+    if not array.flags.c_contiguous or array.offset != 0:
+        raise ValueError("array must be C-contiguous and start at its buffer's beginning")
+    if array.context != queue.context:
+        raise ValueError("array must live in the context of queue")
+
+
+def method_for(
+    queue: cl.CommandQueue, shape: tuple[int, ...], dtype: np.dtype | type, method: Method = "auto"
+) -> Literal["vkfft", "host"]:
+    """The method :func:`fft_inplace` uses for an array of this shape and dtype.
+
+    ``method="vkfft"`` raises a RuntimeError with the reason when VkFFT cannot
+    (or must not) run this transform; the first call may compile its plan.
+    """
+    if method not in ("auto", "vkfft", "host"):
+        raise ValueError(f"method must be 'auto', 'vkfft' or 'host', not {method!r}")
+    if method == "host" or (method == "auto" and _is_cpu(queue.device)):
+        return "host"
+    plan = _plan(queue, tuple(int(s) for s in shape), np.dtype(dtype))
+    if not isinstance(plan, str):
+        return "vkfft"
+    if method == "vkfft":
+        raise RuntimeError(f"VkFFT cannot run this FFT of shape {tuple(shape)}: {plan}")
+    return "host"
+
+
+def _host_fft_inplace(queue: cl.CommandQueue, array: cla.Array, isign: int) -> None:
+    """scipy.fft on the array mapped into host memory (the device's own memory on a
+    CPU device; a copy each way on others)."""
+    flags = cl.map_flags.READ | cl.map_flags.WRITE
+    host, _ = cl.enqueue_map_buffer(
+        queue, array.base_data, flags, 0, array.shape, array.dtype, is_blocking=True
+    )
+    with host.base:  # unmapped on leaving
+        if isign > 0:
+            out = scipy.fft.ifft(host, axis=-1, norm="forward", overwrite_x=True, workers=-1)
+        else:
+            out = scipy.fft.fft(host, axis=-1, norm="backward", overwrite_x=True, workers=-1)
+        if not np.shares_memory(out, host):
+            host[...] = out
+
+
+def fft_inplace(
+    queue: cl.CommandQueue, array: cla.Array, isign: int = 1, method: Method = "auto"
+) -> None:
+    """Replace each row of ``array`` by its unnormalised discrete Fourier transform.
+
+    Parameters
+    ----------
+    queue
+        The queue to run on (VkFFT enqueues its kernels there; the host method
+        waits for it and enqueues the unmapping there).
+    array
+        ``complex64`` or ``complex128``, C-contiguous, shape ``(n,)`` or
+        ``(batch, n)``; each row is transformed along the last axis.
+    isign
+        Sign of the exponent: ``+1`` gives ``F_k = sum_j a_j exp(+2 pi i jk/n)``
+        (``n * numpy.fft.ifft``), ``-1`` gives ``numpy.fft.fft``.
+    method
+        ``"auto"`` (VkFFT where available, except on CPU devices; else the
+        host), ``"vkfft"`` (RuntimeError when it cannot or must not run this
+        transform) or ``"host"``.
+
+    Raises
+    ------
+    TypeError
+        If ``array`` is not a complex pyopencl array.
+    ValueError
+        If ``array`` has another shape or layout, lives in another context, or
+        ``isign`` or ``method`` is invalid.
+    """
+    _check_array(queue, array)
+    if isign not in (1, -1):
+        raise ValueError(f"isign must be +1 or -1, not {isign!r}")
+    if array.size == 0:
+        return
+    if method_for(queue, array.shape, array.dtype, method) == "host":
+        _host_fft_inplace(queue, array, isign)
+        return
+    app = _plan(queue, array.shape, array.dtype)
+    if isign > 0:
+        app.ifft(array, queue=queue)
+    else:
+        app.fft(array, queue=queue)

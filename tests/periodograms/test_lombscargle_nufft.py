@@ -1,0 +1,230 @@
+"""``lombscargle(..., algorithm="nufft")`` against ``algorithm="direct"`` on the test device.
+
+Powers agree with nifty-ls's rule: within ``max(1e-5, 1e-9 Nf)`` of the peak
+power in fp64 and ``max(1e-3, 1e-7 Nf)`` in fp32. Grids start at
+``fmin >= 2 df`` unless the test is about ``fmin = 0``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyopencl as cl
+import pytest
+
+import clperiod
+from clperiod import Catalog, FrequencyGrid, Status, lombscargle
+from clperiod.engine.devices import get_queue
+from clperiod.io import load_example
+from clperiod.periodograms import lombscargle as LS_MODULE
+from clperiod.periodograms import nufft
+from clperiod.testing import sinusoid_lightcurve
+
+NORMALIZATIONS = ["standard", "model", "log", "psd"]
+
+
+def simulated(rng, n=300, period=3.1, baseline=100.0, epoch=58000.0, dy=True):
+    return sinusoid_lightcurve(rng, n, period, baseline=baseline, epoch=epoch, mean=12.0,
+                               amplitude=0.4, phase=0.3, noise=0.3,
+                               dy=(0.1, 0.3) if dy else None)
+
+
+def nifty_rtol(nf: int, precision: str) -> float:
+    return max(1e-5, 1e-9 * nf) if precision == "fp64" else max(1e-3, 1e-7 * nf)
+
+
+def peak_relative_error(power, expected) -> float:
+    """``max |power - expected| / max |expected|`` (same NaNs required)."""
+    np.testing.assert_array_equal(np.isnan(power), np.isnan(expected))
+    return float(np.nanmax(np.abs(power - expected)) / np.nanmax(np.abs(expected)))
+
+
+def both(*args, **options):
+    """The direct and NUFFT results of the same search."""
+    return (lombscargle(*args, **options),
+            lombscargle(*args, algorithm="nufft", **options))
+
+
+# {{{ accuracy against the direct path
+
+
+@pytest.mark.parametrize("precision", ["fp64", "fp32"])
+@pytest.mark.parametrize("normalization", NORMALIZATIONS)
+@pytest.mark.parametrize("method", ["generalized", "standard"])
+def test_random_light_curve_matches_direct(rng, method, normalization, precision):
+    t, y, dy = simulated(rng, dy=method == "generalized")
+    grid = FrequencyGrid(0.002, 0.001, 5000)
+    direct, fast = both(t, grid, y, dy, method=method, normalization=normalization,
+                        precision=precision, periodogram=True)
+    assert peak_relative_error(fast.power[0], direct.power[0]) <= nifty_rtol(5000, precision)
+    assert fast.frequency_best[0] == direct.frequency_best[0]
+    np.testing.assert_allclose(fast.power_best, direct.power_best,
+                               rtol=nifty_rtol(5000, precision))
+    assert (fast.method, fast.normalization, fast.precision) == (method, normalization, precision)
+
+
+@pytest.mark.parametrize(("fit_mean", "center_data"), [(True, False), (False, True),
+                                                       (False, False)])
+def test_model_variants_match_direct(rng, fit_mean, center_data):
+    t, y, dy = simulated(rng)
+    grid = FrequencyGrid(0.002, 0.001, 5000)
+    direct, fast = both(t, grid, y, dy, fit_mean=fit_mean, center_data=center_data,
+                        periodogram=True)
+    assert peak_relative_error(fast.power[0], direct.power[0]) <= 1e-5
+    assert fast.frequency_best[0] == direct.frequency_best[0]
+
+
+def test_zero_frequency_is_nan_as_in_the_direct_path(rng):
+    t, y, dy = simulated(rng)
+    grid = FrequencyGrid(0.0, 0.001, 4000)
+    direct, fast = both(t, grid, y, dy, periodogram=True)
+    assert np.isnan(fast.power[0, 0]) and np.isnan(direct.power[0, 0])
+    # the lowest rows carry the transforms' largest relative errors (as in nifty-ls)
+    assert peak_relative_error(fast.power[0, 2:], direct.power[0, 2:]) <= 1e-5
+    assert fast.frequency_best[0] == direct.frequency_best[0]
+
+
+@pytest.mark.parametrize("precision", ["fp64", "fp32"])
+def test_real_light_curve_every_normalization(precision):
+    cat = load_example("8205_errors")
+    grid = FrequencyGrid.from_range(0.5, 24.0, 1500)
+    for normalization in NORMALIZATIONS:
+        direct, fast = both(cat, grid, normalization=normalization, precision=precision,
+                            periodogram=True, top_k=3)
+        rtol = nifty_rtol(grid.nf, precision)
+        assert peak_relative_error(fast.power[0], direct.power[0]) <= rtol, normalization
+        np.testing.assert_array_equal(fast.top_k_frequency, direct.top_k_frequency)
+
+
+def test_real_catalog_same_best_periods():
+    cat = load_example("stripe82")
+    cat = cat.slice(0, 24)
+    grid = FrequencyGrid.from_range(0.2, 4.0, 20000)
+    direct, fast = both(cat, grid, periodogram=True)
+    np.testing.assert_array_equal(fast.status, direct.status)
+    np.testing.assert_array_equal(fast.period, direct.period)
+    for row in range(cat.n_objects):
+        assert peak_relative_error(fast.power[row], direct.power[row]) <= 2e-5
+
+
+def test_eps_sets_the_accuracy(rng):
+    t, y, dy = simulated(rng)
+    grid = FrequencyGrid(0.002, 0.001, 5000)
+    direct = lombscargle(t, grid, y, dy, periodogram=True).power[0]
+    errors = [peak_relative_error(
+        lombscargle(t, grid, y, dy, algorithm="nufft", eps=eps, periodogram=True).power[0],
+        direct) for eps in (1e-3, 1e-6, 1e-12)]
+    assert errors[0] > errors[1] > errors[2]
+    assert errors[0] <= 3e-3 and errors[2] <= 1e-10
+
+
+# }}}
+
+# {{{ peaks, catalogs, statuses, batches
+
+
+def peaks_reference(power, k):
+    """Indices of the k highest local maxima (first of equal maxima)."""
+    p = np.where(np.isnan(power), -np.inf, power)
+    left = np.concatenate([[-np.inf], p[:-1]])
+    right = np.concatenate([p[1:], [-np.inf]])
+    idx = np.flatnonzero((p > left) & (p >= right))
+    order = np.lexsort((idx, -p[idx]))
+    return idx[order][:k]
+
+
+def test_top_k_are_the_distinct_peaks_of_the_periodogram(rng):
+    t, y, dy = simulated(rng, n=90)
+    grid = FrequencyGrid(0.02, 0.01, 3000)
+    result = lombscargle(t, grid, y, dy, algorithm="nufft", periodogram=True, top_k=7)
+    expected = peaks_reference(result.power[0], 7)
+    np.testing.assert_array_equal(result.top_k_frequency[0], grid.frequencies()[expected])
+    np.testing.assert_array_equal(result.top_k_power[0], result.power[0][expected])
+    best = lombscargle(t, grid, y, dy, algorithm="nufft", top_k=7)
+    np.testing.assert_array_equal(best.top_k_frequency, result.top_k_frequency)
+    assert best.power is None
+
+
+def test_catalog_mixing_objects_and_degenerate_statuses(rng):
+    lcs = [simulated(rng, n=n, period=p) for n, p in [(40, 1.3), (333, 0.71), (129, 5.5)]]
+    t = np.linspace(0.0, 10.0, 30)
+    lcs.insert(1, (t, np.full(30, 3.0), np.full(30, 0.1)))  # constant: ZERO_VARIANCE
+    lcs.insert(3, (t[:3], np.array([1.0, 2.0, 0.5]), np.full(3, 0.1)))  # TOO_FEW_POINTS
+    cat = Catalog.from_lightcurves(lcs, ids=list("abcde"))
+    grid = FrequencyGrid(0.01, 0.005, 3000)
+    for precision in ("fp64", "fp32"):
+        direct, fast = both(cat, grid, precision=precision, periodogram=True, top_k=3)
+        np.testing.assert_array_equal(fast.status, direct.status)
+        assert list(fast.status) == [Status.OK, Status.ZERO_VARIANCE, Status.OK,
+                                     Status.TOO_FEW_POINTS, Status.OK]
+        ok = fast.status == Status.OK
+        assert np.isnan(fast.power[~ok]).all() and np.isnan(fast.top_k_power[~ok]).all()
+        np.testing.assert_array_equal(fast.frequency_best, direct.frequency_best)
+        for row in np.flatnonzero(ok):
+            assert (peak_relative_error(fast.power[row], direct.power[row])
+                    <= nifty_rtol(grid.nf, precision))
+        assert list(fast.ids) == list("abcde")
+        np.testing.assert_allclose(fast.false_alarm_probability(),
+                                   direct.false_alarm_probability(), rtol=1e-2)
+
+
+def test_small_memory_budget_splits_the_catalog(rng, monkeypatch):
+    cat = Catalog.from_lightcurves([simulated(rng, n=60 + 10 * k, period=1 + 0.1 * k)
+                                    for k in range(6)])
+    grid = FrequencyGrid(0.02, 0.01, 3000)
+    full = lombscargle(cat, grid, algorithm="nufft", periodogram=True, top_k=2)
+    info = clperiod.select_devices()[0]
+    tiny = type(info)(**{**info.__dict__, "global_mem": 3_000_000, "max_alloc": 1_000_000})
+    monkeypatch.setattr(LS_MODULE, "select_devices", lambda _: [tiny])
+    batches = []
+    original = LS_MODULE.batch_bounds
+    monkeypatch.setattr(LS_MODULE, "batch_bounds",
+                        lambda *a, **k: batches.append(original(*a, **k)) or batches[-1])
+    split = lombscargle(cat, grid, algorithm="nufft", periodogram=True, top_k=2)
+    assert len(batches[0]) > 1
+    np.testing.assert_array_equal(split.power, full.power)
+    np.testing.assert_array_equal(split.top_k_frequency, full.top_k_frequency)
+
+
+def test_padded_fft_rows_leave_the_results_unchanged(rng, cpu_device):
+    t, y, dy = simulated(rng, n=200)
+    plan = nufft.NufftPlan.build(FrequencyGrid(0.02, 0.01, 2000))
+    prepared = nufft.prepare(Catalog.from_single(t, y, dy), plan, fit_mean=True,
+                             center_data=True, use_dy=True)
+    queue: cl.CommandQueue = get_queue(cpu_device)
+    plain, padded = np.empty((1, 2000)), np.empty((1, 2000))
+    a = nufft.search(queue, prepared, plan, "psd", 3, plain)
+    b = nufft.search(queue, prepared, plan, "psd", 3, padded, n_rows=7)
+    np.testing.assert_array_equal(padded, plain)
+    np.testing.assert_array_equal(b.indices, a.indices)
+    np.testing.assert_array_equal(b.values, a.values)
+
+
+# }}}
+
+# {{{ bad arguments
+
+
+@pytest.mark.parametrize("algorithm", ["fft", "auto", None])
+def test_bad_algorithm_is_an_error(rng, algorithm):
+    t, y, dy = simulated(rng, n=20)
+    with pytest.raises(ValueError, match="algorithm"):
+        lombscargle(t, FrequencyGrid(0.1, 0.1, 10), y, dy, algorithm=algorithm)
+
+
+@pytest.mark.parametrize("eps", [0.0, -1e-6, 1.0, np.nan, np.inf])
+def test_bad_eps_is_an_error(rng, eps):
+    t, y, dy = simulated(rng, n=20)
+    with pytest.raises(ValueError, match="eps"):
+        lombscargle(t, FrequencyGrid(0.1, 0.1, 10), y, dy, algorithm="nufft", eps=eps)
+
+
+def test_eps_of_the_direct_path_or_not_a_number_is_an_error(rng):
+    t, y, dy = simulated(rng, n=20)
+    grid = FrequencyGrid(0.1, 0.1, 10)
+    with pytest.raises(ValueError, match="eps applies only to algorithm='nufft'"):
+        lombscargle(t, grid, y, dy, eps=1e-6)
+    with pytest.raises(TypeError, match="eps must be a number"):
+        lombscargle(t, grid, y, dy, algorithm="nufft", eps="small")
+
+
+# }}}
