@@ -24,6 +24,10 @@ from clperiod.engine.devices import get_queue, upload
 from clperiod.periodograms import nufft
 from reference import nufft as ref
 
+# the stage-by-stage checks of the NUFFT kernels; the public path has its
+# not-slow tests in test_lombscargle_nufft.py
+pytestmark = pytest.mark.slow
+
 NORMALIZATIONS = ("standard", "model", "log", "psd")
 #: (fit_mean, center_data)
 CENTRING = ((True, True), (True, False), (False, True), (False, False))
