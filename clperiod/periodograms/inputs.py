@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Generic, TypeVar, cast, get_args
 
 import numpy as np
@@ -13,9 +13,11 @@ from clperiod.catalog import Catalog, Status, catalog_of, is_lightcurve_list
 from clperiod.grid import FrequencyGrid
 
 __all__ = [
+    "NO_PEAK",
     "Deferred",
     "PeakResults",
     "as_catalog",
+    "blank_failed",
     "check_choice",
     "check_top_k",
     "degenerate_status",
@@ -23,10 +25,15 @@ __all__ = [
     "segment_max",
     "segment_reduce",
     "segment_sum",
+    "summed_seconds",
+    "top_k_arrays",
 ]
 
 
 T = TypeVar("T")
+
+#: Grid index of a top-k slot that no peak filled (the kernels' marker).
+NO_PEAK = np.iinfo(np.int32).max
 
 
 class Deferred(Generic[T]):
@@ -122,6 +129,36 @@ def progress_bar(enabled: bool, total: int, desc: str) -> Iterator[Any]:
         raise ImportError("progress=True needs tqdm: pip install clperiod[progress]") from error
     with tqdm(total=total, unit="batch", desc=desc) as bar:
         yield bar
+
+
+def top_k_arrays(
+    top_val: np.ndarray, top_idx: np.ndarray, grid: FrequencyGrid
+) -> tuple[np.ndarray, np.ndarray]:
+    """Powers and frequencies of the top-k slots, NaN where no peak filled them."""
+    found = top_idx != NO_PEAK
+    return (
+        np.where(found, top_val, np.nan),
+        np.where(found, grid.fmin + top_idx * grid.df, np.nan),
+    )
+
+
+def blank_failed(
+    status: np.ndarray, top_val: np.ndarray, top_freq: np.ndarray, power: np.ndarray | None
+) -> None:
+    """NaN, in place, for the peaks and periodogram rows of objects not OK."""
+    failed = status != Status.OK
+    top_val[failed] = top_freq[failed] = np.nan
+    if power is not None and failed.any():
+        power[failed] = np.nan
+
+
+def summed_seconds(results: Iterable[Any]) -> dict[str, float]:
+    """Stage times summed over batch results (each with a ``seconds`` dict)."""
+    timings: dict[str, float] = {}
+    for result in results:
+        for name, value in result.seconds.items():
+            timings[name] = timings.get(name, 0.0) + value
+    return timings
 
 
 def degenerate_status(

@@ -50,10 +50,13 @@ from clperiod.periodograms.inputs import (
     Deferred,
     PeakResults,
     as_catalog,
+    blank_failed,
     check_choice,
     check_top_k,
     degenerate_status,
     progress_bar,
+    summed_seconds,
+    top_k_arrays,
 )
 from clperiod.periodograms.standardize import standardize
 
@@ -67,7 +70,6 @@ Memory = Literal["auto", "local", "global"]
 
 #: Largest ``top_k`` (peaks are kept in private arrays of this length).
 MAX_TOP_K = 64
-_NO_PEAK = np.iinfo(np.int32).max
 #: Largest grid: frequency indices (plus a tile of halo) must fit an int32.
 MAX_NF = 2**31 - 2**16
 
@@ -408,22 +410,14 @@ def _assemble(
     """The result of a search from its batches' results (in catalog order)."""
     top_val = np.concatenate([r.val for r in results])
     top_idx = np.concatenate([r.idx for r in results])
-    found = top_idx != _NO_PEAK
-    top_val = np.where(found, top_val, np.nan)
-    top_freq = np.where(found, grid.fmin + top_idx * grid.df, np.nan)
+    top_val, top_freq = top_k_arrays(top_val, top_idx, grid)
     status = _search_status(
         catalog, np.concatenate([r.status for r in results]), top_val[:, 0], options
     )
     if power is not None and options.normalization == "psd" and not options.fp64:
         _check_float32_psd(np.concatenate([r.psd_scale for r in results]), status, catalog)
-    failed = status != Status.OK
-    top_val[failed] = top_freq[failed] = np.nan
-    if power is not None and failed.any():
-        power[failed] = np.nan
-    timings: dict[str, float] = {}
-    for result in results:
-        for name, value in result.seconds.items():
-            timings[name] = timings.get(name, 0.0) + value
+    blank_failed(status, top_val, top_freq, power)
+    timings = summed_seconds(results)
     return LombScargleResult(
         ids=catalog.ids,
         frequency_best=top_freq[:, 0].copy(),

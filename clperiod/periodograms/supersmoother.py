@@ -61,14 +61,18 @@ from clperiod.grid import FrequencyGrid
 from clperiod.io.chunks import show_id
 from clperiod.periodograms.folding import FoldInputs, FoldSorter, bitonic_capacity
 from clperiod.periodograms.inputs import (
+    NO_PEAK,
     PeakResults,
     as_catalog,
+    blank_failed,
     check_choice,
     check_top_k,
     degenerate_status,
     progress_bar,
     segment_max,
     segment_sum,
+    summed_seconds,
+    top_k_arrays,
 )
 from clperiod.periodograms.smoothing import scale_free
 
@@ -87,7 +91,6 @@ MIN_POINTS = {"original": 5, "single_pass": 10}
 MAX_TOP_K = 64
 _FUSED_WG = 32
 _PEAKS_WG = 256
-_NO_PEAK = np.iinfo(np.int32).max
 #: Device memory of one frequency batch. On the H100 the 8205 search (3555
 #: points) runs 2.5x faster with 50,000-frequency batches than with 25,000;
 #: beyond ~16 GiB batches only add memory.
@@ -280,18 +283,10 @@ def supersmoother(
     for state in states.values():
         state.release()
     top_val, top_idx = _merge_peaks(items, results, prepared, options.top_k)
-    found = top_idx != _NO_PEAK
-    top_val = np.where(found, top_val, np.nan)
-    top_freq = np.where(found, grid.fmin + top_idx * grid.df, np.nan)
+    top_val, top_freq = top_k_arrays(top_val, top_idx, grid)
     status = degenerate_status(catalog, prepared.status, top_val[:, 0], catalog.dy is not None)
-    failed = status != Status.OK
-    top_val[failed] = top_freq[failed] = np.nan
-    if power is not None and failed.any():
-        power[failed] = np.nan
-    timings: dict[str, float] = {}
-    for result in results:
-        for name, seconds in result.seconds.items():
-            timings[name] = timings.get(name, 0.0) + seconds
+    blank_failed(status, top_val, top_freq, power)
+    timings = summed_seconds(results)
     return SuperSmootherResult(
         ids=catalog.ids,
         frequency_best=top_freq[:, 0].copy(),
@@ -926,12 +921,12 @@ def _merge_peaks(
     """Top-k over the frequency slabs of every object, in catalog order."""
     n_all = len(prepared.status)
     val = np.full((n_all, top_k), -np.inf)
-    idx = np.full((n_all, top_k), _NO_PEAK, dtype=np.int64)
+    idx = np.full((n_all, top_k), NO_PEAK, dtype=np.int64)
     for item, result in zip(items, results, strict=True):
         rows = prepared.searched[item.obj_lo : item.obj_hi]
         both_val = np.concatenate([val[rows], result.val], axis=1)
         both_idx = np.concatenate([idx[rows], result.idx], axis=1)
-        empty = both_idx == _NO_PEAK
+        empty = both_idx == NO_PEAK
         # best first: higher value, then lower grid index; empty slots last
         order = np.lexsort((both_idx, -np.where(empty, -np.inf, both_val), empty), axis=1)
         order = order[:, :top_k]
