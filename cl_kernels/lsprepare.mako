@@ -18,8 +18,8 @@
 ##   1. the exponent e of max |y|, min dy, the time range;
 ##   2. with y_s = y 2^-e, d_s = y_s - y_s[0] when centring (else y_s) and
 ##      w = (min dy / dy)^2: sum w, sum w d_s, and the reference row: the
-##      first row nearest the middle of the time range (see _reference_times
-##      in lombscargle.py);
+##      first row nearest the middle of the time range (see reference_times
+##      in periodograms/inputs.py);
 ##   3. with wn = w / sum w and u = d_s - ybar (ybar = sum w d_s / sum w
 ##      when centring, else 0): the residual mean r = sum wn u, yy =
 ##      sum wn u^2 - r^2 and the second moment sum wn y_s^2 (the
@@ -64,6 +64,45 @@ void ls_prepare(
     __global double *restrict obj_psd,
     __global char *restrict obj_status)
 {
+${object_statistics(use_dy, center, min_points, ok, too_few, zero_variance)}
+    // pass 4: the per-point inputs
+    for (int i = lid; i < n; i += WG) {
+        const int g = start + i;
+        const double tr = ot[i] - t_ref;
+        const double wn = WEIGHT(i) / w_total;
+        const double step = two_pi_df * tr;
+% if fp64:
+        double c;
+        const double s = sincos(step, &c);
+        pt_t[g] = tr;
+        pt_cd[g] = c;
+        pt_sd[g] = s;
+% else:
+        const double half_sin = sin(0.5 * step);
+        pt_vd[g] = (float) (4 * (half_sin * half_sin));
+        pt_sd[g] = (float) sin(step);
+        double a = f_min * tr;
+        double b = df * tr;
+        a -= rint(a);
+        b -= rint(b);
+        const float b_hi = (float) b;
+        pt_a[g] = (float) a;
+        pt_bh[g] = b_hi;
+        pt_bl[g] = (float) (b - (double) b_hi);
+% endif
+        pt_w[g] = (real_t) wn;
+        pt_wy[g] = (real_t) (wn * ldexp((SCALED(i) - ybar) - res, -f));
+    }
+}
+
+## Passes 1-3 of one object (one work-group): the statistics of the
+## standardisation and the object outputs obj_n_eff, obj_yy, obj_scale,
+## obj_psd and obj_status (a group whose object has too few points or zero
+## variance writes them and returns). Leaves in scope for the per-point pass:
+## start, n, ot, oy, e, dy_min, WEIGHT(i), SCALED(i), w_total, ybar, t_ref,
+## res and f. Needs WG and the kernel arguments t, y, dy (with use_dy),
+## obj_start, obj_n and the object outputs.
+<%def name="object_statistics(use_dy, center, min_points, ok, too_few, zero_variance)">
     __local double ra[WG], rb[WG], rc[WG], rd[WG];
     __local int rrow[WG];
     const int obj = get_group_id(0);
@@ -210,32 +249,4 @@ void ls_prepare(
         obj_status[obj] = ${ok};
     }
 
-    // pass 4: the per-point inputs
-    for (int i = lid; i < n; i += WG) {
-        const int g = start + i;
-        const double tr = ot[i] - t_ref;
-        const double wn = WEIGHT(i) / w_total;
-        const double step = two_pi_df * tr;
-% if fp64:
-        double c;
-        const double s = sincos(step, &c);
-        pt_t[g] = tr;
-        pt_cd[g] = c;
-        pt_sd[g] = s;
-% else:
-        const double half_sin = sin(0.5 * step);
-        pt_vd[g] = (float) (4 * (half_sin * half_sin));
-        pt_sd[g] = (float) sin(step);
-        double a = f_min * tr;
-        double b = df * tr;
-        a -= rint(a);
-        b -= rint(b);
-        const float b_hi = (float) b;
-        pt_a[g] = (float) a;
-        pt_bh[g] = b_hi;
-        pt_bl[g] = (float) (b - (double) b_hi);
-% endif
-        pt_w[g] = (real_t) wn;
-        pt_wy[g] = (real_t) (wn * ldexp((SCALED(i) - ybar) - res, -f));
-    }
-}
+</%def>

@@ -2,13 +2,16 @@
 ## Type-1 NUFFT Lomb-Scargle on the device, all but the FFT
 ## (clperiod.periodograms.nufft; spec methods_next.md section 1.4).
 ##
-## Render parameters (strict_undefined; the last three only, and all of
-## them, for stage "power"):
+## Render parameters (strict_undefined):
 ##   real           "float" | "double"
-##   stage          "spread": nufft_spread_1 and nufft_spread_2; "power": nufft_power
+##   stage          "prepare": nufft_prepare; "spread": nufft_spread_data_window,
+##                  nufft_spread_data and nufft_spread_window; "power": nufft_power
+## stage "prepare" only (as lsprepare.mako):
+##   wg, use_dy, center, min_points, ok, too_few, zero_variance
+## stage "power" only:
 ##   fit_mean       floating-mean model: three transforms per object (data, mean
 ##                  window, doubled window), else two (data, doubled window)
-##   normalization  "standard" | "model" | "log" | "psd"
+##   normalization  "standard" | "model" | "log" (psd: standard powers, scaled by the host)
 ##   write_sums     also write the corrected sums (the type-1 transforms at
 ##                  the nf grid frequencies)
 ##
@@ -18,16 +21,26 @@
 ## the w cells l' with -w/2 <= l' - xi < w/2 (l = l' mod n_grid), where
 ## phi(z) = exp(beta (sqrt(1 - z^2) - 1)) is the ES kernel.
 ##
-## nufft_spread_<V>: the spreading as a gather, without atomics. The points of
-## each object are sorted by cell; one work-item per (cell l, object) finds,
-## by binary search, the points whose cells lie in [l' - ceil(w/2),
-## l' + floor(w/2)] (the only cells whose points can reach l') for the image
-## l' = l and, near the ends, the image across the periodic edge (n_grid >= 2w
-## keeps the two apart), and sums their kernel-weighted strengths: V strength
-## vectors share the points (complex, interleaved per point). fp32 sums are
-## Kahan-compensated. Output: transforms first_trans .. first_trans + V - 1 of
-## the object's n_trans, each n_grid interleaved complex values, contiguous
-## (the batch layout of the FFT).
+## nufft_prepare (stage "prepare", a device with fp64): one work-group per
+## object. Passes 1-3 are ls_prepare's (lsprepare.mako: weights, centring,
+## yy, psd scale, status); the per-point pass writes, from tr = t - t_0 (t_0
+## the object's first time: rows ascend in time), the unwrapped cell xi = n_grid df tr = cell + frac
+## (cell a 64-bit integer, frac in [0, 1)) and the phase e^{2 pi i f_s tr} of
+## the shift frequency f_s, both from exact products (fma), and the weights
+## wn and wn (u - r) 2^-f. The host twin is clperiod.periodograms.nufft.prepare.
+##
+## nufft_spread_<vectors>: the spreading as a gather, without atomics. The
+## points of each object ascend in time, so their unwrapped cells ascend
+## (up to one cell where rounding meets a boundary). At harmonic h a point
+## sits at h xi and carries wn (u - r) e^{2 pi i h f_s tr} (data) and
+## wn e^{2 pi i h f_s tr} (window). One work-item per (cell l, object) visits
+## every image L = l + k n_grid of the cell that the object's points reach,
+## finds by binary search the points with cell >= floor((L - w/2) / h) - 1,
+## and sums the kernel-weighted strengths of those with -w/2 <= L - h xi < w/2
+## up to cell floor((L + w/2) / h) + 1 (the margins of one cell make the
+## rounding at boundaries harmless). fp32 sums are Kahan-compensated. Output:
+## transforms first_trans .. of the object's n_trans, each n_grid interleaved
+## complex values, contiguous (the batch layout of the FFT).
 ##
 ## nufft_power: one work-item per (grid frequency m, object). Mode k = m -
 ## nf / 2 of every transform is FFT cell k mod n_grid; times the correction
@@ -38,15 +51,70 @@
 ## with CC = (1 + C2) / 2, SS = (1 - C2) / 2, CS = S2 / 2 (less the mean's
 ## C^2, S^2, C S with fit_mean); a column whose norm is below `degenerate` of
 ## the other's, or two collinear columns, leave one column; NaN at f = 0.
-<%page args="real, stage, fit_mean=None, normalization=None, write_sums=None"/>
+<%page args="real, stage, fit_mean=None, normalization=None, write_sums=None, wg=None, use_dy=None, center=None, min_points=None, ok=None, too_few=None, zero_variance=None"/>
 <%namespace name="common" file="common.mako"/>
 ${common.prelude(real)}
 <% fp32 = real == "float" %>
 typedef ${real}2 real2_t;
-% if stage == "spread":
+% if stage == "prepare":
+<%namespace name="lsprep" file="lsprepare.mako"/>
+#define WG ${wg}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void nufft_prepare(
+    __global const double *restrict t,
+    __global const double *restrict y,
+%   if use_dy:
+    __global const double *restrict dy,
+%   endif
+    __global const int *restrict obj_start,
+    __global const int *restrict obj_n,
+    const double df,                        // grid step
+    const double n_grid,                    // fine-grid cells
+    const double shift,                     // f_s, the frequency of mode 0
+    __global long *restrict pt_cell,        // floor(n_grid df tr)
+    __global real_t *restrict pt_frac,      // n_grid df tr - cell, in [0, 1)
+    __global real_t *restrict pt_w,         // wn
+    __global real_t *restrict pt_wy,        // wn (u - r) 2^-f
+    __global real2_t *restrict pt_phase,    // e^{2 pi i f_s tr}
+    __global int *restrict obj_n_eff,
+    __global real_t *restrict obj_yy,
+    __global real_t *restrict obj_scale,
+    __global double *restrict obj_psd,
+    __global char *restrict obj_status)
+{
+${lsprep.object_statistics(use_dy, center, min_points, ok, too_few, zero_variance)}
+    const real_t below_one = ${"0x1.fffffep-1f" if fp32 else "0x1.fffffffffffffp-1"};
+    for (int i = lid; i < n; i += WG) {
+        const int g = start + i;
+        const double tr = ot[i] - ot[0];  // rows ascend in time: from the first
+        // n_grid df tr = q + (q_err + n_grid p_err) exactly up to the last term
+        const double p = df * tr, p_err = fma(df, tr, -p);
+        const double q = n_grid * p, q_err = fma(n_grid, p, -q);
+        double cell = floor(q);
+        double frac = (q - cell) + (q_err + n_grid * p_err);
+        if (frac < 0) {
+            cell -= 1;
+            frac += 1;
+        } else if (frac >= 1) {
+            cell += 1;
+            frac -= 1;
+        }
+        // turns of the shift frequency, reduced to [-1/2, 1/2]
+        const double a = shift * tr, a_err = fma(shift, tr, -a);
+        double r = (a - rint(a)) + a_err;
+        r -= rint(r);
+        pt_cell[g] = (long) cell;
+        pt_frac[g] = fmin((real_t) frac, below_one);
+        pt_phase[g] = (real2_t) ((real_t) cospi(2 * r), (real_t) sinpi(2 * r));
+        pt_w[g] = (real_t) (WEIGHT(i) / w_total);
+        pt_wy[g] = (real_t) (WEIGHT(i) / w_total * ldexp((SCALED(i) - ybar) - res, -f));
+    }
+}
+% elif stage == "spread":
 
 // first j in [lo, hi) with cells[j] >= value (hi if none); cells ascending
-inline int lower_bound(__global const int *restrict cells, int lo, int hi, const int value)
+inline int lower_bound(__global const long *restrict cells, int lo, int hi, const long value)
 {
     while (lo < hi) {
         const int mid = lo + ((hi - lo) >> 1);
@@ -67,35 +135,25 @@ inline real_t es_kernel(const real_t d, const real_t two_over_w, const real_t be
     return exp(-beta * z2 / (1 + sqrt(fmax((real_t) 0, 1 - z2))));
 }
 
-## The points of cells [${lo}, ${hi}] added to the accumulators for image ${image}.
-<%def name="gather(lo, hi, image, n_vec)">
-    {
-        const int image = ${image}, last = ${hi};
-        for (int j = lower_bound(pt_cell, p0, p1, ${lo}); j < p1 && pt_cell[j] <= last; ++j) {
-            const real_t d = (real_t) (image - pt_cell[j]) - pt_frac[j];
-            if (d < -half_width || d >= half_width)
-                continue;
-            const real_t phi = es_kernel(d, two_over_w, beta);
-% for v in range(n_vec):
-            const real2_t c${v} = pt_str[(long) j * ${n_vec} + ${v}];
+<%def name="accumulate(name)">
 %   if fp32:
-            KAHAN_ADD(acc_re${v}, err_re${v}, phi * c${v}.x);
-            KAHAN_ADD(acc_im${v}, err_im${v}, phi * c${v}.y);
+            KAHAN_ADD(acc_${name}.x, err_${name}.x, weight * c.x);
+            KAHAN_ADD(acc_${name}.y, err_${name}.y, weight * c.y);
 %   else:
-            acc_re${v} = fma(phi, c${v}.x, acc_re${v});
-            acc_im${v} = fma(phi, c${v}.y, acc_im${v});
+            acc_${name} = fma((real2_t) (weight, weight), c, acc_${name});
 %   endif
-% endfor
-        }
-    }
 </%def>
 
-<%def name="spread_kernel(n_vec)">
-__kernel void nufft_spread_${n_vec}(
-    __global const int *restrict pt_start,     // (objects + 1,) point offsets
-    __global const int *restrict pt_cell,      // cell of each point, ascending per object
-    __global const real_t *restrict pt_frac,   // xi - cell, in [0, 1)
-    __global const real2_t *restrict pt_str,   // (points, ${n_vec}) complex strengths
+<%def name="spread_kernel(vectors)">
+__kernel void nufft_spread_${"_".join(vectors)}(
+    __global const int *restrict obj_start,    // first point of each object
+    __global const int *restrict obj_n,        // its points (0: none spread)
+    __global const long *restrict pt_cell,     // unwrapped cells, ascending per object
+    __global const real_t *restrict pt_frac,   // in [0, 1)
+    __global const real_t *restrict pt_w,
+    __global const real_t *restrict pt_wy,
+    __global const real2_t *restrict pt_phase,
+    const int harmonic,                        // h >= 1
     const int n_grid,                          // >= 2 * width
     const int width,
     const real_t beta,
@@ -107,30 +165,55 @@ __kernel void nufft_spread_${n_vec}(
     const int obj = (int) get_global_id(1);
     if (l >= n_grid)
         return;
-    const int p0 = pt_start[obj], p1 = pt_start[obj + 1];
-    const int below = (width + 1) / 2, above = width / 2;
+    const int p0 = obj_start[obj], p1 = p0 + obj_n[obj];
     const real_t half_width = (real_t) 0.5 * (real_t) width;
     const real_t two_over_w = 2 / (real_t) width;
-% for v in range(n_vec):
-    real_t acc_re${v} = 0, acc_im${v} = 0;
+    const real_t h = (real_t) harmonic;
+% for v in vectors:
+    real2_t acc_${v} = (real2_t) (0, 0);
 %   if fp32:
-    real_t err_re${v} = 0, err_im${v} = 0;
+    real2_t err_${v} = (real2_t) (0, 0);
 %   endif
 % endfor
-${gather("max(l - below, 0)", "min(l + above, n_grid - 1)", "l", n_vec)}
-    if (l - below < 0)  // points near the top end reach l through the edge
-${gather("n_grid + l - below", "n_grid - 1", "l + n_grid", n_vec)}
-    if (l + above >= n_grid)  // points near cell 0 reach l through the edge
-${gather("0", "l + above - n_grid", "l - n_grid", n_vec)}
+    if (p1 > p0) {
+        // images L = l + k n_grid with L - w/2 <= h (last cell + 1), L + w/2 >= h first cell
+        const double reach = 0.5 * width, period = (double) n_grid;
+        const double x_first = (double) harmonic * (double) pt_cell[p0];
+        const double x_last = (double) harmonic * ((double) pt_cell[p1 - 1] + 1);
+        const long k_first = (long) ceil((x_first - reach - l) / period);
+        const long k_last = (long) floor((x_last + reach - l) / period);
+        for (long k = k_first; k <= k_last; ++k) {
+            const long image = l + k * n_grid;
+            const long lo = (long) floor(((double) image - reach) / harmonic) - 1;
+            const long hi = (long) floor(((double) image + reach) / harmonic) + 1;
+            for (int j = lower_bound(pt_cell, p0, p1, lo); j < p1 && pt_cell[j] <= hi; ++j) {
+                const real_t d = (real_t) (image - harmonic * pt_cell[j]) - h * pt_frac[j];
+                if (d < -half_width || d >= half_width)
+                    continue;
+                const real2_t phase = pt_phase[j];
+                real2_t c = phase;
+                for (int m = 1; m < harmonic; ++m)
+                    c = (real2_t) (c.x * phase.x - c.y * phase.y, c.x * phase.y + c.y * phase.x);
+                c *= es_kernel(d, two_over_w, beta);
+% for v in vectors:
+                {
+                    const real_t weight = ${"pt_wy[j]" if v == "data" else "pt_w[j]"};
+${accumulate(v)}
+                }
+% endfor
+            }
+        }
+    }
     __global real2_t *out = grid + ((long) obj * n_trans + first_trans) * n_grid + l;
-% for v in range(n_vec):
-    out[${v} * (long) n_grid] = (real2_t) (acc_re${v}, acc_im${v});
+% for i, v in enumerate(vectors):
+    out[${i} * (long) n_grid] = acc_${v};
 % endfor
 }
 </%def>
 
-${spread_kernel(1)}
-${spread_kernel(2)}
+${spread_kernel(("data", "window"))}
+${spread_kernel(("data",))}
+${spread_kernel(("window",))}
 % else:
 <%
     if None in (fit_mean, normalization, write_sums):
@@ -142,7 +225,6 @@ __kernel void nufft_power(
     __global const real2_t *restrict modes,       // FFT of the grid: (objects, N_TRANS, n_grid)
     __global const real_t *restrict correction,   // (nf,) 1 / (psi(2 pi k / n_grid) fft_scale)
     __global const real_t *restrict obj_yy,       // sum w y^2 (NaN: no power)
-    __global const real_t *restrict obj_scale,    // psd factor
     const int nf,
     const int n_grid,
     const int zero_bin,                           // grid index of f = 0, or -1
@@ -194,10 +276,8 @@ __kernel void nufft_power(
     power[(long) obj * nf + m] = z;
 % elif normalization == "model":
     power[(long) obj * nf + m] = z / (1 - z);
-% elif normalization == "log":
-    power[(long) obj * nf + m] = -log1p(-z);
 % else:
-    power[(long) obj * nf + m] = z * obj_scale[obj];
+    power[(long) obj * nf + m] = -log1p(-z);
 % endif
 }
 % endif

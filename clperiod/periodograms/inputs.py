@@ -22,6 +22,7 @@ __all__ = [
     "check_top_k",
     "degenerate_status",
     "progress_bar",
+    "reference_times",
     "segment_max",
     "segment_reduce",
     "segment_sum",
@@ -264,3 +265,28 @@ def segment_reduce(
     if len(nonempty):
         reduced[nonempty] = ufunc.reduceat(values, offsets[:-1][nonempty])
     return reduced
+
+
+def reference_times(catalog: Catalog) -> np.ndarray:
+    """Per object, the time of its observation nearest the middle of its time
+    range (the first such row; NaN for objects without rows).
+
+    Phases are measured from it: at every frequency that observation has
+    phase 0, and wherever the phases of all observations bunch together
+    (f -> 0, or the 1/day alias of ground-based data) they bunch around 0,
+    where the fp32 kernel's ``cos - 1`` sums keep their digits.
+    """
+    reference = np.full(catalog.n_objects, np.nan)
+    filled = catalog.lengths > 0
+    if not filled.any():
+        return reference
+    lengths = catalog.lengths
+    distance = np.abs(catalog.t - np.repeat(catalog.epochs(), lengths))
+    nearest = np.full(catalog.n_objects, np.nan)
+    nearest[filled] = np.minimum.reduceat(distance, catalog.offsets[:-1][filled])
+    rows = np.flatnonzero(distance == np.repeat(nearest, lengths))
+    objects = np.searchsorted(catalog.offsets, rows, side="right") - 1  # row owners
+    # non-decreasing: keep each object's first row
+    first = np.flatnonzero(np.diff(objects, prepend=-1))
+    reference[objects[first]] = catalog.t[rows[first]]
+    return reference

@@ -55,6 +55,7 @@ from clperiod.periodograms.inputs import (
     check_top_k,
     degenerate_status,
     progress_bar,
+    reference_times,
     summed_seconds,
     top_k_arrays,
 )
@@ -534,21 +535,17 @@ def _run_nufft(
     def work(info: DeviceInfo, bound: tuple[int, int]) -> _BatchResult:
         started = time.perf_counter()
         start, stop = bound
-        prepared = nufft.prepare(
+        peaks = nufft.search(
+            info,
             catalog.slice(start, stop),
             plan,
             fit_mean=options.fit_mean,
             center_data=options.center_data,
             use_dy=use_dy,
-        )
-        peaks = nufft.search(
-            get_queue(info),
-            prepared,
-            plan,
-            options.normalization,  # type: ignore[arg-type]
-            options.top_k,
-            None if power is None else power[start:stop],
-            fft_rows if info.kind != "cpu" else 0,
+            normalization=options.normalization,  # type: ignore[arg-type]
+            top_k=options.top_k,
+            periodograms=None if power is None else power[start:stop],
+            n_rows=fft_rows if info.kind != "cpu" else 0,
         )
         seconds = {"nufft_s": time.perf_counter() - started} if profile else {}
         return _BatchResult(peaks.status, peaks.values, peaks.indices, peaks.psd_scale, seconds)
@@ -665,7 +662,7 @@ def _prepare(catalog: Catalog, grid: FrequencyGrid, options: _Options) -> _Prepa
         offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
         t, u, wn = t[keep], u[keep], wn[keep]
 
-    tr = t - np.repeat(_reference_times(catalog), lengths)
+    tr = t - np.repeat(reference_times(catalog), lengths)
     dtype = options.dtype
     step = 2 * np.pi * grid.df * tr
     arrays = {
@@ -681,31 +678,6 @@ def _prepare(catalog: Catalog, grid: FrequencyGrid, options: _Options) -> _Prepa
     else:
         arrays["a"], arrays["bh"], arrays["bl"] = grid.phase_inputs(tr)
     return _Prepared(status, offsets, arrays, yy, psd_scale)
-
-
-def _reference_times(catalog: Catalog) -> np.ndarray:
-    """Per object, the time of its observation nearest the middle of its time
-    range (the first such row; NaN for objects without rows).
-
-    Phases are measured from it: at every frequency that observation has
-    phase 0, and wherever the phases of all observations bunch together
-    (f -> 0, or the 1/day alias of ground-based data) they bunch around 0,
-    where the fp32 kernel's ``cos - 1`` sums keep their digits.
-    """
-    reference = np.full(catalog.n_objects, np.nan)
-    filled = catalog.lengths > 0
-    if not filled.any():
-        return reference
-    lengths = catalog.lengths
-    distance = np.abs(catalog.t - np.repeat(catalog.epochs(), lengths))
-    nearest = np.full(catalog.n_objects, np.nan)
-    nearest[filled] = np.minimum.reduceat(distance, catalog.offsets[:-1][filled])
-    rows = np.flatnonzero(distance == np.repeat(nearest, lengths))
-    objects = np.searchsorted(catalog.offsets, rows, side="right") - 1  # row owners
-    # non-decreasing: keep each object's first row
-    first = np.flatnonzero(np.diff(objects, prepend=-1))
-    reference[objects[first]] = catalog.t[rows[first]]
-    return reference
 
 
 # }}}

@@ -34,10 +34,11 @@ The ES kernel's width and shape follow FINUFFT's legacy rules
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 import numpy as np
@@ -46,9 +47,10 @@ import pyopencl.array as cla
 
 from clperiod.catalog import Catalog, Status
 from clperiod.engine import kernels
-from clperiod.engine.devices import upload
+from clperiod.engine.devices import DeviceInfo, get_queue, upload
 from clperiod.engine.fft import fft_inplace
 from clperiod.engine.planner import Buffer
+from clperiod.engine.staging import Staging
 from clperiod.grid import FrequencyGrid
 from clperiod.periodograms.inputs import segment_reduce
 from clperiod.periodograms.standardize import standardize
@@ -57,18 +59,22 @@ __all__ = [
     "BatchPeaks",
     "GridFFT",
     "NufftPlan",
-    "PointSet",
+    "DevicePoints",
     "PreparedPoints",
     "batch_buffers",
     "correction_factors",
     "es_kernel_params",
     "fine_grid_size",
+    "grid_bytes",
     "kernel_fourier_transform",
     "periodogram",
     "power",
     "prepare",
+    "prepare_on_device",
     "search",
     "spread",
+    "time_sorted",
+    "upload_points",
 ]
 
 Normalization = Literal["standard", "model", "log", "psd"]
@@ -82,6 +88,8 @@ QUADRATURE_NODES = 80
 DEFAULT_EPS = {True: 1e-9, False: 1e-5}
 #: Work-group size of the kernels on GPUs and on other devices.
 WORK_GROUP = {"gpu": 128, "other": 16}
+#: Work-group size of ``nufft_prepare`` (one group per object).
+PREPARE_WG = {"gpu": 256, "other": 16}
 #: The largest float64 below 1: a cell fraction never reaches 1.
 _BELOW_ONE = float(np.nextafter(1.0, 0.0))
 #: Veltkamp's splitting constant for float64 (2**27 + 1).
@@ -270,7 +278,7 @@ def _correction_factors(
 
 # }}}
 
-# {{{ host preparation
+# {{{ preparation
 
 
 def _two_product(a: float, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -291,9 +299,10 @@ def _turns(frequency: float, tt: np.ndarray) -> np.ndarray:
 
 
 def _cell_coordinates(step: float, tt: np.ndarray, n_grid: int) -> tuple[np.ndarray, np.ndarray]:
-    """Cells and fractions (``[0, 1)``) of ``xi = n_grid frac(step tt)``, from exact products."""
+    """Unwrapped cells (int64) and fractions (``[0, 1)``) of ``xi = n_grid step tt``,
+    from exact products (the arithmetic of ``nufft_prepare``)."""
     p, e = _two_product(step, tt)
-    q, q_err = _two_product(float(n_grid), p - np.floor(p))
+    q, q_err = _two_product(float(n_grid), p)
     cell = np.floor(q)
     fraction = (q - cell) + (q_err + n_grid * e)
     under, over = fraction < 0, fraction >= 1
@@ -301,154 +310,256 @@ def _cell_coordinates(step: float, tt: np.ndarray, n_grid: int) -> tuple[np.ndar
     fraction[under] += 1
     cell[over] += 1
     fraction[over] -= 1
-    return np.mod(cell, n_grid).astype(np.int32), np.minimum(fraction, _BELOW_ONE)
+    return cell.astype(np.int64), fraction
 
 
-@dataclass(frozen=True)
-class PointSet:
-    """Points of one transform set, sorted by cell within each object.
-
-    Attributes
-    ----------
-    cells : ndarray of int32
-        ``floor(xi)`` in ``[0, n_grid)``.
-    fractions : ndarray
-        ``xi - cell`` in ``[0, 1)`` (kernel precision).
-    strengths : ndarray, shape (points, n_vec)
-        Complex strengths of the ``n_vec`` transforms sharing the points.
-    """
-
-    cells: np.ndarray
-    fractions: np.ndarray
-    strengths: np.ndarray
+def time_sorted(catalog: Catalog) -> Catalog:
+    """``catalog`` with each object's rows in ascending time (itself if they are)."""
+    t = catalog.t
+    if t.size < 2:
+        return catalog
+    falls = np.flatnonzero(t[1:] < t[:-1]) + 1
+    if not np.isin(falls, catalog.offsets).all():
+        owners = np.repeat(np.arange(catalog.n_objects), catalog.lengths)
+        order = np.lexsort((t, owners))
+        return dataclasses.replace(
+            catalog,
+            t=t[order],
+            y=catalog.y[order],
+            dy=None if catalog.dy is None else catalog.dy[order],
+        )
+    return catalog
 
 
 @dataclass(frozen=True)
 class PreparedPoints:
-    """The spreading inputs of a batch of objects (:func:`prepare`).
+    """The spreading inputs of a batch, computed on the host (:func:`prepare`).
+
+    Rows are the catalog's, in ascending time within each object (every
+    object keeps its rows; those of objects that are not OK are zero and
+    not spread).
 
     Attributes
     ----------
     status : ndarray of int8
-        Per object: OK, TOO_FEW_POINTS or ZERO_VARIANCE; objects that are not
-        OK keep no points and get ``yy = NaN`` (NaN powers).
-    offsets : ndarray of int32
-        ``(n_objects + 1,)`` point offsets, the same in both point sets.
-    points : PointSet
-        At ``x``: the data ``w y e^{i s x}`` and, with ``fit_mean``, the
-        window ``w e^{i s x}``.
-    doubled : PointSet
-        At ``2 x``: ``w e^{2 i s x}``.
+        Per object: OK, TOO_FEW_POINTS or ZERO_VARIANCE.
+    starts, n_points : ndarray of int32
+        Per object the first row and the rows spread (0 if not OK).
+    cells : ndarray of int64
+        ``floor(xi)`` of ``xi = n_grid df (t - t_0)``, unwrapped (``t_0``
+        the object's first time).
+    fractions : ndarray
+        ``xi - cell`` in ``[0, 1)`` (kernel precision).
+    weights, weighted_values : ndarray
+        ``wn`` and ``wn (u - r) 2^-f`` (kernel precision; :mod:`.standardize`).
+    phases : ndarray
+        ``e^{2 pi i f_s (t - t_0)}`` (complex, kernel precision).
     yy : ndarray
-        Per object ``sum w y^2`` of the standardised values (NaN if not OK).
-    psd_scale : ndarray
-        Per object ``1/2 sum dy^-2 (y - ybar)^2`` in the data's units.
+        Per object ``sum wn (u - r)^2 4^-f`` (NaN if not OK; kernel precision).
+    psd_scale : ndarray of float64
+        Per object ``1/2 sum dy^-2 (y - ybar)^2`` in the data's units (0 if not OK).
     """
 
     status: np.ndarray
-    offsets: np.ndarray
-    points: PointSet
-    doubled: PointSet
+    starts: np.ndarray
+    n_points: np.ndarray
+    cells: np.ndarray
+    fractions: np.ndarray
+    weights: np.ndarray
+    weighted_values: np.ndarray
+    phases: np.ndarray
     yy: np.ndarray
     psd_scale: np.ndarray
-
-    @property
-    def n_objects(self) -> int:
-        """Objects of the batch."""
-        return len(self.status)
-
-    @property
-    def n_transforms(self) -> int:
-        """Transforms per object: data, window (with ``fit_mean``) and doubled window."""
-        return self.points.strengths.shape[1] + 1
-
-
-def _sorted_by_cell(
-    cells: np.ndarray, owners: np.ndarray, n_grid: int, *columns: np.ndarray
-) -> tuple[np.ndarray, ...]:
-    """``cells`` and ``columns`` reordered so that cells ascend within each object."""
-    key = owners * np.int64(n_grid) + cells
-    if np.all(key[1:] >= key[:-1]):  # sorted times whose arc does not wrap
-        return (cells, *columns)
-    order = np.argsort(key, kind="stable")
-    return tuple(column[order] for column in (cells, *columns))
-
-
-def _point_set(
-    step: float,
-    turns: np.ndarray,
-    tt: np.ndarray,
-    owners: np.ndarray,
-    columns: list[np.ndarray],
-    plan: NufftPlan,
-) -> PointSet:
-    """The points ``n_grid frac(step tt)`` carrying ``columns * e^{2 pi i turns}``."""
-    cells, fractions = _cell_coordinates(step, tt, plan.n_grid)
-    phasor = np.exp(2j * np.pi * turns)
-    strengths = np.stack([column * phasor for column in columns], axis=-1)
-    cells, fractions, strengths = _sorted_by_cell(cells, owners, plan.n_grid, fractions, strengths)
-    fractions = np.minimum(fractions.astype(plan.dtype), np.nextafter(plan.dtype(1), 0))
-    return PointSet(cells, fractions, strengths.astype(plan.complex_dtype))
 
 
 def prepare(
     catalog: Catalog, plan: NufftPlan, *, fit_mean: bool, center_data: bool, use_dy: bool
 ) -> PreparedPoints:
-    """The spreading inputs of every object of ``catalog`` (module notes, stage 1).
+    """The spreading inputs of every object of ``catalog`` on the host (the
+    work of ``nufft_prepare``, for devices without fp64).
 
     Parameters
     ----------
     catalog
-        Validated light curves (finite values, ``dy > 0``), in any time order,
-        at raw epochs; at most ``2**31 - 1`` rows (int32 point indices).
+        Validated light curves (finite values, ``dy > 0``), rows in ascending
+        time within each object (:func:`time_sorted`), at raw epochs; at most
+        ``2**31 - 1`` rows (int32 point indices).
     plan
         Grid, precision and kernel.
     fit_mean, center_data
         The model, as in astropy; values are centred when either is set.
     use_dy
         Weigh by ``dy**-2`` (else every point weighs 1).
-
-    Returns
-    -------
-    PreparedPoints
-
-    Raises
-    ------
-    ValueError
-        The catalog has more rows than int32 point indices reach.
     """
-    if catalog.offsets[-1] > np.iinfo(np.int32).max:
-        raise ValueError(
-            f"catalog has {catalog.offsets[-1]} rows; the NUFFT kernels index at most "
-            f"{np.iinfo(np.int32).max} points per batch"
-        )
-    min_points = 4 if fit_mean else 3
+    _check_rows(catalog)
     status = np.full(catalog.n_objects, Status.OK, dtype=np.int8)
-    status[catalog.lengths < min_points] = Status.TOO_FEW_POINTS
+    status[catalog.lengths < (4 if fit_mean else 3)] = Status.TOO_FEW_POINTS
     values = standardize(
         catalog.y, catalog.dy if use_dy else None, catalog.offsets, center=fit_mean or center_data
     )
     status[(status == Status.OK) & values.flat] = Status.ZERO_VARIANCE
     ok = status == Status.OK
     keep = np.repeat(ok, catalog.lengths)
-    lengths = np.where(ok, catalog.lengths, 0)
-    offsets = np.concatenate([[0], np.cumsum(lengths)])
-    owners = np.repeat(np.arange(catalog.n_objects), lengths)
-    start = segment_reduce(np.minimum, catalog.t, catalog.offsets, 0.0)
-    tt = catalog.t[keep] - start[owners]
-    wn, wy = values.wn[keep], (values.wn * values.u)[keep]
-    turns = _turns(plan.shift_frequency, tt)
-    df = plan.grid.df
-    points = _point_set(df, turns, tt, owners, [wy, wn] if fit_mean else [wy], plan)
-    doubled = _point_set(2 * df, 2 * turns - np.rint(2 * turns), tt, owners, [wn], plan)
+    tt = catalog.t - np.repeat(
+        segment_reduce(np.minimum, catalog.t, catalog.offsets), catalog.lengths
+    )
+    tt[~keep] = 0.0
+    cells, fractions = _cell_coordinates(plan.grid.df, tt, plan.n_grid)
+    below_one = np.nextafter(plan.dtype(1), plan.dtype(0))
     return PreparedPoints(
         status=status,
-        offsets=offsets.astype(np.int32),
-        points=points,
-        doubled=doubled,
-        yy=np.where(ok, values.yy, np.nan),
+        starts=catalog.offsets[:-1].astype(np.int32),
+        n_points=np.where(ok, catalog.lengths, 0).astype(np.int32),
+        cells=cells,
+        fractions=np.minimum(fractions.astype(plan.dtype), below_one),
+        weights=np.where(keep, values.wn, 0.0).astype(plan.dtype),
+        weighted_values=np.where(keep, values.wn * values.u, 0.0).astype(plan.dtype),
+        phases=np.exp(2j * np.pi * _turns(plan.shift_frequency, tt)).astype(plan.complex_dtype),
+        yy=np.where(ok, values.yy, np.nan).astype(plan.dtype),
         psd_scale=np.where(ok, 0.5 * values.weighted_sum_of_squares(), 0.0),
     )
+
+
+def _check_rows(catalog: Catalog) -> None:
+    if catalog.offsets[-1] > np.iinfo(np.int32).max:
+        raise ValueError(
+            f"catalog has {catalog.offsets[-1]} rows; the NUFFT kernels index at most "
+            f"{np.iinfo(np.int32).max} points per batch"
+        )
+
+
+@dataclass
+class DevicePoints:
+    """The spreading inputs of a batch on the device.
+
+    The buffers are :class:`PreparedPoints`'s arrays (plus the per-object
+    ``psd`` factor in kernel precision); ``status`` and ``psd_scale`` are
+    host arrays, filled once the queue has passed ``events``.
+    """
+
+    n_objects: int
+    fit_mean: bool
+    starts: cl.MemoryObjectHolder
+    n_points: cl.MemoryObjectHolder
+    cells: cl.MemoryObjectHolder
+    fractions: cl.MemoryObjectHolder
+    weights: cl.MemoryObjectHolder
+    weighted_values: cl.MemoryObjectHolder
+    phases: cl.MemoryObjectHolder
+    yy: cl.MemoryObjectHolder
+    status: np.ndarray
+    psd_scale: np.ndarray
+    events: list[cl.Event] = field(default_factory=list)
+
+    @property
+    def n_transforms(self) -> int:
+        """Transforms per object: data, window (with ``fit_mean``) and doubled window."""
+        return 3 if self.fit_mean else 2
+
+
+def upload_points(staging: Staging, prepared: PreparedPoints, fit_mean: bool) -> DevicePoints:
+    """:class:`DevicePoints` of host-prepared points (``staging`` sends them)."""
+    return DevicePoints(
+        n_objects=len(prepared.status),
+        fit_mean=fit_mean,
+        starts=staging.upload(prepared.starts),
+        n_points=staging.upload(prepared.n_points),
+        cells=staging.upload(prepared.cells),
+        fractions=staging.upload(prepared.fractions),
+        weights=staging.upload(prepared.weights),
+        weighted_values=staging.upload(prepared.weighted_values),
+        phases=staging.upload(prepared.phases),
+        yy=staging.upload(prepared.yy),
+        status=prepared.status,
+        psd_scale=prepared.psd_scale,
+    )
+
+
+def prepare_on_device(
+    staging: Staging,
+    queue: cl.CommandQueue,
+    catalog: Catalog,
+    plan: NufftPlan,
+    *,
+    fit_mean: bool,
+    center_data: bool,
+    use_dy: bool,
+) -> DevicePoints:
+    """Upload the raw ``t, y, dy`` and queue ``nufft_prepare`` (a device with
+    fp64), which does :func:`prepare`'s work; call ``staging.send(queue)``
+    before anything else is uploaded through ``staging``.
+
+    Parameters are those of :func:`prepare`.
+    """
+    _check_rows(catalog)
+    wg = PREPARE_WG["gpu" if queue.device.type & cl.device_type.GPU else "other"]
+    (kernel,) = kernels.get_kernels(
+        queue.context,
+        "nufft",
+        ("nufft_prepare",),
+        real="double" if plan.fp64 else "float",
+        stage="prepare",
+        wg=wg,
+        use_dy=use_dy,
+        center=fit_mean or center_data,
+        min_points=4 if fit_mean else 3,
+        ok=int(Status.OK),
+        too_few=int(Status.TOO_FEW_POINTS),
+        zero_variance=int(Status.ZERO_VARIANCE),
+    )
+    raw = [staging.upload(catalog.t), staging.upload(catalog.y)]
+    if use_dy:
+        assert catalog.dy is not None
+        raw.append(staging.upload(catalog.dy))
+    n_obj, n_rows = catalog.n_objects, max(1, int(catalog.offsets[-1]))
+    real = np.dtype(plan.dtype).itemsize
+    points = DevicePoints(
+        n_objects=n_obj,
+        fit_mean=fit_mean,
+        starts=staging.upload(catalog.offsets[:-1].astype(np.int32)),
+        n_points=staging.buffer(4 * n_obj),
+        cells=staging.buffer(8 * n_rows),
+        fractions=staging.buffer(real * n_rows),
+        weights=staging.buffer(real * n_rows),
+        weighted_values=staging.buffer(real * n_rows),
+        phases=staging.buffer(2 * real * n_rows),
+        yy=staging.buffer(real * n_obj),
+        status=np.empty(0, np.int8),
+        psd_scale=np.empty(0),
+    )
+    lengths = staging.upload(catalog.lengths.astype(np.int32))
+    status_slot = staging.result((n_obj,), np.int8)
+    psd_slot = staging.result((n_obj,), np.float64)
+    scale, psd, status = (staging.buffer(n * n_obj) for n in (real, 8, 1))
+    staging.send(queue)
+    if n_obj:
+        kernel(
+            queue,
+            (n_obj * wg,),
+            (wg,),
+            *raw,
+            points.starts,
+            lengths,
+            np.float64(plan.grid.df),
+            np.float64(plan.n_grid),
+            np.float64(plan.shift_frequency),
+            points.cells,
+            points.fractions,
+            points.weights,
+            points.weighted_values,
+            points.phases,
+            points.n_points,
+            points.yy,
+            scale,
+            psd,
+            status,
+        )
+    points.status, points.psd_scale = staging.results[status_slot], staging.results[psd_slot]
+    points.events += [
+        cl.enqueue_copy(queue, points.status, status, is_blocking=False),
+        cl.enqueue_copy(queue, points.psd_scale, psd, is_blocking=False),
+    ]
+    return points
 
 
 # }}}
@@ -480,15 +591,17 @@ def _range(n: int, n_objects: int, wg: int) -> tuple[tuple[int, int], tuple[int,
     return (-(-n // wg) * wg, n_objects), (wg, 1)
 
 
-def _spread_kernels(queue: cl.CommandQueue, plan: NufftPlan) -> tuple[cl.Kernel, ...]:
-    """``nufft_spread_1`` and ``nufft_spread_2`` (one and two strength vectors)."""
-    return kernels.get_kernels(
+def _spread_kernel(queue: cl.CommandQueue, plan: NufftPlan, vectors: str) -> cl.Kernel:
+    """``nufft_spread_<vectors>`` (``data_window``, ``data`` or ``window``)."""
+    kernel_names = ("nufft_spread_data_window", "nufft_spread_data", "nufft_spread_window")
+    found = kernels.get_kernels(
         queue.context,
         "nufft",
-        ("nufft_spread_1", "nufft_spread_2"),
+        kernel_names,
         real="double" if plan.fp64 else "float",
         stage="spread",
     )
+    return dict(zip(kernel_names, found, strict=True))[f"nufft_spread_{vectors}"]
 
 
 def _power_kernel(
@@ -518,40 +631,38 @@ def _check_normalization(normalization: str) -> None:
         )
 
 
+def grid_bytes(points: DevicePoints, plan: NufftPlan, n_rows: int = 0) -> int:
+    """Bytes of :func:`spread`'s fine grids."""
+    rows = max(1, n_rows, points.n_objects * points.n_transforms)
+    return rows * plan.n_grid * np.dtype(plan.complex_dtype).itemsize
+
+
 def spread(
-    queue: cl.CommandQueue, prepared: PreparedPoints, plan: NufftPlan, n_rows: int = 0
-) -> cl.Buffer:
-    """Queue the spreading of both point sets (stage 2).
+    queue: cl.CommandQueue, points: DevicePoints, plan: NufftPlan, grid: cl.MemoryObjectHolder
+) -> None:
+    """Queue the spreading of the batch's transforms into ``grid`` (stage 2).
 
-    Parameters
-    ----------
-    n_rows
-        Grid rows to allocate at least (rows past the batch's are left
-        unwritten), so that batches of fewer objects share one FFT shape.
-
-    Returns
-    -------
-    cl.Buffer
-        The fine grids, ``(n_objects, n_transforms, n_grid)`` interleaved complex:
-        the data, the window (with ``fit_mean``), the doubled window.
+    ``grid`` (:func:`grid_bytes`) receives ``(n_objects, n_transforms,
+    n_grid)`` interleaved complex values: the data and the window (with
+    ``fit_mean``) at ``xi``, the window at ``2 xi``; rows past the batch's
+    are left unwritten.
     """
-    spread_1, spread_2 = _spread_kernels(queue, plan)
-    n_obj, n_trans = prepared.n_objects, prepared.n_transforms
-    itemsize = np.dtype(plan.complex_dtype).itemsize
-    rows = max(1, n_rows, n_obj * n_trans)
-    grid = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, rows * plan.n_grid * itemsize)
-    starts = upload(queue, prepared.offsets)
-    global_size, local_size = _range(plan.n_grid, n_obj, _work_group(queue))
-    for first, point_set in ((0, prepared.points), (n_trans - 1, prepared.doubled)):
-        kernel = spread_2 if point_set.strengths.shape[1] == 2 else spread_1
-        kernel(
+    n_trans = points.n_transforms
+    global_size, local_size = _range(plan.n_grid, points.n_objects, _work_group(queue))
+    launches = (("data_window" if points.fit_mean else "data", 1, 0), ("window", 2, n_trans - 1))
+    for vectors, harmonic, first in launches:
+        _spread_kernel(queue, plan, vectors)(
             queue,
             global_size,
             local_size,
-            starts,
-            upload(queue, point_set.cells),
-            upload(queue, point_set.fractions),
-            upload(queue, point_set.strengths),
+            points.starts,
+            points.n_points,
+            points.cells,
+            points.fractions,
+            points.weights,
+            points.weighted_values,
+            points.phases,
+            np.int32(harmonic),
             np.int32(plan.n_grid),
             np.int32(plan.width),
             plan.dtype(plan.beta),
@@ -559,53 +670,46 @@ def spread(
             np.int32(first),
             grid,
         )
-    return grid
 
 
 def power(
     queue: cl.CommandQueue,
-    modes: cl.Buffer,
-    prepared: PreparedPoints,
+    modes: cl.MemoryObjectHolder,
+    points: DevicePoints,
     plan: NufftPlan,
+    out: cl.MemoryObjectHolder,
     normalization: Normalization = "standard",
     fft_scale: float = 1.0,
-    sums: cl.Buffer | None = None,
-) -> cl.Buffer:
-    """Queue the correction and power of the FFT'd grids ``modes`` (stage 4).
+    sums: cl.MemoryObjectHolder | None = None,
+) -> None:
+    """Queue the correction and power of the FFT'd grids ``modes`` into ``out`` (stage 4).
 
     Parameters
     ----------
     modes
         The FFT of :func:`spread`'s grids (:class:`GridFFT`), scaled by ``fft_scale``.
+    out
+        Receives the powers, ``(n_objects, nf)`` in the plan's precision.
     normalization
-        astropy's normalizations; psd powers are in the data's units.
+        astropy's normalizations; "psd" powers are the standard powers times
+        the psd factor of :func:`prepare` in kernel precision.
     sums
         If given, also receives the corrected transforms at the grid
         frequencies, ``(n_objects, n_transforms, nf)`` interleaved complex.
-
-    Returns
-    -------
-    cl.Buffer
-        Powers, ``(n_objects, nf)`` in the plan's precision.
     """
     _check_normalization(normalization)
-    fit_mean = prepared.n_transforms == 3
-    kernel = _power_kernel(queue, plan, fit_mean, normalization, sums is not None)
-    nf, n_obj = plan.grid.nf, prepared.n_objects
-    out = cl.Buffer(
-        queue.context, cl.mem_flags.WRITE_ONLY, max(1, n_obj * nf) * np.dtype(plan.dtype).itemsize
-    )
-    with np.errstate(over="ignore"):  # psd factors beyond float32 give inf powers
-        scale = prepared.psd_scale.astype(plan.dtype)
-    global_size, local_size = _range(nf, n_obj, _work_group(queue))
+    if normalization == "psd":
+        raise ValueError("power() writes standard powers for 'psd'; scale them on the host")
+    kernel = _power_kernel(queue, plan, points.fit_mean, normalization, sums is not None)
+    nf = plan.grid.nf
+    global_size, local_size = _range(nf, points.n_objects, _work_group(queue))
     kernel(
         queue,
         global_size,
         local_size,
         modes,
         upload(queue, correction_factors(plan, fft_scale)),
-        upload(queue, prepared.yy.astype(plan.dtype)),
-        upload(queue, scale),
+        points.yy,
         np.int32(nf),
         np.int32(plan.n_grid),
         np.int32(0 if plan.grid.fmin == 0 else -1),
@@ -613,23 +717,29 @@ def power(
         *([sums] if sums is not None else []),
         out,
     )
-    return out
 
 
 def periodogram(
     queue: cl.CommandQueue,
-    prepared: PreparedPoints,
+    points: DevicePoints,
     plan: NufftPlan,
     fft: GridFFT,
     normalization: Normalization = "standard",
     fft_scale: float = 1.0,
 ) -> np.ndarray:
     """Spread, ``fft``, correct and power: the ``(n_objects, nf)`` periodograms."""
-    grid = spread(queue, prepared, plan)
-    modes = fft(queue, grid, prepared.n_objects * prepared.n_transforms, plan.n_grid)
-    out = power(queue, modes, prepared, plan, normalization, fft_scale)
-    result = np.empty((prepared.n_objects, plan.grid.nf), dtype=plan.dtype)
+    psd = normalization == "psd"
+    grid = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, grid_bytes(points, plan))
+    spread(queue, points, plan, grid)
+    modes = fft(queue, grid, points.n_objects * points.n_transforms, plan.n_grid)
+    result = np.empty((points.n_objects, plan.grid.nf), dtype=plan.dtype)
+    out = cl.Buffer(queue.context, cl.mem_flags.WRITE_ONLY, max(1, result.nbytes))
+    power(queue, modes, points, plan, out, "standard" if psd else normalization, fft_scale)
     cl.enqueue_copy(queue, result, out)
+    queue.finish()
+    if psd:
+        with np.errstate(over="ignore", invalid="ignore"):
+            result *= points.psd_scale.astype(plan.dtype)[:, None]
     return result
 
 
@@ -645,7 +755,8 @@ def batch_buffers(plan: NufftPlan, fit_mean: bool, top_k: int) -> list[Buffer]:
     Per object the fine grids (``n_transforms`` rows of ``n_grid`` complex
     values, twice: the FFT may need as much again, VkFFT's scratch or the host
     transform's output), the ``nf`` powers, the peaks and the per-object
-    inputs; per point the cells, fractions and strengths of both point sets.
+    inputs; per point the raw ``t, y, dy`` and the prepared cells, fractions,
+    weights and phases.
     """
     real = np.dtype(plan.dtype).itemsize
     n_trans = 3 if fit_mean else 2
@@ -653,8 +764,8 @@ def batch_buffers(plan: NufftPlan, fit_mean: bool, top_k: int) -> list[Buffer]:
         Buffer("fine grids", per_item=n_trans * plan.n_grid * 2 * real, count=2),
         Buffer("powers", per_item=plan.grid.nf * real),
         Buffer("peaks", per_item=top_k * (real + 4)),
-        Buffer("object inputs", per_item=4 + 2 * real),
-        Buffer("points", per_unit=2 * (4 + real) + n_trans * 2 * real),
+        Buffer("object inputs", per_item=32 + 2 * real),
+        Buffer("points", per_unit=3 * 8 + 8 + 5 * real),
     ]
 
 
@@ -665,13 +776,13 @@ class BatchPeaks:
     Attributes
     ----------
     status : ndarray of int8
-        The preparation's per-object status (:attr:`PreparedPoints.status`).
+        The preparation's per-object status.
     values : ndarray of float64, shape (n_objects, top_k)
         Peak powers, best first (``-inf`` or NaN where there is no peak).
     indices : ndarray of int32, shape (n_objects, top_k)
         Their grid indices (``2**31 - 1``: no peak).
     psd_scale : ndarray of float64
-        :attr:`PreparedPoints.psd_scale`.
+        Per object ``1/2 sum dy^-2 (y - ybar)^2`` in the data's units.
     """
 
     status: np.ndarray
@@ -681,9 +792,15 @@ class BatchPeaks:
 
 
 def _top_k_peaks(
-    queue: cl.CommandQueue, powers: cl.Buffer, n_obj: int, plan: NufftPlan, top_k: int
+    queue: cl.CommandQueue,
+    staging: Staging,
+    powers: cl.MemoryObjectHolder,
+    n_obj: int,
+    plan: NufftPlan,
+    top_k: int,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``peaks_topk`` (``cl_kernels/peaks.mako``) of every object's periodogram."""
+    """Queue ``peaks_topk`` (``cl_kernels/peaks.mako``) of every object's
+    periodogram and the copies of its results (valid after ``queue.finish()``)."""
     wg = _work_group(queue)
     real = "double" if plan.fp64 else "float"
     (kernel,) = kernels.get_kernels(
@@ -692,8 +809,8 @@ def _top_k_peaks(
     nf = plan.grid.nf
     values = np.empty((n_obj, top_k), dtype=plan.dtype)
     indices = np.empty((n_obj, top_k), dtype=np.int32)
-    best_val = cl.Buffer(queue.context, cl.mem_flags.WRITE_ONLY, max(1, values.nbytes))
-    best_idx = cl.Buffer(queue.context, cl.mem_flags.WRITE_ONLY, max(1, indices.nbytes))
+    best_val = staging.buffer(values.nbytes)
+    best_idx = staging.buffer(indices.nbytes)
     if n_obj:
         kernel(
             queue,
@@ -708,26 +825,33 @@ def _top_k_peaks(
             best_val,
             best_idx,
         )
-        cl.enqueue_copy(queue, values, best_val)
-        cl.enqueue_copy(queue, indices, best_idx)
-    return values.astype(np.float64), indices
+        staging.events.append(cl.enqueue_copy(queue, values, best_val, is_blocking=False))
+        staging.events.append(cl.enqueue_copy(queue, indices, best_idx, is_blocking=False))
+    return values, indices
 
 
 def search(
-    queue: cl.CommandQueue,
-    prepared: PreparedPoints,
+    info: DeviceInfo,
+    catalog: Catalog,
     plan: NufftPlan,
+    *,
+    fit_mean: bool,
+    center_data: bool,
+    use_dy: bool,
     normalization: Normalization,
     top_k: int,
     periodograms: np.ndarray | None = None,
     n_rows: int = 0,
 ) -> BatchPeaks:
-    """Spread, FFT (:func:`clperiod.engine.fft.fft_inplace`), power and top-k peaks.
+    """Prepare, spread, FFT (:func:`clperiod.engine.fft.fft_inplace`), power and
+    top-k peaks of a batch of objects on one device.
 
     Parameters
     ----------
-    prepared
-        The batch's points (:func:`prepare`).
+    catalog
+        The batch (validated); rows are sorted in time here where needed.
+    fit_mean, center_data, use_dy
+        As in :func:`prepare`.
     normalization
         The powers' normalization. psd powers are computed as standard powers
         and scaled by ``psd_scale`` on the host in float64 (peaks) and in the
@@ -738,30 +862,50 @@ def search(
         If given, ``(n_objects, nf)`` host array (plan precision) receiving the
         periodograms.
     n_rows
-        Fine-grid rows to transform at least (:func:`spread`), so that batches
-        of fewer objects reuse one FFT plan.
-
-    Returns
-    -------
-    BatchPeaks
+        Fine-grid rows to transform at least, so that batches of fewer
+        objects reuse one FFT plan.
     """
     _check_normalization(normalization)
-    n_obj = prepared.n_objects
-    grid = spread(queue, prepared, plan, n_rows)
-    rows = max(1, n_rows, n_obj * prepared.n_transforms)
-    fft_inplace(queue, cla.Array(queue, (rows, plan.n_grid), plan.complex_dtype, data=grid))
-    psd = normalization == "psd"
-    powers = power(queue, grid, prepared, plan, "standard" if psd else normalization)
-    values, indices = _top_k_peaks(queue, powers, n_obj, plan, top_k)
-    if periodograms is not None and n_obj:
-        cl.enqueue_copy(queue, periodograms, powers)
-    queue.finish()
+    catalog = time_sorted(catalog)
+    queue = get_queue(info)
+    staging = Staging(info)
+    with staging.guard(queue):
+        if info.fp64:
+            points = prepare_on_device(
+                staging,
+                queue,
+                catalog,
+                plan,
+                fit_mean=fit_mean,
+                center_data=center_data,
+                use_dy=use_dy,
+            )
+        else:
+            prepared = prepare(
+                catalog, plan, fit_mean=fit_mean, center_data=center_data, use_dy=use_dy
+            )
+            points = upload_points(staging, prepared, fit_mean)
+            staging.send(queue)
+        n_obj = points.n_objects
+        rows = max(1, n_rows, n_obj * points.n_transforms)
+        grid = staging.buffer(grid_bytes(points, plan, rows))
+        spread(queue, points, plan, grid)
+        fft_inplace(queue, cla.Array(queue, (rows, plan.n_grid), plan.complex_dtype, data=grid))
+        psd = normalization == "psd"
+        powers = staging.buffer(max(1, n_obj * plan.grid.nf) * np.dtype(plan.dtype).itemsize)
+        power(queue, grid, points, plan, powers, "standard" if psd else normalization)
+        values, indices = _top_k_peaks(queue, staging, powers, n_obj, plan, top_k)
+        if periodograms is not None and n_obj:
+            cl.enqueue_copy(queue, periodograms, powers, is_blocking=False)
+        queue.finish()
+    staging.release()
+    peak_values = values.astype(np.float64)
     if psd:
         with np.errstate(invalid="ignore", over="ignore"):  # -inf * 0 of objects not OK
-            values *= prepared.psd_scale[:, None]
+            peak_values *= points.psd_scale[:, None]
             if periodograms is not None:
-                periodograms *= prepared.psd_scale.astype(plan.dtype)[:, None]
-    return BatchPeaks(prepared.status, values, indices, prepared.psd_scale)
+                periodograms *= points.psd_scale.astype(plan.dtype)[:, None]
+    return BatchPeaks(points.status.copy(), peak_values, indices, points.psd_scale.copy())
 
 
 # }}}

@@ -8,12 +8,10 @@ power in fp64 and ``max(1e-3, 1e-7 Nf)`` in fp32. Grids start at
 from __future__ import annotations
 
 import numpy as np
-import pyopencl as cl
 import pytest
 
 import clperiod
 from clperiod import Catalog, FrequencyGrid, Status, lombscargle
-from clperiod.engine.devices import get_queue
 from clperiod.io import load_example
 from clperiod.periodograms import lombscargle as LS_MODULE
 from clperiod.periodograms import nufft
@@ -188,12 +186,11 @@ def test_small_memory_budget_splits_the_catalog(rng, monkeypatch):
 def test_padded_fft_rows_leave_the_results_unchanged(rng, cpu_device):
     t, y, dy = simulated(rng, n=200)
     plan = nufft.NufftPlan.build(FrequencyGrid(0.02, 0.01, 2000))
-    prepared = nufft.prepare(Catalog.from_single(t, y, dy), plan, fit_mean=True,
-                             center_data=True, use_dy=True)
-    queue: cl.CommandQueue = get_queue(cpu_device)
+    options = dict(fit_mean=True, center_data=True, use_dy=True, normalization="psd", top_k=3)
+    catalog = Catalog.from_single(t, y, dy)
     plain, padded = np.empty((1, 2000)), np.empty((1, 2000))
-    a = nufft.search(queue, prepared, plan, "psd", 3, plain)
-    b = nufft.search(queue, prepared, plan, "psd", 3, padded, n_rows=7)
+    a = nufft.search(cpu_device, catalog, plan, **options, periodograms=plain)
+    b = nufft.search(cpu_device, catalog, plan, **options, periodograms=padded, n_rows=7)
     np.testing.assert_array_equal(padded, plain)
     np.testing.assert_array_equal(b.indices, a.indices)
     np.testing.assert_array_equal(b.values, a.values)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import warnings
+from types import SimpleNamespace
 
 import numpy as np
 import pyopencl as cl
@@ -21,6 +22,7 @@ import pytest
 
 from clperiod import Catalog, FrequencyGrid, Status, lombscargle
 from clperiod.engine.devices import get_queue, upload
+from clperiod.engine.staging import Staging
 from clperiod.periodograms import nufft
 from reference import nufft as ref
 
@@ -29,6 +31,8 @@ from reference import nufft as ref
 pytestmark = pytest.mark.slow
 
 NORMALIZATIONS = ("standard", "model", "log", "psd")
+#: The reference NUFFT computes the same transforms (up to rounding).
+REFERENCE_NUFFT_RTOL = 1e-11
 #: (fit_mean, center_data)
 CENTRING = ((True, True), (True, False), (False, True), (False, False))
 
@@ -76,9 +80,40 @@ def nufft_power(queue, t, y, dy, grid, precision="fp64", **options) -> np.ndarra
     normalization = options.pop("normalization", "standard")
     plan = nufft.NufftPlan.build(grid, precision)
     fit_mean, center_data = options.pop("fit_mean", True), options.pop("center_data", True)
-    prepared = nufft.prepare(Catalog.from_single(t, y, dy), plan, fit_mean=fit_mean,
-                             center_data=center_data, use_dy=dy is not None)
-    return nufft.periodogram(queue, prepared, plan, host_fft(plan), normalization)[0]
+    points = device_points(
+        queue,
+        Catalog.from_single(t, y, dy),
+        plan,
+        fit_mean=fit_mean,
+        center_data=center_data,
+        use_dy=dy is not None,
+    )
+    return nufft.periodogram(queue, points, plan, host_fft(plan), normalization)[0]
+
+
+def device_points(queue, catalog, plan, **options) -> nufft.DevicePoints:
+    """Host-prepared points of ``catalog`` on the device of ``queue``."""
+    prepared = nufft.prepare(nufft.time_sorted(catalog), plan, **options)
+    fields = {
+        name: upload(queue, getattr(prepared, name))
+        for name in (
+            "starts",
+            "n_points",
+            "cells",
+            "fractions",
+            "weights",
+            "weighted_values",
+            "phases",
+            "yy",
+        )
+    }
+    return nufft.DevicePoints(
+        len(prepared.status),
+        options["fit_mean"],
+        **fields,
+        status=prepared.status,
+        psd_scale=prepared.psd_scale,
+    )
 
 
 def nifty_rtol(nf: int, precision: str) -> float:
@@ -97,8 +132,10 @@ def assert_close_to_peak(power, expected, rtol):
 
 
 @pytest.mark.parametrize("precision", ["fp64", "fp32"])
-@pytest.mark.parametrize(("eps", "sigma"), [(1e-3, 2.0), (1e-5, 1.25), (1e-9, 2.0),
-                                            (1e-9, 1.25), (1e-12, 2.0), (1e-20, 2.0)])
+@pytest.mark.parametrize(
+    ("eps", "sigma"),
+    [(1e-3, 2.0), (1e-5, 1.25), (1e-9, 2.0), (1e-9, 1.25), (1e-12, 2.0), (1e-20, 2.0)],
+)
 def test_kernel_rules_are_the_reference_rules(precision, eps, sigma):
     dtype = np.float64 if precision == "fp64" else np.float32
     with warnings.catch_warnings():
@@ -107,10 +144,14 @@ def test_kernel_rules_are_the_reference_rules(precision, eps, sigma):
         assert (width, beta) == ref.es_kernel_params(eps, sigma, dtype=dtype)
     for n_modes in (1, 777, 1000, 25001):
         assert nufft.fine_grid_size(n_modes, sigma, width) == ref.fine_grid_size(
-            n_modes, sigma, width)
+            n_modes, sigma, width
+        )
     theta = np.linspace(-np.pi / sigma, np.pi / sigma, 41)
-    np.testing.assert_allclose(nufft.kernel_fourier_transform(theta, width, beta),
-                               ref.kernel_fourier_transform(theta, width, beta), rtol=1e-13)
+    np.testing.assert_allclose(
+        nufft.kernel_fourier_transform(theta, width, beta),
+        ref.kernel_fourier_transform(theta, width, beta),
+        rtol=1e-13,
+    )
 
 
 def test_width_beyond_16_cells_is_clipped_with_a_warning():
@@ -138,8 +179,9 @@ def test_correction_factors_divide_by_the_kernel_transform_and_fft_scale():
     k = np.arange(777) - 388
     psi = ref.kernel_fourier_transform(2 * np.pi * k / plan.n_grid, plan.width, plan.beta)
     np.testing.assert_allclose(nufft.correction_factors(plan), 1 / psi, rtol=1e-14)
-    np.testing.assert_allclose(nufft.correction_factors(plan, 1 / plan.n_grid),
-                               plan.n_grid / psi, rtol=1e-14)
+    np.testing.assert_allclose(
+        nufft.correction_factors(plan, 1 / plan.n_grid), plan.n_grid / psi, rtol=1e-14
+    )
 
 
 # }}}
@@ -149,13 +191,40 @@ def test_correction_factors_divide_by_the_kernel_transform_and_fft_scale():
 
 def prepared_one(t, y, dy, grid, precision="fp64", fit_mean=True, center_data=True):
     plan = nufft.NufftPlan.build(grid, precision)
-    catalog = Catalog.from_single(t, y, dy)
-    return plan, nufft.prepare(catalog, plan, fit_mean=fit_mean, center_data=center_data,
-                               use_dy=dy is not None)
+    catalog = nufft.time_sorted(Catalog.from_single(t, y, dy))
+    return plan, nufft.prepare(
+        catalog, plan, fit_mean=fit_mean, center_data=center_data, use_dy=dy is not None
+    )
 
 
-def cell_coordinates(point_set: nufft.PointSet) -> np.ndarray:
-    return point_set.cells + point_set.fractions.astype(np.float64)
+def on_device(device, catalog, plan, fit_mean=True, center_data=True, use_dy=True):
+    """``nufft_prepare``'s points of ``catalog`` (time-sorted), and its host twin's."""
+    queue, staging = get_queue(device), Staging(device)
+    catalog = nufft.time_sorted(catalog)
+    points = nufft.prepare_on_device(
+        staging, queue, catalog, plan, fit_mean=fit_mean, center_data=center_data, use_dy=use_dy
+    )
+    queue.finish()
+    host = nufft.prepare(catalog, plan, fit_mean=fit_mean, center_data=center_data, use_dy=use_dy)
+    return points, host
+
+
+def read_points(queue, points: nufft.DevicePoints, plan, n_rows: int) -> dict:
+    complex_dtype = plan.complex_dtype
+    return {
+        "cells": read(queue, points.cells, n_rows, np.int64),
+        "fractions": read(queue, points.fractions, n_rows, plan.dtype),
+        "weights": read(queue, points.weights, n_rows, plan.dtype),
+        "weighted_values": read(queue, points.weighted_values, n_rows, plan.dtype),
+        "phases": read(queue, points.phases, n_rows, complex_dtype),
+        "n_points": read(queue, points.n_points, points.n_objects, np.int32),
+        "yy": read(queue, points.yy, points.n_objects, plan.dtype),
+    }
+
+
+def coordinates(prepared, harmonic: int = 1) -> np.ndarray:
+    """Unwrapped cell coordinates ``h xi`` (float64)."""
+    return harmonic * (prepared.cells + prepared.fractions.astype(np.float64))
 
 
 def test_points_and_strengths_are_the_reference_mapping():
@@ -163,68 +232,109 @@ def test_points_and_strengths_are_the_reference_mapping():
     grid = FrequencyGrid(40.5 * baseline_df(t), baseline_df(t), 777)
     plan, prepared = prepared_one(t, y, dy, grid)
     tt = t - t.min()
-    x = 2 * np.pi * grid.df * tt
-    for point_set, k in ((prepared.points, 1), (prepared.doubled, 2)):
-        xi = plan.n_grid * np.mod(k * x / (2 * np.pi), 1.0)
-        distance = np.abs(cell_coordinates(point_set) - xi)
-        np.testing.assert_array_less(np.minimum(distance, plan.n_grid - distance), 1e-12)
-        assert np.all(np.diff(point_set.cells) >= 0)
+    np.testing.assert_allclose(
+        coordinates(prepared), plan.n_grid * grid.df * tt, rtol=0, atol=1e-9
+    )
+    assert np.all(np.diff(prepared.cells) >= 0)
     weighted = ref._Weighted(t, y, dy, True)
     shift = np.exp(2j * np.pi * plan.shift_frequency * tt)
-    data, window = prepared.points.strengths.T
     scale = np.sqrt(prepared.yy[0] / weighted.yy)  # the standardised units
-    for value, expected in ((data, weighted.wy * shift * scale), (window, weighted.w * shift),
-                            (prepared.doubled.strengths[:, 0], weighted.w * shift**2)):
+    for value, expected in (
+        (prepared.weighted_values * prepared.phases, weighted.wy * shift * scale),
+        (prepared.weights * prepared.phases, weighted.w * shift),
+    ):
         np.testing.assert_allclose(value, expected, rtol=0, atol=1e-12 * np.abs(expected).max())
-    assert prepared.n_transforms == 3
-    assert prepared.psd_scale[0] == pytest.approx(0.5 * weighted.yy * weighted.weight_sum,
-                                                  rel=1e-13)
+    assert prepared.psd_scale[0] == pytest.approx(
+        0.5 * weighted.yy * weighted.weight_sum, rel=1e-13
+    )
 
 
-def test_phases_and_cells_of_raw_epochs_are_exact():
-    """JD-size epochs, f_s tt up to 1.6e4 cycles and 2e5 cells: phasors and cell
-    coordinates within 1e-14 of long-double values (float64 products are off by ~1e-11)."""
+def test_phases_and_cells_of_raw_epochs_are_exact(cpu_device):
+    """JD-size epochs, f_s tt up to 1e4 cycles and 1e5 cells: phasors and cell
+    coordinates within 1e-14 of long-double values (float64 products are off by
+    ~1e-11), on the host and on the device."""
     rng = np.random.default_rng(3)
     t = 2.46e6 + np.sort(rng.uniform(0, 3000, 500))
     y, dy = rng.normal(size=500), np.ones(500)
     grid = FrequencyGrid(2.0, 1 / 15000, 100001)
-    plan, prepared = prepared_one(t, y, dy, grid)
+    plan = nufft.NufftPlan.build(grid)
+    points, host = on_device(cpu_device, Catalog.from_single(t, y, dy), plan)
+    device = read_points(get_queue(cpu_device), points, plan, t.size)
     tt = (t - t.min()).astype(np.longdouble)
-    for point_set, k in ((prepared.points, 1), (prepared.doubled, 2)):
-        turns = k * np.longdouble(plan.shift_frequency) * tt
-        exact = np.exp(2j * np.pi * (turns - np.rint(turns)).astype(np.float64))
-        np.testing.assert_allclose(point_set.strengths[:, -1] * 500, exact, rtol=0, atol=1e-14)
-        cycles = k * np.longdouble(grid.df) * tt
-        xi = (plan.n_grid * (cycles - np.floor(cycles))).astype(np.float64)
-        np.testing.assert_allclose(cell_coordinates(point_set), xi, rtol=0, atol=1e-14)
+    turns = np.longdouble(plan.shift_frequency) * tt
+    exact_phase = np.exp(2j * np.pi * (turns - np.rint(turns)).astype(np.float64))
+    exact_xi = (plan.n_grid * np.longdouble(grid.df) * tt).astype(np.float64)
+    for prepared in (host, SimpleNamespace(**device)):
+        np.testing.assert_allclose(prepared.phases, exact_phase, rtol=0, atol=1e-14)
+        np.testing.assert_allclose(coordinates(prepared), exact_xi, rtol=0, atol=1e-9)
+        off = coordinates(prepared) - exact_xi  # ~1e-14 cells relative to the cell number
+        np.testing.assert_array_less(np.abs(off), 1e-14 * np.maximum(1, np.abs(exact_xi)))
 
 
-def test_unsorted_times_and_wrapping_arcs_are_sorted_by_cell():
-    """One sample per peak: x spans the whole box and 2x twice, so the cells wrap."""
+@pytest.mark.parametrize("precision", ["fp64", "fp32"])
+@pytest.mark.parametrize("use_dy", [True, False])
+@pytest.mark.parametrize(("fit_mean", "center_data"), CENTRING)
+def test_device_preparation_equals_the_host_twin(
+    cpu_device, precision, use_dy, fit_mean, center_data
+):
+    curves = [light_curve(n, seed=n) for n in (50, 3, 400, 120)]
+    curves[3] = (curves[3][0], np.full(120, 4.0), curves[3][2])  # no variance
+    catalog = Catalog.from_lightcurves(curves)
+    plan = nufft.NufftPlan.build(FrequencyGrid(0.01, 0.002, 500), precision)
+    points, host = on_device(cpu_device, catalog, plan, fit_mean, center_data, use_dy)
+    device = read_points(get_queue(cpu_device), points, plan, catalog.offsets[-1])
+    np.testing.assert_array_equal(points.status, host.status)
+    np.testing.assert_array_equal(device["n_points"], host.n_points)
+    np.testing.assert_allclose(points.psd_scale, host.psd_scale, rtol=1e-13)
+    tolerance = 1e-13 if plan.fp64 else 1e-6
+    ok = host.n_points > 0
+    np.testing.assert_array_equal(np.isnan(device["yy"]), ~ok)
+    keep = np.repeat(ok, catalog.lengths)
+    # the values are in units of sqrt(yy), a power of 2 that may round either way
+    for points_yy, prepared in ((device["yy"], device), (host.yy, vars(host))):
+        prepared["weighted_values"] = np.where(
+            keep, prepared["weighted_values"] / np.sqrt(np.repeat(points_yy, catalog.lengths)), 0
+        )
+    for name in ("cells", "fractions", "weights", "weighted_values", "phases"):
+        value, expected = device[name][keep], vars(host)[name][keep]
+        atol = 0 if name == "cells" else tolerance * np.abs(expected).max()
+        np.testing.assert_allclose(value, expected, rtol=0, atol=atol, err_msg=name)
+
+
+def test_unsorted_times_are_sorted_and_wrapping_arcs_kept_unwrapped():
+    """0.3 samples per peak: x goes round the box more than three times."""
     t, y, dy = light_curve(200)
-    grid = FrequencyGrid(0.1, baseline_df(t, 1.0), 300)
+    grid = FrequencyGrid(0.1, baseline_df(t, 0.3), 300)
     plan, in_order = prepared_one(t, y, dy, grid)
-    time_order = np.floor(plan.n_grid * np.mod(2 * grid.df * (t - t.min()), 1.0))
-    assert np.any(np.diff(time_order) < 0)
+    assert np.ptp(in_order.cells) > 3 * plan.n_grid
     order = np.random.default_rng(1).permutation(t.size)
     _, shuffled = prepared_one(t[order], y[order], dy[order], grid)
-    for a, b in ((in_order.points, shuffled.points), (in_order.doubled, shuffled.doubled)):
-        assert np.all(np.diff(b.cells) >= 0)
-        ka, kb = np.lexsort((a.fractions, a.cells)), np.lexsort((b.fractions, b.cells))
-        np.testing.assert_array_equal(a.cells[ka], b.cells[kb])
-        np.testing.assert_allclose(a.strengths[ka], b.strengths[kb], rtol=0, atol=1e-15)
+    for name in ("cells", "fractions", "weights", "weighted_values", "phases"):
+        np.testing.assert_array_equal(getattr(shuffled, name), getattr(in_order, name))
+
+
+def test_time_sorted_sorts_within_objects_only():
+    catalog = Catalog.from_lightcurves(
+        [([3.0, 1.0, 2.0], [1.0, 2.0, 3.0], [1.0] * 3), ([0.5, 0.7], [4.0, 5.0], [1.0] * 2)]
+    )
+    sorted_catalog = nufft.time_sorted(catalog)
+    np.testing.assert_array_equal(sorted_catalog.t, [1.0, 2.0, 3.0, 0.5, 0.7])
+    np.testing.assert_array_equal(sorted_catalog.y, [2.0, 3.0, 1.0, 4.0, 5.0])
+    assert nufft.time_sorted(sorted_catalog) is sorted_catalog
 
 
 def test_objects_with_too_few_points_or_no_variance_get_nan_and_no_points():
     rng = np.random.default_rng(2)
-    curves = [(np.sort(rng.uniform(0, 50, n)), rng.normal(size=n), np.ones(n))
-              for n in (40, 3, 25)]
+    curves = [
+        (np.sort(rng.uniform(0, 50, n)), rng.normal(size=n), np.ones(n)) for n in (40, 3, 25)
+    ]
     curves[2] = (curves[2][0], np.full(25, 4.0), curves[2][2])
     catalog = Catalog.from_lightcurves(curves)
     plan = nufft.NufftPlan.build(FrequencyGrid(0.01, 0.004, 200))
     prepared = nufft.prepare(catalog, plan, fit_mean=True, center_data=True, use_dy=True)
     assert list(prepared.status) == [Status.OK, Status.TOO_FEW_POINTS, Status.ZERO_VARIANCE]
-    assert list(prepared.offsets) == [0, 40, 40, 40]
+    assert list(prepared.starts) == [0, 40, 43]
+    assert list(prepared.n_points) == [40, 0, 0]
     assert np.isnan(prepared.yy[1:]).all()
 
 
@@ -237,70 +347,93 @@ SPREAD_CASES = [  # (points, precision, samples per peak, nf, fmin in df)
     (10, "fp64", 5, 64, 0.0),
     (300, "fp64", 5, 777, 40.5),
     (300, "fp64", 1, 300, 3.25),
+    (300, "fp64", 0.3, 300, 3.25),
     (10_000, "fp64", 5, 1000, 2.0),
     (300, "fp32", 5, 777, 40.5),
     (3000, "fp32", 1, 1024, 0.0),
 ]
 #: The long-double direct sums of 1e4 points take ~10 s.
-MODE_CASES = [pytest.param(*case, marks=pytest.mark.slow) if case[0] > 3000 else case
-              for case in SPREAD_CASES]
+MODE_CASES = [
+    pytest.param(*case, marks=pytest.mark.slow) if case[0] > 3000 else case
+    for case in SPREAD_CASES
+]
 
 
 @functools.cache
-def spread_case(queue, n, precision, spp, nf, fmin_in_df, fit_mean=True):
+def spread_case(device, n, precision, spp, nf, fmin_in_df, fit_mean=True, host=False):
+    """Points prepared on the device (or on the host and uploaded) and spread."""
     t, y, dy = light_curve(n)
     df = baseline_df(t, spp)
-    plan, prepared = prepared_one(t, y, dy, FrequencyGrid(fmin_in_df * df, df, nf), precision,
-                                  fit_mean=fit_mean)
-    grid = nufft.spread(queue, prepared, plan)
-    shape = (prepared.n_transforms, plan.n_grid)
-    return plan, prepared, grid, read(queue, grid, shape, plan.complex_dtype)
+    plan = nufft.NufftPlan.build(FrequencyGrid(fmin_in_df * df, df, nf), precision)
+    queue, staging = get_queue(device), Staging(device)
+    catalog = Catalog.from_single(t, y, dy)
+    points, prepared = on_device(device, catalog, plan, fit_mean=fit_mean)
+    if host:
+        points = nufft.upload_points(staging, prepared, fit_mean)
+        staging.send(queue)
+    grid = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, nufft.grid_bytes(points, plan))
+    nufft.spread(queue, points, plan, grid)
+    shape = (points.n_transforms, plan.n_grid)
+    return plan, points, prepared, grid, read(queue, grid, shape, plan.complex_dtype)
 
 
-def transform_inputs(prepared):
-    """(cell coordinates, strengths) of each transform, in output order."""
-    points, doubled = prepared.points, prepared.doubled
-    return ([(cell_coordinates(points), s) for s in points.strengths.T]
-            + [(cell_coordinates(doubled), doubled.strengths[:, 0])])
+def transform_inputs(prepared, fit_mean=True):
+    """(cell coordinates mod n_grid, strengths) of each transform, in output order."""
+    xi, xi2 = coordinates(prepared), coordinates(prepared, 2)
+    data = prepared.weighted_values * prepared.phases
+    window = prepared.weights * prepared.phases
+    doubled = window * prepared.phases
+    return [(xi, data), *([(xi, window)] if fit_mean else []), (xi2, doubled)]
 
 
+@pytest.mark.parametrize("host", [False, True], ids=["device-prepared", "host-prepared"])
 @pytest.mark.parametrize("case", SPREAD_CASES)
-def test_spread_grid_matches_the_reference_spread(queue, case):
+def test_spread_grid_matches_the_reference_spread(cpu_device, case, host):
     """Up to rounding, and up to the kernel's edge value e^-beta per point: a point
-    within rounding of w/2 cells from a cell (as the last point is at df T = 1/5) falls
-    on either edge of its support."""
-    plan, prepared, _, grids = spread_case(queue, *case)
+    within rounding of w/2 cells from a cell falls on either edge of its support."""
+    plan, _, prepared, _, grids = spread_case(cpu_device, *case, host=host)
     tolerance = 1e-13 if plan.fp64 else 2e-6
     for grid, (xi, strengths) in zip(grids, transform_inputs(prepared), strict=True):
-        expected = ref.spread(xi, strengths.astype(np.complex128), plan.n_grid, plan.width,
-                              plan.beta)[0]
+        expected = ref.spread(
+            np.mod(xi, plan.n_grid),
+            strengths.astype(np.complex128),
+            plan.n_grid,
+            plan.width,
+            plan.beta,
+        )[0]
         edge = 2 * np.exp(-plan.beta) * np.abs(strengths).max()
-        np.testing.assert_allclose(grid, expected, rtol=0,
-                                   atol=tolerance * np.abs(expected).max() + edge)
+        np.testing.assert_allclose(
+            grid, expected, rtol=0, atol=tolerance * np.abs(expected).max() + edge
+        )
 
 
-def test_spread_without_fit_mean_has_two_transforms(queue):
-    plan, _, _, grids = spread_case(queue, 300, "fp64", 5, 777, 40.5, fit_mean=False)
+def test_spread_without_fit_mean_has_two_transforms(cpu_device):
+    plan, _, _, _, grids = spread_case(cpu_device, 300, "fp64", 5, 777, 40.5, fit_mean=False)
     assert grids.shape == (2, plan.n_grid)
-    *_, mean_grids = spread_case(queue, 300, "fp64", 5, 777, 40.5)
+    *_, mean_grids = spread_case(cpu_device, 300, "fp64", 5, 777, 40.5)
     np.testing.assert_allclose(grids[0], mean_grids[0], rtol=0, atol=1e-15)
     np.testing.assert_allclose(grids[1], mean_grids[2], rtol=0, atol=1e-15)
 
 
 @pytest.mark.parametrize(("n", "precision", "spp", "nf", "fmin_in_df"), MODE_CASES)
-def test_corrected_modes_match_direct_sums(queue, n, precision, spp, nf, fmin_in_df):
+def test_corrected_modes_match_direct_sums(cpu_device, n, precision, spp, nf, fmin_in_df):
     """Relative l2 error <= 3 eps (plus the fp32 rounding floor) against long-double
     direct sums at the prepared points."""
-    plan, prepared, grid, _ = spread_case(queue, n, precision, spp, nf, fmin_in_df)
-    n_trans = prepared.n_transforms
+    queue = get_queue(cpu_device)
+    plan, points, prepared, grid, _ = spread_case(cpu_device, n, precision, spp, nf, fmin_in_df)
+    n_trans = points.n_transforms
     modes = host_fft(plan)(queue, grid, n_trans, plan.n_grid)
-    sums = cl.Buffer(queue.context, cl.mem_flags.WRITE_ONLY,
-                     n_trans * nf * np.dtype(plan.complex_dtype).itemsize)
-    nufft.power(queue, modes, prepared, plan, sums=sums)
+    sums = cl.Buffer(
+        queue.context,
+        cl.mem_flags.WRITE_ONLY,
+        n_trans * nf * np.dtype(plan.complex_dtype).itemsize,
+    )
+    out = cl.Buffer(queue.context, cl.mem_flags.WRITE_ONLY, nf * np.dtype(plan.dtype).itemsize)
+    nufft.power(queue, modes, points, plan, out, sums=sums)
     corrected = read(queue, sums, (n_trans, nf), plan.complex_dtype)
     floor = 3 * plan.eps + (0 if plan.fp64 else 50 * np.finfo(np.float32).eps)
     for row, (xi, strengths) in zip(corrected, transform_inputs(prepared), strict=True):
-        x = 2 * np.pi * xi.astype(np.longdouble) / plan.n_grid
+        x = 2 * np.pi * np.mod(xi.astype(np.longdouble), plan.n_grid) / plan.n_grid
         exact = ref.nudft1(x, strengths.astype(np.complex128), nf)
         assert np.linalg.norm(row - exact) <= floor * np.linalg.norm(exact)
 
@@ -313,8 +446,9 @@ def test_corrected_modes_match_direct_sums(queue, n, precision, spp, nf, fmin_in
 @pytest.mark.parametrize("normalization", NORMALIZATIONS)
 @pytest.mark.parametrize(("fit_mean", "center_data"), CENTRING)
 @pytest.mark.parametrize(("fmin_in_df", "nf"), [(0.0, 1000), (40.5, 777)])
-def test_power_matches_direct_sums_and_the_reference_nufft(queue, normalization, fit_mean,
-                                                           center_data, fmin_in_df, nf):
+def test_power_matches_direct_sums_and_the_reference_nufft(
+    queue, normalization, fit_mean, center_data, fmin_in_df, nf
+):
     t, y, dy = light_curve(300)
     df = baseline_df(t)
     fmin = fmin_in_df * df
@@ -322,29 +456,41 @@ def test_power_matches_direct_sums_and_the_reference_nufft(queue, normalization,
     power = nufft_power(queue, t, y, dy, FrequencyGrid(fmin, df, nf), **options)
     direct = ref.lombscargle_direct(t, y, dy, fmin + df * np.arange(nf), **options)
     assert_close_to_peak(power, direct, nifty_rtol(nf, "fp64"))
-    assert_close_to_peak(power, ref.lombscargle_nufft(t, y, dy, fmin, df, nf, **options),
-                         1e-11)
+    assert_close_to_peak(
+        power, ref.lombscargle_nufft(t, y, dy, fmin, df, nf, **options), REFERENCE_NUFFT_RTOL
+    )
     assert np.isnan(power[0]) == (fmin == 0)
 
 
-@pytest.mark.parametrize(("normalization", "n", "nf", "fmin_in_df", "spp"), [
-    *[(normalization, *case) for normalization in NORMALIZATIONS
-      for case in ((10, 61, 0.0, 5), (300, 777, 40.5, 5), (3000, 1024, 0.0, 1))],
-    ("standard", 10_000, 1000, 2.5, 5)])
+@pytest.mark.parametrize(
+    ("normalization", "n", "nf", "fmin_in_df", "spp"),
+    [
+        *[
+            (normalization, *case)
+            for normalization in NORMALIZATIONS
+            for case in ((10, 61, 0.0, 5), (300, 777, 40.5, 5), (3000, 1024, 0.0, 1))
+        ],
+        ("standard", 10_000, 1000, 2.5, 5),
+    ],
+)
 def test_fp32_power_meets_the_fp32_rule(queue, normalization, n, nf, fmin_in_df, spp):
     t, y, dy = light_curve(n)
     df = baseline_df(t, spp)
     fmin = fmin_in_df * df
-    power = nufft_power(queue, t, y, dy, FrequencyGrid(fmin, df, nf), "fp32",
-                        normalization=normalization)
+    power = nufft_power(
+        queue, t, y, dy, FrequencyGrid(fmin, df, nf), "fp32", normalization=normalization
+    )
     assert power.dtype == np.float32
-    direct = ref.lombscargle_direct(t, y, dy, fmin + df * np.arange(nf),
-                                    normalization=normalization)
+    direct = ref.lombscargle_direct(
+        t, y, dy, fmin + df * np.arange(nf), normalization=normalization
+    )
     assert_close_to_peak(power, direct, nifty_rtol(nf, "fp32"))
 
 
-@pytest.mark.parametrize(("n", "nf", "fmin_in_df", "spp"), [
-    (10, 64, 0.0, 5), (10_000, 1001, 2.0, 5), (500, 1250, 0.5, 0.8)])
+@pytest.mark.parametrize(
+    ("n", "nf", "fmin_in_df", "spp"),
+    [(10, 64, 0.0, 5), (10_000, 1001, 2.0, 5), (500, 1250, 0.5, 0.8)],
+)
 def test_power_over_point_counts_and_wrapping_grids(queue, n, nf, fmin_in_df, spp):
     """10 to 1e4 points; 0.8 samples per peak puts x around the box more than once."""
     t, y, dy = light_curve(n)
@@ -353,7 +499,9 @@ def test_power_over_point_counts_and_wrapping_grids(queue, n, nf, fmin_in_df, sp
     power = nufft_power(queue, t, y, dy, FrequencyGrid(fmin, df, nf))
     direct = ref.lombscargle_direct(t, y, dy, fmin + df * np.arange(nf))
     assert_close_to_peak(power, direct, nifty_rtol(nf, "fp64"))
-    assert_close_to_peak(power, ref.lombscargle_nufft(t, y, dy, fmin, df, nf), 1e-11)
+    assert_close_to_peak(
+        power, ref.lombscargle_nufft(t, y, dy, fmin, df, nf), REFERENCE_NUFFT_RTOL
+    )
 
 
 def test_power_is_invariant_to_epoch_and_units(queue):
@@ -362,8 +510,14 @@ def test_power_is_invariant_to_epoch_and_units(queue):
     grid = FrequencyGrid(0.0, baseline_df(t), 800)
     for normalization in ("standard", "psd"):
         power = nufft_power(queue, t, y, dy, grid, normalization=normalization)
-        scaled = nufft_power(queue, t, 1e3 * y + (normalization == "standard") * 17.0,
-                             1e3 * dy, grid, normalization=normalization)
+        scaled = nufft_power(
+            queue,
+            t,
+            1e3 * y + (normalization == "standard") * 17.0,
+            1e3 * dy,
+            grid,
+            normalization=normalization,
+        )
         assert_close_to_peak(scaled, power, 1e-12)  # psd is in units of (y / dy)^2
     moved = nufft_power(queue, t + 2.46e6, y, dy, grid)
     assert_close_to_peak(moved, nufft_power(queue, t, y, dy, grid), 1e-9)
@@ -374,8 +528,8 @@ def test_catalog_rows_equal_single_objects_and_bad_objects_are_nan(queue):
     catalog = Catalog.from_lightcurves(curves)
     grid = FrequencyGrid(0.01, 0.002, 500)
     plan = nufft.NufftPlan.build(grid)
-    prepared = nufft.prepare(catalog, plan, fit_mean=True, center_data=True, use_dy=True)
-    powers = nufft.periodogram(queue, prepared, plan, host_fft(plan), "model")
+    points = device_points(queue, catalog, plan, fit_mean=True, center_data=True, use_dy=True)
+    powers = nufft.periodogram(queue, points, plan, host_fft(plan), "model")
     assert np.isnan(powers[1]).all()
     for row, k in ((0, 0), (2, 2), (3, 3)):
         single = nufft_power(queue, *curves[k], grid, normalization="model")
@@ -398,10 +552,14 @@ def test_matches_the_direct_kernel_at_exact_aliases(queue):
 
 def test_bad_normalization_raises(queue):
     t, y, dy = light_curve(50)
-    plan, prepared = prepared_one(t, y, dy, FrequencyGrid(0.0, 0.01, 100))
-    grid = nufft.spread(queue, prepared, plan)
-    with pytest.raises(ValueError, match="normalization"):
-        nufft.power(queue, grid, prepared, plan, "chi2")
+    plan = nufft.NufftPlan.build(FrequencyGrid(0.0, 0.01, 100))
+    points = device_points(
+        queue, Catalog.from_single(t, y, dy), plan, fit_mean=True, center_data=True, use_dy=True
+    )
+    buffer = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, nufft.grid_bytes(points, plan))
+    for normalization in ("chi2", "psd"):
+        with pytest.raises(ValueError, match="normalization|psd"):
+            nufft.power(queue, buffer, points, plan, buffer, normalization)
 
 
 # }}}
