@@ -37,6 +37,24 @@ REFERENCE_NUFFT_RTOL = 1e-11
 CENTRING = ((True, True), (True, False), (False, True), (False, False))
 
 
+#: The stagings of the module's device buffers, released when it ends (a pooled
+#: buffer collected later would move the pool's counts under another test).
+_STAGINGS: list[Staging] = []
+
+
+def held_staging(device) -> Staging:
+    _STAGINGS.append(Staging(device))
+    return _STAGINGS[-1]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _release_stagings():
+    yield
+    spread_case.cache_clear()
+    while _STAGINGS:
+        _STAGINGS.pop().release()
+
+
 @pytest.fixture(scope="module")
 def queue(cpu_device) -> cl.CommandQueue:
     """A queue on the test device."""
@@ -199,7 +217,7 @@ def prepared_one(t, y, dy, grid, precision="fp64", fit_mean=True, center_data=Tr
 
 def on_device(device, catalog, plan, fit_mean=True, center_data=True, use_dy=True):
     """``nufft_prepare``'s points of ``catalog`` (time-sorted), and its host twin's."""
-    queue, staging = get_queue(device), Staging(device)
+    queue, staging = get_queue(device), held_staging(device)
     catalog = nufft.time_sorted(catalog)
     points = nufft.prepare_on_device(
         staging, queue, catalog, plan, fit_mean=fit_mean, center_data=center_data, use_dy=use_dy
@@ -365,7 +383,7 @@ def spread_case(device, n, precision, spp, nf, fmin_in_df, fit_mean=True, host=F
     t, y, dy = light_curve(n)
     df = baseline_df(t, spp)
     plan = nufft.NufftPlan.build(FrequencyGrid(fmin_in_df * df, df, nf), precision)
-    queue, staging = get_queue(device), Staging(device)
+    queue, staging = get_queue(device), held_staging(device)
     catalog = Catalog.from_single(t, y, dy)
     points, prepared = on_device(device, catalog, plan, fit_mean=fit_mean)
     if host:
