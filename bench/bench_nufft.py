@@ -74,7 +74,7 @@ def single(repeat: int) -> dict:
                 repeat,
             )
             row[f"nufft_{precision}_s"] = seconds
-            row[f"nufft_{precision}_best_f"] = float(result.frequency[0])
+            row[f"nufft_{precision}_best_f"] = float(result.frequency()[0])
             if precision == "fp64":
                 ours = result.power[0]
         peer = nifty_seconds(t, y, dy, grid, max(1, repeat // 2))
@@ -172,7 +172,7 @@ def tess(repeat: int, n_objects: int) -> dict:
             repeat if algorithm == "nufft" else 1,
         )
         out[f"{algorithm}_s"] = seconds
-        out[f"{algorithm}_best_f"] = result.frequency[:5].tolist()
+        out[f"{algorithm}_best_f"] = result.frequency()[:5].tolist()
     out["direct_over_nufft"] = out["direct_s"] / out["nufft_s"]
     return out
 

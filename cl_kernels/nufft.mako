@@ -22,9 +22,10 @@
 ## phi(z) = exp(beta (sqrt(1 - z^2) - 1)) is the ES kernel.
 ##
 ## nufft_prepare (stage "prepare", a device with fp64): one work-group per
-## object. Passes 1-3 are ls_prepare's (lsprepare.mako: weights, centring,
-## yy, psd scale, status); the per-point pass writes, from tr = t - t_0 (t_0
-## the object's first time: rows ascend in time), the unwrapped cell xi = n_grid df tr = cell + frac
+## object runs passes 1-3 of ls_prepare (lsprepare.mako: weights, centring,
+## yy, psd scale, status) and keeps the statistics the rows need; then
+## nufft_points, one work-item per row, writes, from tr = t - t_0 (t_0 the
+## object's first time: rows ascend in time), the unwrapped cell xi = n_grid df tr = cell + frac
 ## (cell a 64-bit integer, frac in [0, 1)) and the phase e^{2 pi i f_s tr} of
 ## the shift frequency f_s, both from exact products (fma), and the weights
 ## wn and wn (u - r) 2^-f. The host twin is clperiod.periodograms.nufft.prepare.
@@ -58,7 +59,10 @@ ${common.prelude(real)}
 typedef ${real}2 real2_t;
 % if stage == "prepare":
 <%namespace name="lsprep" file="lsprepare.mako"/>
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #define WG ${wg}
+// per object: first time t_0, sum w, ybar, residual mean r, min dy, exponents e, f
+#define N_STATS 7
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void nufft_prepare(
@@ -69,14 +73,7 @@ void nufft_prepare(
 %   endif
     __global const int *restrict obj_start,
     __global const int *restrict obj_n,
-    const double df,                        // grid step
-    const double n_grid,                    // fine-grid cells
-    const double shift,                     // f_s, the frequency of mode 0
-    __global long *restrict pt_cell,        // floor(n_grid df tr)
-    __global real_t *restrict pt_frac,      // n_grid df tr - cell, in [0, 1)
-    __global real_t *restrict pt_w,         // wn
-    __global real_t *restrict pt_wy,        // wn (u - r) 2^-f
-    __global real2_t *restrict pt_phase,    // e^{2 pi i f_s tr}
+    __global double *restrict obj_stats,    // (objects, N_STATS), see below
     __global int *restrict obj_n_eff,
     __global real_t *restrict obj_yy,
     __global real_t *restrict obj_scale,
@@ -84,32 +81,93 @@ void nufft_prepare(
     __global char *restrict obj_status)
 {
 ${lsprep.object_statistics(use_dy, center, min_points, ok, too_few, zero_variance)}
-    const real_t below_one = ${"0x1.fffffep-1f" if fp32 else "0x1.fffffffffffffp-1"};
-    for (int i = lid; i < n; i += WG) {
-        const int g = start + i;
-        const double tr = ot[i] - ot[0];  // rows ascend in time: from the first
-        // n_grid df tr = q + (q_err + n_grid p_err) exactly up to the last term
-        const double p = df * tr, p_err = fma(df, tr, -p);
-        const double q = n_grid * p, q_err = fma(n_grid, p, -q);
-        double cell = floor(q);
-        double frac = (q - cell) + (q_err + n_grid * p_err);
-        if (frac < 0) {
-            cell -= 1;
-            frac += 1;
-        } else if (frac >= 1) {
-            cell += 1;
-            frac -= 1;
-        }
-        // turns of the shift frequency, reduced to [-1/2, 1/2]
-        const double a = shift * tr, a_err = fma(shift, tr, -a);
-        double r = (a - rint(a)) + a_err;
-        r -= rint(r);
-        pt_cell[g] = (long) cell;
-        pt_frac[g] = fmin((real_t) frac, below_one);
-        pt_phase[g] = (real2_t) ((real_t) cospi(2 * r), (real_t) sinpi(2 * r));
-        pt_w[g] = (real_t) (WEIGHT(i) / w_total);
-        pt_wy[g] = (real_t) (WEIGHT(i) / w_total * ldexp((SCALED(i) - ybar) - res, -f));
+    if (lid == 0) {
+        __global double *stats = obj_stats + (long) obj * N_STATS;
+        stats[0] = ot[0];
+        stats[1] = w_total;
+        stats[2] = ybar;
+        stats[3] = res;
+        stats[4] = dy_min;
+        stats[5] = (double) e;
+        stats[6] = (double) f;
     }
+}
+
+// first j in [lo, hi) with starts[j] > row; starts ascending
+inline int upper_bound(__global const int *restrict starts, int lo, int hi, const int row)
+{
+    while (lo < hi) {
+        const int mid = lo + ((hi - lo) >> 1);
+        if (starts[mid] <= row)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+__kernel void nufft_points(
+    __global const double *restrict t,
+    __global const double *restrict y,
+%   if use_dy:
+    __global const double *restrict dy,
+%   endif
+    __global const int *restrict obj_start,  // (objects,) first rows
+    const int n_objects,
+    const int n_rows,
+    __global const int *restrict obj_n_eff,  // rows spread (0: none)
+    __global const double *restrict obj_stats,
+    const double df,                        // grid step
+    const double n_grid,                    // fine-grid cells
+    const double shift,                     // f_s, the frequency of mode 0
+    __global long *restrict pt_cell,        // floor(n_grid df tr)
+    __global real_t *restrict pt_frac,      // n_grid df tr - cell, in [0, 1)
+    __global real_t *restrict pt_w,         // wn
+    __global real_t *restrict pt_wy,        // wn (u - r) 2^-f
+    __global real2_t *restrict pt_phase)    // e^{2 pi i f_s tr}
+{
+    const int g = (int) get_global_id(0);
+    if (g >= n_rows)
+        return;
+    const int obj = upper_bound(obj_start, 0, n_objects, g) - 1;
+    if (obj_n_eff[obj] == 0)
+        return;
+    __global const double *stats = obj_stats + (long) obj * N_STATS;
+    const double w_total = stats[1], ybar = stats[2], res = stats[3];
+    const int e = (int) stats[5], f = (int) stats[6];
+%   if use_dy:
+    const double weight = (stats[4] / dy[g]) * (stats[4] / dy[g]);
+%   else:
+    const double weight = 1.0;
+%   endif
+%   if center:
+    const double scaled = ldexp(y[g], -e) - ldexp(y[obj_start[obj]], -e);
+%   else:
+    const double scaled = ldexp(y[g], -e);
+%   endif
+    const real_t below_one = ${"0x1.fffffep-1f" if fp32 else "0x1.fffffffffffffp-1"};
+    const double tr = t[g] - stats[0];  // rows ascend in time: from the first
+    // n_grid df tr = q + (q_err + n_grid p_err) exactly up to the last term
+    const double p = df * tr, p_err = fma(df, tr, -p);
+    const double q = n_grid * p, q_err = fma(n_grid, p, -q);
+    double cell = floor(q);
+    double frac = (q - cell) + (q_err + n_grid * p_err);
+    if (frac < 0) {
+        cell -= 1;
+        frac += 1;
+    } else if (frac >= 1) {
+        cell += 1;
+        frac -= 1;
+    }
+    // turns of the shift frequency, reduced to [-1/2, 1/2]
+    const double a = shift * tr, a_err = fma(shift, tr, -a);
+    double r = (a - rint(a)) + a_err;
+    r -= rint(r);
+    pt_cell[g] = (long) cell;
+    pt_frac[g] = fmin((real_t) frac, below_one);
+    pt_phase[g] = (real2_t) ((real_t) cospi(2 * r), (real_t) sinpi(2 * r));
+    pt_w[g] = (real_t) (weight / w_total);
+    pt_wy[g] = (real_t) (weight / w_total * ldexp((scaled - ybar) - res, -f));
 }
 % elif stage == "spread":
 

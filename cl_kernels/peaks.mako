@@ -5,10 +5,13 @@
 ##   real    "float" | "double"
 ##   wg      work-group size (power of two)
 ##   top_k   peaks kept per row
+##   split   (optional, default False) rows are chunks of longer periodograms:
+##           see below
 <%namespace name="common" file="common.mako"/>
 ${common.prelude(real)}
 #define WG ${wg}
 #define TOP_K ${top_k}
+<% split = context.get("split", False) %>
 ${common.argmax_pairs(wg)}
 
 // Row r of power (row_len values) holds grid bins first_bin ..
@@ -18,16 +21,32 @@ ${common.argmax_pairs(wg)}
 // NaN count as -inf, so a plateau reports its first bin and the global maximum
 // is always a peak). One work-group per row writes the TOP_K highest peaks,
 // best first, equal values in grid order; index INT_MAX marks "no peak".
+% if split:
+// split: every periodogram (nf_all bins, one after the other) is cut into
+// chunks of row_len bins, `chunks` per periodogram; row r is chunk r % chunks
+// of periodogram r / chunks, whose neighbours are the adjacent bins (first_bin,
+// own0 and n_own are unused). The host merges the chunks' peaks.
+% endif
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void peaks_topk(
-    __global const real_t *restrict power, const int row_len, const int first_bin,
-    const int own0, const int n_own, const int nf_all,
+    __global const real_t *restrict power, const int row_len, int first_bin,
+    int own0, int n_own, const int nf_all,
+% if split:
+    const int chunks,
+% endif
     __global real_t *restrict best_val,    // (rows, TOP_K)
     __global int *restrict best_idx)
 {
     const int lid = get_local_id(0);
     const int row = get_group_id(0);
+% if split:
+    first_bin = (row % chunks) * row_len;
+    own0 = 0;
+    n_own = min(row_len, nf_all - first_bin);
+    __global const real_t *p = power + (long) (row / chunks) * nf_all + first_bin;
+% else:
     __global const real_t *p = power + (long) row * row_len;
+% endif
     __local real_t l_val[WG];
     __local int l_idx[WG];
     int taken[TOP_K];

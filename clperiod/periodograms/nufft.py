@@ -34,10 +34,13 @@ The ES kernel's width and shape follow FINUFFT's legacy rules
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import math
+import threading
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -88,8 +91,13 @@ QUADRATURE_NODES = 80
 DEFAULT_EPS = {True: 1e-9, False: 1e-5}
 #: Work-group size of the kernels on GPUs and on other devices.
 WORK_GROUP = {"gpu": 128, "other": 16}
+#: Periodograms longer than this are searched for peaks in chunks of it (one
+#: work-group each), whose peaks the host merges.
+PEAK_CHUNK = 1 << 16
 #: Work-group size of ``nufft_prepare`` (one group per object).
 PREPARE_WG = {"gpu": 256, "other": 16}
+#: Objects longer than this get a work-group of 1024 on GPUs.
+LONG_OBJECT = 1 << 16
 #: The largest float64 below 1: a cell fraction never reaches 1.
 _BELOW_ONE = float(np.nextafter(1.0, 0.0))
 #: Veltkamp's splitting constant for float64 (2**27 + 1).
@@ -475,6 +483,15 @@ def upload_points(staging: Staging, prepared: PreparedPoints, fit_mean: bool) ->
     )
 
 
+def _prepare_work_group(queue: cl.CommandQueue, catalog: Catalog) -> int:
+    """``nufft_prepare``'s work-group: :data:`PREPARE_WG`, or on GPUs 1024 for
+    objects longer than :data:`LONG_OBJECT` rows (one group reduces each)."""
+    if not queue.device.type & cl.device_type.GPU:
+        return PREPARE_WG["other"]
+    longest = int(catalog.lengths.max()) if catalog.n_objects else 0
+    return 1024 if longest > LONG_OBJECT else PREPARE_WG["gpu"]
+
+
 def prepare_on_device(
     staging: Staging,
     queue: cl.CommandQueue,
@@ -485,18 +502,18 @@ def prepare_on_device(
     center_data: bool,
     use_dy: bool,
 ) -> DevicePoints:
-    """Upload the raw ``t, y, dy`` and queue ``nufft_prepare`` (a device with
-    fp64), which does :func:`prepare`'s work; call ``staging.send(queue)``
-    before anything else is uploaded through ``staging``.
+    """Upload the raw ``t, y, dy`` and queue ``nufft_prepare`` and
+    ``nufft_points`` (a device with fp64), which do :func:`prepare`'s work
+    (``staging`` is sent here: upload nothing else through it).
 
     Parameters are those of :func:`prepare`.
     """
     _check_rows(catalog)
-    wg = PREPARE_WG["gpu" if queue.device.type & cl.device_type.GPU else "other"]
-    (kernel,) = kernels.get_kernels(
+    wg = _prepare_work_group(queue, catalog)
+    prepare_kernel, points_kernel = kernels.get_kernels(
         queue.context,
         "nufft",
-        ("nufft_prepare",),
+        ("nufft_prepare", "nufft_points"),
         real="double" if plan.fp64 else "float",
         stage="prepare",
         wg=wg,
@@ -511,7 +528,7 @@ def prepare_on_device(
     if use_dy:
         assert catalog.dy is not None
         raw.append(staging.upload(catalog.dy))
-    n_obj, n_rows = catalog.n_objects, max(1, int(catalog.offsets[-1]))
+    n_obj, n_rows = catalog.n_objects, int(catalog.offsets[-1])
     real = np.dtype(plan.dtype).itemsize
     points = DevicePoints(
         n_objects=n_obj,
@@ -530,16 +547,35 @@ def prepare_on_device(
     lengths = staging.upload(catalog.lengths.astype(np.int32))
     status_slot = staging.result((n_obj,), np.int8)
     psd_slot = staging.result((n_obj,), np.float64)
-    scale, psd, status = (staging.buffer(n * n_obj) for n in (real, 8, 1))
+    stats, scale, psd, status = (staging.buffer(n * n_obj) for n in (8 * 7, real, 8, 1))
     staging.send(queue)
     if n_obj:
-        kernel(
+        prepare_kernel(
             queue,
             (n_obj * wg,),
             (wg,),
             *raw,
             points.starts,
             lengths,
+            stats,
+            points.n_points,
+            points.yy,
+            scale,
+            psd,
+            status,
+        )
+    if n_rows:
+        row_wg = _work_group(queue)
+        points_kernel(
+            queue,
+            (-(-n_rows // row_wg) * row_wg,),
+            (row_wg,),
+            *raw,
+            points.starts,
+            np.int32(n_obj),
+            np.int32(n_rows),
+            points.n_points,
+            stats,
             np.float64(plan.grid.df),
             np.float64(plan.n_grid),
             np.float64(plan.shift_frequency),
@@ -548,11 +584,6 @@ def prepare_on_device(
             points.weights,
             points.weighted_values,
             points.phases,
-            points.n_points,
-            points.yy,
-            scale,
-            psd,
-            status,
         )
     points.status, points.psd_scale = staging.results[status_slot], staging.results[psd_slot]
     points.events += [
@@ -622,6 +653,27 @@ def _power_kernel(
         write_sums=write_sums,
     )
     return kernel
+
+
+#: Device copies of correction factors, per (context, grid, kernel, scale, type).
+_DEVICE_CORRECTIONS: collections.OrderedDict[tuple, cl.Buffer] = collections.OrderedDict()
+_MAX_DEVICE_CORRECTIONS = 4
+_corrections_lock = threading.Lock()
+
+
+def _device_correction(queue: cl.CommandQueue, plan: NufftPlan, fft_scale: float) -> cl.Buffer:
+    """:func:`correction_factors` on the device of ``queue``, kept for the
+    grids of the last calls (an upload of ``nf`` values otherwise)."""
+    key = (queue.context, plan.grid.nf, plan.n_grid, plan.width, plan.beta, fft_scale, plan.fp64)
+    with _corrections_lock:
+        buffer = _DEVICE_CORRECTIONS.get(key)
+        if buffer is None:
+            buffer = upload(queue, correction_factors(plan, fft_scale))
+            _DEVICE_CORRECTIONS[key] = buffer
+            while len(_DEVICE_CORRECTIONS) > _MAX_DEVICE_CORRECTIONS:
+                _DEVICE_CORRECTIONS.popitem(last=False)
+        _DEVICE_CORRECTIONS.move_to_end(key)
+        return buffer
 
 
 def _check_normalization(normalization: str) -> None:
@@ -708,7 +760,7 @@ def power(
         global_size,
         local_size,
         modes,
-        upload(queue, correction_factors(plan, fft_scale)),
+        _device_correction(queue, plan, fft_scale),
         points.yy,
         np.int32(nf),
         np.int32(plan.n_grid),
@@ -798,36 +850,50 @@ def _top_k_peaks(
     n_obj: int,
     plan: NufftPlan,
     top_k: int,
-) -> tuple[np.ndarray, np.ndarray]:
+) -> Callable[[], tuple[np.ndarray, np.ndarray]]:
     """Queue ``peaks_topk`` (``cl_kernels/peaks.mako``) of every object's
-    periodogram and the copies of its results (valid after ``queue.finish()``)."""
+    periodogram, in chunks of :data:`PEAK_CHUNK` bins when longer, and the
+    copies of its results; returns the function that merges them (after
+    ``queue.finish()``) into the ``(n_obj, top_k)`` values and indices."""
     wg = _work_group(queue)
-    real = "double" if plan.fp64 else "float"
-    (kernel,) = kernels.get_kernels(
-        queue.context, "peaks", ("peaks_topk",), real=real, wg=wg, top_k=top_k
-    )
     nf = plan.grid.nf
-    values = np.empty((n_obj, top_k), dtype=plan.dtype)
-    indices = np.empty((n_obj, top_k), dtype=np.int32)
+    chunks = -(-nf // PEAK_CHUNK) if nf > PEAK_CHUNK else 1
+    (kernel,) = kernels.get_kernels(
+        queue.context,
+        "peaks",
+        ("peaks_topk",),
+        real="double" if plan.fp64 else "float",
+        wg=wg,
+        top_k=top_k,
+        split=chunks > 1,
+    )
+    values = np.empty((n_obj, chunks * top_k), dtype=plan.dtype)
+    indices = np.empty((n_obj, chunks * top_k), dtype=np.int32)
     best_val = staging.buffer(values.nbytes)
     best_idx = staging.buffer(indices.nbytes)
     if n_obj:
+        shape = (nf, 0, 0, nf, nf) if chunks == 1 else (PEAK_CHUNK, 0, 0, 0, nf, chunks)
         kernel(
             queue,
-            (n_obj * wg,),
+            (n_obj * chunks * wg,),
             (wg,),
             powers,
-            np.int32(nf),
-            np.int32(0),
-            np.int32(0),
-            np.int32(nf),
-            np.int32(nf),
+            *(np.int32(v) for v in shape),
             best_val,
             best_idx,
         )
         staging.events.append(cl.enqueue_copy(queue, values, best_val, is_blocking=False))
         staging.events.append(cl.enqueue_copy(queue, indices, best_idx, is_blocking=False))
-    return values, indices
+
+    def merged() -> tuple[np.ndarray, np.ndarray]:
+        if chunks == 1:
+            return values, indices
+        # best first; equal values (and -inf: no peak) in grid order; NaN last
+        keys = np.where(np.isnan(values), np.inf, -values.astype(np.float64))
+        order = np.lexsort((indices, keys), axis=-1)[:, :top_k]
+        return np.take_along_axis(values, order, -1), np.take_along_axis(indices, order, -1)
+
+    return merged
 
 
 def search(
@@ -894,11 +960,12 @@ def search(
         psd = normalization == "psd"
         powers = staging.buffer(max(1, n_obj * plan.grid.nf) * np.dtype(plan.dtype).itemsize)
         power(queue, grid, points, plan, powers, "standard" if psd else normalization)
-        values, indices = _top_k_peaks(queue, staging, powers, n_obj, plan, top_k)
+        peaks = _top_k_peaks(queue, staging, powers, n_obj, plan, top_k)
         if periodograms is not None and n_obj:
             cl.enqueue_copy(queue, periodograms, powers, is_blocking=False)
         queue.finish()
     staging.release()
+    values, indices = peaks()
     peak_values = values.astype(np.float64)
     if psd:
         with np.errstate(invalid="ignore", over="ignore"):  # -inf * 0 of objects not OK

@@ -183,6 +183,18 @@ def test_small_memory_budget_splits_the_catalog(rng, monkeypatch):
     np.testing.assert_array_equal(split.top_k_frequency, full.top_k_frequency)
 
 
+def test_peaks_of_long_periodograms_merged_from_chunks_are_the_same(rng, monkeypatch):
+    cat = Catalog.from_lightcurves([simulated(rng, n=n) for n in (300, 2, 500)])
+    grid = FrequencyGrid(0.0, 0.004, 1000)
+    whole = lombscargle(cat, grid, algorithm="nufft", top_k=6, periodogram=True)
+    monkeypatch.setattr(nufft, "PEAK_CHUNK", 97)
+    split = lombscargle(cat, grid, algorithm="nufft", top_k=6)
+    np.testing.assert_array_equal(split.top_k_frequency, whole.top_k_frequency)
+    np.testing.assert_array_equal(split.top_k_power, whole.top_k_power)
+    order = np.argsort(-np.nan_to_num(whole.power[0], nan=-np.inf), kind="stable")
+    assert whole.top_k_power[0, 0] == whole.power[0, order[0]]
+
+
 def test_padded_fft_rows_leave_the_results_unchanged(rng, cpu_device):
     t, y, dy = simulated(rng, n=200)
     plan = nufft.NufftPlan.build(FrequencyGrid(0.02, 0.01, 2000))
