@@ -56,7 +56,7 @@ sys.path = [p for p in sys.path if p not in ("", os.getcwd())]
 import clperiod
 assert os.path.dirname(os.path.dirname(os.path.realpath(clperiod.__file__))) == os.path.realpath(sys.argv[1])
 for name in ("pyopencl", "numpy", "scipy", "mako", "pytest", "hypothesis", "astropy",
-             "matplotlib", "tqdm", "supersmoother", "mpmath", "pandas", "pyarrow",
+             "matplotlib", "tqdm", "supersmoother", "mpmath", "nifty_ls", "pandas", "pyarrow",
              "h5py", "dask", "distributed", "sphinx", "myst_parser", "pydata_sphinx_theme",
              "numpydoc", "ruff", "mypy"):
     importlib.import_module(name)

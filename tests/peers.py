@@ -1,5 +1,8 @@
 """Optional third-party peers of clperiod's kernels, loaded for tests and benchmarks.
 
+Each loader returns None when its peer is not installed, so that tests skip
+cleanly (``pytest.mark.skipif(PEER is None, ...)``).
+
 radvel is installed with ``pip install --no-deps radvel`` (scripts/setup_env.sh):
 its own requirements (emcee, nbsphinx, jupyter, ultranest, tables, pandas, ...)
 are not installed, and ``radvel/__init__.py`` imports emcee and nbsphinx. So
@@ -112,3 +115,17 @@ def load_radvel() -> types.SimpleNamespace | None:
         Basis=basis and basis.Basis,
         missing=missing,
     )
+
+
+def load_nifty_ls() -> types.ModuleType | None:
+    """nifty-ls (``nifty_ls``), the FINUFFT Lomb-Scargle peer; None when it is not installed.
+
+    ``nifty_ls.lombscargle(t, y, dy, fmin=, fmax=, Nf=, ...)`` evaluates
+    ``fmin + m (fmax - fmin) / (Nf - 1)``, ``m < Nf`` (``fmax`` included); ``t``,
+    ``y`` and ``dy`` must share one dtype. Its power at ``f = 0`` is a rounding
+    residue, not NaN.
+    """
+    try:
+        return importlib.import_module("nifty_ls")
+    except ImportError:
+        return None
