@@ -87,8 +87,12 @@ Precision = Literal["fp64", "fp32"]
 MAX_WIDTH = 16
 #: Gauss-Legendre nodes of :func:`kernel_fourier_transform` (30 already reach rounding).
 QUADRATURE_NODES = 80
-#: Default tolerance by ``fp64`` (nifty-ls's defaults).
+#: Default accuracy of the powers, relative to the peak, by ``fp64``.
 DEFAULT_EPS = {True: 1e-9, False: 1e-5}
+#: The transforms' tolerance is ``eps`` times this, by ``fp64``: their errors
+#: reach the powers amplified by near-degenerate normal equations (short light
+#: curves, the lowest frequencies), by up to ~300 at the default.
+TRANSFORM_MARGIN = {True: 1e-3, False: 1e-2}
 #: Work-group size of the kernels on GPUs and on other devices.
 WORK_GROUP = {"gpu": 128, "other": 16}
 #: Periodograms longer than this are searched for peaks in chunks of it (one
@@ -204,7 +208,8 @@ class NufftPlan:
     fp64 : bool
         Kernel precision (strengths, fractions and sums in float64, else float32).
     eps : float
-        Requested relative tolerance of the transforms.
+        Requested accuracy of the powers, relative to the peak; the transforms
+        are made to ``eps * TRANSFORM_MARGIN[fp64]``.
     upsampfac : float
         Fine-grid cells per mode.
     width, beta : int, float
@@ -234,7 +239,7 @@ class NufftPlan:
             raise ValueError(f"precision must be 'fp64' or 'fp32', got {precision!r}")
         fp64 = precision == "fp64"
         eps = DEFAULT_EPS[fp64] if eps is None else float(eps)
-        width, beta = es_kernel_params(eps, upsampfac, fp64)
+        width, beta = es_kernel_params(eps * TRANSFORM_MARGIN[fp64], upsampfac, fp64)
         n_grid = fine_grid_size(grid.nf, upsampfac, width)
         return cls(grid, fp64, eps, float(upsampfac), width, beta, n_grid)
 
@@ -257,7 +262,7 @@ class NufftPlan:
     def degenerate(self) -> float:
         """Relative size below which a normal-equation column counts as vanished:
         the transforms' tolerance, at least 64 machine epsilons."""
-        return max(self.eps, 64 * float(np.finfo(self.dtype).eps))
+        return max(self.eps * TRANSFORM_MARGIN[self.fp64], 64 * float(np.finfo(self.dtype).eps))
 
 
 def correction_factors(plan: NufftPlan, fft_scale: float = 1.0) -> np.ndarray:

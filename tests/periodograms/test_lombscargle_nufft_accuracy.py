@@ -13,10 +13,10 @@ References:
 Bounds, relative to the peak power of the reference: against the peers,
 nifty-ls's own rule ``max(1e-5, 1e-9 nf)`` (fp64), ``max(1e-3, 1e-7 nf)``
 (fp32); against the exact sums, issue 22's bound at the default ``eps``:
-1e-9 (fp64) and 1e-5 (fp32). The cases that do not meet it yet are marked
-``xfail(strict=True)`` with their measured error: near-degenerate normal
-equations (short light curves, and the lowest frequencies) amplify the
-transforms' error, which the direct kernel's exact sums do not have.
+1e-9 (fp64) and 1e-5 (fp32). The cases include those where near-degenerate
+normal equations (short light curves, the lowest frequencies) amplify the
+transforms' error, which :data:`clperiod.periodograms.nufft.TRANSFORM_MARGIN`
+covers.
 Light curves start at raw MJD epochs unless noted.
 """
 
@@ -214,15 +214,8 @@ def long_case(n: int):
         for precision in ("fp64", "fp32")}
 
 
-#: the one case beyond nifty-ls's rule
-SHORT_FP32 = pytest.mark.xfail(strict=True, reason=(
-    "10 points in fp32 at eps=1e-5: 1.8e-3 of the peak at a near-degenerate frequency "
-    "(row 341), beyond nifty-ls's fp32 rule (1e-3); eps=1e-7 gives 7.6e-5, the direct "
-    "kernel 7e-6"))
-
-
 @pytest.mark.parametrize(("n", "precision"), [
-    point_count(n, precision, marks=[SHORT_FP32] * ((n, precision) == (10, "fp32")))
+    point_count(n, precision)
     for n in POINT_COUNTS for precision in ("fp64", "fp32")])
 def test_point_counts_match_the_direct_kernel(n, precision):
     *_, grid, direct, powers = long_case(n)
@@ -245,24 +238,13 @@ def test_point_counts_match_nifty_ls(n):
 
 # {{{ the error bound of the default eps, against exact sums
 
-def pending(error: str, tighter: str):
-    """The strict xfail of a case that misses issue 22's bound by ``error`` of the peak."""
-    return pytest.mark.xfail(strict=True, reason=(
-        f"pending the lead's decision (issue 22): {error} of the peak at the default eps, "
-        "the transforms' error amplified by near-degenerate normal equations (short light "
-        f"curves, lowest frequencies); {tighter}"))
-
-
 BOUND_CASES = [  # (light curve, fmin in df, nf, fit_mean/center_data)
     pytest.param("random 3000", 2.0, 1777, CENTRING, id="3000 points, fmin>0"),
     pytest.param("random 3000", 0.0, 2000, ((True, True),), id="3000 points, fmin=0"),
     pytest.param("8205", 0.0, 2000, CENTRING, id="8205, fmin=0"),
-    pytest.param("random 10", 2.0, 1777, ((True, True),), id="10 points",
-                 marks=pending("8.7e-8", "eps=1e-12: 1.3e-10")),
-    pytest.param("random 300", 0.0, 2000, ((True, True),), id="300 points, fmin=0",
-                 marks=pending("5.7e-9", "eps=1e-12: 2.9e-12")),
-    pytest.param("stripe82", 0.0, 2000, ((True, True),), id="stripe82, fmin=0",
-                 marks=pending("2.7e-8", "eps=1e-12: 2.4e-11")),
+    pytest.param("random 10", 2.0, 1777, ((True, True),), id="10 points"),
+    pytest.param("random 300", 0.0, 2000, ((True, True),), id="300 points, fmin=0"),
+    pytest.param("stripe82", 0.0, 2000, ((True, True),), id="stripe82, fmin=0"),
 ]
 
 
@@ -286,10 +268,8 @@ def test_default_eps_meets_the_fp64_bound(name, fmin_in_df, nf, centring):
 @pytest.mark.parametrize(("name", "fmin_in_df", "nf", "centring"), [
     pytest.param("random 3000", 2.0, 1777, CENTRING, id="3000 points, fmin>0"),
     pytest.param("8205", 0.0, 2000, CENTRING, id="8205, fmin=0"),
-    pytest.param("random 10", 2.0, 1777, ((True, True),), id="10 points",
-                 marks=pending("1.6e-4", "eps=1e-7: 6.6e-6")),
-    pytest.param("stripe82", 0.0, 2000, ((True, True),), id="stripe82, fmin=0",
-                 marks=pending("1.0e-4", "eps=1e-7: 1.3e-6")),
+    pytest.param("random 10", 2.0, 1777, ((True, True),), id="10 points"),
+    pytest.param("stripe82", 0.0, 2000, ((True, True),), id="stripe82, fmin=0"),
 ])
 def test_default_eps_meets_the_fp32_bound(name, fmin_in_df, nf, centring):
     t, y, dy = bound_light_curve(name)
