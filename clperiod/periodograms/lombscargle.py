@@ -46,6 +46,7 @@ from clperiod.engine.scheduler import BATCHES_PER_DEVICE, run_on_devices
 from clperiod.engine.staging import Staging, check_periodogram_memory, periodogram_array
 from clperiod.grid import FrequencyGrid
 from clperiod.periodograms import nufft, stats
+from clperiod.periodograms.algorithm import prefers_nufft
 from clperiod.periodograms.inputs import (
     Deferred,
     PeakResults,
@@ -64,7 +65,7 @@ from clperiod.periodograms.standardize import standardize
 __all__ = ["lombscargle", "lombscargle_async", "LombScargleResult"]
 
 Method = Literal["generalized", "standard"]
-Algorithm = Literal["direct", "nufft"]
+Algorithm = Literal["auto", "direct", "nufft"]
 Normalization = Literal["standard", "model", "log", "psd"]
 Precision = Literal["fp64", "fp32"]
 Memory = Literal["auto", "local", "global"]
@@ -214,15 +215,16 @@ def lombscargle(
         every frequency at once through type-1 non-uniform FFTs
         (``clperiod.periodograms.nufft``; FFT by
         ``clperiod.engine.fft.fft_inplace``), which cost about
-        ``N_points w + nf log nf`` (``w``: kernel width, 10 at ``eps=1e-9``),
+        ``N_points w + nf log nf`` (``w``: kernel width, 13 at ``eps=1e-9``),
         for long light curves on large grids. Every method, normalization,
-        ``fit_mean``/``center_data`` and precision is supported; at the
-        default ``eps`` the powers lie within ``max(1e-5, 1e-9 nf)`` of the
-        peak power of the direct ones in fp64 and ``max(1e-3, 1e-7 nf)`` in
-        fp32 (nifty-ls's test bounds).
+        ``fit_mean``/``center_data`` and precision is supported. ``"auto"``:
+        each object by the path a cost model predicts faster
+        (:mod:`clperiod.periodograms.algorithm`); a catalog of short and
+        long light curves runs both.
     eps
-        Relative accuracy of the ``"nufft"`` transforms; default ``1e-9``
-        (fp64) or ``1e-5`` (fp32). Only with ``algorithm="nufft"``.
+        Accuracy of the ``"nufft"`` powers relative to each object's peak
+        power; default ``1e-9`` (fp64) or ``1e-5`` (fp32). Not with
+        ``algorithm="direct"``.
     memory
         ``"local"`` stages observations through local memory in tiles,
         ``"global"`` reads them from global memory; ``"auto"`` picks by device.
@@ -362,16 +364,28 @@ def _start(
             results, catalog, grid, options, power, devices, method, precision, started
         )
 
-    if algorithm == "nufft":
+    if algorithm != "direct":
         plan = nufft.NufftPlan.build(grid, precision, eps)
-        power = (
-            _result_array(devices, (catalog.n_objects, grid.nf), options) if periodogram else None
+        by_nufft = (
+            np.ones(catalog.n_objects, dtype=bool)
+            if algorithm == "nufft"
+            else prefers_nufft(lengths, grid.nf, plan.n_grid, plan.width, devices)
         )
-        return Deferred.ready(
-            assemble(
-                _run_nufft(devices, plan, catalog, lengths, options, power, progress, profile)
+        if by_nufft.any():
+            power = (
+                _result_array(devices, (catalog.n_objects, grid.nf), options)
+                if periodogram
+                else None
             )
-        )
+            if by_nufft.all():
+                results = _run_nufft(
+                    devices, plan, catalog, lengths, options, power, progress, profile
+                )
+            else:
+                results = _run_mixed(
+                    devices, plan, catalog, grid, lengths, by_nufft, options, power, profile
+                )
+            return Deferred.ready(assemble(results))
     compensated = not options.fp64 and int(lengths.max(initial=0)) > COMPENSATE_ABOVE
     shape = _kernel_shape(devices, options, compensated)
     # a queued batch shares the device with the next call's: half the budget each
@@ -490,13 +504,13 @@ def _check_float32_psd(psd_scale: np.ndarray, status: np.ndarray, catalog: Catal
 
 
 def _check_algorithm(algorithm: str, eps: float | None) -> float | None:
-    """Check ``algorithm`` and ``eps`` (a finite number in (0, 1), only with
-    ``"nufft"``); ``eps`` as a float, or None for the default."""
+    """Check ``algorithm`` and ``eps`` (a finite number in (0, 1), not with
+    ``"direct"``); ``eps`` as a float, or None for the default."""
     check_choice("algorithm", algorithm, Algorithm)
     if eps is None:
         return None
-    if algorithm != "nufft":
-        raise ValueError(f"eps applies only to algorithm='nufft', got algorithm={algorithm!r}")
+    if algorithm == "direct":
+        raise ValueError("eps applies only to algorithm='nufft' or 'auto', got 'direct'")
     try:
         value = float(eps)
     except (TypeError, ValueError):
@@ -554,6 +568,68 @@ def _run_nufft(
         return run_on_devices(
             devices, bounds, work, progress=bar.update if bar is not None else None
         )
+
+
+def _run_direct(
+    devices: list[DeviceInfo],
+    catalog: Catalog,
+    grid: FrequencyGrid,
+    lengths: np.ndarray,
+    options: _Options,
+    power: np.ndarray | None,
+    profile: bool,
+) -> list[_BatchResult]:
+    """The direct search of ``catalog`` (no deferral, no progress bar)."""
+    compensated = not options.fp64 and int(lengths.max(initial=0)) > COMPENSATE_ABOVE
+    shape = _kernel_shape(devices, options, compensated)
+    batches = _plan(devices, shape, lengths, grid, options, 1.0)
+    return run_on_devices(
+        devices,
+        batches,
+        lambda info, batch: _enqueue_batch(
+            info, batch, shape, compensated, catalog, grid, options, power, profile
+        ).result(),
+    )
+
+
+def _run_mixed(
+    devices: list[DeviceInfo],
+    plan: nufft.NufftPlan,
+    catalog: Catalog,
+    grid: FrequencyGrid,
+    lengths: np.ndarray,
+    by_nufft: np.ndarray,
+    options: _Options,
+    power: np.ndarray | None,
+    profile: bool,
+) -> list[_BatchResult]:
+    """The objects of ``by_nufft`` through the NUFFT, the others directly: one
+    result in catalog order (``power`` rows filled from both)."""
+    k = options.top_k
+    status = np.empty(catalog.n_objects, dtype=np.int8)
+    val, idx = np.empty((catalog.n_objects, k)), np.empty((catalog.n_objects, k), np.int32)
+    psd_scale = np.empty(catalog.n_objects)
+    parts = []
+    for chosen in (by_nufft, ~by_nufft):
+        rows = np.flatnonzero(chosen)
+        part = catalog.subset(rows)
+        part_power: np.ndarray | None = None
+        if power is not None:
+            part_power = np.empty((rows.size, grid.nf), options.dtype)
+        if chosen is by_nufft:
+            results = _run_nufft(
+                devices, plan, part, lengths[rows], options, part_power, False, profile
+            )
+        else:
+            results = _run_direct(devices, part, grid, lengths[rows], options, part_power, profile)
+        status[rows] = np.concatenate([r.status for r in results])
+        val[rows] = np.concatenate([r.val for r in results])
+        idx[rows] = np.concatenate([r.idx for r in results])
+        psd_scale[rows] = np.concatenate([r.psd_scale for r in results])
+        if power is not None and part_power is not None:
+            power[rows] = part_power
+        parts += results
+    return [_BatchResult(status, val, idx, psd_scale, summed_seconds(parts))]
 
 
 # }}}

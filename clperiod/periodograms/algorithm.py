@@ -1,0 +1,119 @@
+"""The choice of ``lombscargle(algorithm="auto")``: direct sums or NUFFT, per object.
+
+A light curve of ``N`` searched points on ``nf`` frequencies costs, in
+seconds, about
+
+* direct: ``N nf / rate + N serial``, the pairs summed at the device's rate
+  plus each point's share of the per-frequency loop that a single object
+  cannot spread over the device;
+* NUFFT: ``N point + G cell + N w crowd / G``, the preparation of the
+  points, the ``G`` fine-grid cells of its three transforms (spread, FFT,
+  correction), and the gather of ``N w / G`` points into each cell when
+  the points crowd a small grid (``w`` the kernel width).
+
+plus a fixed cost per call of each path. Each object goes where its cost
+is lower, unless running the path of fewer objects costs more than it
+saves: a catalog that mixes short and long light curves runs both paths in
+one call. The constants were fitted to
+``bench/bench_nufft.py crossover`` (one light curve, N = 10 .. 10^7, nf = 10^3
+.. 10^7) on an H100 (GPUs) and on PoCL with two cores (CPUs);
+``bench/results`` holds the measurements and the model's worst choice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from clperiod.engine.devices import DeviceInfo
+
+__all__ = ["COSTS", "Costs", "prefers_nufft"]
+
+
+@dataclass(frozen=True)
+class Costs:
+    """Seconds per unit of work of both algorithms on one kind of device.
+
+    Attributes
+    ----------
+    rate : float
+        Direct point-frequency pairs per second.
+    serial : float
+        Direct seconds per point that do not shrink with fewer frequencies.
+    point, cell : float
+        NUFFT seconds per point and per fine-grid cell.
+    crowd : float
+        NUFFT seconds per point gathered into one cell, times the cells.
+    fixed_direct, fixed_nufft : float
+        Seconds of a call of each path beyond its objects' costs.
+    """
+
+    rate: float
+    serial: float
+    point: float
+    cell: float
+    crowd: float
+    fixed_direct: float
+    fixed_nufft: float
+
+    def direct(self, n: np.ndarray, nf: int) -> np.ndarray:
+        """Seconds of the direct sums of objects of ``n`` points."""
+        return n * (nf / self.rate + self.serial)
+
+    def nufft(self, n: np.ndarray, n_grid: int, width: int) -> np.ndarray:
+        """Seconds of the NUFFT of objects of ``n`` points on ``n_grid`` cells."""
+        return (
+            n * self.point
+            + np.where(n > 0, 3 * n_grid * self.cell, 0.0)
+            + (self.crowd * n * width / n_grid)
+        )
+
+
+#: By device kind ("gpu" or "cpu": PoCL and other CPU runtimes).
+COSTS = {
+    "gpu": Costs(
+        rate=1.5e12,
+        serial=3.4e-7,
+        point=2.3e-8,
+        cell=8e-11,
+        crowd=1.6e-5,
+        fixed_direct=1.0e-3,
+        fixed_nufft=1.6e-3,
+    ),
+    "cpu": Costs(
+        rate=4e8,
+        serial=0.0,
+        point=8e-7,
+        cell=5e-8,
+        crowd=2e-5,
+        fixed_direct=1.0e-3,
+        fixed_nufft=1.3e-3,
+    ),
+}
+
+
+def prefers_nufft(
+    lengths: np.ndarray, nf: int, n_grid: int, width: int, devices: list[DeviceInfo]
+) -> np.ndarray:
+    """Per object, whether ``algorithm="auto"`` runs it through the NUFFT.
+
+    The cheapest of: every object direct, every object by NUFFT, or each by
+    its cheaper path (both fixed costs), with the costs of the slowest kind
+    among ``devices``; ``lengths`` are the points searched (0: an object
+    whose status is decided before the search, which either path reports).
+    """
+    kind = "cpu" if any(d.kind == "cpu" for d in devices) else "gpu"
+    costs = COSTS[kind]
+    n = np.asarray(lengths, dtype=np.float64)
+    direct, by_nufft = costs.direct(n, nf), costs.nufft(n, n_grid, width)
+    cheaper = by_nufft < direct
+    options = {
+        "direct": (costs.fixed_direct + direct.sum(), np.zeros(n.size, dtype=bool)),
+        "nufft": (costs.fixed_nufft + by_nufft.sum(), np.ones(n.size, dtype=bool)),
+        "mixed": (
+            costs.fixed_direct + costs.fixed_nufft + np.minimum(direct, by_nufft).sum(),
+            cheaper,
+        ),
+    }
+    return min(options.values(), key=lambda option: option[0])[1]
