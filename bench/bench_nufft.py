@@ -198,11 +198,39 @@ def crossover(repeat: int, direct_limit: float) -> dict:
     return out
 
 
+def host_profile(repeat: int) -> dict:
+    """cProfile of one call (1e6 points, 1e6 frequencies, fp64, peaks only): the
+    functions with the most own time, and the call's wall time without profiling."""
+    import cProfile
+    import io
+    import pstats
+
+    t, y, dy = light_curve(1_000_000)
+    grid = grid_for(1_000_000)
+    out: dict = {"device": select_devices()[0].label}
+    for periodogram in (False, True):
+        seconds, _ = best_of(
+            lambda periodogram=periodogram: clperiod.lombscargle(
+                t, grid, y, dy, algorithm="nufft", periodogram=periodogram
+            ),
+            repeat,
+        )
+        out[f"wall_s_periodogram_{periodogram}"] = seconds
+    profiler = cProfile.Profile()
+    profiler.runcall(clperiod.lombscargle, t, grid, y, dy, algorithm="nufft")
+    text = io.StringIO()
+    pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(15)
+    out["profile"] = text.getvalue().splitlines()[-22:]
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "workloads", nargs="*", default=["single"], choices=["single", "stages", "tess",
-                                                             "crossover"]
+        "workloads",
+        nargs="*",
+        default=["single"],
+        choices=["single", "stages", "tess", "crossover", "profile"],
     )
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--bandwidth", type=float, default=3350.0, help="peak GB/s")
@@ -215,6 +243,7 @@ def main() -> None:
         "stages": lambda: stages(args.repeat, args.bandwidth),
         "tess": lambda: tess(args.repeat, args.tess_objects),
         "crossover": lambda: crossover(args.repeat, args.direct_limit),
+        "profile": lambda: host_profile(args.repeat),
     }
     run_report("bench_nufft.py", args.workloads, lambda name: runners[name](), args.out)
 
