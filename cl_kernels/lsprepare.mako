@@ -256,4 +256,10 @@ void ls_prepare(
         pt_w[g] = (real_t) wn;
         pt_wy[g] = (real_t) (wn * ldexp((SCALED(i) - ybar) - res, -f));
     }
+% if arbitrary:
+    // PoCL 3.1 crashes on the short loop above for objects of fewer rows than
+    // WG (work-items without a row) unless a barrier follows; every work-item
+    // reaches it (the returns above are taken by the whole group)
+    barrier(CLK_GLOBAL_MEM_FENCE);
+% endif
 }
