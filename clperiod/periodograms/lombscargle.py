@@ -1098,7 +1098,6 @@ def _prepare_on_device(
     context = queue.context
     dy = catalog.dy if options.method == "generalized" else None
     use_dy = dy is not None
-    uniform = isinstance(grid, FrequencyGrid)
     wg = PREPARE_WG["gpu" if queue.device.type & cl.device_type.GPU else "other"]
     (kernel,) = kernels.get_kernels(
         context,
@@ -1112,7 +1111,7 @@ def _prepare_on_device(
         ok=int(Status.OK),
         too_few=int(Status.TOO_FEW_POINTS),
         zero_variance=int(Status.ZERO_VARIANCE),
-        arbitrary=not uniform,
+        arbitrary=not isinstance(grid, FrequencyGrid),
     )
     raw = [staging.upload(catalog.t), staging.upload(catalog.y)]
     if dy is not None:
@@ -1128,7 +1127,7 @@ def _prepare_on_device(
     grid_arguments = _grid_arguments(grid, options, staging)
     steps = (
         [np.float64(grid.fmin), np.float64(grid.df), np.float64(2 * np.pi * grid.df)]
-        if uniform
+        if isinstance(grid, FrequencyGrid)
         else []
     )
     objects = [

@@ -302,7 +302,6 @@ def _kernel_blocks(
     require_fp64(info)
     context, queue = get_context(info), get_queue(info)
     per_item = _CPU_ROWS if n_curves > 1 and info.kind == "cpu" else 1
-    uniform = isinstance(grid, FrequencyGrid)
     (kernel,) = kernels.get_kernels(
         context,
         "multiterm",
@@ -313,14 +312,14 @@ def _kernel_blocks(
         rows=per_item,
         direct=direct,
         coefficients=coefficients,
-        arbitrary=not uniform,
+        arbitrary=not isinstance(grid, FrequencyGrid),
     )
     per_frequency = int(fit_mean) + 2 * nterms if coefficients else 1
     pending: list[cl.Event] = []  # queued uploads, passed by each block's blocking read
     t_buffer = upload(queue, t - np.median(t), pending)
     frequencies = (
         [np.float64(grid.fmin), np.float64(grid.df)]
-        if uniform
+        if isinstance(grid, FrequencyGrid)
         else [upload(queue, grid.frequencies(), pending)]
     )
     for start in range(0, n_curves, block_rows):
