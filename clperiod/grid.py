@@ -12,8 +12,8 @@ Frequencies are ordinary (cycles per time unit).  Ways to choose a uniform grid:
 
 :meth:`~clperiod.FrequencyGrid.from_frequencies` takes any frequencies (uniform in
 period, log-spaced, unsorted, repeated): a uniform grid when they are one, else a
-:class:`FrequencyArray`, which every search taking a grid accepts (:func:`search_grid`
-says what it evaluates).
+:class:`~clperiod.FrequencyArray`, which every search taking a grid accepts
+(:func:`search_grid` says what it evaluates).
 
 :func:`grid_warnings` says, per object, where a uniform grid cannot resolve the data.
 """
@@ -430,13 +430,13 @@ _UNIFORM_ULPS = 8
 
 
 class FrequencyArray:
-    """Ordinary frequencies in any order (:meth:`FrequencyGrid.from_frequencies`).
+    """Ordinary frequencies in any order (:meth:`~clperiod.FrequencyGrid.from_frequencies`).
 
     The searches take it wherever they take a :class:`FrequencyGrid` (their
     direct sums): they evaluate its distinct frequencies in rising order (see
-    :func:`search_grid`), each as exactly as the frequency alone, and return
-    periodograms whose columns follow the order given here. Peaks are local
-    maxima along frequency.
+    :func:`~clperiod.grid.search_grid`), each as it would evaluate the
+    frequency alone, and return periodograms whose columns follow the order
+    given here. Peaks are local maxima along frequency.
 
     Parameters
     ----------
@@ -446,7 +446,7 @@ class FrequencyArray:
     Raises
     ------
     TypeError, ValueError
-        As :meth:`FrequencyGrid.from_frequencies`.
+        As :meth:`~clperiod.FrequencyGrid.from_frequencies`.
     """
 
     __slots__ = ("_search", "_values")
@@ -504,7 +504,7 @@ class FrequencyArray:
         return float(value) if value.ndim == 0 else value
 
     def searched(self) -> tuple[FrequencyGrid | FrequencyArray, np.ndarray | None]:
-        """:func:`search_grid` of this array (computed once)."""
+        """:func:`~clperiod.grid.search_grid` of this array (computed once)."""
         if self._search is None:
             self._search = _search_of(self._values, self)
         return self._search
@@ -525,7 +525,7 @@ def search_grid(
     searched : FrequencyGrid or FrequencyArray
         ``grid`` itself when it is a FrequencyGrid; for a FrequencyArray its
         distinct frequencies in rising order: a FrequencyGrid when they are
-        evenly spaced (as :meth:`FrequencyGrid.from_frequencies` decides),
+        evenly spaced (as :meth:`~clperiod.FrequencyGrid.from_frequencies` decides),
         else a FrequencyArray (``grid`` itself when already rising).
     positions : ndarray of int64, or None
         ``grid.frequencies()`` is ``searched.frequencies()[positions]``; None
@@ -578,7 +578,7 @@ def checked_frequencies(frequencies: Any) -> np.ndarray:
     TypeError
         Not real numbers (strings, booleans, objects, complex).
     ValueError
-        Not 1-D, empty, longer than :data:`MAX_NF`, masked entries, NaN,
+        Not 1-D, empty, longer than ``2**31 - 1``, masked entries, NaN,
         infinite or negative values; each message names ``frequencies``.
     """
     refuse_masked("frequencies", frequencies)
