@@ -171,15 +171,32 @@ inline void wg_argmax(__local real_t *val, __local int *idx, const int lid)
 }
 </%def>
 
-## fold_phase(real, compat): phase in [0, 1) of grid index k at point g, in
-## cycles, for the fold-and-sort kernels, plus FOLD_ARGS (the kernel parameters
-## it reads) and FOLD(g, k) (the call). Times are relative to the object's
-## earliest one. fp64 forms frac(t f) with an exact FMA residual; fp32 the
-## double-single inputs a + k (bh + bl) of FrequencyGrid.phase_inputs
-## (~1e-7-cycle phases for any epoch). compat reproduces the reference code:
-## fmod(t, P) / P with P = 1 / f in the kernel's type.
-<%def name="fold_phase(real, compat=False)">
-% if real == "float" and not compat:
+## fold_phase(real, compat, arbitrary): phase in [0, 1) of grid index k at
+## point g, in cycles, for the fold-and-sort kernels, plus FOLD_ARGS (the
+## kernel parameters it reads) and FOLD(g, k) (the call). Times are relative
+## to the object's earliest one. fp64 forms frac(t f) with an exact FMA
+## residual; fp32 the double-single inputs a + k (bh + bl) of
+## FrequencyGrid.phase_inputs (~1e-7-cycle phases for any epoch). compat
+## reproduces the reference code: fmod(t, P) / P with P = 1 / f in the
+## kernel's type. arbitrary reads f of index k from the array grid_f (fp32:
+## the float pairs grid_fh + grid_fl, times pt_th + pt_tl, whose product is
+## formed in double-single) instead of fmin + k df.
+<%def name="fold_phase(real, compat=False, arbitrary=False)">
+% if arbitrary and real == "float" and not compat:
+#define FOLD_ARGS __global const float *restrict pt_th, __global const float *restrict pt_tl, \
+                  __global const float *restrict grid_fh, __global const float *restrict grid_fl
+#define FOLD(g, k) fold_phase(pt_th, pt_tl, grid_fh, grid_fl, (g), (k))
+inline float fold_phase(__global const float *pt_th, __global const float *pt_tl,
+                        __global const float *grid_fh, __global const float *grid_fl,
+                        const int g, const int k)
+{
+    // (fh + fl)(th + tl) in double-single: p + e is fh th exactly
+    const float fh = grid_fh[k], th = pt_th[g];
+    const float p = fh * th;
+    const float e = fma(fh, th, -p);
+    float r = (p - floor(p)) + (e + fma(fh, pt_tl[g], grid_fl[k] * th));
+    r -= floor(r);
+% elif real == "float" and not compat:
 #define FOLD_ARGS __global const float *restrict pt_a, __global const float *restrict pt_bh, \
                   __global const float *restrict pt_bl
 #define FOLD(g, k) fold_phase(pt_a, pt_bh, pt_bl, (g), (k))
@@ -193,6 +210,14 @@ inline float fold_phase(__global const float *pt_a, __global const float *pt_bh,
     float r = (p - floor(p)) + (e + fma(kf, pt_bl[g], pt_a[g]));
     r -= floor(r);
 % else:
+%   if arbitrary:
+#define FOLD_ARGS __global const real_t *restrict pt_t, __global const real_t *restrict grid_f
+#define FOLD(g, k) fold_phase(pt_t, grid_f, (g), (k))
+inline real_t fold_phase(__global const real_t *pt_t, __global const real_t *grid_f,
+                         const int g, const int k)
+{
+    const real_t f = grid_f[k];
+%   else:
 #define FOLD_ARGS __global const real_t *restrict pt_t, const real_t grid_fmin, \
                   const real_t grid_df
 #define FOLD(g, k) fold_phase(pt_t, grid_fmin, grid_df, (g), (k))
@@ -200,6 +225,7 @@ inline real_t fold_phase(__global const real_t *pt_t, const real_t fmin, const r
                          const int g, const int k)
 {
     const real_t f = fmin + (real_t) k * df;
+%   endif
     const real_t tt = pt_t[g];
   % if compat:
     const real_t period = 1 / f;

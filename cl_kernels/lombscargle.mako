@@ -18,6 +18,10 @@
 ##   compensated    sum each staged block of points into block accumulators and
 ##                  add those to the totals with Kahan compensation, so the
 ##                  rounding error does not grow with the number of points
+##   arbitrary      read the frequency of each grid index from an array (a
+##                  clperiod.FrequencyArray's distinct frequencies, rising)
+##                  instead of fmin + k df: one exact phase per point and
+##                  frequency, no recurrence (see "Arbitrary frequencies")
 ##
 ## Work decomposition: one work-group per (object, frequency tile). A tile is
 ## wg*m consecutive grid frequencies starting one bin before its first owned
@@ -52,6 +56,14 @@
 ## Reinsch's difference form, which depends on d only through vd, exact to a
 ## rounding: D[k+1] = D[k] - vd x[k], x[k+1] = x[k] + D[k+1] (one more add
 ## per component and bin).
+##
+## Arbitrary frequencies: every bin has its own exact phase f_k t at every
+## point, from grid_f (fp64: the exact fma residual, as above) or from the
+## double-single pairs grid_fh + grid_fl and pt_th + pt_tl = t (fp32: the
+## product fh th exactly as p + e, plus fh tl + fl th, ~1e-7 cycles for any
+## epoch), then one range-reduced sincos; the local variant stages the points'
+## t, w, wy in tiles of TP. Halo bins outside the grid repeat an end frequency
+## (they are neither written nor peaks).
 ##
 ## fp32 with a floating mean accumulates w (cos - 1) in place of w cos
 ## ("versine" sums): where the phases of all points bunch together (f -> 0,
@@ -105,6 +117,39 @@ ${common.argmax_pairs(wg)}
 % endif
 </%def>
 
+## Add the phasor (cur_c, cur_s) of bin j at the current point into the
+## accumulators named acc ("a": the totals, "b": a compensated block's).
+<%def name="accumulate(j, cur_c, cur_s, acc)">\
+            {
+%   if versine:
+                const real_t wc = fma(w, ${cur_c}, -w);   // w (cos - 1)
+%   else:
+                const real_t wc = w * ${cur_c};
+%   endif
+%   if fit_mean:
+                ${acc}C${j} += wc;
+                ${acc}S${j} = fma(w, ${cur_s}, ${acc}S${j});
+%   endif
+                ${acc}CC${j} = fma(wc, ${cur_c}, ${acc}CC${j});
+                ${acc}CS${j} = fma(wc, ${cur_s}, ${acc}CS${j});
+                ${acc}YC${j} = fma(wy, ${cur_c}, ${acc}YC${j});
+                ${acc}YS${j} = fma(wy, ${cur_s}, ${acc}YS${j});
+            }
+</%def>\
+## Phase in cycles, reduced to [-1/2, 1/2], of frequency bin j of an
+## arbitrary grid at the point whose time is tt (fp64) or th + tl (fp32).
+<%def name="arbitrary_phase(j)">
+% if fp64:
+                r = fma(f${j}, tt, -rint(f${j} * tt));
+% else:
+                {   // (fh + fl)(th + tl) in double-single: p + e is fh th exactly
+                    const float p = fh${j} * th;
+                    const float e = fma(fh${j}, th, -p);
+                    r = (p - rint(p)) + (e + fma(fh${j}, tl, fl${j} * th));
+                    r -= rint(r);
+                }
+% endif
+</%def>\
 // Peak test for bin li of the local power array: strictly above the left
 // neighbour, not below the right one (so a plateau reports its first bin);
 // neighbours outside the grid or NaN count as -inf.
@@ -120,7 +165,15 @@ inline int is_peak(__local const real_t *p, const int li, const int k, const int
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void ls_tiles(
-% if fp64:
+% if arbitrary and fp64:
+    __global const double *restrict pt_t,
+    __global const double *restrict grid_f,     // (nf,) frequencies
+% elif arbitrary:
+    __global const float *restrict pt_th,       // pt_th + pt_tl = t
+    __global const float *restrict pt_tl,
+    __global const float *restrict grid_fh,     // (nf,) grid_fh + grid_fl = frequencies
+    __global const float *restrict grid_fl,
+% elif fp64:
     __global const double *restrict pt_t,
     const double fmin, const double df,
 % else:
@@ -128,8 +181,10 @@ void ls_tiles(
     __global const float *restrict pt_bh,
     __global const float *restrict pt_bl,
 % endif
+% if not arbitrary:
     __global const real_t *restrict pt_${step},
     __global const real_t *restrict pt_sd,
+% endif
     __global const real_t *restrict pt_w,
     __global const real_t *restrict pt_wy,
     __global const int *restrict obj_start,
@@ -157,7 +212,14 @@ void ls_tiles(
     __local real_t l_pow[TILE];
     __local real_t l_val[WG];
     __local int l_idx[WG];
-% if use_local:
+% if use_local and arbitrary:
+    __local real_t l_w[TP], l_wy[TP];
+%   if fp64:
+    __local double l_t[TP];
+%   else:
+    __local float l_th[TP], l_tl[TP];
+%   endif
+% elif use_local:
     __local real_t l_${step}[TP], l_sd[TP], l_w[TP], l_wy[TP];
     __local real_t l_t2c[TP * NB], l_t2s[TP * NB], l_t1c[TP * NA], l_t1s[TP * NA];
     const int col_b = lid % NB, col_a = lid / NB;
@@ -174,7 +236,62 @@ void ls_tiles(
 %   endif
 % endfor
 
-% if use_local:
+% if arbitrary:
+    // the strip's frequencies (halo bins outside the grid repeat an end one)
+%   for j in range(m):
+%     if fp64:
+    const double f${j} = grid_f[clamp(k0 + ${j}, 0, nf - 1)];
+%     else:
+    const float fh${j} = grid_fh[clamp(k0 + ${j}, 0, nf - 1)];
+    const float fl${j} = grid_fl[clamp(k0 + ${j}, 0, nf - 1)];
+%     endif
+%   endfor
+%   if use_local:
+    for (int base = 0; base < n; base += TP) {
+        const int count = min(TP, n - base);
+%   else:
+    for (int base = 0; base < n; base += WG) {
+        const int count = min(WG, n - base);
+%   endif
+%   if compensated:
+%     for j in range(m):
+        real_t ${", ".join("b%s%d = 0" % (x, j) for x in sums)};
+%     endfor
+%   endif
+%   if use_local:
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int q = lid; q < count; q += WG) {
+            const int g = start + base + q;
+%     if fp64:
+            l_t[q] = pt_t[g];
+%     else:
+            l_th[q] = pt_th[g]; l_tl[q] = pt_tl[g];
+%     endif
+            l_w[q] = pt_w[g]; l_wy[q] = pt_wy[g];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+<% src = lambda name: "l_%s[i]" % name %>
+%   else:
+        const int off = start + base;
+<% src = lambda name: "pt_%s[off + i]" % name %>
+%   endif
+        for (int i = 0; i < count; ++i) {
+            const real_t w = ${src("w")}, wy = ${src("wy")};
+%   if fp64:
+            const double tt = ${src("t")};
+%   else:
+            const float th = ${src("th")}, tl = ${src("tl")};
+%   endif
+%   for j in range(m):
+            {
+                real_t r, s, c;
+${arbitrary_phase(j)}\
+                sincos_cycles(r, &s, &c);
+${accumulate(j, "c", "s", acc)}\
+            }
+%   endfor
+        }
+% elif use_local:
     for (int base = 0; base < n; base += TP) {
         const int count = min(TP, n - base);
 % if compensated:
@@ -224,6 +341,7 @@ ${phase("(j - NB) * NB * M", "g", False)}
 ${phase("k0", "off + i", True)}
             sincos_cycles(r, &s, &c);
 % endif
+% if not arbitrary:
             const real_t sd = ${src("sd")};
 % if fp64:
             const real_t cd = ${src("cd")};
@@ -269,23 +387,10 @@ ${phase("k0", "off + i", True)}
                 c += dc; s += ds;
             }
 %   endif
-            {
-%   if versine:
-                const real_t wc = fma(w, ${cur_c}, -w);   // w (cos - 1)
-%   else:
-                const real_t wc = w * ${cur_c};
-%   endif
-%   if fit_mean:
-                ${acc}C${j} += wc;
-                ${acc}S${j} = fma(w, ${cur_s}, ${acc}S${j});
-%   endif
-                ${acc}CC${j} = fma(wc, ${cur_c}, ${acc}CC${j});
-                ${acc}CS${j} = fma(wc, ${cur_s}, ${acc}CS${j});
-                ${acc}YC${j} = fma(wy, ${cur_c}, ${acc}YC${j});
-                ${acc}YS${j} = fma(wy, ${cur_s}, ${acc}YS${j});
-            }
+${accumulate(j, cur_c, cur_s, acc)}\
 % endfor
         }
+% endif
 % if compensated:
 %   for j in range(m):
 %     for x in sums:

@@ -12,6 +12,9 @@
 ##   center      subtract the weighted mean of y (fit_mean or center_data)
 ##   min_points  fewest observations an object needs
 ##   ok, too_few, zero_variance   the clperiod.Status codes
+##   arbitrary   the tile kernel reads its frequencies from an array: the
+##               per-point inputs are the times (fp32: as float pairs
+##               pt_th + pt_tl), w and w y', without grid or phase steps
 ##
 ## One work-group per object, four passes over its rows, the steps of
 ## clperiod.periodograms.standardize.standardize (see there) in the same order:
@@ -26,7 +29,7 @@
 ##      zero-variance test); the unit 2^f with yy 4^-f in [1/4, 1), and the
 ##      psd scale 1/2 sum dy^-2 (y - ybar)^2;
 ##   4. per row, times from the reference, the phase-step inputs of the grid
-##      spacing and the weights wn, wn (u - r) 2^-f.
+##      spacing (uniform grids) and the weights wn, wn (u - r) 2^-f.
 ## Objects with too few points or zero variance get obj_n_eff = 0 and
 ## yy = NaN (the tile kernel then writes NaN powers and no peak).
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
@@ -46,16 +49,23 @@ void ls_prepare(
 % endif
     __global const int *restrict obj_start,
     __global const int *restrict obj_n,
-    const double f_min, const double df, const double two_pi_df,
-% if fp64:
+% if arbitrary and fp64:
     __global double *restrict pt_t,
+% elif arbitrary:
+    __global float *restrict pt_th,
+    __global float *restrict pt_tl,
 % else:
+    const double f_min, const double df, const double two_pi_df,
+%   if fp64:
+    __global double *restrict pt_t,
+%   else:
     __global float *restrict pt_a,
     __global float *restrict pt_bh,
     __global float *restrict pt_bl,
-% endif
+%   endif
     __global real_t *restrict pt_${step},
     __global real_t *restrict pt_sd,
+% endif
     __global real_t *restrict pt_w,
     __global real_t *restrict pt_wy,
     __global int *restrict obj_n_eff,
@@ -70,14 +80,21 @@ ${object_statistics(use_dy, center, min_points, ok, too_few, zero_variance)}
         const int g = start + i;
         const double tr = ot[i] - t_ref;
         const double wn = WEIGHT(i) / w_total;
+% if arbitrary and fp64:
+        pt_t[g] = tr;
+% elif arbitrary:
+        const float t_hi = (float) tr;
+        pt_th[g] = t_hi;
+        pt_tl[g] = (float) (tr - (double) t_hi);
+% else:
         const double step = two_pi_df * tr;
-% if fp64:
+%   if fp64:
         double c;
         const double s = sincos(step, &c);
         pt_t[g] = tr;
         pt_cd[g] = c;
         pt_sd[g] = s;
-% else:
+%   else:
         const double half_sin = sin(0.5 * step);
         pt_vd[g] = (float) (4 * (half_sin * half_sin));
         pt_sd[g] = (float) sin(step);
@@ -89,10 +106,17 @@ ${object_statistics(use_dy, center, min_points, ok, too_few, zero_variance)}
         pt_a[g] = (float) a;
         pt_bh[g] = b_hi;
         pt_bl[g] = (float) (b - (double) b_hi);
+%   endif
 % endif
         pt_w[g] = (real_t) wn;
         pt_wy[g] = (real_t) (wn * ldexp((SCALED(i) - ybar) - res, -f));
     }
+% if arbitrary:
+    // PoCL 3.1 crashes on the short loop above for objects of fewer rows than
+    // WG (work-items without a row) unless a barrier follows; every work-item
+    // reaches it (the returns above are taken by the whole group)
+    barrier(CLK_GLOBAL_MEM_FENCE);
+% endif
 }
 
 ## Passes 1-3 of one object (one work-group): the statistics of the

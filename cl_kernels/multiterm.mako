@@ -12,6 +12,7 @@
 ##           phase (m f t mod 1) instead of by angle addition from the first
 ##   coefficients  write the M least-squares coefficients of each frequency
 ##           (the unknowns below, in that order) instead of the power
+##   arbitrary  read frequency k from the array grid_f instead of fmin + k df
 ##
 ## The model y(t) = [b] + sum_{k=1..K} a_k sin(k phi) + c_k cos(k phi),
 ## phi = 2 pi f t, is fitted by weighted least squares (weights w ~ dy^-2) at
@@ -131,14 +132,22 @@ void multiterm_power(
     __global const double *restrict t,    // (n,) times relative to a reference
     __global const double *restrict w,    // (n_curves, n) dy^-2, normalised
     __global const double *restrict wy,   // (n_curves, n) w * (centred) y
+% if arbitrary:
+    const int n, __global const double *restrict grid_f, const int nf, const int n_curves,
+% else:
     const int n, const double fmin, const double df, const int nf, const int n_curves,
+% endif
     __global double *restrict power)      // (n_curves, nf) p, or
                                           // (n_curves, nf, M) coefficients
 {
     const int k = get_global_id(0);
     const int lid = get_local_id(0);
     const int first = get_global_id(1) * ROWS;  // this item's light curves: first + r
+% if arbitrary:
+    const double f = grid_f[min(k, nf - 1)];  // padding items repeat the last (unused)
+% else:
     const double f = fmin + df * k;
+% endif
     __local double l_t[WG], l_w[ROWS][WG], l_wy[ROWS][WG];
     double C[ROWS][2 * K + 1], S[ROWS][2 * K + 1], YC[ROWS][K + 1], YS[ROWS][K + 1];
     for (int r = 0; r < ROWS; ++r) {

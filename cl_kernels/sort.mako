@@ -7,6 +7,7 @@
 ##   nmax    capacity of the local-memory sort (power of two, <= 4096); light
 ##           curves with more points use the radix path of clperiod.periodograms.folding
 ##   compat  fold as the reference code does (fmod(t, P) / P, see common.mako)
+##   arbitrary  fold at frequencies read from an array (common.fold_phase)
 ##
 ## Phases are in cycles, in [0, 1), of t - t0 with t0 the object's earliest
 ## time. Keys pack the phase with the point's index (common.phase_keys), so
@@ -16,7 +17,7 @@ ${common.prelude(real)}
 #define WG ${wg}
 #define NMAX ${nmax}
 
-${common.fold_phase(real, compat)}
+${common.fold_phase(real, compat, arbitrary)}
 ${common.phase_keys(real, (nmax - 1).bit_length() or 1)}
 
 ## Fold object obj's n points at grid index k into packed keys in l_key and

@@ -7,6 +7,7 @@
 ##   wg      work-group size of the fused search (frequencies per group)
 ##   nmax    most points per light curve in the fused search
 ##   compat  fold as the reference code does (common.fold_phase)
+##   arbitrary  fold at frequencies read from an array (common.fold_phase)
 ##
 ## The smoother is a Mako def over accessor expressions, so the same code can
 ## read sorted points from global memory (``sp_smooth_batch`` below) or from
@@ -193,7 +194,7 @@ __kernel void sp_smooth_batch(
 ${single_pass("x[o + ({})]", "y[o + ({})]", "w[o + ({})]", "offsets[p + 1] - o", "alpha", "smo[o + {j}] = {v}")}
 }
 
-${common.fold_phase(real, compat)}
+${common.fold_phase(real, compat, arbitrary)}
 ${common.phase_keys(real, (nmax - 1).bit_length())}
 
 #define SP_WG ${wg}

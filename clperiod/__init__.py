@@ -14,7 +14,7 @@ from importlib.metadata import PackageNotFoundError, version
 from clperiod import _moved, kepler, singlepulse
 from clperiod.catalog import Catalog, Status
 from clperiod.engine.devices import DeviceInfo, list_devices, select_devices
-from clperiod.grid import FrequencyGrid
+from clperiod.grid import FrequencyArray, FrequencyGrid
 from clperiod.kepler import orbits
 from clperiod.periodograms.lombscargle import LombScargleResult, lombscargle, lombscargle_async
 from clperiod.periodograms.supersmoother import SuperSmootherResult, supersmoother
@@ -29,6 +29,7 @@ _moved.install()  # old module paths (clperiod.stats, ...) import their new modu
 __all__ = [
     "Catalog",
     "DeviceInfo",
+    "FrequencyArray",
     "FrequencyGrid",
     "LombScargleResult",
     "Status",

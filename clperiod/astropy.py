@@ -51,11 +51,12 @@ recurrences; both are exact to rounding. What else differs from astropy:
   refuses (NotImplementedError): Baluev's approximation generalized to
   ``2 nterms`` harmonic components (see :mod:`clperiod.periodograms.stats`), and a
   bootstrap of the object's own model;
-* the device evaluates uniform grids ``f0 + k * df``: ``power(frequency)``
-  takes any array whose sorted distinct values form at most
-  :data:`MAX_GRIDS` such runs (one run for ``linspace``/``arange``/
-  ``autofrequency`` arrays, in any order and shape) and raises a ValueError
-  for arbitrary spacings (e.g. frequencies uniform in period);
+* ``power(frequency)`` takes any frequencies, in any order and shape, as
+  astropy's exact methods do: evenly spaced ones (``linspace``, ``arange``,
+  ``autofrequency`` arrays) run on the uniform-grid kernels, any others
+  (e.g. uniform in period) on the kernels that read each frequency from an
+  array (:meth:`clperiod.FrequencyGrid.from_frequencies`), one device call
+  either way;
 * ``precision=`` (``"fp64"``/``"fp32"``) and ``device=`` choose the kernel.
 
 :func:`register_astropy_method` instead adds ``method="clperiod"`` to astropy's
@@ -78,16 +79,14 @@ except ImportError as error:  # pragma: no cover - exercised only without astrop
 
 from clperiod import checks
 from clperiod.catalog import Catalog, Status
-from clperiod.grid import FrequencyGrid, uniform_runs
+from clperiod.grid import FrequencyArray, FrequencyGrid
 from clperiod.periodograms import stats
 from clperiod.periodograms.inputs import check_choice
 from clperiod.periodograms.lombscargle import Precision, lombscargle
 from clperiod.periodograms.multiterm import MAX_NTERMS, multiterm_max_power, multiterm_power
 
-__all__ = ["MAX_GRIDS", "LombScargle", "lombscargle_clperiod", "register_astropy_method"]
+__all__ = ["LombScargle", "lombscargle_clperiod", "register_astropy_method"]
 
-#: Most uniform runs ``power(frequency)`` evaluates (one device call each).
-MAX_GRIDS = 64
 #: Keywords of ``method_kwds`` passed on to :func:`clperiod.lombscargle`.
 _DEVICE_KEYWORDS = ("precision", "device", "memory", "progress")
 #: astropy's method names, in astropy's order, and clperiod's own.
@@ -244,8 +243,7 @@ class LombScargle(_AstropyLombScargle):
         Parameters
         ----------
         frequency : array_like or Quantity ['frequency']
-            Ordinary frequencies, any shape; their sorted distinct absolute
-            values must form at most :data:`MAX_GRIDS` uniform runs (see
+            Ordinary frequencies, any shape, order and spacing (see
             :func:`lombscargle_clperiod`).
         normalization : str, optional
             Override the normalization given at construction.
@@ -253,7 +251,7 @@ class LombScargle(_AstropyLombScargle):
             As :meth:`autopower`.
         assume_regular_frequency : bool
             Accepted for compatibility; the spacing is always checked (it
-            costs one pass over the frequencies).
+            costs one pass over the frequencies) and any spacing is taken.
         method_kwds : dict, optional
             As :meth:`autopower`.
 
@@ -267,8 +265,7 @@ class LombScargle(_AstropyLombScargle):
         ------
         ValueError
             A method astropy does not run with this model (module notes),
-            frequencies on more than :data:`MAX_GRIDS` uniform runs, or a
-            light curve clperiod cannot evaluate.
+            non-finite frequencies, or a light curve clperiod cannot evaluate.
         """
         normalization = self.normalization if normalization is None else normalization
         options = self._options(normalization, method, method_kwds)
@@ -527,12 +524,13 @@ def lombscargle_clperiod(
 
     The signature of astropy's implementation functions (``lombscargle_cython``
     and the others), so it can be registered as an astropy method (see
-    :func:`register_astropy_method`). The frequencies are reduced to their
-    sorted distinct absolute values (the power is even in ``f``) and cut
-    into maximal uniform runs ``f0 + k * df`` (to within 8 units of
-    roundoff, :func:`clperiod.grid.uniform_runs`); each run is one
-    :class:`clperiod.FrequencyGrid` and one call of :func:`clperiod.lombscargle`
-    or :func:`clperiod.periodograms.multiterm.multiterm_power`.
+    :func:`register_astropy_method`). The absolute values of the frequencies
+    (the power is even in ``f``) become one grid
+    (:meth:`clperiod.FrequencyGrid.from_frequencies`), evaluated by one call
+    of :func:`clperiod.lombscargle` or
+    :func:`clperiod.periodograms.multiterm.multiterm_power`: on the uniform
+    kernels when their distinct values are evenly spaced (in any order),
+    else frequency by frequency from a device array, exactly either way.
 
     Parameters
     ----------
@@ -541,7 +539,7 @@ def lombscargle_clperiod(
     dy : float or array_like, optional
         Uncertainties.
     frequency : array_like
-        Ordinary frequencies, any shape.
+        Ordinary frequencies, any shape, order and spacing.
     center_data, fit_mean : bool
         As astropy.
     normalization : {"standard", "model", "log", "psd"}
@@ -568,9 +566,8 @@ def lombscargle_clperiod(
     Raises
     ------
     ValueError
-        Non-finite frequencies; frequencies that need more than
-        :data:`MAX_GRIDS` uniform runs; a light curve clperiod cannot
-        evaluate (too few points, zero variance); bad options.
+        Non-finite frequencies; a light curve clperiod cannot evaluate (too
+        few points, zero variance); bad options.
     """
     if frequency is None:
         raise ValueError("frequency is required")
@@ -595,23 +592,12 @@ def lombscargle_clperiod(
         "nterms": nterms,
         "kernel": kernel,
     }
-    if flat.size > 1 and np.all(flat[1:] > flat[:-1]):
-        distinct, inverse = flat, None
-    else:
-        distinct, inverse = np.unique(flat, return_inverse=True)
-    runs = uniform_runs(distinct, MAX_GRIDS)
-    if runs is None:
-        raise ValueError(
-            f"the {distinct.size} frequencies are not on at most {MAX_GRIDS} uniform grids "
-            "f0 + k * df: clperiod evaluates uniform grids (use autopower(), an "
-            "np.linspace/np.arange array, or astropy.timeseries.LombScargle for "
-            "arbitrary frequencies)"
-        )
-    power = np.empty(distinct.size)
-    for start, grid in runs:
-        power[start : start + grid.nf] = _grid_power(t, y, dy, grid, **options)
-    power[distinct == 0] = np.nan
-    return (power if inverse is None else power[inverse]).reshape(frequency.shape)
+    power = np.full(flat.size, np.nan)  # NaN at frequency 0
+    positive = flat > 0
+    if positive.any():
+        grid = FrequencyGrid.from_frequencies(flat[positive])
+        power[positive] = _grid_power(t, y, dy, grid, **options)
+    return power.reshape(frequency.shape)
 
 
 def register_astropy_method(name: str = "clperiod") -> None:
@@ -703,7 +689,7 @@ def _grid_power(
     t: np.ndarray,
     y: np.ndarray,
     dy: np.ndarray | None,
-    grid: FrequencyGrid,
+    grid: FrequencyGrid | FrequencyArray,
     nterms: int = 1,
     kernel: str = "auto",
     **options: Any,

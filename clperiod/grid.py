@@ -1,6 +1,6 @@
-"""Uniform frequency grids ``f_k = fmin + k * df``, ``k = 0 .. nf - 1``.
+"""Frequency grids: uniform ``f_k = fmin + k * df``, ``k = 0 .. nf - 1``, or any array.
 
-Frequencies are ordinary (cycles per time unit).  Three ways to choose one:
+Frequencies are ordinary (cycles per time unit).  Ways to choose a uniform grid:
 
 * :meth:`~clperiod.FrequencyGrid.from_range` -- the papers' semantics: ``nf`` points
   from ``fmin`` with step ``(fmax - fmin) / nf``, so ``fmax`` is excluded;
@@ -10,7 +10,12 @@ Frequencies are ordinary (cycles per time unit).  Three ways to choose one:
 * :meth:`~clperiod.FrequencyGrid.richards` -- the Richards et al. (2011) rule used by
   gpu_lomb_scargle (``df = 0.1 / T_max``).
 
-:func:`grid_warnings` says, per object, where a grid cannot resolve the data.
+:meth:`~clperiod.FrequencyGrid.from_frequencies` takes any frequencies (uniform in
+period, log-spaced, unsorted, repeated): a uniform grid when they are one, else a
+:class:`~clperiod.FrequencyArray`, which every search taking a grid accepts
+(:func:`search_grid` says what it evaluates).
+
+:func:`grid_warnings` says, per object, where a uniform grid cannot resolve the data.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from clperiod import checks
-from clperiod.catalog import Catalog, is_lightcurve_list, mask_of
+from clperiod.catalog import Catalog, is_lightcurve_list, mask_of, refuse_masked
 
 MAX_NF = 2**31 - 1  # frequency indices are int32 on the device
 #: Shortest period, in days, that the default grid of catalog runs reaches:
@@ -92,6 +97,39 @@ class FrequencyGrid:
     def from_step(cls, fmin: float, df: float, nf: int) -> FrequencyGrid:
         """``nf`` frequencies ``fmin + k * df``."""
         return cls(fmin, df, nf)
+
+    @classmethod
+    def from_frequencies(cls, frequencies: Any) -> FrequencyGrid | FrequencyArray:
+        """Any ordinary frequencies: e.g. uniform in period, log-spaced, unsorted.
+
+        Parameters
+        ----------
+        frequencies : array_like
+            1-D, at least one, finite and >= 0, in any order, repeats
+            allowed. The power at a frequency of 0 is NaN, as on a uniform
+            grid.
+
+        Returns
+        -------
+        FrequencyGrid or FrequencyArray
+            A FrequencyGrid (the uniform kernels) when the frequencies rise
+            evenly: each within 8 units of roundoff (of the largest) of
+            ``f0 + k * df`` through the first and last; one frequency is a
+            grid of one. Otherwise a :class:`FrequencyArray` of them, as
+            given: every search that takes a grid evaluates each of its
+            frequencies as it would evaluate that frequency alone.
+
+        Raises
+        ------
+        TypeError
+            Not real numbers.
+        ValueError
+            Not 1-D, empty, masked, NaN, infinite or negative values, or more
+            than ``2**31 - 1`` of them.
+        """
+        values = checked_frequencies(frequencies)
+        uniform = _uniform_grid(values)
+        return FrequencyArray(values) if uniform is None else uniform
 
     @classmethod
     def auto(
@@ -386,70 +424,191 @@ def _gaps(catalog: Catalog) -> np.ndarray:
     return gaps
 
 
-#: Two frequencies are on one uniform run when they lie within this many
-#: units of roundoff (of the largest frequency) of ``f0 + k * df``.
-_RUN_ULPS = 8
+#: Frequencies form one uniform grid when every one lies within this many
+#: units of roundoff (of the largest) of ``f0 + k * df``.
+_UNIFORM_ULPS = 8
 
 
-def uniform_runs(frequency: np.ndarray, max_runs: int) -> list[tuple[int, FrequencyGrid]] | None:
-    """Cut sorted distinct frequencies into maximal uniform runs ``f0 + k * df``.
+class FrequencyArray:
+    """Ordinary frequencies in any order (:meth:`~clperiod.FrequencyGrid.from_frequencies`).
 
-    Greedy from the left: a run continues while the spacing stays equal to
-    its first step (to within 8 units of roundoff of the largest frequency),
-    and every member is then checked against the grid through the run's end
-    points. A lone frequency is a one-point grid.
+    The searches take it wherever they take a :class:`FrequencyGrid` (their
+    direct sums): they evaluate its distinct frequencies in rising order (see
+    :func:`~clperiod.grid.search_grid`), each as it would evaluate the
+    frequency alone, and return periodograms whose columns follow the order
+    given here. Peaks are local maxima along frequency.
 
     Parameters
     ----------
-    frequency : ndarray
-        Sorted, distinct, finite frequencies >= 0 (at least one).
-    max_runs : int
-        Most runs to cut.
-
-    Returns
-    -------
-    list of (int, FrequencyGrid) or None
-        ``(start, grid)`` in order, ``grid`` covering ``frequency[start :
-        start + grid.nf]``; None when more than ``max_runs`` runs are needed.
+    frequencies : array_like
+        1-D, at least one, finite and >= 0, in any order, repeats allowed.
 
     Raises
     ------
-    ValueError
-        A run whose spacing drifts too slowly for neighbouring steps to
-        differ, so that it is off its end points' grid.
+    TypeError, ValueError
+        As :meth:`~clperiod.FrequencyGrid.from_frequencies`.
     """
-    n = frequency.size
-    tolerance = _RUN_ULPS * np.finfo(np.float64).eps * float(frequency[-1])
-    step = np.diff(frequency)
-    # Step index i starts a new spacing when it differs from step i - 1.
-    change = np.flatnonzero(np.abs(np.diff(step)) > tolerance) + 1
-    runs: list[tuple[int, FrequencyGrid]] = []
-    start = 0
-    while start < n:
-        if len(runs) == max_runs:
-            return None
-        # Steps start .. c - 1 share one spacing (c the next change), so the
-        # run holds points start .. c; the step after it is a gap.
-        k = np.searchsorted(change, start, side="right")
-        stop = int(change[k]) + 1 if k < change.size else n
-        runs.append((start, _run_grid(frequency[start:stop], tolerance)))
-        start = stop
-    return runs
+
+    __slots__ = ("_search", "_values")
+
+    def __init__(self, frequencies: Any) -> None:
+        self._values = checked_frequencies(frequencies)
+        self._search: tuple[FrequencyGrid | FrequencyArray, np.ndarray | None] | None = None
+
+    @property
+    def nf(self) -> int:
+        """Number of frequencies (repeats counted)."""
+        return self._values.size
+
+    @property
+    def fmin(self) -> float:
+        """The smallest frequency."""
+        return float(self._values.min())
+
+    @property
+    def fmax(self) -> float:
+        """The largest frequency."""
+        return float(self._values.max())
+
+    def __len__(self) -> int:
+        return self.nf
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FrequencyArray):
+            return NotImplemented
+        return np.array_equal(self._values, other._values)
+
+    def __hash__(self) -> int:
+        return hash(self._values.tobytes())
+
+    def __repr__(self) -> str:
+        return f"FrequencyArray(nf={self.nf}, fmin={self.fmin:.6g}, fmax={self.fmax:.6g})"
+
+    def frequencies(self) -> np.ndarray:
+        """All ``nf`` frequencies, float64, in the order given."""
+        return self._values.copy()
+
+    def periods(self) -> np.ndarray:
+        """``1 / frequencies()`` (``inf`` where the frequency is 0)."""
+        with np.errstate(divide="ignore"):
+            return 1.0 / self._values
+
+    def frequency(self, k: Any) -> np.ndarray | float:
+        """Frequency of index ``k`` (int or int array)."""
+        index = np.asarray(k)
+        if index.dtype.kind not in "iu":
+            raise TypeError(f"frequency indices must be integers, got dtype {index.dtype}")
+        if np.any((index < 0) | (index >= self.nf)):
+            raise IndexError(f"frequency index out of range [0, {self.nf})")
+        value = self._values[index]
+        return float(value) if value.ndim == 0 else value
+
+    def searched(self) -> tuple[FrequencyGrid | FrequencyArray, np.ndarray | None]:
+        """:func:`~clperiod.grid.search_grid` of this array (computed once)."""
+        if self._search is None:
+            self._search = _search_of(self._values, self)
+        return self._search
 
 
-def _run_grid(run: np.ndarray, tolerance: float) -> FrequencyGrid:
-    """The grid through a run's end points, checked against every member."""
-    if run.size == 1:
-        return FrequencyGrid(run[0], 1.0, 1)  # the step of a one-point grid is unused
-    df = (run[-1] - run[0]) / (run.size - 1)
-    grid = FrequencyGrid(run[0], df, run.size)
-    drift = np.max(np.abs(grid.frequencies() - run))
-    if drift > tolerance:
-        raise ValueError(
-            f"frequencies {run[0]:.17g}..{run[-1]:.17g} have a slowly varying spacing "
-            f"(off a uniform grid by {drift:.3g}): clperiod evaluates uniform grids"
-        )
+def search_grid(
+    grid: FrequencyGrid | FrequencyArray,
+) -> tuple[FrequencyGrid | FrequencyArray, np.ndarray | None]:
+    """The frequencies a search evaluates for ``grid``, and where ``grid``'s lie among them.
+
+    Parameters
+    ----------
+    grid : FrequencyGrid or FrequencyArray
+        The grid a search was given.
+
+    Returns
+    -------
+    searched : FrequencyGrid or FrequencyArray
+        ``grid`` itself when it is a FrequencyGrid; for a FrequencyArray its
+        distinct frequencies in rising order: a FrequencyGrid when they are
+        evenly spaced (as :meth:`~clperiod.FrequencyGrid.from_frequencies` decides),
+        else a FrequencyArray (``grid`` itself when already rising).
+    positions : ndarray of int64, or None
+        ``grid.frequencies()`` is ``searched.frequencies()[positions]``; None
+        when the two are the same.
+
+    Raises
+    ------
+    TypeError
+        ``grid`` is neither.
+    """
+    if isinstance(grid, FrequencyGrid):
+        return grid, None
+    if isinstance(grid, FrequencyArray):
+        return grid.searched()
+    raise TypeError(f"grid must be a FrequencyGrid or FrequencyArray, got {type(grid).__name__}")
+
+
+def _search_of(
+    values: np.ndarray, array: FrequencyArray
+) -> tuple[FrequencyGrid | FrequencyArray, np.ndarray | None]:
+    rising = values.size == 1 or bool(np.all(values[1:] > values[:-1]))
+    distinct, positions = (values, None) if rising else np.unique(values, return_inverse=True)
+    uniform = _uniform_grid(distinct)
+    if uniform is not None:
+        return uniform, positions
+    return (array if rising else FrequencyArray(distinct)), positions
+
+
+def _uniform_grid(values: np.ndarray) -> FrequencyGrid | None:
+    """The grid ``f0 + k * df`` through strictly rising ``values``' end points
+    when every one lies on it (within :data:`_UNIFORM_ULPS` units of roundoff
+    of the largest), else None. One frequency is a grid of one."""
+    if values.size == 1:
+        return FrequencyGrid(values[0], 1.0, 1)  # the step of a one-point grid is unused
+    if not np.all(values[1:] > values[:-1]):
+        return None
+    df = (values[-1] - values[0]) / (values.size - 1)
+    grid = FrequencyGrid(values[0], df, values.size)
+    tolerance = _UNIFORM_ULPS * np.finfo(np.float64).eps * float(values[-1])
+    if np.max(np.abs(grid.frequencies() - values)) > tolerance:
+        return None
     return grid
+
+
+def checked_frequencies(frequencies: Any) -> np.ndarray:
+    """``frequencies`` as a read-only float64 1-D copy.
+
+    Raises
+    ------
+    TypeError
+        Not real numbers (strings, booleans, objects, complex).
+    ValueError
+        Not 1-D, empty, longer than ``2**31 - 1``, masked entries, NaN,
+        infinite or negative values; each message names ``frequencies``.
+    """
+    refuse_masked("frequencies", frequencies)
+    values = np.asarray(np.ma.getdata(frequencies))
+    if values.dtype.kind not in "iuf":
+        raise TypeError(f"frequencies must be real numbers, got dtype {values.dtype}")
+    if values.ndim != 1:
+        raise ValueError(f"frequencies must be a 1-D array, got shape {values.shape}")
+    if values.size == 0:
+        raise ValueError("frequencies must not be empty")
+    if values.size > MAX_NF:
+        raise ValueError(f"frequencies must hold at most {MAX_NF} values, got {values.size}")
+    values = np.array(values, dtype=np.float64)
+    bad = np.flatnonzero(~(np.isfinite(values) & (values >= 0)))
+    if bad.size:
+        raise ValueError(
+            f"frequencies must be finite and >= 0, got {values[bad[0]]} at index {bad[0]} "
+            f"({bad.size} such values)"
+        )
+    values.flags.writeable = False
+    return values
+
+
+def split_float32(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``x`` (float64) as float32 pairs ``hi + lo``: ``hi`` is ``x`` rounded, ``lo``
+    the rest rounded, so the pair holds ``x`` to about 2**-48 of it (fp32
+    kernels form products with the frequency array's pairs from them)."""
+    x = np.asarray(x, dtype=np.float64)
+    hi = x.astype(np.float32)
+    return hi, (x - hi).astype(np.float32)
 
 
 def _times(catalog_or_t: Catalog | Any) -> np.ndarray:

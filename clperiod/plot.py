@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from clperiod.catalog import Catalog, Status
+from clperiod.grid import search_grid
 from clperiod.periodograms import stats
 from clperiod.periodograms.lombscargle import LombScargleResult
 from clperiod.periodograms.supersmoother import SuperSmootherResult
@@ -296,7 +297,8 @@ def _draw_periodogram(
 ) -> None:
     frequency = np.asarray(result.frequency(), dtype=np.float64)
     power = np.asarray(result.power[index], dtype=np.float64)
-    ax.plot(*_envelope(frequency, power), color="0.25", lw=0.6)
+    rising = np.argsort(frequency, kind="stable")  # a FrequencyArray may come in any order
+    ax.plot(*_envelope(frequency[rising], power[rising]), color="0.25", lw=0.6)
     ok = result.status[index] == Status.OK
     top_f = np.asarray(result.top_k_frequency[index], dtype=np.float64)
     top_p = np.asarray(result.top_k_power[index], dtype=np.float64)
@@ -393,7 +395,7 @@ def _false_alarm_levels(
             method=method,
             fit_mean=result.fit_mean,
             center_data=result.center_data,
-            nf=result.grid.nf,
+            nf=search_grid(result.grid)[0].nf,
         )
     )
 

@@ -15,12 +15,11 @@ input are SciPy's; the weighted least-squares fit of ``a cos(w x) + b sin(w x)
 :mod:`clperiod.periodograms.multiterm` with one harmonic (fp64, exact sums), and its
 coefficients for ``"amplitude"``.
 
-Frequencies: the absolute values of ``freqs`` (angular, as SciPy) are
-evaluated as uniform runs ``f0 + k df`` (:func:`clperiod.grid.uniform_runs`),
-one kernel call each: any ``linspace``/``arange`` array, in any order, and up
-to :data:`MAX_RUNS` runs, so a few thousand arbitrary frequencies (two per
-run). More need arbitrary frequency grids on the device, which clperiod does
-not have yet: a ValueError names ``freqs``.
+Frequencies: the distinct absolute values of ``freqs`` (angular, as SciPy),
+in cycles, are one grid (:meth:`clperiod.FrequencyGrid.from_frequencies`) and
+one kernel call: the uniform-grid kernel when they are evenly spaced (any
+``linspace``/``arange`` array, in any order), else the kernel that reads each
+frequency from an array; any spacing is exact.
 
 Where the fit is degenerate (frequency 0, all phases equal modulo half a
 cycle, fewer points than parameters) the kernel's normal equations are
@@ -36,15 +35,13 @@ from typing import Any
 
 import numpy as np
 
-from clperiod.grid import FrequencyGrid, uniform_runs
+from clperiod.grid import FrequencyArray, FrequencyGrid
 from clperiod.periodograms.lombscargle import Normalization
 from clperiod.periodograms.multiterm import multiterm_coefficients, multiterm_power
 from clperiod.periodograms.standardize import standardize
 
-__all__ = ["MAX_RUNS", "lombscargle"]
+__all__ = ["lombscargle"]
 
-#: Most uniform frequency runs (one kernel call each) one call evaluates.
-MAX_RUNS = 1024
 _NORMALIZE = ("power", "normalize", "amplitude")
 #: The options SciPy still takes by position (deprecated), in its order.
 _POSITIONAL = ("precenter", "normalize", "weights", "floating_mean")
@@ -75,8 +72,7 @@ def lombscargle(
         Values (baseline 0 unless ``floating_mean``), same shape as ``x``.
     freqs : array_like
         Angular frequencies (``2 pi / period``), 1-D, non-empty; any sign
-        (the power is even in ``freqs``). Uniform runs only, at most
-        :data:`MAX_RUNS` (module notes).
+        (the power is even in ``freqs``), order and spacing.
     *args
         ``precenter``, ``normalize``, ``weights``, ``floating_mean`` by
         position: deprecated (as SciPy), pass them by keyword.
@@ -111,8 +107,7 @@ def lombscargle(
     ------
     ValueError
         Arrays not 1-D, empty or of different lengths, non-finite values,
-        negative weights or weights summing to 0, an unknown ``normalize``,
-        or ``freqs`` on more than :data:`MAX_RUNS` uniform runs.
+        negative weights or weights summing to 0, or an unknown ``normalize``.
     """
     if args:
         precenter, normalize, weights, floating_mean = _positional_options(
@@ -150,7 +145,8 @@ class _Fit:
     """The least-squares fit of one light curve at given frequencies (in cycles).
 
     Points of weight 0 are left out (they add nothing to any sum); the
-    kernel evaluates uniform runs, the host the degenerate frequencies.
+    kernel evaluates the frequencies (sorted and distinct), the host the
+    degenerate ones.
     Values that do not vary within float64 resolution (about their weighted
     mean with ``floating_mean``; :func:`clperiod.periodograms.standardize.standardize`)
     reduce chi^2 by 0 and have no normalized power (0 / 0: NaN).
@@ -171,7 +167,7 @@ class _Fit:
         """Reduction of chi^2 (weights summing to 1) at each frequency."""
         if self.flat:
             return np.zeros(frequency.size)
-        values = self._on_runs(frequency, self._run_psd, ())
+        values = self._on_grid(frequency, self._psd, ())
         for k in np.flatnonzero(np.isnan(values)):
             values[k] = _degenerate_fit(self.t, self.y, self.w, frequency[k], self.floating_mean)[
                 0
@@ -183,7 +179,7 @@ class _Fit:
         units and (with ``floating_mean``) the offset of ``y``."""
         if self.flat:
             return np.full(frequency.size, np.nan)
-        values = self._on_runs(frequency, self._run_standard, ())
+        values = self._on_grid(frequency, self._standard, ())
         for k in np.flatnonzero(np.isnan(values)):
             values[k] = (
                 _degenerate_fit(self.t, self.y, self.w, frequency[k], self.floating_mean)[0]
@@ -193,7 +189,7 @@ class _Fit:
 
     def amplitudes(self, frequency: np.ndarray) -> np.ndarray:
         """``A + iB`` of the fit ``A cos + B sin`` at each frequency."""
-        coefficients = self._on_runs(frequency, self._run_coefficients, (2,))
+        coefficients = self._on_grid(frequency, self._coefficients, (2,))
         # the kernel's unknowns: [offset], sine, cosine
         values = coefficients[:, 1] + 1j * coefficients[:, 0]
         for k in np.flatnonzero(np.isnan(values)):
@@ -201,30 +197,23 @@ class _Fit:
             values[k] = cos + 1j * sin
         return values
 
-    def _on_runs(self, frequency: np.ndarray, evaluate, shape: tuple[int, ...]) -> np.ndarray:
-        """``evaluate(grid)`` on each uniform run of ``frequency``; all NaN (every
-        frequency degenerate) when there are fewer points than parameters."""
-        values = np.full((frequency.size, *shape), np.nan)
+    def _on_grid(self, frequency: np.ndarray, evaluate, shape: tuple[int, ...]) -> np.ndarray:
+        """``evaluate(grid)`` on the grid of ``frequency`` (sorted, distinct);
+        all NaN (every frequency degenerate) when there are fewer points than
+        parameters."""
         if self.t.size < 2 + self.floating_mean:
-            return values
-        runs = uniform_runs(frequency, MAX_RUNS)
-        if runs is None:
-            raise ValueError(
-                f"freqs: the {frequency.size} distinct frequencies are not on at most {MAX_RUNS} "
-                "uniform runs f0 + k * df; clperiod evaluates uniform grids (np.linspace or "
-                "np.arange arrays) and a few thousand arbitrary frequencies for now"
-            )
-        for start, grid in runs:
-            values[start : start + grid.nf] = evaluate(grid)
-        return values
+            return np.full((frequency.size, *shape), np.nan)
+        return evaluate(FrequencyGrid.from_frequencies(frequency))
 
-    def _run_psd(self, grid: FrequencyGrid) -> np.ndarray:
-        return 2 * self._run_power(grid, "psd")
+    def _psd(self, grid: FrequencyGrid | FrequencyArray) -> np.ndarray:
+        return 2 * self._power(grid, "psd")
 
-    def _run_standard(self, grid: FrequencyGrid) -> np.ndarray:
-        return self._run_power(grid, "standard")
+    def _standard(self, grid: FrequencyGrid | FrequencyArray) -> np.ndarray:
+        return self._power(grid, "standard")
 
-    def _run_power(self, grid: FrequencyGrid, normalization: Normalization) -> np.ndarray:
+    def _power(
+        self, grid: FrequencyGrid | FrequencyArray, normalization: Normalization
+    ) -> np.ndarray:
         return multiterm_power(
             self.t,
             self.y,
@@ -237,7 +226,7 @@ class _Fit:
             device=self.device,
         )
 
-    def _run_coefficients(self, grid: FrequencyGrid) -> np.ndarray:
+    def _coefficients(self, grid: FrequencyGrid | FrequencyArray) -> np.ndarray:
         coefficients = multiterm_coefficients(
             self.t,
             self.y,

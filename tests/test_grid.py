@@ -9,7 +9,7 @@ import pytest
 from astropy.timeseries import LombScargle
 
 from clperiod.catalog import Catalog
-from clperiod.grid import FrequencyGrid
+from clperiod.grid import FrequencyArray, FrequencyGrid, search_grid
 
 SDSS = Path(__file__).resolve().parents[1] / "clperiod" / "data" / "SDSS_stripe82_band_z.txt"
 
@@ -160,3 +160,105 @@ def test_nf_must_be_an_integer():
         FrequencyGrid(0.1, 0.1, 10.5)
     assert FrequencyGrid(0.1, 0.1, np.int64(3)).nf == 3
     assert FrequencyGrid(0.1, 0.1, 2**31 - 1).nf == 2**31 - 1
+
+
+# {{{ any frequencies
+
+
+@pytest.mark.parametrize("values", [
+    np.linspace(0.1, 5.0, 1000),
+    np.arange(0.0, 3.0, 0.01),
+    FrequencyGrid.from_range(0.3, 7.0, 333).frequencies(),
+    np.array([2.5]),
+    np.array([0.0]),
+])
+def test_from_frequencies_recognises_a_uniform_grid(values):
+    grid = FrequencyGrid.from_frequencies(values)
+    assert type(grid) is FrequencyGrid and grid.nf == values.size
+    assert grid.fmin == values[0]
+    tolerance = 8 * np.finfo(np.float64).eps * values[-1]
+    np.testing.assert_allclose(grid.frequencies(), values, rtol=0, atol=tolerance)
+    assert search_grid(grid) == (grid, None)
+
+
+@pytest.mark.parametrize("values", [
+    1.0 / np.linspace(0.5, 10.0, 200),  # uniform in period
+    np.geomspace(0.01, 10.0, 300),  # log-spaced
+    0.2 + np.cumsum(1e-3 * np.cumprod(np.full(2000, 1 + 1e-12))),  # spacing drifts slowly
+    np.linspace(0.1, 5.0, 1000)[::-1],  # uniform but falling
+    np.array([0.3, 0.1, 0.2]),
+    np.array([1.0, 1.0]),
+    np.concatenate([np.linspace(0.1, 1.0, 10), [1.5], np.linspace(2.0, 3.0, 11)]),
+])
+def test_from_frequencies_keeps_other_arrays_as_given(values):
+    grid = FrequencyGrid.from_frequencies(values)
+    assert isinstance(grid, FrequencyArray)
+    np.testing.assert_array_equal(grid.frequencies(), values)
+    np.testing.assert_array_equal(grid.periods(), 1.0 / values)
+    assert grid.nf == len(grid) == values.size
+    assert (grid.fmin, grid.fmax) == (values.min(), values.max())
+    assert grid.frequency(1) == values[1] and isinstance(grid.frequency(1), float)
+    np.testing.assert_array_equal(grid.frequency(np.array([0, 1])), values[:2])
+    with pytest.raises(IndexError):
+        grid.frequency(values.size)
+    with pytest.raises(TypeError):
+        grid.frequency(0.5)
+    searched, positions = search_grid(grid)
+    distinct = np.unique(values)
+    np.testing.assert_allclose(searched.frequencies(), distinct, rtol=0,
+                               atol=8 * np.finfo(np.float64).eps * distinct[-1])
+    evaluated = searched.frequencies() if positions is None else searched.frequencies()[positions]
+    np.testing.assert_allclose(evaluated, values, rtol=0,
+                               atol=8 * np.finfo(np.float64).eps * distinct[-1])
+    assert search_grid(grid)[0] is searched  # computed once
+
+
+def test_search_grid_of_arrays():
+    rising = FrequencyGrid.from_frequencies(np.geomspace(0.1, 1.0, 50))
+    assert search_grid(rising) == (rising, None)
+    falling = FrequencyGrid.from_frequencies(np.linspace(0.1, 1.0, 50)[::-1])
+    uniform, positions = search_grid(falling)  # a uniform kernel's grid, read backwards
+    assert type(uniform) is FrequencyGrid and uniform.nf == 50
+    np.testing.assert_array_equal(positions, np.arange(50)[::-1])
+    repeated = FrequencyGrid.from_frequencies([0.5, 0.2, 0.5, 0.9])
+    distinct, positions = search_grid(repeated)
+    np.testing.assert_array_equal(distinct.frequencies(), [0.2, 0.5, 0.9])
+    np.testing.assert_array_equal(positions, [1, 0, 1, 2])
+    with pytest.raises(TypeError, match="grid must be a FrequencyGrid or FrequencyArray"):
+        search_grid(np.array([0.1, 0.2]))
+
+
+def test_frequency_arrays_are_values():
+    values = np.array([0.3, 0.1, 0.2])
+    grid = FrequencyGrid.from_frequencies(values)
+    values[0] = 7.0  # the grid holds a copy
+    assert grid.frequencies()[0] == 0.3
+    out = grid.frequencies()
+    out[0] = 9.0
+    assert grid.frequencies()[0] == 0.3
+    same = FrequencyArray([0.3, 0.1, 0.2])
+    assert grid == same and hash(grid) == hash(same) and grid != FrequencyArray([0.3, 0.1])
+    assert "FrequencyArray(nf=3" in repr(grid)
+    assert FrequencyGrid.from_frequencies([1, 3, 2]).frequencies().dtype == np.float64
+
+
+@pytest.mark.parametrize("values, error, match", [
+    ([], ValueError, "frequencies must not be empty"),
+    ([[0.1, 0.2]], ValueError, r"frequencies must be a 1-D array, got shape \(1, 2\)"),
+    (0.5, ValueError, "frequencies must be a 1-D array"),
+    ([0.1, -0.2], ValueError, r"frequencies must be finite and >= 0, got -0.2 at index 1"),
+    ([0.1, np.nan], ValueError, "frequencies must be finite and >= 0, got nan"),
+    ([np.inf], ValueError, "frequencies must be finite and >= 0, got inf"),
+    (["0.1", "0.2"], TypeError, "frequencies must be real numbers"),
+    ([True, False], TypeError, "frequencies must be real numbers"),
+    ([1 + 2j], TypeError, "frequencies must be real numbers"),
+    (np.ma.masked_array([0.1, 0.2], [False, True]), ValueError, "frequencies has 1 masked"),
+])
+def test_from_frequencies_bad_input(values, error, match):
+    with pytest.raises(error, match=match):
+        FrequencyGrid.from_frequencies(values)
+    with pytest.raises(error, match=match):
+        FrequencyArray(values)
+
+
+# }}}

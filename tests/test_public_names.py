@@ -18,9 +18,10 @@ import pytest
 import clperiod
 from clperiod import _moved
 
-TOP_LEVEL = ["Catalog", "DeviceInfo", "FrequencyGrid", "LombScargleResult", "Status",
-             "SuperSmootherResult", "__version__", "kepler", "list_devices", "lombscargle",
-             "lombscargle_async", "orbits", "select_devices", "singlepulse", "supersmoother"]
+TOP_LEVEL = ["Catalog", "DeviceInfo", "FrequencyArray", "FrequencyGrid", "LombScargleResult",
+             "Status", "SuperSmootherResult", "__version__", "kepler", "list_devices",
+             "lombscargle", "lombscargle_async", "orbits", "select_devices", "singlepulse",
+             "supersmoother"]
 
 #: The ``__all__`` of each public module.
 PUBLIC_MODULES = {
@@ -37,9 +38,8 @@ PUBLIC_MODULES = {
     "clperiod.pipeline": ["ALGORITHMS", "AutoGrid", "CatalogRun", "GridResolutionWarning",
                           "PeriodSearch", "catalog_extent", "default_plot_labels",
                           "run_catalog", "work_directory"],
-    "clperiod.astropy": ["LombScargle", "MAX_GRIDS", "lombscargle_clperiod",
-                         "register_astropy_method"],
-    "clperiod.scipy": ["MAX_RUNS", "lombscargle"],
+    "clperiod.astropy": ["LombScargle", "lombscargle_clperiod", "register_astropy_method"],
+    "clperiod.scipy": ["lombscargle"],
     "clperiod.plot": ["PlotLabels", "file_stem", "plot_objects", "plot_result"],
 }
 

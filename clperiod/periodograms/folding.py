@@ -24,7 +24,7 @@ from clperiod import checks
 from clperiod.catalog import Catalog
 from clperiod.engine import kernels
 from clperiod.engine.devices import DeviceInfo, get_queue, require_fp64, select_devices, upload
-from clperiod.grid import FrequencyGrid
+from clperiod.grid import FrequencyArray, FrequencyGrid, split_float32
 
 __all__ = [
     "FoldedSorted",
@@ -76,7 +76,7 @@ class FoldedSorted:
 
 def fold_and_sort(
     catalog: Catalog,
-    grid: FrequencyGrid,
+    grid: FrequencyGrid | FrequencyArray,
     *,
     precision: Literal["fp64", "fp32"] = "fp64",
     method: SortMethod = "auto",
@@ -89,7 +89,8 @@ def fold_and_sort(
     catalog
         The light curves (only ``t`` is used).
     grid
-        Trial frequencies.
+        Trial frequencies: a uniform grid, or any array (folded in its
+        order).
     precision
         Type of the phases; fp32 phases are formed from double-single inputs
         and stay accurate to ~1e-7 cycles for raw MJD/BJD times.
@@ -151,29 +152,38 @@ class FoldInputs:
 
     Times are taken relative to each object's earliest one (in float64);
     fp64 and ``compat`` kernels get them in the kernel type with ``fmin`` and
-    ``df``, other fp32 kernels the double-single phase inputs of
-    :meth:`~clperiod.FrequencyGrid.phase_inputs`.
+    ``df`` (or the array of frequencies), other fp32 kernels the double-single
+    phase inputs of :meth:`~clperiod.FrequencyGrid.phase_inputs` (or the
+    float32 pairs of the times and of the frequencies,
+    :func:`clperiod.grid.split_float32`). ``arbitrary`` says which
+    (the kernels' render parameter).
     """
 
     def __init__(
         self,
         queue: cl.CommandQueue,
         catalog: Catalog,
-        grid: FrequencyGrid,
+        grid: FrequencyGrid | FrequencyArray,
         fp64: bool,
         compat: bool = False,
     ):
         self.queue = queue
         self.fp64, self.compat = fp64, compat
+        self.arbitrary = not isinstance(grid, FrequencyGrid)
         self.real = "double" if fp64 else "float"
         self.lengths_host = catalog.lengths
         owner = np.repeat(np.arange(catalog.n_objects), catalog.lengths)
         tau = catalog.t - catalog.start_times()[owner]
-        if fp64 or compat:
-            dtype = np.float64 if fp64 else np.float32
+        dtype = np.float64 if fp64 else np.float32
+        if isinstance(grid, FrequencyGrid) and (fp64 or compat):
             self.phase_args = [self.upload(tau.astype(dtype)), dtype(grid.fmin), dtype(grid.df)]
-        else:
+        elif isinstance(grid, FrequencyGrid):
             self.phase_args = [self.upload(a) for a in grid.phase_inputs(tau)]
+        elif fp64 or compat:
+            self.phase_args = [self.upload(a.astype(dtype)) for a in (tau, grid.frequencies())]
+        else:
+            pairs = (*split_float32(tau), *split_float32(grid.frequencies()))
+            self.phase_args = [self.upload(a) for a in pairs]
         self.starts = self.upload(catalog.offsets[:-1].astype(np.int32))
         self.lengths = self.upload(catalog.lengths.astype(np.int32))
 
@@ -246,6 +256,7 @@ class FoldSorter:
             wg=self.wg,
             nmax=min(self.nmax, BITONIC_MAX),
             compat=self.inputs.compat,
+            arbitrary=self.inputs.arbitrary,
         )
         return kernel
 

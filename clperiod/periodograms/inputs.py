@@ -10,7 +10,7 @@ import numpy as np
 
 from clperiod import checks
 from clperiod.catalog import Catalog, Status, catalog_of, is_lightcurve_list
-from clperiod.grid import FrequencyGrid
+from clperiod.grid import FrequencyArray, FrequencyGrid
 
 __all__ = [
     "NO_PEAK",
@@ -65,7 +65,7 @@ class PeakResults:
     frequency_best: np.ndarray
     top_k_frequency: np.ndarray
     catalog: Catalog
-    grid: FrequencyGrid
+    grid: FrequencyGrid | FrequencyArray
 
     @property
     def period(self) -> np.ndarray:
@@ -133,14 +133,14 @@ def progress_bar(enabled: bool, total: int, desc: str) -> Iterator[Any]:
 
 
 def top_k_arrays(
-    top_val: np.ndarray, top_idx: np.ndarray, grid: FrequencyGrid
+    top_val: np.ndarray, top_idx: np.ndarray, grid: FrequencyGrid | FrequencyArray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Powers and frequencies of the top-k slots, NaN where no peak filled them."""
+    """Powers and frequencies of the top-k slots (``top_idx``: indices of
+    ``grid``), NaN where no peak filled them."""
     found = top_idx != NO_PEAK
-    return (
-        np.where(found, top_val, np.nan),
-        np.where(found, grid.fmin + top_idx * grid.df, np.nan),
-    )
+    frequency = np.full(top_idx.shape, np.nan)
+    frequency[found] = grid.frequency(top_idx[found])
+    return np.where(found, top_val, np.nan), frequency
 
 
 def blank_failed(

@@ -44,7 +44,7 @@ from clperiod.engine.devices import (
 from clperiod.engine.planner import Batch, KernelShape, MemoryBudget, batch_bounds, plan_batches
 from clperiod.engine.scheduler import BATCHES_PER_DEVICE, run_on_devices
 from clperiod.engine.staging import Staging, check_periodogram_memory, periodogram_array
-from clperiod.grid import FrequencyGrid
+from clperiod.grid import FrequencyArray, FrequencyGrid, search_grid, split_float32
 from clperiod.periodograms import nufft, stats
 from clperiod.periodograms.algorithm import prefers_nufft
 from clperiod.periodograms.inputs import (
@@ -92,8 +92,9 @@ class LombScargleResult(PeakResults):
     status : ndarray of Status
         Per-object status (OK, TOO_FEW_POINTS, ZERO_VARIANCE, ...).
     power : ndarray, shape (n_objects, nf), or None
-        Full periodograms (kernel precision) when requested.
-    grid : FrequencyGrid
+        Full periodograms (kernel precision) when requested; columns in the
+        order of ``grid.frequencies()``.
+    grid : FrequencyGrid or FrequencyArray
         The frequency grid evaluated.
     """
 
@@ -104,7 +105,7 @@ class LombScargleResult(PeakResults):
     top_k_power: np.ndarray
     status: np.ndarray
     power: np.ndarray | None
-    grid: FrequencyGrid
+    grid: FrequencyGrid | FrequencyArray
     method: str
     normalization: str
     precision: str
@@ -123,8 +124,8 @@ class LombScargleResult(PeakResults):
         ----------
         method
             ``"baluev"`` (default, astropy's), ``"davies"``, ``"naive"`` or
-            ``"townsend"`` (Townsend 2010, eq. 3, with the grid size as the
-            number of independent frequencies).
+            ``"townsend"`` (Townsend 2010, eq. 3, with the number of distinct
+            grid frequencies as the number of independent frequencies).
         power
             Powers to evaluate, shape ``(n_objects,)`` or ``(n_objects, k)``,
             in this result's normalization; default ``power_best``.
@@ -146,7 +147,7 @@ class LombScargleResult(PeakResults):
             method=method,
             fit_mean=self.fit_mean,
             center_data=self.center_data,
-            nf=self.grid.nf,
+            nf=search_grid(self.grid)[0].nf,
         )
         ok = (self.status == Status.OK).reshape((-1,) + (1,) * (fap.ndim - 1))
         return np.where(ok, fap, np.nan)
@@ -154,7 +155,7 @@ class LombScargleResult(PeakResults):
 
 def lombscargle(
     cat_or_t: Catalog | np.ndarray,
-    grid: FrequencyGrid,
+    grid: FrequencyGrid | FrequencyArray,
     y: np.ndarray | None = None,
     dy: np.ndarray | None = None,
     *,
@@ -181,10 +182,17 @@ def lombscargle(
         A :class:`Catalog`, or the times of one light curve (then give ``y``
         and optionally ``dy``).
     grid
-        Uniform frequency grid (ordinary frequency, cycles per time unit).
-        The power at a frequency of 0 (``fmin = 0``) is NaN, as astropy's:
-        the sine term vanishes there, so no sinusoid fits; peaks are found
-        among the other frequencies.
+        Ordinary frequencies (cycles per time unit): a uniform
+        :class:`FrequencyGrid`, or any frequencies
+        (:meth:`FrequencyGrid.from_frequencies`: uniform in period,
+        log-spaced, unsorted, repeated). Each frequency of a
+        :class:`~clperiod.grid.FrequencyArray` is evaluated as it would be
+        alone (one exact phase per point and frequency, about ``m`` times
+        the cost of a uniform grid's strip recurrence); periodogram columns
+        follow its order and peaks are local maxima along frequency. The
+        power at a frequency of 0 is NaN, as astropy's: the sine term
+        vanishes there, so no sinusoid fits; peaks are found among the
+        other frequencies.
     y, dy
         Values and uncertainties when ``cat_or_t`` is a time array.
     method
@@ -217,10 +225,12 @@ def lombscargle(
         ``clperiod.engine.fft.fft_inplace``), which cost about
         ``N_points w + nf log nf`` (``w``: kernel width, 13 at ``eps=1e-9``),
         for long light curves on large grids. Every method, normalization,
-        ``fit_mean``/``center_data`` and precision is supported. ``"auto"``:
-        each object by the path a cost model predicts faster
+        ``fit_mean``/``center_data`` and precision is supported. It needs
+        evenly spaced frequencies: a FrequencyArray whose distinct
+        frequencies are not raises ValueError. ``"auto"``: each object by
+        the path a cost model predicts faster
         (:mod:`clperiod.periodograms.algorithm`); a catalog of short and
-        long light curves runs both.
+        long light curves runs both; uneven frequencies run directly.
     eps
         Accuracy of the ``"nufft"`` powers relative to each object's peak
         power; default ``1e-9`` (fp64) or ``1e-5`` (fp32). Not with
@@ -253,8 +263,11 @@ def lombscargle(
 
     Raises
     ------
+    TypeError
+        ``grid`` is not a FrequencyGrid or FrequencyArray.
     ValueError
-        Bad options or data, or fp64 requested on a device without fp64.
+        Bad options or data, fp64 requested on a device without fp64, or
+        ``algorithm="nufft"`` with frequencies that are not evenly spaced.
     MemoryError
         ``periodogram=True`` asks for more host memory than is available
         (:func:`clperiod.engine.staging.available_host_memory`; the message names
@@ -285,7 +298,7 @@ def lombscargle(
 
 def lombscargle_async(
     cat_or_t: Catalog | np.ndarray,
-    grid: FrequencyGrid,
+    grid: FrequencyGrid | FrequencyArray,
     y: np.ndarray | None = None,
     dy: np.ndarray | None = None,
     **options: Any,
@@ -342,38 +355,39 @@ def _start(
     )
     eps = _check_algorithm(algorithm, eps)
     catalog = _as_catalog(cat_or_t, y, dy, method, nan_policy)
-    if not isinstance(grid, FrequencyGrid):
-        raise TypeError(f"grid must be a FrequencyGrid, got {type(grid).__name__}")
-    if grid.fmax == 0:
-        raise ValueError(f"grid has no frequency above 0 (the power at f = 0 is NaN); got {grid}")
-    if grid.nf > MAX_NF:
-        raise ValueError(
-            f"grids of more than {MAX_NF} frequencies are not supported "
-            f"(int32 frequency indices); split the range, got nf={grid.nf}"
-        )
+    searched, positions = _searched_grid(grid, algorithm)
     devices = select_devices(device)
     if options.fp64:
         for info in devices:
             require_fp64(info)
     lengths = np.where(catalog.lengths >= options.min_points, catalog.lengths, 0)
     if periodogram:  # before the plan, which counts on the rest of the host's memory
-        check_periodogram_memory(catalog.n_objects, grid.nf, options.dtype)
+        columns = searched.nf + (grid.nf if positions is not None else 0)
+        check_periodogram_memory(catalog.n_objects, columns, options.dtype)
 
     def assemble(results: list[_BatchResult]) -> LombScargleResult:
         return _assemble(
-            results, catalog, grid, options, power, devices, method, precision, started
+            results,
+            catalog,
+            _Frequencies(grid, searched, positions),
+            options,
+            power,
+            devices,
+            method,
+            precision,
+            started,
         )
 
-    if algorithm != "direct":
-        plan = nufft.NufftPlan.build(grid, precision, eps)
+    if algorithm != "direct" and isinstance(searched, FrequencyGrid):
+        plan = nufft.NufftPlan.build(searched, precision, eps)
         by_nufft = (
             np.ones(catalog.n_objects, dtype=bool)
             if algorithm == "nufft"
-            else prefers_nufft(lengths, grid.nf, plan.n_grid, plan.width, devices)
+            else prefers_nufft(lengths, searched.nf, plan.n_grid, plan.width, devices)
         )
         if by_nufft.any():
             power = (
-                _result_array(devices, (catalog.n_objects, grid.nf), options)
+                _result_array(devices, (catalog.n_objects, searched.nf), options)
                 if periodogram
                 else None
             )
@@ -383,19 +397,21 @@ def _start(
                 )
             else:
                 results = _run_mixed(
-                    devices, plan, catalog, grid, lengths, by_nufft, options, power, profile
+                    devices, plan, catalog, searched, lengths, by_nufft, options, power, profile
                 )
             return Deferred.ready(assemble(results))
     compensated = not options.fp64 and int(lengths.max(initial=0)) > COMPENSATE_ABOVE
     shape = _kernel_shape(devices, options, compensated)
     # a queued batch shares the device with the next call's: half the budget each
     defer = defer and len(devices) == 1 and not progress
-    batches = _plan(devices, shape, lengths, grid, options, 0.5 if defer else 1.0)
-    power = _result_array(devices, (catalog.n_objects, grid.nf), options) if periodogram else None
+    batches = _plan(devices, shape, lengths, searched, options, 0.5 if defer else 1.0)
+    power = (
+        _result_array(devices, (catalog.n_objects, searched.nf), options) if periodogram else None
+    )
 
     def batch_work(info: DeviceInfo, batch: Batch) -> _QueuedBatch:
         return _enqueue_batch(
-            info, batch, shape, compensated, catalog, grid, options, power, profile
+            info, batch, shape, compensated, catalog, searched, options, power, profile
         )
 
     if defer and len(batches) == 1:
@@ -411,10 +427,46 @@ def _start(
     return Deferred.ready(assemble(results))
 
 
+@dataclass(frozen=True)
+class _Frequencies:
+    """A search's grid, the frequencies its kernels evaluate and where the
+    grid's lie among them (:func:`clperiod.grid.search_grid`)."""
+
+    grid: FrequencyGrid | FrequencyArray
+    searched: FrequencyGrid | FrequencyArray
+    positions: np.ndarray | None
+
+    def columns(self, power: np.ndarray | None) -> np.ndarray | None:
+        """Periodograms over the searched frequencies as periodograms over the grid's."""
+        if power is None or self.positions is None:
+            return power
+        return power[:, self.positions]
+
+
+def _searched_grid(
+    grid: Any, algorithm: str
+) -> tuple[FrequencyGrid | FrequencyArray, np.ndarray | None]:
+    """:func:`clperiod.grid.search_grid` of ``grid``, checked for ``algorithm``."""
+    searched, positions = search_grid(grid)
+    if searched.fmax == 0:
+        raise ValueError(f"grid has no frequency above 0 (the power at f = 0 is NaN); got {grid}")
+    if searched.nf > MAX_NF:
+        raise ValueError(
+            f"grids of more than {MAX_NF} frequencies are not supported "
+            f"(int32 frequency indices); split the range, got nf={searched.nf}"
+        )
+    if algorithm == "nufft" and not isinstance(searched, FrequencyGrid):
+        raise ValueError(
+            f"algorithm='nufft' evaluates evenly spaced frequencies, and the {searched.nf} "
+            "distinct frequencies of this FrequencyArray are not: use algorithm='direct'"
+        )
+    return searched, positions
+
+
 def _assemble(
     results: list[_BatchResult],
     catalog: Catalog,
-    grid: FrequencyGrid,
+    frequencies: _Frequencies,
     options: _Options,
     power: np.ndarray | None,
     devices: list[DeviceInfo],
@@ -425,12 +477,13 @@ def _assemble(
     """The result of a search from its batches' results (in catalog order)."""
     top_val = np.concatenate([r.val for r in results])
     top_idx = np.concatenate([r.idx for r in results])
-    top_val, top_freq = top_k_arrays(top_val, top_idx, grid)
+    top_val, top_freq = top_k_arrays(top_val, top_idx, frequencies.searched)
     status = _search_status(
         catalog, np.concatenate([r.status for r in results]), top_val[:, 0], options
     )
     if power is not None and options.normalization == "psd" and not options.fp64:
         _check_float32_psd(np.concatenate([r.psd_scale for r in results]), status, catalog)
+    power = frequencies.columns(power)
     blank_failed(status, top_val, top_freq, power)
     timings = summed_seconds(results)
     return LombScargleResult(
@@ -441,7 +494,7 @@ def _assemble(
         top_k_power=top_val,
         status=status,
         power=power,
-        grid=grid,
+        grid=frequencies.grid,
         method=method,
         normalization=options.normalization,
         precision=precision,
@@ -712,7 +765,9 @@ class _Prepared:
 _STEP_INPUT = {True: "cd", False: "vd"}
 
 
-def _prepare(catalog: Catalog, grid: FrequencyGrid, options: _Options) -> _Prepared:
+def _prepare(
+    catalog: Catalog, grid: FrequencyGrid | FrequencyArray, options: _Options
+) -> _Prepared:
     """The kernel inputs of ``catalog``, in NumPy (what ``ls_prepare`` computes on
     the device)."""
     status = np.full(catalog.n_objects, Status.OK, dtype=np.int8)
@@ -740,19 +795,19 @@ def _prepare(catalog: Catalog, grid: FrequencyGrid, options: _Options) -> _Prepa
 
     tr = t - np.repeat(reference_times(catalog), lengths)
     dtype = options.dtype
-    step = 2 * np.pi * grid.df * tr
-    arrays = {
-        _STEP_INPUT[options.fp64]: (
-            np.cos(step) if options.fp64 else 4 * np.sin(0.5 * step) ** 2
-        ).astype(dtype, copy=False),
-        "sd": np.sin(step).astype(dtype, copy=False),
-        "w": wn.astype(dtype, copy=False),
-        "wy": (wn * u).astype(dtype, copy=False),
-    }
+    arrays = {"w": wn.astype(dtype, copy=False), "wy": (wn * u).astype(dtype, copy=False)}
     if options.fp64:
         arrays["t"] = tr
-    else:
+    elif isinstance(grid, FrequencyGrid):
         arrays["a"], arrays["bh"], arrays["bl"] = grid.phase_inputs(tr)
+    else:
+        arrays["th"], arrays["tl"] = split_float32(tr)
+    if isinstance(grid, FrequencyGrid):
+        step = 2 * np.pi * grid.df * tr
+        arrays[_STEP_INPUT[options.fp64]] = (
+            np.cos(step) if options.fp64 else 4 * np.sin(0.5 * step) ** 2
+        ).astype(dtype, copy=False)
+        arrays["sd"] = np.sin(step).astype(dtype, copy=False)
     return _Prepared(status, offsets, arrays, yy, psd_scale)
 
 
@@ -780,9 +835,11 @@ def _kernel_shape(devices: list[DeviceInfo], options: _Options, compensated: boo
 
 
 def _kernel_params(
-    info: DeviceInfo, shape: KernelShape, options: _Options, compensated: bool
+    info: DeviceInfo, shape: KernelShape, options: _Options, compensated: bool, arbitrary: bool
 ) -> dict:
-    """Template parameters of the tile kernel on ``info``."""
+    """Template parameters of the tile kernel on ``info`` (``arbitrary``: the
+    frequencies come from an array; its local variant stages a point per
+    work-item)."""
     use_local = info.kind == "gpu" if options.memory == "auto" else options.memory == "local"
     return dict(
         real="double" if options.fp64 else "float",
@@ -794,7 +851,8 @@ def _kernel_params(
         top_k=options.top_k,
         write_power=options.periodogram,
         compensated=compensated,
-        points_per_tile=32,
+        points_per_tile=shape.wg if arbitrary else 32,
+        arbitrary=arbitrary,
     )
 
 
@@ -809,15 +867,19 @@ def _plan(devices, shape, lengths, grid, options, share: float) -> list[Batch]:
     that is searched (0 for too few points)."""
     smallest = min(devices, key=lambda d: (d.global_mem, d.max_alloc))
     real_bytes = np.dtype(options.dtype).itemsize
-    # t (fp64) or the phase inputs a, b_hi, b_lo (fp32), then step, sd, w, wy,
-    # and the raw t, y, dy that the device preparation reads
-    point_bytes = (8 + 4 * real_bytes if options.fp64 else 3 * 4 + 4 * real_bytes) + 3 * 8
+    # the raw t, y, dy that the device preparation reads, then t (fp64) or
+    # its phase inputs (fp32: a, b_hi, b_lo; t_hi, t_lo for an array of
+    # frequencies), w, wy, and a uniform grid's step and sd
+    point_bytes = 3 * 8 + 8 + 2 * real_bytes
+    if isinstance(grid, FrequencyGrid):
+        point_bytes += (0 if options.fp64 else 4) + 2 * real_bytes
+    frequency_bytes = 0 if isinstance(grid, FrequencyGrid) else 8 * grid.nf
     result_bytes = len(lengths) * grid.nf * real_bytes if options.periodogram else 0
     return plan_batches(
         lengths,
         grid.nf,
         shape,
-        MemoryBudget.of(smallest, host_reserved=result_bytes, share=share),
+        MemoryBudget.of(smallest, held=frequency_bytes, host_reserved=result_bytes, share=share),
         point_bytes=point_bytes,
         real_bytes=real_bytes,
         top_k=options.top_k,
@@ -839,7 +901,26 @@ def _min_batches(n_devices: int, pairs: int) -> int:
     return n_devices * max(1, min(BATCHES_PER_DEVICE, per_device))
 
 
-_POINT_ORDER = {True: ("t",), False: ("a", "bh", "bl")}
+def _point_order(grid: FrequencyGrid | FrequencyArray, fp64: bool) -> tuple[list, list]:
+    """Names of the tile kernel's per-point inputs in its argument order:
+    the phase inputs (before the grid's arguments), then the others."""
+    if not isinstance(grid, FrequencyGrid):
+        return (["t"] if fp64 else ["th", "tl"]), ["w", "wy"]
+    return (["t"] if fp64 else ["a", "bh", "bl"]), [_STEP_INPUT[fp64], "sd", "w", "wy"]
+
+
+def _grid_arguments(
+    grid: FrequencyGrid | FrequencyArray, options: _Options, staging: Staging
+) -> list:
+    """The tile kernel's grid arguments: a uniform grid's ``fmin`` and ``df``
+    (fp64; fp32 has them in its phase inputs), or an array's frequencies
+    (fp64) or their float32 pairs (fp32), to be uploaded by ``staging``."""
+    if isinstance(grid, FrequencyGrid):
+        return [np.float64(grid.fmin), np.float64(grid.df)] if options.fp64 else []
+    values = grid.frequencies()
+    if options.fp64:
+        return [staging.upload(values)]
+    return [staging.upload(part) for part in split_float32(values)]
 
 
 def _result_array(devices: list[DeviceInfo], shape: tuple[int, int], options: _Options):
@@ -897,7 +978,7 @@ def _enqueue_batch(
     shape: KernelShape,
     compensated: bool,
     catalog: Catalog,
-    grid: FrequencyGrid,
+    grid: FrequencyGrid | FrequencyArray,
     options: _Options,
     power: np.ndarray | None,
     profile: bool = False,
@@ -917,7 +998,7 @@ def _enqueue_batch(
         context,
         "lombscargle",
         ("ls_tiles", "ls_merge_topk"),
-        **_kernel_params(info, shape, options, compensated),
+        **_kernel_params(info, shape, options, compensated, not isinstance(grid, FrequencyGrid)),
     )
     dtype = options.dtype
     itemsize = np.dtype(dtype).itemsize
@@ -930,10 +1011,8 @@ def _enqueue_batch(
         out_val, out_idx = staging.result((n_obj, k), dtype), staging.result((n_obj, k), np.int32)
         prepare = _prepare_on_device if _prepares_on_device(info) else _prepare_on_host
         inputs = prepare(queue, catalog.slice(o0, batch.obj_stop), grid, options, staging)
-        phases = inputs.phases
-        if options.fp64:
-            phases = [*phases, np.float64(grid.fmin), np.float64(grid.df)]
-        points, objs = inputs.points, inputs.objects
+        phases, points, objs = [*inputs.phases, *inputs.grid], inputs.points, inputs.objects
+        zero_bin = 0 if grid.fmin == 0 else -1
         part_val = staging.buffer(n_obj * n_tiles * k * itemsize)
         part_idx = staging.buffer(n_obj * n_tiles * k * 4)
         events: dict[str, list[cl.Event]] = {"tiles_s": [], "merge_s": [], "copy_s": []}
@@ -955,7 +1034,7 @@ def _enqueue_batch(
                 *points,
                 *objs,
                 np.int32(grid.nf),
-                np.int32(0 if grid.fmin == 0 else -1),
+                np.int32(zero_bin),
                 np.int32(n_tiles),
                 np.int32(chunk.obj_lo),
                 np.int32(chunk.tile_first),
@@ -1003,8 +1082,9 @@ class _DeviceInputs:
     order) and the batch's per-object status (filled once the batch's
     commands have run)."""
 
-    phases: list  # t (fp64) or a, b_hi, b_lo (fp32)
-    points: list  # phase step, sd, w, wy
+    phases: list  # t (fp64) or a, b_hi, b_lo (fp32; t_hi, t_lo for an array of frequencies)
+    grid: list  # the grid's arguments (_grid_arguments)
+    points: list  # phase step and sd (uniform grids), w, wy
     objects: list  # start, points searched, yy, psd scale
     status: np.ndarray
     psd_scale: np.ndarray  # float64, scales the peak powers of normalization "psd"
@@ -1021,18 +1101,22 @@ def _prepares_on_device(info: DeviceInfo) -> bool:
 
 
 def _prepare_on_host(
-    queue, catalog: Catalog, grid: FrequencyGrid, options: _Options, staging: Staging
+    queue,
+    catalog: Catalog,
+    grid: FrequencyGrid | FrequencyArray,
+    options: _Options,
+    staging: Staging,
 ) -> _DeviceInputs:
     """:func:`_prepare` on the host, then the uploads (``staging`` sends them)."""
     prepared = _prepare(catalog, grid, options)
     rows = prepared.point_arrays
     with np.errstate(over="ignore"):  # psd factors beyond float32 (checked at the end)
         psd_factor: np.ndarray = prepared.psd_scale.astype(options.dtype)
+    phase_names, point_names = _point_order(grid, options.fp64)
     inputs = _DeviceInputs(
-        phases=[staging.upload(rows[name]) for name in _POINT_ORDER[options.fp64]],
-        points=[
-            staging.upload(rows[name]) for name in (_STEP_INPUT[options.fp64], "sd", "w", "wy")
-        ],
+        phases=[staging.upload(rows[name]) for name in phase_names],
+        grid=_grid_arguments(grid, options, staging),
+        points=[staging.upload(rows[name]) for name in point_names],
         objects=[
             staging.upload(prepared.offsets[:-1].astype(np.int32)),
             staging.upload(np.diff(prepared.offsets).astype(np.int32)),
@@ -1047,7 +1131,11 @@ def _prepare_on_host(
 
 
 def _prepare_on_device(
-    queue, catalog: Catalog, grid: FrequencyGrid, options: _Options, staging: Staging
+    queue,
+    catalog: Catalog,
+    grid: FrequencyGrid | FrequencyArray,
+    options: _Options,
+    staging: Staging,
 ) -> _DeviceInputs:
     """Upload the raw ``t, y, dy`` (``staging`` sends them) and queue
     ``ls_prepare`` (``cl_kernels/lsprepare.mako``), which does
@@ -1068,6 +1156,7 @@ def _prepare_on_device(
         ok=int(Status.OK),
         too_few=int(Status.TOO_FEW_POINTS),
         zero_variance=int(Status.ZERO_VARIANCE),
+        arbitrary=not isinstance(grid, FrequencyGrid),
     )
     raw = [staging.upload(catalog.t), staging.upload(catalog.y)]
     if dy is not None:
@@ -1077,12 +1166,15 @@ def _prepare_on_device(
     def empty(n: int, dtype) -> cl.MemoryObjectHolder:
         return staging.buffer(n * np.dtype(dtype).itemsize)
 
-    phases = (
-        [empty(n_points, np.float64)]
-        if options.fp64
-        else [empty(n_points, np.float32) for _ in range(3)]
+    phase_names, point_names = _point_order(grid, options.fp64)
+    phases = [empty(n_points, np.float64 if options.fp64 else np.float32) for _ in phase_names]
+    points = [empty(n_points, options.dtype) for _ in point_names]
+    grid_arguments = _grid_arguments(grid, options, staging)
+    steps = (
+        [np.float64(grid.fmin), np.float64(grid.df), np.float64(2 * np.pi * grid.df)]
+        if isinstance(grid, FrequencyGrid)
+        else []
     )
-    points = [empty(n_points, options.dtype) for _ in range(4)]
     objects = [
         staging.upload(catalog.offsets[:-1].astype(np.int32)),
         empty(n_obj, np.int32),
@@ -1101,9 +1193,7 @@ def _prepare_on_device(
         *raw,
         objects[0],
         lengths,
-        np.float64(grid.fmin),
-        np.float64(grid.df),
-        np.float64(2 * np.pi * grid.df),
+        *steps,
         *phases,
         *points,
         *objects[1:],
@@ -1115,7 +1205,7 @@ def _prepare_on_device(
         cl.enqueue_copy(queue, status, status_buffer, is_blocking=False),
         cl.enqueue_copy(queue, psd_scale, psd_buffer, is_blocking=False),
     ]
-    return _DeviceInputs(phases, points, objects, status, psd_scale)
+    return _DeviceInputs(phases, grid_arguments, points, objects, status, psd_scale)
 
 
 def _copy_block(queue, power, buffer, row0, n_rows, k0, chunk_nf, after) -> cl.Event:

@@ -23,7 +23,7 @@ from clperiod import checks
 from clperiod.catalog import refuse_masked
 from clperiod.engine import kernels
 from clperiod.engine.devices import get_context, get_queue, require_fp64, select_devices, upload
-from clperiod.grid import FrequencyGrid
+from clperiod.grid import FrequencyArray, FrequencyGrid, search_grid
 from clperiod.periodograms.inputs import check_choice
 from clperiod.periodograms.lombscargle import Normalization
 from clperiod.periodograms.standardize import Standardized, standardize
@@ -47,7 +47,7 @@ def multiterm_power(
     t: np.ndarray,
     y: np.ndarray,
     dy: np.ndarray | None,
-    grid: FrequencyGrid,
+    grid: FrequencyGrid | FrequencyArray,
     nterms: int,
     *,
     fit_mean: bool = True,
@@ -56,7 +56,7 @@ def multiterm_power(
     direct_harmonics: bool = False,
     device=None,
 ) -> np.ndarray:
-    """Multi-term Lomb-Scargle power of one light curve on a uniform grid.
+    """Multi-term Lomb-Scargle power of one light curve on a frequency grid.
 
     Parameters
     ----------
@@ -64,8 +64,10 @@ def multiterm_power(
         Times and values (finite, float64).
     dy : array_like or None
         Uncertainties (positive); None weighs every point 1.
-    grid : FrequencyGrid
-        Ordinary frequencies ``fmin + k df``.
+    grid : FrequencyGrid or FrequencyArray
+        Ordinary frequencies: a uniform grid ``fmin + k df`` or any array
+        (:meth:`clperiod.FrequencyGrid.from_frequencies`; each frequency
+        evaluated as it would be alone).
     nterms : int
         Harmonics of the model, 0 to :data:`MAX_NTERMS` (0 needs ``fit_mean``).
     fit_mean, center_data : bool
@@ -87,9 +89,10 @@ def multiterm_power(
     Returns
     -------
     ndarray
-        ``(grid.nf,)`` float64 powers; NaN where the model is degenerate
-        (frequency 0, fewer distinct phases than unknowns), and everywhere
-        when ``y`` does not vary within float64 resolution
+        ``(grid.nf,)`` float64 powers, in the order of ``grid.frequencies()``;
+        NaN where the model is degenerate (frequency 0, fewer distinct phases
+        than unknowns), and everywhere when ``y`` does not vary within
+        float64 resolution
         (``clperiod.periodograms.standardize.RESOLUTION``). The values are centred and
         scaled per light curve first, so a common scale of ``y`` and ``dy``
         or an offset of centred ``y`` leaves the powers unchanged.
@@ -100,20 +103,22 @@ def multiterm_power(
         Bad arguments, non-finite data, non-positive ``dy``, fewer points
         than unknowns, or a device without fp64.
     """
-    nterms = _check_options(nterms, fit_mean, normalization, grid)
+    nterms = _check_options(nterms, fit_mean, normalization)
+    searched, positions = search_grid(grid)
     t, y, dy = _checked(t, y, dy, 2 * nterms + int(fit_mean), batch=False)
     values = _standardized(y, dy, fit_mean or center_data)
     ((_, z),) = _power_blocks(
-        t, values, grid, nterms, fit_mean, device, block_rows=1, direct=direct_harmonics
+        t, values, searched, nterms, fit_mean, device, block_rows=1, direct=direct_harmonics
     )
-    return _normalized(z, values, normalization)[0]
+    power = _normalized(z, values, normalization)[0]
+    return power if positions is None else power[positions]
 
 
 def multiterm_coefficients(
     t: np.ndarray,
     y: np.ndarray,
     dy: np.ndarray | None,
-    grid: FrequencyGrid,
+    grid: FrequencyGrid | FrequencyArray,
     nterms: int,
     *,
     fit_mean: bool = True,
@@ -136,7 +141,8 @@ def multiterm_coefficients(
     Returns
     -------
     ndarray
-        ``(grid.nf, int(fit_mean) + 2 * nterms)`` float64: the offset (with
+        ``(grid.nf, int(fit_mean) + 2 * nterms)`` float64, rows in the order
+        of ``grid.frequencies()``: the offset (with
         ``fit_mean``), then ``a_h, b_h`` for ``h = 1 .. nterms``; rows of NaN
         where the model is degenerate (frequency 0, fewer distinct phases
         than unknowns).
@@ -146,13 +152,14 @@ def multiterm_coefficients(
     ValueError
         As :func:`multiterm_power`.
     """
-    nterms = _check_options(nterms, fit_mean, "standard", grid)
+    nterms = _check_options(nterms, fit_mean, "standard")
+    searched, positions = search_grid(grid)
     t, y, dy = _checked(t, y, dy, 2 * nterms + int(fit_mean), batch=False)
     values = _standardized(y, dy, fit_mean or center_data)
     ((_, x),) = _kernel_blocks(
         t,
         values,
-        grid,
+        searched,
         nterms,
         fit_mean,
         device,
@@ -161,14 +168,15 @@ def multiterm_coefficients(
         coefficients=True,
     )
     x = _in_units_of_y(x[0], values, fit_mean)
-    return _shift_origin(x, grid.frequencies(), float(np.median(t)), nterms, fit_mean)
+    x = _shift_origin(x, searched.frequencies(), float(np.median(t)), nterms, fit_mean)
+    return x if positions is None else x[positions]
 
 
 def multiterm_max_power(
     t: np.ndarray,
     y: np.ndarray,
     dy: np.ndarray | None,
-    grid: FrequencyGrid,
+    grid: FrequencyGrid | FrequencyArray,
     nterms: int,
     *,
     fit_mean: bool = True,
@@ -194,8 +202,8 @@ def multiterm_max_power(
         Values, one light curve per row (finite).
     dy : array_like, shape (n,) or (n_curves, n), or None
         Uncertainties (positive); None weighs every point 1.
-    grid : FrequencyGrid
-        Ordinary frequencies ``fmin + k df``.
+    grid : FrequencyGrid or FrequencyArray
+        As :func:`multiterm_power`.
     nterms : int
         Harmonics of the model, 0 to :data:`MAX_NTERMS` (0 needs ``fit_mean``).
     fit_mean, center_data : bool
@@ -221,25 +229,24 @@ def multiterm_max_power(
     ValueError
         As :func:`multiterm_power`, or ``y`` not two-dimensional.
     """
-    nterms = _check_options(nterms, fit_mean, normalization, grid)
+    nterms = _check_options(nterms, fit_mean, normalization)
+    searched, _ = search_grid(grid)
     t, y, dy = _checked(t, y, dy, 2 * nterms + int(fit_mean), batch=True)
     values = _standardized(y, dy, fit_mean or center_data)
     maxima = np.empty(y.shape[0])
-    block_rows = max(1, _MAX_BLOCK // grid.nf)
-    for block, z in _power_blocks(t, values, grid, nterms, fit_mean, device, block_rows):
+    block_rows = max(1, _MAX_BLOCK // searched.nf)
+    for block, z in _power_blocks(t, values, searched, nterms, fit_mean, device, block_rows):
         # every normalization increases with z: normalizing the maxima is exact
         maxima[block] = _normalized(np.fmax.reduce(z, axis=1), values, normalization, block)
     return maxima
 
 
-def _check_options(nterms, fit_mean: bool, normalization: str, grid: FrequencyGrid) -> int:
-    """Checked ``nterms`` (as int), ``normalization`` and ``grid``."""
+def _check_options(nterms, fit_mean: bool, normalization: str) -> int:
+    """Checked ``nterms`` (as int) and ``normalization``."""
     nterms = checks.integer("nterms", nterms, low=0, high=MAX_NTERMS)
     if nterms == 0 and not fit_mean:
         raise ValueError("nterms = 0 needs fit_mean=True (the model would be empty)")
     check_choice("normalization", normalization, Normalization)
-    if not isinstance(grid, FrequencyGrid):
-        raise TypeError(f"grid must be a FrequencyGrid, got {type(grid).__name__}")
     return nterms
 
 
@@ -255,7 +262,7 @@ def _standardized(y: np.ndarray, dy: np.ndarray | None, center: bool) -> Standar
 def _power_blocks(
     t,
     values: Standardized,
-    grid: FrequencyGrid,
+    grid: FrequencyGrid | FrequencyArray,
     nterms: int,
     fit_mean: bool,
     device,
@@ -263,8 +270,8 @@ def _power_blocks(
     direct: bool = False,
 ) -> Iterator[tuple[slice, np.ndarray]]:
     """Each block of ``block_rows`` light curves: its rows and standard powers
-    ``(n_rows, nf)`` (NaN for light curves that do not vary); one kernel call
-    per block."""
+    ``(n_rows, nf)`` (NaN for light curves that do not vary; ``grid`` as
+    :func:`clperiod.grid.search_grid` gives it); one kernel call per block."""
     for block, p in _kernel_blocks(
         t, values, grid, nterms, fit_mean, device, block_rows, direct, coefficients=False
     ):
@@ -276,7 +283,7 @@ def _power_blocks(
 def _kernel_blocks(
     t,
     values: Standardized,
-    grid: FrequencyGrid,
+    grid: FrequencyGrid | FrequencyArray,
     nterms: int,
     fit_mean: bool,
     device,
@@ -305,10 +312,16 @@ def _kernel_blocks(
         rows=per_item,
         direct=direct,
         coefficients=coefficients,
+        arbitrary=not isinstance(grid, FrequencyGrid),
     )
     per_frequency = int(fit_mean) + 2 * nterms if coefficients else 1
     pending: list[cl.Event] = []  # queued uploads, passed by each block's blocking read
     t_buffer = upload(queue, t - np.median(t), pending)
+    frequencies = (
+        [np.float64(grid.fmin), np.float64(grid.df)]
+        if isinstance(grid, FrequencyGrid)
+        else [upload(queue, grid.frequencies(), pending)]
+    )
     for start in range(0, n_curves, block_rows):
         block = slice(start, start + block_rows)
         n_rows = w[block].shape[0]
@@ -318,8 +331,7 @@ def _kernel_blocks(
             t_buffer,
             *inputs,
             np.int32(t.size),
-            np.float64(grid.fmin),
-            np.float64(grid.df),
+            *frequencies,
             np.int32(grid.nf),
             np.int32(n_rows),
             out,

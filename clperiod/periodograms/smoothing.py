@@ -100,7 +100,7 @@ class _Target:
 
 def _params(fp64: bool) -> dict:
     """Render parameters of ``supersmoother.mako`` (the search-only ones at defaults)."""
-    return dict(real="double" if fp64 else "float", wg=32, nmax=128, compat=False)
+    return dict(real="double" if fp64 else "float", wg=32, nmax=128, compat=False, arbitrary=False)
 
 
 def single_pass_smooth(

@@ -57,7 +57,7 @@ from clperiod.engine.devices import (
 from clperiod.engine.planner import Buffer, MemoryBudget, batch_bounds, held_bytes, items_that_fit
 from clperiod.engine.scheduler import run_on_devices
 from clperiod.engine.staging import check_periodogram_memory, periodogram_array
-from clperiod.grid import FrequencyGrid
+from clperiod.grid import FrequencyArray, FrequencyGrid, search_grid
 from clperiod.io.chunks import show_id
 from clperiod.periodograms.folding import FoldInputs, FoldSorter, bitonic_capacity
 from clperiod.periodograms.inputs import (
@@ -123,8 +123,9 @@ class SuperSmootherResult(PeakResults):
         OK, TOO_FEW_POINTS (fewer than ``MIN_POINTS``) or ZERO_VARIANCE.
     power : ndarray, shape (n_objects, nf), or None
         Full periodograms ``(n/2)(1 - chi2/chi0)`` (kernel precision) when
-        requested; rows of objects that are not OK are NaN.
-    grid : FrequencyGrid
+        requested; rows of objects that are not OK are NaN; columns in the
+        order of ``grid.frequencies()``.
+    grid : FrequencyGrid or FrequencyArray
         The frequency grid evaluated.
     variant, alpha, periodic, compat, precision
         The options of the run.
@@ -148,7 +149,7 @@ class SuperSmootherResult(PeakResults):
     top_k_power: np.ndarray
     status: np.ndarray
     power: np.ndarray | None
-    grid: FrequencyGrid
+    grid: FrequencyGrid | FrequencyArray
     variant: str
     alpha: float
     periodic: bool
@@ -162,7 +163,7 @@ class SuperSmootherResult(PeakResults):
 
 def supersmoother(
     cat_or_t: Catalog | np.ndarray,
-    grid: FrequencyGrid,
+    grid: FrequencyGrid | FrequencyArray,
     y: np.ndarray | None = None,
     dy: np.ndarray | None = None,
     *,
@@ -187,8 +188,10 @@ def supersmoother(
         A :class:`Catalog`, or the times of one light curve (then give ``y``
         and optionally ``dy``).
     grid
-        Uniform frequency grid (ordinary frequency); every frequency must be
-        positive.
+        Ordinary frequencies, all positive: a uniform :class:`FrequencyGrid`
+        or any frequencies (:meth:`FrequencyGrid.from_frequencies`), each
+        folded exactly at its own value; periodogram columns follow
+        ``grid.frequencies()`` and peaks are local maxima along frequency.
     y, dy
         Values and uncertainties when ``cat_or_t`` is a time array. Without
         uncertainties every point has weight 1.
@@ -252,23 +255,25 @@ def supersmoother(
     options = _Options.build(
         variant, alpha, periodic, compat, precision, memory, top_k, periodogram
     )
-    if not isinstance(grid, FrequencyGrid):
-        raise TypeError(f"grid must be a FrequencyGrid, got {type(grid).__name__}")
-    if grid.fmin <= 0:
-        raise ValueError(f"SuperSmoother frequencies must be positive, got fmin={grid.fmin}")
+    searched, positions = search_grid(grid)
+    if searched.fmin <= 0:
+        raise ValueError(f"SuperSmoother frequencies must be positive, got fmin={searched.fmin}")
     catalog = as_catalog(cat_or_t, y, dy, nan_policy)
     devices = select_devices(device)
     if options.fp64:
         for info in devices:
             require_fp64(info)
     if periodogram:  # before the plan, which counts on the rest of the host's memory
-        check_periodogram_memory(catalog.n_objects, grid.nf, options.dtype)
+        columns = searched.nf + (grid.nf if positions is not None else 0)
+        check_periodogram_memory(catalog.n_objects, columns, options.dtype)
     prepared = _prepare(catalog, options)
     path = _choose_path(devices, prepared.catalog, options)
-    items = _plan(devices, prepared.catalog.lengths, grid.nf, options, path)
+    items = _plan(
+        devices, prepared.catalog.lengths, searched.nf, options, path, _frequency_bytes(searched)
+    )
     power = None
     if periodogram:
-        power = periodogram_array(devices, catalog.n_objects, grid.nf, options.dtype)
+        power = periodogram_array(devices, catalog.n_objects, searched.nf, options.dtype)
         power[prepared.status != Status.OK] = np.nan
     states = {info: _DeviceState(info) for info in devices}
     with progress_bar(progress, len(items), "supersmoother") as bar:
@@ -276,14 +281,16 @@ def supersmoother(
             devices,
             items,
             lambda info, item: _run_item(
-                states[info], item, prepared, grid, options, path, power, profile
+                states[info], item, prepared, searched, options, path, power, profile
             ),
             progress=bar.update if bar is not None else None,
         )
     for state in states.values():
         state.release()
     top_val, top_idx = _merge_peaks(items, results, prepared, options.top_k)
-    top_val, top_freq = top_k_arrays(top_val, top_idx, grid)
+    top_val, top_freq = top_k_arrays(top_val, top_idx, searched)
+    if power is not None and positions is not None:
+        power = power[:, positions]
     status = degenerate_status(catalog, prepared.status, top_val[:, 0], catalog.dy is not None)
     blank_failed(status, top_val, top_freq, power)
     timings = summed_seconds(results)
@@ -521,10 +528,22 @@ def _group_buffers(itemsize: int, row_len: int) -> tuple[Buffer, Buffer]:
     )
 
 
+def _frequency_bytes(grid: FrequencyGrid | FrequencyArray) -> int:
+    """Device bytes an object group's fold inputs hold for the frequencies:
+    at most 8 per frequency of an array, none for a uniform grid."""
+    return 0 if isinstance(grid, FrequencyGrid) else 8 * grid.nf
+
+
 def _plan(
-    devices: list[DeviceInfo], lengths: np.ndarray, nf: int, options: _Options, path: _Path
+    devices: list[DeviceInfo],
+    lengths: np.ndarray,
+    nf: int,
+    options: _Options,
+    path: _Path,
+    frequency_bytes: int = 0,
 ) -> list[_Item]:
-    """Object groups x frequency slabs, sized for the smallest device.
+    """Object groups x frequency slabs, sized for the smallest device
+    (``frequency_bytes``: the grid's, held by every group).
 
     One object's slab row takes at most a quarter of the budget (more slabs
     otherwise). A group's buffers, with a batch of one frequency, take at
@@ -536,7 +555,7 @@ def _plan(
     smallest = min(devices, key=lambda d: (d.global_mem, d.max_alloc))
     s = np.dtype(options.dtype).itemsize
     result_bytes = len(lengths) * nf * s if options.periodogram else 0
-    budget = MemoryBudget.of(smallest, host_reserved=result_bytes)
+    budget = MemoryBudget.of(smallest, held=frequency_bytes, host_reserved=result_bytes)
     slabs = min(nf, -(-s * (nf + 2) // max(1, budget.total // 4)))
     per_point = held_bytes(path.batch_buffers, 0, 1)
     groups = batch_bounds(
@@ -606,7 +625,11 @@ class _DeviceState:
         self.group_inputs: tuple | None = None
 
     def inputs(
-        self, item: _Item, prepared: _Prepared, grid: FrequencyGrid, options: _Options
+        self,
+        item: _Item,
+        prepared: _Prepared,
+        grid: FrequencyGrid | FrequencyArray,
+        options: _Options,
     ) -> tuple[Catalog, FoldInputs, cl.Buffer, cl.Buffer, cl.Buffer]:
         """The group's catalog, fold inputs, ``y``, ``w`` and ``chi0`` on this device."""
         key = (item.obj_lo, item.obj_hi)
@@ -640,7 +663,7 @@ def _run_item(
     state: _DeviceState,
     item: _Item,
     prepared: _Prepared,
-    grid: FrequencyGrid,
+    grid: FrequencyGrid | FrequencyArray,
     options: _Options,
     path: _Path,
     power: np.ndarray | None,
@@ -681,7 +704,7 @@ class _SlabRun:
         state: _DeviceState,
         item: _Item,
         prepared: _Prepared,
-        grid: FrequencyGrid,
+        grid: FrequencyGrid | FrequencyArray,
         options: _Options,
         path: _Path,
         profile: bool,
@@ -705,9 +728,15 @@ class _SlabRun:
         self.row_lo, row_hi = max(0, item.k_lo - 1), min(grid.nf, item.k_hi + 1)
         self.row_len = row_hi - self.row_lo
         self.slab = self.pool.allocate(self.n_obj * self.row_len * s)
-        self.device_bytes = held_bytes(_group_buffers(s, self.row_len), self.n_obj, self.n_points)
+        self.device_bytes = held_bytes(
+            _group_buffers(s, self.row_len), self.n_obj, self.n_points
+        ) + _frequency_bytes(grid)
         self.params = dict(
-            real=options.real, wg=_FUSED_WG, nmax=path.fused_nmax, compat=options.compat
+            real=options.real,
+            wg=_FUSED_WG,
+            nmax=path.fused_nmax,
+            compat=options.compat,
+            arbitrary=self.inputs.arbitrary,
         )
         self.held: list = []  # batch buffers, back to the pool when the item is done
 

@@ -153,6 +153,25 @@ def test_long_periodogram_is_drawn_as_an_envelope_keeping_every_peak(catalog, cp
     assert power.max() == r.power[0].max() and power.min() == r.power[0].min()
 
 
+def test_a_frequency_array_is_drawn_along_frequency(catalog, cpu_device):
+    """A shuffled array with repeats: the line runs along rising frequency, and the
+    townsend levels count the distinct frequencies, as the result's probabilities."""
+    one = catalog.subset([1])
+    rng = np.random.default_rng(2)
+    values = 1.0 / np.linspace(0.25, 15.0, 500)
+    frequencies = rng.permutation(np.concatenate([values, values[:20]]))
+    r = clperiod.lombscargle(one, FrequencyGrid.from_frequencies(frequencies),
+                             periodogram=True, device=cpu_device)
+    fig = plot_result(r, one, fap_levels=[0.01], fap_method="townsend")
+    frequency, power = fig.axes[0].get_lines()[0].get_data()
+    rising = np.argsort(frequencies, kind="stable")
+    np.testing.assert_array_equal(frequency, frequencies[rising])
+    np.testing.assert_array_equal(power, r.power[0, rising])
+    (line,) = fap_lines(fig.axes[0])
+    fap = r.false_alarm_probability("townsend", power=np.array([line.get_ydata()[0]]))
+    np.testing.assert_allclose(fap, 0.01, rtol=1e-8)
+
+
 def test_plot_objects_saves_one_figure_per_object(result, catalog, tmp_path, monkeypatch):
     drawn = {}
     original = plot_result

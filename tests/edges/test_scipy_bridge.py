@@ -9,8 +9,8 @@ import pytest
 from scipy import signal
 
 import clperiod.scipy as bridge
-from clperiod.periodograms import stats
-from clperiod.scipy import MAX_RUNS, lombscargle
+from clperiod.periodograms import multiterm, stats
+from clperiod.scipy import lombscargle
 
 NORMALIZE = [False, True, "amplitude"]
 
@@ -92,16 +92,26 @@ def test_degenerate_frequencies_fit_the_independent_columns(cpu_device):
     assert lombscargle([1.0], [1.0], [1.0], device=cpu_device) == pytest.approx(0.5)
 
 
-def test_frequencies_in_pieces_and_the_limit(data, cpu_device, monkeypatch):
-    x, y, _ = data
-    uneven = 2 * np.pi / np.linspace(10.0, 1.0, 300)  # uniform in period: ~150 runs
-    np.testing.assert_allclose(lombscargle(x, y, uneven, device=cpu_device),
-                               signal.lombscargle(x, y, uneven), rtol=1e-12)
-    monkeypatch.setattr(bridge, "MAX_RUNS", 100)
-    with pytest.raises(ValueError, match=r"freqs: the 300 distinct frequencies are not on "
-                                         r"at most 100 uniform runs"):
-        lombscargle(x, y, uneven, device=cpu_device)
-    assert MAX_RUNS == 1024
+@pytest.mark.parametrize("normalize", NORMALIZE)
+def test_arbitrary_frequencies_in_one_kernel_call(data, cpu_device, monkeypatch, normalize):
+    """Any angular frequencies (uniform in period, log-spaced, unsorted, repeated,
+    both signs), 3000 of them with no two steps equal: one kernel call, SciPy's values."""
+    x, y, weights = data
+    rng = np.random.default_rng(3)
+    uneven = np.concatenate([2 * np.pi / np.linspace(10.0, 0.5, 2000),
+                             np.geomspace(0.05, 40.0, 1000)])
+    freqs = rng.permutation(np.concatenate([uneven, -uneven[:50], uneven[:7]]))
+    calls = []
+    for name in ("multiterm_power", "multiterm_coefficients"):
+        original = getattr(multiterm, name)
+        monkeypatch.setattr(bridge, name, lambda *a, _f=original, **k: calls.append(a[3])
+                            or _f(*a, **k))
+    options = {"normalize": normalize, "floating_mean": True, "weights": weights}
+    got = lombscargle(x, y, freqs, device=cpu_device, **options)
+    expected = signal.lombscargle(x, y, freqs, **options)
+    assert got.shape == expected.shape
+    assert relative(got, expected) < 1e-11
+    assert len(calls) == 1 and calls[0].nf == np.unique(np.abs(freqs)).size == 3000
 
 
 def test_scipy_input_errors(data):

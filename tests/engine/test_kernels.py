@@ -23,7 +23,7 @@ from clperiod.periodograms import lombscargle as LS_MODULE
 
 LS_PARAMS = dict(
     real="double", wg=16, m=4, use_local=True, fit_mean=True, normalization="standard",
-    top_k=1, write_power=False, compensated=False, points_per_tile=32,
+    top_k=1, write_power=False, compensated=False, points_per_tile=32, arbitrary=False,
 )
 
 

@@ -102,3 +102,16 @@ def test_frequency_chunks_are_placed_in_order(rng, monkeypatch, method):
     catalog = Catalog.from_lightcurves(lightcurves(rng, [30, 4, 17]))
     grid = FrequencyGrid.from_range(0.2, 3.0, 20)
     check(clsort.fold_and_sort(catalog, grid, method=method), catalog, grid, atol=1e-11)
+
+
+@pytest.mark.parametrize("method", ["bitonic", "radix"])
+@pytest.mark.parametrize("precision, atol", [("fp64", 1e-11), ("fp32", 5e-7)])
+def test_frequency_arrays_fold_in_their_order(rng, method, precision, atol):
+    """Any frequencies (uniform in period, unsorted, repeated) at raw MJD epochs; fp32
+    phases from the float pairs of times and frequencies."""
+    catalog = Catalog.from_lightcurves(lightcurves(rng, [5, 1, 64, 200]))
+    values = rng.permutation(1.0 / np.linspace(0.2, 10.0, 23))
+    grid = FrequencyGrid.from_frequencies(np.concatenate([values, values[:3]]))
+    result = clsort.fold_and_sort(catalog, grid, precision=precision, method=method)
+    assert result.nf == 26
+    check(result, catalog, grid, atol=atol, exact_order=precision == "fp64")

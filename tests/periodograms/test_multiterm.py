@@ -141,6 +141,39 @@ def test_bad_input_raises(light_curve, cpu_device):
         multiterm_power(t, y, dy, GRID.frequencies(), 2, device=cpu_device)
 
 
+@pytest.mark.parametrize("nterms", [1, 3])
+@pytest.mark.parametrize("direct", [False, True])
+def test_frequency_arrays_evaluate_each_frequency_as_alone(light_curve, cpu_device, nterms,
+                                                           direct):
+    """Uniform in period and log-spaced, shuffled, with repeats and a zero: each
+    frequency's power and fit as on a grid of that frequency alone, and astropy's."""
+    t, y, dy = light_curve
+    rng = np.random.default_rng(5)
+    values = np.concatenate([1.0 / np.linspace(0.4, 12.0, 80), np.geomspace(0.01, 3.0, 80)])
+    frequencies = rng.permutation(np.concatenate([values, values[:5], [0.0]]))
+    grid = FrequencyGrid.from_frequencies(frequencies)
+    power = multiterm_power(t, y, dy, grid, nterms, direct_harmonics=direct, device=cpu_device)
+    fits = multiterm_coefficients(t, y, dy, grid, nterms, direct_harmonics=direct,
+                                  device=cpu_device)
+    assert power.shape == (frequencies.size,) and fits.shape == (frequencies.size, 1 + 2 * nterms)
+    for k in range(0, frequencies.size, 9):
+        alone = FrequencyGrid(frequencies[k], 1.0, 1)
+        np.testing.assert_array_equal(
+            power[k], multiterm_power(t, y, dy, alone, nterms, direct_harmonics=direct,
+                                      device=cpu_device)[0])
+        np.testing.assert_array_equal(
+            fits[k], multiterm_coefficients(t, y, dy, alone, nterms, direct_harmonics=direct,
+                                            device=cpu_device)[0])
+    zero = frequencies == 0
+    assert np.isnan(power[zero]).all() and np.isnan(fits[zero]).all()
+    expected = AstropyLombScargle(t, y, dy, nterms=nterms).power(frequencies[~zero],
+                                                                  method="chi2")
+    np.testing.assert_allclose(power[~zero], expected, rtol=1e-9)
+    maxima = multiterm_max_power(t, np.stack([y, y[::-1]]), dy, grid, nterms,
+                                 device=cpu_device)
+    assert maxima[0] == np.nanmax(power)
+
+
 def test_astropy_bridge_with_nterms(light_curve, cpu_device):
     t, y, dy = light_curve
     ours = LombScargle(t, y, dy, nterms=3, device=cpu_device)

@@ -144,6 +144,62 @@ def test_batches_slabs_and_two_workers_match_one(rng, monkeypatch):
     assert len(threads) == 2
 
 
+def uneven_frequencies(rng, n=50):
+    """Uniform in period and log-spaced frequencies, shuffled, with repeats."""
+    values = np.concatenate([1.0 / np.linspace(0.25, 5.0, n // 2),
+                             np.geomspace(0.2, 4.0, n - n // 2)])
+    return rng.permutation(np.concatenate([values, values[:4]]))
+
+
+@pytest.mark.parametrize("variant,memory", VARIANTS)
+@pytest.mark.parametrize("compat", [False, True])
+def test_frequency_arrays_match_reference(rng, variant, memory, compat):
+    """Each frequency of an array as the reference evaluates it; periodogram columns
+    in the array's order, peaks the local maxima along frequency."""
+    lcs, cat = sawtooth_catalog(rng, [(12, 0.7), (81, 2.3), (120, 0.55)])
+    frequencies = uneven_frequencies(rng)
+    grid = FrequencyGrid.from_frequencies(frequencies)
+    periodic = not (compat and variant == "original")
+    r = clperiod.supersmoother(cat, grid, variant=variant, memory=memory, compat=compat,
+                               periodogram=True, top_k=3)
+    assert r.grid is grid and r.power.shape == (3, frequencies.size)
+    distinct, first = np.unique(frequencies, return_index=True)
+    for k, (t, y, dy) in enumerate(lcs):
+        expected = ref.supersmoother_power(t, y, dy, frequencies, variant=variant,
+                                           periodic=periodic, scale_free=not compat)
+        np.testing.assert_allclose(r.power[k], expected, rtol=1e-8, atol=1e-9 * len(t))
+        peaks = numpy_peaks(r.power[k, first], 3)
+        np.testing.assert_array_equal(r.top_k_frequency[k, :len(peaks)], distinct[peaks])
+        np.testing.assert_array_equal(r.top_k_power[k, :len(peaks)], r.power[k, first[peaks]])
+
+
+@pytest.mark.parametrize("variant,memory", VARIANTS)
+def test_frequency_arrays_in_fp32_and_in_pieces(rng, variant, memory, monkeypatch):
+    """fp32 (phases from float pairs of times and frequencies) within fp32 rounding of
+    fp64 at raw MJD epochs; slabs, batches and the radix path give the one-shot result."""
+    lcs, cat = sawtooth_catalog(rng, [(30, 0.7), (81, 0.31), (128, 2.3)])
+    grid = FrequencyGrid.from_frequencies(uneven_frequencies(rng, 200))
+    r64 = clperiod.supersmoother(cat, grid, variant=variant, memory=memory, periodogram=True,
+                                 top_k=2)
+    r32 = clperiod.supersmoother(cat, grid, variant=variant, memory=memory, periodogram=True,
+                                 precision="fp32")
+    assert np.median(np.abs(r32.power - r64.power) / cat.lengths[:, None]) < 1e-5
+    np.testing.assert_array_equal(r32.frequency_best, r64.frequency_best)
+    info = clperiod.select_devices()[0]
+    small = type(info)(**{**info.__dict__, "global_mem": 1_500_000, "max_alloc": 400_000})
+    monkeypatch.setattr(ss_module, "select_devices", lambda _: [small, small])
+    monkeypatch.setattr(ss_module, "bitonic_capacity", lambda info: 64)
+    items = []
+    run_item = ss_module._run_item
+    monkeypatch.setattr(ss_module, "_run_item", lambda *a, **k: items.append(a[1])
+                        or run_item(*a, **k))
+    split = clperiod.supersmoother(cat, grid, variant=variant, memory=memory, periodogram=True,
+                                   top_k=2)
+    assert len(items) > 2
+    np.testing.assert_array_equal(split.power, r64.power)
+    np.testing.assert_array_equal(split.top_k_frequency, r64.top_k_frequency)
+
+
 def test_compat_defaults_and_fmod_phases(rng):
     lcs, cat = sawtooth_catalog(rng, [(40, 0.37)])
     grid = FrequencyGrid.from_range(0.5, 3.0, 40)
@@ -238,6 +294,8 @@ def test_bad_input(rng):
         clperiod.supersmoother(t, grid, y, alpha="9")
     with pytest.raises(ValueError, match="positive"):
         clperiod.supersmoother(t, FrequencyGrid.from_range(0.0, 3.0, 30), y)
+    with pytest.raises(ValueError, match="positive"):
+        clperiod.supersmoother(t, FrequencyGrid.from_frequencies([0.5, 0.0, 2.0]), y)
     with pytest.raises(ValueError, match="dy"):
         clperiod.supersmoother(t, grid, y, np.where(t > 10, 0.1, -0.1))
     with pytest.raises(ValueError):
