@@ -612,7 +612,8 @@ def _build(
     and ``masked`` entries, which are NaN in ``columns``) and make the catalog."""
     offsets = np.asarray(offsets, dtype=np.int64)
     finite = np.logical_and.reduce([np.isfinite(column) for column in columns.values()])
-    if nan_policy == "raise":
+    all_finite = bool(finite.all())
+    if nan_policy == "raise" and not all_finite:
         for name, mask in (masked or {}).items():
             _raise_at(
                 f"masked {name} in",
@@ -626,8 +627,8 @@ def _build(
             _raise_at(f"non-finite {name} in", ~np.isfinite(column), column, ids, offsets)
     if "dy" in columns:
         dy = columns["dy"]
-        _raise_at("dy <= 0 in", finite & (dy <= 0), dy, ids, offsets)
-    n_dropped = int(finite.size - np.count_nonzero(finite))
+        _raise_at("dy <= 0 in", (dy <= 0) if all_finite else finite & (dy <= 0), dy, ids, offsets)
+    n_dropped = 0 if all_finite else int(finite.size - np.count_nonzero(finite))
     if n_dropped:
         owner = np.repeat(np.arange(ids.size), np.diff(offsets))
         kept = np.bincount(owner[finite], minlength=ids.size)
