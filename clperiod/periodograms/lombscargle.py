@@ -45,7 +45,7 @@ from clperiod.engine.planner import Batch, KernelShape, MemoryBudget, batch_boun
 from clperiod.engine.scheduler import BATCHES_PER_DEVICE, run_on_devices
 from clperiod.engine.staging import Staging, check_periodogram_memory, periodogram_array
 from clperiod.grid import FrequencyGrid
-from clperiod.periodograms import nufft, stats
+from clperiod.periodograms import multiterm, nufft, nufft_terms, stats
 from clperiod.periodograms.inputs import (
     Deferred,
     PeakResults,
@@ -93,6 +93,8 @@ class LombScargleResult(PeakResults):
         Full periodograms (kernel precision) when requested.
     grid : FrequencyGrid
         The frequency grid evaluated.
+    nterms : int
+        Harmonics of the model.
     """
 
     ids: np.ndarray
@@ -111,6 +113,7 @@ class LombScargleResult(PeakResults):
     devices: list[str]
     catalog: Catalog = field(repr=False)
     timings: dict[str, float] = field(default_factory=dict, repr=False)
+    nterms: int = 1
 
     def false_alarm_probability(
         self, method: str = "baluev", power: np.ndarray | None = None
@@ -132,7 +135,9 @@ class LombScargleResult(PeakResults):
         ndarray
             Same shape as ``power``; NaN for objects whose status is not OK.
             All objects are evaluated at once
-            (:func:`clperiod.periodograms.stats.catalog_false_alarm_probability`).
+            (:func:`clperiod.periodograms.stats.catalog_false_alarm_probability`);
+            ``nterms > 1`` uses its null distribution of ``2 nterms`` harmonic
+            components (astropy refuses those).
         """
         z = self.power_best if power is None else np.asarray(power, dtype=np.float64)
         fap = stats.catalog_false_alarm_probability(
@@ -145,6 +150,7 @@ class LombScargleResult(PeakResults):
             fit_mean=self.fit_mean,
             center_data=self.center_data,
             nf=self.grid.nf,
+            nterms=self.nterms,
         )
         ok = (self.status == Status.OK).reshape((-1,) + (1,) * (fap.ndim - 1))
         return np.where(ok, fap, np.nan)
@@ -160,6 +166,7 @@ def lombscargle(
     normalization: Normalization | None = "standard",
     fit_mean: bool | None = None,
     center_data: bool | None = None,
+    nterms: int = 1,
     precision: Precision = "fp64",
     algorithm: Algorithm = "direct",
     eps: float | None = None,
@@ -197,6 +204,16 @@ def lombscargle(
     fit_mean, center_data
         As in astropy; defaults follow the method (generalized: both True,
         standard: both False, i.e. SciPy's raw form).
+    nterms
+        Harmonics of the periodic model, 1 (default: a sinusoid) to
+        :data:`clperiod.periodograms.multiterm.MAX_NTERMS`. ``nterms > 1``
+        fits ``nterms`` harmonics of each frequency (plus the mean with
+        ``fit_mean``) by least squares, astropy's
+        ``LombScargle(..., nterms=K).power(method="chi2")``, in every
+        normalization; objects need ``2 nterms + 2`` points with ``fit_mean``
+        (``2 nterms + 1`` without). The direct path computes it in fp64 only
+        (``precision="fp32"`` raises: use fp64, or ``algorithm="nufft"``,
+        which takes both precisions); ``memory`` does not apply.
     precision
         ``"fp64"`` or ``"fp32"``. Times stay float64 on the host; the fp32
         kernel gets per-point phases in double-single form, so raw MJD/JD
@@ -215,10 +232,13 @@ def lombscargle(
         ``clperiod.engine.fft.fft_inplace``), which cost about
         ``N_points w + nf log nf`` (``w``: kernel width, 10 at ``eps=1e-9``),
         for long light curves on large grids. Every method, normalization,
-        ``fit_mean``/``center_data`` and precision is supported; at the
-        default ``eps`` the powers lie within ``max(1e-5, 1e-9 nf)`` of the
-        peak power of the direct ones in fp64 and ``max(1e-3, 1e-7 nf)`` in
-        fp32 (nifty-ls's test bounds).
+        ``fit_mean``/``center_data``, ``nterms`` and precision is supported;
+        at the default ``eps`` the powers lie within ``max(1e-5, 1e-9 nf)``
+        of the peak power of the direct ones in fp64 and ``max(1e-3, 1e-7
+        nf)`` in fp32 (nifty-ls's test bounds), at frequencies above ``1 / T``
+        for ``nterms > 1`` (``T`` the object's baseline; below it the normal
+        equations are ill-conditioned, and fp32 powers whose system is
+        singular within the transforms' tolerance are NaN).
     eps
         Relative accuracy of the ``"nufft"`` transforms; default ``1e-9``
         (fp64) or ``1e-5`` (fp32). Only with ``algorithm="nufft"``.
@@ -266,6 +286,7 @@ def lombscargle(
         normalization=normalization,
         fit_mean=fit_mean,
         center_data=center_data,
+        nterms=nterms,
         precision=precision,
         algorithm=algorithm,
         eps=eps,
@@ -320,6 +341,7 @@ def _start(
     normalization,
     fit_mean,
     center_data,
+    nterms,
     precision,
     algorithm,
     eps,
@@ -335,9 +357,14 @@ def _start(
     """Check the input, plan the batches and queue (``defer``) or run them."""
     started = time.perf_counter()
     options = _Options.build(
-        method, normalization, fit_mean, center_data, precision, memory, top_k, periodogram
+        method, normalization, fit_mean, center_data, precision, memory, top_k, periodogram, nterms
     )
     eps = _check_algorithm(algorithm, eps)
+    if options.nterms > 1 and algorithm == "direct" and not options.fp64:
+        raise ValueError(
+            f"multi-term periodograms (nterms={options.nterms}) of the direct path are "
+            f"computed in fp64; pass precision='fp64', or algorithm='nufft' for fp32"
+        )
     catalog = _as_catalog(cat_or_t, y, dy, method, nan_policy)
     if not isinstance(grid, FrequencyGrid):
         raise TypeError(f"grid must be a FrequencyGrid, got {type(grid).__name__}")
@@ -361,16 +388,20 @@ def _start(
             results, catalog, grid, options, power, devices, method, precision, started
         )
 
-    if algorithm == "nufft":
-        plan = nufft.NufftPlan.build(grid, precision, eps)
+    if algorithm == "nufft" or options.nterms > 1:
         power = (
             _result_array(devices, (catalog.n_objects, grid.nf), options) if periodogram else None
         )
-        return Deferred.ready(
-            assemble(
-                _run_nufft(devices, plan, catalog, lengths, options, power, progress, profile)
+        if algorithm == "nufft":
+            plan = nufft.NufftPlan.build(grid, precision, eps)
+            results = _run_nufft(
+                devices, plan, catalog, lengths, options, power, progress, profile
             )
-        )
+        else:
+            results = _run_multiterm(
+                devices, grid, catalog, lengths, options, power, progress, profile
+            )
+        return Deferred.ready(assemble(results))
     compensated = not options.fp64 and int(lengths.max(initial=0)) > COMPENSATE_ABOVE
     shape = _kernel_shape(devices, options, compensated)
     # a queued batch shares the device with the next call's: half the budget each
@@ -435,6 +466,7 @@ def _assemble(
         devices=[d.label for d in devices],
         catalog=catalog,
         timings={**timings, "total_s": time.perf_counter() - started},
+        nterms=options.nterms,
     )
 
 
@@ -522,35 +554,91 @@ def _run_nufft(
     that one FFT plan serves them all."""
     smallest = min(devices, key=lambda d: (d.global_mem, d.max_alloc))
     reserved = power.nbytes if power is not None else 0
+    terms = options.nterms > 1
     bounds = batch_bounds(
         lengths,
-        nufft.batch_buffers(plan, options.fit_mean, options.top_k),
+        nufft_terms.batch_buffers(plan, options.nterms, options.top_k)
+        if terms
+        else nufft.batch_buffers(plan, options.fit_mean, options.top_k),
         MemoryBudget.of(smallest, host_reserved=reserved),
     )
-    n_trans = 3 if options.fit_mean else 2
+    n_trans = 3 * options.nterms if terms else 3 if options.fit_mean else 2
     fft_rows = n_trans * max(stop - start for start, stop in bounds)
+    use_dy = options.method == "generalized" and catalog.dy is not None
+    model = dict(fit_mean=options.fit_mean, center_data=options.center_data, use_dy=use_dy)
+
+    def work(info: DeviceInfo, bound: tuple[int, int]) -> _BatchResult:
+        started = time.perf_counter()
+        start, stop = bound
+        batch = catalog.slice(start, stop)
+        arguments = (
+            options.normalization,
+            options.top_k,
+            None if power is None else power[start:stop],
+            fft_rows if info.kind != "cpu" else 0,
+        )
+        if terms:
+            peaks = nufft_terms.search(
+                get_queue(info),
+                nufft_terms.prepare(batch, plan, options.nterms, **model),
+                plan,
+                *arguments,  # type: ignore[arg-type]
+            )
+        else:
+            peaks = nufft.search(
+                get_queue(info),
+                nufft.prepare(batch, plan, **model),
+                plan,
+                *arguments,  # type: ignore[arg-type]
+            )
+        seconds = {"nufft_s": time.perf_counter() - started} if profile else {}
+        return _BatchResult(peaks.status, peaks.values, peaks.indices, peaks.psd_scale, seconds)
+
+    with progress_bar(progress, len(bounds), "lombscargle") as bar:
+        return run_on_devices(
+            devices, bounds, work, progress=bar.update if bar is not None else None
+        )
+
+
+def _run_multiterm(
+    devices: list[DeviceInfo],
+    grid: FrequencyGrid,
+    catalog: Catalog,
+    lengths: np.ndarray,
+    options: _Options,
+    power: np.ndarray | None,
+    progress: bool,
+    profile: bool,
+) -> list[_BatchResult]:
+    """The direct multi-term search (``nterms > 1``) of ``catalog``
+    (:func:`clperiod.periodograms.multiterm.search`) in batches of objects that
+    fit the smallest device; ``lengths`` are the points of each object that is
+    searched (0 for too few points)."""
+    smallest = min(devices, key=lambda d: (d.global_mem, d.max_alloc))
+    reserved = power.nbytes if power is not None else 0
+    bounds = batch_bounds(
+        lengths,
+        multiterm.batch_buffers(options.top_k),
+        MemoryBudget.of(smallest, host_reserved=reserved),
+    )
     use_dy = options.method == "generalized" and catalog.dy is not None
 
     def work(info: DeviceInfo, bound: tuple[int, int]) -> _BatchResult:
         started = time.perf_counter()
         start, stop = bound
-        prepared = nufft.prepare(
+        peaks = multiterm.search(
+            get_queue(info),
             catalog.slice(start, stop),
-            plan,
+            grid,
+            options.nterms,
             fit_mean=options.fit_mean,
             center_data=options.center_data,
             use_dy=use_dy,
+            normalization=options.normalization,  # type: ignore[arg-type]
+            top_k=options.top_k,
+            periodograms=None if power is None else power[start:stop],
         )
-        peaks = nufft.search(
-            get_queue(info),
-            prepared,
-            plan,
-            options.normalization,  # type: ignore[arg-type]
-            options.top_k,
-            None if power is None else power[start:stop],
-            fft_rows if info.kind != "cpu" else 0,
-        )
-        seconds = {"nufft_s": time.perf_counter() - started} if profile else {}
+        seconds = {"multiterm_s": time.perf_counter() - started} if profile else {}
         return _BatchResult(peaks.status, peaks.values, peaks.indices, peaks.psd_scale, seconds)
 
     with progress_bar(progress, len(bounds), "lombscargle") as bar:
@@ -574,6 +662,7 @@ class _Options:
     memory: str
     top_k: int
     periodogram: bool
+    nterms: int = 1
 
     @property
     def dtype(self) -> type:
@@ -582,11 +671,20 @@ class _Options:
     @property
     def min_points(self) -> int:
         """Fewest observations with one degree of freedom left."""
-        return 4 if self.fit_mean else 3
+        return multiterm.min_points(self.nterms, self.fit_mean)
 
     @classmethod
     def build(
-        cls, method, normalization, fit_mean, center_data, precision, memory, top_k, periodogram
+        cls,
+        method,
+        normalization,
+        fit_mean,
+        center_data,
+        precision,
+        memory,
+        top_k,
+        periodogram,
+        nterms=1,
     ) -> _Options:
         check_choice("method", method, Method)
         check_choice("precision", precision, Precision)
@@ -608,6 +706,7 @@ class _Options:
             memory,
             int(top_k),
             bool(periodogram),
+            checks.integer("nterms", nterms, low=1, high=multiterm.MAX_NTERMS),
         )
 
 
