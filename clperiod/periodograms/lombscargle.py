@@ -310,10 +310,11 @@ def lombscargle_async(
 ) -> Deferred[LombScargleResult]:
     """Start :func:`lombscargle` and return before the device has finished.
 
-    Takes the same arguments. With one device, no progress bar, and a
-    catalog that fits one batch of a quarter of the device memory, the
-    uploads (from page-locked memory) and the kernels are queued and the
-    call returns at once; otherwise the search runs to the end first.
+    Takes the same arguments. On the direct one-term path, with one device,
+    no progress bar, and a catalog that fits one batch of a quarter of the
+    device memory, the uploads (from page-locked memory) and the kernels are
+    queued and the call returns at once; otherwise the search runs to the
+    end first.
     Queuing the next catalog before waiting for this one keeps the device
     busy while the host reads and writes files
     (:func:`clperiod.pipeline.run_catalog` does this).

@@ -455,7 +455,7 @@ class PreparedObjects:
         Times of the kept points, as given.
     w, wy : ndarray
         Their weights (summing to 1 per object) and weights times
-        standardized values (:func:`~clperiod.periodograms.standardize.standardize`).
+        standardized values (``clperiod.periodograms.standardize``).
     yy : ndarray
         Per object ``sum w u^2`` of the standardized values ``u`` (NaN if not OK).
     psd_scale : ndarray
@@ -535,14 +535,14 @@ class CatalogPeaks:
     Attributes
     ----------
     status : ndarray of int8
-        :attr:`PreparedObjects.status`.
+        As in :class:`PreparedObjects`.
     values : ndarray of float64, shape (n_objects, top_k)
         Peak powers in the search's normalization, best first (not finite
         where there is no peak).
     indices : ndarray of int32, shape (n_objects, top_k)
         Their grid indices (``2**31 - 1``: no peak).
     psd_scale : ndarray of float64
-        :attr:`PreparedObjects.psd_scale`.
+        As in :class:`PreparedObjects`.
     """
 
     status: np.ndarray

@@ -18,7 +18,8 @@ import pytest
 from astropy.timeseries import LombScargle as AstropyLombScargle
 
 from clperiod import Catalog, FrequencyGrid, Status, lombscargle
-from clperiod.periodograms import multiterm, stats
+from clperiod.engine.devices import get_queue
+from clperiod.periodograms import multiterm, nufft, nufft_terms, stats
 from clperiod.periodograms.multiterm import MAX_NTERMS
 from reference.nufft import lombscargle_nufft
 
@@ -180,6 +181,20 @@ def test_nufft_matches_the_numpy_reference(light_curves, nterms):
                                      normalization=normalization)
         assert (peak_relative_error(fast.power[0], expected, above_one_over_baseline(t, GRID))
                 <= NUFFT_TOLERANCE["fp64"])
+
+
+@pytest.mark.parametrize("fit_mean", [True, False])
+def test_nufft_terms_with_one_term_equals_the_one_term_path(catalog, cpu_device, fit_mean):
+    plan = nufft.NufftPlan.build(GRID)
+    model = dict(fit_mean=fit_mean, center_data=True, use_dy=True)
+    queue = get_queue(cpu_device)
+    one, terms = np.empty((3, GRID.nf)), np.empty((3, GRID.nf))
+    nufft.search(queue, nufft.prepare(catalog, plan, **model), plan, "log", 2, one)
+    peaks = nufft_terms.search(queue, nufft_terms.prepare(catalog, plan, 1, **model), plan,
+                               "log", 2, terms)
+    for row in range(3):
+        assert peak_relative_error(terms[row], one[row]) <= 1e-9
+    np.testing.assert_array_equal(peaks.indices[:, 0], np.nanargmax(one, axis=1))
 
 
 def test_lowest_frequencies_and_frequency_zero(light_curves):
