@@ -395,9 +395,8 @@ def _start(
         )
         if algorithm == "nufft":
             plan = nufft.NufftPlan.build(grid, precision, eps)
-            results = _run_nufft(
-                devices, plan, catalog, lengths, options, power, progress, profile
-            )
+            run = _run_nufft_terms if options.nterms > 1 else _run_nufft
+            results = run(devices, plan, catalog, lengths, options, power, progress, profile)
         else:
             results = _run_multiterm(
                 devices, grid, catalog, lengths, options, power, progress, profile
@@ -555,43 +554,85 @@ def _run_nufft(
     that one FFT plan serves them all."""
     smallest = min(devices, key=lambda d: (d.global_mem, d.max_alloc))
     reserved = power.nbytes if power is not None else 0
-    terms = options.nterms > 1
     bounds = batch_bounds(
         lengths,
-        nufft_terms.batch_buffers(plan, options.nterms, options.top_k)
-        if terms
-        else nufft.batch_buffers(plan, options.fit_mean, options.top_k),
+        nufft.batch_buffers(plan, options.fit_mean, options.top_k),
         MemoryBudget.of(smallest, host_reserved=reserved),
     )
-    n_trans = 3 * options.nterms if terms else 3 if options.fit_mean else 2
+    n_trans = 3 if options.fit_mean else 2
     fft_rows = n_trans * max(stop - start for start, stop in bounds)
     use_dy = options.method == "generalized" and catalog.dy is not None
-    model = dict(fit_mean=options.fit_mean, center_data=options.center_data, use_dy=use_dy)
 
     def work(info: DeviceInfo, bound: tuple[int, int]) -> _BatchResult:
         started = time.perf_counter()
         start, stop = bound
-        batch = catalog.slice(start, stop)
-        arguments = (
-            options.normalization,
+        prepared = nufft.prepare(
+            catalog.slice(start, stop),
+            plan,
+            fit_mean=options.fit_mean,
+            center_data=options.center_data,
+            use_dy=use_dy,
+        )
+        peaks = nufft.search(
+            get_queue(info),
+            prepared,
+            plan,
+            options.normalization,  # type: ignore[arg-type]
             options.top_k,
             None if power is None else power[start:stop],
             fft_rows if info.kind != "cpu" else 0,
         )
-        if terms:
-            peaks = nufft_terms.search(
-                get_queue(info),
-                nufft_terms.prepare(batch, plan, options.nterms, **model),
-                plan,
-                *arguments,  # type: ignore[arg-type]
-            )
-        else:
-            peaks = nufft.search(
-                get_queue(info),
-                nufft.prepare(batch, plan, **model),
-                plan,
-                *arguments,  # type: ignore[arg-type]
-            )
+        seconds = {"nufft_s": time.perf_counter() - started} if profile else {}
+        return _BatchResult(peaks.status, peaks.values, peaks.indices, peaks.psd_scale, seconds)
+
+    with progress_bar(progress, len(bounds), "lombscargle") as bar:
+        return run_on_devices(
+            devices, bounds, work, progress=bar.update if bar is not None else None
+        )
+
+
+def _run_nufft_terms(
+    devices: list[DeviceInfo],
+    plan: nufft.NufftPlan,
+    catalog: Catalog,
+    lengths: np.ndarray,
+    options: _Options,
+    power: np.ndarray | None,
+    progress: bool,
+    profile: bool,
+) -> list[_BatchResult]:
+    """The NUFFT search of ``catalog`` with ``nterms > 1``
+    (:mod:`clperiod.periodograms.nufft_terms`), batched as :func:`_run_nufft`."""
+    smallest = min(devices, key=lambda d: (d.global_mem, d.max_alloc))
+    reserved = power.nbytes if power is not None else 0
+    bounds = batch_bounds(
+        lengths,
+        nufft_terms.batch_buffers(plan, options.nterms, options.top_k),
+        MemoryBudget.of(smallest, host_reserved=reserved),
+    )
+    fft_rows = 3 * options.nterms * max(stop - start for start, stop in bounds)
+    use_dy = options.method == "generalized" and catalog.dy is not None
+
+    def work(info: DeviceInfo, bound: tuple[int, int]) -> _BatchResult:
+        started = time.perf_counter()
+        start, stop = bound
+        prepared = nufft_terms.prepare(
+            catalog.slice(start, stop),
+            plan,
+            options.nterms,
+            fit_mean=options.fit_mean,
+            center_data=options.center_data,
+            use_dy=use_dy,
+        )
+        peaks = nufft_terms.search(
+            get_queue(info),
+            prepared,
+            plan,
+            options.normalization,  # type: ignore[arg-type]
+            options.top_k,
+            None if power is None else power[start:stop],
+            fft_rows if info.kind != "cpu" else 0,
+        )
         seconds = {"nufft_s": time.perf_counter() - started} if profile else {}
         return _BatchResult(peaks.status, peaks.values, peaks.indices, peaks.psd_scale, seconds)
 
