@@ -22,7 +22,8 @@
 ## assembles the normal equations of cl_kernels/multiterm.mako from these sums
 ## and solves them by Cholesky. A pivot at or below `degenerate` (the
 ## transforms' tolerance: the sums are only known to it) gives NaN, as a
-## singular system does in the direct kernel; so does f = 0.
+## singular system does in the direct kernel; so do f = 0 and objects with
+## fewer than min_points points.
 <%page args="real, nterms, fit_mean, normalization"/>
 <%namespace name="common" file="common.mako"/>
 <%namespace name="multiterm" file="multiterm.mako"/>
@@ -38,6 +39,8 @@ __kernel void nufft_terms_power(
     __global const real2_t *restrict modes,       // FFT of the grids: (objects, N_TRANS, n_grid)
     __global const real_t *restrict correction,   // (nf,) 1 / (psi(2 pi k / n_grid) fft_scale)
     __global const real_t *restrict obj_yy,       // sum w y^2 (NaN: no power)
+    __global const int *restrict obj_n,           // points spread (0: object not OK)
+    const int min_points,                         // fewer: no power (too few for K terms)
     const int nf,
     const int n_grid,
     const int zero_bin,                           // grid index of f = 0, or -1
@@ -68,7 +71,7 @@ __kernel void nufft_terms_power(
         S[h] = window.y;
     }
     real_t z = solve(C, S, YC, YS, degenerate) / obj_yy[obj];
-    if (m == zero_bin)  // no sinusoid fits at f = 0
+    if (m == zero_bin || obj_n[obj] < min_points)  // no sinusoid fits at f = 0
         z = (real_t) NAN;
 % if normalization == "standard":
     power[(long) obj * nf + m] = z;

@@ -616,22 +616,18 @@ def _run_nufft_terms(
     def work(info: DeviceInfo, bound: tuple[int, int]) -> _BatchResult:
         started = time.perf_counter()
         start, stop = bound
-        prepared = nufft_terms.prepare(
+        peaks = nufft_terms.search(
+            info,
             catalog.slice(start, stop),
             plan,
             options.nterms,
             fit_mean=options.fit_mean,
             center_data=options.center_data,
             use_dy=use_dy,
-        )
-        peaks = nufft_terms.search(
-            get_queue(info),
-            prepared,
-            plan,
-            options.normalization,  # type: ignore[arg-type]
-            options.top_k,
-            None if power is None else power[start:stop],
-            fft_rows if info.kind != "cpu" else 0,
+            normalization=options.normalization,  # type: ignore[arg-type]
+            top_k=options.top_k,
+            periodograms=None if power is None else power[start:stop],
+            n_rows=fft_rows if info.kind != "cpu" else 0,
         )
         seconds = {"nufft_s": time.perf_counter() - started} if profile else {}
         return _BatchResult(peaks.status, peaks.values, peaks.indices, peaks.psd_scale, seconds)

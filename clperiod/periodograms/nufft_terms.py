@@ -16,12 +16,15 @@ path with ``fit_mean``).
 
 Stages, on :mod:`clperiod.periodograms.nufft`'s plan, kernel and FFT:
 
-1. :func:`prepare` (host, float64): statuses and standardized values
-   (:func:`clperiod.periodograms.multiterm.prepare_objects`), then for each
-   ``h`` the cell coordinates ``n_grid frac(h df tt)`` and the phase-shifted
-   strengths, from the exact products of :mod:`~clperiod.periodograms.nufft`.
-2. :func:`spread` (``nufft_spread_2``, ``nufft_spread_1`` of
-   ``cl_kernels/nufft.mako``) onto ``3 K`` fine grids per object.
+1. The one-term path's preparation (``nufft.prepare_on_device``, or
+   ``nufft.prepare`` on the host for devices without fp64): standardized
+   weights and values, unwrapped cells ``n_grid df tt`` and the phases
+   ``e^{2 pi i f_s tt}``; objects with fewer points than the model's unknowns
+   and one more (:func:`clperiod.periodograms.multiterm.min_points`) are
+   TOO_FEW_POINTS here.
+2. :func:`spread` (``nufft_spread_data_window`` for ``h <= K``,
+   ``nufft_spread_window`` for ``h > K``, of ``cl_kernels/nufft.mako``, at
+   harmonic ``h``) onto ``3 K`` fine grids per object.
 3. The FFT of every grid row (:func:`clperiod.engine.fft.fft_inplace`).
 4. :func:`power` (``nufft_terms_power`` of ``cl_kernels/nufft_terms.mako``):
    the ``nf`` central modes divided by the kernel's Fourier transform, then
@@ -36,126 +39,19 @@ largest errors, as in nifty-ls.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
-from clperiod.catalog import Catalog
+from clperiod.catalog import Catalog, Status
 from clperiod.engine import kernels
-from clperiod.engine.devices import upload
+from clperiod.engine.devices import DeviceInfo, get_queue
 from clperiod.engine.fft import fft_inplace
 from clperiod.engine.planner import Buffer
+from clperiod.engine.staging import Staging
 from clperiod.periodograms import multiterm, nufft
-from clperiod.periodograms.inputs import segment_reduce
 
-__all__ = ["PreparedTerms", "batch_buffers", "power", "prepare", "search", "spread"]
-
-
-@dataclass(frozen=True)
-class PreparedTerms:
-    """The spreading inputs of a batch of objects (:func:`prepare`).
-
-    Attributes
-    ----------
-    status : ndarray of int8
-        Per object: OK, TOO_FEW_POINTS or ZERO_VARIANCE; objects that are not
-        OK keep no points and get ``yy = NaN`` (NaN powers).
-    offsets : ndarray of int32
-        ``(n_objects + 1,)`` point offsets, the same in every point set.
-    point_sets : tuple of PointSet
-        The points ``h x`` for ``h = 1 .. 2K``: for ``h <= K`` carrying the data
-        and the window ``(w y, w) e^{i h s x}``, for ``h > K`` the window alone.
-    yy : ndarray
-        Per object ``sum w y^2`` of the standardized values (NaN if not OK).
-    psd_scale : ndarray
-        Per object ``1/2 sum dy^-2 (y - ybar)^2`` in the data's units.
-    fit_mean : bool
-        The model has a constant term.
-    """
-
-    status: np.ndarray
-    offsets: np.ndarray
-    point_sets: tuple[nufft.PointSet, ...]
-    yy: np.ndarray
-    psd_scale: np.ndarray
-    fit_mean: bool
-
-    @property
-    def n_objects(self) -> int:
-        """Objects of the batch."""
-        return len(self.status)
-
-    @property
-    def nterms(self) -> int:
-        """Harmonics of the model."""
-        return len(self.point_sets) // 2
-
-    @property
-    def n_transforms(self) -> int:
-        """Transforms per object: ``3 K``."""
-        return 3 * self.nterms
-
-
-def prepare(
-    catalog: Catalog,
-    plan: nufft.NufftPlan,
-    nterms: int,
-    *,
-    fit_mean: bool,
-    center_data: bool,
-    use_dy: bool,
-) -> PreparedTerms:
-    """The spreading inputs of every object of ``catalog`` (module notes, stage 1).
-
-    Parameters
-    ----------
-    catalog
-        Validated light curves (finite values, ``dy > 0``), in any time order,
-        at raw epochs; at most ``2**31 - 1`` rows.
-    plan
-        Grid, precision and kernel (:class:`~clperiod.periodograms.nufft.NufftPlan`).
-    nterms
-        Harmonics of the model, 1 to :data:`~clperiod.periodograms.multiterm.MAX_NTERMS`.
-    fit_mean, center_data
-        The model, as in astropy; values are centred when either is set.
-    use_dy
-        Weigh by ``dy**-2`` (else every point weighs 1).
-
-    Returns
-    -------
-    PreparedTerms
-    """
-    objects = multiterm.prepare_objects(
-        catalog, nterms, fit_mean=fit_mean, center_data=center_data, use_dy=use_dy
-    )
-    owners = objects.owners
-    start = segment_reduce(np.minimum, objects.t, objects.offsets)
-    tt = objects.t - start[owners]
-    turns = nufft._turns(plan.shift_frequency, tt)
-    point_sets = []
-    for h in range(1, 2 * nterms + 1):
-        columns = [objects.wy, objects.w] if h <= nterms else [objects.w]
-        h_turns = h * turns - np.rint(h * turns)
-        point_sets.append(nufft._point_set(h * plan.grid.df, h_turns, tt, owners, columns, plan))
-    return PreparedTerms(
-        status=objects.status,
-        offsets=objects.offsets,
-        point_sets=tuple(point_sets),
-        yy=objects.yy,
-        psd_scale=objects.psd_scale,
-        fit_mean=fit_mean,
-    )
-
-
-def _work_group(queue: cl.CommandQueue) -> int:
-    return nufft.WORK_GROUP["gpu" if queue.device.type & cl.device_type.GPU else "other"]
-
-
-def _range(n: int, n_objects: int, wg: int) -> tuple[tuple[int, int], tuple[int, int]]:
-    """Global and local sizes of a (n items, objects) launch."""
-    return (-(-n // wg) * wg, n_objects), (wg, 1)
+__all__ = ["batch_buffers", "grid_bytes", "power", "search", "spread"]
 
 
 def _first_transform(h: int, nterms: int) -> int:
@@ -164,78 +60,74 @@ def _first_transform(h: int, nterms: int) -> int:
     return 2 * (h - 1) if h <= nterms else nterms + h - 1
 
 
+def grid_bytes(
+    points: nufft.DevicePoints, plan: nufft.NufftPlan, nterms: int, n_rows: int = 0
+) -> int:
+    """Bytes of :func:`spread`'s fine grids (at least ``n_rows`` rows)."""
+    rows = max(1, n_rows, points.n_objects * 3 * nterms)
+    return rows * plan.n_grid * np.dtype(plan.complex_dtype).itemsize
+
+
 def spread(
-    queue: cl.CommandQueue, prepared: PreparedTerms, plan: nufft.NufftPlan, n_rows: int = 0
-) -> cl.Buffer:
-    """Queue the spreading of every point set (stage 2).
+    queue: cl.CommandQueue,
+    points: nufft.DevicePoints,
+    plan: nufft.NufftPlan,
+    nterms: int,
+    grid: cl.MemoryObjectHolder,
+) -> None:
+    """Queue the spreading of the ``3 K`` transforms of every object into ``grid`` (stage 2).
 
-    Parameters
-    ----------
-    n_rows
-        Grid rows to allocate at least (rows past the batch's are left
-        unwritten), so that batches of fewer objects share one FFT shape.
-
-    Returns
-    -------
-    cl.Buffer
-        The fine grids, ``(n_objects, 3 K, n_grid)`` interleaved complex, in
-        the order of ``cl_kernels/nufft_terms.mako``.
+    ``grid`` (:func:`grid_bytes`) receives ``(n_objects, 3 K, n_grid)``
+    interleaved complex values in the order of ``cl_kernels/nufft_terms.mako``;
+    rows past the batch's are left unwritten.
     """
-    spread_1, spread_2 = kernels.get_kernels(
-        queue.context,
-        "nufft",
-        ("nufft_spread_1", "nufft_spread_2"),
-        real="double" if plan.fp64 else "float",
-        stage="spread",
-    )
-    n_obj, n_trans = prepared.n_objects, prepared.n_transforms
-    itemsize = np.dtype(plan.complex_dtype).itemsize
-    rows = max(1, n_rows, n_obj * n_trans)
-    grid = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, rows * plan.n_grid * itemsize)
-    starts = upload(queue, prepared.offsets)
-    global_size, local_size = _range(plan.n_grid, n_obj, _work_group(queue))
-    for h, point_set in enumerate(prepared.point_sets, start=1):
-        kernel = spread_2 if point_set.strengths.shape[1] == 2 else spread_1
-        kernel(
+    global_size, local_size = nufft._range(plan.n_grid, points.n_objects, nufft._work_group(queue))
+    for h in range(1, 2 * nterms + 1):
+        nufft._spread_kernel(queue, plan, "data_window" if h <= nterms else "window")(
             queue,
             global_size,
             local_size,
-            starts,
-            upload(queue, point_set.cells),
-            upload(queue, point_set.fractions),
-            upload(queue, point_set.strengths),
+            points.starts,
+            points.n_points,
+            points.cells,
+            points.fractions,
+            points.weights,
+            points.weighted_values,
+            points.phases,
+            np.int32(h),
             np.int32(plan.n_grid),
             np.int32(plan.width),
             plan.dtype(plan.beta),
-            np.int32(n_trans),
-            np.int32(_first_transform(h, prepared.nterms)),
+            np.int32(3 * nterms),
+            np.int32(_first_transform(h, nterms)),
             grid,
         )
-    return grid
 
 
 def power(
     queue: cl.CommandQueue,
-    modes: cl.Buffer,
-    prepared: PreparedTerms,
+    modes: cl.MemoryObjectHolder,
+    points: nufft.DevicePoints,
     plan: nufft.NufftPlan,
+    nterms: int,
+    out: cl.MemoryObjectHolder,
     normalization: multiterm.Normalization = "standard",
     fft_scale: float = 1.0,
-) -> cl.Buffer:
-    """Queue the correction and the multi-term power of the FFT'd grids ``modes`` (stage 4).
+) -> None:
+    """Queue the correction and the multi-term power of the FFT'd grids ``modes``
+    into ``out`` (stage 4).
 
     Parameters
     ----------
     modes
         The FFT of :func:`spread`'s grids, scaled by ``fft_scale``.
+    out
+        Receives the powers, ``(n_objects, nf)`` in the plan's precision: NaN
+        for objects with fewer points than
+        :func:`~clperiod.periodograms.multiterm.min_points`.
     normalization
         ``"standard"``, ``"model"`` or ``"log"`` (psd powers are the standard
-        ones times :attr:`PreparedTerms.psd_scale`, which :func:`search` applies).
-
-    Returns
-    -------
-    cl.Buffer
-        Powers, ``(n_objects, nf)`` in the plan's precision.
+        ones times the psd factor, which :func:`search` applies).
 
     Raises
     ------
@@ -251,29 +143,27 @@ def power(
         "nufft_terms",
         ("nufft_terms_power",),
         real="double" if plan.fp64 else "float",
-        nterms=prepared.nterms,
-        fit_mean=prepared.fit_mean,
+        nterms=nterms,
+        fit_mean=points.fit_mean,
         normalization=normalization,
     )
-    nf, n_obj = plan.grid.nf, prepared.n_objects
-    out = cl.Buffer(
-        queue.context, cl.mem_flags.WRITE_ONLY, max(1, n_obj * nf) * np.dtype(plan.dtype).itemsize
-    )
-    global_size, local_size = _range(nf, n_obj, _work_group(queue))
+    nf = plan.grid.nf
+    global_size, local_size = nufft._range(nf, points.n_objects, nufft._work_group(queue))
     kernel(
         queue,
         global_size,
         local_size,
         modes,
-        upload(queue, nufft.correction_factors(plan, fft_scale)),
-        upload(queue, prepared.yy.astype(plan.dtype)),
+        nufft._device_correction(queue, plan, fft_scale),
+        points.yy,
+        points.n_points,
+        np.int32(multiterm.min_points(nterms, points.fit_mean)),
         np.int32(nf),
         np.int32(plan.n_grid),
         np.int32(0 if plan.grid.fmin == 0 else -1),
         plan.dtype(plan.degenerate),
         out,
     )
-    return out
 
 
 def batch_buffers(plan: nufft.NufftPlan, nterms: int, top_k: int) -> list[Buffer]:
@@ -281,36 +171,45 @@ def batch_buffers(plan: nufft.NufftPlan, nterms: int, top_k: int) -> list[Buffer
     :mod:`clperiod.engine.planner` (items: objects, units: points).
 
     Per object the ``3 K`` fine grids (twice: the FFT may need as much again),
-    the ``nf`` powers, the peaks and the per-object inputs; per point the
-    cells and fractions of the ``2 K`` point sets and their ``3 K`` complex
-    strengths.
+    the ``nf`` powers, the peaks and the per-object inputs; per point those
+    of the one-term path (``nufft.batch_buffers``).
     """
     real = np.dtype(plan.dtype).itemsize
-    n_trans = 3 * nterms
+    one_term = {b.name: b for b in nufft.batch_buffers(plan, True, top_k)}
     return [
-        Buffer("fine grids", per_item=n_trans * plan.n_grid * 2 * real, count=2),
-        Buffer("powers", per_item=plan.grid.nf * real),
-        Buffer("peaks", per_item=top_k * (real + 4)),
-        Buffer("object inputs", per_item=4 + real),
-        Buffer("points", per_unit=2 * nterms * (4 + real) + n_trans * 2 * real),
+        Buffer("fine grids", per_item=3 * nterms * plan.n_grid * 2 * real, count=2),
+        one_term["powers"],
+        one_term["peaks"],
+        one_term["object inputs"],
+        one_term["points"],
     ]
 
 
 def search(
-    queue: cl.CommandQueue,
-    prepared: PreparedTerms,
+    info: DeviceInfo,
+    catalog: Catalog,
     plan: nufft.NufftPlan,
+    nterms: int,
+    *,
+    fit_mean: bool,
+    center_data: bool,
+    use_dy: bool,
     normalization: multiterm.Normalization,
     top_k: int,
     periodograms: np.ndarray | None = None,
     n_rows: int = 0,
 ) -> nufft.BatchPeaks:
-    """Spread, FFT (:func:`clperiod.engine.fft.fft_inplace`), power and top-k peaks.
+    """Prepare, spread, FFT (:func:`clperiod.engine.fft.fft_inplace`), power and
+    top-k peaks of a batch of objects on one device.
 
     Parameters
     ----------
-    prepared
-        The batch's points (:func:`prepare`).
+    catalog
+        The batch (validated); rows are sorted in time here where needed.
+    nterms
+        Harmonics of the model, 1 to :data:`~clperiod.periodograms.multiterm.MAX_NTERMS`.
+    fit_mean, center_data, use_dy
+        The model, as in astropy, and whether ``dy**-2`` weighs the points.
     normalization
         The powers' normalization. psd powers are computed as standard powers
         and scaled by ``psd_scale`` on the host in float64 (peaks) and in the
@@ -321,26 +220,45 @@ def search(
         If given, ``(n_objects, nf)`` host array (plan precision) receiving the
         periodograms.
     n_rows
-        Fine-grid rows to transform at least (:func:`spread`), so that batches
-        of fewer objects reuse one FFT plan.
+        Fine-grid rows to transform at least, so that batches of fewer
+        objects reuse one FFT plan.
 
     Returns
     -------
     clperiod.periodograms.nufft.BatchPeaks
     """
-    n_obj = prepared.n_objects
-    grid = spread(queue, prepared, plan, n_rows)
-    rows = max(1, n_rows, n_obj * prepared.n_transforms)
-    fft_inplace(queue, cla.Array(queue, (rows, plan.n_grid), plan.complex_dtype, data=grid))
-    psd = normalization == "psd"
-    powers = power(queue, grid, prepared, plan, "standard" if psd else normalization)
-    values, indices = nufft._top_k_peaks(queue, powers, n_obj, plan, top_k)
-    if periodograms is not None and n_obj:
-        cl.enqueue_copy(queue, periodograms, powers)
-    queue.finish()
+    catalog = nufft.time_sorted(catalog)
+    queue = get_queue(info)
+    staging = Staging(info)
+    model = dict(fit_mean=fit_mean, center_data=center_data, use_dy=use_dy)
+    with staging.guard(queue):
+        if info.fp64:
+            points = nufft.prepare_on_device(staging, queue, catalog, plan, **model)
+        else:
+            points = nufft.upload_points(staging, nufft.prepare(catalog, plan, **model), fit_mean)
+            staging.send(queue)
+        n_obj = points.n_objects
+        rows = max(1, n_rows, n_obj * 3 * nterms)
+        grid = staging.buffer(grid_bytes(points, plan, nterms, rows))
+        spread(queue, points, plan, nterms, grid)
+        fft_inplace(queue, cla.Array(queue, (rows, plan.n_grid), plan.complex_dtype, data=grid))
+        psd = normalization == "psd"
+        powers = staging.buffer(max(1, n_obj * plan.grid.nf) * np.dtype(plan.dtype).itemsize)
+        power(queue, grid, points, plan, nterms, powers, "standard" if psd else normalization)
+        peaks = nufft._top_k_peaks(queue, staging, powers, n_obj, plan, top_k)
+        if periodograms is not None and n_obj:
+            cl.enqueue_copy(queue, periodograms, powers, is_blocking=False)
+        queue.finish()
+    staging.release()
+    status, psd_scale = points.status.copy(), points.psd_scale.copy()
+    too_few = (status == Status.OK) & (catalog.lengths < multiterm.min_points(nterms, fit_mean))
+    status[too_few] = Status.TOO_FEW_POINTS
+    psd_scale[too_few] = 0.0
+    values, indices = peaks()
+    peak_values = values.astype(np.float64)
     if psd:
         with np.errstate(invalid="ignore", over="ignore"):  # -inf * 0 of objects not OK
-            values *= prepared.psd_scale[:, None]
+            peak_values *= psd_scale[:, None]
             if periodograms is not None:
-                periodograms *= prepared.psd_scale.astype(plan.dtype)[:, None]
-    return nufft.BatchPeaks(prepared.status, values, indices, prepared.psd_scale)
+                periodograms *= psd_scale.astype(plan.dtype)[:, None]
+    return nufft.BatchPeaks(status, peak_values, indices, psd_scale)

@@ -18,7 +18,6 @@ import pytest
 from astropy.timeseries import LombScargle as AstropyLombScargle
 
 from clperiod import Catalog, FrequencyGrid, Status, lombscargle
-from clperiod.engine.devices import get_queue
 from clperiod.periodograms import multiterm, nufft, nufft_terms, stats
 from clperiod.periodograms.multiterm import MAX_NTERMS
 from reference.nufft import lombscargle_nufft
@@ -186,12 +185,11 @@ def test_nufft_matches_the_numpy_reference(light_curves, nterms):
 @pytest.mark.parametrize("fit_mean", [True, False])
 def test_nufft_terms_with_one_term_equals_the_one_term_path(catalog, cpu_device, fit_mean):
     plan = nufft.NufftPlan.build(GRID)
-    model = dict(fit_mean=fit_mean, center_data=True, use_dy=True)
-    queue = get_queue(cpu_device)
+    options = dict(fit_mean=fit_mean, center_data=True, use_dy=True, normalization="log",
+                   top_k=2)
     one, terms = np.empty((3, GRID.nf)), np.empty((3, GRID.nf))
-    nufft.search(queue, nufft.prepare(catalog, plan, **model), plan, "log", 2, one)
-    peaks = nufft_terms.search(queue, nufft_terms.prepare(catalog, plan, 1, **model), plan,
-                               "log", 2, terms)
+    nufft.search(cpu_device, catalog, plan, **options, periodograms=one)
+    peaks = nufft_terms.search(cpu_device, catalog, plan, 1, **options, periodograms=terms)
     for row in range(3):
         assert peak_relative_error(terms[row], one[row]) <= 1e-9
     np.testing.assert_array_equal(peaks.indices[:, 0], np.nanargmax(one, axis=1))
