@@ -1,6 +1,7 @@
 //CL//
 ## Multi-term (Fourier series) Lomb-Scargle power of light curves that share
-## their times (one, or the resamplings of a bootstrap), fp64.
+## their times (one, or the resamplings of a bootstrap), or of the objects of
+## a catalog, fp64.
 ##
 ## Render parameters (strict_undefined):
 ##   nterms  harmonics K of the model (0 <= K)
@@ -13,6 +14,9 @@
 ##   coefficients  write the M least-squares coefficients of each frequency
 ##           (the unknowns below, in that order) instead of the power
 ##   arbitrary  read frequency k from the array grid_f instead of fmin + k df
+##   catalog  the kernel multiterm_catalog instead of multiterm_power: the
+##           light curves of a ragged catalog (rows 1, no coefficients),
+##           each with its own times, on a block of grid bins
 ##
 ## The model y(t) = [b] + sum_{k=1..K} a_k sin(k phi) + c_k cos(k phi),
 ## phi = 2 pi f t, is fitted by weighted least squares (weights w ~ dy^-2) at
@@ -25,10 +29,12 @@
 ## The normal matrix needs the sums C_m = sum w cos(m phi) and
 ## S_m = sum w sin(m phi) for m = 0 .. 2K (product-to-sum identities), the
 ## right-hand side sum w y' cos(k phi) and sum w y' sin(k phi) for k <= K.
-## The ND-range is nf (padded to wg) x ceil(n_curves / rows): one work-item
-## per frequency and group of `rows` light curves, whose sums it accumulates
-## from one evaluation of cos(m phi), sin(m phi) per point; a work-group's
-## items share their light curves. Each system is solved by Cholesky in
+## multiterm_power's ND-range is nf (padded to wg) x ceil(n_curves / rows):
+## one work-item per frequency and group of `rows` light curves, whose sums it
+## accumulates from one evaluation of cos(m phi), sin(m phi) per point; a
+## work-group's items share their light curves. multiterm_catalog's is the
+## block's bins (padded to wg) x objects: a work-group's items share one
+## object, whose points (offsets `starts`) they stage. Each system is solved by Cholesky in
 ## private memory (and back substitution for the coefficients). A system that
 ## is not positive definite (f = 0, or fewer distinct phases than unknowns)
 ## gives NaN.
@@ -40,13 +46,21 @@ ${common.prelude("double")}
 #define WG ${wg}
 #define ROWS ${rows}
 
+## normal_solve(real, bias, coefficients, floor=False): the C function
+## `solve` of the normal system of one frequency, for kernels that define K,
+## BIAS (= bias) and M (= BIAS + 2 K). It takes the window sums C_m, S_m
+## (m = 0 .. 2K) and the data sums YC_k, YS_k (k = 0 .. K) of weights summing
+## to 1 and returns p = b^T A^-1 b; a Cholesky pivot that is not positive
+## (with `floor`: not above its last argument, `floor`) gives NaN. With
+## coefficients, also x = A^-1 b (all NaN for a singular system).
+<%def name="normal_solve(real, bias, coefficients, floor=False)">
 // p = b^T A^-1 b of one light curve's sums, NaN for a singular system; with
 // coefficients also x = A^-1 b (all NaN for a singular system).
-inline double solve(const double *C, const double *S, const double *YC, const double *YS${
-        ", double *x" if coefficients else ""})
+inline ${real} solve(const ${real} *C, const ${real} *S, const ${real} *YC, const ${real} *YS${
+        ", " + real + " *x" if coefficients else ""}${", const " + real + " floor" if floor else ""})
 {
     // unknowns: [bias], then sin(j phi), cos(j phi) for j = 1 .. K
-    double A[M][M], b[M];
+    ${real} A[M][M], b[M];
 % if bias:
     A[0][0] = C[0];
     b[0] = YC[0];
@@ -62,23 +76,23 @@ inline double solve(const double *C, const double *S, const double *YC, const do
         for (int q = 1; q <= K; ++q) {
             const int sq = BIAS + 2 * (q - 1), cq = sq + 1;
             const int d = abs(j - q);
-            const double s_diff = j >= q ? S[d] : -S[d];  // sin((j - q) phi)
-            A[sj][sq] = 0.5 * (C[d] - C[j + q]);
-            A[cj][cq] = 0.5 * (C[d] + C[j + q]);
-            A[sj][cq] = 0.5 * (S[j + q] + s_diff);
-            A[cj][sq] = 0.5 * (S[j + q] - s_diff);
+            const ${real} s_diff = j >= q ? S[d] : -S[d];  // sin((j - q) phi)
+            A[sj][sq] = (${real}) 0.5 * (C[d] - C[j + q]);
+            A[cj][cq] = (${real}) 0.5 * (C[d] + C[j + q]);
+            A[sj][cq] = (${real}) 0.5 * (S[j + q] + s_diff);
+            A[cj][sq] = (${real}) 0.5 * (S[j + q] - s_diff);
         }
     }
     // Cholesky A = L L^T (L in the lower triangle of A), then z = L^-1 b and
     // p = z . z; a pivot that is not positive gives NaN.
-    double p = 0.0;
+    ${real} p = 0;
     for (int r = 0; r < M; ++r) {
         for (int c = 0; c <= r; ++c) {
-            double sum = A[r][c];
+            ${real} sum = A[r][c];
             for (int q = 0; q < c; ++q)
                 sum -= A[r][q] * A[c][q];
             if (r == c) {
-                if (!(sum > 0.0)) {
+                if (!(sum > ${"floor" if floor else "0"})) {
 % if coefficients:
                     for (int q = 0; q < M; ++q)
                         x[q] = NAN;
@@ -90,7 +104,7 @@ inline double solve(const double *C, const double *S, const double *YC, const do
                 A[r][c] = sum / A[c][c];
             }
         }
-        double z = b[r];
+        ${real} z = b[r];
         for (int q = 0; q < r; ++q)
             z -= A[r][q] * b[q];
         b[r] = z / A[r][r];
@@ -99,7 +113,7 @@ inline double solve(const double *C, const double *S, const double *YC, const do
 % if coefficients:
     // L^T x = z
     for (int r = M - 1; r >= 0; --r) {
-        double v = b[r];
+        ${real} v = b[r];
         for (int q = r + 1; q < M; ++q)
             v -= A[q][r] * x[q];
         x[r] = v / A[r][r];
@@ -107,7 +121,8 @@ inline double solve(const double *C, const double *S, const double *YC, const do
 % endif
     return p;
 }
-
+</%def>
+${normal_solve("double", bias, coefficients)}
 ## c, s = cos and sin of harmonic m (an int expression) of the reduced phase
 ## `cycles`: from its own reduced phase m * cycles, or by angle addition from
 ## harmonic m - 1 (c_prev, s_prev) and the first (c1, s1).
@@ -127,26 +142,47 @@ inline double solve(const double *C, const double *S, const double *YC, const do
 % endif
 </%def>
 
+<%
+    if catalog and (rows != 1 or coefficients):
+        raise NameError("the catalog kernel takes rows=1 and no coefficients")
+%>
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+% if catalog:
+void multiterm_catalog(
+    __global const double *restrict t,    // (points,) times relative to each object's reference
+    __global const double *restrict w,    // (points,) dy^-2, normalised per object
+    __global const double *restrict wy,   // (points,) w * (centred) y
+    __global const int *restrict starts,  // (objects + 1,) point offsets
+    const int obj0, const double fmin, const double df, const int k0, const int nf,
+    __global double *restrict power)      // (launch objects, nf) p of bins k0 .. k0 + nf - 1
+{
+    const int k = get_global_id(0);
+    const int lid = get_local_id(0);
+    const int first = get_global_id(1);  // the launch's object: first, catalog's obj0 + first
+    const int n_curves = get_global_size(1);
+    const int p0 = starts[obj0 + first], n = starts[obj0 + first + 1] - p0;
+    const double f = fmin + df * (k0 + k);
+% else:
 void multiterm_power(
     __global const double *restrict t,    // (n,) times relative to a reference
     __global const double *restrict w,    // (n_curves, n) dy^-2, normalised
     __global const double *restrict wy,   // (n_curves, n) w * (centred) y
-% if arbitrary:
+%   if arbitrary:
     const int n, __global const double *restrict grid_f, const int nf, const int n_curves,
-% else:
+%   else:
     const int n, const double fmin, const double df, const int nf, const int n_curves,
-% endif
+%   endif
     __global double *restrict power)      // (n_curves, nf) p, or
                                           // (n_curves, nf, M) coefficients
 {
     const int k = get_global_id(0);
     const int lid = get_local_id(0);
     const int first = get_global_id(1) * ROWS;  // this item's light curves: first + r
-% if arbitrary:
+%   if arbitrary:
     const double f = grid_f[min(k, nf - 1)];  // padding items repeat the last (unused)
-% else:
+%   else:
     const double f = fmin + df * k;
+%   endif
 % endif
     __local double l_t[WG], l_w[ROWS][WG], l_wy[ROWS][WG];
     double C[ROWS][2 * K + 1], S[ROWS][2 * K + 1], YC[ROWS][K + 1], YS[ROWS][K + 1];
@@ -158,6 +194,13 @@ void multiterm_power(
     }
     for (int base = 0; base < n; base += WG) {
         barrier(CLK_LOCAL_MEM_FENCE);
+% if catalog:
+        if (base + lid < n) {
+            l_t[lid] = t[p0 + base + lid];
+            l_w[0][lid] = w[p0 + base + lid];
+            l_wy[0][lid] = wy[p0 + base + lid];
+        }
+% else:
         if (base + lid < n) {
             l_t[lid] = t[base + lid];
             for (int r = 0; r < ROWS; ++r) {  // past the last curve: repeat it (unused)
@@ -166,6 +209,7 @@ void multiterm_power(
                 l_wy[r][lid] = wy[row + base + lid];
             }
         }
+% endif
         barrier(CLK_LOCAL_MEM_FENCE);
         const int count = min(WG, n - base);
         for (int i = 0; i < count; ++i) {

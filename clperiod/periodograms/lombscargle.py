@@ -25,6 +25,7 @@ from __future__ import annotations
 import inspect
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -45,7 +46,7 @@ from clperiod.engine.planner import Batch, KernelShape, MemoryBudget, batch_boun
 from clperiod.engine.scheduler import BATCHES_PER_DEVICE, run_on_devices
 from clperiod.engine.staging import Staging, check_periodogram_memory, periodogram_array
 from clperiod.grid import FrequencyArray, FrequencyGrid, search_grid, split_float32
-from clperiod.periodograms import nufft, stats
+from clperiod.periodograms import multiterm, nufft, nufft_terms, stats
 from clperiod.periodograms.algorithm import prefers_nufft
 from clperiod.periodograms.inputs import (
     Deferred,
@@ -96,6 +97,8 @@ class LombScargleResult(PeakResults):
         order of ``grid.frequencies()``.
     grid : FrequencyGrid or FrequencyArray
         The frequency grid evaluated.
+    nterms : int
+        Harmonics of the model.
     """
 
     ids: np.ndarray
@@ -114,6 +117,7 @@ class LombScargleResult(PeakResults):
     devices: list[str]
     catalog: Catalog = field(repr=False)
     timings: dict[str, float] = field(default_factory=dict, repr=False)
+    nterms: int = 1
 
     def false_alarm_probability(
         self, method: str = "baluev", power: np.ndarray | None = None
@@ -135,7 +139,9 @@ class LombScargleResult(PeakResults):
         ndarray
             Same shape as ``power``; NaN for objects whose status is not OK.
             All objects are evaluated at once
-            (:func:`clperiod.periodograms.stats.catalog_false_alarm_probability`).
+            (:func:`clperiod.periodograms.stats.catalog_false_alarm_probability`);
+            ``nterms > 1`` uses its null distribution of ``2 nterms`` harmonic
+            components (astropy refuses those).
         """
         z = self.power_best if power is None else np.asarray(power, dtype=np.float64)
         fap = stats.catalog_false_alarm_probability(
@@ -148,6 +154,7 @@ class LombScargleResult(PeakResults):
             fit_mean=self.fit_mean,
             center_data=self.center_data,
             nf=search_grid(self.grid)[0].nf,
+            nterms=self.nterms,
         )
         ok = (self.status == Status.OK).reshape((-1,) + (1,) * (fap.ndim - 1))
         return np.where(ok, fap, np.nan)
@@ -163,6 +170,7 @@ def lombscargle(
     normalization: Normalization | None = "standard",
     fit_mean: bool | None = None,
     center_data: bool | None = None,
+    nterms: int = 1,
     precision: Precision = "fp64",
     algorithm: Algorithm = "direct",
     eps: float | None = None,
@@ -207,6 +215,16 @@ def lombscargle(
     fit_mean, center_data
         As in astropy; defaults follow the method (generalized: both True,
         standard: both False, i.e. SciPy's raw form).
+    nterms
+        Harmonics of the periodic model, 1 (default: a sinusoid) to
+        :data:`clperiod.periodograms.multiterm.MAX_NTERMS`. ``nterms > 1``
+        fits ``nterms`` harmonics of each frequency (plus the mean with
+        ``fit_mean``) by least squares, astropy's
+        ``LombScargle(..., nterms=K).power(method="chi2")``, in every
+        normalization; objects need ``2 nterms + 2`` points with ``fit_mean``
+        (``2 nterms + 1`` without). The direct path computes it in fp64 only
+        (``precision="fp32"`` raises: use fp64, or ``algorithm="nufft"``,
+        which takes both precisions); ``memory`` does not apply.
     precision
         ``"fp64"`` or ``"fp32"``. Times stay float64 on the host; the fp32
         kernel gets per-point phases in double-single form, so raw MJD/JD
@@ -225,10 +243,13 @@ def lombscargle(
         ``clperiod.engine.fft.fft_inplace``), which cost about
         ``N_points w + nf log nf`` (``w``: kernel width, 13 at ``eps=1e-9``),
         for long light curves on large grids. Every method, normalization,
-        ``fit_mean``/``center_data`` and precision is supported. It needs
-        evenly spaced frequencies: a FrequencyArray whose distinct
-        frequencies are not raises ValueError. ``"auto"``: each object by
-        the path a cost model predicts faster
+        ``fit_mean``/``center_data``, ``nterms`` and precision is supported
+        (for ``nterms > 1``, at frequencies above ``1 / T``, ``T`` the
+        object's baseline: below it the normal equations are ill-conditioned,
+        and fp32 powers whose system is singular within the transforms'
+        tolerance are NaN). It needs evenly spaced frequencies: a
+        FrequencyArray whose distinct frequencies are not raises ValueError.
+        ``"auto"``: each object by the path a cost model predicts faster
         (:mod:`clperiod.periodograms.algorithm`); a catalog of short and
         long light curves runs both; uneven frequencies run directly.
     eps
@@ -282,6 +303,7 @@ def lombscargle(
         normalization=normalization,
         fit_mean=fit_mean,
         center_data=center_data,
+        nterms=nterms,
         precision=precision,
         algorithm=algorithm,
         eps=eps,
@@ -305,10 +327,11 @@ def lombscargle_async(
 ) -> Deferred[LombScargleResult]:
     """Start :func:`lombscargle` and return before the device has finished.
 
-    Takes the same arguments. With one device, no progress bar, and a
-    catalog that fits one batch of a quarter of the device memory, the
-    uploads (from page-locked memory) and the kernels are queued and the
-    call returns at once; otherwise the search runs to the end first.
+    Takes the same arguments. On the direct one-term path, with one device,
+    no progress bar, and a catalog that fits one batch of a quarter of the
+    device memory, the uploads (from page-locked memory) and the kernels are
+    queued and the call returns at once; otherwise the search runs to the
+    end first.
     Queuing the next catalog before waiting for this one keeps the device
     busy while the host reads and writes files
     (:func:`clperiod.pipeline.run_catalog` does this).
@@ -336,6 +359,7 @@ def _start(
     normalization,
     fit_mean,
     center_data,
+    nterms,
     precision,
     algorithm,
     eps,
@@ -351,9 +375,14 @@ def _start(
     """Check the input, plan the batches and queue (``defer``) or run them."""
     started = time.perf_counter()
     options = _Options.build(
-        method, normalization, fit_mean, center_data, precision, memory, top_k, periodogram
+        method, normalization, fit_mean, center_data, precision, memory, top_k, periodogram, nterms
     )
     eps = _check_algorithm(algorithm, eps)
+    if options.nterms > 1 and algorithm == "direct" and not options.fp64:
+        raise ValueError(
+            f"multi-term periodograms (nterms={options.nterms}) of the direct path are "
+            f"computed in fp64; pass precision='fp64', or algorithm='nufft' for fp32"
+        )
     catalog = _as_catalog(cat_or_t, y, dy, method, nan_policy)
     searched, positions = _searched_grid(grid, algorithm)
     devices = select_devices(device)
@@ -378,28 +407,49 @@ def _start(
             started,
         )
 
+    if options.nterms > 1 and not isinstance(searched, FrequencyGrid):
+        raise ValueError(
+            f"multi-term periodograms (nterms={options.nterms}) of a catalog need evenly "
+            "spaced frequencies; for one light curve on any frequencies use "
+            "clperiod.multiterm_power"
+        )
     if algorithm != "direct" and isinstance(searched, FrequencyGrid):
         plan = nufft.NufftPlan.build(searched, precision, eps)
         by_nufft = (
             np.ones(catalog.n_objects, dtype=bool)
-            if algorithm == "nufft"
+            if algorithm == "nufft" or (options.nterms > 1 and not options.fp64)
             else prefers_nufft(lengths, searched.nf, plan.n_grid, plan.width, devices)
         )
-        if by_nufft.any():
-            power = (
-                _result_array(devices, (catalog.n_objects, searched.nf), options)
-                if periodogram
-                else None
+    else:
+        by_nufft = np.zeros(catalog.n_objects, dtype=bool)
+    if by_nufft.any() or options.nterms > 1:
+        assert isinstance(searched, FrequencyGrid)
+        power = (
+            _result_array(devices, (catalog.n_objects, searched.nf), options)
+            if periodogram
+            else None
+        )
+
+        def by_transforms(part, part_lengths, part_power, bar):
+            run = _run_nufft_terms if options.nterms > 1 else _run_nufft
+            return run(devices, plan, part, part_lengths, options, part_power, bar, profile)
+
+        def by_sums(part, part_lengths, part_power, bar):
+            if options.nterms > 1:
+                return _run_multiterm(
+                    devices, searched, part, part_lengths, options, part_power, bar, profile
+                )
+            return _run_direct(devices, part, searched, part_lengths, options, part_power, profile)
+
+        if by_nufft.all():
+            results = by_transforms(catalog, lengths, power, progress)
+        elif not by_nufft.any():
+            results = by_sums(catalog, lengths, power, progress)
+        else:
+            results = _run_mixed(
+                catalog, searched, by_nufft, options, power, lengths, by_transforms, by_sums
             )
-            if by_nufft.all():
-                results = _run_nufft(
-                    devices, plan, catalog, lengths, options, power, progress, profile
-                )
-            else:
-                results = _run_mixed(
-                    devices, plan, catalog, searched, lengths, by_nufft, options, power, profile
-                )
-            return Deferred.ready(assemble(results))
+        return Deferred.ready(assemble(results))
     compensated = not options.fp64 and int(lengths.max(initial=0)) > COMPENSATE_ABOVE
     shape = _kernel_shape(devices, options, compensated)
     # a queued batch shares the device with the next call's: half the budget each
@@ -503,6 +553,7 @@ def _assemble(
         devices=[d.label for d in devices],
         catalog=catalog,
         timings={**timings, "total_s": time.perf_counter() - started},
+        nterms=options.nterms,
     )
 
 
@@ -646,35 +697,29 @@ def _run_direct(
 
 
 def _run_mixed(
-    devices: list[DeviceInfo],
-    plan: nufft.NufftPlan,
     catalog: Catalog,
     grid: FrequencyGrid,
-    lengths: np.ndarray,
     by_nufft: np.ndarray,
     options: _Options,
     power: np.ndarray | None,
-    profile: bool,
+    lengths: np.ndarray,
+    by_transforms: Callable,
+    by_sums: Callable,
 ) -> list[_BatchResult]:
-    """The objects of ``by_nufft`` through the NUFFT, the others directly: one
+    """The objects of ``by_nufft`` through ``by_transforms``, the others through
+    ``by_sums`` (each called as ``(catalog, lengths, power, progress)``): one
     result in catalog order (``power`` rows filled from both)."""
     k = options.top_k
     status = np.empty(catalog.n_objects, dtype=np.int8)
     val, idx = np.empty((catalog.n_objects, k)), np.empty((catalog.n_objects, k), np.int32)
     psd_scale = np.empty(catalog.n_objects)
     parts = []
-    for chosen in (by_nufft, ~by_nufft):
+    for chosen, run in ((by_nufft, by_transforms), (~by_nufft, by_sums)):
         rows = np.flatnonzero(chosen)
-        part = catalog.subset(rows)
         part_power: np.ndarray | None = None
         if power is not None:
             part_power = np.empty((rows.size, grid.nf), options.dtype)
-        if chosen is by_nufft:
-            results = _run_nufft(
-                devices, plan, part, lengths[rows], options, part_power, False, profile
-            )
-        else:
-            results = _run_direct(devices, part, grid, lengths[rows], options, part_power, profile)
+        results = run(catalog.subset(rows), lengths[rows], part_power, False)
         status[rows] = np.concatenate([r.status for r in results])
         val[rows] = np.concatenate([r.val for r in results])
         idx[rows] = np.concatenate([r.idx for r in results])
@@ -683,6 +728,100 @@ def _run_mixed(
             power[rows] = part_power
         parts += results
     return [_BatchResult(status, val, idx, psd_scale, summed_seconds(parts))]
+
+
+def _run_nufft_terms(
+    devices: list[DeviceInfo],
+    plan: nufft.NufftPlan,
+    catalog: Catalog,
+    lengths: np.ndarray,
+    options: _Options,
+    power: np.ndarray | None,
+    progress: bool,
+    profile: bool,
+) -> list[_BatchResult]:
+    """The NUFFT search of ``catalog`` with ``nterms > 1``
+    (:mod:`clperiod.periodograms.nufft_terms`), batched as :func:`_run_nufft`."""
+    smallest = min(devices, key=lambda d: (d.global_mem, d.max_alloc))
+    reserved = power.nbytes if power is not None else 0
+    bounds = batch_bounds(
+        lengths,
+        nufft_terms.batch_buffers(plan, options.nterms, options.top_k),
+        MemoryBudget.of(smallest, host_reserved=reserved),
+    )
+    fft_rows = 3 * options.nterms * max(stop - start for start, stop in bounds)
+    use_dy = options.method == "generalized" and catalog.dy is not None
+
+    def work(info: DeviceInfo, bound: tuple[int, int]) -> _BatchResult:
+        started = time.perf_counter()
+        start, stop = bound
+        peaks = nufft_terms.search(
+            info,
+            catalog.slice(start, stop),
+            plan,
+            options.nterms,
+            fit_mean=options.fit_mean,
+            center_data=options.center_data,
+            use_dy=use_dy,
+            normalization=options.normalization,  # type: ignore[arg-type]
+            top_k=options.top_k,
+            periodograms=None if power is None else power[start:stop],
+            n_rows=fft_rows if info.kind != "cpu" else 0,
+        )
+        seconds = {"nufft_s": time.perf_counter() - started} if profile else {}
+        return _BatchResult(peaks.status, peaks.values, peaks.indices, peaks.psd_scale, seconds)
+
+    with progress_bar(progress, len(bounds), "lombscargle") as bar:
+        return run_on_devices(
+            devices, bounds, work, progress=bar.update if bar is not None else None
+        )
+
+
+def _run_multiterm(
+    devices: list[DeviceInfo],
+    grid: FrequencyGrid,
+    catalog: Catalog,
+    lengths: np.ndarray,
+    options: _Options,
+    power: np.ndarray | None,
+    progress: bool,
+    profile: bool,
+) -> list[_BatchResult]:
+    """The direct multi-term search (``nterms > 1``) of ``catalog``
+    (:func:`clperiod.periodograms.multiterm.search`) in batches of objects that
+    fit the smallest device; ``lengths`` are the points of each object that is
+    searched (0 for too few points)."""
+    smallest = min(devices, key=lambda d: (d.global_mem, d.max_alloc))
+    reserved = power.nbytes if power is not None else 0
+    bounds = batch_bounds(
+        lengths,
+        multiterm.batch_buffers(options.top_k),
+        MemoryBudget.of(smallest, host_reserved=reserved),
+    )
+    use_dy = options.method == "generalized" and catalog.dy is not None
+
+    def work(info: DeviceInfo, bound: tuple[int, int]) -> _BatchResult:
+        started = time.perf_counter()
+        start, stop = bound
+        peaks = multiterm.search(
+            get_queue(info),
+            catalog.slice(start, stop),
+            grid,
+            options.nterms,
+            fit_mean=options.fit_mean,
+            center_data=options.center_data,
+            use_dy=use_dy,
+            normalization=options.normalization,  # type: ignore[arg-type]
+            top_k=options.top_k,
+            periodograms=None if power is None else power[start:stop],
+        )
+        seconds = {"multiterm_s": time.perf_counter() - started} if profile else {}
+        return _BatchResult(peaks.status, peaks.values, peaks.indices, peaks.psd_scale, seconds)
+
+    with progress_bar(progress, len(bounds), "lombscargle") as bar:
+        return run_on_devices(
+            devices, bounds, work, progress=bar.update if bar is not None else None
+        )
 
 
 # }}}
@@ -700,6 +839,7 @@ class _Options:
     memory: str
     top_k: int
     periodogram: bool
+    nterms: int = 1
 
     @property
     def dtype(self) -> type:
@@ -708,11 +848,20 @@ class _Options:
     @property
     def min_points(self) -> int:
         """Fewest observations with one degree of freedom left."""
-        return 4 if self.fit_mean else 3
+        return multiterm.min_points(self.nterms, self.fit_mean)
 
     @classmethod
     def build(
-        cls, method, normalization, fit_mean, center_data, precision, memory, top_k, periodogram
+        cls,
+        method,
+        normalization,
+        fit_mean,
+        center_data,
+        precision,
+        memory,
+        top_k,
+        periodogram,
+        nterms=1,
     ) -> _Options:
         check_choice("method", method, Method)
         check_choice("precision", precision, Precision)
@@ -734,6 +883,7 @@ class _Options:
             memory,
             int(top_k),
             bool(periodogram),
+            checks.integer("nterms", nterms, low=1, high=multiterm.MAX_NTERMS),
         )
 
 

@@ -1,4 +1,4 @@
-"""Multi-term (Fourier series) Lomb-Scargle periodogram of one light curve.
+"""Multi-term (Fourier series) Lomb-Scargle periodograms of light curves and catalogs.
 
 The model at each frequency is an offset (with ``fit_mean``) plus ``nterms``
 harmonics, fitted by weighted least squares exactly as astropy's
@@ -10,25 +10,43 @@ uses it for ``nterms != 1`` and astropy's ``chi2`` methods;
 :func:`multiterm_max_power` evaluates many light curves on the same times (a
 bootstrap's resamplings) in one ND-range; :func:`multiterm_coefficients`
 returns the fits themselves (:func:`clperiod.scipy.lombscargle`'s amplitudes).
+:func:`search` evaluates every object of a catalog (each with its own
+times) and reduces its periodogram to the top-k peaks on the device: the
+direct path of ``clperiod.lombscargle(..., nterms=K)``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import pyopencl as cl
 
 from clperiod import checks
-from clperiod.catalog import refuse_masked
+from clperiod.catalog import Catalog, Status, refuse_masked
 from clperiod.engine import kernels
 from clperiod.engine.devices import get_context, get_queue, require_fp64, select_devices, upload
+from clperiod.engine.planner import Buffer
 from clperiod.grid import FrequencyArray, FrequencyGrid, search_grid
-from clperiod.periodograms.inputs import check_choice
-from clperiod.periodograms.lombscargle import Normalization
+from clperiod.periodograms.inputs import check_choice, segment_reduce
 from clperiod.periodograms.standardize import Standardized, standardize
 
-__all__ = ["MAX_NTERMS", "multiterm_coefficients", "multiterm_max_power", "multiterm_power"]
+__all__ = [
+    "MAX_NTERMS",
+    "CatalogPeaks",
+    "PreparedObjects",
+    "batch_buffers",
+    "min_points",
+    "multiterm_coefficients",
+    "multiterm_max_power",
+    "multiterm_power",
+    "prepare_objects",
+    "search",
+]
+
+Normalization = Literal["standard", "model", "log", "psd"]
 
 #: Most harmonics (the normal system has up to 2 * MAX_NTERMS + 1 unknowns,
 #: held in private memory).
@@ -313,6 +331,7 @@ def _kernel_blocks(
         direct=direct,
         coefficients=coefficients,
         arbitrary=not isinstance(grid, FrequencyGrid),
+        catalog=False,
     )
     per_frequency = int(fit_mean) + 2 * nterms if coefficients else 1
     pending: list[cl.Event] = []  # queued uploads, passed by each block's blocking read
@@ -408,12 +427,326 @@ def _normalized(
 ) -> np.ndarray:
     """astropy's normalizations of the standard powers ``z`` of light curves
     ``rows`` (``z``'s first axis; ``psd`` needs their weighted sums of squares)."""
-    if normalization == "psd":
-        yy = values.weighted_sum_of_squares()[rows]
-        return 0.5 * z * yy.reshape(yy.shape + (1,) * (z.ndim - 1))
-    with np.errstate(divide="ignore", invalid="ignore"):
+    return _from_standard(z, normalization, 0.5 * values.weighted_sum_of_squares()[rows])
+
+
+def _from_standard(z: np.ndarray, normalization: str, psd_scale: np.ndarray) -> np.ndarray:
+    """astropy's normalizations of standard powers ``z`` (rows: objects); ``psd``
+    multiplies row ``i`` by ``psd_scale[i]`` (``1/2 sum dy^-2 (y - ybar)^2``)."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        if normalization == "psd":
+            return z * psd_scale.reshape(psd_scale.shape + (1,) * (z.ndim - 1))
         if normalization == "standard":
             return z
         if normalization == "model":
             return z / (1 - z)
         return -np.log1p(-z)
+
+
+# {{{ catalogs: clperiod.lombscargle(..., nterms=K), direct path
+
+
+def min_points(nterms: int, fit_mean: bool) -> int:
+    """Fewest observations of a searched object: the model's unknowns
+    (``2 nterms``, plus the mean with ``fit_mean``) and one degree of freedom."""
+    return 2 * nterms + int(fit_mean) + 1
+
+
+@dataclass(frozen=True)
+class PreparedObjects:
+    """The standardized points of a catalog's objects that can be searched.
+
+    Attributes
+    ----------
+    status : ndarray of int8
+        Per object: OK, TOO_FEW_POINTS (fewer than :func:`min_points`) or
+        ZERO_VARIANCE; objects that are not OK keep no points.
+    offsets : ndarray of int32
+        ``(n_objects + 1,)`` offsets of the kept points.
+    t : ndarray
+        Times of the kept points, as given.
+    w, wy : ndarray
+        Their weights (summing to 1 per object) and weights times
+        standardized values (``clperiod.periodograms.standardize``).
+    yy : ndarray
+        Per object ``sum w u^2`` of the standardized values ``u`` (NaN if not OK).
+    psd_scale : ndarray
+        Per object ``1/2 sum dy^-2 (y - ybar)^2`` in the data's units (0 if not OK).
+    """
+
+    status: np.ndarray
+    offsets: np.ndarray
+    t: np.ndarray
+    w: np.ndarray
+    wy: np.ndarray
+    yy: np.ndarray
+    psd_scale: np.ndarray
+
+    @property
+    def n_objects(self) -> int:
+        """Objects of the catalog."""
+        return len(self.status)
+
+    @property
+    def owners(self) -> np.ndarray:
+        """The object of each kept point."""
+        return np.repeat(np.arange(self.n_objects), np.diff(self.offsets))
+
+
+def prepare_objects(
+    catalog: Catalog, nterms: int, *, fit_mean: bool, center_data: bool, use_dy: bool
+) -> PreparedObjects:
+    """Statuses and standardized points of every object of ``catalog``.
+
+    Parameters
+    ----------
+    catalog
+        Validated light curves (finite values, ``dy > 0``), at most
+        ``2**31 - 1`` rows (int32 point offsets).
+    nterms
+        Harmonics of the model (sets the fewest points).
+    fit_mean, center_data
+        The model, as in astropy; values are centred when either is set.
+    use_dy
+        Weigh by ``dy**-2`` (else every point weighs 1).
+
+    Raises
+    ------
+    ValueError
+        The catalog has more rows than int32 offsets reach.
+    """
+    if catalog.offsets[-1] > np.iinfo(np.int32).max:
+        raise ValueError(
+            f"catalog has {catalog.offsets[-1]} rows; the multi-term kernels index at most "
+            f"{np.iinfo(np.int32).max} points per batch"
+        )
+    status = np.full(catalog.n_objects, Status.OK, dtype=np.int8)
+    status[catalog.lengths < min_points(nterms, fit_mean)] = Status.TOO_FEW_POINTS
+    values = standardize(
+        catalog.y, catalog.dy if use_dy else None, catalog.offsets, center=fit_mean or center_data
+    )
+    status[(status == Status.OK) & values.flat] = Status.ZERO_VARIANCE
+    ok = status == Status.OK
+    keep = np.repeat(ok, catalog.lengths)
+    offsets = np.concatenate([[0], np.cumsum(np.where(ok, catalog.lengths, 0))])
+    return PreparedObjects(
+        status=status,
+        offsets=offsets.astype(np.int32),
+        t=catalog.t[keep],
+        w=values.wn[keep],
+        wy=(values.wn * values.u)[keep],
+        yy=np.where(ok, values.yy, np.nan),
+        psd_scale=np.where(ok, 0.5 * values.weighted_sum_of_squares(), 0.0),
+    )
+
+
+@dataclass(frozen=True)
+class CatalogPeaks:
+    """The top-k peaks of a catalog's objects (:func:`search`).
+
+    Attributes
+    ----------
+    status : ndarray of int8
+        As in :class:`PreparedObjects`.
+    values : ndarray of float64, shape (n_objects, top_k)
+        Peak powers in the search's normalization, best first (not finite
+        where there is no peak).
+    indices : ndarray of int32, shape (n_objects, top_k)
+        Their grid indices (``2**31 - 1``: no peak).
+    psd_scale : ndarray of float64
+        As in :class:`PreparedObjects`.
+    """
+
+    status: np.ndarray
+    values: np.ndarray
+    indices: np.ndarray
+    psd_scale: np.ndarray
+
+
+#: Work-group size of the peak search on GPUs and on other devices.
+_PEAKS_WG = {"gpu": 128, "other": 16}
+
+
+def batch_buffers(top_k: int) -> list[Buffer]:
+    """The device buffers of a batch of :func:`search`, for
+    :mod:`clperiod.engine.planner` (items: objects, units: points): the block
+    of powers (at most 2**22 float64), the peaks, the offsets and, per point,
+    the times, weights and weighted values."""
+    return [
+        Buffer("powers", fixed=8 * _MAX_BLOCK),
+        Buffer("peaks", per_item=top_k * (8 + 4) * 2),
+        Buffer("offsets", per_item=4, fixed=4),
+        Buffer("points", per_unit=3 * 8),
+    ]
+
+
+def search(
+    queue: cl.CommandQueue,
+    catalog: Catalog,
+    grid: FrequencyGrid,
+    nterms: int,
+    *,
+    fit_mean: bool,
+    center_data: bool,
+    use_dy: bool,
+    normalization: Normalization,
+    top_k: int,
+    periodograms: np.ndarray | None = None,
+) -> CatalogPeaks:
+    """The multi-term periodograms of every object of ``catalog`` and their top-k peaks.
+
+    Each object's times are taken from the middle of its range, and its
+    powers are evaluated (``multiterm_catalog`` of ``cl_kernels/multiterm.mako``,
+    fp64) in blocks of at most 2**22 powers: several whole periodograms, or
+    bins of one object's grid; ``peaks_topk`` (``cl_kernels/peaks.mako``)
+    finds each block's peaks, and the blocks of one object are merged on the
+    host. The normal systems are those of :func:`multiterm_power`.
+
+    Parameters
+    ----------
+    queue
+        The device queue (fp64 device).
+    catalog, nterms, fit_mean, center_data, use_dy
+        As :func:`prepare_objects`.
+    grid
+        The frequencies ``fmin + k df``.
+    normalization
+        astropy's normalizations; psd powers are in the data's units.
+    top_k
+        Peaks kept per object (distinct local maxima, as the one-term search).
+    periodograms
+        If given, ``(n_objects, nf)`` float64 host array receiving the
+        periodograms (NaN rows for objects that are not OK).
+
+    Returns
+    -------
+    CatalogPeaks
+    """
+    prepared = prepare_objects(
+        catalog, nterms, fit_mean=fit_mean, center_data=center_data, use_dy=use_dy
+    )
+    n_obj = prepared.n_objects
+    middle = 0.5 * (
+        segment_reduce(np.minimum, prepared.t, prepared.offsets)
+        + segment_reduce(np.maximum, prepared.t, prepared.offsets)
+    )
+    pending: list[cl.Event] = []
+    points = [
+        upload(queue, a, pending)
+        for a in (prepared.t - middle[prepared.owners], prepared.w, prepared.wy)
+    ]
+    starts = upload(queue, prepared.offsets, pending)
+    (kernel,) = kernels.get_kernels(
+        queue.context,
+        "multiterm",
+        ("multiterm_catalog",),
+        nterms=nterms,
+        bias=int(fit_mean),
+        wg=_WG,
+        rows=1,
+        direct=False,
+        coefficients=False,
+        arbitrary=False,
+        catalog=True,
+    )
+    blocks = _bin_blocks(grid.nf)
+    values = np.full((n_obj, len(blocks) * top_k), -np.inf)
+    indices = np.full((n_obj, len(blocks) * top_k), np.iinfo(np.int32).max, dtype=np.int32)
+    largest = max(1, min(n_obj, max(1, _MAX_BLOCK // grid.nf)) * min(grid.nf, _MAX_BLOCK))
+    power = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, 8 * largest)
+    for number, (own_lo, own_hi) in enumerate(blocks):
+        lo, hi = max(own_lo - 1, 0), min(own_hi + 1, grid.nf)  # the neighbours of the owned bins
+        rows_per_launch = max(1, _MAX_BLOCK // (hi - lo))
+        for first in range(0, n_obj, rows_per_launch):
+            rows = min(rows_per_launch, n_obj - first)
+            kernel(
+                queue,
+                (-(-(hi - lo) // _WG) * _WG, rows),
+                (_WG, 1),
+                *points,
+                starts,
+                np.int32(first),
+                np.float64(grid.fmin),
+                np.float64(grid.df),
+                np.int32(lo),
+                np.int32(hi - lo),
+                power,
+            )
+            found = slice(number * top_k, (number + 1) * top_k)
+            values[first : first + rows, found], indices[first : first + rows, found] = (
+                _top_k_peaks(queue, power, rows, (lo, hi, own_lo, own_hi, grid.nf), top_k)
+            )
+            if periodograms is not None:
+                block = np.empty((rows, hi - lo))
+                cl.enqueue_copy(queue, block, power)
+                z = block[:, own_lo - lo : own_hi - lo] / prepared.yy[first : first + rows, None]
+                periodograms[first : first + rows, own_lo:own_hi] = _from_standard(
+                    z, normalization, prepared.psd_scale[first : first + rows]
+                )
+        pending.clear()
+    values, indices = _best_of_blocks(values, indices, top_k)
+    z = values / prepared.yy[:, None]
+    return CatalogPeaks(
+        prepared.status,
+        _from_standard(z, normalization, prepared.psd_scale),
+        indices,
+        prepared.psd_scale,
+    )
+
+
+def _bin_blocks(nf: int) -> list[tuple[int, int]]:
+    """The grid's bins in blocks that, with a neighbour on each side, fit
+    :data:`_MAX_BLOCK` powers (one block when the whole grid does)."""
+    if nf <= _MAX_BLOCK:
+        return [(0, nf)]
+    size = _MAX_BLOCK - 2
+    return [(lo, min(lo + size, nf)) for lo in range(0, nf, size)]
+
+
+def _top_k_peaks(
+    queue: cl.CommandQueue,
+    power: cl.Buffer,
+    rows: int,
+    bins: tuple[int, int, int, int, int],
+    top_k: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``peaks_topk`` (``cl_kernels/peaks.mako``) of ``rows`` rows of powers of
+    the bins ``bins = (lo, hi, own_lo, own_hi, nf)``: each row holds bins
+    ``lo .. hi - 1``, of which ``own_lo .. own_hi - 1`` are searched."""
+    wg = _PEAKS_WG["gpu" if queue.device.type & cl.device_type.GPU else "other"]
+    (kernel,) = kernels.get_kernels(
+        queue.context, "peaks", ("peaks_topk",), real="double", wg=wg, top_k=top_k
+    )
+    lo, hi, own_lo, own_hi, nf = bins
+    values = np.empty((rows, top_k))
+    indices = np.empty((rows, top_k), dtype=np.int32)
+    best_val = cl.Buffer(queue.context, cl.mem_flags.WRITE_ONLY, values.nbytes)
+    best_idx = cl.Buffer(queue.context, cl.mem_flags.WRITE_ONLY, indices.nbytes)
+    kernel(
+        queue,
+        (rows * wg,),
+        (wg,),
+        power,
+        np.int32(hi - lo),
+        np.int32(lo),
+        np.int32(own_lo - lo),
+        np.int32(own_hi - own_lo),
+        np.int32(nf),
+        best_val,
+        best_idx,
+    )
+    cl.enqueue_copy(queue, values, best_val)
+    cl.enqueue_copy(queue, indices, best_idx)
+    return values, indices
+
+
+def _best_of_blocks(
+    values: np.ndarray, indices: np.ndarray, top_k: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The ``top_k`` highest of each row's peaks found block by block (equal
+    values in grid order)."""
+    order = np.lexsort((indices, -values), axis=-1)[:, :top_k]
+    return np.take_along_axis(values, order, -1), np.take_along_axis(indices, order, -1)
+
+
+# }}}
