@@ -199,8 +199,9 @@ def test_lowest_frequencies_and_frequency_zero(light_curves):
     t, y, dy = light_curves[0]
     grid = FrequencyGrid(0.0, 0.002, 2000)  # f T from 0 to 400, steps of 0.2
     direct = lombscargle(t, grid, y, dy, nterms=3, periodogram=True).power[0]
-    # measured: 2.5e-9 (fp64) and 4.6e-6 (fp32), at f = df (f T = 0.2)
-    for precision, bound in (("fp64", 5e-8), ("fp32", 1e-4)):
+    # measured at f = df (f T = 0.2): 2.5e-9 (fp64) and 4.6e-6 (fp32) on PoCL,
+    # 4.6e-4 in fp32 on an H100 (NVIDIA's fp32 exp and sqrt); 1.1e-6 at f T = 0.4
+    for precision, bound in (("fp64", 5e-8), ("fp32", 1e-3)):
         fast = lombscargle(t, grid, y, dy, nterms=3, algorithm="nufft", precision=precision,
                            periodogram=True)
         power = fast.power[0]
