@@ -2,34 +2,35 @@
 
 The one-term sums at ``f_m = fmin + m df`` (``m < nf``) are three type-1
 non-uniform FFTs (two with ``fit_mean=False``), mapped as nifty-ls does
-(spec ``methods_next.md`` section 1.4): with ``tt = t - min(t)``, points
-``x = 2 pi df tt`` and ``2 x``, and the shift ``f_s = fmin + (nf // 2) df``,
-the transforms of ``w y e^{2 pi i f_s tt}`` and ``w e^{2 pi i f_s tt}`` at ``x``
-and of ``w e^{4 pi i f_s tt}`` at ``2 x`` hold, at mode ``k = m - nf // 2``,
-the sums ``sum w y e^{2 pi i f_m tt}``, ``sum w e^{2 pi i f_m tt}`` and
+(spec ``methods_next.md`` section 1.4): with ``tt = t - t_0`` (``t_0`` the
+object's first time), cell coordinates ``xi = n_grid df tt`` and ``2 xi``,
+and the shift ``f_s = fmin + (nf // 2) df``, the transforms of
+``w y e^{2 pi i f_s tt}`` and ``w e^{2 pi i f_s tt}`` at ``xi`` and of
+``w e^{4 pi i f_s tt}`` at ``2 xi`` hold, at mode ``k = m - nf // 2``, the
+sums ``sum w y e^{2 pi i f_m tt}``, ``sum w e^{2 pi i f_m tt}`` and
 ``sum w e^{4 pi i f_m tt}`` (``w`` the normalised weights, ``y`` centred when
 the model asks for it).
 
-Stages (the FFT between spreading and power is the caller's, see
-:class:`GridFFT`):
+Stages:
 
-1. :func:`prepare` (host, float64): per object the standardised weights and
-   values (:func:`~clperiod.periodograms.standardize.standardize`), the cell
-   coordinates ``xi = n_grid frac(df tt)`` (``2 df tt`` for the doubled
-   window) as an integer cell and a fraction, and the phase-shifted
-   strengths; phases and coordinates come from exact products, so they are
-   accurate to ~1e-16 cycles or cells however large ``f tt`` is.
-2. :func:`spread` (``nufft_spread_1``/``_2`` of ``cl_kernels/nufft.mako``):
-   the strengths spread with the ES kernel onto a periodic fine grid of
-   ``n_grid`` cells, gathered per cell (no atomics).
-3. The FFT of every grid row, ``G[k] = scale * sum_l g[l] e^{+2 pi i k l / n_grid}``.
-4. :func:`power` (``nufft_power``): the ``nf`` central modes divided by the
-   kernel's Fourier transform (:func:`correction_factors`), then the power of
-   the direct kernel's normal equations in the chosen normalization.
+1. Preparation: rows sorted in time within each object (:func:`time_sorted`);
+   on a device with fp64, ``nufft_prepare`` (the standardisation of
+   ``ls_prepare``, one work-group per object) and ``nufft_points`` (one
+   work-item per row: the unwrapped cell and fraction of ``xi`` and the phase
+   ``e^{2 pi i f_s tt}``, from exact fma products) in
+   :func:`prepare_on_device`; elsewhere the same arrays from NumPy
+   (:func:`prepare`, :func:`upload_points`).
+2. :func:`spread`: the ES kernel's gather onto the periodic fine grid, one
+   work-item per cell, at harmonic 1 (data, window) and 2 (window).
+3. The FFT of every grid row (``clperiod.engine.fft.fft_inplace``).
+4. :func:`power`: the ``nf`` central modes divided by the kernel's Fourier
+   transform (:func:`correction_factors`), then the power of the direct
+   kernel's normal equations; top-k peaks on the device.
 
 The ES kernel's width and shape follow FINUFFT's legacy rules
-(:func:`es_kernel_params`); the grid convention (cell ``l`` at
-``x = 2 pi l / n_grid``, no half-box shift) is that of ``tests/reference/nufft.py``.
+(:func:`es_kernel_params`) for the transforms' tolerance ``eps *
+TRANSFORM_MARGIN``; the grid convention (cell ``l`` at ``x = 2 pi l / n_grid``,
+no half-box shift) is that of ``tests/reference/nufft.py``.
 """
 
 from __future__ import annotations
@@ -118,7 +119,7 @@ def es_kernel_params(eps: float, upsampfac: float, fp64: bool = True) -> tuple[i
     ``upsampfac == 2``: ``w = ceil(log10(10 / eps))``, ``beta = 2.30 w`` (2.20 w,
     2.26 w, 2.38 w for w = 2, 3, 4); otherwise ``w = ceil(ln(1 / eps) / (pi
     sqrt(1 - 1 / upsampfac)))`` and ``beta = 0.97 pi (1 - 1 / (2 upsampfac)) w``
-    (FINUFFT <= 2.4). ``w >= 2``; a width above :data:`MAX_WIDTH` is clipped with
+    (FINUFFT <= 2.4). ``w >= 2``; a width above ``MAX_WIDTH`` is clipped with
     a ``RuntimeWarning`` (the tolerance is then not reached).
 
     Raises
@@ -182,7 +183,7 @@ def kernel_fourier_transform(theta: np.ndarray, width: int, beta: float) -> np.n
 
     ``psi(theta) = integral_{|u| <= w/2} phi(2 u / w) e^{i theta u} du``; with
     ``u = (w / 2) sin(a)`` the integrand ``e^{beta (cos a - 1)} cos(theta w sin(a) / 2)
-    cos(a)`` on ``[0, pi/2]`` is analytic, and :data:`QUADRATURE_NODES`
+    cos(a)`` on ``[0, pi/2]`` is analytic, and ``QUADRATURE_NODES``
     Gauss-Legendre nodes converge to rounding.
     """
     angle, weights = _quadrature_rule(QUADRATURE_NODES)
@@ -364,7 +365,7 @@ class PreparedPoints:
     fractions : ndarray
         ``xi - cell`` in ``[0, 1)`` (kernel precision).
     weights, weighted_values : ndarray
-        ``wn`` and ``wn (u - r) 2^-f`` (kernel precision; :mod:`.standardize`).
+        ``wn`` and ``wn (u - r) 2^-f`` (kernel precision; ``clperiod.periodograms.standardize``).
     phases : ndarray
         ``e^{2 pi i f_s (t - t_0)}`` (complex, kernel precision).
     yy : ndarray
@@ -914,7 +915,7 @@ def search(
     periodograms: np.ndarray | None = None,
     n_rows: int = 0,
 ) -> BatchPeaks:
-    """Prepare, spread, FFT (:func:`clperiod.engine.fft.fft_inplace`), power and
+    """Prepare, spread, FFT (``clperiod.engine.fft.fft_inplace``), power and
     top-k peaks of a batch of objects on one device.
 
     Parameters
