@@ -42,7 +42,14 @@ from clperiod.engine.devices import (
     require_fp64,
     select_devices,
 )
-from clperiod.engine.planner import Batch, KernelShape, MemoryBudget, batch_bounds, plan_batches
+from clperiod.engine.planner import (
+    Batch,
+    KernelShape,
+    MemoryBudget,
+    batch_bounds,
+    held_bytes,
+    plan_batches,
+)
 from clperiod.engine.scheduler import BATCHES_PER_DEVICE, run_on_devices
 from clperiod.engine.staging import Staging, check_periodogram_memory, periodogram_array
 from clperiod.grid import FrequencyArray, FrequencyGrid, search_grid, split_float32
@@ -638,13 +645,105 @@ def _run_nufft(
     smallest device (:func:`clperiod.periodograms.nufft.batch_buffers`);
     ``lengths`` are the points of each object that is searched (0 for too few
     points). On GPUs every batch transforms the rows of the largest batch, so
-    that one FFT plan serves them all."""
+    that one FFT plan serves them all. A grid whose fine grids do not fit the
+    device for one object runs in pieces of frequencies
+    (:func:`_nufft_pieces`), whose peaks are merged."""
     smallest = min(devices, key=lambda d: (d.global_mem, d.max_alloc))
     reserved = power.nbytes if power is not None else 0
+    budget = MemoryBudget.of(smallest, host_reserved=reserved)
+    pieces = _nufft_pieces(plan, lengths, options, budget)
+    if len(pieces) == 1:
+        return _run_nufft_piece(
+            devices, plan, None, catalog, lengths, options, power, budget, progress, profile
+        )
+    nf, k = plan.grid.nf, options.top_k
+    found: list[list[_BatchResult]] = []
+    for start, stop in pieces:
+        lo, hi = max(start - 1, 0), min(stop + 1, nf)  # with the neighbours of its bins
+        piece = FrequencyGrid(plan.grid.fmin + lo * plan.grid.df, plan.grid.df, hi - lo)
+        piece_plan = nufft.NufftPlan.build(
+            piece, "fp64" if plan.fp64 else "fp32", plan.eps, plan.upsampfac
+        )
+        piece_power = (
+            None if power is None else np.empty((catalog.n_objects, hi - lo), power.dtype)
+        )
+        owned = (lo, start - lo, stop - start, nf)
+        found.append(
+            _run_nufft_piece(
+                devices,
+                piece_plan,
+                owned,
+                catalog,
+                lengths,
+                options,
+                piece_power,
+                budget,
+                False,
+                profile,
+            )
+        )
+        if power is not None and piece_power is not None:
+            power[:, start:stop] = piece_power[:, start - lo : stop - lo]
+    first = found[0]
+    values = np.concatenate([np.concatenate([r.val for r in part]) for part in found], axis=1)
+    indices = np.concatenate([np.concatenate([r.idx for r in part]) for part in found], axis=1)
+    keys = np.where(np.isnan(values), np.inf, -values)
+    order = np.lexsort((indices, keys), axis=-1)[:, :k]
+    return [
+        _BatchResult(
+            np.concatenate([r.status for r in first]),
+            np.take_along_axis(values, order, -1),
+            np.take_along_axis(indices, order, -1),
+            np.concatenate([r.psd_scale for r in first]),
+            summed_seconds(r for part in found for r in part),
+        )
+    ]
+
+
+#: Pieces of a grid too large for the device are halved until they fit, at most
+#: this many times.
+MAX_PIECE_HALVINGS = 24
+
+
+def _nufft_pieces(
+    plan: nufft.NufftPlan, lengths: np.ndarray, options: _Options, budget: MemoryBudget
+) -> list[tuple[int, int]]:
+    """Frequency ranges ``[start, stop)`` of the grid small enough that the
+    longest object's NUFFT buffers fit ``budget`` (the whole grid if it fits)."""
+    longest = int(lengths.max(initial=0))
+    nf = plan.grid.nf
+    size = nf
+    for _ in range(MAX_PIECE_HALVINGS):
+        piece = nufft.NufftPlan.build(
+            FrequencyGrid(plan.grid.fmin, plan.grid.df, min(nf, size + 2)),
+            "fp64" if plan.fp64 else "fp32",
+            plan.eps,
+            plan.upsampfac,
+        )
+        buffers = nufft.batch_buffers(piece, options.fit_mean, options.top_k)
+        largest = max(b.nbytes(1, longest) for b in buffers)
+        if held_bytes(buffers, 1, longest) <= budget.total and largest <= budget.max_alloc:
+            break
+        size = -(-size // 2)
+    return [(start, min(start + size, nf)) for start in range(0, nf, size)]
+
+
+def _run_nufft_piece(
+    devices: list[DeviceInfo],
+    plan: nufft.NufftPlan,
+    owned: tuple[int, int, int, int] | None,
+    catalog: Catalog,
+    lengths: np.ndarray,
+    options: _Options,
+    power: np.ndarray | None,
+    budget: MemoryBudget,
+    progress: bool,
+    profile: bool,
+) -> list[_BatchResult]:
+    """:func:`_run_nufft` on one grid (``owned``: the piece's bins, see
+    :func:`clperiod.periodograms.nufft.search`)."""
     bounds = batch_bounds(
-        lengths,
-        nufft.batch_buffers(plan, options.fit_mean, options.top_k),
-        MemoryBudget.of(smallest, host_reserved=reserved),
+        lengths, nufft.batch_buffers(plan, options.fit_mean, options.top_k), budget
     )
     n_trans = 3 if options.fit_mean else 2
     fft_rows = n_trans * max(stop - start for start, stop in bounds)
@@ -664,6 +763,7 @@ def _run_nufft(
             top_k=options.top_k,
             periodograms=None if power is None else power[start:stop],
             n_rows=fft_rows if info.kind != "cpu" else 0,
+            owned=owned,
         )
         seconds = {"nufft_s": time.perf_counter() - started} if profile else {}
         return _BatchResult(peaks.status, peaks.values, peaks.indices, peaks.psd_scale, seconds)

@@ -856,14 +856,16 @@ def _top_k_peaks(
     n_obj: int,
     plan: NufftPlan,
     top_k: int,
+    owned: tuple[int, int, int, int] | None = None,
 ) -> Callable[[], tuple[np.ndarray, np.ndarray]]:
     """Queue ``peaks_topk`` (``cl_kernels/peaks.mako``) of every object's
     periodogram, in chunks of :data:`PEAK_CHUNK` bins when longer, and the
     copies of its results; returns the function that merges them (after
-    ``queue.finish()``) into the ``(n_obj, top_k)`` values and indices."""
+    ``queue.finish()``) into the ``(n_obj, top_k)`` values and indices.
+    ``owned`` (see :func:`search`) searches a piece of a larger grid whole."""
     wg = _work_group(queue)
     nf = plan.grid.nf
-    chunks = -(-nf // PEAK_CHUNK) if nf > PEAK_CHUNK else 1
+    chunks = -(-nf // PEAK_CHUNK) if nf > PEAK_CHUNK and owned is None else 1
     (kernel,) = kernels.get_kernels(
         queue.context,
         "peaks",
@@ -878,7 +880,10 @@ def _top_k_peaks(
     best_val = staging.buffer(values.nbytes)
     best_idx = staging.buffer(indices.nbytes)
     if n_obj:
-        shape = (nf, 0, 0, nf, nf) if chunks == 1 else (PEAK_CHUNK, 0, 0, 0, nf, chunks)
+        if chunks > 1:
+            shape: tuple[int, ...] = (PEAK_CHUNK, 0, 0, 0, nf, chunks)
+        else:
+            shape = (nf, *(owned or (0, 0, nf, nf)))
         kernel(
             queue,
             (n_obj * chunks * wg,),
@@ -914,6 +919,7 @@ def search(
     top_k: int,
     periodograms: np.ndarray | None = None,
     n_rows: int = 0,
+    owned: tuple[int, int, int, int] | None = None,
 ) -> BatchPeaks:
     """Prepare, spread, FFT (``clperiod.engine.fft.fft_inplace``), power and
     top-k peaks of a batch of objects on one device.
@@ -936,6 +942,12 @@ def search(
     n_rows
         Fine-grid rows to transform at least, so that batches of fewer
         objects reuse one FFT plan.
+    owned
+        For ``plan``'s grid a piece of a larger one: ``(first_bin, own0,
+        n_own, nf_all)``, the larger grid's bin of the piece's first, the
+        piece's bins whose peaks are searched (the others are their
+        neighbours) and the larger grid's size; peak indices are then the
+        larger grid's.
     """
     _check_normalization(normalization)
     catalog = time_sorted(catalog)
@@ -966,7 +978,7 @@ def search(
         psd = normalization == "psd"
         powers = staging.buffer(max(1, n_obj * plan.grid.nf) * np.dtype(plan.dtype).itemsize)
         power(queue, grid, points, plan, powers, "standard" if psd else normalization)
-        peaks = _top_k_peaks(queue, staging, powers, n_obj, plan, top_k)
+        peaks = _top_k_peaks(queue, staging, powers, n_obj, plan, top_k, owned)
         if periodograms is not None and n_obj:
             cl.enqueue_copy(queue, periodograms, powers, is_blocking=False)
         queue.finish()

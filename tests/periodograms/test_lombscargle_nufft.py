@@ -237,3 +237,24 @@ def test_eps_of_the_direct_path_or_not_a_number_is_an_error(rng):
 
 
 # }}}
+
+
+def test_grids_too_large_for_the_device_run_in_pieces(rng, monkeypatch):
+    cat = Catalog.from_lightcurves([simulated(rng, n=n) for n in (300, 2, 500)])
+    grid = FrequencyGrid(0.0, 0.004, 1000)
+    whole = lombscargle(cat, grid, algorithm="nufft", top_k=4, periodogram=True)
+    plan = nufft.NufftPlan.build(grid)
+    budget = LS_MODULE.MemoryBudget(total=60 * plan.n_grid, max_alloc=1 << 30, device="x")
+    pieces = LS_MODULE._nufft_pieces(plan, cat.lengths, LS_MODULE._Options.build(
+        "generalized", "standard", None, None, "fp64", "auto", 4, True, 1), budget)
+    assert len(pieces) > 1 and pieces[0][0] == 0 and pieces[-1][1] == grid.nf
+    assert all(a[1] == b[0] for a, b in zip(pieces, pieces[1:], strict=False))
+    monkeypatch.setattr(LS_MODULE, "_nufft_pieces",
+                        lambda *args: [(0, 300), (300, 301), (301, 650), (650, 1000)])
+    split = lombscargle(cat, grid, algorithm="nufft", top_k=4, periodogram=True)
+    np.testing.assert_array_equal(split.status, whole.status)
+    np.testing.assert_array_equal(split.top_k_frequency, whole.top_k_frequency)
+    np.testing.assert_allclose(split.top_k_power, whole.top_k_power, rtol=1e-9)
+    ok = whole.status == Status.OK
+    np.testing.assert_allclose(split.power[ok], whole.power[ok], rtol=0,
+                               atol=1e-9 * np.nanmax(whole.power))
