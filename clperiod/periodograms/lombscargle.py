@@ -22,6 +22,7 @@ Kuerster (2009) used by SciPy and astropy.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import time
@@ -438,8 +439,7 @@ def _start(
         )
 
         def by_transforms(part, part_lengths, part_power, bar):
-            run = _run_nufft_terms if options.nterms > 1 else _run_nufft
-            return run(devices, plan, part, part_lengths, options, part_power, bar, profile)
+            return _run_nufft(devices, plan, part, part_lengths, options, part_power, bar, profile)
 
         def by_sums(part, part_lengths, part_power, bar):
             if options.nterms > 1:
@@ -641,7 +641,8 @@ def _run_nufft(
     progress: bool,
     profile: bool,
 ) -> list[_BatchResult]:
-    """The NUFFT search of ``catalog`` in batches of objects that fit the
+    """The NUFFT search of ``catalog`` (one term, or ``options.nterms`` through
+    :mod:`clperiod.periodograms.nufft_terms`) in batches of objects that fit the
     smallest device (:func:`clperiod.periodograms.nufft.batch_buffers`);
     ``lengths`` are the points of each object that is searched (0 for too few
     points). On GPUs every batch transforms the rows of the largest batch, so
@@ -720,12 +721,19 @@ def _nufft_pieces(
             plan.eps,
             plan.upsampfac,
         )
-        buffers = nufft.batch_buffers(piece, options.fit_mean, options.top_k)
+        buffers = _nufft_buffers(piece, options)
         largest = max(b.nbytes(1, longest) for b in buffers)
         if held_bytes(buffers, 1, longest) <= budget.total and largest <= budget.max_alloc:
             break
         size = -(-size // 2)
     return [(start, min(start + size, nf)) for start in range(0, nf, size)]
+
+
+def _nufft_buffers(plan: nufft.NufftPlan, options: _Options) -> list:
+    """The device buffers of a NUFFT batch (one term or ``options.nterms``)."""
+    if options.nterms > 1:
+        return nufft_terms.batch_buffers(plan, options.nterms, options.top_k)
+    return nufft.batch_buffers(plan, options.fit_mean, options.top_k)
 
 
 def _run_nufft_piece(
@@ -742,17 +750,20 @@ def _run_nufft_piece(
 ) -> list[_BatchResult]:
     """:func:`_run_nufft` on one grid (``owned``: the piece's bins, see
     :func:`clperiod.periodograms.nufft.search`)."""
-    bounds = batch_bounds(
-        lengths, nufft.batch_buffers(plan, options.fit_mean, options.top_k), budget
-    )
-    n_trans = 3 if options.fit_mean else 2
+    bounds = batch_bounds(lengths, _nufft_buffers(plan, options), budget)
+    n_trans = 3 * options.nterms if options.nterms > 1 else 3 if options.fit_mean else 2
     fft_rows = n_trans * max(stop - start for start, stop in bounds)
     use_dy = options.method == "generalized" and catalog.dy is not None
+    search = (
+        functools.partial(nufft_terms.search, nterms=options.nterms)
+        if options.nterms > 1
+        else nufft.search
+    )
 
     def work(info: DeviceInfo, bound: tuple[int, int]) -> _BatchResult:
         started = time.perf_counter()
         start, stop = bound
-        peaks = nufft.search(
+        peaks = search(
             info,
             catalog.slice(start, stop),
             plan,
@@ -828,53 +839,6 @@ def _run_mixed(
             power[rows] = part_power
         parts += results
     return [_BatchResult(status, val, idx, psd_scale, summed_seconds(parts))]
-
-
-def _run_nufft_terms(
-    devices: list[DeviceInfo],
-    plan: nufft.NufftPlan,
-    catalog: Catalog,
-    lengths: np.ndarray,
-    options: _Options,
-    power: np.ndarray | None,
-    progress: bool,
-    profile: bool,
-) -> list[_BatchResult]:
-    """The NUFFT search of ``catalog`` with ``nterms > 1``
-    (:mod:`clperiod.periodograms.nufft_terms`), batched as :func:`_run_nufft`."""
-    smallest = min(devices, key=lambda d: (d.global_mem, d.max_alloc))
-    reserved = power.nbytes if power is not None else 0
-    bounds = batch_bounds(
-        lengths,
-        nufft_terms.batch_buffers(plan, options.nterms, options.top_k),
-        MemoryBudget.of(smallest, host_reserved=reserved),
-    )
-    fft_rows = 3 * options.nterms * max(stop - start for start, stop in bounds)
-    use_dy = options.method == "generalized" and catalog.dy is not None
-
-    def work(info: DeviceInfo, bound: tuple[int, int]) -> _BatchResult:
-        started = time.perf_counter()
-        start, stop = bound
-        peaks = nufft_terms.search(
-            info,
-            catalog.slice(start, stop),
-            plan,
-            options.nterms,
-            fit_mean=options.fit_mean,
-            center_data=options.center_data,
-            use_dy=use_dy,
-            normalization=options.normalization,  # type: ignore[arg-type]
-            top_k=options.top_k,
-            periodograms=None if power is None else power[start:stop],
-            n_rows=fft_rows if info.kind != "cpu" else 0,
-        )
-        seconds = {"nufft_s": time.perf_counter() - started} if profile else {}
-        return _BatchResult(peaks.status, peaks.values, peaks.indices, peaks.psd_scale, seconds)
-
-    with progress_bar(progress, len(bounds), "lombscargle") as bar:
-        return run_on_devices(
-            devices, bounds, work, progress=bar.update if bar is not None else None
-        )
 
 
 def _run_multiterm(

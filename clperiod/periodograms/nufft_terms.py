@@ -198,6 +198,7 @@ def search(
     top_k: int,
     periodograms: np.ndarray | None = None,
     n_rows: int = 0,
+    owned: tuple[int, int, int, int] | None = None,
 ) -> nufft.BatchPeaks:
     """Prepare, spread, FFT (:func:`clperiod.engine.fft.fft_inplace`), power and
     top-k peaks of a batch of objects on one device.
@@ -222,6 +223,8 @@ def search(
     n_rows
         Fine-grid rows to transform at least, so that batches of fewer
         objects reuse one FFT plan.
+    owned
+        A piece of a larger grid, as in :func:`clperiod.periodograms.nufft.search`.
 
     Returns
     -------
@@ -245,7 +248,7 @@ def search(
         psd = normalization == "psd"
         powers = staging.buffer(max(1, n_obj * plan.grid.nf) * np.dtype(plan.dtype).itemsize)
         power(queue, grid, points, plan, nterms, powers, "standard" if psd else normalization)
-        peaks = nufft._top_k_peaks(queue, staging, powers, n_obj, plan, top_k)
+        peaks = nufft._top_k_peaks(queue, staging, powers, n_obj, plan, top_k, owned)
         if periodograms is not None and n_obj:
             cl.enqueue_copy(queue, periodograms, powers, is_blocking=False)
         queue.finish()
