@@ -77,6 +77,7 @@ __all__ = [
     "prepare_on_device",
     "search",
     "spread",
+    "spread_harmonic",
     "time_sorted",
     "upload_points",
 ]
@@ -706,28 +707,44 @@ def spread(
     are left unwritten.
     """
     n_trans = points.n_transforms
-    global_size, local_size = _range(plan.n_grid, points.n_objects, _work_group(queue))
     launches = (("data_window" if points.fit_mean else "data", 1, 0), ("window", 2, n_trans - 1))
     for vectors, harmonic, first in launches:
-        _spread_kernel(queue, plan, vectors)(
-            queue,
-            global_size,
-            local_size,
-            points.starts,
-            points.n_points,
-            points.cells,
-            points.fractions,
-            points.weights,
-            points.weighted_values,
-            points.phases,
-            np.int32(harmonic),
-            np.int32(plan.n_grid),
-            np.int32(plan.width),
-            plan.dtype(plan.beta),
-            np.int32(n_trans),
-            np.int32(first),
-            grid,
-        )
+        spread_harmonic(queue, points, plan, grid, vectors, harmonic, n_trans, first)
+
+
+def spread_harmonic(
+    queue: cl.CommandQueue,
+    points: DevicePoints,
+    plan: NufftPlan,
+    grid: cl.MemoryObjectHolder,
+    vectors: str,
+    harmonic: int,
+    n_trans: int,
+    first: int,
+) -> None:
+    """Queue ``nufft_spread_<vectors>`` (``data_window``, ``data`` or
+    ``window``) of the points at ``harmonic`` times ``xi`` into transforms
+    ``first``, ... of the ``n_trans`` of each object in ``grid``."""
+    global_size, local_size = _range(plan.n_grid, points.n_objects, _work_group(queue))
+    _spread_kernel(queue, plan, vectors)(
+        queue,
+        global_size,
+        local_size,
+        points.starts,
+        points.n_points,
+        points.cells,
+        points.fractions,
+        points.weights,
+        points.weighted_values,
+        points.phases,
+        np.int32(harmonic),
+        np.int32(plan.n_grid),
+        np.int32(plan.width),
+        plan.dtype(plan.beta),
+        np.int32(n_trans),
+        np.int32(first),
+        grid,
+    )
 
 
 def power(

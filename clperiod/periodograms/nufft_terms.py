@@ -81,26 +81,10 @@ def spread(
     interleaved complex values in the order of ``cl_kernels/nufft_terms.mako``;
     rows past the batch's are left unwritten.
     """
-    global_size, local_size = nufft._range(plan.n_grid, points.n_objects, nufft._work_group(queue))
     for h in range(1, 2 * nterms + 1):
-        nufft._spread_kernel(queue, plan, "data_window" if h <= nterms else "window")(
-            queue,
-            global_size,
-            local_size,
-            points.starts,
-            points.n_points,
-            points.cells,
-            points.fractions,
-            points.weights,
-            points.weighted_values,
-            points.phases,
-            np.int32(h),
-            np.int32(plan.n_grid),
-            np.int32(plan.width),
-            plan.dtype(plan.beta),
-            np.int32(3 * nterms),
-            np.int32(_first_transform(h, nterms)),
-            grid,
+        vectors = "data_window" if h <= nterms else "window"
+        nufft.spread_harmonic(
+            queue, points, plan, grid, vectors, h, 3 * nterms, _first_transform(h, nterms)
         )
 
 
