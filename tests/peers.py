@@ -129,3 +129,17 @@ def load_nifty_ls() -> types.ModuleType | None:
         return importlib.import_module("nifty_ls")
     except ImportError:
         return None
+
+
+def load_p4j() -> types.ModuleType | None:
+    """P4J (``P4J``), the multi-harmonic AOV peer; None when it is not installed.
+
+    PyPI has only its source (1.1.2): ``pip install P4J`` compiles Cython
+    extensions and needs a C compiler and the Python headers. It computes in
+    float32 (``t``, ``y``, ``dy``, ``frac(t f)``); ``MultiBandPeriodogram`` fits
+    one harmonic per band whatever ``Nharmonics`` is (spec §3.3).
+    """
+    try:
+        return importlib.import_module("P4J")
+    except ImportError:
+        return None
