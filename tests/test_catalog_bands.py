@@ -120,8 +120,9 @@ def test_subset_slice_and_lightcurve_carry_the_bands():
     view = cat.slice(1, 3)
     assert np.shares_memory(view.band_codes, cat.band_codes)
     np.testing.assert_array_equal(view.band_counts(), cat.band_counts()[1:])
-    t, y, dy, band = cat.lightcurve(2)
+    t, _, dy, band = cat.lightcurve(2)
     np.testing.assert_array_equal(band, ["i", "r", "g"])
+    np.testing.assert_array_equal(dy, [0.1, 0.1, 0.1])
     np.testing.assert_array_equal(t, [5.0, 6.0, 8.0])
 
 
