@@ -983,8 +983,9 @@ def _label_kind(name: str, value: Any, row: int) -> str:
     )
 
 
-def _fixed_bands(bands: Any) -> tuple[Any, ...]:
-    """The caller's band set as a tuple of Python labels, checked."""
+def fixed_bands(bands: Any) -> tuple[Any, ...]:
+    """The caller's band set (a sequence of labels) as a tuple of Python labels,
+    checked: at least one label, none missing or repeated."""
     if isinstance(bands, (str, bytes)):
         raise TypeError(f"bands must be a sequence of labels, got the string {bands!r}")
     labels = band_labels("bands", np.asarray(list(bands), dtype=object))
@@ -1016,7 +1017,7 @@ def _band_codes(labels: BandLabels, bands: Any, ids, offsets) -> tuple[np.ndarra
         band_set = tuple(value.item() for value in present)
         codes = inverse
     else:
-        band_set = _fixed_bands(bands)
+        band_set = fixed_bands(bands)
         position = {label: k for k, label in enumerate(band_set)}
         table = np.array([position.get(value.item(), -1) for value in present], dtype=np.int64)
         unknown = table[inverse] < 0

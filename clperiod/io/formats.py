@@ -96,8 +96,9 @@ def csv_blocks(
         "compression": COMPRESSIONS.get(path.suffix.lower()),
     }
     id_kind = _csv_id_kind(path, options, roles["id"], rows)
+    options["dtype"] = {roles["band"]: str} if "band" in roles else {}
     if id_kind == "text":
-        options["dtype"] = {roles["id"]: str}
+        options["dtype"][roles["id"]] = str
     row = 0
     short_rows = _ShortRows(path, layout, delimiter, lines_before, names, roles)
     try:
@@ -112,7 +113,9 @@ def csv_blocks(
                 short_rows.check(frame, row)
                 ids = _csv_ids(path, frame[roles["id"]], row, id_kind)
                 columns = {
-                    role: _csv_numbers(path, frame[name], name, row)
+                    role: (_csv_labels if role == "band" else _csv_numbers)(
+                        path, frame[name], name, row
+                    )
                     for role, name in roles.items()
                     if role != "id"
                 }
@@ -280,6 +283,18 @@ def _csv_numbers(path: Path, values: Any, name: str, first_row: int) -> np.ndarr
             f"{_plain(values.iloc[k])!r}, not a number"
         )
     return numbers.to_numpy(dtype=np.float64, na_value=np.nan)
+
+
+def _csv_labels(path: Path, values: Any, name: str, first_row: int) -> np.ndarray:
+    """A block's band label column as stripped text; an empty label is an error."""
+    text = values.fillna("").to_numpy(dtype=str)
+    text = np.char.strip(text)
+    empty = text == ""
+    if empty.any():
+        raise ValueError(
+            f"{path}: row {first_row + int(np.argmax(empty))}: column {name!r} has no band label"
+        )
+    return text
 
 
 def _plain(value: Any) -> Any:
@@ -451,7 +466,9 @@ def _long_blocks(
         for batch in readable_batches(parquet.metadata, path, batches):
             ids = id_values(batch.column(roles["id"]), roles["id"], row, path)
             columns = {
-                role: arrow_numbers(batch.column(name), name, row, path)
+                role: (arrow_labels if role == "band" else arrow_numbers)(
+                    batch.column(name), name, row, path
+                )
                 for role, name in roles.items()
                 if role != "id"
             }
