@@ -396,7 +396,7 @@ class CatalogReader:
                 dy,
                 nan_policy=self.nan_policy,
                 band=band,
-                bands=self.bands,
+                bands=_bands_like(self.bands, band),
             )
         elif self.nan_policy == "raise":
             # every id and value is checked, and the arrays are this reader's
@@ -509,6 +509,17 @@ def _join_catalogs(parts: list[Catalog]) -> Catalog:
         codes,
         bands,
     )
+
+
+def _bands_like(bands: tuple[Any, ...] | None, labels: np.ndarray) -> tuple[Any, ...] | None:
+    """Fixed ``bands`` given as text (the command line's) as integers where the
+    file's ``labels`` are integers and every band is an integer literal."""
+    if bands is None or labels.dtype.kind not in "iu":
+        return bands
+    try:
+        return tuple(int(label) if isinstance(label, str) else label for label in bands)
+    except ValueError:
+        return bands
 
 
 def _joined_bands(parts: list[Catalog]) -> tuple[np.ndarray | None, tuple[Any, ...] | None]:
