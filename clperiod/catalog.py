@@ -539,7 +539,7 @@ class Catalog:
 # ---------------------------------------------------------------------- lists
 def is_lightcurve_list(value: Any) -> TypeGuard[list | tuple]:
     """Whether ``value`` is a non-empty list or tuple of light curves: tuples
-    or lists ``(t, y[, dy])``, 2-D arrays (rows t, y[, dy]), pandas DataFrames
+    or lists ``(t, y[, dy[, band]])``, 2-D arrays (rows t, y[, dy]), pandas DataFrames
     or astropy Tables (what :meth:`~clperiod.Catalog.from_lightcurves` takes)."""
     if not isinstance(value, (list, tuple)) or not value:
         return False
@@ -833,7 +833,7 @@ def _band_column(band: Any, bands: Any, n_rows: int) -> BandLabels | None:
         if bands is not None:
             raise ValueError("bands fixes the band labels but no band column was given")
         return None
-    labels = band_labels("band", band)
+    labels = read_band_labels("band", band)
     if labels.values.size != n_rows:
         raise ValueError(f"mismatched lengths: band={labels.values.size}, t={n_rows}")
     return labels
@@ -847,12 +847,12 @@ def _lightcurve_bands(items: list[tuple[Any, ...]], lengths: list[int], ids) -> 
         where = f"band of light curve {number} (object {_show(ids[number])})"
         value = item[3]
         if np.ndim(value) == 0 and not isinstance(value, np.ma.MaskedArray):
-            labels = band_labels(where, np.array([value], dtype=object))
+            labels = read_band_labels(where, np.array([value], dtype=object))
             labels = BandLabels(
                 np.repeat(labels.values, length), np.repeat(labels.missing, length)
             )
         else:
-            labels = band_labels(where, value)
+            labels = read_band_labels(where, value)
             if labels.values.size != length:
                 raise ValueError(f"{where} has {labels.values.size} labels for {length} rows")
         kinds.setdefault(labels.values.dtype.kind == "U", number)
@@ -868,7 +868,7 @@ def _lightcurve_bands(items: list[tuple[Any, ...]], lengths: list[int], ids) -> 
     )
 
 
-def band_labels(name: str, values: Any) -> BandLabels:
+def read_band_labels(name: str, values: Any) -> BandLabels:
     """Band labels as int64 or str, and where they are missing.
 
     Parameters
@@ -988,7 +988,7 @@ def fixed_bands(bands: Any) -> tuple[Any, ...]:
     checked: at least one label, none missing or repeated."""
     if isinstance(bands, (str, bytes)):
         raise TypeError(f"bands must be a sequence of labels, got the string {bands!r}")
-    labels = band_labels("bands", np.asarray(list(bands), dtype=object))
+    labels = read_band_labels("bands", np.asarray(list(bands), dtype=object))
     if labels.values.size == 0:
         raise ValueError("bands must name at least one band")
     if labels.missing.any():
@@ -1048,6 +1048,8 @@ def _check_bands(
     band_set = tuple(value.item() if isinstance(value, np.generic) else value for value in bands)
     if not 0 < len(band_set) <= MAX_BANDS:
         raise ValueError(f"bands must have 1 to {MAX_BANDS} labels, got {len(band_set)}")
+    if len(set(band_set)) != len(band_set):
+        raise ValueError(f"bands must be distinct labels, got {list(band_set)}")
     codes = np.asarray(codes)
     if codes.dtype.kind not in "iu":
         raise TypeError(f"band_codes must be integers, got dtype {codes.dtype}")

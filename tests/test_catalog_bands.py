@@ -196,6 +196,9 @@ def test_constructor_checks_band_fields():
         Catalog(np.array([0]), np.array([0, 2]), np.zeros(2), np.zeros(2), None, 0, [0, 0])
     with pytest.raises(ValueError, match=r"lie in \[0, 1\)"):
         Catalog(np.array([0]), np.array([0, 2]), np.zeros(2), np.zeros(2), None, 0, [0, 1], ("g",))
+    with pytest.raises(ValueError, match="distinct"):
+        Catalog(np.array([0]), np.array([0, 2]), np.zeros(2), np.zeros(2), None, 0, [0, 1],
+                ("g", "g"))
 
 
 def test_single_band_searches_pool_the_bands():

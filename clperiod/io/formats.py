@@ -18,7 +18,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from clperiod.catalog import band_labels
+from clperiod.catalog import read_band_labels
 from clperiod.columns import first_non_number, mjd_from_datetime64
 from clperiod.io.chunks import Block, long_block
 from clperiod.io.file_errors import OPENERS, damage_message, is_damage, text_errors
@@ -699,7 +699,7 @@ def arrow_labels(
         or pa.types.is_floating(kind)
     ):
         raise ValueError(f"{where}: column {name!r} ({kind}) holds no band labels")
-    labels = band_labels(f"{where}: column {name!r}", values.to_numpy(zero_copy_only=False))
+    labels = read_band_labels(f"{where}: column {name!r}", values.to_numpy(zero_copy_only=False))
     if labels.missing.any():
         bad = int(np.argmax(labels.missing))
         raise ValueError(
