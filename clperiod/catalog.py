@@ -143,7 +143,7 @@ class Catalog:
         bands : sequence, optional
             The band labels, fixed by the caller (needs ``band``): a label
             of ``band`` not in it raises; bands without rows are kept.  Its
-            order is the order of :attr:`bands`; default: the sorted labels
+            order is the order of ``bands``; default: the sorted labels
             that occur.
 
         Returns
@@ -427,14 +427,14 @@ class Catalog:
         return self.t[rows], self.y[rows], dy, self.band_labels()[self.band_codes[rows]]
 
     def band_labels(self) -> np.ndarray:
-        """The band labels as an array (int64 or str), indexable by :attr:`band_codes`."""
+        """The band labels as an array (int64 or str), indexable by ``band_codes``."""
         if self.bands is None:
             raise ValueError("this catalog has no bands")
         return np.asarray(self.bands)
 
     def band_counts(self) -> np.ndarray:
         """Rows per object and band: an ``(n_objects, n_bands)`` int64 array,
-        columns in the order of :attr:`bands` (one column without bands)."""
+        columns in the order of ``bands`` (one column without bands)."""
         if self.band_codes is None:
             return self.lengths[:, None].copy()
         owner = np.repeat(np.arange(self.n_objects), self.lengths)
@@ -446,12 +446,12 @@ class Catalog:
         """The rows of the bands ``labels`` (a label or a sequence of labels), as
         a new catalog of the same objects (some may be left with 0 rows).
 
-        Its :attr:`bands` are ``labels`` in the order of this catalog's bands.
+        Its ``bands`` are ``labels`` in the order of this catalog's bands.
 
         Raises
         ------
         ValueError
-            A catalog without bands, or a label not in :attr:`bands`.
+            A catalog without bands, or a label not in ``bands``.
         """
         if self.bands is None or self.band_codes is None:
             raise ValueError("this catalog has no bands to select")
