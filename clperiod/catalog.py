@@ -5,6 +5,10 @@ A :class:`Catalog` holds ``n_objects`` light curves as flat float64 arrays
 object ``k`` are ``offsets[k]:offsets[k + 1]``.  A single light curve is a
 catalog of one object, so every algorithm has one data path.
 
+A catalog may carry a band (filter) label per row, stored as an int16 code
+per row (``band_codes``) into the tuple of labels ``bands``; the rows of one
+object keep their order and the bands of an object may interleave.
+
 All host arrays are C-contiguous, read-only copies of the caller's data:
 inputs are never mutated and a catalog cannot be changed after it is built.
 """
@@ -61,6 +65,20 @@ class Catalog:
         Flat float64 uncertainties (all > 0), or None.
     n_dropped : int
         Rows dropped by ``nan_policy="omit"`` when the catalog was built.
+    band_codes : ndarray or None
+        Flat int16 band of every row, an index into ``bands``; None for a
+        catalog without bands.
+    bands : tuple or None
+        The band labels (all str or all int): in the order given by the
+        ``bands`` argument of the builders, else sorted (numbers ascending,
+        strings in code-point order, e.g. ``("g", "i", "r")``).  It may
+        name bands in which no object has rows.  None without bands.
+
+    Notes
+    -----
+    The period searches of one band (Lomb-Scargle, SuperSmoother, ...)
+    ignore the bands: they pool the rows of all bands of an object, as if
+    the catalog had none.
     """
 
     ids: np.ndarray
@@ -69,6 +87,8 @@ class Catalog:
     y: np.ndarray
     dy: np.ndarray | None = None
     n_dropped: int = 0
+    band_codes: np.ndarray | None = None
+    bands: tuple[Any, ...] | None = None
 
     def __post_init__(self) -> None:
         ids = _readonly(np.asarray(self.ids))
@@ -80,6 +100,9 @@ class Catalog:
         for name, value in (("ids", ids), ("offsets", offsets), ("t", t), ("y", y), ("dy", dy)):
             object.__setattr__(self, name, value)
         object.__setattr__(self, "n_dropped", operator.index(self.n_dropped))
+        codes, bands = _check_bands(self.band_codes, self.bands, t.size)
+        object.__setattr__(self, "band_codes", codes)
+        object.__setattr__(self, "bands", bands)
 
     # ------------------------------------------------------------------ builders
     @classmethod
@@ -91,6 +114,8 @@ class Catalog:
         dy: Any = None,
         *,
         nan_policy: str = "raise",
+        band: Any = None,
+        bands: Any = None,
     ) -> Catalog:
         """Build a catalog from long-format columns.
 
@@ -108,7 +133,18 @@ class Catalog:
         nan_policy : {"raise", "omit"}
             What to do with rows whose t, y or dy is not finite or masked
             (NumPy masked arrays, astropy ``Masked``): raise a ValueError, or
-            drop them (an object may be left with 0 rows).
+            drop them (an object may be left with 0 rows).  Dropped rows
+            drop their band label too.
+        band : array_like, optional
+            ``(n_rows,)`` band (filter) label of every row: all strings or
+            all integers (integral floats are read as integers).  A missing
+            label (None, NaN, masked or ``""``) raises whatever
+            ``nan_policy`` is.
+        bands : sequence, optional
+            The band labels, fixed by the caller (needs ``band``): a label
+            of ``band`` not in it raises; bands without rows are kept.  Its
+            order is the order of ``bands``; default: the sorted labels
+            that occur.
 
         Returns
         -------
@@ -118,13 +154,15 @@ class Catalog:
         ------
         TypeError
             Complex, boolean, object or string values; ids that mix
-            strings and numbers.
+            strings and numbers; band labels that mix strings and numbers
+            or are neither.
         ValueError
             Non-1-D or mismatched columns, an empty catalog, an id that
             appears in two separate runs, a NaN, None or masked id,
-            non-finite or masked values (with ``nan_policy="raise"``) or
-            ``dy <= 0``; messages name the object id, the row index within
-            the object and the value.
+            non-finite or masked values (with ``nan_policy="raise"``),
+            ``dy <= 0``, a missing band label or one not in ``bands``;
+            messages name the object id, the row index within the object
+            and the value.
         """
         _check_nan_policy(nan_policy)
         ids = _as_1d("ids", ids)
@@ -144,7 +182,8 @@ class Catalog:
                 "object must be contiguous"
             )
         offsets = np.append(starts, ids.size)
-        return _build(cls, run_ids, offsets, columns, nan_policy, masked)
+        labels = _band_column(band, bands, ids.size)
+        return _build(cls, run_ids, offsets, columns, nan_policy, masked, labels, bands)
 
     @classmethod
     def from_lightcurves(
@@ -153,22 +192,27 @@ class Catalog:
         ids: Any = None,
         *,
         nan_policy: str = "raise",
+        bands: Any = None,
     ) -> Catalog:
         """Build a catalog from separate light curves.
 
         Parameters
         ----------
         lightcurves : iterable
-            Each item is a ``(t, y)`` or ``(t, y, dy)`` tuple, or a pandas
+            Each item is a ``(t, y)``, ``(t, y, dy)`` or ``(t, y, dy, band)``
+            tuple (``dy`` may be None; ``band`` is one label for the whole
+            light curve or one per row, as for :meth:`from_arrays`), or a pandas
             DataFrame or astropy Table (QTable, TimeSeries) of one light
             curve with columns ``t``, ``y`` and, when present, ``dy`` (read
             as :func:`clperiod.columns.lightcurve_columns` reads them: times,
             units and masks as in :mod:`clperiod.columns`). Every item must
-            have uncertainties, or none.
+            have uncertainties, or none, and a band, or none.
         ids : array_like, optional
             One unique id per light curve; default ``0 .. K-1``.
         nan_policy : {"raise", "omit"}
             See :meth:`from_arrays`.
+        bands : sequence, optional
+            The band labels, fixed by the caller: see :meth:`from_arrays`.
 
         Returns
         -------
@@ -177,9 +221,9 @@ class Catalog:
         Raises
         ------
         TypeError, ValueError
-            As :meth:`from_arrays`; also for items that are not 2- or
-            3-tuples or tables, a mix of items with and without dy, missing
-            columns, or duplicate ids.
+            As :meth:`from_arrays`; also for items that are not 2-, 3- or
+            4-tuples or tables, a mix of items with and without dy or band,
+            missing columns, or duplicate ids.
         """
         _check_nan_policy(nan_policy)
         items = [_lightcurve_tuple(item, number) for number, item in enumerate(lightcurves)]
@@ -195,9 +239,11 @@ class Catalog:
                 f"duplicate object id {_show(ids[repeat[0]])} (light curves {repeat[0]} "
                 f"and {repeat[1]})"
             )
-        if len({len(item) == 3 and item[2] is not None for item in items}) > 1:
+        if len({len(item) >= 3 and item[2] is not None for item in items}) > 1:
             raise ValueError("give dy for every light curve or for none")
-        parts = [_columns(*item, copy=False) for item in items]  # concatenate copies
+        if len({len(item) == 4 for item in items}) > 1:
+            raise ValueError("give a band for every light curve or for none")
+        parts = [_columns(*item[:3], copy=False) for item in items]  # concatenate copies
         for object_id, (part, _) in zip(ids, parts, strict=True):
             _check_lengths(part, f" of object {_show(object_id)}")
         lengths = [part["t"].size for part, _ in parts]
@@ -211,7 +257,12 @@ class Catalog:
             for name in names
             if any(name in m for _, m in parts)
         }
-        return _build(cls, ids, offsets, columns, nan_policy, masked)
+        labels = None
+        if len(items[0]) == 4:
+            labels = _lightcurve_bands(items, lengths, ids)
+        elif bands is not None:
+            raise ValueError("bands needs a band label in every light curve")
+        return _build(cls, ids, offsets, columns, nan_policy, masked, labels, bands)
 
     @classmethod
     def from_offsets(
@@ -223,6 +274,8 @@ class Catalog:
         dy: Any = None,
         *,
         nan_policy: str = "raise",
+        band: Any = None,
+        bands: Any = None,
     ) -> Catalog:
         """Build a catalog from the ragged (CSR) form: ids, row offsets, flat columns.
 
@@ -244,6 +297,10 @@ class Catalog:
             ``(n_rows,)`` uncertainties, all > 0.
         nan_policy : {"raise", "omit"}
             See :meth:`from_arrays`.
+        band : array_like, optional
+            ``(n_rows,)`` band labels: see :meth:`from_arrays`.
+        bands : sequence, optional
+            The band labels, fixed by the caller: see :meth:`from_arrays`.
 
         Returns
         -------
@@ -279,7 +336,8 @@ class Catalog:
                 f"duplicate object id {_show(ids[repeat[0]])} "
                 f"(objects {repeat[0]} and {repeat[1]})"
             )
-        return _build(cls, ids, offsets, columns, nan_policy, masked)
+        labels = _band_column(band, bands, n_rows)
+        return _build(cls, ids, offsets, columns, nan_policy, masked, labels, bands)
 
     @classmethod
     def from_single(
@@ -290,6 +348,8 @@ class Catalog:
         *,
         nan_policy: str = "raise",
         id: Any = 0,
+        band: Any = None,
+        bands: Any = None,
     ) -> Catalog:
         """Build a catalog of one light curve (what the API does for arrays).
 
@@ -303,13 +363,19 @@ class Catalog:
             See :meth:`from_arrays`.
         id : scalar, optional
             The object id, default 0.
+        band : scalar or array_like, optional
+            The band label of every row, or one label for all rows.
+        bands : sequence, optional
+            The band labels, fixed by the caller: see :meth:`from_arrays`.
 
         Returns
         -------
         Catalog
         """
-        item = (t, y) if dy is None else (t, y, dy)
-        return cls.from_lightcurves([item], ids=[id], nan_policy=nan_policy)
+        item: tuple[Any, ...] = (t, y) if dy is None else (t, y, dy)
+        if band is not None:
+            item = (t, y, dy, band)
+        return cls.from_lightcurves([item], ids=[id], nan_policy=nan_policy, bands=bands)
 
     # ------------------------------------------------------------------ access
     @property
@@ -328,14 +394,23 @@ class Catalog:
     def __repr__(self) -> str:
         lengths = self.lengths if self.n_objects else np.zeros(1, dtype=np.int64)
         dropped = f", n_dropped={self.n_dropped}" if self.n_dropped else ""
+        bands = "" if self.bands is None else f", bands={list(self.bands)}"
         return (
             f"Catalog(n_objects={self.n_objects}, rows={self.t.size}, "
             f"length=[{lengths.min()}, {lengths.max()}], "
-            f"dy={'yes' if self.dy is not None else 'no'}{dropped})"
+            f"dy={'yes' if self.dy is not None else 'no'}{bands}{dropped})"
         )
 
-    def lightcurve(self, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-        """Read-only views ``(t, y, dy)`` of object ``k`` (dy is None if absent).
+    @property
+    def n_bands(self) -> int:
+        """Number of band labels; 1 for a catalog without bands (one unnamed band)."""
+        return 1 if self.bands is None else len(self.bands)
+
+    def lightcurve(self, k: int) -> tuple[Any, ...]:
+        """Read-only views ``(t, y, dy)`` of object ``k`` (dy is None if absent),
+        and ``band`` (the label of every row) for a catalog with bands.
+
+        The 4-tuple ``(t, y, dy, band)`` is an item of :meth:`from_lightcurves`.
 
         Parameters
         ----------
@@ -347,7 +422,58 @@ class Catalog:
             raise IndexError(f"object index {k} out of range for {self.n_objects} objects")
         rows = slice(self.offsets[k], self.offsets[k + 1])
         dy = None if self.dy is None else self.dy[rows]
-        return self.t[rows], self.y[rows], dy
+        if self.band_codes is None:
+            return self.t[rows], self.y[rows], dy
+        return self.t[rows], self.y[rows], dy, self.band_labels()[self.band_codes[rows]]
+
+    def band_labels(self) -> np.ndarray:
+        """The band labels as an array (int64 or str), indexable by ``band_codes``."""
+        if self.bands is None:
+            raise ValueError("this catalog has no bands")
+        return np.asarray(self.bands)
+
+    def band_counts(self) -> np.ndarray:
+        """Rows per object and band: an ``(n_objects, n_bands)`` int64 array,
+        columns in the order of ``bands`` (one column without bands)."""
+        if self.band_codes is None:
+            return self.lengths[:, None].copy()
+        owner = np.repeat(np.arange(self.n_objects), self.lengths)
+        cells = owner * self.n_bands + self.band_codes
+        counts = np.bincount(cells, minlength=self.n_objects * self.n_bands)
+        return counts.reshape(self.n_objects, self.n_bands).astype(np.int64)
+
+    def select_bands(self, labels: Any) -> Catalog:
+        """The rows of the bands ``labels`` (a label or a sequence of labels), as
+        a new catalog of the same objects (some may be left with 0 rows).
+
+        Its ``bands`` are ``labels`` in the order of this catalog's bands.
+
+        Raises
+        ------
+        ValueError
+            A catalog without bands, or a label not in ``bands``.
+        """
+        if self.bands is None or self.band_codes is None:
+            raise ValueError("this catalog has no bands to select")
+        wanted = [labels] if isinstance(labels, (str, int, np.integer)) else list(labels)
+        for label in wanted:
+            if label not in self.bands:
+                raise ValueError(f"band {label!r} is not one of the bands {list(self.bands)}")
+        keep = np.array([label in wanted for label in self.bands])
+        recode = np.cumsum(keep) - 1
+        rows = keep[self.band_codes]
+        owner = np.repeat(np.arange(self.n_objects), self.lengths)
+        kept = np.bincount(owner[rows], minlength=self.n_objects)
+        return type(self)(
+            self.ids,
+            np.concatenate(([0], np.cumsum(kept))),
+            self.t[rows],
+            self.y[rows],
+            None if self.dy is None else self.dy[rows],
+            self.n_dropped,
+            recode[self.band_codes[rows]],
+            tuple(label for label, chosen in zip(self.bands, keep, strict=True) if chosen),
+        )
 
     def subset(self, indices: Any) -> Catalog:
         """A new catalog of the objects ``indices`` (ints or a boolean mask), in that order."""
@@ -365,7 +491,9 @@ class Catalog:
         offsets = np.concatenate(([0], np.cumsum(lengths)))
         rows = _ranges(self.offsets[indices], lengths)
         dy = None if self.dy is None else self.dy[rows]
-        return type(self)(self.ids[indices], offsets, self.t[rows], self.y[rows], dy)
+        codes = None if self.band_codes is None else self.band_codes[rows]
+        ids = self.ids[indices]
+        return type(self)(ids, offsets, self.t[rows], self.y[rows], dy, 0, codes, self.bands)
 
     def slice(self, start: int, stop: int) -> Catalog:
         """The objects ``start:stop`` as a catalog of views (no copy)."""
@@ -376,6 +504,9 @@ class Catalog:
             self.t[lo:hi],
             self.y[lo:hi],
             None if self.dy is None else self.dy[lo:hi],
+            0,
+            None if self.band_codes is None else self.band_codes[lo:hi],
+            self.bands,
         )
 
     def baselines(self) -> np.ndarray:
@@ -408,7 +539,7 @@ class Catalog:
 # ---------------------------------------------------------------------- lists
 def is_lightcurve_list(value: Any) -> TypeGuard[list | tuple]:
     """Whether ``value`` is a non-empty list or tuple of light curves: tuples
-    or lists ``(t, y[, dy])``, 2-D arrays (rows t, y[, dy]), pandas DataFrames
+    or lists ``(t, y[, dy[, band]])``, 2-D arrays (rows t, y[, dy]), pandas DataFrames
     or astropy Tables (what :meth:`~clperiod.Catalog.from_lightcurves` takes)."""
     if not isinstance(value, (list, tuple)) or not value:
         return False
@@ -449,7 +580,8 @@ def catalog_of(value: Any, nan_policy: str = "raise", name: str = "catalog") -> 
 
 
 def _lightcurve_tuple(item: Any, number: int) -> tuple[Any, ...]:
-    """``(t, y)`` or ``(t, y, dy)`` of one item of :meth:`~clperiod.Catalog.from_lightcurves`."""
+    """``(t, y)``, ``(t, y, dy)`` or ``(t, y, dy, band)`` of one item of
+    :meth:`~clperiod.Catalog.from_lightcurves`."""
     if is_table(item):
         try:
             t, y, dy = lightcurve_columns(item)
@@ -462,9 +594,10 @@ def _lightcurve_tuple(item: Any, number: int) -> tuple[Any, ...]:
             f"DataFrame or an astropy Table, got {type(item).__name__}"
         )
     item = tuple(item)
-    if len(item) not in (2, 3):
+    if len(item) not in (2, 3, 4):
         raise ValueError(
-            f"light curve {number} must be a (t, y) or (t, y, dy) tuple, got {len(item)} entries"
+            f"light curve {number} must be a (t, y), (t, y, dy) or (t, y, dy, band) tuple, "
+            f"got {len(item)} entries"
         )
     return item
 
@@ -606,11 +739,20 @@ def _first_repeat(values: np.ndarray) -> tuple[int, int] | None:
 
 
 def _build(
-    cls, ids, offsets, columns, nan_policy: str, masked: dict[str, np.ndarray] | None = None
+    cls,
+    ids,
+    offsets,
+    columns,
+    nan_policy: str,
+    masked: dict[str, np.ndarray] | None = None,
+    labels: BandLabels | None = None,
+    bands: Any = None,
 ) -> Catalog:
     """Validate the values of flat columns, apply ``nan_policy`` (to non-finite
-    and ``masked`` entries, which are NaN in ``columns``) and make the catalog."""
+    and ``masked`` entries, which are NaN in ``columns``) and make the catalog
+    (with the band ``labels`` of the rows coded in the band set ``bands``)."""
     offsets = np.asarray(offsets, dtype=np.int64)
+    codes, band_set = (None, None) if labels is None else _band_codes(labels, bands, ids, offsets)
     finite = np.logical_and.reduce([np.isfinite(column) for column in columns.values()])
     all_finite = bool(finite.all())
     if nan_policy == "raise" and not all_finite:
@@ -634,9 +776,11 @@ def _build(
         kept = np.bincount(owner[finite], minlength=ids.size)
         offsets = np.concatenate(([0], np.cumsum(kept)))
         columns = {name: column[finite] for name, column in columns.items()}
+        codes = None if codes is None else codes[finite]
     for column in columns.values():
         column.setflags(write=False)  # our own copies: lock them instead of copying again
-    return cls(ids, offsets, columns["t"], columns["y"], columns.get("dy"), n_dropped)
+    dy = columns.get("dy")
+    return cls(ids, offsets, columns["t"], columns["y"], dy, n_dropped, codes, band_set)
 
 
 def _raise_at(
@@ -668,3 +812,249 @@ def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 def _show(object_id: Any) -> str:
     """``repr`` of an id as a plain Python value."""
     return repr(object_id.item() if isinstance(object_id, np.generic) else object_id)
+
+
+# ---------------------------------------------------------------------- bands
+MAX_BANDS = int(np.iinfo(np.int16).max)
+
+
+@dataclass(frozen=True)
+class BandLabels:
+    """Band labels of rows as read: ``values`` (int64 or str; a placeholder
+    where ``missing``) and ``missing`` (None, NaN, masked or empty labels)."""
+
+    values: np.ndarray
+    missing: np.ndarray
+
+
+def _band_column(band: Any, bands: Any, n_rows: int) -> BandLabels | None:
+    """The labels of the ``band`` argument of a builder (None without one)."""
+    if band is None:
+        if bands is not None:
+            raise ValueError("bands fixes the band labels but no band column was given")
+        return None
+    labels = read_band_labels("band", band)
+    if labels.values.size != n_rows:
+        raise ValueError(f"mismatched lengths: band={labels.values.size}, t={n_rows}")
+    return labels
+
+
+def _lightcurve_bands(items: list[tuple[Any, ...]], lengths: list[int], ids) -> BandLabels:
+    """The band labels of the 4-tuples of :meth:`Catalog.from_lightcurves`, joined."""
+    parts: list[BandLabels] = []
+    kinds: dict[bool, int] = {}
+    for number, (item, length) in enumerate(zip(items, lengths, strict=True)):
+        where = f"band of light curve {number} (object {_show(ids[number])})"
+        value = item[3]
+        if np.ndim(value) == 0 and not isinstance(value, np.ma.MaskedArray):
+            labels = read_band_labels(where, np.array([value], dtype=object))
+            labels = BandLabels(
+                np.repeat(labels.values, length), np.repeat(labels.missing, length)
+            )
+        else:
+            labels = read_band_labels(where, value)
+            if labels.values.size != length:
+                raise ValueError(f"{where} has {labels.values.size} labels for {length} rows")
+        kinds.setdefault(labels.values.dtype.kind == "U", number)
+        parts.append(labels)
+    if len(kinds) > 1:
+        raise TypeError(
+            "band labels mix strings (light curve "
+            f"{kinds[True]}) and integers (light curve {kinds[False]})"
+        )
+    return BandLabels(
+        np.concatenate([part.values for part in parts]),
+        np.concatenate([part.missing for part in parts]),
+    )
+
+
+def read_band_labels(name: str, values: Any) -> BandLabels:
+    """Band labels as int64 or str, and where they are missing.
+
+    Parameters
+    ----------
+    name : str
+        The argument's name in error messages.
+    values : array_like
+        1-D labels: integers, integral floats (NaN: missing), strings (``""``:
+        missing) or objects of those (None, NaN, ``pandas.NA``: missing);
+        masked entries are missing.
+
+    Raises
+    ------
+    TypeError
+        Labels of another kind (bool, non-integral float, ...) or a mix of
+        strings and numbers.
+    ValueError
+        ``values`` is not 1-D.
+    """
+    mask = mask_of(values)
+    if mask is not None:
+        values = np.ma.getdata(getattr(values, "unmasked", values))
+    # a list of strings and numbers would become strings: read it item by item
+    array = np.asarray(values, dtype=object if isinstance(values, (list, tuple)) else None)
+    if array.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {array.shape}")
+    if array.dtype.kind == "O":
+        array, missing = _object_labels(name, array)
+    else:
+        missing = np.zeros(array.size, dtype=bool)
+    kind = array.dtype.kind
+    if kind in "iu":
+        labels = array.astype(np.int64)
+    elif kind == "f":
+        missing = missing | ~np.isfinite(array)
+        labels = _integral(name, np.where(missing, 0.0, array))
+    elif kind in "US":
+        labels = array.astype(str)
+        missing = missing | (labels == "")
+    else:
+        raise TypeError(f"{name} labels must be strings or integers, got dtype {array.dtype}")
+    if mask is not None:
+        missing = missing | np.asarray(mask, dtype=bool)
+    return BandLabels(labels, missing)
+
+
+def _integral(name: str, values: np.ndarray) -> np.ndarray:
+    """Float labels as int64; raise for one that is not a whole number."""
+    fraction = values != np.round(values)
+    if fraction.any():
+        row = int(np.argmax(fraction))
+        raise TypeError(
+            f"{name} labels must be strings or integers, got {float(values[row])!r} at row {row}"
+        )
+    return values.astype(np.int64)
+
+
+def _object_labels(name: str, array: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Object labels as an str or float array (NaN where missing), and the missing ones."""
+    first: dict[Any, int] = {}
+    inverse = np.fromiter(
+        (first.setdefault(_label_key(v), row) for row, v in enumerate(array)),
+        dtype=np.int64,
+        count=array.size,
+    )
+    kinds: dict[str, int] = {}
+    for key, row in first.items():
+        kinds.setdefault(_label_kind(name, key[1], row), row)
+    if "str" in kinds and "number" in kinds:
+        raise TypeError(
+            f"{name} labels mix strings (row {kinds['str']}) and numbers "
+            f"(row {kinds['number']}); give every label as a string or every one as an integer"
+        )
+    missing = np.isin(inverse, [row for key, row in first.items() if _is_missing(key[1])])
+    if "str" in kinds:
+        filled = np.where(missing, "", array)
+        return filled.astype(str), missing
+    filled = np.where(missing, np.nan, array)
+    return filled.astype(np.float64), missing
+
+
+def _label_key(value: Any) -> tuple[str, Any]:
+    """A dict key for a label: the type name keeps 1, 1.0 and True apart."""
+    try:
+        hash(value)
+    except TypeError:
+        return (type(value).__name__, id(value))
+    return (type(value).__name__, value)
+
+
+def _is_missing(value: Any) -> bool:
+    return (
+        value is None
+        or (isinstance(value, (float, np.floating)) and not np.isfinite(value))
+        or type(value).__name__ == "NAType"
+    )
+
+
+def _label_kind(name: str, value: Any, row: int) -> str:
+    """A label's kind, "str", "number" or "missing"; raise for a value that is no label."""
+    if _is_missing(value):
+        return "missing"
+    if isinstance(value, (str, np.str_)):
+        return "str"
+    if isinstance(value, (int, np.integer, float, np.floating)) and not isinstance(
+        value, (bool, np.bool_)
+    ):
+        return "number"
+    raise TypeError(
+        f"{name} labels must be strings or integers, got {value!r} "
+        f"({type(value).__name__}) at row {row}"
+    )
+
+
+def fixed_bands(bands: Any) -> tuple[Any, ...]:
+    """The caller's band set (a sequence of labels) as a tuple of Python labels,
+    checked: at least one label, none missing or repeated."""
+    if isinstance(bands, (str, bytes)):
+        raise TypeError(f"bands must be a sequence of labels, got the string {bands!r}")
+    labels = read_band_labels("bands", np.asarray(list(bands), dtype=object))
+    if labels.values.size == 0:
+        raise ValueError("bands must name at least one band")
+    if labels.missing.any():
+        raise ValueError(f"bands: missing label at position {int(np.argmax(labels.missing))}")
+    repeat = _first_repeat(labels.values)
+    if repeat is not None:
+        raise ValueError(
+            f"bands: duplicate label {_show(labels.values[repeat[0]])} "
+            f"(positions {repeat[0]} and {repeat[1]})"
+        )
+    return tuple(value.item() for value in labels.values)
+
+
+def _band_codes(labels: BandLabels, bands: Any, ids, offsets) -> tuple[np.ndarray, tuple]:
+    """The int16 code of every row and the band labels (``bands``, or the sorted labels)."""
+    _raise_at(
+        "missing band label in",
+        labels.missing,
+        labels.values,
+        ids,
+        offsets,
+        "; every row needs a band label",
+    )
+    present, inverse = np.unique(labels.values, return_inverse=True)
+    if bands is None:
+        band_set = tuple(value.item() for value in present)
+        codes = inverse
+    else:
+        band_set = fixed_bands(bands)
+        position = {label: k for k, label in enumerate(band_set)}
+        table = np.array([position.get(value.item(), -1) for value in present], dtype=np.int64)
+        unknown = table[inverse] < 0
+        if unknown.any():
+            _raise_at(
+                f"band label {_show(labels.values[np.argmax(unknown)])} (not in bands "
+                f"{list(band_set)}) in",
+                unknown,
+                labels.values,
+                ids,
+                offsets,
+                "; add it to bands or leave the row out",
+            )
+        codes = table[inverse]
+    if len(band_set) > MAX_BANDS:
+        raise ValueError(f"{len(band_set)} band labels; at most {MAX_BANDS} are supported")
+    return codes.astype(np.int16), band_set
+
+
+def _check_bands(
+    codes: Any, bands: Any, n_rows: int
+) -> tuple[np.ndarray | None, tuple[Any, ...] | None]:
+    """The ``band_codes`` and ``bands`` fields, checked: both or neither."""
+    if codes is None and bands is None:
+        return None, None
+    if codes is None or bands is None:
+        raise ValueError("band_codes and bands must be given together")
+    band_set = tuple(value.item() if isinstance(value, np.generic) else value for value in bands)
+    if not 0 < len(band_set) <= MAX_BANDS:
+        raise ValueError(f"bands must have 1 to {MAX_BANDS} labels, got {len(band_set)}")
+    if len(set(band_set)) != len(band_set):
+        raise ValueError(f"bands must be distinct labels, got {list(band_set)}")
+    codes = np.asarray(codes)
+    if codes.dtype.kind not in "iu":
+        raise TypeError(f"band_codes must be integers, got dtype {codes.dtype}")
+    if codes.shape != (n_rows,):
+        raise ValueError(f"band_codes has shape {codes.shape}, t has ({n_rows},)")
+    if codes.size and (codes.min() < 0 or codes.max() >= len(band_set)):
+        raise ValueError(f"band_codes must lie in [0, {len(band_set)})")
+    return _readonly(codes, np.int16), band_set

@@ -321,6 +321,8 @@ def _run_search(args: argparse.Namespace) -> int:
             y_col=args.y_col,
             dy_col=None if args.no_dy else args.dy_col,
             nested_col=args.nested_col,
+            band_col=args.band_col,
+            bands=args.bands.split(",") if args.bands else None,
             delimiter=args.delimiter,
             chunk_rows=args.chunk_rows,
             chunk_objects=args.chunk_objects,
@@ -459,6 +461,15 @@ def _add_input_arguments(parser: argparse.ArgumentParser) -> None:
         "--dy-col", default="auto", help="uncertainty column (default: dy when the file has one)"
     )
     read.add_argument("--no-dy", action="store_true", help="ignore uncertainties")
+    read.add_argument(
+        "--band-col",
+        help="band (filter) label column; searches of one band pool the bands",
+    )
+    read.add_argument(
+        "--bands",
+        metavar="LABELS",
+        help="with --band-col: the comma-separated band labels (others are an error)",
+    )
     read.add_argument(
         "--nested-col", help="nested Parquet: the list<struct> column of observations"
     )

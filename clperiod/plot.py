@@ -383,7 +383,7 @@ def _false_alarm_levels(
     The arguments :meth:`~clperiod.LombScargleResult.false_alarm_probability` uses,
     inverted with :func:`clperiod.periodograms.stats.false_alarm_level`.
     """
-    t, _, dy = result.catalog.lightcurve(index)
+    t, _, dy = result.catalog.lightcurve(index)[:3]
     return np.atleast_1d(
         stats.false_alarm_level(
             np.asarray(probabilities, dtype=np.float64),
@@ -409,7 +409,7 @@ def _draw_fold(
     name: str,
     note_missing_power: bool,
 ) -> None:
-    t, y, dy = catalog.lightcurve(index)
+    t, y, dy = catalog.lightcurve(index)[:3]
     frequency = result.frequency_best[index]
     ax.set_ylabel(labels.value_label)
     if labels.inverted:

@@ -178,6 +178,8 @@ def read_catalog(
     delimiter: str = ",",
     sort: bool = False,
     nan_policy: str = "raise",
+    band_col: str | None = None,
+    bands: Any = None,
 ) -> Catalog:
     """Read a long-format table (one row per observation, with a header).
 
@@ -198,6 +200,12 @@ def read_catalog(
         not contiguous (the order of objects then follows the sorted ids).
     nan_policy : {"raise", "omit"}
         Passed to :meth:`~clperiod.Catalog.from_arrays`.
+    band_col : str, optional
+        Column name of the band (filter) labels; None reads no bands. A CSV
+        file's labels are read as text (``"1"``, not 1); a Parquet file's
+        keep their type (strings, integers or a dictionary of them).
+    bands : sequence, optional
+        The band labels, fixed (see :meth:`~clperiod.Catalog.from_arrays`).
 
     Returns
     -------
@@ -214,17 +222,21 @@ def read_catalog(
     """
     path = Path(path)
     names = [id_col, t_col, y_col] + ([dy_col] if dy_col is not None else [])
-    if path.suffix.lower() in PARQUET_SUFFIXES:
-        columns = _read_parquet(path, names)
+    parquet = path.suffix.lower() in PARQUET_SUFFIXES
+    if parquet:
+        columns = _read_parquet(path, names + ([band_col] if band_col is not None else []))
     else:
         columns = _read_csv(path, names, delimiter)
+        if band_col is not None:
+            columns.append(_read_csv_text(path, band_col, delimiter))
     ids = columns[0] if columns[0].dtype.kind in "iuf" else _object_ids(columns[0])
     if sort:
         order = np.argsort(ids, kind="stable")
         columns = [column[order] for column in columns]
         ids = ids[order]
     dy = columns[3] if dy_col is not None else None
-    return _catalog(path, ids, columns[1], columns[2], dy, nan_policy)
+    band = columns[-1] if band_col is not None else None
+    return _catalog(path, ids, columns[1], columns[2], dy, nan_policy, band, bands)
 
 
 # ---------------------------------------------------------------------- helpers
@@ -237,10 +249,12 @@ def _catalog(
     y: np.ndarray,
     dy: np.ndarray | None,
     nan_policy: str,
+    band: np.ndarray | None = None,
+    bands: Any = None,
 ) -> Catalog:
     """:meth:`~clperiod.Catalog.from_arrays`, its errors prefixed with the file's name."""
     try:
-        return Catalog.from_arrays(ids, t, y, dy, nan_policy=nan_policy)
+        return Catalog.from_arrays(ids, t, y, dy, nan_policy=nan_policy, band=band, bands=bands)
     except ValueError as error:
         raise ValueError(f"{path}: {error}") from None
 
@@ -253,6 +267,15 @@ def _read_csv(path: Path, names: list[str], delimiter: str) -> list[np.ndarray]:
     ids = _loadtxt(path, dtype=str, usecols=index[0], **options)
     values = _load_columns(path, tuple(index[1:]), **options)
     return [ids, *values.T]
+
+
+def _read_csv_text(path: Path, name: str, delimiter: str) -> np.ndarray:
+    """One column of a CSV file with a header, as stripped text."""
+    skip, header = csv_header(path, delimiter)
+    require_columns([name], header, str(path))
+    options = {"delimiter": delimiter, "skiprows": skip + 1, "quotechar": '"'}
+    text = _loadtxt(path, dtype=str, usecols=header.index(name), **options)
+    return np.char.strip(text)
 
 
 def _read_parquet(path: Path, names: list[str]) -> list[np.ndarray]:

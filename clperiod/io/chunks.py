@@ -232,8 +232,11 @@ def check_ids(path: Any, block: Block, seen: SeenIds, nested: bool) -> None:
 
 
 def check_values(path: Any, block: Block, nan_policy: str, nested: bool) -> None:
-    """Non-finite values (``nan_policy="raise"``) and dy <= 0, named by file row."""
+    """Non-finite values (``nan_policy="raise"``) and dy <= 0, named by file row
+    (band labels are checked as they are read)."""
     for name, values in block.columns.items():
+        if name == "band":
+            continue
         bad = ~np.isfinite(values) if nan_policy == "raise" else np.zeros(values.size, bool)
         if name == "dy":
             bad |= np.isfinite(values) & (values <= 0)

@@ -18,6 +18,7 @@ from typing import IO, Any
 
 import numpy as np
 
+from clperiod.catalog import read_band_labels
 from clperiod.columns import first_non_number, mjd_from_datetime64
 from clperiod.io.chunks import Block, long_block
 from clperiod.io.file_errors import OPENERS, damage_message, is_damage, text_errors
@@ -95,8 +96,9 @@ def csv_blocks(
         "compression": COMPRESSIONS.get(path.suffix.lower()),
     }
     id_kind = _csv_id_kind(path, options, roles["id"], rows)
+    options["dtype"] = {roles["band"]: str} if "band" in roles else {}
     if id_kind == "text":
-        options["dtype"] = {roles["id"]: str}
+        options["dtype"][roles["id"]] = str
     row = 0
     short_rows = _ShortRows(path, layout, delimiter, lines_before, names, roles)
     try:
@@ -111,7 +113,9 @@ def csv_blocks(
                 short_rows.check(frame, row)
                 ids = _csv_ids(path, frame[roles["id"]], row, id_kind)
                 columns = {
-                    role: _csv_numbers(path, frame[name], name, row)
+                    role: (_csv_labels if role == "band" else _csv_numbers)(
+                        path, frame[name], name, row
+                    )
                     for role, name in roles.items()
                     if role != "id"
                 }
@@ -279,6 +283,18 @@ def _csv_numbers(path: Path, values: Any, name: str, first_row: int) -> np.ndarr
             f"{_plain(values.iloc[k])!r}, not a number"
         )
     return numbers.to_numpy(dtype=np.float64, na_value=np.nan)
+
+
+def _csv_labels(path: Path, values: Any, name: str, first_row: int) -> np.ndarray:
+    """A block's band label column as stripped text; an empty label is an error."""
+    text = values.fillna("").to_numpy(dtype=str)
+    text = np.char.strip(text)
+    empty = text == ""
+    if empty.any():
+        raise ValueError(
+            f"{path}: row {first_row + int(np.argmax(empty))}: column {name!r} has no band label"
+        )
+    return text
 
 
 def _plain(value: Any) -> Any:
@@ -450,7 +466,9 @@ def _long_blocks(
         for batch in readable_batches(parquet.metadata, path, batches):
             ids = id_values(batch.column(roles["id"]), roles["id"], row, path)
             columns = {
-                role: arrow_numbers(batch.column(name), name, row, path)
+                role: (arrow_labels if role == "band" else arrow_numbers)(
+                    batch.column(name), name, row, path
+                )
                 for role, name in roles.items()
                 if role != "id"
             }
@@ -609,7 +627,8 @@ def nested_block(
     for role, name in roles.items():
         if name not in fields:
             raise ValueError(f"{where}: no field {name!r} in the nested column; found {names}")
-        columns[role] = arrow_numbers(fields[name], name, first_row, where, nested_rows=offsets)
+        read = arrow_labels if role == "band" else arrow_numbers
+        columns[role] = read(fields[name], name, first_row, where, nested_rows=offsets)
     return Block(ids, offsets, columns, first_row, open_end=False)
 
 
@@ -655,11 +674,43 @@ def arrow_numbers(
     bad = first_non_number(listed)
     if bad is None:
         return np.array([np.nan if v is None else float(v) for v in listed], dtype=np.float64)
-    if nested_rows is None:
-        where_row = f"row {first_row + bad}"
-    else:
-        k = int(np.searchsorted(nested_rows, bad, side="right")) - 1
-        where_row = f"row {first_row + k}, observation {bad - int(nested_rows[k])}"
     raise ValueError(
-        f"{where}: {where_row}: column {name!r} ({kind}) has {listed[bad]!r}, not a number"
+        f"{where}: {_row_of(bad, first_row, nested_rows)}: column {name!r} ({kind}) has "
+        f"{listed[bad]!r}, not a number"
     )
+
+
+def arrow_labels(
+    values: Any, name: str, first_row: int, where: Any, nested_rows: np.ndarray | None = None
+) -> np.ndarray:
+    """A band label Arrow array (strings, integers or a dictionary of them) as str
+    or int64 labels; a null, NaN or empty label is an error naming its row."""
+    import pyarrow as pa
+
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if pa.types.is_dictionary(values.type):
+        values = values.dictionary_decode()
+    kind = values.type
+    if not (
+        pa.types.is_string(kind)
+        or pa.types.is_large_string(kind)
+        or pa.types.is_integer(kind)
+        or pa.types.is_floating(kind)
+    ):
+        raise ValueError(f"{where}: column {name!r} ({kind}) holds no band labels")
+    labels = read_band_labels(f"{where}: column {name!r}", values.to_numpy(zero_copy_only=False))
+    if labels.missing.any():
+        bad = int(np.argmax(labels.missing))
+        raise ValueError(
+            f"{where}: {_row_of(bad, first_row, nested_rows)}: column {name!r} has no band label"
+        )
+    return labels.values
+
+
+def _row_of(index: int, first_row: int, nested_rows: np.ndarray | None) -> str:
+    """Where entry ``index`` of a block is: a file row, or a row and observation."""
+    if nested_rows is None:
+        return f"row {first_row + index}"
+    k = int(np.searchsorted(nested_rows, index, side="right")) - 1
+    return f"row {first_row + k}, observation {index - int(nested_rows[k])}"

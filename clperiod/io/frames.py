@@ -62,6 +62,8 @@ def catalog_from_dataframe(
     nested_col: str | None = None,
     sort: bool = False,
     nan_policy: str = "raise",
+    band_col: str | None = None,
+    bands: Any = None,
 ) -> Catalog:
     """Build a catalog from a pandas DataFrame.
 
@@ -87,6 +89,11 @@ def catalog_from_dataframe(
         the sorted ids).
     nan_policy : {"raise", "omit"}
         See :meth:`~clperiod.Catalog.from_arrays`.
+    band_col : str, optional
+        Band (filter) label column (a field of ``nested_col`` when given):
+        strings or integers; None reads no bands.
+    bands : sequence, optional
+        The band labels, fixed (see :meth:`~clperiod.Catalog.from_arrays`).
 
     Returns
     -------
@@ -110,16 +117,18 @@ def catalog_from_dataframe(
         return nested_to_catalog(
             ids,
             pa.array(frame[nested_col]),
-            fields,
+            fields | ({"band": band_col} if band_col else {}),
             nan_policy=nan_policy,
             where=f"DataFrame column {nested_col!r}",
+            bands=bands,
         )
     columns = {}
     for name, col in (("t", t_col), ("y", y_col), ("dy", dy_col)):
         if col is None:
             continue
         columns[name] = frame_numbers(frame_column(frame, col), col, labels, times=name == "t")
-    return _long_catalog(ids, columns, sort, nan_policy)
+    band = None if band_col is None else frame_column(frame, band_col).to_numpy()
+    return _long_catalog(ids, columns, sort, nan_policy, band, bands)
 
 
 def catalog_from_table(
@@ -132,6 +141,8 @@ def catalog_from_table(
     time_scale: str | None = "tdb",
     sort: bool = False,
     nan_policy: str = "raise",
+    band_col: str | None = None,
+    bands: Any = None,
 ) -> Catalog:
     """Build a catalog from an astropy Table, QTable or TimeSeries (long format).
 
@@ -151,6 +162,11 @@ def catalog_from_table(
         Stable-sort the rows by id first.
     nan_policy : {"raise", "omit"}
         See :meth:`~clperiod.Catalog.from_arrays`. Masked entries count as NaN.
+    band_col : str, optional
+        Band (filter) label column, strings or integers (a masked label is
+        an error); None reads no bands.
+    bands : sequence, optional
+        The band labels, fixed (see :meth:`~clperiod.Catalog.from_arrays`).
 
     Returns
     -------
@@ -164,7 +180,8 @@ def catalog_from_table(
         one), or the checks of :class:`~clperiod.Catalog`.
     """
     names = list(table.colnames)
-    require_columns([c for c in (id_col, t_col, y_col, dy_col) if c is not None], names)
+    wanted = (id_col, t_col, y_col, dy_col, band_col)
+    require_columns([c for c in wanted if c is not None], names)
     ids = np.asarray(table[id_col])  # masked entries hold some value: check the mask
     missing = np.ma.getmaskarray(table[id_col])
     if ids.dtype.kind == "f":
@@ -174,7 +191,10 @@ def catalog_from_table(
     columns["y"] = table_values(table[y_col], y_col)
     if dy_col is not None:
         columns["dy"] = table_uncertainties(table[dy_col], dy_col, table[y_col], y_col)
-    return _long_catalog(ids, columns, sort, nan_policy)
+    band = None
+    if band_col is not None:
+        band = np.ma.array(np.asarray(table[band_col]), mask=np.ma.getmaskarray(table[band_col]))
+    return _long_catalog(ids, columns, sort, nan_policy, band, bands)
 
 
 def nested_to_catalog(
@@ -184,6 +204,7 @@ def nested_to_catalog(
     *,
     nan_policy: str = "raise",
     where: str = "nested column",
+    bands: Any = None,
 ) -> Catalog:
     """A catalog from object ids and an Arrow ``list<struct>`` array of observations.
 
@@ -194,11 +215,13 @@ def nested_to_catalog(
     nested : pyarrow.ListArray or LargeListArray (or a ChunkedArray of one)
         The observations of each object; null entries are objects with 0 rows.
     fields : dict
-        Role (``t``, ``y``, optionally ``dy``) -> struct field name.
+        Role (``t``, ``y``, optionally ``dy`` and ``band``) -> struct field name.
     nan_policy : {"raise", "omit"}
         See :meth:`~clperiod.Catalog.from_arrays`.
     where : str
         Names the source in error messages.
+    bands : sequence, optional
+        The band labels, fixed (see :meth:`~clperiod.Catalog.from_arrays`).
 
     Returns
     -------
@@ -218,6 +241,8 @@ def nested_to_catalog(
         block.columns["y"],
         block.columns.get("dy"),
         nan_policy=nan_policy,
+        band=block.columns.get("band"),
+        bands=bands,
     )
 
 
@@ -233,7 +258,12 @@ def _present_ids(ids: np.ndarray, missing: np.ndarray, name: str, labels: Any) -
 
 
 def _long_catalog(
-    ids: np.ndarray, columns: dict[str, np.ndarray], sort: bool, nan_policy: str
+    ids: np.ndarray,
+    columns: dict[str, np.ndarray],
+    sort: bool,
+    nan_policy: str,
+    band: np.ndarray | None = None,
+    bands: Any = None,
 ) -> Catalog:
     if ids.dtype.kind in "OUS":
         ids = ids.astype(str)
@@ -241,6 +271,13 @@ def _long_catalog(
         order = np.argsort(ids, kind="stable")
         ids = ids[order]
         columns = {name: values[order] for name, values in columns.items()}
+        band = None if band is None else band[order]
     return Catalog.from_arrays(
-        ids, columns["t"], columns["y"], columns.get("dy"), nan_policy=nan_policy
+        ids,
+        columns["t"],
+        columns["y"],
+        columns.get("dy"),
+        nan_policy=nan_policy,
+        band=band,
+        bands=bands,
     )

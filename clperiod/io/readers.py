@@ -61,7 +61,7 @@ from typing import Any
 
 import numpy as np
 
-from clperiod.catalog import NAN_POLICIES, Catalog
+from clperiod.catalog import NAN_POLICIES, Catalog, fixed_bands
 from clperiod.io import formats, grouping
 from clperiod.io.chunks import Block, Chunker, SeenIds, check_block, check_values
 
@@ -124,11 +124,16 @@ class CatalogChunk:
     @functools.cached_property
     def checksum(self) -> str:
         """BLAKE2b digest (128 bits, hex) of the chunk's objects as read: ids,
-        offsets, ``t``, ``y`` and ``dy`` with their types (computed once, on
-        the arrays in memory, when first asked for)."""
+        offsets, ``t``, ``y`` and ``dy`` with their types, and the bands where
+        there are some (computed once, on the arrays in memory, when first
+        asked for)."""
         digest = hashlib.blake2b(digest_size=16)
         cat = self.catalog
-        for array in (cat.ids, cat.offsets, cat.t, cat.y, cat.dy):
+        arrays = [cat.ids, cat.offsets, cat.t, cat.y, cat.dy]
+        if cat.bands is not None:
+            digest.update(repr(cat.bands).encode())
+            arrays.append(cat.band_codes)
+        for array in arrays:
             if array is None:
                 digest.update(b"none")
                 continue
@@ -221,6 +226,8 @@ class CatalogReader:
         first_chunk_rows: int | None = FIRST_CHUNK_ROWS,
         nan_policy: str = "raise",
         grouping: str = "contiguous",
+        band_col: str | None = None,
+        bands: Any = None,
     ) -> None:
         self.path = Path(path)
         if not self.path.is_file():
@@ -250,6 +257,11 @@ class CatalogReader:
         if dy_col == "auto":
             dy_col = "dy" if "dy" in found else None
         names = {"id": id_col, "t": t_col, "y": y_col} | ({"dy": dy_col} if dy_col else {})
+        if band_col is not None:
+            names["band"] = band_col
+        elif bands is not None:
+            raise ValueError("bands fixes the band labels but no band_col was given")
+        self.bands = None if bands is None else fixed_bands(bands)
         if layout == "nested-parquet":
             top = list(formats.parquet_schema(self.path).names)
             if id_col not in top:
@@ -266,7 +278,7 @@ class CatalogReader:
             raise ValueError(
                 f"{self.path}: more than one column named {repeated}{where}; found {found}"
             )
-        #: Role (``id``, ``t``, ``y``, ``dy``) -> column name.
+        #: Role (``id``, ``t``, ``y``, ``dy``, ``band``) -> column name.
         self.columns: dict[str, str] = names
         if grouping == "sort" and layout == "nested-parquet":
             raise ValueError(
@@ -333,7 +345,7 @@ class CatalogReader:
             "chunk_objects": self.chunk_objects,
             "first_chunk_rows": self.first_chunk_rows,
             "nan_policy": self.nan_policy,
-        }
+        } | ({} if self.bands is None else {"bands": list(self.bands)})
 
     def __repr__(self) -> str:
         return (
@@ -374,7 +386,19 @@ class CatalogReader:
     def _chunk(self, index: int, block: Block) -> CatalogChunk:
         """The chunk of a checked block."""
         t, y, dy = block.columns["t"], block.columns["y"], block.columns.get("dy")
-        if self.nan_policy == "raise":
+        band = block.columns.get("band")
+        if band is not None:  # labels to codes: the catalog checks them
+            catalog = Catalog.from_offsets(
+                block.ids,
+                block.offsets,
+                t,
+                y,
+                dy,
+                nan_policy=self.nan_policy,
+                band=band,
+                bands=_bands_like(self.bands, band),
+            )
+        elif self.nan_policy == "raise":
             # every id and value is checked, and the arrays are this reader's
             # own: lock them instead of validating and copying again
             for values in block.columns.values():
@@ -474,6 +498,7 @@ def _join_catalogs(parts: list[Catalog]) -> Catalog:
         return parts[0]
     lengths = np.concatenate([part.lengths for part in parts])
     dy = None if parts[0].dy is None else np.concatenate([part.dy for part in parts])
+    codes, bands = _joined_bands(parts)
     return Catalog(
         np.concatenate([part.ids for part in parts]),
         np.concatenate(([0], np.cumsum(lengths))),
@@ -481,7 +506,37 @@ def _join_catalogs(parts: list[Catalog]) -> Catalog:
         np.concatenate([part.y for part in parts]),
         dy,
         sum(part.n_dropped for part in parts),
+        codes,
+        bands,
     )
+
+
+def _bands_like(bands: tuple[Any, ...] | None, labels: np.ndarray) -> tuple[Any, ...] | None:
+    """Fixed ``bands`` given as text (the command line's) as integers where the
+    file's ``labels`` are integers and every band is an integer literal."""
+    if bands is None or labels.dtype.kind not in "iu":
+        return bands
+    try:
+        return tuple(int(label) if isinstance(label, str) else label for label in bands)
+    except ValueError:
+        return bands
+
+
+def _joined_bands(parts: list[Catalog]) -> tuple[np.ndarray | None, tuple[Any, ...] | None]:
+    """The band codes and labels of joined chunks: one chunk's labels when all
+    chunks have the same (a fixed band set), else the sorted union."""
+    if parts[0].bands is None:
+        return None, None
+    if all(part.bands == parts[0].bands for part in parts):
+        bands = parts[0].bands
+    else:
+        bands = tuple(np.unique(np.concatenate([part.band_labels() for part in parts])).tolist())
+    position = {label: k for k, label in enumerate(bands)}
+    codes = [
+        np.array([position[label] for label in part.bands or ()], dtype=np.int16)[part.band_codes]
+        for part in parts
+    ]
+    return np.concatenate(codes), bands
 
 
 def _values_checked(path: Path, block: Block, nan_policy: str) -> Block:

@@ -305,3 +305,44 @@ def test_an_output_directory_or_a_memory_error_is_one_line(tmp_path, capsys, mon
     status, _, err = _cli(capsys, "lombscargle", STRIPE82, "-o", tmp_path / "r.parquet")
     assert status == 1 and err == ("clperiod: error: the periodograms of 136 objects x 10 "
                                    "frequencies need ...\n")
+
+
+def _banded_csv(path: Path) -> Path:
+    """The first 6 Stripe 82 objects, each row given a band g or r."""
+    cat = load_example("stripe82").subset(range(6))
+    rows = np.arange(cat.t.size)
+    frame = pd.DataFrame({"id": np.repeat(cat.ids, cat.lengths), "t": cat.t, "y": cat.y,
+                          "dy": cat.dy, "filter": np.where(rows % 3 == 0, "g", "r")})
+    frame.to_csv(path, index=False)
+    return path
+
+
+def test_band_col_pools_the_bands_of_single_band_searches(tmp_path, capsys):
+    source = _banded_csv(tmp_path / "banded.csv")
+    common = ["--fmin", 0.5, "--fmax", 4, "--nf", 500, "--no-progress"]
+    status, _, _ = _cli(capsys, "lombscargle", source, *common, "-o", tmp_path / "plain.parquet")
+    assert status == 0
+    status, _, _ = _cli(capsys, "lombscargle", source, *common, "--band-col", "filter",
+                        "--bands", "u,g,r", "-o", tmp_path / "banded.parquet")
+    assert status == 0
+    plain, banded = pq.read_table(tmp_path / "plain.parquet"), pq.read_table(
+        tmp_path / "banded.parquet")
+    assert banded.num_rows == 6
+    assert banded.column_names == plain.column_names
+    for name in ("id", "period", "power", "n_points", "status"):
+        assert banded.column(name).equals(plain.column(name))
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--band-col", "band"], r"no column\(s\) \['band'\]"),
+    (["--band-col", "filter", "--bands", "g"],
+     r"band label 'r' \(not in bands \['g'\]\) in object .* at row 1 of that object"),
+    (["--bands", "g"], "no band_col"),
+])
+def test_band_options_errors(tmp_path, capsys, extra, message):
+    source = _banded_csv(tmp_path / "banded.csv")
+    status, _, err = _cli(capsys, "lombscargle", source, "--fmin", 0.5, "--fmax", 4, "--nf", 100,
+                          "--no-progress",
+                          "-o", tmp_path / "out.parquet", *extra)
+    assert status == 1
+    assert re.search(message, err), err
