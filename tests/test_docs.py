@@ -76,6 +76,7 @@ def test_performance_plot_is_drawn_from_a_result(tmp_path):
     assert output.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.slow  # a Sphinx build: about 8 s on 2 cores
 def test_documentation_builds_without_warnings(tmp_path):
     absent = [name for name in DOCS_PACKAGES if importlib.util.find_spec(name) is None]
     if absent:

@@ -79,6 +79,7 @@ def peaks_reference(power, k):
 # {{{ the direct path against astropy's chi2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("normalization", NORMALIZATIONS)
 @pytest.mark.parametrize("nterms", [2, 3])
 def test_direct_catalog_matches_astropy_chi2(light_curves, catalog, nterms, normalization):
@@ -95,6 +96,7 @@ def test_direct_catalog_matches_astropy_chi2(light_curves, catalog, nterms, norm
             GRID.frequencies()[peaks_reference(result.power[row], 3)])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("fit_mean", "center_data"),
                          [(True, False), (False, True), (False, False)])
 @pytest.mark.parametrize("nterms", [2, 3])

@@ -129,6 +129,7 @@ def model_case(normalization: str, fit_mean: bool, center_data: bool, grid_name:
     return t, y, dy, grid, options, nufft_power(t, y, dy, grid, precision=precision, **options)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("grid_name", [g[0] for g in GRIDS])
 @pytest.mark.parametrize(("fit_mean", "center_data"), CENTRING)
 @pytest.mark.parametrize("normalization", NORMALIZATIONS)
@@ -174,6 +175,7 @@ REAL = [  # (catalog, object, fmin, fmax, nf): grids about the known periods
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("precision", ["fp64", "fp32"])
 @pytest.mark.parametrize(("name", "row", "fmin", "fmax", "nf"), REAL)
 def test_real_light_curves_match_astropy_and_nifty_ls(name, row, fmin, fmax, nf, precision):
@@ -254,6 +256,7 @@ def bound_light_curve(name: str):
     return object_of("8205_errors" if name == "8205" else name)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "fmin_in_df", "nf", "centring"), BOUND_CASES)
 def test_default_eps_meets_the_fp64_bound(name, fmin_in_df, nf, centring):
     t, y, dy = bound_light_curve(name)
@@ -265,6 +268,7 @@ def test_default_eps_meets_the_fp64_bound(name, fmin_in_df, nf, centring):
         assert error <= BOUND["fp64"], (fit_mean, center_data)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "fmin_in_df", "nf", "centring"), [
     pytest.param("random 3000", 2.0, 1777, CENTRING, id="3000 points, fmin>0"),
     pytest.param("8205", 0.0, 2000, CENTRING, id="8205, fmin=0"),
