@@ -20,14 +20,18 @@ is built) for the longest baseline and the largest object.
 Two input layouts are read:
 
 * long: one row per observation, in any order, with an id column (or index)
-  and t, y and optionally dy columns. Unless the frame is indexed by id with
+  and t, y and optionally dy and band columns. Unless the frame is indexed by id with
   known divisions or has one partition, it is first shuffled on the id
   (``shuffle=``); each partition is then sorted by id and time.
 * nested (LSDB, nested-pandas): one row per object, with an id column (or
-  index) and a pyarrow ``list<struct<t, y[, dy]>>`` column of observations.
+  index) and a pyarrow ``list<struct<t, y[, dy][, band]>>`` column of observations.
   The offsets of the Arrow list array are the catalog's offsets, so a
   partition is converted without a Python loop over objects. A null or empty
   list is an object with no points (status TOO_FEW_POINTS).
+
+With ``band_col``, the catalog of every partition carries the band label of
+each row (the labels found in that partition, or the fixed ``bands``); the
+searches of one band pool the bands, so their results do not change.
 
 Exactly once: an object that appears twice in a nested partition raises a
 ValueError naming it. In a frame that was not shuffled here, an object split
@@ -44,14 +48,14 @@ retried when computed with ``retries=``, e.g. ``out.compute(retries=2)``
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from clperiod import checks
-from clperiod.catalog import NAN_POLICIES, Catalog
+from clperiod.catalog import NAN_POLICIES, Catalog, fixed_bands
 from clperiod.dask.workers import worker_device
 from clperiod.grid import FrequencyGrid
 from clperiod.io.chunks import show_id
@@ -99,6 +103,8 @@ class _Layout:
     fields: tuple[str, ...]  # t, y[, dy] column names (struct fields when nested)
     nested_col: str | None
     dy_auto: bool = False  # nested, dy_col="auto", struct fields unknown on the client
+    band_col: str | None = None  # band label column (struct field when nested)
+    bands: tuple[Any, ...] | None = None  # the fixed band labels
 
 
 def lombscargle(
@@ -110,6 +116,8 @@ def lombscargle(
     y_col: str = "y",
     dy_col: str | None = "auto",
     nested_col: str | None = None,
+    band_col: str | None = None,
+    bands: Sequence[Any] | None = None,
     nan_policy: str = "raise",
     fap_method: str | None = "baluev",
     shuffle: bool | None = None,
@@ -140,6 +148,14 @@ def lombscargle(
     nested_col
         Name of the ``list<struct>`` column of the nested layout; None for the
         long layout.
+    band_col
+        Name of the band (filter) label column (struct field): strings or
+        integers, as for :func:`clperiod.io.frames.catalog_from_dataframe`;
+        None (default) reads no bands. This search pools the bands of each
+        object; the partitions' catalogs carry them.
+    bands
+        With ``band_col``: the band labels, fixed (a label outside them
+        raises at compute time; see :meth:`~clperiod.Catalog.from_arrays`).
     nan_policy
         ``"raise"`` or ``"omit"`` rows with a non-finite t, y or dy (see
         :meth:`~clperiod.Catalog.from_arrays`).
@@ -183,7 +199,7 @@ def lombscargle(
     ImportError
         Dask is not installed (``pip install clperiod[dask]``).
     """
-    layout = _layout(ddf, id_col, t_col, y_col, dy_col, nested_col)
+    layout = _layout(ddf, id_col, t_col, y_col, dy_col, nested_col, band_col, bands)
     resolved = _resolved_grid(grid, ddf, layout, nan_policy)
     return _map_search(
         _lombscargle,
@@ -208,6 +224,8 @@ def supersmoother(
     y_col: str = "y",
     dy_col: str | None = "auto",
     nested_col: str | None = None,
+    band_col: str | None = None,
+    bands: Sequence[Any] | None = None,
     nan_policy: str = "raise",
     shuffle: bool | None = None,
     check_ids: bool | None = None,
@@ -220,7 +238,7 @@ def supersmoother(
     column); ``**options`` go to :func:`clperiod.supersmoother` (``variant``,
     ``alpha``, ``precision``, ``top_k``, ...).
     """
-    layout = _layout(ddf, id_col, t_col, y_col, dy_col, nested_col)
+    layout = _layout(ddf, id_col, t_col, y_col, dy_col, nested_col, band_col, bands)
     resolved = _resolved_grid(grid, ddf, layout, nan_policy)
     return _map_search(
         _supersmoother,
@@ -385,10 +403,17 @@ def _check_options(search: Callable[..., Any], options: dict[str, Any]) -> None:
 
 
 def _layout(
-    ddf: Any, id_col: str, t_col: str, y_col: str, dy_col: str | None, nested_col: str | None
+    ddf: Any,
+    id_col: str,
+    t_col: str,
+    y_col: str,
+    dy_col: str | None,
+    nested_col: str | None,
+    band_col: str | None = None,
+    bands: Sequence[Any] | None = None,
 ) -> _Layout:
     """Check the named columns against the frame's metadata (and resolve
-    ``dy_col="auto"`` where the metadata tells the columns)."""
+    ``dy_col="auto"`` where the metadata tells the columns) and the fixed bands."""
     try:
         import dask.dataframe as dd
     except ImportError as error:
@@ -403,7 +428,11 @@ def _layout(
         dy_col = (DY_NAME if DY_NAME in found else None) if found is not None else None
         dy_auto = found is None
     fields = (t_col, y_col) if dy_col is None else (t_col, y_col, dy_col)
-    wanted = [nested_col] if nested_col is not None else list(fields)
+    if band_col is None and bands is not None:
+        raise ValueError("bands fixes the band labels but no band_col was given")
+    fixed = None if bands is None else fixed_bands(bands)
+    labelled = [] if band_col is None else [band_col]
+    wanted = [nested_col] if nested_col is not None else [*fields, *labelled]
     absent = [name for name in wanted if name not in columns]
     if id_col not in columns and not id_in_index:
         absent.insert(0, id_col)
@@ -412,8 +441,8 @@ def _layout(
             f"the frame has no column {absent} (columns: {columns}, index: {ddf.index.name!r})"
         )
     if nested_col is not None:
-        _check_nested_dtype(ddf.dtypes[nested_col], nested_col, fields)
-    return _Layout(id_col, id_in_index, fields, nested_col, dy_auto)
+        _check_nested_dtype(ddf.dtypes[nested_col], nested_col, fields, band_col)
+    return _Layout(id_col, id_in_index, fields, nested_col, dy_auto, band_col, fixed)
 
 
 def _known_fields(ddf: Any, nested_col: str) -> list[str] | None:
@@ -495,7 +524,13 @@ def _partition_catalog(frame: pd.DataFrame, layout: _Layout, nan_policy: str) ->
         present = struct_fields(pa.array(frame[layout.nested_col]).type) or []
         fields = (*fields, DY_NAME) if DY_NAME in present else fields
     return catalog_from_dataframe(
-        frame, layout.id_col, *fields, nested_col=layout.nested_col, nan_policy=nan_policy
+        frame,
+        layout.id_col,
+        *fields,
+        nested_col=layout.nested_col,
+        nan_policy=nan_policy,
+        band_col=layout.band_col,
+        bands=layout.bands,
     )
 
 
@@ -545,19 +580,23 @@ def _after_check(results: pd.DataFrame, n_objects: int) -> pd.DataFrame:
 # ---------------------------------------------------------------------- checks
 
 
-def _check_nested_dtype(dtype: Any, name: str, fields: tuple[str, ...]) -> None:
+def _check_nested_dtype(
+    dtype: Any, name: str, fields: tuple[str, ...], band_col: str | None = None
+) -> None:
     """Check a nested column's dtype on the client where it tells the type:
     pyarrow-backed and NumPy dtypes. Others (nested-pandas', object) are
     converted by pyarrow and checked on the workers."""
     import pandas as pd
 
     if isinstance(dtype, pd.ArrowDtype):
-        _check_nested_type(dtype.pyarrow_dtype, name, fields)
+        _check_nested_type(dtype.pyarrow_dtype, name, fields, band_col)
     elif isinstance(dtype, np.dtype) and dtype.kind != "O":
         raise ValueError(f"column {name!r} must hold list<struct<...>> values, got {dtype}")
 
 
-def _check_nested_type(pa_type: Any, name: str, fields: tuple[str, ...]) -> None:
+def _check_nested_type(
+    pa_type: Any, name: str, fields: tuple[str, ...], band_col: str | None
+) -> None:
     import pyarrow as pa
 
     present = struct_fields(pa_type)
@@ -570,3 +609,5 @@ def _check_nested_type(pa_type: Any, name: str, fields: tuple[str, ...]) -> None
         kind = struct.field(field).type
         if not (pa.types.is_floating(kind) or pa.types.is_integer(kind)):
             raise TypeError(f"field {field!r} of column {name!r} must be numbers, got {kind}")
+    if band_col is not None and band_col not in present:
+        raise ValueError(f"column {name!r} has no field {band_col!r} (fields: {present})")

@@ -1011,7 +1011,8 @@ def _periodogram_part(index: int) -> str:
 
 
 class _MemorySource:
-    """An in-memory catalog read in chunks like a file (identified by a content hash)."""
+    """An in-memory catalog read in chunks like a file (identified by a content
+    hash); every chunk keeps the catalog's band labels."""
 
     layout = "catalog"
 
@@ -1022,14 +1023,11 @@ class _MemorySource:
     def identity(self) -> dict[str, Any]:
         import hashlib
 
+        cat = self.catalog
         digest = hashlib.blake2b(digest_size=16)
-        for array in (
-            self.catalog.ids,
-            self.catalog.offsets,
-            self.catalog.t,
-            self.catalog.y,
-            self.catalog.dy,
-        ):
+        if cat.bands is not None:  # catalogs without bands keep the digest of earlier runs
+            digest.update(repr(cat.bands).encode())
+        for array in (cat.ids, cat.offsets, cat.t, cat.y, cat.dy, cat.band_codes):
             if array is not None:
                 array = array.astype(str) if array.dtype == object else array
                 digest.update(str(array.dtype).encode())
@@ -1041,9 +1039,10 @@ class _MemorySource:
 
     def __iter__(self) -> Iterator[CatalogChunk]:
         cat = self.catalog
-        columns = {"t": cat.t, "y": cat.y} | ({"dy": cat.dy} if cat.dy is not None else {})
+        columns = {"t": cat.t, "y": cat.y, "dy": cat.dy, "band_codes": cat.band_codes}
+        present = {name: values for name, values in columns.items() if values is not None}
         chunker = Chunker(self.chunk_rows, None, rows_are_objects=False)
-        blocks = [*chunker.add(Block(cat.ids, cat.offsets, columns, 0, False)), *chunker.finish()]
+        blocks = [*chunker.add(Block(cat.ids, cat.offsets, present, 0, False)), *chunker.finish()]
         for index, block in enumerate(blocks):
             catalog = Catalog(
                 block.ids,
@@ -1051,6 +1050,8 @@ class _MemorySource:
                 block.columns["t"],
                 block.columns["y"],
                 block.columns.get("dy"),
+                band_codes=block.columns.get("band_codes"),
+                bands=cat.bands,
             )
             yield CatalogChunk(index, block.first_row, int(block.offsets[-1]), catalog)
 

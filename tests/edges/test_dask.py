@@ -10,6 +10,7 @@ the test frames are built already sorted by id, so Dask does not reorder them.)
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -296,6 +297,98 @@ def test_nested_duplicate_id_is_reported(catalog) -> None:
                                          rf"'{frame.loc[2, 'id']}' at row 5 repeats row 2"):
         out.compute(scheduler="sync")
 
+
+# ---------------------------------------------------------------------- bands
+
+
+BANDS = np.array(["g", "r", "i"])
+
+
+@pytest.fixture(scope="module")
+def banded_table(long_table: pd.DataFrame) -> pd.DataFrame:
+    """The long table with a band label per row ("g", "r", "i" in turn)."""
+    return long_table.assign(band=BANDS[np.arange(len(long_table)) % 3])
+
+
+@pytest.fixture
+def searched(monkeypatch) -> list[Catalog]:
+    """The catalogs that clperiod.dask.lombscargle hands to the search (in this
+    process: compute with the sync scheduler)."""
+    catalogs: list[Catalog] = []
+    search = clperiod.dask.api._lombscargle
+
+    @functools.wraps(search)
+    def recording(catalog, *args, **options):
+        catalogs.append(catalog)
+        return search(catalog, *args, **options)
+
+    monkeypatch.setattr(clperiod.dask.api, "_lombscargle", recording)
+    return catalogs
+
+
+def catalog_rows(catalogs: list[Catalog]) -> pd.DataFrame:
+    """id, t and band label of every row of ``catalogs``, sorted."""
+    frame = pd.concat(
+        pd.DataFrame({"id": np.repeat(c.ids, c.lengths), "t": c.t,
+                      "band": c.band_labels()[c.band_codes]})
+        for c in catalogs
+    )
+    return frame.sort_values(["id", "t", "band"]).reset_index(drop=True)
+
+
+def test_bands_are_read_and_results_do_not_change(client, catalog, banded_table) -> None:
+    """On the workers: the search pools the bands, as for the catalog without them."""
+    out = clperiod.dask.lombscargle(time_ordered(banded_table), GRID, band_col="band", top_k=2)
+    assert_same_objects(out.compute(), single_device(clperiod.lombscargle, catalog, GRID,
+                                                     top_k=2))
+
+
+def test_partition_catalogs_carry_the_bands(banded_table, searched) -> None:
+    """Shuffled long partitions: each catalog has the labels of its rows."""
+    frame = time_ordered(banded_table)
+    with dask.config.set({"dataframe.shuffle.method": "tasks"}):  # P2P needs the workers
+        out = clperiod.dask.lombscargle(frame, GRID, band_col="band", bands=["u", "g", "r", "i"])
+        out.compute(scheduler="sync")
+    assert len(searched) == 3
+    assert all(c.bands == ("u", "g", "r", "i") for c in searched)
+    want = banded_table[["id", "t", "band"]].sort_values(["id", "t", "band"])
+    pd.testing.assert_frame_equal(catalog_rows(searched), want.reset_index(drop=True))
+
+
+def test_nested_partition_catalogs_carry_the_bands(catalog, searched) -> None:
+    """Integer labels in a struct field; a partition has the labels found in it."""
+    labels = np.arange(catalog.t.size) % 2 + 1
+    labels[catalog.offsets[1]:catalog.offsets[2]] = 7
+    columns = [pa.array(values) for values in (catalog.t, catalog.y, catalog.dy, labels)]
+    points = pa.StructArray.from_arrays(columns, names=["t", "y", "dy", "band"])
+    lists = pa.ListArray.from_arrays(catalog.offsets.astype(np.int32), points)
+    frame = pd.DataFrame({"id": catalog.ids,
+                          "lc": pd.Series(lists, dtype=pd.ArrowDtype(lists.type))})
+    out = clperiod.dask.lombscargle(dd.from_pandas(frame, npartitions=2, sort=False), GRID,
+                                    nested_col="lc", band_col="band")
+    assert_same_objects(out.compute(scheduler="sync"),
+                        single_device(clperiod.lombscargle, catalog, GRID))
+    searched.sort(key=lambda c: c.ids[0])
+    assert [c.bands for c in searched] == [(1, 2, 7), (1, 2)]
+    got = np.concatenate([c.band_labels()[c.band_codes] for c in searched])
+    np.testing.assert_array_equal(got, labels)
+
+
+def test_band_arguments_are_checked_at_once(banded_table, catalog) -> None:
+    frame = by_id(banded_table)
+    with pytest.raises(ValueError, match=r"no column \['filter'\]"):
+        clperiod.dask.lombscargle(frame, GRID, band_col="filter")
+    with pytest.raises(ValueError, match="no band_col"):
+        clperiod.dask.supersmoother(frame, SS_GRID, bands=["g", "r"])
+    with pytest.raises(ValueError, match="bands: duplicate label 'g'"):
+        clperiod.dask.lombscargle(frame, GRID, band_col="band", bands=["g", "r", "g"])
+    nested = dd.from_pandas(nested_table(catalog)[0], npartitions=1)
+    with pytest.raises(ValueError, match=r"no field 'band' \(fields: \['t', 'y', 'dy'\]\)"):
+        clperiod.dask.lombscargle(nested, GRID, nested_col="lc", band_col="band")
+    unknown = clperiod.dask.lombscargle(dd.from_pandas(banded_table, npartitions=1), GRID,
+                                        band_col="band", bands=["g", "r"])
+    with pytest.raises(ValueError, match=r"partition 0: band label 'i' \(not in bands"):
+        unknown.compute(scheduler="sync")
 
 def exit_once(frame: pd.DataFrame, marker: str, partition_info=None) -> pd.DataFrame:
     """Kill the worker process computing partition 1, the first time only."""
