@@ -248,3 +248,11 @@ def test_the_clash_check_sees_a_clash():
                    {"lombscargle", "periodograms"}) == ["lombscargle"]
     assert {"lombscargle", "supersmoother"} <= _submodule_names("clperiod.periodograms")
     assert {"stats", "orbits", "pulsefiles"} <= _submodule_names("clperiod")
+
+
+def test_test_modules_have_distinct_names():
+    """Test folders are not packages, so two test files of one name clash on import."""
+    names: dict[str, list[str]] = {}
+    for path in Path(__file__).parent.rglob("test_*.py"):
+        names.setdefault(path.name, []).append(str(path.parent))
+    assert {name: dirs for name, dirs in names.items() if len(dirs) > 1} == {}
