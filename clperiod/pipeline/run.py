@@ -952,6 +952,7 @@ def _new_manifest(
     work: Path, settings: dict[str, Any], search: PeriodSearch, reader: Any
 ) -> dict[str, Any]:
     """Resolve the grid (reading the input once for an AutoGrid) and record the run."""
+    grid: FrequencyGrid | FrequencyArray
     if isinstance(search.grid, AutoGrid):
         grid = search.grid.resolve(*catalog_extent(reader))
     else:
