@@ -244,10 +244,13 @@ def _add_singlepulse(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _search_grid(args: argparse.Namespace) -> Any:
-    """The grid options as a FrequencyGrid (explicit) or AutoGrid (astropy's rule)."""
+    """The grid options as a FrequencyGrid or FrequencyArray (explicit, or read
+    from a file) or AutoGrid (astropy's rule)."""
     from clperiod.grid import FrequencyGrid
     from clperiod.pipeline import AutoGrid
 
+    if args.frequencies_file is not None or args.periods_file is not None:
+        return _grid_from_file(args)
     fmin = _frequency_bound(args.fmin, args.max_period, "--max-period")
     fmax = _frequency_bound(args.fmax, args.min_period, "--min-period")
     if args.nf is None:
@@ -261,6 +264,93 @@ def _search_grid(args: argparse.Namespace) -> Any:
     if fmax is not None:
         return FrequencyGrid.from_range(fmin, fmax, args.nf)
     return FrequencyGrid.from_step(fmin, args.df, args.nf)
+
+
+#: Options that set a grid, which a file of frequencies or periods replaces.
+_GRID_OPTIONS = ("fmin", "max_period", "fmax", "min_period", "nf", "df")
+
+
+def _grid_from_file(args: argparse.Namespace) -> Any:
+    """The grid of ``--frequencies-file`` or ``--periods-file``."""
+    from clperiod.grid import FrequencyGrid
+
+    given = [
+        f"--{name.replace('_', '-')}" for name in _GRID_OPTIONS if getattr(args, name) is not None
+    ]
+    periods = args.periods_file is not None
+    option = "--periods-file" if periods else "--frequencies-file"
+    if given:
+        raise ValueError(f"{option} gives the grid: drop {', '.join(given)}")
+    path = Path(args.periods_file if periods else args.frequencies_file)
+    values = _read_numbers(path, positive=periods)
+    return FrequencyGrid.from_frequencies(1.0 / values if periods else values)
+
+
+def _read_numbers(path: Path, positive: bool) -> Any:
+    """The numbers of a ``.npy`` file (1-D) or a text file (one a line; blank
+    lines and ``#`` comments skipped), each finite and ``>= 0`` (``> 0`` when
+    ``positive``); a ValueError names the file and the line or index."""
+    import numpy as np
+
+    what = "periods" if positive else "frequencies"
+    if path.suffix.lower() == ".npy":
+        values = _npy_numbers(path, what)
+        where = [f"index {index}" for index in range(values.size)]
+    else:
+        values, where = _text_numbers(path)
+    if values.size == 0:
+        raise ValueError(f"{path} holds no {what}")
+    valid = np.isfinite(values) & ((values > 0) if positive else (values >= 0))
+    if not valid.all():
+        first = int(np.flatnonzero(~valid)[0])
+        bound = "> 0" if positive else ">= 0"
+        raise ValueError(
+            f"{path}, {where[first]}: {what} must be finite and {bound}, got {values[first]}"
+        )
+    return values.astype(np.float64)
+
+
+def _npy_numbers(path: Path, what: str) -> Any:
+    """The 1-D array of numbers of a ``.npy`` file."""
+    import numpy as np
+
+    try:
+        values = np.load(path, allow_pickle=False)
+    except ValueError as error:  # not a .npy file, or one of Python objects
+        raise ValueError(f"{path}: not a .npy file of numbers ({error})") from None
+    if values.ndim != 1 or values.dtype.kind not in "iuf":
+        raise ValueError(
+            f"{path}: {what} must be a 1-D array of numbers, "
+            f"got shape {values.shape} of {values.dtype}"
+        )
+    return values
+
+
+def _text_numbers(path: Path) -> tuple[Any, list[str]]:
+    """The numbers of a text file, one a line, and the line of each."""
+    import numpy as np
+
+    numbers, where = [], []
+    try:
+        with open(path, encoding="utf-8") as lines:
+            for number, line in enumerate(lines, start=1):
+                text = line.split("#", 1)[0].strip()
+                if text:
+                    numbers.append(_number(text, path, number))
+                    where.append(f"line {number}")
+    except UnicodeDecodeError:
+        raise ValueError(
+            f"{path} is not a text file (nor named .npy): give one number per line"
+        ) from None
+    return np.array(numbers, dtype=np.float64), where
+
+
+def _number(text: str, path: Path, line: int) -> float:
+    """One number of a text file; a ValueError names the file and line."""
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"{path}, line {line}: {text!r} is not a number") from None
 
 
 def _frequency_bound(frequency: float | None, period: float | None, option: str) -> float | None:
@@ -498,7 +588,9 @@ def _add_grid_arguments(parser: argparse.ArgumentParser) -> None:
         "grid); --fmin/--df/--nf: fmin + k df. Without --nf: astropy's autofrequency over the "
         "whole catalog (longest baseline, largest object), reaching periods of 0.05 (days) at "
         "least unless --fmax or --min-period is given; --fmin/--fmax bounding it. "
-        "--max-period and --min-period may stand for --fmin and --fmax.",
+        "--max-period and --min-period may stand for --fmin and --fmax. "
+        "--frequencies-file or --periods-file: any frequencies (e.g. uniform in period), "
+        "searched as given, in place of the other grid options.",
     )
     low = grid.add_mutually_exclusive_group()
     low.add_argument("--fmin", type=float, help="lowest frequency (cycles per time unit)")
@@ -508,6 +600,18 @@ def _add_grid_arguments(parser: argparse.ArgumentParser) -> None:
     high.add_argument("--min-period", type=float, help="shortest period (--fmax = 1 / it)")
     grid.add_argument("--nf", type=int, help="number of frequencies")
     grid.add_argument("--df", type=float, help="frequency step (with --fmin and --nf)")
+    listed = grid.add_mutually_exclusive_group()
+    listed.add_argument(
+        "--frequencies-file",
+        metavar="FILE",
+        help="the frequencies to search: a text file of one number per line (# comments) "
+        "or a 1-D .npy array",
+    )
+    listed.add_argument(
+        "--periods-file",
+        metavar="FILE",
+        help="the periods to search (frequencies 1 / period), as --frequencies-file",
+    )
     grid.add_argument(
         "--samples-per-peak",
         type=float,

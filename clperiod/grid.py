@@ -350,13 +350,15 @@ class GridWarning(enum.IntFlag):
     LOW_FMAX = 2
 
 
-def grid_warnings(grid: FrequencyGrid, catalog: Catalog) -> np.ndarray:
+def grid_warnings(grid: FrequencyGrid | FrequencyArray, catalog: Catalog) -> np.ndarray:
     """Per-object :class:`GridWarning` flags of a grid searched on a catalog.
 
     Parameters
     ----------
-    grid : FrequencyGrid
-        The searched grid.
+    grid : FrequencyGrid or FrequencyArray
+        The searched grid. The step of a FrequencyArray is the largest
+        spacing of its distinct frequencies in rising order (its coarsest
+        part), and it stops at its largest frequency plus the last spacing.
     catalog : Catalog
         The searched objects.
 
@@ -366,14 +368,24 @@ def grid_warnings(grid: FrequencyGrid, catalog: Catalog) -> np.ndarray:
         Bitwise OR of :class:`GridWarning` values; 0 where the grid resolves
         the object or the object has fewer than two distinct times.
     """
+    coarsest_step, next_frequency = _resolution(grid)
     flags = np.zeros(catalog.n_objects, dtype=np.int8)
     with np.errstate(invalid="ignore", divide="ignore"):
-        coarse = grid.df * RESOLVED_SAMPLES_PER_PEAK * catalog.baselines() > 1 + 1e-9
+        coarse = coarsest_step * RESOLVED_SAMPLES_PER_PEAK * catalog.baselines() > 1 + 1e-9
         reach = np.minimum(supported_frequencies(catalog), 1.0 / SURVEY_MIN_PERIOD)
-        low = grid.fmax + grid.df < reach
+        low = next_frequency < reach
     flags[coarse] |= GridWarning.COARSE_STEP
     flags[low] |= GridWarning.LOW_FMAX
     return flags
+
+
+def _resolution(grid: FrequencyGrid | FrequencyArray) -> tuple[float, float]:
+    """The coarsest step of a grid and the frequency one step above its last."""
+    searched, _ = search_grid(grid)
+    if isinstance(searched, FrequencyGrid):
+        return searched.df, searched.fmax + searched.df
+    steps = np.diff(searched.frequencies())  # rising and distinct, at least two
+    return float(steps.max()), searched.fmax + float(steps[-1])
 
 
 def grid_warning_names(flags: Any) -> np.ndarray:

@@ -151,3 +151,20 @@ def test_single_light_curve_results_carry_the_flags(cpu_device):
                                   device=cpu_device)
     columns = clperiod.io.tables.result_columns(result)
     assert list(columns["grid_warning"]) == ["low_fmax"]
+
+
+def test_frequency_arrays_are_flagged_by_their_coarsest_step_and_last_frequency():
+    t = np.linspace(0, 50, 40) + np.random.default_rng(2).uniform(0, 0.2, 40)  # irregular
+    catalog = Catalog.from_single(t, np.sin(t))
+    assert 1 / (5 * catalog.baselines()[0]) > 0.00397
+    fine = np.geomspace(0.01, 21, 45_000)  # largest step 21 (2100**(1/44999) - 1) = 0.00358
+    assert grid_warnings(FrequencyGrid.from_frequencies(fine), catalog)[0] == 0
+    coarse = np.geomspace(0.01, 21, 4_000)  # largest step 0.040
+    assert grid_warnings(FrequencyGrid.from_frequencies(coarse), catalog)[0] == (
+        GridWarning.COARSE_STEP
+    )
+    low = np.geomspace(0.01, 19.9, 45_000)  # stops at 19.9 + 0.0034 < 1 / SURVEY_MIN_PERIOD
+    repeated = np.random.default_rng(3).permutation(np.r_[low, low[::7]])
+    assert grid_warnings(FrequencyGrid.from_frequencies(repeated), catalog)[0] == (
+        GridWarning.LOW_FMAX
+    )

@@ -57,7 +57,7 @@ import numpy as np
 from clperiod import checks
 from clperiod.catalog import NAN_POLICIES, Catalog, fixed_bands
 from clperiod.dask.workers import worker_device
-from clperiod.grid import FrequencyGrid
+from clperiod.grid import FrequencyArray, FrequencyGrid
 from clperiod.io.chunks import show_id
 from clperiod.io.formats import struct_fields
 from clperiod.io.frames import catalog_from_dataframe
@@ -109,7 +109,7 @@ class _Layout:
 
 def lombscargle(
     ddf: dd.DataFrame,
-    grid: FrequencyGrid | AutoGrid | None = None,
+    grid: FrequencyGrid | FrequencyArray | AutoGrid | None = None,
     *,
     id_col: str = "id",
     t_col: str = "t",
@@ -132,10 +132,12 @@ def lombscargle(
     ddf
         The catalog, in the long or nested layout (see the module docstring).
     grid
-        The frequency grid, the same for every object; an
-        :class:`~clperiod.pipeline.AutoGrid` is resolved on the frame (one
-        pass, computed at once). None (default): ``AutoGrid()``, the default
-        grid of catalog runs (periods from 0.05 days up; see the module notes).
+        The frequency grid, the same for every object: a
+        :class:`~clperiod.FrequencyGrid`, a :class:`~clperiod.FrequencyArray`
+        (any frequencies), or an :class:`~clperiod.pipeline.AutoGrid`,
+        resolved on the frame (one pass, computed at once). None (default):
+        ``AutoGrid()``, the default grid of catalog runs (periods from 0.05
+        days up; see the module notes).
     id_col
         Name of the object-id column, or of the index.
     t_col, y_col
@@ -217,7 +219,7 @@ def lombscargle(
 
 def supersmoother(
     ddf: dd.DataFrame,
-    grid: FrequencyGrid | AutoGrid | None = None,
+    grid: FrequencyGrid | FrequencyArray | AutoGrid | None = None,
     *,
     id_col: str = "id",
     t_col: str = "t",
@@ -281,7 +283,8 @@ class _Partitioning:
 
 
 def _resolved_grid(grid: Any, ddf: Any, layout: _Layout, nan_policy: str) -> Any:
-    """A FrequencyGrid as given; an AutoGrid (None: the default) resolved on the frame."""
+    """A FrequencyGrid or FrequencyArray as given; an AutoGrid (None: the
+    default) resolved on the frame."""
     if grid is None:
         grid = AutoGrid()
     if not isinstance(grid, AutoGrid):
@@ -338,7 +341,7 @@ def _map_search(
     search: Callable[..., Any],
     max_top_k: int,
     ddf: dd.DataFrame,
-    grid: FrequencyGrid,
+    grid: FrequencyGrid | FrequencyArray,
     layout: _Layout,
     nan_policy: str,
     fap_method: str | None,
@@ -348,8 +351,10 @@ def _map_search(
 ) -> dd.DataFrame:
     """The lazy output frame: the shuffle by id, one search task per partition,
     then the id check (as ``partitioning`` says)."""
-    if not isinstance(grid, FrequencyGrid):
-        raise TypeError(f"grid must be a FrequencyGrid, got {type(grid).__name__}")
+    if not isinstance(grid, (FrequencyGrid, FrequencyArray)):
+        raise TypeError(
+            f"grid must be a FrequencyGrid, FrequencyArray or AutoGrid, got {type(grid).__name__}"
+        )
     checks.choice("nan_policy", nan_policy, NAN_POLICIES)
     if device is not None and not isinstance(device, str):
         raise TypeError(
@@ -488,7 +493,7 @@ class _NoObjects:
 def _search_partition(
     frame: pd.DataFrame,
     search: Callable[..., Any],
-    grid: FrequencyGrid,
+    grid: FrequencyGrid | FrequencyArray,
     layout: _Layout,
     nan_policy: str,
     fap_method: str | None,

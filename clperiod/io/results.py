@@ -14,9 +14,16 @@ run's settings as JSON under the schema metadata key ``clperiod``.
 * ``.h5`` / ``.hdf5`` (h5py): datasets ``power`` and ``id``, the grid as
   attributes ``fmin``, ``df``, ``nf``;
 * ``.parquet``: columns ``id`` and ``power`` (a fixed-size list of ``nf``
-  values per object), the grid in the schema metadata.
+  values per object), the grid in the schema metadata (JSON under the key
+  ``clperiod``).
 
-Frequencies are ``fmin + k * df``, ``k = 0 .. nf - 1``.
+Frequencies are ``fmin + k * df``, ``k = 0 .. nf - 1``. On a
+:class:`~clperiod.FrequencyArray` the files hold the frequencies themselves,
+in the order of the power columns, in place of ``fmin`` and ``df``: the
+array ``frequencies`` (float64) next to ``nf`` in ``.npz`` files, the dataset
+``frequencies`` next to the attribute ``nf`` in HDF5 files, and the list
+``frequencies`` next to ``nf`` in the Parquet metadata (each number as JSON
+writes a float64, exactly).
 :class:`PeriodogramWriter` writes any of these part by part, so a catalog's
 periodograms never have to be in memory at once.
 
@@ -45,6 +52,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from clperiod.grid import FrequencyArray
 from clperiod.io.tables import result_columns
 
 if TYPE_CHECKING:
@@ -259,7 +267,7 @@ class PeriodogramWriter:
         Output file.
     n_objects : int
         Rows the file will hold in total.
-    grid : FrequencyGrid
+    grid : FrequencyGrid or FrequencyArray
         The grid of every row.
     fmt : {"npy", "npz", "hdf5", "parquet"}, optional
         Default: from the suffix.
@@ -345,12 +353,14 @@ class PeriodogramWriter:
             self._sink.create_dataset("id", shape=(self.n_objects,), dtype=id_dtype)
             for name, value in self._grid_facts().items():
                 self._sink.attrs[name] = value
+            for name, array in self._grid_arrays().items():
+                self._sink.create_dataset(name, data=array)
         else:
             pa = _pyarrow()
             rows = pa.list_(pa.from_numpy_dtype(power.dtype), self.grid.nf)
             schema = pa.schema(
                 [("id", pa.array(ids).type), ("power", rows)],
-                metadata={METADATA_KEY: json.dumps(self._grid_facts())},
+                metadata={METADATA_KEY: json.dumps(self._grid_metadata())},
             )
             self._sink = _pyarrow_parquet().ParquetWriter(self._temporary, schema)
 
@@ -384,7 +394,8 @@ class PeriodogramWriter:
             self._sink.close()
             self._sink = None
             ids = np.concatenate(self._ids) if self._ids else np.zeros(0)
-            arrays = {"id": ids} | {k: np.asarray(v) for k, v in self._grid_facts().items()}
+            facts = {name: np.asarray(value) for name, value in self._grid_facts().items()}
+            arrays = {"id": ids} | facts | self._grid_arrays()
             assert self._archive is not None  # opened with the npz sink
             for name, array in arrays.items():
                 with self._archive.open(f"{name}.npy", "w", force_zip64=True) as member:
@@ -406,7 +417,21 @@ class PeriodogramWriter:
             self._archive = None
 
     def _grid_facts(self) -> dict[str, Any]:
+        """The grid's numbers: ``fmin``, ``df``, ``nf`` of a uniform grid, ``nf`` of an array."""
+        if isinstance(self.grid, FrequencyArray):
+            return {"nf": self.grid.nf}
         return {"fmin": self.grid.fmin, "df": self.grid.df, "nf": self.grid.nf}
+
+    def _grid_arrays(self) -> dict[str, np.ndarray]:
+        """The frequencies of an array grid (none for a uniform grid)."""
+        if isinstance(self.grid, FrequencyArray):
+            return {"frequencies": self.grid.frequencies()}
+        return {}
+
+    def _grid_metadata(self) -> dict[str, Any]:
+        """The grid as JSON-ready Parquet metadata."""
+        arrays = {name: array.tolist() for name, array in self._grid_arrays().items()}
+        return self._grid_facts() | arrays
 
 
 @contextlib.contextmanager

@@ -31,7 +31,7 @@ from clperiod.engine import workers
 from clperiod.engine.devices import select_devices
 from clperiod.engine.staging import available_host_memory
 from clperiod.engine.workers import SerialQueue
-from clperiod.grid import SURVEY_MIN_PERIOD, FrequencyGrid, GridWarning
+from clperiod.grid import SURVEY_MIN_PERIOD, FrequencyArray, FrequencyGrid, GridWarning
 from clperiod.io.chunks import Block, Chunker
 from clperiod.io.readers import DEFAULT_CHUNK_ROWS, CatalogChunk, CatalogReader
 from clperiod.io.results import (
@@ -130,9 +130,12 @@ class PeriodSearch:
     ----------
     algorithm : {"lombscargle", "supersmoother"}
         The search.
-    grid : FrequencyGrid or AutoGrid
+    grid : FrequencyGrid, FrequencyArray or AutoGrid
         The frequency grid; default :class:`AutoGrid` (resolved on the input,
-        periods from 0.05 days up).
+        periods from 0.05 days up). A :class:`~clperiod.FrequencyArray` (any
+        frequencies, :meth:`~clperiod.FrequencyGrid.from_frequencies`) is
+        searched as given; the run's settings identify it by its size, its
+        extremes and a BLAKE2b hash of its values.
     options : mapping
         Keyword arguments of the search (``method``, ``normalization``,
         ``precision``, ``top_k``, ``variant``, ...), JSON-ready values. The
@@ -142,16 +145,17 @@ class PeriodSearch:
     """
 
     algorithm: str
-    grid: FrequencyGrid | AutoGrid = field(default_factory=AutoGrid)
+    grid: FrequencyGrid | FrequencyArray | AutoGrid = field(default_factory=AutoGrid)
     options: Mapping[str, Any] = field(default_factory=dict)
     fap_method: str | None = "baluev"
 
     def __post_init__(self) -> None:
         if self.algorithm not in ALGORITHMS:
             raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {self.algorithm!r}")
-        if not isinstance(self.grid, (FrequencyGrid, AutoGrid)):
+        if not isinstance(self.grid, (FrequencyGrid, FrequencyArray, AutoGrid)):
             raise TypeError(
-                f"grid must be a FrequencyGrid or AutoGrid, got {type(self.grid).__name__}"
+                "grid must be a FrequencyGrid, FrequencyArray or AutoGrid, got "
+                f"{type(self.grid).__name__}"
             )
         accepted = [
             name for name in inspect.signature(self.function).parameters if name not in _HANDLED
@@ -189,8 +193,8 @@ class PeriodSearch:
 
         return lombscargle_async(catalog, self._resolved_grid(), device=device, **self.options)
 
-    def _resolved_grid(self) -> FrequencyGrid:
-        if not isinstance(self.grid, FrequencyGrid):
+    def _resolved_grid(self) -> FrequencyGrid | FrequencyArray:
+        if isinstance(self.grid, AutoGrid):
             raise ValueError("resolve the AutoGrid first (run_catalog does)")
         return self.grid
 
@@ -226,7 +230,7 @@ class CatalogRun:
         Objects and chunks of the input.
     n_resumed : int
         Chunks found finished in the work directory and not recomputed.
-    grid : FrequencyGrid
+    grid : FrequencyGrid or FrequencyArray
         The grid searched.
     devices : list of str
         Devices used.
@@ -250,7 +254,7 @@ class CatalogRun:
     n_objects: int
     n_chunks: int
     n_resumed: int
-    grid: FrequencyGrid
+    grid: FrequencyGrid | FrequencyArray
     devices: list[str]
     timings: dict[str, float]
     grid_warnings: dict[str, int] = field(default_factory=dict)
@@ -431,7 +435,7 @@ def _run_locked(
                 remove_temporaries(path)
         if manifest is None:
             manifest = _new_manifest(work, settings, search, reader)
-        grid = FrequencyGrid(**manifest["grid"])
+        grid = _run_grid(search, manifest)
         plan = _Plan(
             dataclasses.replace(search, grid=grid),
             grid,
@@ -486,7 +490,7 @@ class _Plan:
     """What a run does with each chunk (settled once its work directory is)."""
 
     search: PeriodSearch  # with the run's grid
-    grid: FrequencyGrid
+    grid: FrequencyGrid | FrequencyArray
     work: Path
     devices: list
     periodograms: bool
@@ -660,7 +664,7 @@ def _search_group(plan: _Plan, group: Catalog, part: PeriodogramWriter) -> Any:
     return dataclasses.replace(result, power=None)
 
 
-def _group_objects(grid: FrequencyGrid) -> int:
+def _group_objects(grid: FrequencyGrid | FrequencyArray) -> int:
     """Objects per periodogram group: at most :data:`PERIODOGRAM_BYTES` of
     periodograms, and at most a quarter of the available host memory."""
     group_bytes = min(PERIODOGRAM_BYTES, available_host_memory() // 4)
@@ -824,7 +828,7 @@ def _warn_missing_plot_ids(figures: _Figures | None, plotted: frozenset[str]) ->
         )  # the caller of run_catalog
 
 
-def _warn_grid(grid: FrequencyGrid, grid_warnings: dict[str, int]) -> None:
+def _warn_grid(grid: FrequencyGrid | FrequencyArray, grid_warnings: dict[str, int]) -> None:
     """Warn about objects that the grid does not resolve (:class:`GridWarning`)."""
     if not grid_warnings:
         return
@@ -948,6 +952,7 @@ def _new_manifest(
     work: Path, settings: dict[str, Any], search: PeriodSearch, reader: Any
 ) -> dict[str, Any]:
     """Resolve the grid (reading the input once for an AutoGrid) and record the run."""
+    grid: FrequencyGrid | FrequencyArray
     if isinstance(search.grid, AutoGrid):
         grid = search.grid.resolve(*catalog_extent(reader))
     else:
@@ -970,7 +975,12 @@ def _check_no_stale_parts(work: Path, n_chunks: int) -> None:
 
 
 def _join_periodograms(
-    work: Path, n_chunks: int, path: Any, fmt: str | None, grid: FrequencyGrid, n_objects: int
+    work: Path,
+    n_chunks: int,
+    path: Any,
+    fmt: str | None,
+    grid: FrequencyGrid | FrequencyArray,
+    n_objects: int,
 ) -> None:
     """Join the periodogram parts, in input order, into one file (each part
     mapped, and written in slices of at most :data:`PERIODOGRAM_BYTES`)."""
@@ -1084,11 +1094,29 @@ def _progress_bar(progress: bool | None, reader: Any, algorithm: str) -> Any:
     )
 
 
-def _grid_facts(grid: FrequencyGrid) -> dict[str, Any]:
-    return {"fmin": grid.fmin, "df": grid.df, "nf": grid.nf}
+def _grid_facts(grid: FrequencyGrid | FrequencyArray) -> dict[str, Any]:
+    """A grid as JSON: ``fmin``, ``df``, ``nf`` of a uniform grid; ``nf``,
+    ``fmin``, ``fmax`` and the BLAKE2b hash of the float64 values of an array."""
+    if isinstance(grid, FrequencyGrid):
+        return {"fmin": grid.fmin, "df": grid.df, "nf": grid.nf}
+    import hashlib
+
+    values = np.ascontiguousarray(grid.frequencies(), dtype="<f8")
+    digest = hashlib.blake2b(values.tobytes(), digest_size=16).hexdigest()
+    return {"nf": grid.nf, "fmin": grid.fmin, "fmax": grid.fmax, "frequencies_blake2b": digest}
 
 
-def _run_metadata(settings: dict[str, Any], grid: FrequencyGrid) -> dict[str, Any]:
+def _run_grid(search: PeriodSearch, manifest: dict[str, Any]) -> FrequencyGrid | FrequencyArray:
+    """The grid a run searches: the search's array (the manifest records its
+    hash, which the settings already matched), else the manifest's grid."""
+    if isinstance(search.grid, FrequencyArray):
+        return search.grid
+    return FrequencyGrid(**manifest["grid"])
+
+
+def _run_metadata(
+    settings: dict[str, Any], grid: FrequencyGrid | FrequencyArray
+) -> dict[str, Any]:
     """Provenance stored in the results file: version, input, search with its grid."""
     return {
         "clperiod": settings["clperiod"],

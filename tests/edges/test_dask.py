@@ -120,6 +120,17 @@ def test_supersmoother_matches_single_device(client, catalog, long_table) -> Non
     assert_same_objects(table, single_device(clperiod.supersmoother, catalog, SS_GRID, top_k=2))
 
 
+def test_frequency_arrays_match_single_device(client, catalog, long_table) -> None:
+    """Uneven, unsorted frequencies (uniform in period) go to the workers as given."""
+    periods = np.random.default_rng(6).permutation(np.linspace(0.25, 2.0, 500))
+    grid = clperiod.FrequencyGrid.from_frequencies(1 / periods)
+    assert isinstance(grid, clperiod.FrequencyArray)
+    out = clperiod.dask.lombscargle(by_id(long_table), grid, top_k=2).compute()
+    assert_same_objects(out, single_device(clperiod.lombscargle, catalog, grid, top_k=2))
+    out = clperiod.dask.supersmoother(by_id(long_table, 2), grid).compute()
+    assert_same_objects(out, single_device(clperiod.supersmoother, catalog, grid))
+
+
 def test_uncertainties_are_used_by_default(client, catalog, long_table) -> None:
     """dy_col="auto": the column dy weights the search, as on the command line;
     None searches without weights."""
@@ -504,7 +515,7 @@ def test_bad_arguments_fail_at_once(long_table, cpu_device) -> None:
         clperiod.dask.supersmoother(frame, SS_GRID, id_col="obj")
     with pytest.raises(TypeError, match="selection string"):
         clperiod.dask.lombscargle(frame, GRID, device=cpu_device)
-    with pytest.raises(TypeError, match="FrequencyGrid"):
+    with pytest.raises(TypeError, match="FrequencyGrid, FrequencyArray or AutoGrid, got tuple"):
         clperiod.dask.lombscargle(frame, (0.5, 4.0, 2000))
     with pytest.raises(ValueError, match="nan_policy"):
         clperiod.dask.lombscargle(frame, GRID, nan_policy="drop")

@@ -83,6 +83,59 @@ def test_periodograms_in_every_format(tmp_path, result):
                                                               "nf": grid.nf}
 
 
+@pytest.fixture(scope="module")
+def array_result(cpu_device):
+    cat = load_example("stripe82").subset(np.arange(4))
+    periods = np.random.default_rng(5).permutation(np.linspace(0.3, 2.0, 700))
+    grid = clperiod.FrequencyGrid.from_frequencies(1 / periods)  # uniform in period, unsorted
+    assert isinstance(grid, clperiod.FrequencyArray)
+    return clperiod.lombscargle(cat, grid, periodogram=True, device=cpu_device)
+
+
+def test_periodograms_on_a_frequency_array_store_its_frequencies(tmp_path, array_result):
+    frequencies = array_result.grid.frequencies()
+    for name in ("a.npy", "a.npz", "a.h5", "a.parquet"):
+        write_periodograms(tmp_path / name, array_result)
+    np.testing.assert_array_equal(np.load(tmp_path / "a.npy"), array_result.power)
+    with np.load(tmp_path / "a.npz") as archive:
+        assert sorted(archive.files) == ["frequencies", "id", "nf", "power"]
+        np.testing.assert_array_equal(archive["frequencies"], frequencies)
+        np.testing.assert_array_equal(archive["power"], array_result.power)
+        assert archive["nf"] == 700
+    with h5py.File(tmp_path / "a.h5") as handle:
+        np.testing.assert_array_equal(handle["frequencies"][:], frequencies)
+        np.testing.assert_array_equal(handle["power"][:], array_result.power)
+        assert dict(handle.attrs) == {"nf": 700}
+    table = pq.read_table(tmp_path / "a.parquet")
+    stored = json.loads(table.schema.metadata[b"clperiod"])
+    assert stored["nf"] == 700 and set(stored) == {"nf", "frequencies"}
+    np.testing.assert_array_equal(stored["frequencies"], frequencies)  # exact through JSON
+    np.testing.assert_array_equal(
+        np.stack(table.column("power").to_numpy(zero_copy_only=False)), array_result.power
+    )
+    write_results(tmp_path / "r.parquet", array_result)
+    rows = pq.read_table(tmp_path / "r.parquet")
+    np.testing.assert_array_equal(rows.column("period").to_numpy(), array_result.period)
+
+
+def test_periodogram_writer_on_a_frequency_array_checks_the_width(tmp_path, array_result):
+    with (
+        pytest.raises(ValueError, match=r"power must have shape \(4, 700\), got \(4, 699\)"),
+        PeriodogramWriter(tmp_path / "w.h5", 4, array_result.grid) as writer,
+    ):
+        writer.write(array_result.ids, array_result.power[:, 1:])
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_periodograms_of_a_uniform_grid_are_written_as_before(tmp_path, result):
+    write_periodograms(tmp_path / "u.h5", result)
+    write_periodograms(tmp_path / "u.npz", result)
+    with h5py.File(tmp_path / "u.h5") as handle:
+        assert sorted(handle) == ["id", "power"] and sorted(handle.attrs) == ["df", "fmin", "nf"]
+    with np.load(tmp_path / "u.npz") as archive:
+        assert sorted(archive.files) == ["df", "fmin", "id", "nf", "power"]
+
+
 def test_periodogram_writer_in_parts_with_text_ids(tmp_path, result):
     ids = np.array(["a", "bb", "c", "dd", "e", "ff"])
     for name in ("q.h5", "q.npz", "q.parquet", "q.npy"):

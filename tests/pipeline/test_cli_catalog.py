@@ -132,6 +132,90 @@ def test_bad_options_exit_1_with_a_message(capsys, argv, message):
     assert err.startswith("clperiod: error: ") and re.search(message, err)
 
 
+def test_a_periods_file_is_searched_as_given(tmp_path, capsys, cpu_device):
+    periods = np.random.default_rng(8).permutation(np.linspace(0.3, 2.0, 600))
+    listing = tmp_path / "periods.txt"
+    lines = [f"{float(p)!r}  # P" for p in periods]
+    listing.write_text("# trial periods (d)\n\n" + "\n".join(lines))
+    out = tmp_path / "res.parquet"
+    status, text, err = _cli(capsys, "lombscargle", STRIPE82, "--periods-file", listing,
+                             "--periodogram", tmp_path / "p.h5", "-o", out, "--no-progress",
+                             "--device", cpu_device.label.split()[0])
+    assert status == 0 and _besides_grid_warnings(err) == "", err
+    assert "600 frequencies from 0.5 to 3.33333" in text
+    grid = clperiod.FrequencyGrid.from_frequencies(1 / periods)
+    direct = clperiod.lombscargle(load_example("stripe82"), grid, periodogram=True,
+                                  device=cpu_device)
+    np.testing.assert_array_equal(pq.read_table(out).column("period").to_numpy(), direct.period)
+    import h5py
+
+    with h5py.File(tmp_path / "p.h5") as handle:
+        np.testing.assert_array_equal(handle["frequencies"][:], 1 / periods)
+        np.testing.assert_array_equal(handle["power"][:], direct.power)
+
+
+def test_a_frequencies_file_as_text_or_npy_reaches_the_search(tmp_path, capsys, monkeypatch):
+    seen = {}
+
+    def fake_run(reader, search, output, **options):
+        seen.update(search=search)
+        raise ValueError("stop here")
+
+    monkeypatch.setattr(pipeline, "run_catalog", fake_run)
+    frequencies = np.geomspace(0.1, 10, 50)
+    np.save(tmp_path / "f.npy", frequencies)
+    (tmp_path / "f.txt").write_text("\n".join(map(repr, frequencies.tolist())) + "\n")
+    for name in ("f.npy", "f.txt"):
+        status, _, err = _cli(capsys, "lombscargle", STRIPE82, "--frequencies-file",
+                              tmp_path / name)
+        assert status == 1 and err == "clperiod: error: stop here\n"
+        assert seen.pop("search").grid == clperiod.FrequencyArray(frequencies)
+    (tmp_path / "even.txt").write_text("0.5\n1.0\n1.5\n")  # evenly spaced: a uniform grid
+    _cli(capsys, "lombscargle", STRIPE82, "--frequencies-file", tmp_path / "even.txt")
+    assert seen["search"].grid == clperiod.FrequencyGrid(0.5, 0.5, 3)
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "extra", "message"),
+    [
+        ("f.txt", "0.5\n1,5\n", (), r"f\.txt, line 2: '1,5' is not a number"),
+        ("f.txt", "# none\n\n", (), r"f\.txt holds no frequencies"),
+        ("f.txt", "0.5\n\n-1\n", (), r"f\.txt, line 3: frequencies must be finite and >= 0, "
+                                     "got -1.0"),
+        ("p.txt", "2\n0\n", ("periods",), r"p\.txt, line 2: periods must be finite and > 0"),
+        ("p.npy", np.array([1.0, np.nan]), ("periods",), r"p\.npy, index 1: periods must be"),
+        ("f.npy", np.ones((2, 2)), (), r"f\.npy: frequencies must be a 1-D array of numbers, "
+                                       r"got shape \(2, 2\)"),
+        ("f.npy", "0.5\n", (), r"f\.npy: not a \.npy file of numbers"),
+        ("f.txt", b"\xff\xfe\x00", (), r"f\.txt is not a text file"),
+        ("f.txt", "1\n", ("--nf", "10"), r"--frequencies-file gives the grid: drop --nf"),
+        ("f.txt", "1\n", ("--fmin", "0"), r"--frequencies-file gives the grid: drop --fmin"),
+        ("missing.txt", None, (), r"No such file or directory: '.*missing\.txt'"),
+    ],
+)
+def test_bad_frequency_files_exit_1_naming_file_and_line(tmp_path, capsys, name, content, extra,
+                                                         message):
+    path = tmp_path / name
+    if isinstance(content, np.ndarray):
+        np.save(path, content)
+    elif isinstance(content, bytes):
+        path.write_bytes(content)
+    elif content is not None:
+        path.write_text(content)
+    periods = extra[:1] == ("periods",)
+    option = "--periods-file" if periods else "--frequencies-file"
+    status, _, err = _cli(capsys, "lombscargle", STRIPE82, option, path, *extra[periods:])
+    assert status == 1
+    assert err.startswith("clperiod: error: ") and re.search(message, err), err
+
+
+def test_frequencies_and_periods_files_are_exclusive(capsys):
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["lombscargle", STRIPE82, "--frequencies-file", "a", "--periods-file", "b"])
+    assert stop.value.code == 2
+    assert "not allowed with argument --frequencies-file" in capsys.readouterr().err
+
+
 def test_supersmoother_command_with_periodograms_and_figures(tmp_path, capsys, cpu_device):
     cat = load_example("stripe82").subset(np.arange(4))
     ids = np.repeat(cat.ids, cat.lengths)

@@ -89,6 +89,51 @@ def test_run_matches_one_direct_search(tmp_path, input_file, catalog, cpu_device
     assert not work_directory(run.output).exists()
 
 
+#: Uneven frequencies (log-spaced), unsorted, one repeated.
+ARRAY = clperiod.FrequencyGrid.from_frequencies(
+    np.random.default_rng(4).permutation(np.r_[np.geomspace(0.5, 4.0, 900), 1.0])
+)
+
+
+def test_a_run_on_a_frequency_array_matches_the_direct_search(tmp_path, input_file, catalog,
+                                                              cpu_device):
+    assert isinstance(ARRAY, clperiod.FrequencyArray)
+    run = run_catalog(_reader(input_file), PeriodSearch("lombscargle", ARRAY, {"top_k": 2}),
+                      tmp_path / "out.parquet", periodogram=tmp_path / "power.npz",
+                      device=cpu_device, progress=False)
+    assert run.grid == ARRAY and run.n_chunks == 5
+    direct = clperiod.lombscargle(catalog, ARRAY, top_k=2, periodogram=True, device=cpu_device)
+    table = pq.read_table(run.output)
+    for name, values in result_columns(direct).items():
+        got = table.column(name).to_numpy(zero_copy_only=False)
+        assert got.tolist() == values.tolist() or np.array_equal(got, values, equal_nan=True), name
+    with np.load(run.periodogram) as archive:
+        np.testing.assert_array_equal(archive["power"], direct.power)
+        np.testing.assert_array_equal(archive["frequencies"], ARRAY.frequencies())
+    grid = json.loads(table.schema.metadata[b"clperiod"])["search"]["grid"]
+    assert grid["nf"] == 901 and (grid["fmin"], grid["fmax"]) == (0.5, 4.0)
+    assert re.fullmatch("[0-9a-f]{32}", grid["frequencies_blake2b"])
+
+
+def test_a_run_on_a_frequency_array_resumes_only_with_the_same_frequencies(
+        tmp_path, input_file, monkeypatch, cpu_device):
+    search = PeriodSearch("lombscargle", ARRAY, {"top_k": 2})
+    output = tmp_path / "out.parquet"
+    _fail_on_call(monkeypatch, "start", 3, OSError("device lost"))
+    with pytest.raises(OSError, match="device lost"):
+        run_catalog(_reader(input_file), search, output, device=cpu_device, progress=False)
+    monkeypatch.undo()
+    shifted = clperiod.FrequencyArray(ARRAY.frequencies() * (1 + 1e-12))
+    with pytest.raises(ValueError, match=r"search\.grid\.frequencies_blake2b: '[0-9a-f]+' there"):
+        run_catalog(_reader(input_file), PeriodSearch("lombscargle", shifted, {"top_k": 2}),
+                    output, device=cpu_device)
+    run = run_catalog(_reader(input_file), search, output, device=cpu_device, progress=False)
+    assert run.n_resumed == 2 and run.n_objects == 24
+    reference = run_catalog(_reader(input_file), search, tmp_path / "ref.parquet",
+                            device=cpu_device, progress=False)
+    assert pq.read_table(output).equals(pq.read_table(reference.output))
+
+
 def test_a_repeated_run_replaces_its_output_and_leaves_nothing_behind(tmp_path, input_file,
                                                                        cpu_device):
     output = tmp_path / "out.parquet"
@@ -327,7 +372,7 @@ def test_search_settings_are_checked():
         PeriodSearch("lombscargle", GRID, {"variant": "original", "device": "cpu"})
     with pytest.raises(TypeError, match="JSON"):
         PeriodSearch("lombscargle", GRID, {"top_k": np.int32(2)})
-    with pytest.raises(TypeError, match="FrequencyGrid or AutoGrid"):
+    with pytest.raises(TypeError, match="FrequencyGrid, FrequencyArray or AutoGrid, got ndarray"):
         PeriodSearch("lombscargle", np.arange(3.0))
     search = PeriodSearch("supersmoother", AutoGrid(), {"alpha": 5.0})
     assert search.settings() == {
