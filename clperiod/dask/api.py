@@ -152,7 +152,7 @@ def lombscargle(
         long layout.
     band_col
         Name of the band (filter) label column (struct field): strings or
-        integers, as for :func:`clperiod.io.frames.catalog_from_dataframe`;
+        integers, as for :func:`clperiod.io.catalog_from_dataframe`;
         None (default) reads no bands. This search pools the bands of each
         object; the partitions' catalogs carry them.
     bands
