@@ -73,6 +73,9 @@ class Catalog:
         ``bands`` argument of the builders, else sorted (numbers ascending,
         strings in code-point order, e.g. ``("g", "i", "r")``).  It may
         name bands in which no object has rows.  None without bands.
+    checked : bool
+        Whether a builder validated the values (finite, ``dy > 0``); a
+        search then skips checking them again. False for the constructor.
 
     Notes
     -----
@@ -89,6 +92,7 @@ class Catalog:
     n_dropped: int = 0
     band_codes: np.ndarray | None = None
     bands: tuple[Any, ...] | None = None
+    checked: bool = False
 
     def __post_init__(self) -> None:
         ids = _readonly(np.asarray(self.ids))
@@ -493,7 +497,9 @@ class Catalog:
         dy = None if self.dy is None else self.dy[rows]
         codes = None if self.band_codes is None else self.band_codes[rows]
         ids = self.ids[indices]
-        return type(self)(ids, offsets, self.t[rows], self.y[rows], dy, 0, codes, self.bands)
+        return type(self)(
+            ids, offsets, self.t[rows], self.y[rows], dy, 0, codes, self.bands, self.checked
+        )
 
     def slice(self, start: int, stop: int) -> Catalog:
         """The objects ``start:stop`` as a catalog of views (no copy)."""
@@ -507,6 +513,7 @@ class Catalog:
             0,
             None if self.band_codes is None else self.band_codes[lo:hi],
             self.bands,
+            self.checked,
         )
 
     def baselines(self) -> np.ndarray:
@@ -780,7 +787,7 @@ def _build(
     for column in columns.values():
         column.setflags(write=False)  # our own copies: lock them instead of copying again
     dy = columns.get("dy")
-    return cls(ids, offsets, columns["t"], columns["y"], dy, n_dropped, codes, band_set)
+    return cls(ids, offsets, columns["t"], columns["y"], dy, n_dropped, codes, band_set, True)
 
 
 def _raise_at(

@@ -340,3 +340,11 @@ def test_from_offsets_needs_integer_offsets(long_format):
     _, t, y, _ = long_format
     with pytest.raises(TypeError, match="offsets must be integers"):
         Catalog.from_offsets([1], [0.0, 9.0], t, y)
+
+
+def test_builders_mark_their_values_checked_and_the_constructor_does_not():
+    cat = Catalog.from_lightcurves([([1.0, 2.0, 3.0], [1.0, 2.0, 0.5], [0.1] * 3),
+                                    ([0.0, 1.0], [3.0, 4.0], [0.2] * 2)])
+    assert cat.checked and cat.subset([1]).checked and cat.slice(0, 1).checked
+    raw = Catalog(cat.ids, cat.offsets, cat.t, np.array([1.0, np.nan, 0.5, 3.0, 4.0]), cat.dy)
+    assert not raw.checked

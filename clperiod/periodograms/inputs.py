@@ -183,7 +183,8 @@ def degenerate_status(
     ndarray of int8
         ``status`` with, in order of precedence: NOT_FINITE and
         BAD_UNCERTAINTY for invalid values (only a catalog made by the
-        constructor, which does not check values, holds them); ZERO_BASELINE
+        constructor, which does not check values, holds them; checked
+        catalogs are not scanned again); ZERO_BASELINE
         for OK objects whose times are all equal; for OK objects without a
         finite power and for ZERO_VARIANCE objects, ZERO_VARIANCE if their
         weighted variance, evaluated scale-free, is below rounding, else
@@ -197,6 +198,8 @@ def degenerate_status(
     status[suspect] = np.where(
         _varies(catalog, suspect, use_dy), Status.OUT_OF_RANGE, Status.ZERO_VARIANCE
     )
+    if catalog.checked:  # a builder validated the values
+        return status
     dy = catalog.dy if use_dy else None
     if dy is not None and not (dy > 0).all():
         status[_owners(catalog, dy <= 0)] = Status.BAD_UNCERTAINTY
