@@ -79,9 +79,10 @@ class MultibandResult(PeakResults):
         The ``top_k`` highest distinct peaks (local maxima), best first; NaN
         where an object has fewer peaks.
     status : ndarray of Status
-        OK; TOO_FEW_POINTS (no rows, or fewer than :func:`min_points`);
-        ZERO_VARIANCE, ZERO_BASELINE, NOT_FINITE, BAD_UNCERTAINTY,
-        OUT_OF_RANGE as the other searches use them.
+        OK; TOO_FEW_POINTS (no rows, or fewer than
+        :func:`~clperiod.periodograms.multiband.min_points`); ZERO_VARIANCE
+        (values constant within every band); ZERO_BASELINE, NOT_FINITE,
+        BAD_UNCERTAINTY, OUT_OF_RANGE as the other searches use them.
     power : ndarray, shape (n_objects, nf), or None
         The periodograms when requested (rows of objects that are not OK are
         NaN; NaN at frequency 0, where the model is degenerate).
@@ -155,7 +156,7 @@ def lombscargle_multiband(
         Ordinary frequencies ``fmin + k df``, in the units of ``1 / t``.
     nterms_base, nterms_band : int
         Harmonics of the model shared by all bands and of each band's model,
-        0 to :data:`MAX_NTERMS`, not both 0.
+        0 to :data:`~clperiod.periodograms.multiband.MAX_NTERMS`, not both 0.
     center_data : bool
         Subtract each band's weighted mean before fitting (astropy's
         default). Without it the reference chi^2 is taken about zero, so data
@@ -182,7 +183,8 @@ def lombscargle_multiband(
     TypeError
         ``catalog`` is not a Catalog or ``grid`` not a FrequencyGrid.
     ValueError
-        Bad options, more than :data:`MAX_BANDS` bands, or a device without fp64.
+        Bad options, more than :data:`~clperiod.periodograms.multiband.MAX_BANDS`
+        bands, or a device without fp64.
     """
     catalog = _checked_catalog(catalog)
     if not isinstance(grid, FrequencyGrid):
