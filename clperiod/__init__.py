@@ -17,6 +17,7 @@ from clperiod.engine.devices import DeviceInfo, list_devices, select_devices
 from clperiod.grid import FrequencyArray, FrequencyGrid
 from clperiod.kepler import orbits
 from clperiod.periodograms.lombscargle import LombScargleResult, lombscargle, lombscargle_async
+from clperiod.periodograms.multiband import MultibandResult, lombscargle_multiband
 from clperiod.periodograms.supersmoother import SuperSmootherResult, supersmoother
 
 try:
@@ -32,11 +33,13 @@ __all__ = [
     "FrequencyArray",
     "FrequencyGrid",
     "LombScargleResult",
+    "MultibandResult",
     "Status",
     "SuperSmootherResult",
     "list_devices",
     "lombscargle",
     "lombscargle_async",
+    "lombscargle_multiband",
     "select_devices",
     "supersmoother",
     "kepler",

@@ -19,9 +19,9 @@ import clperiod
 from clperiod import _moved
 
 TOP_LEVEL = ["Catalog", "DeviceInfo", "FrequencyArray", "FrequencyGrid", "LombScargleResult",
-             "Status", "SuperSmootherResult", "__version__", "kepler", "list_devices",
-             "lombscargle", "lombscargle_async", "orbits", "select_devices", "singlepulse",
-             "supersmoother"]
+             "MultibandResult", "Status", "SuperSmootherResult", "__version__", "kepler",
+             "list_devices", "lombscargle", "lombscargle_async", "lombscargle_multiband",
+             "orbits", "select_devices", "singlepulse", "supersmoother"]
 
 #: The ``__all__`` of each public module.
 PUBLIC_MODULES = {
