@@ -25,6 +25,7 @@ from clperiod.catalog import Catalog, Status, catalog_of
 from clperiod.engine import kernels
 from clperiod.engine.devices import get_queue, require_fp64, select_devices, upload
 from clperiod.grid import FrequencyGrid
+from clperiod.periodograms.multiband_fit import DEFAULT_REG_BAND, MultibandFit
 from clperiod.periodograms.inputs import (
     PeakResults,
     blank_failed,
@@ -56,8 +57,6 @@ MAX_NTERMS = 4
 #: Most bands of a catalog (the normal system, up to 1 + 2K + B (1 + 2L)
 #: unknowns, lives in private memory).
 MAX_BANDS = 8
-#: astropy's default ridge on the band parameters, in units of the normal matrix's trace.
-DEFAULT_REG_BAND = 1e-6
 _WG = 64
 #: Values whose residuals about their band means are below this fraction of
 #: their magnitude are constant to rounding (ZERO_VARIANCE).
@@ -95,6 +94,10 @@ class MultibandResult(PeakResults):
         The model.
     devices : list of str
         Device used.
+    center_data : bool
+        Whether each band's weighted mean was subtracted first.
+    reg_base, reg_band : float or None
+        The ridges, in units of the normal matrix's trace.
     """
 
     ids: np.ndarray
@@ -110,6 +113,55 @@ class MultibandResult(PeakResults):
     nterms_band: int
     devices: list[str]
     catalog: Catalog = field(repr=False)
+    center_data: bool = True
+    reg_base: float | None = None
+    reg_band: float | None = DEFAULT_REG_BAND
+
+    def fit(self, index: int) -> MultibandFit:
+        """The model of object ``index`` (catalog order) at any frequency.
+
+        Its rows, with this search's ``nterms_base``, ``nterms_band``, ridges
+        and ``center_data``: ``fit(k).model(t, r.frequency_best[k])`` is the
+        model behind the best peak, ``model_parameters`` and ``offset`` those
+        of astropy's ``LombScargleMultiband`` on the object's rows (times from
+        its first observation, ``MultibandFit.epoch``; the model takes times in
+        the catalog's scale). Bands without rows of the object are left out.
+
+        Raises
+        ------
+        IndexError
+            ``index`` out of range.
+        ValueError
+            The object has no rows.
+        """
+        index = checks.integer("index", index)
+        if not -self.catalog.n_objects <= index < self.catalog.n_objects:
+            raise IndexError(f"index {index} out of range for {self.catalog.n_objects} objects")
+        index %= self.catalog.n_objects
+        rows = slice(self.catalog.offsets[index], self.catalog.offsets[index + 1])
+        t = self.catalog.t[rows]
+        if t.size == 0:
+            raise ValueError(f"object {self.ids[index]!r} (index {index}) has no rows to fit")
+        codes = (
+            np.zeros(t.size, dtype=np.intp)
+            if self.catalog.band_codes is None
+            else self.catalog.band_codes[rows].astype(np.intp)
+        )
+        present, band_index = np.unique(codes, return_inverse=True)
+        dy = self.catalog.dy
+        return MultibandFit(
+            t=t - t.min(),
+            y=self.catalog.y[rows],
+            weights=np.ones(t.size) if dy is None else dy[rows] ** -2.0,
+            band_index=band_index.ravel(),
+            labels=tuple(self.bands[code] for code in present),
+            nterms_base=self.nterms_base,
+            nterms_band=self.nterms_band,
+            reg_base=self.reg_base,
+            reg_band=self.reg_band,
+            center_data=self.center_data,
+            epoch=float(t.min()),
+        )
 
 
 def n_parameters(nterms_base: int, nterms_band: int, n_bands: int) -> int:
@@ -222,6 +274,9 @@ def lombscargle_multiband(
         nterms_band=nterms_band,
         devices=[info.label],
         catalog=catalog,
+        center_data=center_data,
+        reg_base=reg_base if reg_base is None else ridge[0],
+        reg_band=reg_band if reg_band is None else ridge[1],
     )
 
 
