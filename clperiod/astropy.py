@@ -61,6 +61,12 @@ recurrences; both are exact to rounding. What else differs from astropy:
 
 :func:`register_astropy_method` instead adds ``method="clperiod"`` to astropy's
 own class (opt-in; nothing is registered at import).
+
+:class:`LombScargleMultiband` does the same for
+:class:`astropy.timeseries.LombScargleMultiband` (method ``"flexible"``), with
+:func:`clperiod.lombscargle_multiband` for the powers and
+:class:`clperiod.periodograms.multiband_fit.MultibandFit` for ``model``,
+``model_parameters`` and ``offset``.
 """
 
 from __future__ import annotations
@@ -74,6 +80,7 @@ import numpy as np
 try:
     from astropy import units as u
     from astropy.timeseries import LombScargle as _AstropyLombScargle
+    from astropy.timeseries import LombScargleMultiband as _AstropyLombScargleMultiband
 except ImportError as error:  # pragma: no cover - exercised only without astropy
     raise ImportError("clperiod.astropy needs astropy: pip install clperiod[astropy]") from error
 
@@ -83,9 +90,17 @@ from clperiod.grid import FrequencyArray, FrequencyGrid
 from clperiod.periodograms import stats
 from clperiod.periodograms.inputs import check_choice
 from clperiod.periodograms.lombscargle import Precision, lombscargle
+from clperiod.periodograms.multiband import MAX_NTERMS as MAX_NTERMS_MULTIBAND
+from clperiod.periodograms.multiband import lombscargle_multiband
+from clperiod.periodograms.multiband_fit import DEFAULT_REG_BAND, MultibandFit
 from clperiod.periodograms.multiterm import MAX_NTERMS, multiterm_max_power, multiterm_power
 
-__all__ = ["LombScargle", "lombscargle_clperiod", "register_astropy_method"]
+__all__ = [
+    "LombScargle",
+    "LombScargleMultiband",
+    "lombscargle_clperiod",
+    "register_astropy_method",
+]
 
 #: Keywords of ``method_kwds`` passed on to :func:`clperiod.lombscargle`.
 _DEVICE_KEYWORDS = ("precision", "device", "memory", "progress")
@@ -504,6 +519,380 @@ class LombScargle(_AstropyLombScargle):
         return np.sort(result.power_best)
 
 
+class LombScargleMultiband(_AstropyLombScargleMultiband):
+    """astropy's multiband Lomb-Scargle periodogram, evaluated by clperiod.
+
+    A drop-in for :class:`astropy.timeseries.LombScargleMultiband` (method
+    ``"flexible"``)::
+
+        from astropy.timeseries import LombScargleMultiband   # before
+        from clperiod.astropy import LombScargleMultiband     # after
+
+    Powers come from :func:`clperiod.lombscargle_multiband` (fp64, on the
+    device) and equal astropy's to rounding; ``model``, ``model_parameters``
+    and ``offset`` from :class:`~clperiod.periodograms.multiband_fit.MultibandFit`
+    (float64 on the host). ``Time``/``TimeDelta``/Quantity inputs,
+    ``from_timeseries`` and ``design_matrix`` are astropy's own. Differences
+    from astropy:
+
+    * ``power`` takes evenly spaced frequencies (any order, repeats,
+      negative values: the power is even in ``f``), as ``autofrequency``,
+      ``linspace`` and ``arange`` give them; other frequencies raise
+      ValueError. The power at frequency 0 is NaN (astropy: a number of the
+      degenerate model).
+    * ``nterms_base`` and ``nterms_band`` go up to 4, the bands up to 8; the
+      powers need a ridge (``reg_base`` or ``reg_band``) in units of the trace
+      (``regularize_by_trace=True``); otherwise ``power`` raises (``model``
+      and the others take any).
+    * ``model`` adds each band's own weighted mean back; astropy 8 adds, for
+      the ``k``-th band, the mean of the band of the ``k``-th observation (the
+      same when observation ``k`` is in band ``k``).
+    * ``offset`` without ``center_data`` is an array of zeros (astropy: 0).
+    * ``method="fast"``, ``false_alarm_probability``, ``false_alarm_level``
+      and ``distribution`` raise NotImplementedError.
+
+    Parameters
+    ----------
+    t : array_like, Quantity ['time'], Time or TimeDelta
+        Observation times (``Time`` values relative to ``t[0]``, in days).
+    y : array_like or Quantity
+        Observations.
+    bands : array_like
+        Band label of each observation (strings or integers).
+    dy : float, array_like or Quantity, optional
+        Uncertainties.
+    normalization : {"standard", "model", "log", "psd"}
+        Kept for astropy's interface; the flexible method's power is the
+        same ratio under every normalization.
+    nterms_base, nterms_band : int
+        Harmonics of the shared model and of each band's model, 0 to
+        :data:`clperiod.periodograms.multiband.MAX_NTERMS`, not both 0.
+    reg_base, reg_band : float or None
+        Ridges on the base and band parameters.
+    regularize_by_trace, center_data, fit_mean : bool
+        As astropy (``fit_mean`` applies to astropy's method "fast" only).
+    device : str or devices, optional
+        OpenCL device selection (see :func:`clperiod.select_devices`); it
+        must support fp64.
+
+    Raises
+    ------
+    ValueError
+        ``nterms_base`` or ``nterms_band`` out of range or both 0, or
+        astropy's input checks.
+    """
+
+    def __init__(
+        self,
+        t: Any,
+        y: Any,
+        bands: Any,
+        dy: Any = None,
+        normalization: str = "standard",
+        nterms_base: int = 1,
+        nterms_band: int = 1,
+        reg_base: float | None = None,
+        reg_band: float | None = DEFAULT_REG_BAND,
+        regularize_by_trace: bool = True,
+        center_data: bool = True,
+        fit_mean: bool = True,
+        *,
+        device: Any = None,
+    ) -> None:
+        nterms_base = checks.integer("nterms_base", nterms_base, low=0, high=MAX_NTERMS_MULTIBAND)
+        nterms_band = checks.integer("nterms_band", nterms_band, low=0, high=MAX_NTERMS_MULTIBAND)
+        if nterms_base == 0 and nterms_band == 0:
+            raise ValueError("at least one of nterms_base and nterms_band must be > 0")
+        super().__init__(
+            t,
+            y,
+            bands,
+            dy,
+            normalization,
+            nterms_base,
+            nterms_band,
+            reg_base,
+            reg_band,
+            regularize_by_trace,
+            center_data,
+            fit_mean,
+        )
+        self.device = device
+
+    def autofrequency(
+        self,
+        samples_per_peak: float = 5,
+        nyquist_factor: float = 5,
+        minimum_frequency: Any = None,
+        maximum_frequency: Any = None,
+        return_freq_limits: bool = False,
+    ) -> Any:
+        """astropy's heuristic frequency grid, from :meth:`clperiod.FrequencyGrid.auto`.
+
+        Parameters and results as
+        :meth:`astropy.timeseries.LombScargleMultiband.autofrequency` (all
+        bands pooled); frequencies carry the unit ``1 / t`` when ``t`` has one.
+        """
+        grid = self._auto_grid(
+            samples_per_peak, nyquist_factor, minimum_frequency, maximum_frequency
+        )
+        unit = self._frequency_unit()
+        if return_freq_limits:
+            return grid.fmin * unit, grid.fmax * unit
+        return grid.frequencies() * unit
+
+    def autopower(
+        self,
+        method: str = "flexible",
+        sb_method: str = "auto",
+        normalization: str = "standard",
+        samples_per_peak: float = 5,
+        nyquist_factor: float = 5,
+        minimum_frequency: Any = None,
+        maximum_frequency: Any = None,
+    ) -> tuple[Any, Any]:
+        """Power on the :meth:`autofrequency` grid, evaluated as that one grid.
+
+        Parameters as :meth:`astropy.timeseries.LombScargleMultiband.autopower`
+        (``sb_method`` belongs to method ``"fast"`` and is not used).
+
+        Returns
+        -------
+        frequency, power : ndarray or Quantity
+
+        Raises
+        ------
+        NotImplementedError
+            ``method="fast"``.
+        """
+        self._check_method(method)
+        grid = self._auto_grid(
+            samples_per_peak, nyquist_factor, minimum_frequency, maximum_frequency
+        )
+        power = self._grid_power(grid)
+        return grid.frequencies() * self._frequency_unit(), power * self._power_unit(normalization)
+
+    def power(
+        self,
+        frequency: Any,
+        method: str = "flexible",
+        sb_method: str = "auto",
+        normalization: str = "standard",
+    ) -> Any:
+        """Multiband Lomb-Scargle power at evenly spaced frequencies.
+
+        Parameters
+        ----------
+        frequency : array_like or Quantity ['frequency']
+            Ordinary frequencies, any shape and order, whose distinct absolute
+            values are evenly spaced.
+        method : {"flexible"}
+            astropy's method names; ``"fast"`` raises NotImplementedError.
+        sb_method : str
+            Method ``"fast"``'s single-band method; not used.
+        normalization : str
+            Sets only the unit of the result, as in astropy (None: the
+            normalization given at construction).
+
+        Returns
+        -------
+        ndarray or Quantity
+            The shape of ``frequency``; NaN at frequency 0.
+
+        Raises
+        ------
+        NotImplementedError
+            ``method="fast"``, or ``regularize_by_trace=False``.
+        ValueError
+            Unknown method, frequencies not evenly spaced or not finite, no
+            ridge, or a light curve the search cannot evaluate (too few
+            points, constant values).
+        """
+        self._check_method(method)
+        normalization = self.normalization if normalization is None else normalization
+        frequency = np.asarray(_strip(self._validate_frequency(frequency)), dtype=np.float64)
+        if not np.isfinite(frequency).all():
+            raise ValueError("frequencies must be finite")
+        flat = np.abs(frequency.ravel())
+        power = np.full(flat.size, np.nan)  # NaN at frequency 0
+        positive = flat > 0
+        if positive.any():
+            distinct = np.unique(flat[positive])
+            grid = FrequencyGrid.from_frequencies(distinct)
+            if not isinstance(grid, FrequencyGrid):
+                raise ValueError(
+                    "clperiod's multiband periodogram takes evenly spaced frequencies "
+                    "(autofrequency, linspace, arange); these are not"
+                )
+            power[positive] = self._grid_power(grid)[np.searchsorted(distinct, flat[positive])]
+        return power.reshape(frequency.shape) * self._power_unit(normalization)
+
+    def model_parameters(self, frequency: Any, units: bool = True) -> Any:
+        """Best-fit parameters at ``frequency``, astropy's order and meaning.
+
+        See :meth:`clperiod.periodograms.multiband_fit.MultibandFit.model_parameters`;
+        with ``units``, in the unit of ``y``.
+        """
+        theta = self._fit().model_parameters(self._frequency_number(frequency))
+        return theta * _unit(self.y) if units else theta
+
+    def model(self, t: Any, frequency: Any, bands_fit: Any = None) -> Any:
+        """The fitted model at times ``t``, shape ``(n_bands_fit, len(t))``.
+
+        Parameters
+        ----------
+        t : array_like, Quantity ['time'] or Time
+            Times, in the form of the times given at construction.
+        frequency : float or Quantity
+            Frequency of the model.
+        bands_fit : array_like or str, optional
+            Bands, one row each; default all, sorted.
+
+        Returns
+        -------
+        ndarray or Quantity
+            Each band's model (its own weighted mean added back with
+            ``center_data``), in the unit of ``y``.
+        """
+        times = _strip(self._validate_t(self._as_relative_time("t", t)))
+        fitted = self._fit().model(times, self._frequency_number(frequency), bands_fit)
+        return fitted * _unit(self.y)
+
+    def offset(self, t_fit: Any = None, bands_fit: Any = None) -> Any:
+        """The model's offset: each band's weighted mean (zeros without ``center_data``).
+
+        Parameters
+        ----------
+        t_fit : array_like, Quantity or Time, optional
+            Times; without them, the offset of every observation.
+        bands_fit : array_like or str, optional
+            Bands (default all, sorted); with ``t_fit``, the offsets of
+            ``t_fit`` broadcast against ``bands_fit[:, None]``, flattened as
+            :meth:`design_matrix` orders its rows.
+
+        Returns
+        -------
+        ndarray or Quantity
+            In the unit of ``y``.
+
+        Raises
+        ------
+        ValueError
+            A label of ``bands_fit`` absent from the data.
+        """
+        fit = self._fit()
+        bands = np.atleast_1d(np.asarray(fit.labels if bands_fit is None else bands_fit))
+        fit.band_numbers(bands)
+        if t_fit is None:
+            return fit.offset() * _unit(self.y)
+        _, labels = np.broadcast_arrays(np.empty(np.shape(t_fit)), bands[:, None])
+        return fit.offset(labels.ravel()) * _unit(self.y)
+
+    def false_alarm_probability(self, *args: Any, **kwargs: Any) -> Any:
+        """Not implemented (nor in astropy's multiband class)."""
+        raise NotImplementedError(
+            "false_alarm_probability is not implemented for LombScargleMultiband "
+            "(neither by astropy nor by clperiod)"
+        )
+
+    def false_alarm_level(self, *args: Any, **kwargs: Any) -> Any:
+        """Not implemented (nor in astropy's multiband class)."""
+        raise NotImplementedError(
+            "false_alarm_level is not implemented for LombScargleMultiband "
+            "(neither by astropy nor by clperiod)"
+        )
+
+    def distribution(self, *args: Any, **kwargs: Any) -> Any:
+        """Not implemented (nor in astropy's multiband class)."""
+        raise NotImplementedError(
+            "distribution is not implemented for LombScargleMultiband "
+            "(neither by astropy nor by clperiod)"
+        )
+
+    # ------------------------------------------------------------ helpers
+    def _values(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+        """Relative times, values, bands and uncertainties without units."""
+        t, y = np.asarray(_strip(self._trel)), np.asarray(_strip(self.y))
+        dy = None if self.dy is None else np.asarray(_strip(self.dy))
+        return t, y, np.asarray(self.bands), dy
+
+    def _fit(self) -> MultibandFit:
+        """The host model of the light curve, with this object's options."""
+        t, y, bands, dy = self._values()
+        return MultibandFit.from_arrays(
+            t,
+            y,
+            bands,
+            dy,
+            nterms_base=self.nterms_base,
+            nterms_band=self.nterms_band,
+            reg_base=self.reg_base,
+            reg_band=self.reg_band,
+            regularize_by_trace=self.regularize_by_trace,
+            center_data=self.center_data,
+        )
+
+    def _frequency_number(self, frequency: Any) -> float:
+        return float(_strip(self._validate_frequency(frequency)))
+
+    def _frequency_unit(self) -> Any:
+        unit = getattr(self._trel, "unit", None)
+        return 1 if unit is None else 1 / unit
+
+    def _frequency_value(self, frequency: Any) -> float | None:
+        return None if frequency is None else self._frequency_number(frequency)
+
+    def _auto_grid(
+        self, samples_per_peak, nyquist_factor, minimum_frequency, maximum_frequency
+    ) -> FrequencyGrid:
+        return FrequencyGrid.auto(
+            self._values()[0],
+            samples_per_peak=samples_per_peak,
+            nyquist_factor=nyquist_factor,
+            minimum_frequency=self._frequency_value(minimum_frequency),
+            maximum_frequency=self._frequency_value(maximum_frequency),
+        )
+
+    def _check_method(self, method: str) -> None:
+        """astropy's multiband method names: "flexible" runs, "fast" is not implemented."""
+        if method == "fast":
+            raise NotImplementedError(
+                "method='fast' (astropy's per-band single-band periodograms) is not "
+                "implemented by clperiod.astropy.LombScargleMultiband; use method='flexible'"
+            )
+        if method != "flexible":
+            raise ValueError(f"method must be 'flexible' or 'fast', got {method!r}")
+        if not self.regularize_by_trace:
+            raise NotImplementedError(
+                "regularize_by_trace=False is not implemented for the powers: clperiod's "
+                "multiband periodogram takes the ridges in units of the normal matrix's trace"
+            )
+
+    def _grid_power(self, grid: FrequencyGrid) -> np.ndarray:
+        """The float64 periodogram of the light curve on ``grid``, on the device."""
+        t, y, bands, dy = self._values()
+        catalog = Catalog.from_arrays(np.zeros(t.size, dtype=np.int64), t, y, dy, band=bands)
+        result = lombscargle_multiband(
+            catalog,
+            grid,
+            nterms_base=self.nterms_base,
+            nterms_band=self.nterms_band,
+            center_data=self.center_data,
+            reg_base=self.reg_base,
+            reg_band=self.reg_band,
+            periodogram=True,
+            device=self.device,
+        )
+        status = Status(result.status[0])
+        if status != Status.OK:
+            raise ValueError(
+                f"clperiod cannot evaluate this light curve ({t.size} points in "
+                f"{catalog.n_bands} bands): {status.name}"
+            )
+        assert result.power is not None  # asked for with periodogram=True
+        return result.power[0]
+
+
 def lombscargle_clperiod(
     t: Any,
     y: Any,
@@ -634,6 +1023,11 @@ def register_astropy_method(name: str = "clperiod") -> None:
 def _strip(value: Any) -> Any:
     """The number(s) of a Quantity in its own unit; anything else unchanged."""
     return value.value if isinstance(value, u.Quantity) else value
+
+
+def _unit(value: Any) -> Any:
+    """The unit of a Quantity; 1 for plain numbers."""
+    return getattr(value, "unit", 1)
 
 
 def _method_options(

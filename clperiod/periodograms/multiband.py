@@ -25,7 +25,6 @@ from clperiod.catalog import Catalog, Status, catalog_of
 from clperiod.engine import kernels
 from clperiod.engine.devices import get_queue, require_fp64, select_devices, upload
 from clperiod.grid import FrequencyGrid
-from clperiod.periodograms.multiband_fit import DEFAULT_REG_BAND, MultibandFit
 from clperiod.periodograms.inputs import (
     PeakResults,
     blank_failed,
@@ -35,6 +34,7 @@ from clperiod.periodograms.inputs import (
     segment_sum,
     top_k_arrays,
 )
+from clperiod.periodograms.multiband_fit import DEFAULT_REG_BAND, MultibandFit
 from clperiod.periodograms.multiterm import (
     _MAX_BLOCK,
     _best_of_blocks,
