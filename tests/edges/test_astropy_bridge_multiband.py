@@ -1,0 +1,247 @@
+"""clperiod.astropy.LombScargleMultiband against astropy's own LombScargleMultiband, and
+MultibandResult.fit against astropy and the NumPy reference (tests/reference/multiband.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from astropy import units as u
+from astropy.time import Time
+from astropy.timeseries import LombScargleMultiband as AstropyMultiband
+
+import clperiod
+from clperiod.astropy import LombScargleMultiband
+from clperiod.periodograms.multiband_fit import MultibandFit
+from reference.multiband import MultibandLombScargle
+
+#: A few hundred frequencies for these light curves, from 0.4 cycles per baseline: below
+#: about 0.2 the harmonics of low frequencies nearly repeat the constants, and astropy and the
+#: NumPy reference differ by 1e-8 relative there (the normal matrix's conditioning).
+SMALL_GRID = {"nyquist_factor": 1, "minimum_frequency": 0.01}
+NTERMS = [(1, 1), (0, 1), (2, 0), (2, 2), (3, 1)]
+FREQUENCY = 0.43  # a frequency near the signal's, for the models
+
+
+def multiband_data(rng, n_bands=3, n=70, epoch=0.0):
+    """``n`` points over 40 days in ``n_bands`` bands (period 2.3 d, band offsets and
+    amplitudes), observation ``k`` in sorted band ``k`` for the first ``n_bands`` points
+    (where astropy 8's model adds the right band means)."""
+    names = np.array(["g", "i", "r", "u", "z", "y"][:n_bands])
+    band = np.concatenate([names, rng.choice(names, n - n_bands)])
+    later = np.sort(rng.uniform(1, 40, n - n_bands))
+    t = epoch + np.concatenate([np.arange(n_bands) * 0.1, later])
+    number = np.searchsorted(np.sort(names), band)
+    y = (15 + 0.5 * number + (1 + 0.2 * number) * np.sin(2 * np.pi * t / 2.3 + 0.3 * number)
+         + rng.normal(0, 0.2, n))
+    dy = rng.uniform(0.1, 0.3, n)
+    return t, y, band, dy
+
+
+def scaled_error(actual, expected):
+    """Largest difference in units of the largest expected magnitude."""
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    return np.max(np.abs(actual - expected)) / np.max(np.abs(expected))
+
+
+# {{{ powers
+
+
+@pytest.mark.parametrize("nterms_base,nterms_band", NTERMS)
+@pytest.mark.parametrize("weighted", [True, False])
+def test_autopower_matches_astropy(rng, cpu_device, nterms_base, nterms_band, weighted):
+    t, y, band, dy = multiband_data(rng, epoch=58000.0)
+    dy = dy if weighted else None
+    options = {"nterms_base": nterms_base, "nterms_band": nterms_band}
+    ours = LombScargleMultiband(t, y, band, dy, device=cpu_device, **options)
+    theirs = AstropyMultiband(t - t[0], y, band, dy, **options)  # shifted: exact reference
+    frequency, power = ours.autopower(**SMALL_GRID)
+    expected_frequency, expected = theirs.autopower(**SMALL_GRID)
+    np.testing.assert_allclose(frequency, expected_frequency, rtol=1e-12)
+    np.testing.assert_allclose(power, expected, rtol=1e-9)
+
+
+@pytest.mark.parametrize("n_bands", [1, 2, 6])
+@pytest.mark.parametrize("center_data", [True, False])
+def test_power_matches_astropy_over_bands_and_centring(rng, cpu_device, n_bands, center_data):
+    t, y, band, dy = multiband_data(rng, n_bands=n_bands, n=90)
+    options = {"center_data": center_data, "reg_base": 1e-5}
+    frequency = np.linspace(0.05, 1.5, 200)
+    ours = LombScargleMultiband(t, y, band, dy, device=cpu_device, **options).power(frequency)
+    expected = AstropyMultiband(t, y, band, dy, **options).power(frequency)
+    np.testing.assert_allclose(ours, expected, rtol=1e-9)
+
+
+def test_power_takes_evenly_spaced_frequencies_in_any_order_and_shape(rng, cpu_device):
+    t, y, band, dy = multiband_data(rng)
+    grid = np.linspace(0.1, 1.0, 91)
+    expected = AstropyMultiband(t, y, band, dy).power(grid)
+    ours = LombScargleMultiband(t, y, band, dy, device=cpu_device)
+    shuffled = rng.permutation(91)
+    np.testing.assert_allclose(ours.power(grid[shuffled]), expected[shuffled], rtol=1e-9)
+    np.testing.assert_allclose(ours.power(-grid[::-1]), expected[::-1], rtol=1e-9)
+    repeated = np.stack([grid[:10], grid[:10]])
+    np.testing.assert_allclose(ours.power(repeated), [expected[:10]] * 2, rtol=1e-9)
+    with_zero = ours.power(np.array([0.0, 0.1, 0.2]))
+    assert np.isnan(with_zero[0])
+    np.testing.assert_allclose(with_zero[1:], AstropyMultiband(t, y, band, dy).power([0.1, 0.2]),
+                               rtol=1e-9)
+
+
+def test_uneven_frequencies_raise(rng, cpu_device):
+    t, y, band, dy = multiband_data(rng)
+    ours = LombScargleMultiband(t, y, band, dy, device=cpu_device)
+    with pytest.raises(ValueError, match="evenly spaced"):
+        ours.power(1 / np.linspace(1, 10, 50))
+
+
+def test_quantities_and_times_as_astropy(rng, cpu_device):
+    t, y, band, dy = multiband_data(rng, epoch=58000.0)
+    times = Time(t, format="mjd")
+    ours = LombScargleMultiband(times, y * u.mag, band, dy * u.mag, device=cpu_device)
+    theirs = AstropyMultiband(times, y * u.mag, band, dy * u.mag)
+    grid = {**SMALL_GRID, "minimum_frequency": SMALL_GRID["minimum_frequency"] / u.day}
+    frequency = ours.autofrequency(**grid)
+    assert frequency.unit == 1 / u.day
+    np.testing.assert_allclose(frequency.value, theirs.autofrequency(**grid).value, rtol=1e-12)
+    power = ours.power(frequency)
+    assert power.unit == u.dimensionless_unscaled
+    np.testing.assert_allclose(power.value, theirs.power(frequency).value, rtol=1e-9)
+    fitted = ours.model(times[:5], FREQUENCY / u.day)
+    assert fitted.unit == u.mag and fitted.shape == (3, 5)
+    np.testing.assert_allclose(fitted.value, theirs.model(times[:5], FREQUENCY / u.day).value,
+                               rtol=1e-9)
+
+
+def test_autofrequency_limits_match_astropy(rng):
+    t, y, band, dy = multiband_data(rng)
+    ours = LombScargleMultiband(t, y, band, dy)
+    theirs = AstropyMultiband(t, y, band, dy)
+    options = {"minimum_frequency": 0.2, "samples_per_peak": 3, "return_freq_limits": True}
+    np.testing.assert_allclose(ours.autofrequency(**options), theirs.autofrequency(**options),
+                               rtol=1e-12)
+
+
+# }}}
+# {{{ models
+
+
+@pytest.mark.parametrize("nterms_base,nterms_band", NTERMS)
+@pytest.mark.parametrize("center_data", [True, False])
+def test_model_parameters_and_model_match_astropy(rng, nterms_base, nterms_band, center_data):
+    t, y, band, dy = multiband_data(rng)
+    options = {"nterms_base": nterms_base, "nterms_band": nterms_band, "center_data": center_data}
+    ours = LombScargleMultiband(t, y, band, dy, **options)
+    theirs = AstropyMultiband(t, y, band, dy, **options)
+    assert scaled_error(ours.model_parameters(FREQUENCY),
+                        theirs.model_parameters(FREQUENCY)) < 1e-9
+    t_fit = np.linspace(0, 40, 9)
+    assert scaled_error(ours.model(t_fit, FREQUENCY), theirs.model(t_fit, FREQUENCY)) < 1e-9
+    # astropy 8 fails for a subset of the bands (its design matrix has their columns only)
+    np.testing.assert_allclose(ours.model(t_fit, FREQUENCY, np.array(["r", "g"])),
+                               ours.model(t_fit, FREQUENCY)[[2, 0]], rtol=1e-13)
+
+
+def test_model_parameters_without_trace_scaling_match_astropy(rng):
+    t, y, band, dy = multiband_data(rng)
+    options = {"regularize_by_trace": False, "reg_band": 1e-3}
+    ours = LombScargleMultiband(t, y, band, dy, **options)
+    theirs = AstropyMultiband(t, y, band, dy, **options)
+    assert scaled_error(ours.model_parameters(FREQUENCY),
+                        theirs.model_parameters(FREQUENCY)) < 1e-9
+
+
+def test_model_adds_each_bands_own_mean(rng):
+    """Bands in any order of observations: the reference's model (astropy 8 adds the
+    mean of the band of observation k to band k)."""
+    t, y, band, dy = multiband_data(rng)
+    order = rng.permutation(t.size)
+    t, y, band, dy = t[order], y[order], band[order], dy[order]
+    t_fit = np.linspace(0, 40, 9)
+    expected = MultibandLombScargle(t, y, band, dy).model(t_fit, FREQUENCY)
+    ours = LombScargleMultiband(t, y, band, dy).model(t_fit, FREQUENCY)
+    assert scaled_error(ours, expected) < 1e-9
+    means = [np.average(y[band == b], weights=dy[band == b] ** -2) for b in ("g", "i", "r")]
+    np.testing.assert_allclose(ours.mean(axis=1), means, atol=0.5)  # model about its mean
+
+
+def test_offset_matches_astropy(rng):
+    t, y, band, dy = multiband_data(rng)
+    ours = LombScargleMultiband(t, y, band, dy)
+    np.testing.assert_allclose(ours.offset(), AstropyMultiband(t, y, band, dy).offset(),
+                               rtol=1e-13)
+    means = {b: np.average(y[band == b], weights=dy[band == b] ** -2) for b in ("g", "r")}
+    offsets = ours.offset(np.linspace(0, 40, 4), np.array(["r", "g"]))
+    np.testing.assert_allclose(offsets, [means["r"]] * 4 + [means["g"]] * 4, rtol=1e-13)
+    uncentred = LombScargleMultiband(t, y, band, dy, center_data=False)
+    np.testing.assert_array_equal(uncentred.offset(), np.zeros(t.size))
+
+
+def test_result_fit_gives_each_objects_model(rng, cpu_device):
+    curves = [multiband_data(rng, epoch=58000.0 + 100 * k) for k in range(2)]
+    t, y, band, dy = (np.concatenate(columns) for columns in zip(*curves, strict=True))
+    catalog = clperiod.Catalog.from_arrays(np.repeat([7, 8], 70), t, y, dy, band=band)
+    grid = clperiod.FrequencyGrid.from_range(0.05, 1.0, 400)
+    result = clperiod.lombscargle_multiband(catalog, grid, nterms_base=2, device=cpu_device)
+    t1, y1, band1, dy1 = curves[1]
+    fit = result.fit(1)
+    assert fit.epoch == t1[0] and fit.labels == ("g", "i", "r")
+    theirs = AstropyMultiband(t1 - t1[0], y1, band1, dy1, nterms_base=2)
+    f = result.frequency_best[1]
+    assert scaled_error(fit.model_parameters(f), theirs.model_parameters(f)) < 1e-9
+    t_fit = t1[0] + np.linspace(0, 40, 9)
+    reference = MultibandLombScargle(t1 - t1[0], y1, band1, dy1, nterms_base=2)
+    assert scaled_error(fit.model(t_fit, f), reference.model(t_fit - t1[0], f)) < 1e-9
+    assert abs(f - 1 / 2.3) < 0.01
+    with pytest.raises(IndexError, match="index 2"):
+        result.fit(2)
+
+
+def test_object_missing_a_band_fits_only_its_bands(rng):
+    t, y, band, dy = multiband_data(rng)
+    keep = band != "i"
+    catalog = clperiod.Catalog.from_arrays(np.zeros(keep.sum()), t[keep], y[keep], dy[keep],
+                                           band=band[keep], bands=["g", "i", "r"])
+    grid = clperiod.FrequencyGrid.from_range(0.4, 0.5, 3)
+    fit = clperiod.lombscargle_multiband(catalog, grid).fit(0)
+    assert fit.labels == ("g", "r") and fit.n_parameters == 3 + 2 * 3
+
+
+# }}}
+# {{{ what is not supported
+
+
+def test_unsupported_options_raise(rng, cpu_device):
+    t, y, band, dy = multiband_data(rng)
+    ours = LombScargleMultiband(t, y, band, dy, device=cpu_device)
+    frequency = np.linspace(0.1, 1, 10)
+    with pytest.raises(NotImplementedError, match="method='fast'"):
+        ours.power(frequency, method="fast")
+    with pytest.raises(NotImplementedError, match="method='fast'"):
+        ours.autopower(method="fast")
+    with pytest.raises(ValueError, match="method must be"):
+        ours.power(frequency, method="slow")
+    for name in ("false_alarm_probability", "false_alarm_level", "distribution"):
+        with pytest.raises(NotImplementedError, match=name):
+            getattr(ours, name)(0.5)
+    untraced = LombScargleMultiband(t, y, band, dy, regularize_by_trace=False)
+    with pytest.raises(NotImplementedError, match="regularize_by_trace"):
+        untraced.power(frequency)
+    with pytest.raises(ValueError, match="reg_base or reg_band"):
+        LombScargleMultiband(t, y, band, dy, reg_band=None).power(frequency)
+
+
+def test_bad_arguments_raise(rng):
+    t, y, band, dy = multiband_data(rng)
+    with pytest.raises(ValueError, match="at least one of nterms_base and nterms_band"):
+        LombScargleMultiband(t, y, band, dy, nterms_base=0, nterms_band=0)
+    with pytest.raises(ValueError, match="nterms_band"):
+        LombScargleMultiband(t, y, band, dy, nterms_band=5)
+    with pytest.raises(ValueError, match=r"absent from the data: \['v'\]"):
+        LombScargleMultiband(t, y, band, dy).model([1.0], FREQUENCY, np.array(["v"]))
+    with pytest.raises(ValueError, match="dy must be finite and > 0"):
+        MultibandFit.from_arrays(t, y, band, -dy)
+    with pytest.raises(ValueError, match="one length"):
+        MultibandFit.from_arrays(t, y[:-1], band)
+
+
+# }}}
