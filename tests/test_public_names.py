@@ -38,7 +38,8 @@ PUBLIC_MODULES = {
     "clperiod.pipeline": ["ALGORITHMS", "AutoGrid", "CatalogRun", "GridResolutionWarning",
                           "PeriodSearch", "catalog_extent", "default_plot_labels",
                           "run_catalog", "work_directory"],
-    "clperiod.astropy": ["LombScargle", "lombscargle_clperiod", "register_astropy_method"],
+    "clperiod.astropy": ["LombScargle", "LombScargleMultiband", "lombscargle_clperiod",
+                         "register_astropy_method"],
     "clperiod.scipy": ["lombscargle"],
     "clperiod.plot": ["PlotLabels", "file_stem", "plot_objects", "plot_result"],
 }

@@ -23,7 +23,7 @@ __all__ = ["DEFAULT_REG_BAND", "MultibandFit"]
 DEFAULT_REG_BAND = 1e-6
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, repr=False, eq=False)
 class MultibandFit:
     """The flexible multiband model of one light curve (astropy's method "flexible").
 
