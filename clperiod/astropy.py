@@ -768,7 +768,7 @@ class LombScargleMultiband(_AstropyLombScargleMultiband):
         bands_fit : array_like or str, optional
             Bands (default all, sorted); with ``t_fit``, the offsets of
             ``t_fit`` broadcast against ``bands_fit[:, None]``, flattened as
-            :meth:`design_matrix` orders its rows.
+            ``design_matrix`` orders its rows.
 
         Returns
         -------
