@@ -88,6 +88,7 @@ def single_device(search, catalog: Catalog, grid, fap_method="baluev", **options
 # ---------------------------------------------------------------------- results
 
 
+@pytest.mark.slow
 def test_lombscargle_matches_single_device(client, catalog, long_table) -> None:
     options = {"normalization": "model", "top_k": 2}
     out = clperiod.dask.lombscargle(by_id(long_table), GRID, dy_col="dy", **options)
@@ -426,6 +427,7 @@ def worker_report() -> tuple[int, str]:
     return binding.worker_rank(), binding.worker_device().label
 
 
+@pytest.mark.slow
 def test_each_worker_has_a_rank_and_device(client, cpu_device) -> None:
     client.wait_for_workers(2, timeout=60)  # a worker killed above may be restarting
     workers = client.scheduler_info(n_workers=-1)["workers"]

@@ -125,6 +125,7 @@ print(json.dumps(errors))
 """
 
 
+@pytest.mark.slow
 def test_vkfft_matches_numpy_on_long_batched_rows(vkfft_queue, cpu_device):
     n = _long_smooth_length(vkfft_queue.device)
     device = f"{cpu_device.platform_index}:{cpu_device.device_index}"

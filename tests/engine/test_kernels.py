@@ -242,6 +242,7 @@ def warning_free_variants():
     return rv + kepler
 
 
+@pytest.mark.slow
 def test_rv_and_kepler_kernels_compile_without_warnings(tmp_path):
     """Every rvmodel and kepler variant compiles warning-free under clang's
     -Wall -Wextra and its implicit-conversion warnings (some OpenCL

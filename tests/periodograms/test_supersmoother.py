@@ -470,6 +470,7 @@ def test_power_is_invariant_to_scale_and_offset(variant, memory, periodic, preci
     assert_same_periodogram(r.power[2], base, n, precision, abs(offset) / np.std(y))
 
 
+@pytest.mark.slow
 def test_compat_keeps_the_seeds_dependence_on_units(rng):
     """compat=True reproduces the seed, units and all: counts and counts / 100
     each match the seed's NumPy reference, and differ from each other."""

@@ -332,6 +332,7 @@ def _damaged_inputs(folder: Path) -> dict[str, str]:
     }
 
 
+@pytest.mark.slow
 def test_damaged_files_exit_1_with_one_line_naming_the_file(tmp_path, capsys):
     for name, message in _damaged_inputs(tmp_path).items():
         status, out, err = _cli(capsys, "lombscargle", tmp_path / name, "--fmin", 1, "--fmax", 2,

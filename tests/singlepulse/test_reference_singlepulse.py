@@ -113,6 +113,7 @@ def test_noise_free_top_hat_matches_brute_force(snr_mode, start, width):
 # {{{ white noise and injected pulses
 
 
+@pytest.mark.slow
 def test_white_noise_calibration():
     x = np.random.default_rng(3).normal(size=(4, 1 << 19))
     z, ok = ref.normalize(x)
