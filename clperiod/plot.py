@@ -3,7 +3,8 @@
 :func:`plot_result` draws one object of a result: its periodogram with the
 best and the top-k peaks marked and, for Lomb-Scargle, horizontal lines at
 the power of chosen false-alarm probabilities; below it the light curve
-folded at the best period. :func:`plot_objects` writes one such figure per
+folded at the best period, for a multiband result one panel per band with
+the fitted multiband model overlaid. :func:`plot_objects` writes one such figure per
 object of a chosen set. :class:`PlotLabels` names the axes after the data's
 columns and units (days for Julian dates) and turns the y axis of
 magnitudes over (brighter up). matplotlib is imported when a function is
@@ -28,6 +29,7 @@ from clperiod.catalog import Catalog, Status
 from clperiod.grid import search_grid
 from clperiod.periodograms import stats
 from clperiod.periodograms.lombscargle import LombScargleResult
+from clperiod.periodograms.multiband import MultibandResult
 from clperiod.periodograms.supersmoother import SuperSmootherResult
 
 if TYPE_CHECKING:
@@ -52,6 +54,11 @@ _JULIAN_DATE = re.compile(r"[mhbr]?jd|btjd|bkjd", re.IGNORECASE)
 #: Words naming magnitudes: mag, mags, magnitude, rmag, Gmag, psfmag, ...
 _MAGNITUDE = re.compile(r"mag(?:nitude)?s?$", re.IGNORECASE)
 _WORDS = re.compile(r"[A-Z]*[a-z0-9]+|[A-Z]+(?![a-z])")
+#: Height in inches of a panel of a new figure, and of a band's fold panel.
+_PANEL_HEIGHT = 3.4
+_BAND_PANEL_HEIGHT = 2.6
+#: Phases at which the multiband model curve is drawn (over two cycles).
+_MODEL_PHASES = 400
 
 
 @dataclass(frozen=True)
@@ -139,7 +146,7 @@ def _with_unit(name: str, unit: str | None) -> str:
 
 
 def plot_result(
-    result: LombScargleResult | SuperSmootherResult,
+    result: LombScargleResult | SuperSmootherResult | MultibandResult,
     catalog: Catalog,
     index: int = 0,
     ax: Axes | Sequence[Axes] | None = None,
@@ -154,16 +161,22 @@ def plot_result(
 
     Parameters
     ----------
-    result : LombScargleResult or SuperSmootherResult
+    result : LombScargleResult, SuperSmootherResult or MultibandResult
         A period-search result. With ``periodogram=True`` the periodogram
         panel is drawn; otherwise only the folded light curve, with a note.
+        A multiband result folds each band in which the object has rows in
+        a panel of its own (labelled with the band, in the order of
+        ``catalog.bands``), with the model of :meth:`MultibandResult.fit
+        <clperiod.MultibandResult.fit>` at the best frequency drawn over it.
     catalog : Catalog
         The catalog the result was computed from.
     index : int
         Object index (position in ``result.ids``).
-    ax : Axes or pair of Axes, optional
+    ax : Axes or sequence of Axes, optional
         Where to draw: ``(periodogram_ax, fold_ax)``, or one Axes when the
-        result holds no periodogram. Default: a new figure.
+        result holds no periodogram; for a multiband result one fold Axes per
+        band of the object (one without bands) after the periodogram's.
+        Default: a new figure.
     path : path-like, optional
         Save the figure there (format from the suffix). A new figure made for
         saving (or made where there is no display) uses the Agg canvas and is
@@ -171,8 +184,8 @@ def plot_result(
     fap_levels : sequence of float
         False-alarm probabilities drawn as labelled horizontal lines at the
         power :func:`clperiod.periodograms.stats.false_alarm_level` gives for this object
-        (Lomb-Scargle only; SuperSmoother has no analytic false-alarm
-        probability, which the plot says). Empty: no lines.
+        (Lomb-Scargle only; SuperSmoother and multiband searches have no
+        analytic false-alarm probability, which the plot says). Empty: no lines.
     fap_method : {"baluev", "davies", "naive", "townsend"}
         The false-alarm approximation, as in
         :meth:`~clperiod.LombScargleResult.false_alarm_probability`.
@@ -191,7 +204,7 @@ def plot_result(
     ImportError
         matplotlib is not installed.
     TypeError
-        ``result`` is not a Lomb-Scargle or SuperSmoother result.
+        ``result`` is not a Lomb-Scargle, SuperSmoother or multiband result.
     ValueError, IndexError
         ``catalog`` does not match ``result``, ``index`` is out of range,
         ``ax`` does not provide the panels needed, or a false-alarm
@@ -207,10 +220,16 @@ def plot_result(
     labels = PlotLabels() if labels is None else labels
     name = f"object {result.ids[index]}" if name is None else str(name)
     has_power = result.power is not None
-    fig, axes = _axes(ax, 2 if has_power else 1, path)
+    if isinstance(result, MultibandResult):
+        bands = _object_bands(catalog, index)
+        fig, axes = _axes(ax, int(has_power) + len(bands), path, _BAND_PANEL_HEIGHT)
+        folds = axes[int(has_power) :]
+        _draw_band_folds(folds, result, catalog, index, bands, labels, name, not has_power)
+    else:
+        fig, axes = _axes(ax, 2 if has_power else 1, path)
+        _draw_fold(axes[-1], result, catalog, index, labels, name, not has_power)
     if has_power:
         _draw_periodogram(axes[0], result, index, probabilities, fap_method, labels, name)
-    _draw_fold(axes[-1], result, catalog, index, labels, name, note_missing_power=not has_power)
     if ax is None:
         fig.tight_layout()
     if path is not None:
@@ -219,7 +238,7 @@ def plot_result(
 
 
 def plot_objects(
-    result: LombScargleResult | SuperSmootherResult,
+    result: LombScargleResult | SuperSmootherResult | MultibandResult,
     catalog: Catalog,
     objects: Sequence[Any],
     directory: str | os.PathLike[str],
@@ -232,7 +251,7 @@ def plot_objects(
 
     Parameters
     ----------
-    result : LombScargleResult or SuperSmootherResult
+    result : LombScargleResult, SuperSmootherResult or MultibandResult
         A period-search result (with ``periodogram=True`` for the
         periodogram panels).
     catalog : Catalog
@@ -339,7 +358,7 @@ def _draw_periodogram(
     ax.set_xlabel(labels.frequency_label)
     ax.set_ylabel(_power_label(result))
     ax.set_title(
-        f"{name}: {_algorithm_name(result)}, {len(frequency):,} frequencies, {result.precision}"
+        f"{name}: {_algorithm_name(result)}, {len(frequency):,} frequencies, {_precision(result)}"
     )
 
 
@@ -352,6 +371,9 @@ def _draw_false_alarm_levels(
         return
     if isinstance(result, SuperSmootherResult):
         _note(ax, "no FAP levels: SuperSmoother has no analytic FAP")
+        return
+    if isinstance(result, MultibandResult):
+        _note(ax, "no FAP levels: multiband has no analytic FAP yet")
         return
     levels = _false_alarm_levels(result, index, probabilities, method)
     from matplotlib.transforms import blended_transform_factory
@@ -419,7 +441,63 @@ def _draw_fold(
         ax.set_xlabel(labels.time_label)
         ax.set_title(f"{name}: no period ({Status(result.status[index]).name})")
         return
-    phase = ((t - t.min()) * frequency) % 1.0
+    _draw_folded_points(ax, t, y, dy, frequency, t.min(), "tab:blue")
+    ax.set_xlabel(_phase_label(labels, t.min()))
+    ax.set_title(_fold_title(result, index, labels, name, t.size))
+    if note_missing_power:
+        _note_missing_power(ax)
+
+
+def _draw_band_folds(
+    axes: Sequence[Axes],
+    result: MultibandResult,
+    catalog: Catalog,
+    index: int,
+    bands: list[tuple[int, Any]],
+    labels: PlotLabels,
+    name: str,
+    note_missing_power: bool,
+) -> None:
+    """One panel per band of the object: its rows folded at the best frequency
+    and the fitted multiband model of the band over them."""
+    t, y, dy = catalog.lightcurve(index)[:3]
+    band_of_row = _band_codes_of(catalog, index)
+    frequency = result.frequency_best[index]
+    periodic = result.status[index] == Status.OK and np.isfinite(frequency) and t.size > 0
+    models = _band_models(result, index, t.min(), frequency) if periodic else {}
+    for k, (ax, (code, label)) in enumerate(zip(axes, bands, strict=True)):
+        rows = band_of_row == code
+        if labels.inverted:
+            ax.invert_yaxis()
+        ax.set_ylabel(labels.value_label)
+        color = f"C{code % 10}"
+        if not periodic:
+            ax.plot(t[rows], y[rows], ".", color=color)
+        else:
+            band_dy = None if dy is None else dy[rows]
+            _draw_folded_points(ax, t[rows], y[rows], band_dy, frequency, t.min(), color)
+            if label in models:
+                phase, model = models[label]
+                ax.plot(phase, model, "-", color="black", lw=1.0, gid=f"model {label}")
+        if label is not None:
+            _band_tag(ax, label, int(rows.sum()))
+        if k < len(bands) - 1:
+            ax.tick_params(labelbottom=False)
+    if periodic:
+        axes[0].set_title(_fold_title(result, index, labels, name, t.size) + ", model in black")
+        axes[-1].set_xlabel(_phase_label(labels, t.min()))
+    else:
+        axes[0].set_title(f"{name}: no period ({Status(result.status[index]).name})")
+        axes[-1].set_xlabel(labels.time_label)
+    if note_missing_power:
+        _note_missing_power(axes[-1])
+
+
+def _draw_folded_points(
+    ax: Axes, t: np.ndarray, y: np.ndarray, dy: Any, frequency: float, t0: float, color: str
+) -> None:
+    """The points at the phases of ``t - t0``, two cycles, with error bars when there is dy."""
+    phase = ((t - t0) * frequency) % 1.0
     phase2 = np.concatenate((phase, phase + 1.0))
     y2 = np.concatenate((y, y))
     if dy is not None:
@@ -428,37 +506,90 @@ def _draw_fold(
             y2,
             yerr=np.concatenate((dy, dy)),
             fmt=".",
-            color="tab:blue",
+            color=color,
             ecolor="0.6",
             elinewidth=0.6,
             ms=4,
         )
     else:
-        ax.plot(phase2, y2, ".", color="tab:blue", ms=4)
+        ax.plot(phase2, y2, ".", color=color, ms=4)
     ax.set_xlim(0.0, 2.0)
-    ax.set_xlabel(f"phase (two cycles; phase 0 at {labels.t} = {t.min():.6f})")
-    ax.set_title(
-        f"{name} folded at P = {labels.period(1.0 / frequency)} "
-        f"(power {result.power_best[index]:.3g}, n = {t.size})"
+
+
+def _band_models(
+    result: MultibandResult, index: int, t0: float, frequency: float
+) -> dict[Any, tuple[np.ndarray, np.ndarray]]:
+    """Each band's fitted model at the best frequency over two cycles: label ->
+    (phase, model), phases of ``t - t0`` as the folded points."""
+    fit = result.fit(index)
+    phase = np.linspace(0.0, 2.0, _MODEL_PHASES)
+    model = fit.model(t0 + phase / frequency, frequency)
+    return {label: (phase, row) for label, row in zip(fit.labels, model, strict=True)}
+
+
+def _object_bands(catalog: Catalog, index: int) -> list[tuple[int, Any]]:
+    """The ``(code, label)`` of each band in which object ``index`` has rows, in
+    the order of ``catalog.bands``; ``[(0, None)]`` without bands or rows."""
+    codes = np.unique(_band_codes_of(catalog, index))
+    if catalog.bands is None or codes.size == 0:
+        return [(0, None)]
+    return [(int(code), catalog.bands[code]) for code in codes]
+
+
+def _band_codes_of(catalog: Catalog, index: int) -> np.ndarray:
+    """The band code of each row of object ``index`` (zeros without bands)."""
+    rows = slice(catalog.offsets[index], catalog.offsets[index + 1])
+    if catalog.band_codes is None:
+        return np.zeros(rows.stop - rows.start, dtype=np.intp)
+    return catalog.band_codes[rows].astype(np.intp)
+
+
+def _band_tag(ax: Axes, label: Any, n_rows: int) -> None:
+    """The band's label and number of rows in the panel's upper left corner."""
+    ax.text(
+        0.01,
+        0.96,
+        f"{label} (n = {n_rows})",
+        transform=ax.transAxes,
+        ha="left",
+        va="top",
+        fontsize="small",
+        gid=f"band {label}",
+        bbox={"facecolor": "white", "edgecolor": "0.7", "alpha": 0.8, "pad": 1.5},
     )
-    if note_missing_power:
-        ax.text(
-            0.01,
-            0.02,
-            "periodogram not stored (run with periodogram=True)",
-            transform=ax.transAxes,
-            fontsize="small",
-            color="0.4",
-        )
+
+
+def _phase_label(labels: PlotLabels, t0: float) -> str:
+    return f"phase (two cycles; phase 0 at {labels.t} = {t0:.6f})"
+
+
+def _fold_title(result: Any, index: int, labels: PlotLabels, name: str, n: int) -> str:
+    frequency = result.frequency_best[index]
+    return (
+        f"{name} folded at P = {labels.period(1.0 / frequency)} "
+        f"(power {result.power_best[index]:.3g}, n = {n})"
+    )
+
+
+def _note_missing_power(ax: Axes) -> None:
+    ax.text(
+        0.01,
+        0.02,
+        "periodogram not stored (run with periodogram=True)",
+        transform=ax.transAxes,
+        fontsize="small",
+        color="0.4",
+    )
 
 
 # ---------------------------------------------------------------------- helpers
 
 
 def _check_result(result: Any, catalog: Catalog) -> None:
-    if not isinstance(result, (LombScargleResult, SuperSmootherResult)):
+    if not isinstance(result, (LombScargleResult, SuperSmootherResult, MultibandResult)):
         raise TypeError(
-            f"expected a LombScargleResult or SuperSmootherResult, got {type(result).__name__}"
+            "expected a LombScargleResult, SuperSmootherResult or MultibandResult, "
+            f"got {type(result).__name__}"
         )
     if catalog.n_objects != len(result.ids) or not np.array_equal(catalog.ids, result.ids):
         raise ValueError("catalog does not match result (different object ids)")
@@ -548,7 +679,14 @@ def file_stem(object_id: Any) -> str:
 def _algorithm_name(result: Any) -> str:
     if isinstance(result, SuperSmootherResult):
         return f"SuperSmoother ({result.variant})"
+    if isinstance(result, MultibandResult):
+        return f"multiband Lomb-Scargle (nterms {result.nterms_base}+{result.nterms_band})"
     return f"{result.method} Lomb-Scargle"
+
+
+def _precision(result: Any) -> str:
+    """The floating-point precision of the search (multiband is fp64 only)."""
+    return "fp64" if isinstance(result, MultibandResult) else str(result.precision)
 
 
 #: What each Lomb-Scargle normalization computes (astropy's definitions).
@@ -563,6 +701,8 @@ _NORMALIZATIONS = {
 def _power_label(result: Any) -> str:
     if isinstance(result, SuperSmootherResult):
         return r"power, $(n/2)(1 - \chi^2/\chi^2_{\rm ref})$"
+    if isinstance(result, MultibandResult):
+        return r"power, multiband: $1 - \chi^2/\chi^2_{\rm ref}$"
     formula = _NORMALIZATIONS.get(result.normalization)
     normalization = f"{result.normalization} normalization"
     return f"power, {normalization}: {formula}" if formula else f"power, {normalization}"
@@ -580,10 +720,13 @@ def _require_matplotlib() -> None:
         raise ImportError("clperiod.plot needs matplotlib: pip install clperiod[plot]") from None
 
 
-def _axes(ax: Any, needed: int, path: Any) -> tuple[Figure, list[Axes]]:
-    """The figure and the ``needed`` Axes to draw into (new ones when ax is None)."""
+def _axes(
+    ax: Any, needed: int, path: Any, fold_height: float = _PANEL_HEIGHT
+) -> tuple[Figure, list[Axes]]:
+    """The figure and the ``needed`` Axes to draw into (new ones when ax is None:
+    the first panel ``_PANEL_HEIGHT`` high, the others ``fold_height``)."""
     if ax is None:
-        size = (9.0, 3.4 * needed)
+        size = (9.0, _PANEL_HEIGHT + fold_height * (needed - 1))
         if path is not None or not _has_display():
             from matplotlib.backends.backend_agg import FigureCanvasAgg
             from matplotlib.figure import Figure
@@ -602,7 +745,9 @@ def _axes(ax: Any, needed: int, path: Any) -> tuple[Figure, list[Axes]]:
 
     axes = [ax] if isinstance(ax, AxesClass) else list(ax)
     if len(axes) < needed:
-        raise ValueError(f"ax must provide {needed} Axes (periodogram, fold); got {len(axes)}")
+        raise ValueError(
+            f"ax must provide {needed} Axes (periodogram, then fold panels); got {len(axes)}"
+        )
     figure = axes[0].figure
     if isinstance(figure, SubFigure):  # the whole figure: it is what can be saved
         figure = figure.figure

@@ -308,5 +308,85 @@ def test_plot_objects_rejects_unknown_ids_and_formats(result, catalog, tmp_path)
         plot_objects(result, catalog, "101", tmp_path)
     with pytest.raises(ValueError, match="catalog does not match"):
         plot_objects(result, catalog.subset([0, 1]), [101], tmp_path)
-    with pytest.raises(TypeError, match="LombScargleResult or SuperSmootherResult"):
+    with pytest.raises(TypeError, match="LombScargleResult, SuperSmootherResult or Multiband"):
         plot_objects(object(), catalog, [101], tmp_path)
+
+
+MB_GRID = FrequencyGrid.from_range(0.05, 3.0, 1500)
+
+
+@pytest.fixture(scope="module")
+def band_catalog() -> Catalog:
+    """Object 11 in bands g, r, i (different means); object 22 in g and i only."""
+    rng = np.random.default_rng(23)
+    curves = []
+    for bands in (("g", "r", "i"), ("g", "i")):
+        for band, mean in zip(bands, (15.0, 14.2, 13.9), strict=False):
+            t, y, dy = sinusoid_lightcurve(rng, 40, 1.3, baseline=30.0, mean=mean,
+                                           amplitude=0.4)
+            curves.append((t, y, dy, [band] * t.size))
+    ids = [11] * 3 + [22] * 2
+    t, y, dy, band = (np.concatenate(c) for c in zip(*curves, strict=True))
+    return Catalog.from_arrays(np.repeat(ids, 40), t, y, dy, band=band, bands=("g", "r", "i"))
+
+
+@pytest.fixture(scope="module")
+def band_result(band_catalog, cpu_device):
+    return clperiod.lombscargle_multiband(band_catalog, MB_GRID, periodogram=True, top_k=2,
+                                          device=cpu_device)
+
+
+def test_multiband_result_plots_one_fold_panel_per_band_with_the_model(
+        band_result, band_catalog, tmp_path):
+    path = tmp_path / "multiband.png"
+    fig = plot_result(band_result, band_catalog, 0, path=path)
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    top, *folds = fig.axes
+    assert len(folds) == 3
+    np.testing.assert_array_equal(top.get_lines()[0].get_ydata(), band_result.power[0])
+    assert "multiband Lomb-Scargle (nterms 1+1)" in top.get_title()
+    assert top.get_ylabel().startswith("power, multiband: ")
+    assert fap_lines(top) == []
+    assert any("multiband has no analytic FAP" in text for text in legend_texts(top))
+    assert abs(band_result.period[0] - 1.3) < 0.01
+    assert f"P = {band_result.period[0]:.6g}" in folds[0].get_title()
+
+    t, y, _, band = band_catalog.lightcurve(0)
+    f = band_result.frequency_best[0]
+    model = band_result.fit(0).model(t.min() + np.linspace(0, 2, 400) / f, f)
+    for ax, label, expected in zip(folds, "gri", model, strict=True):
+        assert [text.get_text() for text in ax.texts] == [f"{label} (n = 40)"]
+        rows = band == label
+        phase = ((t[rows] - t.min()) * f) % 1.0
+        points = [ln for ln in ax.get_lines() if ln.get_gid() is None]
+        np.testing.assert_allclose(np.concatenate([ln.get_xdata() for ln in points]),
+                                   np.concatenate((phase, phase + 1.0)))
+        (curve,) = [ln for ln in ax.get_lines() if ln.get_gid() == f"model {label}"]
+        np.testing.assert_allclose(curve.get_ydata(), expected, rtol=1e-12)
+        # The model follows the band's own level (means 15.0, 14.2, 13.9).
+        assert abs(np.mean(expected) - np.mean(y[rows])) < 0.1
+    assert folds[-1].get_xlabel().startswith("phase (two cycles")
+    assert folds[0].get_xlabel() == ""
+
+
+def test_multiband_panels_are_the_bands_with_rows_and_axes_can_be_given(
+        band_result, band_catalog):
+    fig = plot_result(band_result, band_catalog, 1)
+    labels = [[text.get_text() for text in ax.texts] for ax in fig.axes[1:]]
+    assert labels == [["g (n = 40)"], ["i (n = 40)"]]
+    from matplotlib.figure import Figure
+
+    own = Figure()
+    panels = own.subplots(3, 1)
+    assert plot_result(band_result, band_catalog, 1, ax=list(panels)) is own
+    with pytest.raises(ValueError, match="must provide 3 Axes"):
+        plot_result(band_result, band_catalog, 1, ax=list(panels[:2]))
+
+
+def test_multiband_without_bands_or_periodogram_draws_one_fold_panel(catalog, cpu_device):
+    one = catalog.subset([0])
+    r = clperiod.lombscargle_multiband(one, MB_GRID, device=cpu_device)
+    (ax,) = plot_result(r, one).axes
+    assert ax.texts[0].get_text().startswith("periodogram not stored")
+    assert len([ln for ln in ax.get_lines() if ln.get_gid() == "model None"]) == 1
+    assert f"P = {r.period[0]:.6g}" in ax.get_title()
