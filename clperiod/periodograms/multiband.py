@@ -35,12 +35,7 @@ from clperiod.periodograms.inputs import (
     top_k_arrays,
 )
 from clperiod.periodograms.multiband_fit import DEFAULT_REG_BAND, MultibandFit
-from clperiod.periodograms.multiterm import (
-    _MAX_BLOCK,
-    _best_of_blocks,
-    _bin_blocks,
-    _top_k_peaks,
-)
+from clperiod.periodograms.multiterm import blocked_peaks
 
 __all__ = [
     "DEFAULT_REG_BAND",
@@ -421,42 +416,32 @@ def _search(
         nbands=n_bands,
         wg=_WG,
     )
-    blocks = _bin_blocks(grid.nf)
-    values = np.full((n_obj, len(blocks) * top_k), -np.inf)
-    indices = np.full((n_obj, len(blocks) * top_k), np.iinfo(np.int32).max, dtype=np.int32)
-    largest = max(1, min(n_obj, max(1, _MAX_BLOCK // grid.nf)) * min(grid.nf, _MAX_BLOCK))
-    out = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, 8 * largest)
-    for number, (own_lo, own_hi) in enumerate(blocks):
-        lo, hi = max(own_lo - 1, 0), min(own_hi + 1, grid.nf)  # the owned bins' neighbours
-        rows_per_launch = max(1, _MAX_BLOCK // (hi - lo))
-        for first in range(0, n_obj, rows_per_launch):
-            rows = min(rows_per_launch, n_obj - first)
-            kernel(
-                queue,
-                (-(-(hi - lo) // _WG) * _WG, rows),
-                (_WG, 1),
-                *points,
-                starts,
-                np.int32(first),
-                np.float64(grid.fmin),
-                np.float64(grid.df),
-                np.int32(lo),
-                np.int32(hi - lo),
-                np.float64(ridge[0]),
-                np.float64(ridge[1]),
-                out,
-            )
-            found = slice(number * top_k, (number + 1) * top_k)
-            values[first : first + rows, found], indices[first : first + rows, found] = (
-                _top_k_peaks(queue, out, rows, (lo, hi, own_lo, own_hi, grid.nf), top_k)
-            )
-            if power is not None:
-                block = np.empty((rows, hi - lo))
-                cl.enqueue_copy(queue, block, out)
-                chi2 = prepared.chi2_ref[first : first + rows, None]
-                power[first : first + rows, own_lo:own_hi] = (
-                    block[:, own_lo - lo : own_hi - lo] / chi2
-                )
-        pending.clear()
-    values, indices = _best_of_blocks(values, indices, top_k)
+
+    def launch(first: int, rows: int, lo: int, hi: int, out: cl.Buffer) -> None:
+        kernel(
+            queue,
+            (-(-(hi - lo) // _WG) * _WG, rows),
+            (_WG, 1),
+            *points,
+            starts,
+            np.int32(first),
+            np.float64(grid.fmin),
+            np.float64(grid.df),
+            np.int32(lo),
+            np.int32(hi - lo),
+            np.float64(ridge[0]),
+            np.float64(ridge[1]),
+            out,
+        )
+
+    def store(first: int, rows: int, own_lo: int, own_hi: int, block: np.ndarray) -> None:
+        assert power is not None
+        power[first : first + rows, own_lo:own_hi] = (
+            block / prepared.chi2_ref[first : first + rows, None]
+        )
+
+    values, indices = blocked_peaks(
+        queue, launch, n_obj, grid.nf, top_k, store if power is not None else None
+    )
+    pending.clear()
     return values / prepared.chi2_ref[:, None], indices

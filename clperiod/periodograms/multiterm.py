@@ -17,7 +17,7 @@ direct path of ``clperiod.lombscargle(..., nterms=K)``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
@@ -34,6 +34,7 @@ from clperiod.periodograms.inputs import check_choice, segment_reduce
 from clperiod.periodograms.standardize import Standardized, standardize
 
 __all__ = [
+    "blocked_peaks",
     "MAX_NTERMS",
     "CatalogPeaks",
     "PreparedObjects",
@@ -649,42 +650,33 @@ def search(
         arbitrary=False,
         catalog=True,
     )
-    blocks = _bin_blocks(grid.nf)
-    values = np.full((n_obj, len(blocks) * top_k), -np.inf)
-    indices = np.full((n_obj, len(blocks) * top_k), np.iinfo(np.int32).max, dtype=np.int32)
-    largest = max(1, min(n_obj, max(1, _MAX_BLOCK // grid.nf)) * min(grid.nf, _MAX_BLOCK))
-    power = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, 8 * largest)
-    for number, (own_lo, own_hi) in enumerate(blocks):
-        lo, hi = max(own_lo - 1, 0), min(own_hi + 1, grid.nf)  # the neighbours of the owned bins
-        rows_per_launch = max(1, _MAX_BLOCK // (hi - lo))
-        for first in range(0, n_obj, rows_per_launch):
-            rows = min(rows_per_launch, n_obj - first)
-            kernel(
-                queue,
-                (-(-(hi - lo) // _WG) * _WG, rows),
-                (_WG, 1),
-                *points,
-                starts,
-                np.int32(first),
-                np.float64(grid.fmin),
-                np.float64(grid.df),
-                np.int32(lo),
-                np.int32(hi - lo),
-                power,
-            )
-            found = slice(number * top_k, (number + 1) * top_k)
-            values[first : first + rows, found], indices[first : first + rows, found] = (
-                _top_k_peaks(queue, power, rows, (lo, hi, own_lo, own_hi, grid.nf), top_k)
-            )
-            if periodograms is not None:
-                block = np.empty((rows, hi - lo))
-                cl.enqueue_copy(queue, block, power)
-                z = block[:, own_lo - lo : own_hi - lo] / prepared.yy[first : first + rows, None]
-                periodograms[first : first + rows, own_lo:own_hi] = _from_standard(
-                    z, normalization, prepared.psd_scale[first : first + rows]
-                )
-        pending.clear()
-    values, indices = _best_of_blocks(values, indices, top_k)
+
+    def launch(first: int, rows: int, lo: int, hi: int, power: cl.Buffer) -> None:
+        kernel(
+            queue,
+            (-(-(hi - lo) // _WG) * _WG, rows),
+            (_WG, 1),
+            *points,
+            starts,
+            np.int32(first),
+            np.float64(grid.fmin),
+            np.float64(grid.df),
+            np.int32(lo),
+            np.int32(hi - lo),
+            power,
+        )
+
+    def store(first: int, rows: int, own_lo: int, own_hi: int, block: np.ndarray) -> None:
+        assert periodograms is not None
+        z = block / prepared.yy[first : first + rows, None]
+        periodograms[first : first + rows, own_lo:own_hi] = _from_standard(
+            z, normalization, prepared.psd_scale[first : first + rows]
+        )
+
+    values, indices = blocked_peaks(
+        queue, launch, n_obj, grid.nf, top_k, store if periodograms is not None else None
+    )
+    pending.clear()
     z = values / prepared.yy[:, None]
     return CatalogPeaks(
         prepared.status,
@@ -692,6 +684,45 @@ def search(
         indices,
         prepared.psd_scale,
     )
+
+
+def blocked_peaks(
+    queue: cl.CommandQueue,
+    launch: Callable[[int, int, int, int, cl.Buffer], None],
+    n_obj: int,
+    nf: int,
+    top_k: int,
+    store: Callable[[int, int, int, int, np.ndarray], None] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Evaluate float64 powers in blocks of at most :data:`_MAX_BLOCK` and keep
+    each object's top-k peaks (``peaks_topk``), merged over the blocks.
+
+    ``launch(first, rows, lo, hi, buffer)`` queues the powers of objects
+    ``first .. first + rows - 1`` on bins ``lo .. hi - 1`` into ``buffer``
+    (``(rows, hi - lo)``); ``store(first, rows, own_lo, own_hi, block)``, if
+    given, receives the powers of the owned bins ``own_lo .. own_hi - 1``.
+    Returns the ``(n_obj, top_k)`` values and grid indices.
+    """
+    blocks = _bin_blocks(nf)
+    values = np.full((n_obj, len(blocks) * top_k), -np.inf)
+    indices = np.full((n_obj, len(blocks) * top_k), np.iinfo(np.int32).max, dtype=np.int32)
+    largest = max(1, min(n_obj, max(1, _MAX_BLOCK // nf)) * min(nf, _MAX_BLOCK))
+    buffer = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, 8 * largest)
+    for number, (own_lo, own_hi) in enumerate(blocks):
+        lo, hi = max(own_lo - 1, 0), min(own_hi + 1, nf)  # the neighbours of the owned bins
+        rows_per_launch = max(1, _MAX_BLOCK // (hi - lo))
+        for first in range(0, n_obj, rows_per_launch):
+            rows = min(rows_per_launch, n_obj - first)
+            launch(first, rows, lo, hi, buffer)
+            found = slice(number * top_k, (number + 1) * top_k)
+            values[first : first + rows, found], indices[first : first + rows, found] = (
+                _top_k_peaks(queue, buffer, rows, (lo, hi, own_lo, own_hi, nf), top_k)
+            )
+            if store is not None:
+                block = np.empty((rows, hi - lo))
+                cl.enqueue_copy(queue, block, buffer)
+                store(first, rows, own_lo, own_hi, block[:, own_lo - lo : own_hi - lo])
+    return _best_of_blocks(values, indices, top_k)
 
 
 def _bin_blocks(nf: int) -> list[tuple[int, int]]:
