@@ -694,7 +694,7 @@ def blocked_peaks(
     top_k: int,
     store: Callable[[int, int, int, int, np.ndarray], None] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Evaluate float64 powers in blocks of at most :data:`_MAX_BLOCK` and keep
+    """Evaluate float64 powers in blocks of at most ``_MAX_BLOCK`` (2**22) and keep
     each object's top-k peaks (``peaks_topk``), merged over the blocks.
 
     ``launch(first, rows, lo, hi, buffer)`` queues the powers of objects

@@ -75,7 +75,9 @@ __all__ = [
     "power",
     "prepare",
     "prepare_on_device",
+    "Transforms",
     "search",
+    "search_with",
     "spread",
     "spread_harmonic",
     "time_sorted",
@@ -967,47 +969,101 @@ def search(
         larger grid's.
     """
     _check_normalization(normalization)
+    return search_with(
+        info,
+        catalog,
+        plan,
+        Transforms(
+            per_object=3 if fit_mean else 2,
+            spread=lambda queue, points, grid: spread(queue, points, plan, grid),
+            power=lambda queue, grid, points, out, norm: power(
+                queue, grid, points, plan, out, norm
+            ),
+        ),
+        model={"fit_mean": fit_mean, "center_data": center_data, "use_dy": use_dy},
+        normalization=normalization,
+        top_k=top_k,
+        periodograms=periodograms,
+        n_rows=n_rows,
+        owned=owned,
+    )
+
+
+@dataclass(frozen=True)
+class Transforms:
+    """The transforms of a model, for :func:`search_with`.
+
+    Attributes
+    ----------
+    per_object : int
+        Fine-grid rows per object.
+    spread : callable
+        ``spread(queue, points, grid)`` queues the spreading of every row.
+    power : callable
+        ``power(queue, grid, points, out, normalization)`` queues the powers
+        ("standard", "model" or "log") of the transformed grids into ``out``.
+    min_points : int or None
+        Fewest points of an object, if the model needs more than
+        ``nufft_prepare``'s (others become TOO_FEW_POINTS).
+    """
+
+    per_object: int
+    spread: Callable[[cl.CommandQueue, DevicePoints, cl.MemoryObjectHolder], None]
+    power: Callable[..., None]
+    min_points: int | None = None
+
+
+def search_with(
+    info: DeviceInfo,
+    catalog: Catalog,
+    plan: NufftPlan,
+    transforms: Transforms,
+    *,
+    model: dict[str, bool],
+    normalization: str,
+    top_k: int,
+    periodograms: np.ndarray | None = None,
+    n_rows: int = 0,
+    owned: tuple[int, int, int, int] | None = None,
+) -> BatchPeaks:
+    """:func:`search` with the transforms of any model (one term here, several
+    in ``clperiod.periodograms.nufft_terms``): prepare (``model``: the
+    keywords of :func:`prepare`), spread, FFT, power and top-k peaks."""
     catalog = time_sorted(catalog)
     queue = get_queue(info)
     staging = Staging(info)
     with staging.guard(queue):
         if info.fp64:
-            points = prepare_on_device(
-                staging,
-                queue,
-                catalog,
-                plan,
-                fit_mean=fit_mean,
-                center_data=center_data,
-                use_dy=use_dy,
-            )
+            points = prepare_on_device(staging, queue, catalog, plan, **model)
         else:
-            prepared = prepare(
-                catalog, plan, fit_mean=fit_mean, center_data=center_data, use_dy=use_dy
-            )
-            points = upload_points(staging, prepared, fit_mean)
+            points = upload_points(staging, prepare(catalog, plan, **model), model["fit_mean"])
             staging.send(queue)
         n_obj = points.n_objects
-        rows = max(1, n_rows, n_obj * points.n_transforms)
-        grid = staging.buffer(grid_bytes(points, plan, rows))
-        spread(queue, points, plan, grid)
+        rows = max(1, n_rows, n_obj * transforms.per_object)
+        grid = staging.buffer(rows * plan.n_grid * np.dtype(plan.complex_dtype).itemsize)
+        transforms.spread(queue, points, grid)
         fft_inplace(queue, cla.Array(queue, (rows, plan.n_grid), plan.complex_dtype, data=grid))
         psd = normalization == "psd"
         powers = staging.buffer(max(1, n_obj * plan.grid.nf) * np.dtype(plan.dtype).itemsize)
-        power(queue, grid, points, plan, powers, "standard" if psd else normalization)
+        transforms.power(queue, grid, points, powers, "standard" if psd else normalization)
         peaks = _top_k_peaks(queue, staging, powers, n_obj, plan, top_k, owned)
         if periodograms is not None and n_obj:
             cl.enqueue_copy(queue, periodograms, powers, is_blocking=False)
         queue.finish()
     staging.release()
+    status, psd_scale = points.status.copy(), points.psd_scale.copy()
+    if transforms.min_points is not None:
+        too_few = (status == Status.OK) & (catalog.lengths < transforms.min_points)
+        status[too_few] = Status.TOO_FEW_POINTS
+        psd_scale[too_few] = 0.0
     values, indices = peaks()
     peak_values = values.astype(np.float64)
     if psd:
         with np.errstate(invalid="ignore", over="ignore"):  # -inf * 0 of objects not OK
-            peak_values *= points.psd_scale[:, None]
+            peak_values *= psd_scale[:, None]
             if periodograms is not None:
-                periodograms *= points.psd_scale.astype(plan.dtype)[:, None]
-    return BatchPeaks(points.status.copy(), peak_values, indices, points.psd_scale.copy())
+                periodograms *= psd_scale.astype(plan.dtype)[:, None]
+    return BatchPeaks(status, peak_values, indices, psd_scale)
 
 
 # }}}

@@ -41,31 +41,20 @@ from __future__ import annotations
 
 import numpy as np
 import pyopencl as cl
-import pyopencl.array as cla
 
-from clperiod.catalog import Catalog, Status
+from clperiod.catalog import Catalog
 from clperiod.engine import kernels
-from clperiod.engine.devices import DeviceInfo, get_queue
-from clperiod.engine.fft import fft_inplace
+from clperiod.engine.devices import DeviceInfo
 from clperiod.engine.planner import Buffer
-from clperiod.engine.staging import Staging
 from clperiod.periodograms import multiterm, nufft
 
-__all__ = ["batch_buffers", "grid_bytes", "power", "search", "spread"]
+__all__ = ["batch_buffers", "power", "search", "spread"]
 
 
 def _first_transform(h: int, nterms: int) -> int:
     """The fine-grid row of an object where the transforms at ``h x`` start:
     data and window pairs for ``h <= K``, then the windows ``h > K``."""
     return 2 * (h - 1) if h <= nterms else nterms + h - 1
-
-
-def grid_bytes(
-    points: nufft.DevicePoints, plan: nufft.NufftPlan, nterms: int, n_rows: int = 0
-) -> int:
-    """Bytes of :func:`spread`'s fine grids (at least ``n_rows`` rows)."""
-    rows = max(1, n_rows, points.n_objects * 3 * nterms)
-    return rows * plan.n_grid * np.dtype(plan.complex_dtype).itemsize
 
 
 def spread(
@@ -77,7 +66,7 @@ def spread(
 ) -> None:
     """Queue the spreading of the ``3 K`` transforms of every object into ``grid`` (stage 2).
 
-    ``grid`` (:func:`grid_bytes`) receives ``(n_objects, 3 K, n_grid)``
+    ``grid`` receives ``(n_objects, 3 K, n_grid)``
     interleaved complex values in the order of ``cl_kernels/nufft_terms.mako``;
     rows past the batch's are left unwritten.
     """
@@ -214,38 +203,22 @@ def search(
     -------
     clperiod.periodograms.nufft.BatchPeaks
     """
-    catalog = nufft.time_sorted(catalog)
-    queue = get_queue(info)
-    staging = Staging(info)
-    model = dict(fit_mean=fit_mean, center_data=center_data, use_dy=use_dy)
-    with staging.guard(queue):
-        if info.fp64:
-            points = nufft.prepare_on_device(staging, queue, catalog, plan, **model)
-        else:
-            points = nufft.upload_points(staging, nufft.prepare(catalog, plan, **model), fit_mean)
-            staging.send(queue)
-        n_obj = points.n_objects
-        rows = max(1, n_rows, n_obj * 3 * nterms)
-        grid = staging.buffer(grid_bytes(points, plan, nterms, rows))
-        spread(queue, points, plan, nterms, grid)
-        fft_inplace(queue, cla.Array(queue, (rows, plan.n_grid), plan.complex_dtype, data=grid))
-        psd = normalization == "psd"
-        powers = staging.buffer(max(1, n_obj * plan.grid.nf) * np.dtype(plan.dtype).itemsize)
-        power(queue, grid, points, plan, nterms, powers, "standard" if psd else normalization)
-        peaks = nufft._top_k_peaks(queue, staging, powers, n_obj, plan, top_k, owned)
-        if periodograms is not None and n_obj:
-            cl.enqueue_copy(queue, periodograms, powers, is_blocking=False)
-        queue.finish()
-    staging.release()
-    status, psd_scale = points.status.copy(), points.psd_scale.copy()
-    too_few = (status == Status.OK) & (catalog.lengths < multiterm.min_points(nterms, fit_mean))
-    status[too_few] = Status.TOO_FEW_POINTS
-    psd_scale[too_few] = 0.0
-    values, indices = peaks()
-    peak_values = values.astype(np.float64)
-    if psd:
-        with np.errstate(invalid="ignore", over="ignore"):  # -inf * 0 of objects not OK
-            peak_values *= psd_scale[:, None]
-            if periodograms is not None:
-                periodograms *= psd_scale.astype(plan.dtype)[:, None]
-    return nufft.BatchPeaks(status, peak_values, indices, psd_scale)
+    return nufft.search_with(
+        info,
+        catalog,
+        plan,
+        nufft.Transforms(
+            per_object=3 * nterms,
+            spread=lambda queue, points, grid: spread(queue, points, plan, nterms, grid),
+            power=lambda queue, grid, points, out, norm: power(
+                queue, grid, points, plan, nterms, out, norm
+            ),
+            min_points=multiterm.min_points(nterms, fit_mean),
+        ),
+        model={"fit_mean": fit_mean, "center_data": center_data, "use_dy": use_dy},
+        normalization=normalization,
+        top_k=top_k,
+        periodograms=periodograms,
+        n_rows=n_rows,
+        owned=owned,
+    )
