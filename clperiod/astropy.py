@@ -72,7 +72,7 @@ own class (opt-in; nothing is registered at import).
 from __future__ import annotations
 
 import operator
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -117,7 +117,54 @@ Kernel = Literal["auto", "multiterm", "direct"]
 _FAP_METHODS = ("baluev", "davies", "naive", "single", "townsend", "bootstrap")
 
 
-class LombScargle(_AstropyLombScargle):
+class _AutoFrequency:
+    """astropy's frequency heuristic for the bridge classes, from
+    :meth:`clperiod.FrequencyGrid.auto` (each class gives ``_values`` and
+    ``_frequency_value``)."""
+
+    _trel: Any
+    _values: Callable[[], tuple[Any, ...]]
+    _frequency_value: Callable[[Any], float | None]
+
+    def autofrequency(
+        self,
+        samples_per_peak: float = 5,
+        nyquist_factor: float = 5,
+        minimum_frequency: Any = None,
+        maximum_frequency: Any = None,
+        return_freq_limits: bool = False,
+    ) -> Any:
+        """astropy's heuristic frequency grid, from :meth:`clperiod.FrequencyGrid.auto`.
+
+        Parameters and results as astropy's ``autofrequency`` (the same
+        values; multiband: all bands pooled); frequencies carry the unit
+        ``1 / t`` when ``t`` has one.
+        """
+        grid = self._auto_grid(
+            samples_per_peak, nyquist_factor, minimum_frequency, maximum_frequency
+        )
+        unit = self._frequency_unit()
+        if return_freq_limits:
+            return grid.fmin * unit, grid.fmax * unit
+        return grid.frequencies() * unit
+
+    def _frequency_unit(self) -> Any:
+        unit = getattr(self._trel, "unit", None)
+        return 1 if unit is None else 1 / unit
+
+    def _auto_grid(
+        self, samples_per_peak, nyquist_factor, minimum_frequency, maximum_frequency
+    ) -> FrequencyGrid:
+        return FrequencyGrid.auto(
+            self._values()[0],
+            samples_per_peak=samples_per_peak,
+            nyquist_factor=nyquist_factor,
+            minimum_frequency=self._frequency_value(minimum_frequency),
+            maximum_frequency=self._frequency_value(maximum_frequency),
+        )
+
+
+class LombScargle(_AutoFrequency, _AstropyLombScargle):
     """astropy's Lomb-Scargle periodogram, evaluated by clperiod on OpenCL.
 
     Parameters
@@ -178,28 +225,6 @@ class LombScargle(_AstropyLombScargle):
         self.device = device
 
     # ------------------------------------------------------------ frequency grids
-    def autofrequency(
-        self,
-        samples_per_peak: float = 5,
-        nyquist_factor: float = 5,
-        minimum_frequency: Any = None,
-        maximum_frequency: Any = None,
-        return_freq_limits: bool = False,
-    ) -> Any:
-        """astropy's heuristic frequency grid, from :meth:`clperiod.FrequencyGrid.auto`.
-
-        Parameters and results as
-        :meth:`astropy.timeseries.LombScargle.autofrequency` (the same
-        values); frequencies carry the unit ``1 / t`` when ``t`` has one.
-        """
-        grid = self._auto_grid(
-            samples_per_peak, nyquist_factor, minimum_frequency, maximum_frequency
-        )
-        unit = self._frequency_unit()
-        if return_freq_limits:
-            return grid.fmin * unit, grid.fmax * unit
-        return grid.frequencies() * unit
-
     def autopower(
         self,
         method: str = "auto",
@@ -210,7 +235,7 @@ class LombScargle(_AstropyLombScargle):
         minimum_frequency: Any = None,
         maximum_frequency: Any = None,
     ) -> tuple[Any, Any]:
-        """Power on the :meth:`autofrequency` grid, evaluated as that one grid.
+        """Power on the ``autofrequency`` grid, evaluated as that one grid.
 
         Parameters
         ----------
@@ -227,7 +252,7 @@ class LombScargle(_AstropyLombScargle):
         normalization : str, optional
             Override the normalization given at construction.
         samples_per_peak, nyquist_factor, minimum_frequency, maximum_frequency
-            As :meth:`autofrequency`.
+            As ``autofrequency``.
 
         Returns
         -------
@@ -303,7 +328,7 @@ class LombScargle(_AstropyLombScargle):
         """False-alarm probability of periodogram maxima ``power``.
 
         As :meth:`astropy.timeseries.LombScargle.false_alarm_probability`
-        (``fmax`` from :meth:`autofrequency` with the given arguments), with
+        (``fmax`` from ``autofrequency`` with the given arguments), with
         the analytic methods of :func:`clperiod.periodograms.stats.false_alarm_probability`.
 
         Parameters
@@ -312,7 +337,7 @@ class LombScargle(_AstropyLombScargle):
             Peak heights in this object's normalization.
         method : {"baluev", "davies", "naive", "single", "townsend", "bootstrap"}
             astropy's methods, plus ``townsend`` (Townsend 2010: the
-            :meth:`autofrequency` grid size as the number of independent
+            ``autofrequency`` grid size as the number of independent
             frequencies). ``bootstrap`` evaluates ``n_bootstraps``
             resamplings (astropy's draws for a given ``random_seed``) on the
             device, with this object's ``nterms``, ``fit_mean`` and
@@ -390,25 +415,10 @@ class LombScargle(_AstropyLombScargle):
         t, y = np.asarray(_strip(self._trel)), np.asarray(_strip(self.y))
         return t, y, None if self.dy is None else np.asarray(_strip(self.dy))
 
-    def _frequency_unit(self) -> Any:
-        unit = getattr(self._trel, "unit", None)
-        return 1 if unit is None else 1 / unit
-
     def _frequency_value(self, frequency: Any) -> float | None:
         if frequency is None:
             return None
         return float(_strip(self._validate_frequency(frequency)))
-
-    def _auto_grid(
-        self, samples_per_peak, nyquist_factor, minimum_frequency, maximum_frequency
-    ) -> FrequencyGrid:
-        return FrequencyGrid.auto(
-            self._values()[0],
-            samples_per_peak=samples_per_peak,
-            nyquist_factor=nyquist_factor,
-            minimum_frequency=self._frequency_value(minimum_frequency),
-            maximum_frequency=self._frequency_value(maximum_frequency),
-        )
 
     def _options(
         self,
@@ -519,7 +529,7 @@ class LombScargle(_AstropyLombScargle):
         return np.sort(result.power_best)
 
 
-class LombScargleMultiband(_AstropyLombScargleMultiband):
+class LombScargleMultiband(_AutoFrequency, _AstropyLombScargleMultiband):
     """astropy's multiband Lomb-Scargle periodogram, evaluated by clperiod.
 
     A drop-in for :class:`astropy.timeseries.LombScargleMultiband` (method
@@ -619,28 +629,6 @@ class LombScargleMultiband(_AstropyLombScargleMultiband):
         )
         self.device = device
 
-    def autofrequency(
-        self,
-        samples_per_peak: float = 5,
-        nyquist_factor: float = 5,
-        minimum_frequency: Any = None,
-        maximum_frequency: Any = None,
-        return_freq_limits: bool = False,
-    ) -> Any:
-        """astropy's heuristic frequency grid, from :meth:`clperiod.FrequencyGrid.auto`.
-
-        Parameters and results as
-        :meth:`astropy.timeseries.LombScargleMultiband.autofrequency` (all
-        bands pooled); frequencies carry the unit ``1 / t`` when ``t`` has one.
-        """
-        grid = self._auto_grid(
-            samples_per_peak, nyquist_factor, minimum_frequency, maximum_frequency
-        )
-        unit = self._frequency_unit()
-        if return_freq_limits:
-            return grid.fmin * unit, grid.fmax * unit
-        return grid.frequencies() * unit
-
     def autopower(
         self,
         method: str = "flexible",
@@ -651,7 +639,7 @@ class LombScargleMultiband(_AstropyLombScargleMultiband):
         minimum_frequency: Any = None,
         maximum_frequency: Any = None,
     ) -> tuple[Any, Any]:
-        """Power on the :meth:`autofrequency` grid, evaluated as that one grid.
+        """Power on the ``autofrequency`` grid, evaluated as that one grid.
 
         Parameters as :meth:`astropy.timeseries.LombScargleMultiband.autopower`
         (``sb_method`` belongs to method ``"fast"`` and is not used).
@@ -835,23 +823,8 @@ class LombScargleMultiband(_AstropyLombScargleMultiband):
     def _frequency_number(self, frequency: Any) -> float:
         return float(_strip(self._validate_frequency(frequency)))
 
-    def _frequency_unit(self) -> Any:
-        unit = getattr(self._trel, "unit", None)
-        return 1 if unit is None else 1 / unit
-
     def _frequency_value(self, frequency: Any) -> float | None:
         return None if frequency is None else self._frequency_number(frequency)
-
-    def _auto_grid(
-        self, samples_per_peak, nyquist_factor, minimum_frequency, maximum_frequency
-    ) -> FrequencyGrid:
-        return FrequencyGrid.auto(
-            self._values()[0],
-            samples_per_peak=samples_per_peak,
-            nyquist_factor=nyquist_factor,
-            minimum_frequency=self._frequency_value(minimum_frequency),
-            maximum_frequency=self._frequency_value(maximum_frequency),
-        )
 
     def _check_method(self, method: str) -> None:
         """astropy's multiband method names: "flexible" runs, "fast" is not implemented."""
