@@ -74,7 +74,7 @@ def single(repeat: int) -> dict:
                 repeat,
             )
             row[f"nufft_{precision}_s"] = seconds
-            row[f"nufft_{precision}_best_f"] = float(result.frequency()[0])
+            row[f"nufft_{precision}_best_f"] = float(result.frequency_best[0])
             if precision == "fp64":
                 ours = result.power[0]
         peer = nifty_seconds(t, y, dy, grid, max(1, repeat // 2))

@@ -5,7 +5,8 @@
 ## Render parameters (strict_undefined):
 ##   real           "float" | "double"
 ##   stage          "prepare": nufft_prepare; "spread": nufft_spread_data_window,
-##                  nufft_spread_data and nufft_spread_window; "power": nufft_power
+##                  nufft_spread_data and nufft_spread_window; "power": nufft_power;
+##                  "correction": nufft_correction
 ## stage "prepare" only (as lsprepare.mako):
 ##   wg, use_dy, center, min_points, ok, too_few, zero_variance
 ## stage "power" only:
@@ -14,6 +15,7 @@
 ##   normalization  "standard" | "model" | "log" (psd: standard powers, scaled by the host)
 ##   write_sums     also write the corrected sums (the type-1 transforms at
 ##                  the nf grid frequencies)
+## stage "correction" (a device with fp64): nufft_correction
 ##
 ## Grid convention (as tests/reference/nufft.py): the fine grid of n_grid
 ## cells is periodic, cell l sits at x = 2 pi l / n_grid, a point at the cell
@@ -168,6 +170,30 @@ __kernel void nufft_points(
     pt_phase[g] = (real2_t) ((real_t) cospi(2 * r), (real_t) sinpi(2 * r));
     pt_w[g] = (real_t) (weight / w_total);
     pt_wy[g] = (real_t) (weight / w_total * ldexp((scaled - ybar) - res, -f));
+}
+% elif stage == "correction":
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+
+// The correction factors 1 / (psi(2 pi k / n_grid) fft_scale) of modes k = m -
+// nf / 2, m < nf, in fp64 (host twin: nufft.correction_factors, whose quadrature
+// psi(theta) = sum_q c_q cos(theta x_q) this sums, with its nodes x_q and weights c_q).
+__kernel void nufft_correction(
+    __global const double *restrict nodes,
+    __global const double *restrict weights,
+    const int n_nodes,
+    const long nf,
+    const double n_grid,
+    const double fft_scale,
+    __global real_t *restrict factors)
+{
+    const long m = get_global_id(0);
+    if (m >= nf)
+        return;
+    const double theta = 2 * M_PI * (double) (m - nf / 2) / n_grid;
+    double psi = 0;
+    for (int q = 0; q < n_nodes; ++q)
+        psi += weights[q] * cos(theta * nodes[q]);
+    factors[m] = (real_t) (1 / (psi * fft_scale));
 }
 % elif stage == "spread":
 

@@ -26,6 +26,7 @@ import numpy as np
 
 from clperiod import checks
 from clperiod.columns import is_table, lightcurve_columns
+from clperiod.engine.staging import parallel_copy
 
 NAN_POLICIES = ("raise", "omit")
 
@@ -255,7 +256,7 @@ class Catalog:
             raise ValueError("empty catalog: every light curve has 0 rows")
         offsets = np.concatenate(([0], np.cumsum(lengths)))
         names = parts[0][0]
-        columns = {name: np.concatenate([p[name] for p, _ in parts]) for name in names}
+        columns = {name: _joined([p[name] for p, _ in parts]) for name in names}
         masked = {
             name: np.concatenate([m.get(name, np.zeros(p[name].size, bool)) for p, m in parts])
             for name in names
@@ -728,6 +729,15 @@ def _columns(
     return columns, masked
 
 
+def _joined(arrays: list[np.ndarray]) -> np.ndarray:
+    """A new array of ``arrays`` end to end (one long array copied on several threads)."""
+    if len(arrays) > 1:
+        return np.concatenate(arrays)
+    joined = np.empty_like(arrays[0])
+    parallel_copy(joined, arrays[0])
+    return joined
+
+
 def _check_lengths(columns: dict[str, np.ndarray], where: str = "") -> None:
     sizes = {name: array.size for name, array in columns.items()}
     if len(set(sizes.values())) > 1:
@@ -760,8 +770,12 @@ def _build(
     (with the band ``labels`` of the rows coded in the band set ``bands``)."""
     offsets = np.asarray(offsets, dtype=np.int64)
     codes, band_set = (None, None) if labels is None else _band_codes(labels, bands, ids, offsets)
-    finite = np.logical_and.reduce([np.isfinite(column) for column in columns.values()])
-    all_finite = bool(finite.all())
+    all_finite = all(_all_finite(column) for column in columns.values())
+    finite = (
+        np.ones(0, dtype=bool)  # not read when all_finite
+        if all_finite
+        else np.logical_and.reduce([np.isfinite(column) for column in columns.values()])
+    )
     if nan_policy == "raise" and not all_finite:
         for name, mask in (masked or {}).items():
             _raise_at(
@@ -776,7 +790,9 @@ def _build(
             _raise_at(f"non-finite {name} in", ~np.isfinite(column), column, ids, offsets)
     if "dy" in columns:
         dy = columns["dy"]
-        _raise_at("dy <= 0 in", (dy <= 0) if all_finite else finite & (dy <= 0), dy, ids, offsets)
+        if not (all_finite and (dy.size == 0 or dy.min() > 0)):
+            bad = (dy <= 0) if all_finite else finite & (dy <= 0)
+            _raise_at("dy <= 0 in", bad, dy, ids, offsets)
     n_dropped = 0 if all_finite else int(finite.size - np.count_nonzero(finite))
     if n_dropped:
         owner = np.repeat(np.arange(ids.size), np.diff(offsets))
@@ -788,6 +804,15 @@ def _build(
         column.setflags(write=False)  # our own copies: lock them instead of copying again
     dy = columns.get("dy")
     return cls(ids, offsets, columns["t"], columns["y"], dy, n_dropped, codes, band_set, True)
+
+
+def _all_finite(column: np.ndarray) -> bool:
+    """Whether every value of ``column`` is finite: its sum is finite only
+    then (one pass, no mask), unless finite values overflow it."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        if np.isfinite(np.add.reduce(column)):
+            return True
+    return bool(np.isfinite(column).all())
 
 
 def _raise_at(

@@ -352,7 +352,7 @@ class Staging:
 
 
 _COPY_WORKERS = min(8, os.cpu_count() or 1)
-_COPY_PART = 1 << 19  # elements per thread at least
+_COPY_PART = 1 << 17  # elements per thread at least
 
 
 def in_parts(n: int, work: Callable[[int, int], None], min_part: int = _COPY_PART) -> None:

@@ -91,6 +91,8 @@ Precision = Literal["fp64", "fp32"]
 MAX_WIDTH = 16
 #: Gauss-Legendre nodes of :func:`kernel_fourier_transform` (30 already reach rounding).
 QUADRATURE_NODES = 80
+#: Modes per block of the host quadrature (a block x nodes temporary).
+_QUADRATURE_BLOCK = 1 << 16
 #: Default accuracy of the powers, relative to the peak, by ``fp64``.
 DEFAULT_EPS = {True: 1e-9, False: 1e-5}
 #: The transforms' tolerance is ``eps`` times this, by ``fp64``: their errors
@@ -187,13 +189,24 @@ def kernel_fourier_transform(theta: np.ndarray, width: int, beta: float) -> np.n
     ``psi(theta) = integral_{|u| <= w/2} phi(2 u / w) e^{i theta u} du``; with
     ``u = (w / 2) sin(a)`` the integrand ``e^{beta (cos a - 1)} cos(theta w sin(a) / 2)
     cos(a)`` on ``[0, pi/2]`` is analytic, and ``QUADRATURE_NODES``
-    Gauss-Legendre nodes converge to rounding.
+    Gauss-Legendre nodes converge to rounding: ``psi(theta) = sum_q c_q
+    cos(theta x_q)`` with the nodes and weights of :func:`quadrature`.
     """
+    nodes, weights = quadrature(width, beta)
+    theta = np.asarray(theta, dtype=np.float64).ravel()
+    psi = np.empty_like(theta)
+    for lo in range(0, theta.size, _QUADRATURE_BLOCK):  # bounded temporaries
+        block = theta[lo : lo + _QUADRATURE_BLOCK]
+        psi[lo : lo + block.size] = np.cos(np.multiply.outer(block, nodes)) @ weights
+    return psi
+
+
+def quadrature(width: int, beta: float) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes ``x_q = (w / 2) sin(a_q)`` and weights ``c_q`` of
+    :func:`kernel_fourier_transform`'s quadrature."""
     angle, weights = _quadrature_rule(QUADRATURE_NODES)
-    theta = np.asarray(theta, dtype=np.float64)
-    cosines = np.cos(np.multiply.outer(theta, 0.5 * width * np.sin(angle)))
     integrand = np.exp(beta * (np.cos(angle) - 1)) * np.cos(angle)
-    return 0.25 * np.pi * width * (cosines @ (weights * integrand))
+    return 0.5 * width * np.sin(angle), 0.25 * np.pi * width * weights * integrand
 
 
 # }}}
@@ -677,12 +690,45 @@ def _device_correction(queue: cl.CommandQueue, plan: NufftPlan, fft_scale: float
     with _corrections_lock:
         buffer = _DEVICE_CORRECTIONS.get(key)
         if buffer is None:
-            buffer = upload(queue, correction_factors(plan, fft_scale))
+            buffer = (
+                _correction_on_device(queue, plan, fft_scale)
+                if queue.device.double_fp_config
+                else upload(queue, correction_factors(plan, fft_scale))
+            )
             _DEVICE_CORRECTIONS[key] = buffer
             while len(_DEVICE_CORRECTIONS) > _MAX_DEVICE_CORRECTIONS:
                 _DEVICE_CORRECTIONS.popitem(last=False)
         _DEVICE_CORRECTIONS.move_to_end(key)
         return buffer
+
+
+def _correction_on_device(queue: cl.CommandQueue, plan: NufftPlan, fft_scale: float) -> cl.Buffer:
+    """:func:`correction_factors` computed by ``nufft_correction`` (a device
+    with fp64): no host quadrature over every mode and no upload."""
+    (kernel,) = kernels.get_kernels(
+        queue.context,
+        "nufft",
+        ("nufft_correction",),
+        real="double" if plan.fp64 else "float",
+        stage="correction",
+    )
+    nodes, weights = (upload(queue, a) for a in quadrature(plan.width, plan.beta))
+    nf = plan.grid.nf
+    factors = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, nf * np.dtype(plan.dtype).itemsize)
+    wg = _work_group(queue)
+    kernel(
+        queue,
+        (-(-nf // wg) * wg,),
+        (wg,),
+        nodes,
+        weights,
+        np.int32(QUADRATURE_NODES),
+        np.int64(nf),
+        np.float64(plan.n_grid),
+        np.float64(fft_scale),
+        factors,
+    ).wait()  # other queues of the context may read the cached factors next
+    return factors
 
 
 def _check_normalization(normalization: str) -> None:

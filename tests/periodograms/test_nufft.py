@@ -204,6 +204,29 @@ def test_correction_factors_divide_by_the_kernel_transform_and_fft_scale():
     )
 
 
+def test_host_quadrature_in_blocks_equals_one_block():
+    theta = np.linspace(-3.0, 3.0, 2 * nufft._QUADRATURE_BLOCK + 17)
+    picked = theta[:: nufft._QUADRATURE_BLOCK // 3]
+    np.testing.assert_allclose(
+        nufft.kernel_fourier_transform(theta, 13, 30.0)[:: nufft._QUADRATURE_BLOCK // 3],
+        ref.kernel_fourier_transform(picked, 13, 30.0),
+        rtol=1e-13,
+    )
+
+
+@pytest.mark.parametrize("precision", ["fp64", "fp32"])
+@pytest.mark.parametrize("nf", [1, 776, 100_001])
+def test_device_correction_factors_equal_the_host_quadrature(queue, precision, nf):
+    plan = nufft.NufftPlan.build(FrequencyGrid(0.01, 1e-3, nf), precision)
+    if not queue.device.double_fp_config:
+        pytest.skip("nufft_correction needs fp64")
+    factors = np.empty(nf, plan.dtype)
+    cl.enqueue_copy(queue, factors, nufft._correction_on_device(queue, plan, 1 / plan.n_grid))
+    host = nufft.correction_factors(plan, 1 / plan.n_grid)
+    rtol = 1e-13 if precision == "fp64" else 1e-7
+    np.testing.assert_allclose(factors, host, rtol=rtol)
+
+
 # }}}
 
 # {{{ preparation
