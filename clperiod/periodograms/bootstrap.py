@@ -81,9 +81,10 @@ class BootstrapResult:
         ``(1 + n_exceeding) / (1 + n_valid)``: the false-alarm probability of
         the observed best power; NaN where ``status`` is not OK.
     status : ndarray of Status
-        The observed search's status; ZERO_VARIANCE also where that was OK
-        but no resampled copy could be searched (every copy drew values
-        constant within each band: possible only with very few resamplings).
+        The observed search's status; where that was OK, OUT_OF_RANGE if its
+        best power is not finite, and ZERO_VARIANCE if no resampled copy
+        could be searched (every copy drew values constant within each band:
+        possible only with very few resamplings).
     power_best : ndarray
         The observed best power the copies are compared with.
     n_exceeding : ndarray of int64
@@ -211,6 +212,8 @@ def bootstrap_fap(
     queue = get_queue(select_devices(device)[0])
     observed = search(catalog) if observed is None else observed
     power, status = _result_arrays(observed, catalog.n_objects, "observed")
+    status = status.copy()
+    status[(status == Status.OK) & ~np.isfinite(power)] = Status.OUT_OF_RANGE
     n_exceeding = np.zeros(catalog.n_objects, dtype=np.int64)
     n_valid = np.zeros(catalog.n_objects, dtype=np.int64)
     ok = np.flatnonzero(status == Status.OK)
@@ -224,7 +227,6 @@ def bootstrap_fap(
         exceeding = valid & (maxima.reshape(shape) >= power[batch.objects, None])
         n_valid[batch.objects] += valid.sum(axis=1)
         n_exceeding[batch.objects] += exceeding.sum(axis=1)
-    status = status.copy()
     status[(status == Status.OK) & (n_valid == 0)] = Status.ZERO_VARIANCE
     with np.errstate(invalid="ignore", divide="ignore"):
         fap = np.where(status == Status.OK, (1.0 + n_exceeding) / (1.0 + n_valid), np.nan)

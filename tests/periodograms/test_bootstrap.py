@@ -5,6 +5,7 @@ bootstrap with the same draws and the multiband reference (tests/reference/multi
 from __future__ import annotations
 
 import functools
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -15,7 +16,7 @@ from clperiod.engine.devices import get_queue
 from clperiod.periodograms import bootstrap
 from clperiod.periodograms.bootstrap import bootstrap_fap, resample
 from reference.multiband import MultibandLombScargle
-from reference.philox import bootstrap_rows
+from reference.philox import bootstrap_rows, philox4x32
 from two_devices import run_on_two_devices
 
 GRID = FrequencyGrid(0.05, 0.025, 120)
@@ -84,6 +85,18 @@ def test_copies_draw_only_rows_of_their_object_and_band(mixed):
     assert np.unique(first).size < first.size
     assert set(copies.rows[source_object == 0]) == set(range(mixed.offsets[1]))
     assert out.bands == mixed.bands and list(out.ids) == list(range(3 * n))
+
+
+@pytest.mark.parametrize(("counter", "key", "expected"), [
+    ([0, 0, 0, 0], [0, 0], [0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8]),
+    ([0xFFFFFFFF] * 4, [0xFFFFFFFF] * 2, [0x408F276D, 0x41C83B0E, 0xA20BC7C6, 0x6D5451FD]),
+    ([0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344], [0xA4093822, 0x299F31D0],
+     [0xD16CFE09, 0x94FDCCEB, 0x5001E420, 0x24126EA1]),
+])
+def test_the_reference_philox_gives_the_known_answers(counter, key, expected):
+    """Random123's known-answer vectors of Philox4x32-10 (also pyopencl's philox.cl)."""
+    words = philox4x32([np.array([c], dtype=np.uint64) for c in counter], (key[0], key[1]))
+    assert [int(word[0]) for word in words] == expected
 
 
 @pytest.mark.parametrize("with_bands", [True, False])
@@ -222,6 +235,19 @@ def test_objects_that_are_not_ok_get_nan_and_their_status():
     np.testing.assert_array_equal(boot.status, [Status.OK, Status.TOO_FEW_POINTS,
                                                 Status.ZERO_VARIANCE])
     np.testing.assert_array_equal(boot.n_valid, [19, 0, 0])
+
+
+def test_an_ok_status_without_a_finite_power_is_out_of_range():
+    cat = catalog([lightcurve(15, 30, 4.0), lightcurve(16, 30, 4.0)])
+    observed = SimpleNamespace(power_best=np.array([np.nan, 0.9]), status=np.zeros(2, np.int8))
+
+    def search(copies):
+        assert copies.n_objects == 9  # only the second object is resampled
+        return clperiod.lombscargle_multiband(copies, GRID)
+
+    boot = bootstrap_fap(cat, search, n_resamplings=9, seed=1, observed=observed)
+    assert np.isnan(boot.fap[0]) and boot.status[0] == Status.OUT_OF_RANGE
+    assert boot.status[1] == Status.OK and boot.n_valid[1] == 9
 
 
 def test_a_seed_reproduces_and_none_draws_a_fresh_one():
