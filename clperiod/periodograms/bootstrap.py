@@ -197,8 +197,8 @@ def bootstrap_fap(
     Raises
     ------
     TypeError
-        ``catalog`` is not a Catalog, ``search`` not callable, or a bad
-        argument type.
+        ``catalog`` is not a Catalog, ``search`` not callable, a result
+        without ``power_best`` and ``status``, or a bad argument type.
     ValueError
         ``n_resamplings``, ``seed`` or ``max_rows`` out of range, or a search
         result without one entry per object.
@@ -228,8 +228,7 @@ def bootstrap_fap(
         n_valid[batch.objects] += valid.sum(axis=1)
         n_exceeding[batch.objects] += exceeding.sum(axis=1)
     status[(status == Status.OK) & (n_valid == 0)] = Status.ZERO_VARIANCE
-    with np.errstate(invalid="ignore", divide="ignore"):
-        fap = np.where(status == Status.OK, (1.0 + n_exceeding) / (1.0 + n_valid), np.nan)
+    fap = np.where(status == Status.OK, (1.0 + n_exceeding) / (1.0 + n_valid), np.nan)
     return BootstrapResult(
         ids=catalog.ids,
         fap=fap,
