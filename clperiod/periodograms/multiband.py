@@ -14,6 +14,7 @@ fp64 only, uniform frequency grids, one device.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +26,7 @@ from clperiod.catalog import Catalog, Status, catalog_of
 from clperiod.engine import kernels
 from clperiod.engine.devices import get_queue, require_fp64, select_devices, upload
 from clperiod.grid import FrequencyGrid
+from clperiod.periodograms.bootstrap import DEFAULT_RESAMPLINGS, bootstrap_fap
 from clperiod.periodograms.inputs import (
     PeakResults,
     blank_failed,
@@ -157,6 +159,56 @@ class MultibandResult(PeakResults):
             center_data=self.center_data,
             epoch=float(t.min()),
         )
+
+    def false_alarm_probability(
+        self, n_resamplings: int = DEFAULT_RESAMPLINGS, *, seed: int | None = None, device=None
+    ) -> np.ndarray:
+        """Bootstrap false-alarm probability of each object's best peak.
+
+        Every object is resampled ``n_resamplings`` times within its bands
+        (times and band labels kept, ``(y, dy)`` drawn with replacement from
+        the same band's rows) and the copies are searched with this search's
+        grid, model and ridges; the FAP is ``(1 + #{copies whose best power
+        >= power_best}) / (1 + n_resamplings)``, at least ``1 / (1 +
+        n_resamplings)``. See :func:`clperiod.periodograms.bootstrap.bootstrap_fap`
+        (which also returns the counts and the seed).
+
+        Parameters
+        ----------
+        n_resamplings : int
+            Resampled copies per object, >= 1.
+        seed : int, optional
+            Seed of the generator (0 to 2**64 - 1): the same seed gives the
+            same probabilities on every device. By default a fresh one.
+        device
+            Devices that draw and search the copies (see
+            :func:`clperiod.select_devices`).
+
+        Returns
+        -------
+        ndarray
+            One probability per object; NaN where ``status`` is not OK (and
+            where no copy could be searched, possible only for a handful of
+            resamplings).
+        """
+        search = functools.partial(
+            lombscargle_multiband,
+            grid=self.grid,
+            nterms_base=self.nterms_base,
+            nterms_band=self.nterms_band,
+            center_data=self.center_data,
+            reg_base=self.reg_base,
+            reg_band=self.reg_band,
+            device=device,
+        )
+        return bootstrap_fap(
+            self.catalog,
+            search,
+            n_resamplings=n_resamplings,
+            seed=seed,
+            observed=self,
+            device=device,
+        ).fap
 
 
 def n_parameters(nterms_base: int, nterms_band: int, n_bands: int) -> int:
