@@ -5,7 +5,8 @@
 ## Render parameters (strict_undefined):
 ##   real           "float" | "double"
 ##   stage          "prepare": nufft_prepare; "spread": nufft_spread_data_window,
-##                  nufft_spread_data and nufft_spread_window; "power": nufft_power;
+##                  nufft_spread_data and nufft_spread_window, and their
+##                  nufft_scatter_* twins; "power": nufft_power;
 ##                  "correction": nufft_correction
 ## stage "prepare" only (as lsprepare.mako):
 ##   wg, use_dy, center, min_points, ok, too_few, zero_variance
@@ -295,9 +296,69 @@ ${accumulate(v)}
 }
 </%def>
 
-${spread_kernel(("data", "window"))}
-${spread_kernel(("data",))}
-${spread_kernel(("window",))}
+<%def name="scatter_kernel(vectors)">
+// The spreading of nufft_spread_<vectors> as a scatter: one work-item per
+// object adds its points, in order, to the w cells each reaches, in a grid
+// the host has zeroed (for objects of few points on grids of many cells,
+// where the gather would search every cell). Same kernel values d as the gather.
+__kernel void nufft_scatter_${"_".join(vectors)}(
+    __global const int *restrict obj_start,
+    __global const int *restrict obj_n,
+    __global const long *restrict pt_cell,
+    __global const real_t *restrict pt_frac,
+    __global const real_t *restrict pt_w,
+    __global const real_t *restrict pt_wy,
+    __global const real2_t *restrict pt_phase,
+    const int harmonic,
+    const int n_grid,
+    const int width,
+    const real_t beta,
+    const int n_trans,
+    const int first_trans,
+    __global real2_t *restrict grid)           // zeroed rows of the batch's objects
+{
+    const int obj = (int) get_global_id(0);
+    const int p0 = obj_start[obj], p1 = p0 + obj_n[obj];
+    const real_t half_width = (real_t) 0.5 * (real_t) width;
+    const real_t two_over_w = 2 / (real_t) width;
+    const real_t h = (real_t) harmonic;
+    __global real2_t *out = grid + ((long) obj * n_trans + first_trans) * n_grid;
+    for (int j = p0; j < p1; ++j) {
+        const long base = harmonic * pt_cell[j];
+        const real_t shift = h * pt_frac[j];
+        const real2_t phase = pt_phase[j];
+        real2_t c0 = phase;
+        for (int m = 1; m < harmonic; ++m)
+            c0 = (real2_t) (c0.x * phase.x - c0.y * phase.y, c0.x * phase.y + c0.y * phase.x);
+        const int first = (int) floor(shift - half_width) - 1;
+        for (int o = first; o <= first + width + 2; ++o) {
+            const real_t d = (real_t) o - shift;  // the gather's (image - h cell) - h frac
+            if (d < -half_width || d >= half_width)
+                continue;
+            long l = (base + o) % n_grid;
+            if (l < 0)
+                l += n_grid;
+            const real2_t c = c0 * es_kernel(d, two_over_w, beta);
+% for i, v in enumerate(vectors):
+            {
+                const real_t weight = ${"pt_wy[j]" if v == "data" else "pt_w[j]"};
+                __global real2_t *cell = out + ${i} * (long) n_grid + l;
+%   if fp32:
+                *cell += weight * c;
+%   else:
+                *cell = fma((real2_t) (weight, weight), c, *cell);
+%   endif
+            }
+% endfor
+        }
+    }
+}
+</%def>
+
+% for vectors in (("data", "window"), ("data",), ("window",)):
+${spread_kernel(vectors)}
+${scatter_kernel(vectors)}
+% endfor
 % else:
 <%
     if None in (fit_mean, normalization, write_sums):

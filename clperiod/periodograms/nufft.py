@@ -91,6 +91,9 @@ Precision = Literal["fp64", "fp32"]
 MAX_WIDTH = 16
 #: Gauss-Legendre nodes of :func:`kernel_fourier_transform` (30 already reach rounding).
 QUADRATURE_NODES = 80
+#: A batch spreads by scatter when its longest object's points times the kernel
+#: width, times this, are at most the fine grid's cells (:func:`scatters`).
+SCATTER_RATIO = 8
 #: Modes per block of the host quadrature (a block x nodes temporary).
 _QUADRATURE_BLOCK = 1 << 16
 #: Default accuracy of the powers, relative to the peak, by ``fp64``.
@@ -479,6 +482,7 @@ class DevicePoints:
     yy: cl.MemoryObjectHolder
     status: np.ndarray
     psd_scale: np.ndarray
+    longest: int = 0
     events: list[cl.Event] = field(default_factory=list)
 
     @property
@@ -502,6 +506,7 @@ def upload_points(staging: Staging, prepared: PreparedPoints, fit_mean: bool) ->
         yy=staging.upload(prepared.yy),
         status=prepared.status,
         psd_scale=prepared.psd_scale,
+        longest=int(prepared.n_points.max(initial=0)),
     )
 
 
@@ -565,6 +570,7 @@ def prepare_on_device(
         yy=staging.buffer(real * n_obj),
         status=np.empty(0, np.int8),
         psd_scale=np.empty(0),
+        longest=int(catalog.lengths.max(initial=0)),
     )
     lengths = staging.upload(catalog.lengths.astype(np.int32))
     status_slot = staging.result((n_obj,), np.int8)
@@ -644,9 +650,16 @@ def _range(n: int, n_objects: int, wg: int) -> tuple[tuple[int, int], tuple[int,
     return (-(-n // wg) * wg, n_objects), (wg, 1)
 
 
-def _spread_kernel(queue: cl.CommandQueue, plan: NufftPlan, vectors: str) -> cl.Kernel:
-    """``nufft_spread_<vectors>`` (``data_window``, ``data`` or ``window``)."""
-    kernel_names = ("nufft_spread_data_window", "nufft_spread_data", "nufft_spread_window")
+def _spread_kernel(
+    queue: cl.CommandQueue, plan: NufftPlan, vectors: str, scatter: bool = False
+) -> cl.Kernel:
+    """``nufft_spread_<vectors>`` (``data_window``, ``data`` or ``window``), or
+    its ``nufft_scatter_<vectors>`` twin."""
+    kernel_names = tuple(
+        f"nufft_{way}_{v}"
+        for v in ("data_window", "data", "window")
+        for way in ("spread", "scatter")
+    )
     found = kernels.get_kernels(
         queue.context,
         "nufft",
@@ -654,7 +667,8 @@ def _spread_kernel(queue: cl.CommandQueue, plan: NufftPlan, vectors: str) -> cl.
         real="double" if plan.fp64 else "float",
         stage="spread",
     )
-    return dict(zip(kernel_names, found, strict=True))[f"nufft_spread_{vectors}"]
+    way = "scatter" if scatter else "spread"
+    return dict(zip(kernel_names, found, strict=True))[f"nufft_{way}_{vectors}"]
 
 
 def _power_kernel(
@@ -756,8 +770,29 @@ def spread(
     """
     n_trans = points.n_transforms
     launches = (("data_window" if points.fit_mean else "data", 1, 0), ("window", 2, n_trans - 1))
+    clear_for_scatter(queue, points, plan, grid, n_trans)
     for vectors, harmonic, first in launches:
         spread_harmonic(queue, points, plan, grid, vectors, harmonic, n_trans, first)
+
+
+def scatters(points: DevicePoints, plan: NufftPlan) -> bool:
+    """Whether the batch spreads by scatter (``nufft_scatter_*``): its longest
+    object reaches at most 1 / :data:`SCATTER_RATIO` of the grid's cells."""
+    return points.n_objects > 0 and points.longest * plan.width * SCATTER_RATIO <= plan.n_grid
+
+
+def clear_for_scatter(
+    queue: cl.CommandQueue,
+    points: DevicePoints,
+    plan: NufftPlan,
+    grid: cl.MemoryObjectHolder,
+    n_trans: int,
+) -> None:
+    """Zero the batch's ``n_trans`` transforms per object in ``grid`` when it
+    :func:`scatters` (before any :func:`spread_harmonic` of the batch)."""
+    if scatters(points, plan):
+        size = points.n_objects * n_trans * plan.n_grid * np.dtype(plan.complex_dtype).itemsize
+        cl.enqueue_fill_buffer(queue, grid, np.uint32(0), 0, size)
 
 
 def spread_harmonic(
@@ -772,9 +807,16 @@ def spread_harmonic(
 ) -> None:
     """Queue ``nufft_spread_<vectors>`` (``data_window``, ``data`` or
     ``window``) of the points at ``harmonic`` times ``xi`` into transforms
-    ``first``, ... of the ``n_trans`` of each object in ``grid``."""
-    global_size, local_size = _range(plan.n_grid, points.n_objects, _work_group(queue))
-    _spread_kernel(queue, plan, vectors)(
+    ``first``, ... of the ``n_trans`` of each object in ``grid``; its
+    ``nufft_scatter_<vectors>`` twin when the batch :func:`scatters` (``grid``
+    zeroed by :func:`clear_for_scatter`)."""
+    scatter = scatters(points, plan)
+    if scatter:
+        global_size: tuple[int, ...] = (points.n_objects,)
+        local_size: tuple[int, ...] | None = None
+    else:
+        global_size, local_size = _range(plan.n_grid, points.n_objects, _work_group(queue))
+    _spread_kernel(queue, plan, vectors, scatter)(
         queue,
         global_size,
         local_size,

@@ -70,6 +70,7 @@ def spread(
     interleaved complex values in the order of ``cl_kernels/nufft_terms.mako``;
     rows past the batch's are left unwritten.
     """
+    nufft.clear_for_scatter(queue, points, plan, grid, 3 * nterms)
     for h in range(1, 2 * nterms + 1):
         vectors = "data_window" if h <= nterms else "window"
         nufft.spread_harmonic(

@@ -402,9 +402,16 @@ MODE_CASES = [
 ]
 
 
+#: SCATTER_RATIO values that force each way of spreading.
+WAYS = {"gather": 2**62, "scatter": 0}
+
+
 @functools.cache
-def spread_case(device, n, precision, spp, nf, fmin_in_df, fit_mean=True, host=False):
-    """Points prepared on the device (or on the host and uploaded) and spread."""
+def spread_case(
+    device, n, precision, spp, nf, fmin_in_df, fit_mean=True, host=False, way="gather"
+):
+    """Points prepared on the device (or on the host and uploaded) and spread
+    (by gather or by scatter)."""
     t, y, dy = light_curve(n)
     df = baseline_df(t, spp)
     plan = nufft.NufftPlan.build(FrequencyGrid(fmin_in_df * df, df, nf), precision)
@@ -415,7 +422,11 @@ def spread_case(device, n, precision, spp, nf, fmin_in_df, fit_mean=True, host=F
         points = nufft.upload_points(staging, prepared, fit_mean)
         staging.send(queue)
     grid = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, nufft.grid_bytes(points, plan))
-    nufft.spread(queue, points, plan, grid)
+    cl.enqueue_fill_buffer(queue, grid, np.float32(np.nan), 0, nufft.grid_bytes(points, plan))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(nufft, "SCATTER_RATIO", WAYS[way])
+        assert nufft.scatters(points, plan) == (way == "scatter")
+        nufft.spread(queue, points, plan, grid)
     shape = (points.n_transforms, plan.n_grid)
     return plan, points, prepared, grid, read(queue, grid, shape, plan.complex_dtype)
 
@@ -429,12 +440,14 @@ def transform_inputs(prepared, fit_mean=True):
     return [(xi, data), *([(xi, window)] if fit_mean else []), (xi2, doubled)]
 
 
+@pytest.mark.parametrize("way", list(WAYS))
 @pytest.mark.parametrize("host", [False, True], ids=["device-prepared", "host-prepared"])
 @pytest.mark.parametrize("case", SPREAD_CASES)
-def test_spread_grid_matches_the_reference_spread(cpu_device, case, host):
+def test_spread_grid_matches_the_reference_spread(cpu_device, case, host, way):
     """Up to rounding, and up to the kernel's edge value e^-beta per point: a point
-    within rounding of w/2 cells from a cell falls on either edge of its support."""
-    plan, _, prepared, _, grids = spread_case(cpu_device, *case, host=host)
+    within rounding of w/2 cells from a cell falls on either edge of its support.
+    The grid starts as NaN: every cell must be written (or zeroed for the scatter)."""
+    plan, _, prepared, _, grids = spread_case(cpu_device, *case, host=host, way=way)
     tolerance = 1e-13 if plan.fp64 else 2e-6
     for grid, (xi, strengths) in zip(grids, transform_inputs(prepared), strict=True):
         expected = ref.spread(
@@ -448,6 +461,15 @@ def test_spread_grid_matches_the_reference_spread(cpu_device, case, host):
         np.testing.assert_allclose(
             grid, expected, rtol=0, atol=tolerance * np.abs(expected).max() + edge
         )
+
+
+@pytest.mark.parametrize("case", SPREAD_CASES[:4] + SPREAD_CASES[5:6])
+def test_scatter_equals_gather(cpu_device, case):
+    """The same kernel values summed in the same order (one image per point here);
+    fp32 gathers with compensated sums, the scatter adds plainly."""
+    grids = [spread_case(cpu_device, *case, way=way)[-1] for way in WAYS]
+    tolerance = 1e-15 if case[1] == "fp64" else 1e-6
+    np.testing.assert_allclose(grids[1], grids[0], rtol=0, atol=tolerance * np.abs(grids[0]).max())
 
 
 def test_spread_without_fit_mean_has_two_transforms(cpu_device):
@@ -500,7 +522,9 @@ def test_power_matches_direct_sums_and_the_reference_nufft(
     direct = ref.lombscargle_direct(t, y, dy, fmin + df * np.arange(nf), **options)
     assert_close_to_peak(power, direct, nifty_rtol(nf, "fp64"))
     assert_close_to_peak(
-        power, ref.lombscargle_nufft(t, y, dy, fmin, df, nf, **options, eps=TRANSFORM_EPS), REFERENCE_NUFFT_RTOL
+        power,
+        ref.lombscargle_nufft(t, y, dy, fmin, df, nf, **options, eps=TRANSFORM_EPS),
+        REFERENCE_NUFFT_RTOL,
     )
     assert np.isnan(power[0]) == (fmin == 0)
 
@@ -543,7 +567,9 @@ def test_power_over_point_counts_and_wrapping_grids(queue, n, nf, fmin_in_df, sp
     direct = ref.lombscargle_direct(t, y, dy, fmin + df * np.arange(nf))
     assert_close_to_peak(power, direct, nifty_rtol(nf, "fp64"))
     assert_close_to_peak(
-        power, ref.lombscargle_nufft(t, y, dy, fmin, df, nf, eps=TRANSFORM_EPS), REFERENCE_NUFFT_RTOL
+        power,
+        ref.lombscargle_nufft(t, y, dy, fmin, df, nf, eps=TRANSFORM_EPS),
+        REFERENCE_NUFFT_RTOL,
     )
 
 
