@@ -196,7 +196,8 @@ def test_injected_transit_recovered(search):
     result = search(t, y, dy, periods, [0.1, 0.15, 0.2], oversample=5)
     best = np.argmax(result.power)
     assert abs(periods[best] - 3.17) < 0.005
-    assert abs(result.depth[best] - DEPTH) < 0.1 * DEPTH
+    # the binned box may be a bin longer than the transit: up to 1/8 shallower
+    assert abs(result.depth[best] - DEPTH) < 0.125 * DEPTH + 3 * result.depth_err[best]
     assert abs(result.duration[best] - 0.15) <= 0.05
     phase_error = (result.transit_time[best] - 102.0 + 3.17 / 2) % 3.17 - 3.17 / 2
     assert abs(phase_error) < 0.03
