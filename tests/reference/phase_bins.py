@@ -21,7 +21,9 @@ def phases(t: ArrayLike, frequency: ArrayLike, phase_dtype: DTypeLike = np.float
 
     ``phase_dtype=np.float32`` reproduces P4J's float32 folding (its ``PDM`` and ``AOV``):
     ``fmodf(t, 1 / f) * f`` with ``t``, ``f``, ``1 / f`` and the product rounded to float32
-    (spec §5.2, §7.3). The default is the exact float64 ``frac(f t)``.
+    (spec §5.2, §7.3); that is ``frac`` only for ``t >= 0`` (``fmodf`` of a negative time
+    is negative, and P4J then drops the point or indexes out of its bins): compare with
+    P4J on positive times. The default is the exact float64 ``frac(f t)``.
     """
     if np.dtype(phase_dtype) == np.float32:
         t32 = np.asarray(t, np.float32)
