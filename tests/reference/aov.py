@@ -153,8 +153,10 @@ def aov(t: ArrayLike, y: ArrayLike, dy: ArrayLike | None, frequency: ArrayLike,
     return textbook(index, y, weights, nbins)
 
 
-def pdm_theta_to_aov(theta_pdm: FloatArray, npoints: int, nbins: int) -> FloatArray:
-    """AOV theta from PDM theta (one cover, all ``nbins`` bins occupied; spec §5.1):
-    ``(N - r)/(r - 1) (1/x - 1)`` with ``x = (N - r) theta_pdm / (N - 1)``."""
+def pdm_theta_to_aov(theta_pdm: FloatArray, npoints: int, nbins: ArrayLike) -> FloatArray:
+    """Unweighted AOV theta from Stellingwerf's PDM theta with one cover (spec §5.1):
+    ``(N - r)/(r - 1) (1/x - 1)`` with ``x = (N - r) theta_pdm / (N - 1)``, ``r`` the
+    occupied bins (per frequency, or one number)."""
+    nbins = np.asarray(nbins)
     x = (npoints - nbins) * theta_pdm / (npoints - 1)
     return (npoints - nbins) / (nbins - 1) * (1.0 / x - 1.0)
