@@ -7,7 +7,7 @@ and ``method="fast"`` (:func:`bls_binned` with ``compat="astropy"``), its
 oracle the OpenCL BLS kernels are tested against; nothing here imports ``clperiod`` or
 astropy.
 
-Model (spec §4.1; Kovács et al. 2002 §2 with astropy's objectives). Times are taken
+Model (spec §4.1; Kovács et al. 2002, A&A 391, 369, with astropy's objectives). Times are taken
 relative to ``t_ref = min t`` (``tau = t - t_ref``), ``u = y - median(y)`` and
 ``v = dy**-2`` (ones without ``dy``). For a set ``I`` of in-transit points::
 
@@ -124,7 +124,7 @@ def box_fit(uv_in: FloatArray, v_in: FloatArray, uv_out: FloatArray, v_out: Floa
                 "log_likelihood": 0.5 * v_in * depth * depth}
 
 
-def _best(fit: dict[str, FloatArray], admissible: FloatArray, objective: Objective,
+def _best(fit: dict[str, FloatArray], admissible: NDArray[np.bool_], objective: Objective,
           duration: FloatArray, transit_time: FloatArray) -> dict[str, float]:
     """The first strictly greatest admissible box, or ``-inf`` power and NaN fields."""
     score = np.where(admissible, fit["log_likelihood" if objective == "likelihood"

@@ -47,6 +47,7 @@ from numpy.typing import ArrayLike, DTypeLike
 
 from reference.phase_bins import (
     FloatArray,
+    IntArray,
     as_frequencies,
     cover_bin_index,
     inverse_variance,
@@ -80,7 +81,7 @@ def _check(nbins: int, ncovers: int, convention: str) -> None:
 
 def sample_sums(phase: FloatArray, y: FloatArray, weights: FloatArray, nbins: int,
                 ncovers: int, phase_dtype: DTypeLike = np.float64
-                ) -> tuple[FloatArray, FloatArray, FloatArray]:
+                ) -> tuple[IntArray, FloatArray, FloatArray]:
     """Per (frequency, sample): count, ``SS_k`` and ``V1_k - V2_k / V1_k``.
 
     Samples are ordered cover by cover, ``k = c nbins + b``; shape ``(n_freq, M)``.
@@ -99,7 +100,7 @@ def sample_sums(phase: FloatArray, y: FloatArray, weights: FloatArray, nbins: in
     return np.hstack(counts), np.hstack(squares), np.hstack(dof)
 
 
-def theta_from_samples(count: FloatArray, squares: FloatArray, dof: FloatArray,
+def theta_from_samples(count: IntArray, squares: FloatArray, dof: FloatArray,
                        variance: float, convention: Convention = "stellingwerf"
                        ) -> FloatArray:
     """Theta from the per-sample sums of :func:`sample_sums` and the data's variance."""
