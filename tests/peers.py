@@ -143,3 +143,16 @@ def load_p4j() -> types.ModuleType | None:
         return importlib.import_module("P4J")
     except ImportError:
         return None
+
+
+def load_pyastronomy_pdm() -> types.ModuleType | None:
+    """PyAstronomy's PDM (``PyAstronomy.pyTiming.pyPDM``); None when it is not installed.
+
+    ``PyPDM(time, mag).pdmEquiBinCover(nbins, covers, Scanner(...))`` is the convention
+    ``"pyastronomy"`` of ``tests/reference/pdm.py``; ``pdmEquiBin`` merges bins of fewer
+    than 3 points with a neighbour. Unweighted, float64.
+    """
+    try:
+        return importlib.import_module("PyAstronomy.pyTiming.pyPDM")
+    except ImportError:
+        return None
