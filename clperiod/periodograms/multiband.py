@@ -65,8 +65,8 @@ __all__ = [
 
 #: Most harmonics of the base and of the band models.
 MAX_NTERMS = 4
-#: Most bands of a catalog (the normal system, up to 1 + 2K + B (1 + 2L)
-#: unknowns, lives in private memory).
+#: Most bands of a catalog (the kernel's reduced normal system, up to
+#: 2 max(K - L, 0) + B (1 + 2L) unknowns, lives in private memory).
 MAX_BANDS = 8
 _WG = 64
 #: Values whose residuals about their band means are below this fraction of
@@ -294,16 +294,14 @@ def lombscargle_multiband(
         for info in devices:
             require_fp64(info)
     options = _Options(
-        (nterms_base, nterms_band), ridge, precision == "fp64", top_k, max(1, catalog.n_bands)
+        (nterms_base, nterms_band), ridge, precision == "fp64", top_k, catalog.n_bands
     )
-    dtype = options.dtype
-    if periodogram:
-        columns = searched.nf + (grid.nf if positions is not None else 0)
-        check_periodogram_memory(catalog.n_objects, columns, dtype)
-    prepared = _prepare(catalog, nterms_base, nterms_band, center_data)
     power: np.ndarray | None = None
     if periodogram:
-        power = np.full((catalog.n_objects, searched.nf), np.nan, dtype)
+        columns = searched.nf + (grid.nf if positions is not None else 0)
+        check_periodogram_memory(catalog.n_objects, columns, options.dtype)
+        power = np.full((catalog.n_objects, searched.nf), np.nan, options.dtype)
+    prepared = _prepare(catalog, nterms_base, nterms_band, center_data)
     values, indices = _run(devices, prepared, searched, options, power)
     top_power, top_frequency = top_k_arrays(values, indices, searched)
     status = _final_status(catalog, prepared.status, top_power[:, 0])
