@@ -12,7 +12,7 @@ duplicate eliminated exactly (the kernel's notes); ``peaks_topk``
 peaks, as :func:`multiterm.search <clperiod.periodograms.multiterm.search>`
 does. Frequencies are a uniform grid or any array; the objects are cut
 into batches that fit the smallest device and spread over the selected
-devices (:func:`clperiod.engine.scheduler.run_on_devices`).
+devices (``clperiod.engine.scheduler.run_on_devices``).
 """
 
 from __future__ import annotations
