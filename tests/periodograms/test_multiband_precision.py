@@ -118,7 +118,7 @@ def test_ridges_below_float32_resolution(rng, ridge):
     curve = ztf_like(rng, bands=("g", "r", "i"))
     fp64, fp32 = both(catalog(curve), CLEAR_GRID, **ridge)
     np.testing.assert_allclose(fp64.power[0], reference(curve, CLEAR_GRID.frequencies(), **ridge),
-                               rtol=1e-7, atol=0)
+                               rtol=1e-9, atol=0)
     np.testing.assert_allclose(fp32.power[0], fp64.power[0], rtol=0, atol=FP32_ATOL)
 
 
