@@ -1,9 +1,13 @@
 //CL//
 ## Multiband Lomb-Scargle power (VanderPlas & Ivezic 2015; astropy
 ## LombScargleMultiband, method "flexible") of the objects of a ragged
-## catalog, fp64.
+## catalog.
 ##
 ## Render parameters (strict_undefined):
+##   real         "double" | "float": the arithmetic of the sums and the solve
+##   arbitrary    read the frequency of each bin from an array (the rising
+##                distinct frequencies of a clperiod.FrequencyArray) instead of
+##                fmin + k df
 ##   nterms_base  harmonics K of the model shared by all bands (0 <= K)
 ##   nterms_band  harmonics L of each band's own model (0 <= L)
 ##   nbands       bands B of the catalog (band codes 0 .. B - 1)
@@ -13,34 +17,75 @@
 ## The model at frequency f, phi = 2 pi f t, is a base part
 ## a_0 + sum_{k=1..K} a_k sin(k phi) + b_k cos(k phi) common to all bands plus,
 ## on band b's points only, c_0 + sum_{l=1..L} c_l sin(l phi) + d_l cos(l phi).
-## Unknowns: [a_0, a_1, b_1, ..., a_K, b_K], then band by band
-## [c_0, c_1, d_1, ..., c_L, d_L] (P = 1 + 2K + B (1 + 2L)). The base constant
-## duplicates the sum of the band constants, so the normal matrix A = X^T W X is
-## singular; astropy's ridge makes it positive definite: A_ii += trace(A) r_i
-## with r_i = reg_base on the base unknowns and reg_band on the band unknowns
-## (kernel arguments, 0 for none). The power is b^T A^-1 b (b = X^T W y'); the
-## host divides it by chi2_0 = sum w y'^2.
+## astropy fits it with a ridge: it minimises |z - X theta|^2 + theta^T R theta,
+## R = trace(X^T X) diag(r) with r_i = reg_base on the base unknowns and reg_band
+## on the band unknowns (kernel arguments, 0 for none), and its power is
+## b^T (X^T X + R)^-1 b = z^T z - min, b = X^T z (the host divides it by
+## chi2_0 = z^T z).
+##
+## Reduced system. The base columns of harmonics up to min(K, L), the constant
+## included (the first D = 1 + 2 min(K, L) columns of a block), are the sums of
+## the same columns of the bands with points, so X^T X is singular and only the
+## ridge holds those directions: astropy's matrix has eigenvalues of the
+## ridge's size (1e-6 of the trace by default), which float32 sums do not
+## resolve. They are eliminated exactly instead: with u_b = (band b's
+## coefficients) + (the duplicated base coefficients a), the minimum over a of
+## reg_base |a|^2 + reg_band sum_b |u_b - a|^2 (bands with points, B' of them)
+## is, column by column, sum_b reg_band u_b^2 - g (sum_b u_b)^2 with
+## g = reg_band^2 / (reg_base + B' reg_band). The system that remains has the
+## unknowns [the base's own harmonics L + 1 .. K: sin, cos], then band by band
+## [c_0, c_1, d_1, ..., c_L, d_L] (P = 2 max(K - L, 0) + B (1 + 2L)); its
+## matrix is X'^T X' plus the ridge: reg_base on the base's own unknowns,
+## reg_band on band columns D and above, and on the first D columns of the
+## bands with points reg_band - g on the diagonal and -g between the same
+## column of two bands (times the trace, which is (2 + K + L) sum w). Its power
+## is the same number in exact arithmetic. A band without points of an object
+## has a unit diagonal and nothing else: it leaves the power unchanged.
+##
 ## The host passes each object's weights w ~ dy^-2 summing to 1 and its values
 ## y' (each band centred on its weighted mean when asked, scaled to a mean
-## square near 1) as wy = w y'. A band without points of an object adds only
-## its ridge to A and nothing to b: it leaves the power unchanged.
-## Per band b the kernel accumulates C_m + i S_m = sum w e^{i m phi}
-## (m = 0 .. 2H, H = max(K, L)) and YC_h + i YS_h = sum w y' e^{i h phi}
-## (h = 0 .. H); the base entries use the sums over all bands, the base-band
-## and band-band entries those of the band (different bands do not meet).
-## ND-range: the block's bins (padded to wg) x objects; a work-group's items
-## share one object, whose points (offsets `starts`) they stage. Each system is
-## solved by Cholesky in private memory; a pivot that is not positive (f = 0)
-## gives NaN.
+## square near 1) as wy = w y'. Per band b the kernel accumulates
+## C_m + i S_m = sum w e^{i m phi} (m = 0 .. 2H, H = max(K, L)) and
+## YC_h + i YS_h = sum w y' e^{i h phi} (h = 0 .. H); the base entries use the
+## sums over all bands, the base-band and band-band entries those of the band
+## (the products of different bands' columns are 0). Each system is solved by
+## Cholesky in private memory; a pivot that is not positive gives NaN, and so
+## does f = 0 (bin zero_bin), where no sine fits.
+##
+## Phases (cycles, reduced to [-1/2, 1/2]; times from each object's first
+## observation): fp64 f t less its nearest integer (f = fmin + (k0 + k) df or
+## grid_f[k0 + k]). fp32, uniform grid: the inputs of
+## FrequencyGrid.phase_inputs for the launch's first bin k0, pt_a = frac(f_k0 t)
+## and pt_bh + pt_bl = frac(df t) in double-single, the phase of the launch's
+## bin k being a + k (bh + bl) with k bh formed exactly (p + e): ~1e-7 cycles
+## for any epoch and grid (k < 2^24). fp32, arbitrary: (fh + fl)(th + tl) of
+## the float pairs grid_fh + grid_fl = f and pt_th + pt_tl = t in double-single.
+## Harmonics follow by angle addition.
+##
+## ND-range: the launch's bins (padded to wg) x objects; a work-group's items
+## share one object, whose points (offsets `starts`) they stage.
 <%namespace name="common" file="common.mako"/>
-${common.prelude("double")}
+${common.prelude(real)}
+<%
+    fp64 = real == "double"
+    d = 1 + 2 * min(nterms_base, nterms_band)
+    own = 2 * max(nterms_base - nterms_band, 0)
+    if fp64:
+        phase_inputs = ["t"]
+    elif arbitrary:
+        phase_inputs = ["th", "tl"]
+    else:
+        phase_inputs = ["a", "bh", "bl"]
+    point_type = "double" if fp64 else "float"
+%>
 #define K ${nterms_base}
 #define L ${nterms_band}
 #define B ${nbands}
 #define H ${max(nterms_base, nterms_band)}
-#define N_BASE (1 + 2 * K)
-#define N_BAND (1 + 2 * L)
-#define P (N_BASE + B * N_BAND)
+#define NL (1 + 2 * L)
+#define D ${d}
+#define NE ${own}
+#define P (NE + B * NL)
 #define WG ${wg}
 
 // Column c of a harmonic block ([1, sin phi, cos phi, sin 2 phi, ...]) is the
@@ -49,86 +94,104 @@ inline int harmonic_of(const int c) { return (c + 1) / 2; }
 inline int is_sine(const int c) { return c & 1; }
 
 // sum w g_c g_e of columns c and e, from the window sums C, S (product-to-sum).
-inline double window_product(const int c, const int e, const double *C, const double *S)
+inline real_t window_product(const int c, const int e, const real_t *C, const real_t *S)
 {
     const int j = harmonic_of(c), q = harmonic_of(e);
     const int d = abs(j - q);
-    const double s_diff = j >= q ? S[d] : -S[d];  // sum w sin((j - q) phi)
+    const real_t s_diff = j >= q ? S[d] : -S[d];  // sum w sin((j - q) phi)
     if (is_sine(c) && is_sine(e))
-        return 0.5 * (C[d] - C[j + q]);
+        return (real_t) 0.5 * (C[d] - C[j + q]);
     if (!is_sine(c) && !is_sine(e))
-        return 0.5 * (C[d] + C[j + q]);
+        return (real_t) 0.5 * (C[d] + C[j + q]);
     if (is_sine(c))
-        return 0.5 * (S[j + q] + s_diff);
-    return 0.5 * (S[j + q] - s_diff);
+        return (real_t) 0.5 * (S[j + q] + s_diff);
+    return (real_t) 0.5 * (S[j + q] - s_diff);
 }
 
 // sum w y' g_c of column c, from the data sums YC, YS.
-inline double data_product(const int c, const double *YC, const double *YS)
+inline real_t data_product(const int c, const real_t *YC, const real_t *YS)
 {
     return is_sine(c) ? YS[harmonic_of(c)] : YC[harmonic_of(c)];
 }
 
-// b^T A^-1 b of one object's sums (NaN for a system that is not positive definite).
-inline double solve(const double C[B][2 * H + 1], const double S[B][2 * H + 1],
-                    const double YC[B][H + 1], const double YS[B][H + 1],
-                    const double reg_base, const double reg_band)
+// b^T A^-1 b of one object's sums through the reduced system (NaN for a
+// system that is not positive definite).
+inline real_t solve(const real_t C[B][2 * H + 1], const real_t S[B][2 * H + 1],
+                    const real_t YC[B][H + 1], const real_t YS[B][H + 1],
+                    const real_t reg_base, const real_t reg_band)
 {
-    double A[P][P], b[P];
-    double Ct[2 * H + 1], St[2 * H + 1], YCt[H + 1], YSt[H + 1];
+    real_t A[P][P], b[P];
+    real_t Ct[2 * H + 1], St[2 * H + 1], YCt[H + 1], YSt[H + 1];
     for (int m = 0; m <= 2 * H; ++m) {
-        Ct[m] = St[m] = 0.0;
+        Ct[m] = St[m] = 0;
         for (int band = 0; band < B; ++band) {
             Ct[m] += C[band][m];
             St[m] += S[band][m];
         }
     }
     for (int m = 0; m <= H; ++m) {
-        YCt[m] = YSt[m] = 0.0;
+        YCt[m] = YSt[m] = 0;
         for (int band = 0; band < B; ++band) {
             YCt[m] += YC[band][m];
             YSt[m] += YS[band][m];
         }
     }
+    int with_points = 0;
+    for (int band = 0; band < B; ++band)
+        with_points += C[band][0] > 0;
+    const real_t trace = (2 + K + L) * Ct[0];
+    // the ridge the eliminated base unknowns leave between the bands' columns
+    const real_t shared = reg_band * reg_band / (reg_base + with_points * reg_band);
     for (int r = 0; r < P; ++r)
         for (int c = 0; c < P; ++c)
-            A[r][c] = 0.0;
-    for (int c = 0; c < N_BASE; ++c) {
-        b[c] = data_product(c, YCt, YSt);
-        for (int e = 0; e <= c; ++e)
-            A[c][e] = window_product(c, e, Ct, St);
+            A[r][c] = 0;
+    for (int i = 0; i < NE; ++i) {  // the base's own harmonics
+        b[i] = data_product(D + i, YCt, YSt);
+        for (int e = 0; e <= i; ++e)
+            A[i][e] = window_product(D + i, D + e, Ct, St);
+        A[i][i] += trace * reg_base;
     }
     for (int band = 0; band < B; ++band) {
-        const int first = N_BASE + band * N_BAND;
-        for (int c = 0; c < N_BAND; ++c) {
-            b[first + c] = data_product(c, YC[band], YS[band]);
-            for (int e = 0; e < N_BASE; ++e)
-                A[first + c][e] = window_product(c, e, C[band], S[band]);
+        const int first = NE + band * NL;
+        const int has_points = C[band][0] > 0;
+        for (int c = 0; c < NL; ++c) {
+            const int r = first + c;
+            if (!has_points) {
+                A[r][r] = 1;
+                b[r] = 0;
+                continue;
+            }
+            b[r] = data_product(c, YC[band], YS[band]);
+            for (int e = 0; e < NE; ++e)
+                A[r][e] = window_product(c, D + e, C[band], S[band]);
             for (int e = 0; e <= c; ++e)
-                A[first + c][first + e] = window_product(c, e, C[band], S[band]);
+                A[r][first + e] = window_product(c, e, C[band], S[band]);
+            if (c < D) {
+                A[r][r] += trace * (reg_band - shared);
+                for (int other = 0; other < band; ++other)
+                    if (C[other][0] > 0)
+                        A[r][NE + other * NL + c] = -trace * shared;
+            } else {
+                A[r][r] += trace * reg_band;
+            }
         }
     }
-    double trace = 0.0;
-    for (int r = 0; r < P; ++r)
-        trace += A[r][r];
-    for (int r = 0; r < P; ++r)
-        A[r][r] += trace * (r < N_BASE ? reg_base : reg_band);
     // Cholesky A = L L^T in the lower triangle, z = L^-1 b, p = z . z
-    double p = 0.0;
+    real_t p = 0;
     for (int r = 0; r < P; ++r) {
         for (int c = 0; c <= r; ++c) {
-            double sum = A[r][c];
+            real_t sum = A[r][c];
             for (int q = 0; q < c; ++q)
                 sum -= A[r][q] * A[c][q];
             if (r == c) {
-                if (!(sum > 0.0))
+                if (!(sum > 0))
                     return NAN;
                 A[r][r] = sqrt(sum);
             } else {
                 A[r][c] = sum / A[c][c];
             }
         }
-        double z = b[r];
+        real_t z = b[r];
         for (int q = 0; q < r; ++q)
             z -= A[r][q] * b[q];
         b[r] = z / A[r][r];
@@ -139,51 +202,93 @@ inline double solve(const double C[B][2 * H + 1], const double S[B][2 * H + 1],
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void multiband_catalog(
-    __global const double *restrict t,    // (points,) times relative to each object's reference
-    __global const double *restrict w,    // (points,) dy^-2, normalised per object
-    __global const double *restrict wy,   // (points,) w * (band-centred, scaled) y
+% for name in phase_inputs:
+    __global const ${point_type} *restrict pt_${name},
+% endfor
+    __global const real_t *restrict w,    // (points,) dy^-2, normalised per object
+    __global const real_t *restrict wy,   // (points,) w * (band-centred, scaled) y
     __global const short *restrict band,  // (points,) band code, 0 .. B - 1
     __global const int *restrict starts,  // (objects + 1,) point offsets
-    const int obj0, const double fmin, const double df, const int k0, const int nf,
-    const double reg_base, const double reg_band,
-    __global double *restrict power)      // (launch objects, nf) p of bins k0 .. k0 + nf - 1
+    const int obj0,
+% if arbitrary and fp64:
+    __global const double *restrict grid_f,   // (nf_all,) frequencies
+% elif arbitrary:
+    __global const float *restrict grid_fh,   // (nf_all,) grid_fh + grid_fl = frequencies
+    __global const float *restrict grid_fl,
+% elif fp64:
+    const double fmin, const double df,
+% endif
+    const int k0, const int nf,
+    const int zero_bin,                   // the launch's bin of f = 0, or -1
+    const real_t reg_base, const real_t reg_band,
+    __global real_t *restrict power)      // (launch objects, nf) p of bins k0 .. k0 + nf - 1
 {
     const int k = get_global_id(0);
     const int lid = get_local_id(0);
     const int first = get_global_id(1);  // the launch's object: first, catalog's obj0 + first
     const int p0 = starts[obj0 + first], n = starts[obj0 + first + 1] - p0;
+% if arbitrary and fp64:
+    const double f = grid_f[k0 + min(k, nf - 1)];  // padding items repeat the last (unused)
+% elif arbitrary:
+    const float fh = grid_fh[k0 + min(k, nf - 1)], fl = grid_fl[k0 + min(k, nf - 1)];
+% elif fp64:
     const double f = fmin + df * (k0 + k);
-    __local double l_t[WG], l_w[WG], l_wy[WG];
+% else:
+    const float kf = (float) k;
+% endif
+% for name in phase_inputs:
+    __local ${point_type} l_${name}[WG];
+% endfor
+    __local real_t l_w[WG], l_wy[WG];
     __local short l_band[WG];
-    double C[B][2 * H + 1], S[B][2 * H + 1], YC[B][H + 1], YS[B][H + 1];
+    real_t C[B][2 * H + 1], S[B][2 * H + 1], YC[B][H + 1], YS[B][H + 1];
     for (int r = 0; r < B; ++r) {
         for (int m = 0; m <= 2 * H; ++m)
-            C[r][m] = S[r][m] = 0.0;
+            C[r][m] = S[r][m] = 0;
         for (int m = 0; m <= H; ++m)
-            YC[r][m] = YS[r][m] = 0.0;
+            YC[r][m] = YS[r][m] = 0;
     }
     for (int base = 0; base < n; base += WG) {
         barrier(CLK_LOCAL_MEM_FENCE);
         if (base + lid < n) {
-            l_t[lid] = t[p0 + base + lid];
-            l_w[lid] = w[p0 + base + lid];
-            l_wy[lid] = wy[p0 + base + lid];
-            l_band[lid] = band[p0 + base + lid];
+            const int g = p0 + base + lid;
+% for name in phase_inputs:
+            l_${name}[lid] = pt_${name}[g];
+% endfor
+            l_w[lid] = w[g];
+            l_wy[lid] = wy[g];
+            l_band[lid] = band[g];
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         const int count = min(WG, n - base);
         for (int i = 0; i < count; ++i) {
+% if fp64:
             double cycles = f * l_t[i];
             cycles -= rint(cycles);
-            double s1, c1;
+% elif arbitrary:
+            // (fh + fl)(th + tl) in double-single: p + e is fh th exactly
+            const float th = l_th[i];
+            const float p = fh * th;
+            const float e = fma(fh, th, -p);
+            float cycles = (p - rint(p)) + (e + fma(fh, l_tl[i], fl * th));
+            cycles -= rint(cycles);
+% else:
+            // a + k (bh + bl) in double-single: p + e is k bh exactly
+            const float bh = l_bh[i];
+            const float p = kf * bh;
+            const float e = fma(kf, bh, -p);
+            float cycles = (p - rint(p)) + (e + fma(kf, l_bl[i], l_a[i]));
+            cycles -= rint(cycles);
+% endif
+            real_t s1, c1;
             sincos_cycles(cycles, &s1, &c1);
             const int r = l_band[i];
-            const double wi = l_w[i], wyi = l_wy[i];
+            const real_t wi = l_w[i], wyi = l_wy[i];
             C[r][0] += wi;
             YC[r][0] += wyi;
-            double cm = 1.0, sm = 0.0;
+            real_t cm = 1, sm = 0;
             for (int m = 1; m <= 2 * H; ++m) {
-                const double c_next = cm * c1 - sm * s1;
+                const real_t c_next = cm * c1 - sm * s1;
                 sm = sm * c1 + cm * s1;
                 cm = c_next;
                 C[r][m] += wi * cm;
@@ -197,5 +302,6 @@ void multiband_catalog(
     }
     if (k >= nf)
         return;
-    power[(size_t) first * nf + k] = solve(C, S, YC, YS, reg_base, reg_band);
+    power[(size_t) first * nf + k] =
+        k == zero_bin ? (real_t) NAN : solve(C, S, YC, YS, reg_base, reg_band);
 }

@@ -538,18 +538,16 @@ class LombScargleMultiband(_AutoFrequency, _AstropyLombScargleMultiband):
         from astropy.timeseries import LombScargleMultiband   # before
         from clperiod.astropy import LombScargleMultiband     # after
 
-    Powers come from :func:`clperiod.lombscargle_multiband` (fp64, on the
-    device) and equal astropy's to rounding; ``model``, ``model_parameters``
-    and ``offset`` from :class:`~clperiod.periodograms.multiband_fit.MultibandFit`
-    (float64 on the host). ``Time``/``TimeDelta``/Quantity inputs,
-    ``from_timeseries`` and ``design_matrix`` are astropy's own. Differences
-    from astropy:
+    Powers come from :func:`clperiod.lombscargle_multiband` (on the device;
+    fp64 by default, equal to astropy's to rounding); ``model``,
+    ``model_parameters`` and ``offset`` from
+    :class:`~clperiod.periodograms.multiband_fit.MultibandFit` (float64 on the
+    host). ``Time``/``TimeDelta``/Quantity inputs, ``from_timeseries`` and
+    ``design_matrix`` are astropy's own. Differences from astropy:
 
-    * ``power`` takes evenly spaced frequencies (any order, repeats,
-      negative values: the power is even in ``f``), as ``autofrequency``,
-      ``linspace`` and ``arange`` give them; other frequencies raise
-      ValueError. The power at frequency 0 is NaN (astropy: a number of the
-      degenerate model).
+    * ``power`` takes any frequencies (any shape, order and spacing,
+      repeats, negative values: the power is even in ``f``). The power at
+      frequency 0 is NaN (astropy: a number of the degenerate model).
     * ``nterms_base`` and ``nterms_band`` go up to 4, the bands up to 8; the
       powers need a ridge (``reg_base`` or ``reg_band``) in units of the trace
       (``regularize_by_trace=True``); otherwise ``power`` raises (``model``
@@ -581,15 +579,19 @@ class LombScargleMultiband(_AutoFrequency, _AstropyLombScargleMultiband):
         Ridges on the base and band parameters.
     regularize_by_trace, center_data, fit_mean : bool
         As astropy (``fit_mean`` applies to astropy's method "fast" only).
+    precision : {"fp64", "fp32"}
+        Arithmetic of the powers on the device (times stay float64 on the
+        host either way; see :func:`clperiod.lombscargle_multiband`); the
+        models are float64.
     device : str or devices, optional
-        OpenCL device selection (see :func:`clperiod.select_devices`); it
-        must support fp64.
+        OpenCL device selection (see :func:`clperiod.select_devices`); fp64
+        needs a device that supports it.
 
     Raises
     ------
     ValueError
-        ``nterms_base`` or ``nterms_band`` out of range or both 0, or
-        astropy's input checks.
+        ``nterms_base`` or ``nterms_band`` out of range or both 0, unknown
+        ``precision``, or astropy's input checks.
     """
 
     def __init__(
@@ -607,8 +609,10 @@ class LombScargleMultiband(_AutoFrequency, _AstropyLombScargleMultiband):
         center_data: bool = True,
         fit_mean: bool = True,
         *,
+        precision: Precision = "fp64",
         device: Any = None,
     ) -> None:
+        check_choice("precision", precision, Precision)
         nterms_base = checks.integer("nterms_base", nterms_base, low=0, high=MAX_NTERMS_MULTIBAND)
         nterms_band = checks.integer("nterms_band", nterms_band, low=0, high=MAX_NTERMS_MULTIBAND)
         if nterms_base == 0 and nterms_band == 0:
@@ -627,6 +631,7 @@ class LombScargleMultiband(_AutoFrequency, _AstropyLombScargleMultiband):
             center_data,
             fit_mean,
         )
+        self.precision = precision
         self.device = device
 
     def autopower(
@@ -667,13 +672,16 @@ class LombScargleMultiband(_AutoFrequency, _AstropyLombScargleMultiband):
         sb_method: str = "auto",
         normalization: str = "standard",
     ) -> Any:
-        """Multiband Lomb-Scargle power at evenly spaced frequencies.
+        """Multiband Lomb-Scargle power at the given frequencies.
 
         Parameters
         ----------
         frequency : array_like or Quantity ['frequency']
-            Ordinary frequencies, any shape and order, whose distinct absolute
-            values are evenly spaced.
+            Ordinary frequencies, any shape, order and spacing; the power is
+            even in ``f``, so negative values give that of ``|f|``. Evenly
+            spaced ones run the uniform-grid kernel, others the array kernel
+            (:meth:`clperiod.FrequencyGrid.from_frequencies`); each value is
+            evaluated as it would be alone.
         method : {"flexible"}
             astropy's method names; ``"fast"`` raises NotImplementedError.
         sb_method : str
@@ -692,9 +700,9 @@ class LombScargleMultiband(_AutoFrequency, _AstropyLombScargleMultiband):
         NotImplementedError
             ``method="fast"``, or ``regularize_by_trace=False``.
         ValueError
-            Unknown method, frequencies not evenly spaced or not finite, no
-            ridge, or a light curve the search cannot evaluate (too few
-            points, constant values).
+            Unknown method, frequencies not finite, no ridge, or a light
+            curve the search cannot evaluate (too few points, constant
+            values).
         """
         self._check_method(method)
         normalization = self.normalization if normalization is None else normalization
@@ -707,11 +715,6 @@ class LombScargleMultiband(_AutoFrequency, _AstropyLombScargleMultiband):
         if positive.any():
             distinct = np.unique(flat[positive])
             grid = FrequencyGrid.from_frequencies(distinct)
-            if not isinstance(grid, FrequencyGrid):
-                raise ValueError(
-                    "clperiod's multiband periodogram takes evenly spaced frequencies "
-                    "(autofrequency, linspace, arange); these are not"
-                )
             power[positive] = self._grid_power(grid)[np.searchsorted(distinct, flat[positive])]
         return power.reshape(frequency.shape) * self._power_unit(normalization)
 
@@ -841,8 +844,8 @@ class LombScargleMultiband(_AutoFrequency, _AstropyLombScargleMultiband):
                 "multiband periodogram takes the ridges in units of the normal matrix's trace"
             )
 
-    def _grid_power(self, grid: FrequencyGrid) -> np.ndarray:
-        """The float64 periodogram of the light curve on ``grid``, on the device."""
+    def _grid_power(self, grid: FrequencyGrid | FrequencyArray) -> np.ndarray:
+        """The periodogram of the light curve on ``grid``, on the device, as float64."""
         t, y, bands, dy = self._values()
         catalog = Catalog.from_arrays(np.zeros(t.size, dtype=np.int64), t, y, dy, band=bands)
         result = lombscargle_multiband(
@@ -853,6 +856,7 @@ class LombScargleMultiband(_AutoFrequency, _AstropyLombScargleMultiband):
             center_data=self.center_data,
             reg_base=self.reg_base,
             reg_band=self.reg_band,
+            precision=self.precision,
             periodogram=True,
             device=self.device,
         )
@@ -863,7 +867,7 @@ class LombScargleMultiband(_AutoFrequency, _AstropyLombScargleMultiband):
                 f"{catalog.n_bands} bands): {status.name}"
             )
         assert result.power is not None  # asked for with periodogram=True
-        return result.power[0]
+        return result.power[0].astype(np.float64)
 
 
 def lombscargle_clperiod(

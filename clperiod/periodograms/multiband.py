@@ -4,19 +4,22 @@ The model of astropy's ``LombScargleMultiband(...).power(method="flexible")``:
 at each frequency a Fourier series of ``nterms_base`` harmonics shared by all
 bands plus, per band, an offset and ``nterms_band`` harmonics of its own,
 fitted by weighted least squares with astropy's ridge. The device
-(``cl_kernels/multiband.mako``, fp64) accumulates each object's weighted
-harmonic sums band by band and solves every frequency's normal system by
-Cholesky; ``peaks_topk`` (``cl_kernels/peaks.mako``) reduces the
-periodograms to each object's top-k peaks, as :func:`multiterm.search
-<clperiod.periodograms.multiterm.search>` does. This is a first version:
-fp64 only, uniform frequency grids, one device.
+(``cl_kernels/multiband.mako``, fp64 or fp32) accumulates each object's
+weighted harmonic sums band by band and solves every frequency's normal
+system by Cholesky, with the unknowns that the band offsets and harmonics
+duplicate eliminated exactly (the kernel's notes); ``peaks_topk``
+(``cl_kernels/peaks.mako``) reduces the periodograms to each object's top-k
+peaks, as :func:`multiterm.search <clperiod.periodograms.multiterm.search>`
+does. Frequencies are a uniform grid or any array; the objects are cut
+into batches that fit the smallest device and spread over the selected
+devices (``clperiod.engine.scheduler.run_on_devices``).
 """
 
 from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pyopencl as cl
@@ -24,20 +27,33 @@ import pyopencl as cl
 from clperiod import checks
 from clperiod.catalog import Catalog, Status, catalog_of
 from clperiod.engine import kernels
-from clperiod.engine.devices import get_queue, require_fp64, select_devices, upload
-from clperiod.grid import FrequencyGrid
+from clperiod.engine.devices import (
+    DeviceInfo,
+    get_queue,
+    require_fp64,
+    select_devices,
+    upload,
+)
+from clperiod.engine.planner import Buffer, MemoryBudget, batch_bounds
+from clperiod.engine.scheduler import BATCHES_PER_DEVICE, run_on_devices
+from clperiod.engine.staging import check_periodogram_memory
+from clperiod.grid import FrequencyArray, FrequencyGrid, search_grid, split_float32
+from clperiod.periodograms import multiterm
 from clperiod.periodograms.bootstrap import DEFAULT_RESAMPLINGS, bootstrap_fap
 from clperiod.periodograms.inputs import (
     PeakResults,
     blank_failed,
+    check_choice,
     check_top_k,
     degenerate_status,
     segment_reduce,
     segment_sum,
     top_k_arrays,
 )
+from clperiod.periodograms.lombscargle import MIN_BATCH_PAIRS
 from clperiod.periodograms.multiband_fit import DEFAULT_REG_BAND, MultibandFit
-from clperiod.periodograms.multiterm import blocked_peaks
+
+Precision = Literal["fp64", "fp32"]
 
 __all__ = [
     "DEFAULT_REG_BAND",
@@ -51,8 +67,8 @@ __all__ = [
 
 #: Most harmonics of the base and of the band models.
 MAX_NTERMS = 4
-#: Most bands of a catalog (the normal system, up to 1 + 2K + B (1 + 2L)
-#: unknowns, lives in private memory).
+#: Most bands of a catalog (the kernel's reduced normal system, up to
+#: 2 max(K - L, 0) + B (1 + 2L) unknowns, lives in private memory).
 MAX_BANDS = 8
 _WG = 64
 #: Values whose residuals about their band means are below this fraction of
@@ -80,21 +96,25 @@ class MultibandResult(PeakResults):
         (values constant within every band); ZERO_BASELINE, NOT_FINITE,
         BAD_UNCERTAINTY, OUT_OF_RANGE as the other searches use them.
     power : ndarray, shape (n_objects, nf), or None
-        The periodograms when requested (rows of objects that are not OK are
-        NaN; NaN at frequency 0, where the model is degenerate).
-    grid : FrequencyGrid
-        The frequency grid evaluated.
+        The periodograms when requested (float64, or float32 with
+        ``precision="fp32"``), columns in the order of ``grid.frequencies()``;
+        rows of objects that are not OK are NaN, and so are the powers at
+        frequency 0, where the model is degenerate.
+    grid : FrequencyGrid or FrequencyArray
+        The frequencies evaluated, as given.
     bands : tuple
         The band labels, in the order of the model's band parameters
         (``(None,)`` for a catalog without bands: one band).
     nterms_base, nterms_band : int
         The model.
     devices : list of str
-        Device used.
+        The devices that shared the objects.
     center_data : bool
         Whether each band's weighted mean was subtracted first.
     reg_base, reg_band : float or None
         The ridges, in units of the normal matrix's trace.
+    precision : {"fp64", "fp32"}
+        The arithmetic of the sums and the solve.
     """
 
     ids: np.ndarray
@@ -104,7 +124,7 @@ class MultibandResult(PeakResults):
     top_k_power: np.ndarray
     status: np.ndarray
     power: np.ndarray | None
-    grid: FrequencyGrid
+    grid: FrequencyGrid | FrequencyArray
     bands: tuple[Any, ...]
     nterms_base: int
     nterms_band: int
@@ -113,6 +133,7 @@ class MultibandResult(PeakResults):
     center_data: bool = True
     reg_base: float | None = None
     reg_band: float | None = DEFAULT_REG_BAND
+    precision: str = "fp64"
 
     def fit(self, index: int) -> MultibandFit:
         """The model of object ``index`` (catalog order) at any frequency.
@@ -199,6 +220,7 @@ class MultibandResult(PeakResults):
             center_data=self.center_data,
             reg_base=self.reg_base,
             reg_band=self.reg_band,
+            precision=self.precision,
             device=device,
         )
         return bootstrap_fap(
@@ -225,13 +247,14 @@ def min_points(nterms_base: int, nterms_band: int, n_bands: int) -> int:
 
 def lombscargle_multiband(
     catalog: Catalog,
-    grid: FrequencyGrid,
+    grid: FrequencyGrid | FrequencyArray,
     *,
     nterms_base: int = 1,
     nterms_band: int = 1,
     center_data: bool = True,
     reg_base: float | None = None,
     reg_band: float | None = DEFAULT_REG_BAND,
+    precision: Precision = "fp64",
     top_k: int = 1,
     periodogram: bool = False,
     device=None,
@@ -251,8 +274,13 @@ def lombscargle_multiband(
         Light curves with a band label per row (``Catalog.from_arrays(...,
         band=...)``); a catalog without bands is searched as one band. The
         bands of an object without rows of its own are left out of its model.
-    grid : FrequencyGrid
-        Ordinary frequencies ``fmin + k df``, in the units of ``1 / t``.
+    grid : FrequencyGrid or FrequencyArray
+        Ordinary frequencies, in the units of ``1 / t``: a uniform grid
+        ``fmin + k df``, or any frequencies
+        (:meth:`~clperiod.FrequencyGrid.from_frequencies`: uniform in period,
+        log-spaced, unsorted, repeated), each evaluated as it would be alone;
+        periodogram columns follow its order and peaks are local maxima
+        along frequency.
     nterms_base, nterms_band : int
         Harmonics of the model shared by all bands and of each band's model,
         0 to :data:`~clperiod.periodograms.multiband.MAX_NTERMS`, not both 0.
@@ -264,14 +292,25 @@ def lombscargle_multiband(
         astropy's ridges on the base and band parameters, in units of the
         normal matrix's trace (astropy's ``regularize_by_trace=True``); at
         least one is needed (the model's constants are degenerate without).
+    precision : {"fp64", "fp32"}
+        Arithmetic of the device's sums and solves. Times stay float64 on the
+        host and fp32 phases come from double-single inputs, so raw MJD/JD
+        epochs keep ~1e-7-cycle phases; values are centred and scaled per
+        object in float64 first. fp32 powers are within about 1e-5 of fp64's
+        where the normal system is well conditioned; near the frequencies
+        where the harmonics of the observations nearly repeat (f -> 0, the
+        1/day aliases of ground-based data), with several harmonics, they
+        can differ by more (up to ~1e-2) or be NaN where float32 leaves the
+        system singular (``docs/guide/multiband.md``).
     top_k : int
         Distinct peaks (local maxima) kept per object, 1 to 64.
     periodogram : bool
-        Also return every object's periodogram (``n_objects x nf`` float64
-        on the host).
+        Also return every object's periodogram (``n_objects x nf`` on the
+        host, in the kernel's precision).
     device
-        Device selection (see :func:`clperiod.select_devices`); the first
-        selected device computes. It must support fp64.
+        Device selection (see :func:`clperiod.select_devices`); several
+        devices share the objects (batches that fit the smallest, handed out
+        dynamically). fp64 needs devices that support it.
 
     Returns
     -------
@@ -280,32 +319,47 @@ def lombscargle_multiband(
     Raises
     ------
     TypeError
-        ``catalog`` is not a Catalog or ``grid`` not a FrequencyGrid.
+        ``catalog`` is not a Catalog or ``grid`` not a FrequencyGrid or
+        FrequencyArray.
     ValueError
         Bad options, more than :data:`~clperiod.periodograms.multiband.MAX_BANDS`
-        bands, or a device without fp64.
+        bands, a grid without a frequency above 0, or fp64 on a device
+        without it.
+    MemoryError
+        ``periodogram=True`` asks for more host memory than is available,
+        or an object too large for the device.
     """
     catalog = _checked_catalog(catalog)
-    if not isinstance(grid, FrequencyGrid):
-        raise TypeError(f"grid must be a FrequencyGrid (fmin + k df), got {type(grid).__name__}")
+    searched, positions = search_grid(grid)
+    if searched.fmax == 0:
+        raise ValueError(f"grid has no frequency above 0 (the power at f = 0 is NaN); got {grid}")
     nterms_base = checks.integer("nterms_base", nterms_base, low=0, high=MAX_NTERMS)
     nterms_band = checks.integer("nterms_band", nterms_band, low=0, high=MAX_NTERMS)
     if nterms_base == 0 and nterms_band == 0:
         raise ValueError("at least one of nterms_base and nterms_band must be > 0")
     center_data = checks.boolean("center_data", center_data)
     ridge = _checked_ridge(reg_base, reg_band)
+    check_choice("precision", precision, Precision)
     top_k = check_top_k(top_k, 64)
     periodogram = checks.boolean("periodogram", periodogram)
-    info = select_devices(device)[0]
-    require_fp64(info)
-    queue = get_queue(info)
-    prepared = _prepare(catalog, nterms_base, nterms_band, center_data)
-    power = np.full((catalog.n_objects, grid.nf), np.nan) if periodogram else None
-    values, indices = _search(
-        queue, prepared, grid, (nterms_base, nterms_band), ridge, top_k, power
+    devices = select_devices(device)
+    if precision == "fp64":
+        for info in devices:
+            require_fp64(info)
+    options = _Options(
+        (nterms_base, nterms_band), ridge, precision == "fp64", top_k, catalog.n_bands
     )
-    top_power, top_frequency = top_k_arrays(values, indices, grid)
+    power: np.ndarray | None = None
+    if periodogram:
+        columns = searched.nf + (grid.nf if positions is not None else 0)
+        check_periodogram_memory(catalog.n_objects, columns, options.dtype)
+        power = np.full((catalog.n_objects, searched.nf), np.nan, options.dtype)
+    prepared = _prepare(catalog, nterms_base, nterms_band, center_data)
+    values, indices = _run(devices, prepared, searched, options, power)
+    top_power, top_frequency = top_k_arrays(values, indices, searched)
     status = _final_status(catalog, prepared.status, top_power[:, 0])
+    if power is not None and positions is not None:
+        power = power[:, positions]
     blank_failed(status, top_power, top_frequency, power)
     return MultibandResult(
         ids=catalog.ids,
@@ -319,11 +373,12 @@ def lombscargle_multiband(
         bands=(None,) if catalog.bands is None else catalog.bands,
         nterms_base=nterms_base,
         nterms_band=nterms_band,
-        devices=[info.label],
+        devices=[info.label for info in devices],
         catalog=catalog,
         center_data=center_data,
         reg_base=reg_base if reg_base is None else ridge[0],
         reg_band=reg_band if reg_band is None else ridge[1],
+        precision=precision,
     )
 
 
@@ -386,6 +441,19 @@ class _Prepared:
     band: np.ndarray
     chi2_ref: np.ndarray
 
+    def slice(self, start: int, stop: int) -> _Prepared:
+        """The objects ``start .. stop - 1`` (offsets from 0)."""
+        lo, hi = self.offsets[start], self.offsets[stop]
+        return _Prepared(
+            status=self.status[start:stop],
+            offsets=self.offsets[start : stop + 1] - lo,
+            t=self.t[lo:hi],
+            w=self.w[lo:hi],
+            wy=self.wy[lo:hi],
+            band=self.band[lo:hi],
+            chi2_ref=self.chi2_ref[start:stop],
+        )
+
 
 def _prepare(catalog: Catalog, nterms_base: int, nterms_band: int, center: bool) -> _Prepared:
     """The kernel's inputs for ``catalog`` (see :class:`_Prepared`)."""
@@ -440,49 +508,167 @@ def _centred(y: np.ndarray, weights: np.ndarray, cells: np.ndarray, center: bool
     return centred
 
 
+@dataclass(frozen=True)
+class _Options:
+    """What the batches of one search share: the model (``nterms``: base and
+    band harmonics; ``ridge``: reg_base and reg_band, 0 for none), the
+    arithmetic, the peaks kept and the catalog's number of bands."""
+
+    nterms: tuple[int, int]
+    ridge: tuple[float, float]
+    fp64: bool
+    top_k: int
+    n_bands: int
+
+    @property
+    def dtype(self) -> type:
+        """The kernel's real type."""
+        return np.float64 if self.fp64 else np.float32
+
+
+def _run(
+    devices: list[DeviceInfo],
+    prepared: _Prepared,
+    grid: FrequencyGrid | FrequencyArray,
+    options: _Options,
+    power: np.ndarray | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Every object's top-k standard powers (float64) and their indices into
+    ``grid`` (rising frequencies), and its periodogram into ``power`` when
+    given: batches of objects (:func:`_batches`) handed out to ``devices``."""
+    bounds = _batches(devices, np.diff(prepared.offsets), grid, options, power)
+
+    def work(info: DeviceInfo, bound: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+        start, stop = bound
+        return _search(
+            get_queue(info),
+            prepared.slice(start, stop),
+            grid,
+            options,
+            None if power is None else power[start:stop],
+        )
+
+    found = run_on_devices(devices, bounds, work)
+    if not found:
+        return np.empty((0, options.top_k)), np.empty((0, options.top_k), dtype=np.int32)
+    return np.concatenate([v for v, _ in found]), np.concatenate([i for _, i in found])
+
+
+def _batches(
+    devices: list[DeviceInfo],
+    lengths: np.ndarray,
+    grid: FrequencyGrid | FrequencyArray,
+    options: _Options,
+    power: np.ndarray | None,
+) -> list[tuple[int, int]]:
+    """Consecutive runs of objects (``lengths``: their searched points) whose
+    device buffers fit the smallest device; with several devices at least one
+    per device, and up to :data:`~clperiod.engine.scheduler.BATCHES_PER_DEVICE`
+    per device of at least :data:`~clperiod.periodograms.lombscargle.MIN_BATCH_PAIRS`
+    point-frequency pairs each, as :func:`clperiod.lombscargle` cuts its runs."""
+    smallest = min(devices, key=lambda d: (d.global_mem, d.max_alloc))
+    held = 0 if isinstance(grid, FrequencyGrid) else 8 * grid.nf
+    reserved = 0 if power is None else power.nbytes
+    budget = MemoryBudget.of(smallest, held=held, host_reserved=reserved)
+    share = None
+    if len(devices) > 1:
+        points = int(lengths.sum())
+        per_device = -(-points * grid.nf // (len(devices) * MIN_BATCH_PAIRS))
+        share = max(1, -(-points // (len(devices) * min(BATCHES_PER_DEVICE, max(1, per_device)))))
+    buffers = [*multiterm.batch_buffers(options.top_k), Buffer("bands", per_unit=2)]
+    return batch_bounds(lengths, buffers, budget, max_units=share)
+
+
+class _PhaseInputs:
+    """The kernel's phase arguments for one batch's points (device buffers).
+
+    fp64: the times and the grid's ``fmin, df`` or its frequencies. fp32:
+    :meth:`~clperiod.FrequencyGrid.phase_inputs` of the times (``a`` for the
+    first bin of the launch, so that the launch's bin numbers stay exact in
+    float32), or the float32 pairs of the times and of the frequencies
+    (:func:`~clperiod.grid.split_float32`).
+    """
+
+    def __init__(
+        self,
+        queue: cl.CommandQueue,
+        t: np.ndarray,
+        grid: FrequencyGrid | FrequencyArray,
+        fp64: bool,
+        pending: list[cl.Event],
+    ) -> None:
+        self._queue, self._t, self._pending = queue, t, pending
+        # fp32 on a uniform grid: the grid whose first bin the inputs are for
+        self._rebased = grid if not fp64 and isinstance(grid, FrequencyGrid) else None
+        self._first_bin = 0
+        if fp64:
+            self.points = [upload(queue, t, pending)]
+        elif isinstance(grid, FrequencyGrid):
+            self.points = [upload(queue, a, pending) for a in grid.phase_inputs(t)]
+        else:
+            self.points = [upload(queue, a, pending) for a in split_float32(t)]
+        self.grid: list = []
+        if isinstance(grid, FrequencyGrid):
+            self.grid = [np.float64(grid.fmin), np.float64(grid.df)] if fp64 else []
+        else:
+            frequencies = grid.frequencies()
+            parts = [frequencies] if fp64 else split_float32(frequencies)
+            self.grid = [upload(queue, part, pending) for part in parts]
+
+    def for_launch(self, first_bin: int) -> list:
+        """The point arguments of a launch whose first bin is ``first_bin``."""
+        grid = self._rebased
+        if grid is not None and first_bin != self._first_bin:
+            shifted = FrequencyGrid(grid.fmin + first_bin * grid.df, grid.df, 1)
+            self.points[0] = upload(self._queue, shifted.phase_inputs(self._t)[0], self._pending)
+            self._first_bin = first_bin
+        return self.points
+
+
 def _search(
     queue: cl.CommandQueue,
     prepared: _Prepared,
-    grid: FrequencyGrid,
-    nterms: tuple[int, int],
-    ridge: tuple[float, float],
-    top_k: int,
+    grid: FrequencyGrid | FrequencyArray,
+    options: _Options,
     power: np.ndarray | None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Every object's top-k standard powers and their grid indices, and its
-    periodogram into ``power`` when given; blocks of at most 2**22 powers as
-    :func:`clperiod.periodograms.multiterm.search` evaluates them."""
+    """One batch's top-k standard powers (float64) and their grid indices, and
+    its periodograms into ``power`` when given; blocks of at most 2**22 powers
+    as :func:`clperiod.periodograms.multiterm.search` evaluates them."""
     n_obj = prepared.status.size
+    dtype = options.dtype
     pending: list[cl.Event] = []
-    points = [
-        upload(queue, a, pending) for a in (prepared.t, prepared.w, prepared.wy, prepared.band)
-    ]
+    phases = _PhaseInputs(queue, prepared.t, grid, options.fp64, pending)
+    points = [upload(queue, a.astype(dtype), pending) for a in (prepared.w, prepared.wy)]
+    points.append(upload(queue, prepared.band, pending))
     starts = upload(queue, prepared.offsets, pending)
-    n_bands = int(prepared.band.max(initial=0)) + 1
     (kernel,) = kernels.get_kernels(
         queue.context,
         "multiband",
         ("multiband_catalog",),
-        nterms_base=nterms[0],
-        nterms_band=nterms[1],
-        nbands=n_bands,
+        real="double" if options.fp64 else "float",
+        arbitrary=not isinstance(grid, FrequencyGrid),
+        nterms_base=options.nterms[0],
+        nterms_band=options.nterms[1],
+        nbands=options.n_bands,
         wg=_WG,
     )
+    ridge = [dtype(r) for r in options.ridge]
 
     def launch(first: int, rows: int, lo: int, hi: int, out: cl.Buffer) -> None:
         kernel(
             queue,
             (-(-(hi - lo) // _WG) * _WG, rows),
             (_WG, 1),
+            *phases.for_launch(lo),
             *points,
             starts,
             np.int32(first),
-            np.float64(grid.fmin),
-            np.float64(grid.df),
+            *phases.grid,
             np.int32(lo),
             np.int32(hi - lo),
-            np.float64(ridge[0]),
-            np.float64(ridge[1]),
+            np.int32(0 if lo == 0 and grid.fmin == 0 else -1),  # the bin of f = 0
+            *ridge,
             out,
         )
 
@@ -492,8 +678,14 @@ def _search(
             block / prepared.chi2_ref[first : first + rows, None]
         )
 
-    values, indices = blocked_peaks(
-        queue, launch, n_obj, grid.nf, top_k, store if power is not None else None
+    values, indices = multiterm.blocked_peaks(
+        queue,
+        launch,
+        n_obj,
+        grid.nf,
+        options.top_k,
+        store if power is not None else None,
+        dtype=dtype,
     )
     pending.clear()
-    return values / prepared.chi2_ref[:, None], indices
+    return values.astype(np.float64) / prepared.chi2_ref[:, None], indices

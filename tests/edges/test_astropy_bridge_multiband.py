@@ -87,11 +87,31 @@ def test_power_takes_evenly_spaced_frequencies_in_any_order_and_shape(rng, cpu_d
                                rtol=1e-9)
 
 
-def test_uneven_frequencies_raise(rng, cpu_device):
-    t, y, band, dy = multiband_data(rng)
-    ours = LombScargleMultiband(t, y, band, dy, device=cpu_device)
-    with pytest.raises(ValueError, match="evenly spaced"):
-        ours.power(1 / np.linspace(1, 10, 50))
+@pytest.mark.parametrize("nterms_base,nterms_band", [(1, 1), (2, 0)])
+def test_power_at_uneven_frequencies_matches_astropy(rng, cpu_device, nterms_base, nterms_band):
+    """Frequencies uniform in period, shuffled, repeated and negative: the array kernel."""
+    t, y, band, dy = multiband_data(rng, epoch=58000.0)
+    options = {"nterms_base": nterms_base, "nterms_band": nterms_band}
+    frequency = rng.permutation(1 / np.linspace(1, 10, 60))
+    frequency = np.concatenate([frequency, frequency[:5], -frequency[5:8]])
+    expected = AstropyMultiband(t - t[0], y, band, dy, **options).power(np.abs(frequency))
+    ours = LombScargleMultiband(t, y, band, dy, device=cpu_device, **options)
+    np.testing.assert_allclose(ours.power(frequency), expected, rtol=1e-9)
+    np.testing.assert_allclose(ours.power(frequency.reshape(4, 17)), expected.reshape(4, 17),
+                               rtol=1e-9)
+
+
+def test_fp32_power_follows_fp64(rng, cpu_device):
+    t, y, band, dy = multiband_data(rng, epoch=2.46e6)
+    frequency = 1 / np.linspace(0.5, 10, 300)
+    fp64 = LombScargleMultiband(t, y, band, dy, device=cpu_device).power(frequency)
+    ours = LombScargleMultiband(t, y, band, dy, precision="fp32", device=cpu_device)
+    power = ours.power(frequency)
+    assert power.dtype == np.float64
+    np.testing.assert_allclose(power, fp64, rtol=0, atol=2e-5)
+    assert ours.autopower(**SMALL_GRID)[1].dtype == np.float64
+    with pytest.raises(ValueError, match="precision"):
+        LombScargleMultiband(t, y, band, dy, precision="fp16")
 
 
 def test_quantities_and_times_as_astropy(rng, cpu_device):

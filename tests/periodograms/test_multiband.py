@@ -152,8 +152,12 @@ def test_bad_options_raise():
         run(cat, GRID, reg_band=-1.0)
     with pytest.raises(ValueError, match="top_k"):
         run(cat, GRID, top_k=0)
-    with pytest.raises(TypeError, match="grid must be a FrequencyGrid"):
-        run(cat, FrequencyGrid.from_frequencies([0.3, 0.1, 0.7]))
+    with pytest.raises(TypeError, match="grid must be a FrequencyGrid or FrequencyArray"):
+        run(cat, np.array([0.3, 0.1, 0.7]))
+    with pytest.raises(ValueError, match="no frequency above 0"):
+        run(cat, FrequencyGrid(0.0, 0.1, 1))
+    with pytest.raises(ValueError, match="precision"):
+        run(cat, GRID, precision="fp16")
     with pytest.raises(TypeError, match=r"catalog must be a clperiod\.Catalog"):
         run((t, y, dy), GRID)
     many = Catalog.from_arrays(np.zeros(t.size, int), t, y, dy, band=np.arange(t.size) % 9)
