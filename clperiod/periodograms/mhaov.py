@@ -59,10 +59,14 @@ _WG = 64
 #: Most points of a batch uploaded at once (objects are never split).
 _BATCH_POINTS = 1 << 24
 #: A harmonic column is left out of a band's fit where the squared norm of its
-#: part independent of the columns before it is below this fraction of its
-#: sums' size: about the square root of the precision's epsilon, so rounding
-#: alone never keeps a column in.
-_PIVOT_TOL = {"fp64": 1.5e-8, "fp32": 3.5e-4}
+#: part independent of the columns before it is at most this fraction of the
+#: size of the sums that formed it: 1024 units of roundoff of the precision,
+#: so that rounding changes a kept column's share by at most ~1/1000. Columns
+#: are left out only where the harmonics are nearly collinear: at f = 0, where
+#: all of a band's phases coincide, and at periods far beyond the baseline.
+_PIVOT_TOL = {
+    name: 1024 * float(np.finfo(t).eps) for name, t in (("fp64", np.float64), ("fp32", np.float32))
+}
 
 
 @dataclass(frozen=True, repr=False)
@@ -197,7 +201,7 @@ def mhaov(
     fit_harmonics : int, optional
         Harmonics fitted in each band of a catalog with bands: None fits one,
         as P4J does; ``nharmonics`` gives the textbook multiband statistic.
-        A catalog without bands always fits ``nharmonics``.
+        A catalog without bands fits ``nharmonics`` (another value raises).
     min_points : int, optional
         Fewest rows of a band for it to enter an object's statistic (of an
         object, without bands); fewer leave the band out (an object with no
@@ -281,11 +285,16 @@ def mhaov(
 def _fit_harmonics(catalog: Catalog, nharmonics: int, fit_harmonics: Any) -> int:
     """The harmonics fitted per band: ``nharmonics`` without bands, else
     ``fit_harmonics`` (1 for None, as P4J)."""
+    if fit_harmonics is not None:
+        fit_harmonics = checks.integer("fit_harmonics", fit_harmonics, low=1, high=MAX_NHARMONICS)
     if catalog.bands is None:
+        if fit_harmonics not in (None, nharmonics):
+            raise ValueError(
+                f"fit_harmonics={fit_harmonics} needs a catalog with bands; without bands "
+                f"the fit has nharmonics={nharmonics} harmonics"
+            )
         return nharmonics
-    if fit_harmonics is None:
-        return 1
-    return checks.integer("fit_harmonics", fit_harmonics, low=1, high=MAX_NHARMONICS)
+    return 1 if fit_harmonics is None else fit_harmonics
 
 
 def _final_status(
