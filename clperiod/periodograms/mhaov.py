@@ -12,7 +12,7 @@ normal system per frequency and adds the bands' explained shares;
 ``peaks_topk`` (``cl_kernels/peaks.mako``) reduces the periodograms to each
 object's top-k peaks, as :func:`multiterm.search
 <clperiod.periodograms.multiterm.search>` does, and the objects are spread
-over the selected devices (:func:`clperiod.engine.scheduler.run_on_devices`).
+over the selected devices (``clperiod.engine.scheduler.run_on_devices``).
 """
 
 from __future__ import annotations
@@ -180,12 +180,13 @@ def mhaov(
       ``d2_b``.
 
     The denominator's share of ``chi2`` is floored at
-    :data:`UNEXPLAINED_FLOOR` (1e-9), so a model that fits exactly gives a
-    large finite value (P4J floors the single-band denominator at 1e-9 in
-    units of ``chi2``, which is the same wherever the fit leaves more than
-    1e-9 of a ``chi2`` of at least 1 unexplained, and does not floor the
-    multiband one). At ``f = 0``, and wherever all of a band's phases
-    coincide, the harmonics explain nothing of that band (as in P4J).
+    :data:`~clperiod.periodograms.mhaov.UNEXPLAINED_FLOOR` (1e-9), so a
+    model that fits exactly gives a large finite value (P4J floors the
+    single-band denominator at 1e-9 in units of ``chi2``, which is the same
+    wherever the fit leaves more than 1e-9 of a ``chi2`` of at least 1
+    unexplained, and does not floor the multiband one). At ``f = 0``, and
+    wherever all of a band's phases coincide, the harmonics explain nothing
+    of that band (as in P4J).
 
     Parameters
     ----------
@@ -197,7 +198,8 @@ def mhaov(
         any frequencies (:meth:`FrequencyGrid.from_frequencies`; periodogram
         columns follow their order, peaks are local maxima along frequency).
     nharmonics : int
-        ``H`` above (P4J's ``Nharmonics``), 1 to :data:`MAX_NHARMONICS`.
+        ``H`` above (P4J's ``Nharmonics``), 1 to
+        :data:`~clperiod.periodograms.mhaov.MAX_NHARMONICS` (8).
     fit_harmonics : int, optional
         Harmonics fitted in each band of a catalog with bands: None fits one,
         as P4J does; ``nharmonics`` gives the textbook multiband statistic.
@@ -206,8 +208,9 @@ def mhaov(
         Fewest rows of a band for it to enter an object's statistic (of an
         object, without bands); fewer leave the band out (an object with no
         band left is TOO_FEW_POINTS). Default and least
-        :func:`min_band_points`, ``2 max(nharmonics, fit_harmonics) + 2``.
-        ALeRCE keeps bands with at least 15.
+        ``2 max(nharmonics, fit_harmonics) + 2``
+        (:func:`~clperiod.periodograms.mhaov.min_band_points`); ALeRCE keeps
+        bands with at least 15.
     use_errors : bool
         Weight rows by ``dy**-2`` (P4J's ``err``); False weighs every row 1
         (P4J with ``err`` all equal).
