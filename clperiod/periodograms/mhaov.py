@@ -112,7 +112,8 @@ class MhaovResult(PeakResults):
     min_points : int
         Fewest rows of a band that enters the statistic.
     use_errors : bool
-        Whether the rows were weighted by ``dy**-2``.
+        Whether the rows were weighted by ``dy**-2`` (False also for a
+        catalog without ``dy``).
     devices : list of str
         Devices used.
     precision : str
@@ -222,8 +223,10 @@ def mhaov(
         Arithmetic of the device. Times stay float64 on the host, measured
         from each object's reference observation; fp32 gets each point's
         phase inputs as float32 pairs, so raw MJD or JD epochs keep ~1e-7
-        cycles of phase accuracy. fp32 statistics are good to a few 1e-6 of
-        each band's ``chi2``.
+        cycles of phase accuracy. fp32's explained shares ``dchi2 / chi2``
+        are good to a few 1e-7 (about 1e-4 where the harmonics of a fit of
+        two or more are nearly collinear: periods beyond the baseline,
+        the 1/day alias of night-time observations).
     device
         Device selection (see :func:`clperiod.select_devices`); objects are
         spread over every selected device. fp64 needs devices with fp64.
@@ -255,7 +258,8 @@ def mhaov(
     if precision == "fp64":
         for info in devices:
             require_fp64(info)
-    prepared = _prepare(catalog, nharmonics, fitted, fewest, use_errors and catalog.dy is not None)
+    use_errors = use_errors and catalog.dy is not None
+    prepared = _prepare(catalog, nharmonics, fewest, use_errors)
     power = np.full((catalog.n_objects, searched.nf), np.nan) if periodogram else None
     options = _Search(searched, fitted, precision, top_k)
     values, indices = _search(devices, prepared, options, power)
@@ -341,9 +345,7 @@ class _Prepared:
     f_scale: np.ndarray
 
 
-def _prepare(
-    catalog: Catalog, nharmonics: int, fit_harmonics: int, fewest: int, weighted: bool
-) -> _Prepared:
+def _prepare(catalog: Catalog, nharmonics: int, fewest: int, weighted: bool) -> _Prepared:
     """The kernel's inputs for ``catalog`` (see :class:`_Prepared`)."""
     n_obj, n_bands = catalog.n_objects, catalog.n_bands
     owners = np.repeat(np.arange(n_obj), catalog.lengths)
