@@ -106,6 +106,17 @@ def test_multiband_equals_the_reference(n_bands, nharmonics, fit_harmonics, use_
     assert result.band_used.tolist() == [[True] * n_bands]
 
 
+def test_one_band_of_a_multiband_catalog_is_p4js_band_statistic():
+    """P4J's get_periodogram(band): the band's own statistic with the multiband's
+    degrees of freedom and one fitted harmonic."""
+    t, y, dy, band = lightcurve(12, 120, 3)
+    cat = catalog_of(t, y, dy, band)
+    _, per_band = ref.mhaov_multiband(t - t.min(), y, dy, band, GRID.frequencies(), 2)
+    for label in ("g", "r"):
+        alone = clperiod.mhaov(cat.select_bands(label), GRID, nharmonics=2, periodogram=True)
+        np.testing.assert_allclose(alone.power[0], per_band[label], rtol=1e-9)
+
+
 @pytest.mark.parametrize("precision", ["fp64", "fp32"])
 def test_frequency_array_in_its_order(precision):
     """Unsorted, repeated, log-spaced frequencies: each evaluated as alone, columns in the
