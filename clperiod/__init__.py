@@ -17,6 +17,7 @@ from clperiod.engine.devices import DeviceInfo, list_devices, select_devices
 from clperiod.grid import FrequencyArray, FrequencyGrid
 from clperiod.kepler import orbits
 from clperiod.periodograms.lombscargle import LombScargleResult, lombscargle, lombscargle_async
+from clperiod.periodograms.mhaov import MhaovResult, mhaov
 from clperiod.periodograms.multiband import MultibandResult, lombscargle_multiband
 from clperiod.periodograms.supersmoother import SuperSmootherResult, supersmoother
 
@@ -33,6 +34,7 @@ __all__ = [
     "FrequencyArray",
     "FrequencyGrid",
     "LombScargleResult",
+    "MhaovResult",
     "MultibandResult",
     "Status",
     "SuperSmootherResult",
@@ -40,6 +42,7 @@ __all__ = [
     "lombscargle",
     "lombscargle_async",
     "lombscargle_multiband",
+    "mhaov",
     "select_devices",
     "supersmoother",
     "kepler",

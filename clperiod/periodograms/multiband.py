@@ -133,7 +133,7 @@ class MultibandResult(PeakResults):
     center_data: bool = True
     reg_base: float | None = None
     reg_band: float | None = DEFAULT_REG_BAND
-    precision: str = "fp64"
+    precision: Precision = "fp64"
 
     def fit(self, index: int) -> MultibandFit:
         """The model of object ``index`` (catalog order) at any frequency.
