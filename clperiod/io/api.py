@@ -77,16 +77,10 @@ EXAMPLES: dict[str, str] = {
     "stripe82_ugriz": "SDSS_stripe82_RRLyrae_ugriz.csv",
 }
 
-#: The bundled examples in the long layout (a header line), with their columns;
-#: the others are in the papers' layout (:func:`read_lightcurve_csv`).
-_LONG_EXAMPLES: dict[str, dict[str, str]] = {
-    "stripe82_ugriz": {
-        "id_col": "id",
-        "t_col": "mjd",
-        "y_col": "mag",
-        "dy_col": "mag_err",
-        "band_col": "band",
-    },
+#: The bundled examples in the long layout (a header line): their id, t, y, dy and
+#: band columns; the others are in the papers' layout (:func:`read_lightcurve_csv`).
+_LONG_EXAMPLES: dict[str, tuple[str, str, str, str, str]] = {
+    "stripe82_ugriz": ("id", "mjd", "mag", "mag_err", "band"),
 }
 
 #: Bundled radial velocities (radvel's example data): name -> file.
@@ -136,7 +130,8 @@ def load_example(name: str) -> Catalog:
     columns = _LONG_EXAMPLES.get(name)
     if columns is None:
         return read_lightcurve_csv(path)
-    return read_catalog(path, **columns)
+    id_col, t_col, y_col, dy_col, band_col = columns
+    return read_catalog(path, id_col, t_col, y_col, dy_col, band_col=band_col)
 
 
 def read_lightcurve_csv(

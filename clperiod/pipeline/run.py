@@ -62,11 +62,15 @@ __all__ = [
     "work_directory",
 ]
 
-#: Period searches a catalog run can use.
-ALGORITHMS = ("lombscargle", "supersmoother")
+#: Period searches a catalog run can use: the names of their functions in
+#: ``clperiod`` (each takes a catalog, a grid, ``device=``, ``periodogram=``
+#: and keyword options, and returns a result that
+#: :func:`clperiod.io.tables.result_columns` reads).
+ALGORITHMS = ("lombscargle", "supersmoother", "lombscargle_multiband")
 #: Search arguments the run sets itself.
 _HANDLED = (
     "cat_or_t",
+    "catalog",
     "grid",
     "y",
     "dy",
@@ -128,8 +132,11 @@ class PeriodSearch:
 
     Parameters
     ----------
-    algorithm : {"lombscargle", "supersmoother"}
-        The search.
+    algorithm : {"lombscargle", "supersmoother", "lombscargle_multiband"}
+        The search (:data:`ALGORITHMS`): the function of that name in
+        ``clperiod``. The multiband search models the bands of each object
+        (its catalog's band labels, e.g. ``open_catalog(..., band_col=...)``);
+        the others pool them.
     grid : FrequencyGrid, FrequencyArray or AutoGrid
         The frequency grid; default :class:`AutoGrid` (resolved on the input,
         periods from 0.05 days up). A :class:`~clperiod.FrequencyArray` (any
@@ -138,10 +145,13 @@ class PeriodSearch:
         extremes and a BLAKE2b hash of its values.
     options : mapping
         Keyword arguments of the search (``method``, ``normalization``,
-        ``precision``, ``top_k``, ``variant``, ...), JSON-ready values. The
-        run sets ``device``, ``periodogram`` and ``progress`` itself.
+        ``precision``, ``top_k``, ``variant``, ``nterms_base``,
+        ``nterms_band``, ...), JSON-ready values. The run sets ``device``,
+        ``periodogram`` and ``progress`` itself.
     fap_method : str or None
-        Method of the ``fap`` column (Lomb-Scargle), or None for none.
+        Method of the ``fap`` column (Lomb-Scargle), or None for none; the
+        searches without an analytic false-alarm probability (SuperSmoother,
+        multiband) write no ``fap`` column whatever it says.
     """
 
     algorithm: str
@@ -171,10 +181,10 @@ class PeriodSearch:
 
     @property
     def function(self) -> Any:
-        """The search function (``clperiod.lombscargle`` or ``clperiod.supersmoother``)."""
-        from clperiod import lombscargle, supersmoother
+        """The search function: ``clperiod.<algorithm>``."""
+        import clperiod
 
-        return {"lombscargle": lombscargle, "supersmoother": supersmoother}[self.algorithm]
+        return getattr(clperiod, self.algorithm)
 
     def run(self, catalog: Catalog, *, device: Any = None, periodogram: bool = False) -> Any:
         """Search one catalog with a resolved grid."""
