@@ -4,6 +4,8 @@ astropy's ``LombScargleMultiband(method="flexible")`` and their literature perio
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from astropy.timeseries import LombScargleMultiband
@@ -11,6 +13,8 @@ from astropy.timeseries import LombScargleMultiband
 import clperiod
 from clperiod import Catalog, FrequencyGrid, Status
 from clperiod.io import load_example
+
+ROOT = Path(__file__).resolve().parents[2]
 
 #: Sesar et al. (2010), Table 2.
 PERIODS = {1096833: 0.554791623256, 27887: 0.311494036020}
@@ -21,6 +25,13 @@ SIDEREAL = 1.0027379
 COMPARISON_GRID = FrequencyGrid.from_range(0.5, 4.0, 3000)
 #: Periods from 0.2 to 2 d, a step of a tenth of the peak width 1/T (T = 3337 d).
 SEARCH_GRID = FrequencyGrid.from_range(0.5, 5.0, 150_000)
+
+
+def guide_example() -> str:
+    """The code of the guide's example on these stars."""
+    page = (ROOT / "docs" / "guide" / "multiband.md").read_text(encoding="utf-8")
+    section = page.split("## Example: two RR Lyrae stars in five bands", 1)[1]
+    return section.split("```python\n", 1)[1].split("```", 1)[0]
 
 
 @pytest.fixture(scope="module")
@@ -64,12 +75,17 @@ def test_equals_astropy(stars, nterms_base, nterms_band, with_dy):
         assert result.frequency_best[index] == COMPARISON_GRID.frequencies()[expected.argmax()]
 
 
-def test_finds_the_literature_periods(stars):
-    """Three base and two band terms fit both stars' light curves: the best periods are
-    the literature ones, within a step of the grid."""
-    result = clperiod.lombscargle_multiband(stars, SEARCH_GRID, nterms_base=3, nterms_band=2)
+def test_the_guide_example_finds_the_literature_periods(capsys):
+    """The example of docs/guide/multiband.md: three base and two band terms fit both
+    stars' light curves; the best periods are the literature ones, within a step of the
+    grid, and the example prints what its comment says."""
+    example, namespace = guide_example(), {}
+    exec(compile(example, "docs/guide/multiband.md", "exec"), namespace)
+    result, grid = namespace["r"], namespace["grid"]
     literature = 1.0 / np.array(list(PERIODS.values()))
-    np.testing.assert_allclose(result.frequency_best, literature, rtol=0, atol=SEARCH_GRID.df)
+    np.testing.assert_allclose(result.frequency_best, literature, rtol=0, atol=grid.df)
+    printed = example.rsplit("# ", 1)[1]
+    assert capsys.readouterr().out.split() == printed.split()
 
 
 def test_one_term_finds_the_rrc_period_and_the_rrab_alias(stars):
