@@ -2,8 +2,12 @@
 
 Each subcommand is one ``_add_<name>(subparsers)`` function that declares its
 arguments and sets ``func`` to a ``_run_<name>(args) -> int`` handler; list the
-adder in ``_COMMANDS``. pyopencl is imported inside the handlers only, so that
-``--help`` stays fast.
+adder in ``_COMMANDS``. A period search of catalog files calls
+``_add_search_arguments(parser, algorithm, own_options, ...)`` (the
+:class:`~clperiod.pipeline.PeriodSearch` algorithm, a function giving its
+options from the command's own arguments, the kernel options it takes) and adds
+its own arguments; ``_run_search`` runs it. pyopencl is imported inside the
+handlers only, so that ``--help`` stays fast.
 """
 
 from __future__ import annotations
@@ -522,7 +526,7 @@ def _add_search_arguments(
 
     ``algorithm`` is the :class:`~clperiod.pipeline.PeriodSearch` algorithm,
     ``own_options`` gives its options from the command's own arguments;
-    ``kernel_options`` are the run options of :data:`_KERNEL_OPTIONS` that it
+    ``kernel_options`` are the run options of ``_KERNEL_OPTIONS`` that it
     takes; ``needs_bands`` requires ``--band-col``.
     """
     _add_input_arguments(parser)

@@ -133,7 +133,7 @@ class PeriodSearch:
     Parameters
     ----------
     algorithm : {"lombscargle", "supersmoother", "lombscargle_multiband"}
-        The search (:data:`ALGORITHMS`): the function of that name in
+        The search (one of ``ALGORITHMS``): the function of that name in
         ``clperiod``. The multiband search models the bands of each object
         (its catalog's band labels, e.g. ``open_catalog(..., band_col=...)``);
         the others pool them.
