@@ -67,6 +67,8 @@ __all__ = [
 #: and keyword options, and returns a result that
 #: :func:`clperiod.io.tables.result_columns` reads).
 ALGORITHMS = ("lombscargle", "supersmoother", "lombscargle_multiband")
+#: The searches whose results have an analytic false-alarm probability (a ``fap`` column).
+_ANALYTIC_FAP = ("lombscargle",)
 #: Search arguments the run sets itself.
 _HANDLED = (
     "cat_or_t",
@@ -178,6 +180,12 @@ class PeriodSearch:
             json.dumps(self.options)
         except TypeError as error:
             raise TypeError(f"search options must be JSON values: {error}") from None
+
+    @property
+    def fap_column(self) -> str | None:
+        """The method of the results' ``fap`` column: ``fap_method`` for a search
+        with an analytic false-alarm probability (Lomb-Scargle), else None."""
+        return self.fap_method if self.algorithm in _ANALYTIC_FAP else None
 
     @property
     def function(self) -> Any:
@@ -741,7 +749,7 @@ def _write(
     started = time.perf_counter()
     chunk = searched.chunk
     columns = [
-        result_columns(result, fap_method=plan.search.fap_method) for result in searched.results
+        result_columns(result, fap_method=plan.search.fap_column) for result in searched.results
     ]
     joined = (
         columns[0]

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import clperiod
-from clperiod import Catalog
+from clperiod import Catalog, MultibandResult
 from clperiod.io import example_path, load_example, open_catalog
 from clperiod.io.tables import result_columns
 from clperiod.pipeline import PeriodSearch, run_catalog, work_directory
@@ -67,6 +67,24 @@ def test_the_bands_change_the_results(tmp_path, banded, cpu_device):
     power_one = pq.read_table(one.output).column("power").to_numpy()[:10]
     power_three = _direct(banded, cpu_device)["power"].to_numpy()[:10]
     assert np.all(np.abs(power_three - power_one) > 1e-3)
+
+
+def test_no_fap_column_whatever_the_fap_method(tmp_path, banded, monkeypatch, cpu_device):
+    """The fap column is the analytic false-alarm probability of Lomb-Scargle: a multiband
+    result's (a costly bootstrap, with other arguments) is never asked for, even with the
+    default fap_method."""
+    def bootstrap(self, *args, **options):
+        raise AssertionError("the run asked for the multiband false-alarm probability")
+
+    monkeypatch.setattr(MultibandResult, "false_alarm_probability", bootstrap, raising=False)
+    search = PeriodSearch("lombscargle_multiband", GRID, {"top_k": 2, **MODEL})
+    assert search.fap_method == "baluev" and search.fap_column is None
+    run = run_catalog(banded, search, tmp_path / "mb.parquet", chunk_rows=150,
+                      device=cpu_device, progress=False)
+    table = pq.read_table(run.output).to_pandas()
+    pd.testing.assert_frame_equal(table, _direct(banded, cpu_device), check_exact=True)
+    assert PeriodSearch("lombscargle", GRID).fap_column == "baluev"
+    assert PeriodSearch("supersmoother", GRID, fap_method="naive").fap_column is None
 
 
 def test_an_interrupted_run_resumes(tmp_path, banded, monkeypatch, cpu_device):
