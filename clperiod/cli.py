@@ -2,8 +2,12 @@
 
 Each subcommand is one ``_add_<name>(subparsers)`` function that declares its
 arguments and sets ``func`` to a ``_run_<name>(args) -> int`` handler; list the
-adder in ``_COMMANDS``. pyopencl is imported inside the handlers only, so that
-``--help`` stays fast.
+adder in ``_COMMANDS``. A period search of catalog files calls
+``_add_search_arguments(parser, algorithm, own_options, ...)`` (the
+:class:`~clperiod.pipeline.PeriodSearch` algorithm, a function giving its
+options from the command's own arguments, the kernel options it takes) and adds
+its own arguments; ``_run_search`` runs it. pyopencl is imported inside the
+handlers only, so that ``--help`` stays fast.
 """
 
 from __future__ import annotations
@@ -363,21 +367,47 @@ def _frequency_bound(frequency: float | None, period: float | None, option: str)
 
 
 def _search_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The algorithm's keyword arguments set on the command line."""
-    options = {"precision": args.precision, "memory": args.memory, "top_k": args.top_k}
-    if args.command == "lombscargle":
-        options |= {
-            "method": args.method,
-            "normalization": None if args.normalization == "none" else args.normalization,
-        }
-        flags: tuple[str, ...] = ("fit_mean", "center_data")
-    else:
-        options |= {"variant": args.variant, "alpha": args.alpha, "compat": args.compat}
-        flags = ("periodic",)
-    # flags left out keep the library's default (which depends on other options)
-    return options | {
-        name: getattr(args, name) for name in flags if getattr(args, name) is not None
-    }
+    """The search's keyword arguments set on the command line: the run options
+    that its command has (``--precision``, ``--memory``, ``--top-k``), then its own
+    (the command's ``own_options``)."""
+    shared = {name: getattr(args, name) for name in _RUN_OPTIONS if hasattr(args, name)}
+    return shared | args.own_options(args)
+
+
+#: Search options of the run arguments (a command without --precision or --memory
+#: leaves them out).
+_RUN_OPTIONS = ("precision", "memory", "top_k")
+
+
+def _given_flags(args: argparse.Namespace, flags: tuple[str, ...]) -> dict[str, Any]:
+    """The yes/no options given; those left out keep the library's default (which
+    may depend on other options)."""
+    return {name: getattr(args, name) for name in flags if getattr(args, name) is not None}
+
+
+def _lombscargle_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The options of ``clperiod lombscargle``."""
+    return {
+        "method": args.method,
+        "normalization": None if args.normalization == "none" else args.normalization,
+    } | _given_flags(args, ("fit_mean", "center_data"))
+
+
+def _supersmoother_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The options of ``clperiod supersmoother``."""
+    return {
+        "variant": args.variant,
+        "alpha": args.alpha,
+        "compat": args.compat,
+    } | _given_flags(args, ("periodic",))
+
+
+def _multiband_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The options of ``clperiod lombscargle-multiband``."""
+    return {
+        "nterms_base": args.nterms_base,
+        "nterms_band": args.nterms_band,
+    } | _given_flags(args, ("center_data",))
 
 
 def _search_output(args: argparse.Namespace) -> Path:
@@ -403,6 +433,10 @@ def _run_search(args: argparse.Namespace) -> int:
     try:
         if output.resolve() == Path(args.input).resolve():
             raise ValueError(f"the output {output} would overwrite the input; pass -o")
+        if args.needs_bands and args.band_col is None:
+            raise ValueError(
+                f"{args.command} models each band: name the band label column with --band-col"
+            )
         reader = catalog_files.open_catalog(
             args.input,
             layout=args.layout,
@@ -422,7 +456,7 @@ def _run_search(args: argparse.Namespace) -> int:
         )
         fap = getattr(args, "fap_method", "none")
         search = pipeline.PeriodSearch(
-            args.command,
+            args.algorithm,
             _search_grid(args),
             _search_options(args),
             fap_method=None if fap == "none" else fap,
@@ -452,10 +486,11 @@ def _run_search(args: argparse.Namespace) -> int:
     except _ERRORS as exc:
         return _fail(exc)
     grid = run.grid
+    facts = [args.command, f"{grid.nf:,} frequencies from {grid.fmin:.6g} to {grid.fmax:.6g}"]
+    facts += [args.precision] if hasattr(args, "precision") else []
     summary = (
         f"{run.n_objects} objects in {run.n_chunks} chunk(s) written to {run.output} "
-        f"({args.command}, {grid.nf:,} frequencies from {grid.fmin:.6g} to "
-        f"{grid.fmax:.6g}, {args.precision}, {', '.join(run.devices)}"
+        f"({', '.join([*facts, *run.devices])}"
     )
     summary += f"; {run.n_resumed} chunk(s) resumed)" if run.n_resumed else ")"
     if reader.grouping == "sort":
@@ -479,11 +514,25 @@ def _plot_labels(args: argparse.Namespace, reader: Any) -> Any:
     return dataclasses.replace(labels, **{k: v for k, v in given.items() if v is not None})
 
 
-def _add_search_arguments(parser: argparse.ArgumentParser) -> None:
-    """Input, grid, run and output options shared by the period searches."""
+def _add_search_arguments(
+    parser: argparse.ArgumentParser,
+    algorithm: str,
+    own_options: Callable[[argparse.Namespace], dict[str, Any]],
+    *,
+    kernel_options: tuple[str, ...] = ("precision", "memory"),
+    needs_bands: bool = False,
+) -> None:
+    """Input, grid, run and output options shared by the period searches.
+
+    ``algorithm`` is the :class:`~clperiod.pipeline.PeriodSearch` algorithm,
+    ``own_options`` gives its options from the command's own arguments;
+    ``kernel_options`` are the run options of ``_KERNEL_OPTIONS`` that it
+    takes; ``needs_bands`` requires ``--band-col``.
+    """
     _add_input_arguments(parser)
     _add_grid_arguments(parser)
-    _add_run_arguments(parser)
+    _add_run_arguments(parser, kernel_options)
+    parser.set_defaults(algorithm=algorithm, own_options=own_options, needs_bands=needs_bands)
     out = parser.add_argument_group("more output")
     out.add_argument(
         "--periodogram",
@@ -626,24 +675,22 @@ def _add_grid_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    """Device, kernel, chunk and resume options."""
+#: Kernel options of the searches: name -> (choices, default, help).
+_KERNEL_OPTIONS = {
+    "precision": (("fp64", "fp32"), "fp64", "kernel precision (default fp64)"),
+    "memory": (("auto", "local", "global"), "auto", "kernel memory strategy (default auto)"),
+}
+
+
+def _add_run_arguments(parser: argparse.ArgumentParser, kernel_options: tuple[str, ...]) -> None:
+    """Device, kernel (those of ``kernel_options``), chunk and resume options."""
     from clperiod.io.readers import DEFAULT_CHUNK_ROWS, FIRST_CHUNK_ROWS
 
     run = parser.add_argument_group("run")
     run.add_argument("--device", help="device selection (same grammar as CLPERIOD_DEVICE)")
-    run.add_argument(
-        "--precision",
-        choices=("fp64", "fp32"),
-        default="fp64",
-        help="kernel precision (default fp64)",
-    )
-    run.add_argument(
-        "--memory",
-        choices=("auto", "local", "global"),
-        default="auto",
-        help="kernel memory strategy (default auto)",
-    )
+    for name in kernel_options:
+        choices, default, text = _KERNEL_OPTIONS[name]
+        run.add_argument(f"--{name}", choices=choices, default=default, help=text)
     run.add_argument(
         "--top-k", type=int, default=1, help="distinct peaks reported per object (default 1)"
     )
@@ -684,7 +731,7 @@ def _add_lombscargle(subparsers: argparse._SubParsersAction) -> None:
         "probability, top-k peaks, status) to a Parquet or CSV file. An interrupted run "
         "resumes from its finished chunks when run again.",
     )
-    _add_search_arguments(parser)
+    _add_search_arguments(parser, "lombscargle", _lombscargle_options)
     options = parser.add_argument_group("Lomb-Scargle")
     options.add_argument(
         "--method",
@@ -725,7 +772,7 @@ def _add_supersmoother(subparsers: argparse._SubParsersAction) -> None:
         "a Parquet or CSV file. An interrupted run resumes from its finished chunks when run "
         "again.",
     )
-    _add_search_arguments(parser)
+    _add_search_arguments(parser, "supersmoother", _supersmoother_options)
     options = parser.add_argument_group("SuperSmoother")
     options.add_argument(
         "--variant",
@@ -744,6 +791,39 @@ def _add_supersmoother(subparsers: argparse._SubParsersAction) -> None:
         action=argparse.BooleanOptionalAction,
         help="wrap the smoother's windows around phase 0/1 (default: yes; "
         "no with --compat; --no-periodic needs --variant original)",
+    )
+
+
+def _add_lombscargle_multiband(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "lombscargle-multiband",
+        help="multiband Lomb-Scargle period search of every object of a catalog file",
+        description="Multiband Lomb-Scargle periodograms (VanderPlas & Ivezic 2015; astropy's "
+        "LombScargleMultiband, method 'flexible') of every object of a catalog file with a "
+        "band label per row (--band-col), read and searched in chunks; one row per object "
+        "(best period, power, top-k peaks, status) to a Parquet or CSV file. An interrupted "
+        "run resumes from its finished chunks when run again.",
+    )
+    _add_search_arguments(
+        parser, "lombscargle_multiband", _multiband_options, kernel_options=(), needs_bands=True
+    )
+    options = parser.add_argument_group("multiband Lomb-Scargle")
+    options.add_argument(
+        "--nterms-base",
+        type=int,
+        default=1,
+        help="harmonics shared by all bands, 0 to 4 (default 1)",
+    )
+    options.add_argument(
+        "--nterms-band",
+        type=int,
+        default=1,
+        help="harmonics of each band's own model, 0 to 4 (default 1)",
+    )
+    options.add_argument(
+        "--center-data",
+        action=argparse.BooleanOptionalAction,
+        help="subtract each band's weighted mean first (default: yes)",
     )
 
 
@@ -1133,6 +1213,7 @@ _COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
     _add_info,
     _add_lombscargle,
     _add_supersmoother,
+    _add_lombscargle_multiband,
     _add_singlepulse,
     _add_rv,
 )

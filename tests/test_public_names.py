@@ -34,7 +34,7 @@ PUBLIC_MODULES = {
                     "catalog_from_dataframe", "catalog_from_table", "example_path",
                     "load_example", "load_rv_example", "open_catalog", "read_catalog",
                     "read_lightcurve_csv", "read_rv", "write_periodograms", "write_results"],
-    "clperiod.dask": ["lombscargle", "supersmoother"],
+    "clperiod.dask": ["lombscargle", "lombscargle_multiband", "supersmoother"],
     "clperiod.pipeline": ["ALGORITHMS", "AutoGrid", "CatalogRun", "GridResolutionWarning",
                           "PeriodSearch", "catalog_extent", "default_plot_labels",
                           "run_catalog", "work_directory"],
@@ -111,7 +111,8 @@ def test_searches_are_functions():
     import clperiod.singlepulse
 
     for function in (clperiod.singlepulse.search, clperiod.kepler.search,
-                     clperiod.dask.lombscargle, clperiod.dask.supersmoother):
+                     clperiod.dask.lombscargle, clperiod.dask.supersmoother,
+                     clperiod.dask.lombscargle_multiband):
         assert inspect.isfunction(function)
 
 

@@ -5,10 +5,12 @@ The public names live in ``clperiod.dask.api``.
 
 from clperiod.dask.api import (
     lombscargle,
+    lombscargle_multiband,
     supersmoother,
 )
 
 __all__ = [
     "lombscargle",
+    "lombscargle_multiband",
     "supersmoother",
 ]

@@ -31,7 +31,8 @@ Two input layouts are read:
 
 With ``band_col``, the catalog of every partition carries the band label of
 each row (the labels found in that partition, or the fixed ``bands``); the
-searches of one band pool the bands, so their results do not change.
+searches of one band pool the bands, so their results do not change;
+:func:`lombscargle_multiband` models each band.
 
 Exactly once: an object that appears twice in a nested partition raises a
 ValueError naming it. In a frame that was not shuffled here, an object split
@@ -65,15 +66,19 @@ from clperiod.io.tables import result_columns
 from clperiod.periodograms.inputs import check_top_k
 from clperiod.periodograms.lombscargle import MAX_TOP_K as _LS_MAX_TOP_K
 from clperiod.periodograms.lombscargle import lombscargle as _lombscargle
+from clperiod.periodograms.multiband import lombscargle_multiband as _lombscargle_multiband
 from clperiod.periodograms.supersmoother import MAX_TOP_K as _SS_MAX_TOP_K
 from clperiod.periodograms.supersmoother import supersmoother as _supersmoother
 from clperiod.pipeline.run import AutoGrid
+
+#: Most top-k peaks of the multiband search: the peaks kernel's, as for Lomb-Scargle.
+_MB_MAX_TOP_K = _LS_MAX_TOP_K
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
     import pandas as pd
 
-__all__ = ["lombscargle", "supersmoother"]
+__all__ = ["lombscargle", "lombscargle_multiband", "supersmoother"]
 
 #: ``dy_col`` value that picks :data:`DY_NAME` when the frame has it.
 AUTO = "auto"
@@ -83,6 +88,7 @@ DY_NAME = "dy"
 #: Arguments of the searches that this front end sets itself.
 _HANDLED = (
     "cat_or_t",
+    "catalog",
     "grid",
     "y",
     "dy",
@@ -245,6 +251,51 @@ def supersmoother(
     return _map_search(
         _supersmoother,
         _SS_MAX_TOP_K,
+        ddf,
+        resolved,
+        layout,
+        nan_policy,
+        None,
+        _Partitioning.build(ddf, layout, shuffle, check_ids),
+        device,
+        options,
+    )
+
+
+def lombscargle_multiband(
+    ddf: dd.DataFrame,
+    grid: FrequencyGrid | FrequencyArray | AutoGrid | None = None,
+    *,
+    band_col: str,
+    bands: Sequence[Any] | None = None,
+    id_col: str = "id",
+    t_col: str = "t",
+    y_col: str = "y",
+    dy_col: str | None = "auto",
+    nested_col: str | None = None,
+    nan_policy: str = "raise",
+    shuffle: bool | None = None,
+    check_ids: bool | None = None,
+    device: str | None = None,
+    **options: Any,
+) -> dd.DataFrame:
+    """Multiband Lomb-Scargle search of every object of a Dask DataFrame.
+
+    Parameters and result as :func:`lombscargle` (there is no ``fap``
+    column), except that ``band_col`` is required: the search models each
+    band of an object (:func:`clperiod.lombscargle_multiband`). Each
+    partition's catalog has the bands found in it, unless ``bands`` fixes
+    them; an object's results do not depend on the bands of the others.
+    ``**options`` go to :func:`clperiod.lombscargle_multiband`
+    (``nterms_base``, ``nterms_band``, ``center_data``, ``top_k``, ...).
+    """
+    if band_col is None:
+        raise ValueError("the multiband search models each band: band_col must name a column")
+    layout = _layout(ddf, id_col, t_col, y_col, dy_col, nested_col, band_col, bands)
+    resolved = _resolved_grid(grid, ddf, layout, nan_policy)
+    return _map_search(
+        _lombscargle_multiband,
+        _MB_MAX_TOP_K,
         ddf,
         resolved,
         layout,

@@ -74,6 +74,13 @@ EXAMPLES: dict[str, str] = {
     "8205": "8205_normalized.txt",
     "8205_errors": "8205_normalized_with_error.txt",
     "stripe82": "SDSS_stripe82_band_z.txt",
+    "stripe82_ugriz": "SDSS_stripe82_RRLyrae_ugriz.csv",
+}
+
+#: The bundled examples in the long layout (a header line): their id, t, y, dy and
+#: band columns; the others are in the papers' layout (:func:`read_lightcurve_csv`).
+_LONG_EXAMPLES: dict[str, tuple[str, str, str, str, str]] = {
+    "stripe82_ugriz": ("id", "mjd", "mag", "mag_err", "band"),
 }
 
 #: Bundled radial velocities (radvel's example data): name -> file.
@@ -88,12 +95,15 @@ def example_path(name: str) -> Path:
 
     Parameters
     ----------
-    name : {"ida", "8205", "8205_errors", "stripe82"}
+    name : {"ida", "8205", "8205_errors", "stripe82", "stripe82_ugriz"}
         ``"ida"``: asteroid (243) Ida, ZTF r band, 29 points, t in JD.
         ``"8205"`` / ``"8205_errors"``: a synthetic asteroid with a ZTF-like
         cadence, 3555 points, without / with uncertainties.
         ``"stripe82"``: 136 RR Lyrae stars of SDSS Stripe 82 (z band,
         magnitudes with uncertainties, t in MJD).
+        ``"stripe82_ugriz"``: two of those RR Lyrae stars in all five bands
+        (u, g, r, i, z; a CSV file with columns ``id, mjd, mag, mag_err,
+        band``), for multiband searches.
 
     Returns
     -------
@@ -114,8 +124,14 @@ def example_path(name: str) -> Path:
 
 
 def load_example(name: str) -> Catalog:
-    """Load a bundled example as a :class:`~clperiod.Catalog` (see :func:`example_path`)."""
-    return read_lightcurve_csv(example_path(name))
+    """Load a bundled example as a :class:`~clperiod.Catalog` (see :func:`example_path`);
+    ``"stripe82_ugriz"`` carries the band of each row."""
+    path = example_path(name)
+    columns = _LONG_EXAMPLES.get(name)
+    if columns is None:
+        return read_lightcurve_csv(path)
+    id_col, t_col, y_col, dy_col, band_col = columns
+    return read_catalog(path, id_col, t_col, y_col, dy_col, band_col=band_col)
 
 
 def read_lightcurve_csv(

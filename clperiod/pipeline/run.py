@@ -62,11 +62,17 @@ __all__ = [
     "work_directory",
 ]
 
-#: Period searches a catalog run can use.
-ALGORITHMS = ("lombscargle", "supersmoother")
+#: Period searches a catalog run can use: the names of their functions in
+#: ``clperiod`` (each takes a catalog, a grid, ``device=``, ``periodogram=``
+#: and keyword options, and returns a result that
+#: :func:`clperiod.io.tables.result_columns` reads).
+ALGORITHMS = ("lombscargle", "supersmoother", "lombscargle_multiband")
+#: The searches whose results have an analytic false-alarm probability (a ``fap`` column).
+_ANALYTIC_FAP = ("lombscargle",)
 #: Search arguments the run sets itself.
 _HANDLED = (
     "cat_or_t",
+    "catalog",
     "grid",
     "y",
     "dy",
@@ -128,8 +134,11 @@ class PeriodSearch:
 
     Parameters
     ----------
-    algorithm : {"lombscargle", "supersmoother"}
-        The search.
+    algorithm : {"lombscargle", "supersmoother", "lombscargle_multiband"}
+        The search (one of ``ALGORITHMS``): the function of that name in
+        ``clperiod``. The multiband search models the bands of each object
+        (its catalog's band labels, e.g. ``open_catalog(..., band_col=...)``);
+        the others pool them.
     grid : FrequencyGrid, FrequencyArray or AutoGrid
         The frequency grid; default :class:`AutoGrid` (resolved on the input,
         periods from 0.05 days up). A :class:`~clperiod.FrequencyArray` (any
@@ -138,10 +147,13 @@ class PeriodSearch:
         extremes and a BLAKE2b hash of its values.
     options : mapping
         Keyword arguments of the search (``method``, ``normalization``,
-        ``precision``, ``top_k``, ``variant``, ...), JSON-ready values. The
-        run sets ``device``, ``periodogram`` and ``progress`` itself.
+        ``precision``, ``top_k``, ``variant``, ``nterms_base``,
+        ``nterms_band``, ...), JSON-ready values. The run sets ``device``,
+        ``periodogram`` and ``progress`` itself.
     fap_method : str or None
-        Method of the ``fap`` column (Lomb-Scargle), or None for none.
+        Method of the ``fap`` column (Lomb-Scargle), or None for none; the
+        searches without an analytic false-alarm probability (SuperSmoother,
+        multiband) write no ``fap`` column whatever it says.
     """
 
     algorithm: str
@@ -170,11 +182,17 @@ class PeriodSearch:
             raise TypeError(f"search options must be JSON values: {error}") from None
 
     @property
-    def function(self) -> Any:
-        """The search function (``clperiod.lombscargle`` or ``clperiod.supersmoother``)."""
-        from clperiod import lombscargle, supersmoother
+    def fap_column(self) -> str | None:
+        """The method of the results' ``fap`` column: ``fap_method`` for a search
+        with an analytic false-alarm probability (Lomb-Scargle), else None."""
+        return self.fap_method if self.algorithm in _ANALYTIC_FAP else None
 
-        return {"lombscargle": lombscargle, "supersmoother": supersmoother}[self.algorithm]
+    @property
+    def function(self) -> Any:
+        """The search function: ``clperiod.<algorithm>``."""
+        import clperiod
+
+        return getattr(clperiod, self.algorithm)
 
     def run(self, catalog: Catalog, *, device: Any = None, periodogram: bool = False) -> Any:
         """Search one catalog with a resolved grid."""
@@ -731,7 +749,7 @@ def _write(
     started = time.perf_counter()
     chunk = searched.chunk
     columns = [
-        result_columns(result, fap_method=plan.search.fap_method) for result in searched.results
+        result_columns(result, fap_method=plan.search.fap_column) for result in searched.results
     ]
     joined = (
         columns[0]

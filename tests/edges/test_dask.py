@@ -402,6 +402,42 @@ def test_band_arguments_are_checked_at_once(banded_table, catalog) -> None:
     with pytest.raises(ValueError, match=r"partition 0: band label 'i' \(not in bands"):
         unknown.compute(scheduler="sync")
 
+def banded_catalog(catalog: Catalog) -> Catalog:
+    """``catalog`` with the band labels of ``banded_table``."""
+    labels = BANDS[np.arange(catalog.t.size) % 3]
+    return Catalog.from_arrays(np.repeat(catalog.ids, catalog.lengths), catalog.t, catalog.y,
+                               catalog.dy, band=labels)
+
+
+def test_multiband_matches_single_device(client, catalog, banded_table) -> None:
+    """Shuffled by id on the workers; each object's bands modelled as in one call."""
+    options = {"nterms_base": 2, "nterms_band": 1, "top_k": 2}
+    out = clperiod.dask.lombscargle_multiband(time_ordered(banded_table), GRID, band_col="band",
+                                              **options)
+    table = out.compute()
+    assert "fap" not in table.columns
+    assert (table["status"] == Status.OK).sum() == N_OBJECTS
+    expected = single_device(clperiod.lombscargle_multiband, banded_catalog(catalog), GRID,
+                             None, **options)
+    assert_same_objects(table, expected)
+    pooled = single_device(clperiod.lombscargle_multiband, catalog, GRID, None, **options)
+    assert not np.isclose(table.sort_values("id")["power"].to_numpy()[:N_OBJECTS],
+                          pooled.sort_values("id")["power"].to_numpy()[:N_OBJECTS]).any()
+
+
+def test_multiband_arguments_are_checked_at_once(banded_table) -> None:
+    frame = by_id(banded_table)
+    with pytest.raises(TypeError, match="required keyword-only argument: 'band_col'"):
+        clperiod.dask.lombscargle_multiband(frame, GRID)
+    with pytest.raises(ValueError, match="band_col must name a column"):
+        clperiod.dask.lombscargle_multiband(frame, GRID, band_col=None)
+    with pytest.raises(TypeError, match=r"lombscargle_multiband\(\) got unsupported option\(s\) "
+                                        r"\['method'\]"):
+        clperiod.dask.lombscargle_multiband(frame, GRID, band_col="band", method="standard")
+    with pytest.raises(ValueError, match=r"top_k must be in \[1, 64\], got 65"):
+        clperiod.dask.lombscargle_multiband(frame, GRID, band_col="band", top_k=65)
+
+
 def exit_once(frame: pd.DataFrame, marker: str, partition_info=None) -> pd.DataFrame:
     """Kill the worker process computing partition 1, the first time only."""
     if partition_info is not None and partition_info["number"] == 1 \
