@@ -805,7 +805,11 @@ def _add_lombscargle_multiband(subparsers: argparse._SubParsersAction) -> None:
         "run resumes from its finished chunks when run again.",
     )
     _add_search_arguments(
-        parser, "lombscargle_multiband", _multiband_options, kernel_options=(), needs_bands=True
+        parser,
+        "lombscargle_multiband",
+        _multiband_options,
+        kernel_options=("precision",),
+        needs_bands=True,
     )
     options = parser.add_argument_group("multiband Lomb-Scargle")
     options.add_argument(

@@ -38,7 +38,7 @@ def test_the_command_matches_the_library(tmp_path, capsys, cpu_device):
                            "--top-k", 2, "-o", out, "--no-progress", *_device(cpu_device))
     assert status == 0
     assert text.startswith(f"2 objects in 1 chunk(s) written to {out} (lombscargle-multiband, "
-                           "3,000 frequencies from 0.5 to 3.99883, 0:")
+                           "3,000 frequencies from 0.5 to 3.99883, fp64, 0:")
     direct = clperiod.lombscargle_multiband(load_example("stripe82_ugriz"), GRID, top_k=2,
                                             nterms_base=3, nterms_band=2, device=cpu_device)
     table = pq.read_table(out)
@@ -48,7 +48,7 @@ def test_the_command_matches_the_library(tmp_path, capsys, cpu_device):
     np.testing.assert_array_equal(table.column("period_2").to_numpy(), direct.top_k_period[:, 1])
     search = table.schema.metadata[b"clperiod"].decode()
     assert '"algorithm": "lombscargle_multiband"' in search
-    assert '"options": {"nterms_band": 2, "nterms_base": 3, "top_k": 2}' in search
+    assert '"options": {"nterms_band": 2, "nterms_base": 3, "precision": "fp64", "top_k": 2}' in search
 
 
 def test_center_data_and_the_default_output_name(tmp_path, capsys, cpu_device):
@@ -95,13 +95,26 @@ def test_the_band_column_is_required(tmp_path, capsys):
     assert not (tmp_path / "res.csv").exists()
 
 
-@pytest.mark.parametrize("option", [("--precision", "fp32"), ("--memory", "local"),
-                                    ("--method", "standard"), ("--fap-method", "naive")])
+@pytest.mark.parametrize("option", [("--memory", "local"), ("--method", "standard"),
+                                    ("--fap-method", "naive")])
 def test_options_of_other_searches_are_refused(tmp_path, capsys, option):
     with pytest.raises(SystemExit) as stop:
         cli.main(["lombscargle-multiband", str(UGRIZ), "--band-col", "band", *option])
     assert stop.value.code == 2
     assert f"unrecognized arguments: {' '.join(option)}" in capsys.readouterr().err
+
+
+def test_fp32_finds_the_fp64_peaks(tmp_path, capsys, cpu_device):
+    tables = []
+    for precision in ("fp64", "fp32"):
+        out = tmp_path / f"{precision}.parquet"
+        status, text, _ = _cli(capsys, "lombscargle-multiband", UGRIZ, *COLUMNS, "--band-col",
+                               "band", *GRID_OPTIONS, "--precision", precision, "-o", out,
+                               "--no-progress", *_device(cpu_device))
+        assert status == 0 and f", {precision}, " in text
+        tables.append(pq.read_table(out).to_pydict())
+    assert tables[1]["frequency"] == tables[0]["frequency"]
+    np.testing.assert_allclose(tables[1]["power"], tables[0]["power"], rtol=1e-5)
 
 
 def test_bad_model_options_name_the_option(tmp_path, capsys, cpu_device):
