@@ -66,6 +66,7 @@ __all__ = [
     "DevicePoints",
     "PreparedPoints",
     "batch_buffers",
+    "clear_for_scatter",
     "correction_factors",
     "es_kernel_params",
     "fine_grid_size",
@@ -75,6 +76,8 @@ __all__ = [
     "power",
     "prepare",
     "prepare_on_device",
+    "quadrature",
+    "scatters",
     "Transforms",
     "search",
     "search_with",
@@ -777,7 +780,7 @@ def spread(
 
 def scatters(points: DevicePoints, plan: NufftPlan) -> bool:
     """Whether the batch spreads by scatter (``nufft_scatter_*``): its longest
-    object reaches at most 1 / :data:`SCATTER_RATIO` of the grid's cells."""
+    object reaches at most 1 / ``SCATTER_RATIO`` of the grid's cells."""
     return points.n_objects > 0 and points.longest * plan.width * SCATTER_RATIO <= plan.n_grid
 
 
