@@ -704,16 +704,20 @@ def _run_nufft(
 #: Pieces of a grid too large for the device are halved until they fit, at most
 #: this many times.
 MAX_PIECE_HALVINGS = 24
+#: Most frequencies of one NUFFT piece: FFT plans of larger fine grids take
+#: minutes to build (VkFFT's kernels for grids beyond ~2**25 cells).
+MAX_PIECE_FREQUENCIES = 2**24
 
 
 def _nufft_pieces(
     plan: nufft.NufftPlan, lengths: np.ndarray, options: _Options, budget: MemoryBudget
 ) -> list[tuple[int, int]]:
     """Frequency ranges ``[start, stop)`` of the grid small enough that the
-    longest object's NUFFT buffers fit ``budget`` (the whole grid if it fits)."""
+    longest object's NUFFT buffers fit ``budget``, of at most
+    ``MAX_PIECE_FREQUENCIES`` each (the whole grid if it fits)."""
     longest = int(lengths.max(initial=0))
     nf = plan.grid.nf
-    size = nf
+    size = min(nf, MAX_PIECE_FREQUENCIES)
     for _ in range(MAX_PIECE_HALVINGS):
         piece = nufft.NufftPlan.build(
             FrequencyGrid(plan.grid.fmin, plan.grid.df, min(nf, size + 2)),

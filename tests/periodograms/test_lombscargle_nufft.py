@@ -249,6 +249,11 @@ def test_grids_too_large_for_the_device_run_in_pieces(rng, monkeypatch):
         "generalized", "standard", None, None, "fp64", "auto", 4, True, 1), budget)
     assert len(pieces) > 1 and pieces[0][0] == 0 and pieces[-1][1] == grid.nf
     assert all(a[1] == b[0] for a, b in zip(pieces, pieces[1:], strict=False))
+    monkeypatch.setattr(LS_MODULE, "MAX_PIECE_FREQUENCIES", 256)
+    capped = LS_MODULE._nufft_pieces(plan, cat.lengths, LS_MODULE._Options.build(
+        "generalized", "standard", None, None, "fp64", "auto", 4, True, 1),
+        LS_MODULE.MemoryBudget(total=1 << 40, max_alloc=1 << 30, device="x"))
+    assert capped == [(0, 256), (256, 512), (512, 768), (768, 1000)]
     monkeypatch.setattr(LS_MODULE, "_nufft_pieces",
                         lambda *args: [(0, 300), (300, 301), (301, 650), (650, 1000)])
     split = lombscargle(cat, grid, algorithm="nufft", top_k=4, periodogram=True)
