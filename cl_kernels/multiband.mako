@@ -63,7 +63,9 @@
 ## Harmonics follow by angle addition.
 ##
 ## ND-range: the launch's bins (padded to wg) x objects; a work-group's items
-## share one object, whose points (offsets `starts`) they stage.
+## share one object, whose points they stage band by band: the host orders
+## each object's points by band, and `cells` holds the offsets of the
+## (object, band) cells, so every sum of a band accumulates in registers.
 <%namespace name="common" file="common.mako"/>
 ${common.prelude(real)}
 <%
@@ -207,8 +209,7 @@ void multiband_catalog(
 % endfor
     __global const real_t *restrict w,    // (points,) dy^-2, normalised per object
     __global const real_t *restrict wy,   // (points,) w * (band-centred, scaled) y
-    __global const short *restrict band,  // (points,) band code, 0 .. B - 1
-    __global const int *restrict starts,  // (objects + 1,) point offsets
+    __global const int *restrict cells,   // (objects B + 1,) offsets of the (object, band) points
     const int obj0,
 % if arbitrary and fp64:
     __global const double *restrict grid_f,   // (nf_all,) frequencies
@@ -226,7 +227,7 @@ void multiband_catalog(
     const int k = get_global_id(0);
     const int lid = get_local_id(0);
     const int first = get_global_id(1);  // the launch's object: first, catalog's obj0 + first
-    const int p0 = starts[obj0 + first], n = starts[obj0 + first + 1] - p0;
+    __global const int *own = cells + (obj0 + first) * B;
 % if arbitrary and fp64:
     const double f = grid_f[k0 + min(k, nf - 1)];  // padding items repeat the last (unused)
 % elif arbitrary:
@@ -240,64 +241,72 @@ void multiband_catalog(
     __local ${point_type} l_${name}[WG];
 % endfor
     __local real_t l_w[WG], l_wy[WG];
-    __local short l_band[WG];
     real_t C[B][2 * H + 1], S[B][2 * H + 1], YC[B][H + 1], YS[B][H + 1];
+    #pragma unroll
     for (int r = 0; r < B; ++r) {
+        real_t c_r[2 * H + 1], s_r[2 * H + 1], yc_r[H + 1], ys_r[H + 1];
         for (int m = 0; m <= 2 * H; ++m)
-            C[r][m] = S[r][m] = 0;
+            c_r[m] = s_r[m] = 0;
         for (int m = 0; m <= H; ++m)
-            YC[r][m] = YS[r][m] = 0;
-    }
-    for (int base = 0; base < n; base += WG) {
-        barrier(CLK_LOCAL_MEM_FENCE);
-        if (base + lid < n) {
-            const int g = p0 + base + lid;
+            yc_r[m] = ys_r[m] = 0;
+        const int q1 = own[r + 1];
+        for (int base = own[r]; base < q1; base += WG) {
+            barrier(CLK_LOCAL_MEM_FENCE);
+            if (base + lid < q1) {
+                const int g = base + lid;
 % for name in phase_inputs:
-            l_${name}[lid] = pt_${name}[g];
+                l_${name}[lid] = pt_${name}[g];
 % endfor
-            l_w[lid] = w[g];
-            l_wy[lid] = wy[g];
-            l_band[lid] = band[g];
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        const int count = min(WG, n - base);
-        for (int i = 0; i < count; ++i) {
+                l_w[lid] = w[g];
+                l_wy[lid] = wy[g];
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+            const int count = min(WG, q1 - base);
+            for (int i = 0; i < count; ++i) {
 % if fp64:
-            double cycles = f * l_t[i];
-            cycles -= rint(cycles);
+                double cycles = f * l_t[i];
+                cycles -= rint(cycles);
 % elif arbitrary:
-            // (fh + fl)(th + tl) in double-single: p + e is fh th exactly
-            const float th = l_th[i];
-            const float p = fh * th;
-            const float e = fma(fh, th, -p);
-            float cycles = (p - rint(p)) + (e + fma(fh, l_tl[i], fl * th));
-            cycles -= rint(cycles);
+                // (fh + fl)(th + tl) in double-single: p + e is fh th exactly
+                const float th = l_th[i];
+                const float p = fh * th;
+                const float e = fma(fh, th, -p);
+                float cycles = (p - rint(p)) + (e + fma(fh, l_tl[i], fl * th));
+                cycles -= rint(cycles);
 % else:
-            // a + k (bh + bl) in double-single: p + e is k bh exactly
-            const float bh = l_bh[i];
-            const float p = kf * bh;
-            const float e = fma(kf, bh, -p);
-            float cycles = (p - rint(p)) + (e + fma(kf, l_bl[i], l_a[i]));
-            cycles -= rint(cycles);
+                // a + k (bh + bl) in double-single: p + e is k bh exactly
+                const float bh = l_bh[i];
+                const float p = kf * bh;
+                const float e = fma(kf, bh, -p);
+                float cycles = (p - rint(p)) + (e + fma(kf, l_bl[i], l_a[i]));
+                cycles -= rint(cycles);
 % endif
-            real_t s1, c1;
-            sincos_cycles(cycles, &s1, &c1);
-            const int r = l_band[i];
-            const real_t wi = l_w[i], wyi = l_wy[i];
-            C[r][0] += wi;
-            YC[r][0] += wyi;
-            real_t cm = 1, sm = 0;
-            for (int m = 1; m <= 2 * H; ++m) {
-                const real_t c_next = cm * c1 - sm * s1;
-                sm = sm * c1 + cm * s1;
-                cm = c_next;
-                C[r][m] += wi * cm;
-                S[r][m] += wi * sm;
-                if (m <= H) {
-                    YC[r][m] += wyi * cm;
-                    YS[r][m] += wyi * sm;
+                real_t s1, c1;
+                sincos_cycles(cycles, &s1, &c1);
+                const real_t wi = l_w[i], wyi = l_wy[i];
+                c_r[0] += wi;
+                yc_r[0] += wyi;
+                real_t cm = 1, sm = 0;
+                for (int m = 1; m <= 2 * H; ++m) {
+                    const real_t c_next = cm * c1 - sm * s1;
+                    sm = sm * c1 + cm * s1;
+                    cm = c_next;
+                    c_r[m] += wi * cm;
+                    s_r[m] += wi * sm;
+                    if (m <= H) {
+                        yc_r[m] += wyi * cm;
+                        ys_r[m] += wyi * sm;
+                    }
                 }
             }
+        }
+        for (int m = 0; m <= 2 * H; ++m) {
+            C[r][m] = c_r[m];
+            S[r][m] = s_r[m];
+        }
+        for (int m = 0; m <= H; ++m) {
+            YC[r][m] = yc_r[m];
+            YS[r][m] = ys_r[m];
         }
     }
     if (k >= nf)

@@ -427,18 +427,21 @@ class _Prepared:
     """The points of a catalog's objects that can be searched, as the kernel takes them.
 
     ``status`` is OK or TOO_FEW_POINTS per object (objects not OK keep no
-    points); per kept point its time from its object's first observation,
-    weight (summing to 1 per object), weight times scaled value and band
-    code; ``offsets`` of the kept points; ``chi2_ref`` per object
-    ``sum w u^2`` of the scaled values (NaN if not OK, 0 if they do not vary).
+    points); per kept point, each object's points ordered by band, its time
+    from its object's first observation, weight (summing to 1 per object) and
+    weight times scaled value; ``offsets`` of the kept points; ``cells`` the
+    offsets of the ``n_bands`` bands of every object (``n_objects n_bands +
+    1``); ``chi2_ref`` per object ``sum w u^2`` of the scaled values (NaN if
+    not OK, 0 if they do not vary).
     """
 
     status: np.ndarray
     offsets: np.ndarray
+    cells: np.ndarray
+    n_bands: int
     t: np.ndarray
     w: np.ndarray
     wy: np.ndarray
-    band: np.ndarray
     chi2_ref: np.ndarray
 
     def slice(self, start: int, stop: int) -> _Prepared:
@@ -447,10 +450,11 @@ class _Prepared:
         return _Prepared(
             status=self.status[start:stop],
             offsets=self.offsets[start : stop + 1] - lo,
+            cells=self.cells[start * self.n_bands : stop * self.n_bands + 1] - lo,
+            n_bands=self.n_bands,
             t=self.t[lo:hi],
             w=self.w[lo:hi],
             wy=self.wy[lo:hi],
-            band=self.band[lo:hi],
             chi2_ref=self.chi2_ref[start:stop],
         )
 
@@ -482,13 +486,18 @@ def _prepare(catalog: Catalog, nterms_base: int, nterms_band: int, center: bool)
     keep = np.repeat(ok, catalog.lengths)
     first = np.repeat(segment_reduce(np.minimum, catalog.t, catalog.offsets), catalog.lengths)
     offsets = np.concatenate([[0], np.cumsum(np.where(ok, catalog.lengths, 0))])
+    n_bands = catalog.n_bands
+    cell = (owners * n_bands + codes)[keep]
+    order = np.argsort(cell, kind="stable")  # each object's points band by band
+    sizes = np.bincount(cell, minlength=catalog.n_objects * n_bands)
     return _Prepared(
         status=status,
         offsets=offsets.astype(np.int32),
-        t=(catalog.t - first)[keep],
-        w=w[keep],
-        wy=(w * scaled)[keep],
-        band=codes[keep],
+        cells=np.concatenate([[0], np.cumsum(sizes)]).astype(np.int32),
+        n_bands=n_bands,
+        t=(catalog.t - first)[keep][order],
+        w=w[keep][order],
+        wy=(w * scaled)[keep][order],
         chi2_ref=np.where(ok, chi2_ref, np.nan),
     )
 
@@ -640,8 +649,7 @@ def _search(
     pending: list[cl.Event] = []
     phases = _PhaseInputs(queue, prepared.t, grid, options.fp64, pending)
     points = [upload(queue, a.astype(dtype), pending) for a in (prepared.w, prepared.wy)]
-    points.append(upload(queue, prepared.band, pending))
-    starts = upload(queue, prepared.offsets, pending)
+    cells = upload(queue, prepared.cells, pending)
     (kernel,) = kernels.get_kernels(
         queue.context,
         "multiband",
@@ -662,7 +670,7 @@ def _search(
             (_WG, 1),
             *phases.for_launch(lo),
             *points,
-            starts,
+            cells,
             np.int32(first),
             *phases.grid,
             np.int32(lo),
