@@ -693,21 +693,24 @@ def blocked_peaks(
     nf: int,
     top_k: int,
     store: Callable[[int, int, int, int, np.ndarray], None] | None = None,
+    real: str = "double",
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Evaluate float64 powers in blocks of at most ``_MAX_BLOCK`` (2**22) and keep
-    each object's top-k peaks (``peaks_topk``), merged over the blocks.
+    """Evaluate powers (``real``: "double" or "float") in blocks of at most
+    ``_MAX_BLOCK`` (2**22) and keep each object's top-k peaks (``peaks_topk``),
+    merged over the blocks.
 
     ``launch(first, rows, lo, hi, buffer)`` queues the powers of objects
     ``first .. first + rows - 1`` on bins ``lo .. hi - 1`` into ``buffer``
     (``(rows, hi - lo)``); ``store(first, rows, own_lo, own_hi, block)``, if
     given, receives the powers of the owned bins ``own_lo .. own_hi - 1``.
-    Returns the ``(n_obj, top_k)`` values and grid indices.
+    Returns the ``(n_obj, top_k)`` float64 values and grid indices.
     """
+    dtype = np.float64 if real == "double" else np.float32
     blocks = _bin_blocks(nf)
     values = np.full((n_obj, len(blocks) * top_k), -np.inf)
     indices = np.full((n_obj, len(blocks) * top_k), np.iinfo(np.int32).max, dtype=np.int32)
     largest = max(1, min(n_obj, max(1, _MAX_BLOCK // nf)) * min(nf, _MAX_BLOCK))
-    buffer = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, 8 * largest)
+    buffer = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, dtype().itemsize * largest)
     for number, (own_lo, own_hi) in enumerate(blocks):
         lo, hi = max(own_lo - 1, 0), min(own_hi + 1, nf)  # the neighbours of the owned bins
         rows_per_launch = max(1, _MAX_BLOCK // (hi - lo))
@@ -716,10 +719,10 @@ def blocked_peaks(
             launch(first, rows, lo, hi, buffer)
             found = slice(number * top_k, (number + 1) * top_k)
             values[first : first + rows, found], indices[first : first + rows, found] = (
-                _top_k_peaks(queue, buffer, rows, (lo, hi, own_lo, own_hi, nf), top_k)
+                _top_k_peaks(queue, buffer, rows, (lo, hi, own_lo, own_hi, nf), top_k, real)
             )
             if store is not None:
-                block = np.empty((rows, hi - lo))
+                block = np.empty((rows, hi - lo), dtype)
                 cl.enqueue_copy(queue, block, buffer)
                 store(first, rows, own_lo, own_hi, block[:, own_lo - lo : own_hi - lo])
     return _best_of_blocks(values, indices, top_k)
@@ -740,16 +743,17 @@ def _top_k_peaks(
     rows: int,
     bins: tuple[int, int, int, int, int],
     top_k: int,
+    real: str = "double",
 ) -> tuple[np.ndarray, np.ndarray]:
     """``peaks_topk`` (``cl_kernels/peaks.mako``) of ``rows`` rows of powers of
     the bins ``bins = (lo, hi, own_lo, own_hi, nf)``: each row holds bins
     ``lo .. hi - 1``, of which ``own_lo .. own_hi - 1`` are searched."""
     wg = _PEAKS_WG["gpu" if queue.device.type & cl.device_type.GPU else "other"]
     (kernel,) = kernels.get_kernels(
-        queue.context, "peaks", ("peaks_topk",), real="double", wg=wg, top_k=top_k
+        queue.context, "peaks", ("peaks_topk",), real=real, wg=wg, top_k=top_k
     )
     lo, hi, own_lo, own_hi, nf = bins
-    values = np.empty((rows, top_k))
+    values = np.empty((rows, top_k), np.float64 if real == "double" else np.float32)
     indices = np.empty((rows, top_k), dtype=np.int32)
     best_val = cl.Buffer(queue.context, cl.mem_flags.WRITE_ONLY, values.nbytes)
     best_idx = cl.Buffer(queue.context, cl.mem_flags.WRITE_ONLY, indices.nbytes)
