@@ -18,6 +18,12 @@ from clperiod.grid import FrequencyArray, FrequencyGrid
 from clperiod.kepler import orbits
 from clperiod.periodograms.lombscargle import LombScargleResult, lombscargle, lombscargle_async
 from clperiod.periodograms.multiband import MultibandResult, lombscargle_multiband
+from clperiod.periodograms.phase_statistics import (
+    PhaseStatisticResult,
+    aov,
+    conditional_entropy,
+    pdm,
+)
 from clperiod.periodograms.supersmoother import SuperSmootherResult, supersmoother
 
 try:
@@ -34,12 +40,16 @@ __all__ = [
     "FrequencyGrid",
     "LombScargleResult",
     "MultibandResult",
+    "PhaseStatisticResult",
     "Status",
     "SuperSmootherResult",
+    "aov",
+    "conditional_entropy",
     "list_devices",
     "lombscargle",
     "lombscargle_async",
     "lombscargle_multiband",
+    "pdm",
     "select_devices",
     "supersmoother",
     "kepler",
