@@ -30,7 +30,7 @@ does. One device.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -118,7 +118,8 @@ class PhaseStatisticResult(PeakResults):
     best : str
         ``"minimum"`` or ``"maximum"``.
     parameters : dict
-        The statistic's options (bins, covers, weighting).
+        The statistic's options: bins, covers and ``weighted`` (whether
+        ``dy`` weighted it: False for a catalog without ``dy``).
     precision : str
         ``"fp64"`` or ``"fp32"``.
     devices : list of str
@@ -162,7 +163,8 @@ class _Statistic:
 
     ``kind`` is the kernel's statistic ("pdm", "aov", "ce"); ``n_phase`` its
     phase bins (PDM: bins times covers), ``n_covers`` and ``n_mag`` as in
-    ``cl_kernels/phase_bins.mako``; ``weighted``: weights from ``dy``;
+    ``cl_kernels/phase_bins.mako``; ``weighted``: weights from ``dy`` (the
+    search turns it off for a catalog without ``dy``);
     ``min_points``: fewest points of an object searched.
     """
 
@@ -433,36 +435,30 @@ def _search(
     device: Any,
 ) -> PhaseStatisticResult:
     """Check the common options, run the device and assemble the result."""
-    catalog = catalog_of(catalog)
+    catalog = _checked_catalog(catalog)
+    if statistic.weighted and catalog.dy is None:
+        parameters = {**statistic.parameters, "weighted": False}
+        statistic = replace(statistic, weighted=False, parameters=parameters)
     searched, positions = _searched_grid(grid)
     top_k = check_top_k(top_k, MAX_TOP_K)
     periodogram = checks.boolean("periodogram", periodogram)
-    checks.choice("precision", precision, ("fp64", "fp32"))
-    fp64 = precision == "fp64"
+    fp64 = checks.choice("precision", precision, ("fp64", "fp32")) == "fp64"
     info = select_devices(device)[0]
     if fp64:
         require_fp64(info)
-    if catalog.offsets[-1] > np.iinfo(np.int32).max:
-        raise ValueError(
-            f"catalog has {catalog.offsets[-1]} rows; the phase-statistic kernel indexes "
-            f"at most {np.iinfo(np.int32).max} points (search it in slices)"
-        )
-    arbitrary = not isinstance(searched, FrequencyGrid)
-    wg = _work_group_size(info, statistic, fp64, arbitrary)
+    wg = _work_group_size(info, statistic, fp64, not isinstance(searched, FrequencyGrid))
     prepared = _prepare(catalog, statistic, np.float64 if fp64 else np.float32)
     rows = np.full((catalog.n_objects, searched.nf), np.nan) if periodogram else None
     device_run = _DeviceRun(get_queue(info), prepared, searched, statistic, fp64, wg)
     values, indices = device_run.peaks(top_k, rows)
-    sign = -1.0 if statistic.minimum else 1.0
     top_value, top_frequency = top_k_arrays(values, indices, searched)
-    use_dy = statistic.weighted and catalog.dy is not None
-    status = degenerate_status(catalog, prepared.status, top_value[:, 0], use_dy)
+    status = degenerate_status(catalog, prepared.status, top_value[:, 0], statistic.weighted)
     status[(prepared.status == Status.ZERO_VARIANCE) & (status == Status.OUT_OF_RANGE)] = (
         Status.ZERO_VARIANCE
     )
     statistic_rows = rows if rows is None or positions is None else rows[:, positions]
     blank_failed(status, top_value, top_frequency, statistic_rows)
-    top_statistic = sign * top_value
+    top_statistic = (-1.0 if statistic.minimum else 1.0) * top_value
     return PhaseStatisticResult(
         ids=catalog.ids,
         frequency_best=top_frequency[:, 0].copy(),
@@ -481,11 +477,24 @@ def _search(
     )
 
 
+def _checked_catalog(catalog: Any) -> Catalog:
+    """``catalog`` (or a list of light curves) as a Catalog of int32-indexable rows."""
+    catalog = catalog_of(catalog)
+    if catalog.offsets[-1] > np.iinfo(np.int32).max:
+        raise ValueError(
+            f"catalog has {catalog.offsets[-1]} rows; the phase-statistic kernel indexes "
+            f"at most {np.iinfo(np.int32).max} points (search it in slices)"
+        )
+    return catalog
+
+
 def _searched_grid(grid: Any) -> tuple[FrequencyGrid | FrequencyArray, np.ndarray | None]:
     """:func:`clperiod.grid.search_grid` of ``grid``, with a frequency above 0."""
     searched, positions = search_grid(grid)
     if searched.fmax == 0:
-        raise ValueError(f"grid has no frequency above 0 (the statistics at f = 0 are NaN); {grid}")
+        raise ValueError(
+            f"grid has no frequency above 0 (the statistics at f = 0 are NaN); {grid}"
+        )
     return searched, positions
 
 
@@ -540,8 +549,7 @@ class _Prepared:
 
 def _prepare(catalog: Catalog, statistic: _Statistic, dtype: type) -> _Prepared:
     """The kernel's inputs for ``catalog`` (see :class:`_Prepared`)."""
-    use_dy = statistic.weighted and catalog.dy is not None
-    status = _screened(catalog, statistic.min_points, use_dy)
+    status = _screened(catalog, statistic.min_points, statistic.weighted)
     keep = np.repeat(status == Status.OK, catalog.lengths)
     lengths = np.where(status == Status.OK, catalog.lengths, 0)
     offsets = np.concatenate([[0], np.cumsum(lengths)])
@@ -549,7 +557,7 @@ def _prepare(catalog: Catalog, statistic: _Statistic, dtype: type) -> _Prepared:
     if statistic.kind == "ce":
         flat, values, constants = _magnitude_bins(y, offsets, statistic.n_mag, dtype)
     else:
-        dy = catalog.dy[keep] if use_dy and catalog.dy is not None else None
+        dy = catalog.dy[keep] if statistic.weighted and catalog.dy is not None else None
         flat, values, constants = _weighted_values(y, dy, offsets, statistic, dtype)
     status[(status == Status.OK) & flat] = Status.ZERO_VARIANCE
     t = catalog.t[keep]
@@ -581,7 +589,7 @@ def _screened(catalog: Catalog, min_points: int, use_dy: bool) -> np.ndarray:
 
 def _weighted_values(
     y: np.ndarray, dy: np.ndarray | None, offsets: np.ndarray, statistic: _Statistic, dtype: type
-) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray], np.ndarray]:
+) -> tuple[np.ndarray, tuple[np.ndarray, ...], np.ndarray]:
     """PDM's and AOV's point values and per-object constants.
 
     The values are centred on their weighted mean and scaled
@@ -595,8 +603,8 @@ def _weighted_values(
     lengths = np.diff(offsets)
     values = standardize(y, dy, offsets, center=True)
     weights = np.ones_like(y) if dy is None else values.wn * np.repeat(lengths, lengths)
-    w = weights.astype(dtype)
-    wy = (weights * values.u).astype(dtype)
+    w: np.ndarray = weights.astype(dtype)
+    wy: np.ndarray = (weights * values.u).astype(dtype)
     w64, wy64 = w.astype(np.float64), wy.astype(np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
         q = segment_sum(wy64 * wy64 / w64, offsets)
@@ -613,7 +621,7 @@ def _weighted_values(
 
 def _magnitude_bins(
     y: np.ndarray, offsets: np.ndarray, n_mag: int, dtype: type
-) -> tuple[np.ndarray, tuple[np.ndarray], np.ndarray]:
+) -> tuple[np.ndarray, tuple[np.ndarray, ...], np.ndarray]:
     """Conditional entropy's magnitude bin of every point,
     ``min(floor(n_mag y_n), n_mag - 1)`` with ``y_n = (y - min) / (max - min)``
     per object (the values first scaled by a power of two, exactly, so the
@@ -668,7 +676,7 @@ class _DeviceRun:
             n_phase=statistic.n_phase,
             n_covers=statistic.n_covers,
             n_mag=statistic.n_mag,
-            weighted=statistic.weighted,
+            weighted=statistic.weighted and statistic.kind == "pdm",
             arbitrary=self.arbitrary,
             wg=wg,
         )

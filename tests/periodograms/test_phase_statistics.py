@@ -73,7 +73,7 @@ def test_pdm_equals_the_reference(n_bins, n_covers, with_dy):
     expected = ref_pdm.pdm(t - t.min(), y, dy, GRID.frequencies(), n_bins, n_covers)
     assert_matches(result, expected, minimum=True)
     assert result.best == "minimum" and result.method == "pdm"
-    assert result.parameters == {"n_bins": n_bins, "n_covers": n_covers, "weighted": True}
+    assert result.parameters == {"n_bins": n_bins, "n_covers": n_covers, "weighted": with_dy}
 
 
 @pytest.mark.parametrize("n_bins", [3, 10, 16])
@@ -334,7 +334,7 @@ def test_bad_options_name_the_argument(search, options, error, name):
 
 
 def test_bad_catalogs_and_grids():
-    t, y, dy = lightcurve(14, n=40)
+    t, y, _ = lightcurve(14, n=40)
     with pytest.raises(TypeError, match="catalog"):
         clperiod.pdm((t, y), GRID)
     with pytest.raises(TypeError, match="grid"):
@@ -351,7 +351,7 @@ def test_bins_beyond_local_memory(cpu_device):
     # 3 sums of 50 fine bins, 8 bytes each, and 24 bytes of staged point: 1224 per frequency
     assert phase_statistics._work_group_size(small, statistic, True, False) == 4
     tiny = dataclasses.replace(cpu_device, local_mem=1000)
-    with pytest.raises(ValueError, match="pdm .* local memory"):
+    with pytest.raises(ValueError, match=r"pdm .* local memory"):
         phase_statistics._work_group_size(tiny, statistic, True, False)
 
 
