@@ -87,7 +87,7 @@ _MAX_WG = {"gpu": 256, "other": 64}
 class PhaseStatisticResult(PeakResults):
     """Results of a phase-binned search, one entry per catalog object.
 
-    "Best" depends on the statistic (:attr:`best`): the **lowest** value for
+    "Best" depends on the statistic (``best``): the **lowest** value for
     PDM and conditional entropy, the **highest** for AOV. ``statistic_best``
     is that value (not negated), and ``power_best``, ``top_k_power`` and
     ``power`` are the same arrays under the names the other searches use.
