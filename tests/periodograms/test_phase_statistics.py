@@ -271,6 +271,17 @@ def test_invariant_to_units_offsets_and_epochs(scale):
         np.testing.assert_allclose(after, before, rtol=1e-9)
 
 
+def test_fp32_takes_values_beyond_its_range():
+    """Values and errors of 1e35 (their squares overflow float32) are scaled on the host."""
+    t, y, dy = lightcurve(16)
+    for search in (clperiod.pdm, clperiod.aov, clperiod.conditional_entropy):
+        base = search(one(t, y, dy), GRID, periodogram=True, precision="fp32").statistic
+        huge = search(one(t, 1e35 * y, 1e35 * dy), GRID, periodogram=True,
+                      precision="fp32").statistic
+        assert np.isfinite(huge).all()
+        assert np.mean(np.isclose(huge, base, rtol=1e-5)) > 0.999
+
+
 def test_statuses_and_neighbours():
     """Objects that cannot be searched get NaN and a status; the others are unaffected."""
     t, y, dy = lightcurve(10, n=60)
