@@ -19,6 +19,12 @@ from clperiod.kepler import orbits
 from clperiod.periodograms.lombscargle import LombScargleResult, lombscargle, lombscargle_async
 from clperiod.periodograms.mhaov import MhaovResult, mhaov
 from clperiod.periodograms.multiband import MultibandResult, lombscargle_multiband
+from clperiod.periodograms.phase_statistics import (
+    PhaseStatisticResult,
+    aov,
+    conditional_entropy,
+    pdm,
+)
 from clperiod.periodograms.supersmoother import SuperSmootherResult, supersmoother
 
 try:
@@ -36,13 +42,17 @@ __all__ = [
     "LombScargleResult",
     "MhaovResult",
     "MultibandResult",
+    "PhaseStatisticResult",
     "Status",
     "SuperSmootherResult",
+    "aov",
+    "conditional_entropy",
     "list_devices",
     "lombscargle",
     "lombscargle_async",
     "lombscargle_multiband",
     "mhaov",
+    "pdm",
     "select_devices",
     "supersmoother",
     "kepler",

@@ -19,9 +19,10 @@ import clperiod
 from clperiod import _moved
 
 TOP_LEVEL = ["Catalog", "DeviceInfo", "FrequencyArray", "FrequencyGrid", "LombScargleResult",
-             "MultibandResult", "Status", "SuperSmootherResult", "__version__", "kepler",
-             "list_devices", "lombscargle", "lombscargle_async", "lombscargle_multiband",
-             "orbits", "select_devices", "singlepulse", "supersmoother"]
+             "MultibandResult", "PhaseStatisticResult", "Status", "SuperSmootherResult",
+             "__version__", "aov", "conditional_entropy", "kepler", "list_devices",
+             "lombscargle", "lombscargle_async", "lombscargle_multiband", "orbits", "pdm",
+             "select_devices", "singlepulse", "supersmoother"]
 
 #: The ``__all__`` of each public module.
 PUBLIC_MODULES = {
@@ -89,7 +90,8 @@ def test_top_level_names(name):
 
 
 def test_top_level_functions_and_packages():
-    for name in ("lombscargle", "lombscargle_async", "supersmoother"):
+    for name in ("lombscargle", "lombscargle_async", "supersmoother", "pdm", "aov",
+                 "conditional_entropy"):
         assert inspect.isfunction(getattr(clperiod, name)), name
     for name in ("kepler", "singlepulse"):
         assert hasattr(getattr(clperiod, name), "__path__"), name
