@@ -779,7 +779,7 @@ def _ranges(
         hi = min(n_periods, lo + _MAX_BLOCK - 2)
         if plan.binned:
             hi = min(hi, int(np.searchsorted(slots, _BINS_RATIO * slots[lo], side="right")))
-        slot_len = int(slots[hi - 1])
+        slot_len = int(slots[min(hi + 1, n_periods) - 1])  # the neighbour's too
         local_bins = plan.binned and layout.local_bins is not False and slot_len <= local_room
         scratch = 16 * slot_len if plan.binned and not local_bins else 0
         _check_room(plan, info, layout, hi, slot_len, local_bins, scratch)
