@@ -73,7 +73,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, cast
 
 import numpy as np
 
@@ -89,7 +89,7 @@ from clperiod import checks
 from clperiod.catalog import Catalog, Status
 from clperiod.grid import FrequencyArray, FrequencyGrid
 from clperiod.periodograms import stats
-from clperiod.periodograms.bls import bls
+from clperiod.periodograms.bls import Method, Objective, bls
 from clperiod.periodograms.inputs import check_choice
 from clperiod.periodograms.lombscargle import Precision, lombscargle
 from clperiod.periodograms.multiband import MAX_NTERMS as MAX_NTERMS_MULTIBAND
@@ -988,8 +988,8 @@ class BoxLeastSquares(_AstropyBoxLeastSquares):
             catalog,
             np.asarray(_strip(period), dtype=np.float64),
             np.asarray(_strip(duration), dtype=np.float64),
-            objective=objective,
-            method=method,
+            objective=cast(Objective, objective),
+            method=cast(Method, method),
             oversample=oversample,
             compat="astropy",
             periodogram=True,

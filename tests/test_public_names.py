@@ -18,8 +18,8 @@ import pytest
 import clperiod
 from clperiod import _moved
 
-TOP_LEVEL = ["Catalog", "DeviceInfo", "FrequencyArray", "FrequencyGrid", "LombScargleResult",
-             "MultibandResult", "Status", "SuperSmootherResult", "__version__", "kepler",
+TOP_LEVEL = ["BlsResult", "Catalog", "DeviceInfo", "FrequencyArray", "FrequencyGrid",
+             "LombScargleResult", "MultibandResult", "Status", "SuperSmootherResult", "__version__", "bls", "kepler",
              "list_devices", "lombscargle", "lombscargle_async", "lombscargle_multiband",
              "orbits", "select_devices", "singlepulse", "supersmoother"]
 
@@ -38,7 +38,8 @@ PUBLIC_MODULES = {
     "clperiod.pipeline": ["ALGORITHMS", "AutoGrid", "CatalogRun", "GridResolutionWarning",
                           "PeriodSearch", "catalog_extent", "default_plot_labels",
                           "run_catalog", "work_directory"],
-    "clperiod.astropy": ["LombScargle", "LombScargleMultiband", "lombscargle_clperiod",
+    "clperiod.astropy": ["BoxLeastSquares", "LombScargle", "LombScargleMultiband",
+                         "lombscargle_clperiod",
                          "register_astropy_method"],
     "clperiod.scipy": ["lombscargle"],
     "clperiod.plot": ["PlotLabels", "file_stem", "plot_objects", "plot_result"],
