@@ -19,8 +19,8 @@ import clperiod
 from clperiod import _moved
 
 TOP_LEVEL = ["BlsResult", "Catalog", "DeviceInfo", "FrequencyArray", "FrequencyGrid",
-             "LombScargleResult", "MultibandResult", "Status", "SuperSmootherResult", "__version__", "bls", "kepler",
-             "list_devices", "lombscargle", "lombscargle_async", "lombscargle_multiband",
+             "LombScargleResult", "MultibandResult", "Status", "SuperSmootherResult",
+             "__version__", "bls", "kepler", "list_devices", "lombscargle", "lombscargle_async", "lombscargle_multiband",
              "orbits", "select_devices", "singlepulse", "supersmoother"]
 
 #: The ``__all__`` of each public module.
