@@ -20,8 +20,8 @@ from clperiod import _moved
 
 TOP_LEVEL = ["BlsResult", "Catalog", "DeviceInfo", "FrequencyArray", "FrequencyGrid",
              "LombScargleResult", "MultibandResult", "Status", "SuperSmootherResult",
-             "__version__", "bls", "kepler", "list_devices", "lombscargle", "lombscargle_async", "lombscargle_multiband",
-             "orbits", "select_devices", "singlepulse", "supersmoother"]
+             "__version__", "bls", "kepler", "list_devices", "lombscargle", "lombscargle_async",
+             "lombscargle_multiband", "orbits", "select_devices", "singlepulse", "supersmoother"]
 
 #: The ``__all__`` of each public module.
 PUBLIC_MODULES = {
