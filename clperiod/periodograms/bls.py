@@ -127,9 +127,21 @@ class Layout:
 
 def layout_for(info: DeviceInfo) -> Layout:
     """The layout for a device: local bins where they fit, 64-bit atomic adds
-    where the device has them."""
-    has_int64 = "cl_khr_int64_base_atomics" in info.device.extensions
-    return Layout(local_bins=None, atomics="int64" if has_int64 else "split")
+    where the device has them (else split ones, which need a little-endian device).
+
+    Raises
+    ------
+    ValueError
+        A big-endian device without 64-bit atomic adds.
+    """
+    if "cl_khr_int64_base_atomics" in info.device.extensions:
+        return Layout(local_bins=None, atomics="int64")
+    if not info.device.endian_little:
+        raise ValueError(
+            f"{info.label} has neither 64-bit atomic adds nor a little-endian memory, "
+            "which the binned BLS kernel needs"
+        )
+    return Layout(local_bins=None, atomics="split")
 
 
 @dataclass(frozen=True, repr=False)
@@ -494,7 +506,8 @@ def _prepare(catalog: Catalog) -> _Prepared:
     """The kernels' inputs for ``catalog`` (see :class:`_Prepared`)."""
     status = np.full(catalog.n_objects, Status.OK, dtype=np.int8)
     status[catalog.lengths < MIN_POINTS] = Status.TOO_FEW_POINTS
-    with np.errstate(all="ignore"):  # catalogs made by the constructor may hold anything
+    status[_invalid_objects(catalog)] = Status.NOT_FINITE  # degenerate_status tells which
+    with np.errstate(all="ignore"):
         flat = standardize(catalog.y, catalog.dy, catalog.offsets, center=True).flat
     status[(status == Status.OK) & flat] = Status.ZERO_VARIANCE
     ok = status == Status.OK
@@ -528,6 +541,18 @@ def _prepare(catalog: Catalog) -> _Prepared:
         depth_unit=np.ldexp(1.0, v_shift - uv_shift + u_exponent),
         weight_unit=weight_unit,
     )
+
+
+def _invalid_objects(catalog: Catalog) -> np.ndarray:
+    """Per object, whether a value is not finite or a ``dy`` not positive (only
+    catalogs made by the constructor, which does not check values, hold them)."""
+    if catalog.checked:
+        return np.zeros(catalog.n_objects, dtype=bool)
+    with np.errstate(invalid="ignore"):
+        bad = ~(np.isfinite(catalog.t) & np.isfinite(catalog.y))
+        if catalog.dy is not None:
+            bad |= ~(np.isfinite(catalog.dy) & (catalog.dy > 0))
+    return segment_sum(bad.astype(np.float64), catalog.offsets) > 0
 
 
 def _segment_median(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
@@ -679,7 +704,7 @@ def _search(
     the host later; every period's box too with ``options.periodogram``."""
     n_obj, n_periods = prepared.status.size, plan.periods.size
     kind = "gpu" if info.kind == "gpu" else "other"
-    wg = _WG[kind]
+    wg = min(_WG[kind], 1 << (info.max_work_group_size.bit_length() - 1))
     real = "double" if plan.fp64 else "float"
     pending: list[cl.Event] = []
     inputs = _upload_inputs(queue, prepared, plan, pending)
