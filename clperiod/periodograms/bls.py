@@ -160,12 +160,13 @@ class BlsResult(PeakResults):
         astropy's fields of the best box at ``period_best``.
     top_k_index, top_k_power : ndarray, shape (n_objects, top_k)
         The ``top_k`` highest distinct peaks (local maxima along the sorted
-        periods), best first: their columns of :attr:`periods` (-1 and NaN
-        where an object has fewer). :attr:`top_k_period` gives their periods.
+        periods), best first: their columns of ``periods`` (-1 and NaN
+        where an object has fewer). ``top_k_period`` gives their periods.
     frequency_best, top_k_frequency : ndarray
         ``1 / period_best`` and ``1 / top_k_period``.
     status : ndarray of Status
-        OK; TOO_FEW_POINTS (fewer than :data:`MIN_POINTS` rows, or no trial
+        OK; TOO_FEW_POINTS (fewer than
+        :data:`~clperiod.periodograms.bls.MIN_POINTS` rows, or no trial
         period has a box with observations both inside and outside);
         ZERO_VARIANCE (constant values); ZERO_BASELINE (all times equal);
         OUT_OF_RANGE (the fields overflow float64); NOT_FINITE and
@@ -345,7 +346,8 @@ def bls(
         ``"astropy"`` reproduces astropy's bins exactly, with its gaps at
         phase 0 (module notes). Not used by the exact search.
     top_k : int
-        Distinct peaks kept per object, 1 to :data:`MAX_TOP_K`.
+        Distinct peaks kept per object, 1 to
+        :data:`~clperiod.periodograms.bls.MAX_TOP_K`.
     periodogram : bool
         Also return every field at every period (``n_objects x n_periods``
         float64 arrays on the host).
@@ -359,7 +361,8 @@ def bls(
         Device selection (see :func:`clperiod.select_devices`); the first
         selected device computes.
     layout : Layout, optional
-        Where the binned kernel keeps its bins (default :func:`layout_for`).
+        Where the binned kernel keeps its bins (default
+        :func:`~clperiod.periodograms.bls.layout_for`).
 
     Returns
     -------
