@@ -119,10 +119,20 @@ class Layout:
     atomics : {"int64", "split"}
         64-bit atomic adds (``cl_khr_int64_base_atomics``), or each as two
         32-bit atomic adds with a carry.
+    local_bytes : int or None
+        The local memory a work-group may use, in bytes (None: the device's).
     """
 
     local_bins: bool | None
     atomics: str
+    local_bytes: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.local_bins is not None:
+            checks.boolean("local_bins", self.local_bins)
+        checks.choice("atomics", self.atomics, ("int64", "split"))
+        if self.local_bytes is not None:
+            checks.integer("local_bytes", self.local_bytes, low=1)
 
 
 def layout_for(info: DeviceInfo) -> Layout:
@@ -134,7 +144,7 @@ def layout_for(info: DeviceInfo) -> Layout:
     ValueError
         A big-endian device without 64-bit atomic adds.
     """
-    if "cl_khr_int64_base_atomics" in info.device.extensions:
+    if _has_int64_atomics(info):
         return Layout(local_bins=None, atomics="int64")
     if not info.device.endian_little:
         raise ValueError(
@@ -142,6 +152,22 @@ def layout_for(info: DeviceInfo) -> Layout:
             "which the binned BLS kernel needs"
         )
     return Layout(local_bins=None, atomics="split")
+
+
+def _has_int64_atomics(info: DeviceInfo) -> bool:
+    return "cl_khr_int64_base_atomics" in info.device.extensions
+
+
+def _checked_layout(layout: Layout | None, info: DeviceInfo) -> Layout:
+    """``layout`` (default :func:`layout_for`), or ValueError where the device
+    lacks its atomics."""
+    if layout is None:
+        return layout_for(info)
+    if not isinstance(layout, Layout):
+        raise TypeError(f"layout must be a Layout, got {type(layout).__name__}")
+    if layout.atomics == "int64" and not _has_int64_atomics(info):
+        raise ValueError(f"{info.label} lacks cl_khr_int64_base_atomics: use atomics='split'")
+    return layout
 
 
 @dataclass(frozen=True, repr=False)
@@ -393,7 +419,7 @@ def bls(
     info = select_devices(device)[0]
     if precision == "fp64":
         require_fp64(info)
-    layout = layout_for(info) if layout is None else layout
+    layout = _checked_layout(layout, info)
     plan = _plan(trials.searched, durations, options, precision == "fp64")
     prepared = _prepare(catalog)
     found = _search(get_queue(info), info, prepared, plan, options, layout)
@@ -404,6 +430,8 @@ def bls(
 
 @dataclass(frozen=True)
 class _Options:
+    """The checked options of a search (``method``: "binned" or "exact")."""
+
     objective: str
     method: str
     oversample: int
@@ -680,7 +708,7 @@ class _Found:
 
 
 @dataclass(frozen=True)
-class _Launches:
+class _PeriodRange:
     """One range of periods searched by one kernel variant: owned periods
     ``own_lo .. own_hi - 1``, evaluated ``lo .. hi - 1`` (with each owned
     period's neighbours, for the peak test), and rows per launch."""
@@ -795,18 +823,17 @@ def _upload_inputs(
 
 def _ranges(
     plan: _Plan, info: DeviceInfo, layout: Layout, n_obj: int, wg: int
-) -> Iterator[_Launches]:
+) -> Iterator[_PeriodRange]:
     """The searched periods in ranges that one kernel variant evaluates (binned:
     bin counts within a factor :data:`_BINS_RATIO`, in local memory where they
     fit), each with the rows per launch that the block and scratch limits allow."""
     n_periods = plan.periods.size
     slots = plan.slot_lengths() if plan.binned else np.ones(n_periods, np.int64)
-    local_room = (info.local_mem - _LOCAL_MARGIN - 16 * wg) // 16
+    local_mem = info.local_mem if layout.local_bytes is None else layout.local_bytes
+    local_room = (min(local_mem, info.local_mem) - _LOCAL_MARGIN - 16 * wg) // 16
     lo = 0
     while lo < n_periods:
-        hi = min(n_periods, lo + _MAX_BLOCK - 2)
-        if plan.binned:
-            hi = min(hi, int(np.searchsorted(slots, _BINS_RATIO * slots[lo], side="right")))
+        hi = _range_end(plan, slots, lo, local_room, layout)
         slot_len = int(slots[min(hi + 1, n_periods) - 1])  # the neighbour's too
         local_bins = plan.binned and layout.local_bins is not False and slot_len <= local_room
         scratch = 16 * slot_len if plan.binned and not local_bins else 0
@@ -817,7 +844,7 @@ def _ranges(
         rows = max(1, _MAX_BLOCK // evaluated)
         if scratch:
             rows = max(1, min(rows, _SCRATCH_BYTES // (scratch * evaluated)))
-        yield _Launches(
+        yield _PeriodRange(
             lo=max(lo - 1, 0),
             hi=min(hi + 1, n_periods),
             own_lo=lo,
@@ -827,6 +854,24 @@ def _ranges(
             rows=min(rows, max(n_obj, 1)),
         )
         lo = hi
+
+
+def _range_end(plan: _Plan, slots: np.ndarray, lo: int, local_room: int, layout: Layout) -> int:
+    """Where the range of periods from ``lo`` ends: after at most ``_MAX_BLOCK -
+    2`` periods; binned, where the bins of the range and of the period after it
+    (evaluated for the peak test) would exceed :data:`_BINS_RATIO` times the
+    first's, or the local memory when the first periods fit there."""
+    n_periods = slots.size
+    hi = min(n_periods, lo + _MAX_BLOCK - 2)
+    if not plan.binned:
+        return hi
+    limit = _BINS_RATIO * slots[lo]
+    if layout.local_bins is not False and slots[min(lo + 1, n_periods - 1)] <= local_room:
+        limit = min(limit, local_room)
+    end = int(np.searchsorted(slots, limit, side="right"))
+    if end < n_periods:
+        end -= 1  # the period after the range must fit as well
+    return max(lo + 1, min(hi, end))
 
 
 def _check_room(
@@ -881,7 +926,7 @@ def _kernels(
 
 
 def _plan_arguments(
-    context: cl.Context, plan: _Plan, inputs: _Inputs, block: _Launches, wg: int
+    context: cl.Context, plan: _Plan, inputs: _Inputs, block: _PeriodRange, wg: int
 ) -> list[Any]:
     """The search kernel's arguments between ``key_stride`` and the outputs."""
     part = cl.LocalMemory(16 * wg)
@@ -903,7 +948,7 @@ def _top_boxes(
     gather: cl.Kernel,
     outputs: list[cl.Buffer],
     rows: int,
-    block: _Launches,
+    block: _PeriodRange,
     n_periods: int,
     top_k: int,
     kind: str,
@@ -957,7 +1002,7 @@ def _top_boxes(
 
 
 def _read_boxes(
-    queue: cl.CommandQueue, outputs: list[cl.Buffer], rows: int, block: _Launches
+    queue: cl.CommandQueue, outputs: list[cl.Buffer], rows: int, block: _PeriodRange
 ) -> tuple[np.ndarray, np.ndarray]:
     """The keys and sums of a launch's owned periods, ``(rows, n_own[, 2])``."""
     keys = np.empty((rows, block.hi - block.lo), np.int32)
