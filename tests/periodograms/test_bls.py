@@ -408,3 +408,19 @@ def test_bad_arguments():
         clperiod.bls(catalog, [1.0, 2.0], 0.1, oversample=2.5)
     with pytest.raises(ValueError, match="bins or box centres"):
         clperiod.bls(catalog, [1.0, 1e6], 1e-3, oversample=1000)
+
+
+@pytest.mark.parametrize("method", ["fast", "slow"])
+def test_points_on_bin_and_box_edges_fall_as_in_astropy(method):
+    """A regular cadence of 0.01 and periods on multiples of it put points on the edges
+    of bins (0.005) and boxes: fp64 folds with astropy's roundings, so each falls on
+    astropy's side (a fused multiply-add would move some)."""
+    rng = np.random.default_rng(15)
+    t = 0.01 * np.arange(2000)
+    y = 1 + 0.001 * rng.normal(size=t.size)
+    y[np.abs((t - 0.37 + 0.65) % 1.3 - 0.65) < 0.04] -= 0.004
+    periods = np.round(np.linspace(1.0, 2.0, 101 if method == "fast" else 11), 2)
+    theirs = BoxLeastSquares(t, y).power(periods, [0.05, 0.1], method=method)
+    ours = clperiod.bls(one(t, y), periods, [0.05, 0.1], method=method, compat="astropy",
+                        periodogram=True)
+    assert_fields_equal(ours, 0, theirs)
