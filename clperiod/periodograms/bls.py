@@ -88,6 +88,8 @@ _MAX_BLOCK = 1 << 22
 _SCRATCH_BYTES = 1 << 28
 #: Local memory the compiler may keep for itself, in bytes.
 _LOCAL_MARGIN = 1024
+#: Points apart in time of neighbouring points in device memory (:func:`_interleaved`).
+_INTERLEAVE = 32
 #: Points staged per tile of the exact kernel.
 _TILE = 256
 #: Work-group sizes of the search and of the peak search, by device kind.
@@ -535,43 +537,89 @@ class _Prepared:
 
 def _prepare(catalog: Catalog) -> _Prepared:
     """The kernels' inputs for ``catalog`` (see :class:`_Prepared`)."""
+    status = _initial_status(catalog)
+    ok = status == Status.OK
+    keep = np.repeat(ok, catalog.lengths)
+    offsets = np.concatenate([[0], np.cumsum(np.where(ok, catalog.lengths, 0))])
+    owners = np.repeat(np.arange(catalog.n_objects), np.diff(offsets))
+    t = catalog.t[keep]
+    t_ref = segment_reduce(np.minimum, t, offsets, np.nan)
+    dy = None if catalog.dy is None else catalog.dy[keep]
+    fixed = _fixed_point(catalog.y[keep], dy, offsets, owners)
+    order = _interleaved(offsets, owners)
+    return _Prepared(
+        status=status,
+        offsets=offsets.astype(np.int32),
+        tau=(t - t_ref[owners])[order],
+        uv=fixed.uv[order],
+        v=fixed.v[order],
+        totals=fixed.totals,
+        t_ref=t_ref,
+        depth_unit=fixed.depth_unit,
+        weight_unit=fixed.weight_unit,
+    )
+
+
+def _initial_status(catalog: Catalog) -> np.ndarray:
+    """OK, or why an object is not searched: too few rows, invalid values
+    (NOT_FINITE here; :func:`degenerate_status` later tells which) or constant ones."""
     status = np.full(catalog.n_objects, Status.OK, dtype=np.int8)
     status[catalog.lengths < MIN_POINTS] = Status.TOO_FEW_POINTS
-    status[_invalid_objects(catalog)] = Status.NOT_FINITE  # degenerate_status tells which
+    status[_invalid_objects(catalog)] = Status.NOT_FINITE
     with np.errstate(all="ignore"):
         flat = standardize(catalog.y, catalog.dy, catalog.offsets, center=True).flat
     status[(status == Status.OK) & flat] = Status.ZERO_VARIANCE
-    ok = status == Status.OK
-    keep = np.repeat(ok, catalog.lengths)
-    lengths = np.where(ok, catalog.lengths, 0)
-    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    t, y = catalog.t[keep], catalog.y[keep]
-    dy = None if catalog.dy is None else catalog.dy[keep]
-    owners = np.repeat(np.arange(catalog.n_objects), lengths)
-    t_ref = segment_reduce(np.minimum, t, offsets, np.nan)
+    return status
+
+
+@dataclass(frozen=True)
+class _FixedPoint:
+    """Per point ``uv`` and ``v`` as integers; per object their ``totals`` and
+    the units of the sums (see :class:`_Prepared`)."""
+
+    uv: np.ndarray
+    v: np.ndarray
+    totals: np.ndarray
+    depth_unit: np.ndarray
+    weight_unit: np.ndarray
+
+
+def _fixed_point(
+    y: np.ndarray, dy: np.ndarray | None, offsets: np.ndarray, owners: np.ndarray
+) -> _FixedPoint:
+    """``u v`` and ``v`` in each object's own units (``u = y - median y`` over
+    the power of two of its largest magnitude, ``v = (min dy / dy)**2``),
+    scaled by powers of two so that each object's sums of magnitudes stay below
+    2**_FIXED_BITS, and rounded to int64 (``v`` to at least 1)."""
+    n_objects = offsets.size - 1
     u = y - _segment_median(y, offsets)[owners]
     u_exponent = np.frexp(segment_reduce(np.maximum, np.abs(u), offsets))[1]
-    dy_min = np.ones(catalog.n_objects) if dy is None else segment_reduce(np.minimum, dy, offsets)
+    dy_min = np.ones(n_objects) if dy is None else segment_reduce(np.minimum, dy, offsets)
     v_relative = np.ones_like(y) if dy is None else (dy_min[owners] / dy) ** 2
     uv_relative = np.ldexp(u, -u_exponent[owners]) * v_relative
     uv_shift = _fixed_point_shift(segment_sum(np.abs(uv_relative), offsets))
     v_shift = _fixed_point_shift(segment_sum(v_relative, offsets))
     uv = np.rint(np.ldexp(uv_relative, uv_shift[owners])).astype(np.int64)
     v = np.maximum(np.rint(np.ldexp(v_relative, v_shift[owners])), 1).astype(np.int64)
-    totals = np.column_stack([_integer_sums(uv, offsets), _integer_sums(v, offsets)])
     with np.errstate(over="ignore", divide="ignore"):
         weight_unit = np.ldexp(dy_min**-2.0, -v_shift)
-    return _Prepared(
-        status=status,
-        offsets=offsets.astype(np.int32),
-        tau=t - t_ref[owners],
+    return _FixedPoint(
         uv=uv,
         v=v,
-        totals=totals,
-        t_ref=t_ref,
+        totals=np.column_stack([_integer_sums(uv, offsets), _integer_sums(v, offsets)]),
         depth_unit=np.ldexp(1.0, v_shift - uv_shift + u_exponent),
         weight_unit=weight_unit,
     )
+
+
+def _interleaved(offsets: np.ndarray, owners: np.ndarray) -> np.ndarray:
+    """An order of each object's points in which neighbours are
+    :data:`_INTERLEAVE` observations apart: points ``0, S, 2S, ..., 1, S + 1,
+    ...``. Neighbouring work-items then add into different bins (the sums do
+    not depend on the order), not into the same one from one stretch of a
+    densely sampled light curve."""
+    position = np.arange(owners.size) - offsets[owners]
+    return np.lexsort((position, position % _INTERLEAVE, owners))
 
 
 def _invalid_objects(catalog: Catalog) -> np.ndarray:
@@ -1054,15 +1102,15 @@ def _astropy_choices(
     for obj in np.unique(np.nonzero(starts < oversample)[0]):
         rows = slice(catalog.offsets[obj], catalog.offsets[obj + 1])
         kept = slice(prepared.offsets[obj], prepared.offsets[obj + 1])
-        y = catalog.y[rows]
+        t, y = catalog.t[rows], catalog.y[rows]
         ivar = np.ones_like(y) if catalog.dy is None else 1.0 / catalog.dy[rows] ** 2
-        curve = (prepared.tau[kept], (y - np.median(y)) * ivar, ivar)
-        integers = (prepared.uv[kept], prepared.v[kept])
+        curve = (t - np.min(t), (y - np.median(y)) * ivar, ivar)  # astropy's, in its order
+        integers = (prepared.tau[kept], prepared.uv[kept], prepared.v[kept])
         for column in np.flatnonzero(starts[obj] < oversample):
             period = float(plan.periods[period_index[obj, column]])
             key = _astropy_key(curve, period, plan, oversample, objective)
             keys[obj, column] = key
-            sums[obj, column] = _box_sums(curve[0], integers, period, plan, oversample, key)
+            sums[obj, column] = _box_sums(integers, period, plan, oversample, key)
 
 
 def _astropy_bins(
@@ -1121,20 +1169,21 @@ def _astropy_key(
 
 
 def _box_sums(
-    tau: np.ndarray,
-    integers: tuple[np.ndarray, np.ndarray],
+    integers: tuple[np.ndarray, np.ndarray, np.ndarray],
     period: float,
     plan: _Plan,
     oversample: int,
     key: int,
 ) -> np.ndarray:
-    """The integer sums of box ``key`` in astropy's layout at ``period``."""
+    """The integer sums of box ``key`` in astropy's layout at ``period``
+    (``integers``: the points' ``tau``, ``uv`` and ``v`` as the device has them)."""
     if key == NO_PEAK:
         return np.zeros(2, dtype=np.int64)
     m = int(plan.box_bins[key // plan.key_stride])
     start = key % plan.key_stride
+    tau = integers[0]
     sums = []
-    for values in integers:
+    for values in integers[1:]:
         cumulative = _astropy_bins(tau, values, period, plan, oversample)
         sums.append(cumulative[start + m] - cumulative[start])
     return np.array(sums, dtype=np.int64)
