@@ -1,6 +1,6 @@
 //CL//
 ## Box least squares (Kovacs, Zucker & Mazeh 2002) as astropy's BoxLeastSquares
-## defines it: per (object, trial period) the best box of every duration, in
+## defines it: per (object, trial period) the best box over all durations, in
 ## astropy's binned ("fast") or exact ("slow") search.
 ##
 ## Render parameters (strict_undefined):
@@ -26,7 +26,8 @@
 ## earliest (fp64 pt_tau = t - min t, exactly astropy's; fp32 the float pair
 ## pt_th + pt_tl of it); per point the fixed-point integers pt_uv ~ u v 2^s_u
 ## and pt_v ~ v 2^s_v >= 1 (u = y - median y, v = dy^-2 in the object's own
-## units), whose per-object sums are below 2^61. Integer sums are exact and
+## units), whose per-object sums are below 2^61, in any order (the host
+## interleaves each object's points in time). Integer sums are exact and
 ## independent of the order of the atomic adds, so boxes holding the same
 ## points have identical sums (astropy's ties stay ties) and a box is
 ## non-empty exactly when its weight sum is positive. The objective is
@@ -48,6 +49,9 @@
 ## arange(0, P + step, step)); a point is in the box when
 ## |((tau - c + P/2) mod P) - P/2| < d/2 (fp64: numpy's remainder, the same
 ## roundings; fp32: the circular phase distance); admissible: depth > 0.
+##
+## FP_CONTRACT is off: the fp64 folding must round as astropy's C and NumPy do,
+## without fused multiply-adds (fma is written out where it is meant).
 <%namespace name="common" file="common.mako"/>
 #pragma OPENCL FP_CONTRACT OFF
 % if method == "binned" and atomics == "int64":
