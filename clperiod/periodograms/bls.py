@@ -519,9 +519,9 @@ class _Prepared:
     ``status`` is OK, TOO_FEW_POINTS or ZERO_VARIANCE per object (objects
     not OK keep no points); per kept point ``tau = t - min t`` and the
     fixed-point ``uv`` and ``v``; per object the offsets of its kept points,
-    ``totals`` (its sums of ``uv`` and ``v``), ``t_ref = min t``, and the
-    factors that turn integer sums into the data's units:
-    ``ybar = (sum uv / sum v) * depth_unit``, ``V = sum v * weight_unit``.
+    ``totals`` (its sums of ``uv`` and ``v``), ``t_ref = min t``, and what
+    turns integer sums into the data's units: ``ybar = (sum uv / sum v) *
+    2**depth_exponent`` and ``V = sum v * weight_unit / dy_min**2``.
     """
 
     status: np.ndarray
@@ -531,8 +531,9 @@ class _Prepared:
     v: np.ndarray
     totals: np.ndarray
     t_ref: np.ndarray
-    depth_unit: np.ndarray
+    depth_exponent: np.ndarray
     weight_unit: np.ndarray
+    dy_min: np.ndarray
 
 
 def _prepare(catalog: Catalog) -> _Prepared:
@@ -555,8 +556,9 @@ def _prepare(catalog: Catalog) -> _Prepared:
         v=fixed.v[order],
         totals=fixed.totals,
         t_ref=t_ref,
-        depth_unit=fixed.depth_unit,
+        depth_exponent=fixed.depth_exponent,
         weight_unit=fixed.weight_unit,
+        dy_min=fixed.dy_min,
     )
 
 
@@ -580,8 +582,9 @@ class _FixedPoint:
     uv: np.ndarray
     v: np.ndarray
     totals: np.ndarray
-    depth_unit: np.ndarray
+    depth_exponent: np.ndarray
     weight_unit: np.ndarray
+    dy_min: np.ndarray
 
 
 def _fixed_point(
@@ -601,14 +604,13 @@ def _fixed_point(
     v_shift = _fixed_point_shift(segment_sum(v_relative, offsets))
     uv = np.rint(np.ldexp(uv_relative, uv_shift[owners])).astype(np.int64)
     v = np.maximum(np.rint(np.ldexp(v_relative, v_shift[owners])), 1).astype(np.int64)
-    with np.errstate(over="ignore", divide="ignore"):
-        weight_unit = np.ldexp(dy_min**-2.0, -v_shift)
     return _FixedPoint(
         uv=uv,
         v=v,
         totals=np.column_stack([_integer_sums(uv, offsets), _integer_sums(v, offsets)]),
-        depth_unit=np.ldexp(1.0, v_shift - uv_shift + u_exponent),
-        weight_unit=weight_unit,
+        depth_exponent=v_shift - uv_shift + u_exponent,
+        weight_unit=np.ldexp(1.0, -v_shift),
+        dy_min=dy_min,
     )
 
 
@@ -1216,15 +1218,19 @@ def _box_fields(
         inside_y, inside_v = sums[..., 0].astype(np.float64), sums[..., 1].astype(np.float64)
         outside_y = (totals[..., 0] - sums[..., 0]).astype(np.float64)
         outside_v = (totals[..., 1] - sums[..., 1]).astype(np.float64)
-        depth = (outside_y / outside_v - inside_y / inside_v) * prepared.depth_unit[objects]
+        difference = outside_y / outside_v - inside_y / inside_v
+        exponent = prepared.depth_exponent[objects]
+        # weights in units of min(dy)**-2, the depth in units of min(dy): no
+        # intermediate leaves the float64 range unless a field does
+        dy_mantissa, dy_exponent = np.frexp(prepared.dy_min[objects])
+        relative = np.ldexp(difference / dy_mantissa, exponent - dy_exponent)
         weight_in = inside_v * prepared.weight_unit[objects]
-        weight_out = outside_v * prepared.weight_unit[objects]
-        depth_err = np.sqrt(1.0 / weight_in + 1.0 / weight_out)
+        spread = np.sqrt(1.0 / weight_in + 1.0 / (outside_v * prepared.weight_unit[objects]))
         fields = {
-            "depth": depth,
-            "depth_err": depth_err,
-            "depth_snr": depth / depth_err,
-            "log_likelihood": 0.5 * weight_in * depth * depth,
+            "depth": np.ldexp(difference, exponent),
+            "depth_err": prepared.dy_min[objects] * spread,
+            "depth_snr": relative / spread,
+            "log_likelihood": 0.5 * weight_in * relative * relative,
         }
     if plan.binned:
         duration = plan.box_bins[duration_index] * plan.width

@@ -424,3 +424,20 @@ def test_points_on_bin_and_box_edges_fall_as_in_astropy(method):
     ours = clperiod.bls(one(t, y), periods, [0.05, 0.1], method=method, compat="astropy",
                         periodogram=True)
     assert_fields_equal(ours, 0, theirs)
+
+
+def test_any_scale_of_y_and_dy():
+    """y and dy scaled together by 1e-200 .. 1e300: the fields in units of the scale do not
+    change (weights in units of min(dy)**-2, depths of min(dy): nothing overflows)."""
+    t, y, dy = transit_light_curve(16)
+    base = clperiod.bls(one(t, y, dy), PERIODS, SEVERAL, periodogram=True)
+    for scale in (1e-200, 1e-150, 1e150, 1e300):
+        scaled = clperiod.bls(one(t, scale * y, scale * dy), PERIODS, SEVERAL,
+                              periodogram=True)
+        assert scaled.status[0] == Status.OK
+        for name in ("power", "depth_snr", "log_likelihood", "transit_time", "duration"):
+            np.testing.assert_allclose(getattr(scaled, name), getattr(base, name),
+                                       rtol=1e-12, err_msg=name)
+        for name in ("depth", "depth_err"):
+            np.testing.assert_allclose(getattr(scaled, name) / scale, getattr(base, name),
+                                       rtol=1e-12, err_msg=name)
