@@ -16,6 +16,7 @@ from clperiod.catalog import Catalog, Status
 from clperiod.engine.devices import DeviceInfo, list_devices, select_devices
 from clperiod.grid import FrequencyArray, FrequencyGrid
 from clperiod.kepler import orbits
+from clperiod.periodograms.bls import BlsResult, bls
 from clperiod.periodograms.lombscargle import LombScargleResult, lombscargle, lombscargle_async
 from clperiod.periodograms.mhaov import MhaovResult, mhaov
 from clperiod.periodograms.multiband import MultibandResult, lombscargle_multiband
@@ -35,6 +36,7 @@ except PackageNotFoundError:  # running from a source tree that is not installed
 _moved.install()  # old module paths (clperiod.stats, ...) import their new modules
 
 __all__ = [
+    "BlsResult",
     "Catalog",
     "DeviceInfo",
     "FrequencyArray",
@@ -47,6 +49,7 @@ __all__ = [
     "SuperSmootherResult",
     "aov",
     "conditional_entropy",
+    "bls",
     "list_devices",
     "lombscargle",
     "lombscargle_async",

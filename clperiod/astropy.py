@@ -73,12 +73,13 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, cast
 
 import numpy as np
 
 try:
     from astropy import units as u
+    from astropy.timeseries import BoxLeastSquares as _AstropyBoxLeastSquares
     from astropy.timeseries import LombScargle as _AstropyLombScargle
     from astropy.timeseries import LombScargleMultiband as _AstropyLombScargleMultiband
 except ImportError as error:  # pragma: no cover - exercised only without astropy
@@ -88,6 +89,7 @@ from clperiod import checks
 from clperiod.catalog import Catalog, Status
 from clperiod.grid import FrequencyArray, FrequencyGrid
 from clperiod.periodograms import stats
+from clperiod.periodograms.bls import Method, Objective, bls
 from clperiod.periodograms.inputs import check_choice
 from clperiod.periodograms.lombscargle import Precision, lombscargle
 from clperiod.periodograms.multiband import MAX_NTERMS as MAX_NTERMS_MULTIBAND
@@ -96,6 +98,7 @@ from clperiod.periodograms.multiband_fit import DEFAULT_REG_BAND, MultibandFit
 from clperiod.periodograms.multiterm import MAX_NTERMS, multiterm_max_power, multiterm_power
 
 __all__ = [
+    "BoxLeastSquares",
     "LombScargle",
     "LombScargleMultiband",
     "lombscargle_clperiod",
@@ -115,6 +118,18 @@ _FAST_METHODS = ("auto", "fast", "fastchi2")
 _APPROXIMATION_KEYWORDS = ("use_fft", "trig_sum_kwds", "algorithm")
 Kernel = Literal["auto", "multiterm", "direct"]
 _FAP_METHODS = ("baluev", "davies", "naive", "single", "townsend", "bootstrap")
+#: BoxLeastSquares method names: astropy's, then clperiod's for the same searches.
+_BLS_METHODS = ("fast", "slow", "binned", "exact")
+#: The fields of astropy's BLS implementations' results, in their order.
+_BLS_FIELDS = (
+    "power",
+    "depth",
+    "depth_err",
+    "duration",
+    "transit_time",
+    "depth_snr",
+    "log_likelihood",
+)
 
 
 class _AutoFrequency:
@@ -868,6 +883,130 @@ class LombScargleMultiband(_AutoFrequency, _AstropyLombScargleMultiband):
             )
         assert result.power is not None  # asked for with periodogram=True
         return result.power[0].astype(np.float64)
+
+
+class BoxLeastSquares(_AstropyBoxLeastSquares):
+    """astropy's box least squares periodogram, evaluated by clperiod on OpenCL.
+
+    A drop-in for :class:`astropy.timeseries.BoxLeastSquares`::
+
+        from astropy.timeseries import BoxLeastSquares   # before
+        from clperiod.astropy import BoxLeastSquares     # after
+
+    ``power`` (and so ``autopower``) runs :func:`clperiod.bls` with
+    ``compat="astropy"``: method ``"fast"`` is the binned search with
+    astropy's bins (and its gaps at phase 0), ``"slow"`` the exact search;
+    with ``precision="fp64"`` every field equals astropy's to rounding.
+    ``autoperiod``, ``model``, ``transit_mask``, ``compute_stats``, units,
+    ``Time`` inputs and ``from_timeseries`` are astropy's own code.
+    Differences from astropy:
+
+    * a period where no box is admissible gives power ``-inf`` and NaN
+      fields (astropy's ``"fast"`` leaves them uninitialised, ``"slow"``
+      raises TypeError);
+    * a box needs an observation inside and one outside; astropy's
+      ``"fast"`` asks for weights ``>= DBL_EPSILON`` instead, the same unless
+      ``dy`` exceeds about 6.7e7 in the unit of ``y``;
+    * light curves the search cannot evaluate (fewer than two points,
+      constant values, equal times) raise ValueError, as do non-finite
+      values and ``dy <= 0``.
+
+    Parameters
+    ----------
+    t : array_like, Quantity ['time'], Time or TimeDelta
+        Observation times (``Time`` values relative to ``t[0]``, in days).
+    y : array_like or Quantity
+        Observations.
+    dy : float, array_like or Quantity, optional
+        Uncertainties.
+    precision : {"fp64", "fp32"}
+        Kernel precision (see :func:`clperiod.bls`).
+    device : str or devices, optional
+        OpenCL device selection (see :func:`clperiod.select_devices`).
+    """
+
+    def __init__(
+        self, t: Any, y: Any, dy: Any = None, *, precision: Precision = "fp64", device: Any = None
+    ) -> None:
+        check_choice("precision", precision, Precision)
+        super().__init__(t, y, dy)
+        self.precision = precision
+        self.device = device
+
+    def power(
+        self,
+        period: Any,
+        duration: Any,
+        objective: str | None = None,
+        method: str | None = None,
+        oversample: int = 10,
+    ) -> Any:
+        """The periodogram at the given periods, on the device.
+
+        Parameters
+        ----------
+        period : array_like or Quantity ['time']
+            Trial periods (1-D).
+        duration : float, array_like or Quantity ['time']
+            Box durations, each shorter than every period.
+        objective : {"likelihood", "snr"}, optional
+            The quantity maximised (default ``"likelihood"``).
+        method : {"fast", "slow"}, optional
+            The binned (default) or exact search (also ``"binned"``, ``"exact"``).
+        oversample : int
+            Bins per shortest duration (fast) or centres per duration (slow).
+
+        Returns
+        -------
+        BoxLeastSquaresResults
+            astropy's results object, with astropy's units.
+
+        Raises
+        ------
+        ValueError
+            astropy's checks, or a light curve the search cannot evaluate.
+        """
+        period, duration = self._validate_period_and_duration(period, duration)
+        try:
+            oversample = int(oversample)
+        except TypeError as error:
+            raise ValueError(f"oversample must be an int, got {oversample}") from error
+        if oversample < 1:
+            raise ValueError("oversample must be greater than or equal to 1")
+        objective = "likelihood" if objective is None else objective
+        if objective not in ("likelihood", "snr"):
+            raise ValueError(f"objective must be 'likelihood' or 'snr', got {objective!r}")
+        method = "fast" if method is None else method
+        if method not in _BLS_METHODS:
+            raise ValueError(f"method must be one of {_BLS_METHODS}, got {method!r}")
+        t = np.asarray(_strip(self._trel), dtype=np.float64)
+        y = np.asarray(_strip(self.y), dtype=np.float64)
+        dy = None if self.dy is None else np.asarray(_strip(self.dy), dtype=np.float64)
+        catalog = Catalog.from_arrays(
+            np.zeros(t.size, dtype=np.int64),
+            t,
+            y,
+            None if dy is None else np.broadcast_to(dy, t.shape),
+        )
+        result = bls(
+            catalog,
+            np.asarray(_strip(period), dtype=np.float64),
+            np.asarray(_strip(duration), dtype=np.float64),
+            objective=cast(Objective, objective),
+            method=cast(Method, method),
+            oversample=oversample,
+            compat="astropy",
+            periodogram=True,
+            precision=self.precision,
+            device=self.device,
+        )
+        status = Status(result.status[0])
+        if status != Status.OK:
+            raise ValueError(
+                f"clperiod cannot search this light curve ({t.size} points): {status.name}"
+            )
+        fields = tuple(np.array(getattr(result, name)[0]) for name in _BLS_FIELDS)
+        return self._format_results(0.0, objective, period, fields)
 
 
 def lombscargle_clperiod(

@@ -18,11 +18,34 @@ import pytest
 import clperiod
 from clperiod import _moved
 
-TOP_LEVEL = ["Catalog", "DeviceInfo", "FrequencyArray", "FrequencyGrid", "LombScargleResult",
-             "MultibandResult", "PhaseStatisticResult", "Status", "SuperSmootherResult",
-             "__version__", "aov", "conditional_entropy", "kepler", "list_devices",
-             "lombscargle", "lombscargle_async", "lombscargle_multiband", "orbits", "pdm",
-             "select_devices", "singlepulse", "supersmoother"]
+TOP_LEVEL = [
+    "BlsResult",
+    "Catalog",
+    "DeviceInfo",
+    "FrequencyArray",
+    "FrequencyGrid",
+    "LombScargleResult",
+    "MhaovResult",
+    "MultibandResult",
+    "PhaseStatisticResult",
+    "Status",
+    "SuperSmootherResult",
+    "__version__",
+    "aov",
+    "bls",
+    "conditional_entropy",
+    "kepler",
+    "list_devices",
+    "lombscargle",
+    "lombscargle_async",
+    "lombscargle_multiband",
+    "mhaov",
+    "orbits",
+    "pdm",
+    "select_devices",
+    "singlepulse",
+    "supersmoother",
+]
 
 #: The ``__all__`` of each public module.
 PUBLIC_MODULES = {
@@ -39,7 +62,8 @@ PUBLIC_MODULES = {
     "clperiod.pipeline": ["ALGORITHMS", "AutoGrid", "CatalogRun", "GridResolutionWarning",
                           "PeriodSearch", "catalog_extent", "default_plot_labels",
                           "run_catalog", "work_directory"],
-    "clperiod.astropy": ["LombScargle", "LombScargleMultiband", "lombscargle_clperiod",
+    "clperiod.astropy": ["BoxLeastSquares", "LombScargle", "LombScargleMultiband",
+                         "lombscargle_clperiod",
                          "register_astropy_method"],
     "clperiod.scipy": ["lombscargle"],
     "clperiod.plot": ["PlotLabels", "file_stem", "plot_objects", "plot_result"],

@@ -1,0 +1,421 @@
+//CL//
+## Box least squares (Kovacs, Zucker & Mazeh 2002) as astropy's BoxLeastSquares
+## defines it: per (object, trial period) the best box over all durations, in
+## astropy's binned ("fast") or exact ("slow") search.
+##
+## Render parameters (strict_undefined):
+##   real       "double" | "float": the folding and the objective's arithmetic
+##   wg         work-group size (power of two)
+##   method     "binned" | "exact"
+##   objective  "likelihood" | "snr"
+##   compat     (binned) "astropy": astropy's bins, wrap padding and starts;
+##              "cyclic": every start 0 .. K-1, boxes wrap around phase 0
+##   bins_local (binned) the bins in local memory (True) or in a global scratch
+##              slot per work-group (False; 2 * slot_len longs each)
+##   atomics    (binned) "int64": 64-bit atomic adds (cl_khr_int64_base_atomics);
+##              "split": each 64-bit add as two 32-bit atomic adds with the carry
+##   tile       (exact) points staged per local-memory tile
+##
+## Work decomposition: one work-group per (object, trial period); the group
+## id (period in launch, object in launch). Outputs per group: the best box's
+## objective `power` (in the units below; -inf when no box is admissible), its
+## key (duration index * key_stride + start or centre index; INT_MAX: none)
+## and its integer sums (sum u v, sum v) in the box.
+##
+## Point data (host, clperiod/periodograms/bls.py): times from the object's
+## earliest (fp64 pt_tau = t - min t, exactly astropy's; fp32 the float pair
+## pt_th + pt_tl of it); per point the fixed-point integers pt_uv ~ u v 2^s_u
+## and pt_v ~ v 2^s_v >= 1 (u = y - median y, v = dy^-2 in the object's own
+## units), whose per-object sums are below 2^61, in any order (the host
+## interleaves each object's points in time). Integer sums are exact and
+## independent of the order of the atomic adds, so boxes holding the same
+## points have identical sums (astropy's ties stay ties) and a box is
+## non-empty exactly when its weight sum is positive. The objective is
+## evaluated from the sums a = sum_in u v, b = sum_in v, c, d (out of box):
+## likelihood 0.5 b (c/d - a/b)^2, snr (c/d - a/b) / sqrt(1/b + 1/d), i.e.
+## astropy's up to a positive factor per object, which the host applies.
+##
+## Binned: bins of width `width` = min(durations) / oversample over
+## [0, P): K = ceil(P / width) bins, point bin floor(wrap(tau, P) / width) + 1
+## computed with astropy's operations (fp64: the same double roundings, so
+## points on bin edges fall as in astropy; fp32: the phase frac(tau / P) in
+## double-single, ~1e-7 cycles, times P / width). astropy pads `oversample`
+## copies of bins 1.. over K.. (overwriting bin K) and tries starts 0 .. K +
+## oversample - m; cyclic pads max(m) copies after K and tries starts 0 ..
+## K - 1. Prefix sums (exact integers), then every (duration, start): the
+## first strictly greatest admissible box (depth >= 0) wins, as in astropy.
+##
+## Exact: for duration k, centres i * step_k (i < centres[period, k], numpy's
+## arange(0, P + step, step)); a point is in the box when
+## |((tau - c + P/2) mod P) - P/2| < d/2 (fp64: numpy's remainder, the same
+## roundings; fp32: the circular phase distance); admissible: depth > 0.
+##
+## FP_CONTRACT is off: the fp64 folding must round as astropy's C and NumPy do,
+## without fused multiply-adds (fma is written out where it is meant).
+<%namespace name="common" file="common.mako"/>
+#pragma OPENCL FP_CONTRACT OFF
+% if method == "binned" and atomics == "int64":
+#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+% endif
+${common.prelude(real)}
+${common.argmax_pairs(wg)}
+<%
+    fp64 = real == "double"
+    binned = method == "binned"
+    bins_space = "__local" if binned and bins_local else "__global"
+%>
+#define WG ${wg}
+% if fp64:
+#define TO_REAL(x) convert_double(x)
+% else:
+// sums below 2^62 scaled into [-2, 2]: squares and quotients stay in float range
+#define TO_REAL(x) (convert_float(x) * 0x1p-61f)
+% endif
+% if binned and atomics == "split":
+#ifndef __ENDIAN_LITTLE__
+#error "the split atomic adds need a little-endian device"
+#endif
+% endif
+
+## The kernel arguments of the points and the object totals.
+<%def name="point_args()">
+% if fp64:
+    __global const double *restrict pt_tau,
+% else:
+    __global const float *restrict pt_th,
+    __global const float *restrict pt_tl,
+% endif
+    __global const long *restrict pt_uv,
+    __global const long *restrict pt_v,
+    __global const int *restrict obj_start,     // (n_objects + 1,) point offsets
+    __global const long *restrict obj_total,    // (n_objects, 2): sum u v, sum v
+    const int first_obj,
+% if fp64:
+    __global const double *restrict periods,
+% else:
+    __global const float *restrict freq_hi,     // freq_hi + freq_lo = 1 / P
+    __global const float *restrict freq_lo,
+% endif
+    const int first_period, const int n_periods, const int key_stride,
+</%def>
+
+## The outputs, one per (object, period) of the launch.
+<%def name="output_args()">
+    __global real_t *restrict power,            // (rows, n_periods)
+    __global int *restrict box,                 // (rows, n_periods) keys
+    __global long *restrict sums)               // (rows, n_periods, 2)
+</%def>
+
+## Phase of the point with times (th, tl) in [0, 1) cycles at frequency fh + fl.
+% if not fp64:
+inline float fold(const float th, const float tl, const float fh, const float fl)
+{
+    // (fh + fl)(th + tl) in double-single: p + e is fh th exactly
+    const float p = fh * th;
+    const float e = fma(fh, th, -p);
+    float r = (p - floor(p)) + (e + fma(fh, tl, fl * th));
+    r -= floor(r);
+    return r;
+}
+% endif
+
+## Consider the box with sums (in_uv, in_v): admissible boxes whose objective
+## is strictly greater than the work-item's best replace it.
+<%def name="consider(in_uv, in_v, key)">
+        if (${in_v} > 0 && ${in_v} < total_v) {
+            const real_t a = TO_REAL(${in_uv}), b = TO_REAL(${in_v});
+            const real_t c = TO_REAL(total_uv - ${in_uv}), d = TO_REAL(total_v - ${in_v});
+            const real_t depth = c / d - a / b;
+% if objective == "likelihood":
+            const real_t value = (real_t) 0.5 * b * depth * depth;
+% else:
+            const real_t value = depth / sqrt(1 / b + 1 / d);
+% endif
+            if (depth ${">=" if binned else ">"} 0 && value > best) {
+                best = value;
+                best_key = ${key};
+                best_uv = ${in_uv};
+                best_v = ${in_v};
+            }
+        }
+</%def>
+
+## The work-group's best box (first greatest value, smallest key among equal
+## ones) into the outputs; `part` (2 WG longs) holds the arg-max pairs.
+<%def name="write_best()">
+    barrier(CLK_LOCAL_MEM_FENCE);
+    __local real_t *val = (__local real_t *) part;
+    __local int *idx = (__local int *) (part + WG);
+    val[lid] = best;
+    idx[lid] = best_key;
+    wg_argmax(val, idx, lid);
+    const int winner = idx[0];
+    const long out = (long) get_group_id(1) * n_periods + get_group_id(0);
+    if (lid == 0) {
+        power[out] = val[0];
+        box[out] = winner;
+        if (winner == INT_MAX) {
+            sums[2 * out] = 0;
+            sums[2 * out + 1] = 0;
+        }
+    }
+    if (winner != INT_MAX && best_key == winner) {
+        sums[2 * out] = best_uv;
+        sums[2 * out + 1] = best_v;
+    }
+</%def>
+
+% if binned:
+## bins[index] += value, exactly, from many work-items at once.
+inline void add_exact(volatile ${bins_space} long *bins, const int index, const long value)
+{
+%   if atomics == "int64":
+    atom_add(bins + index, value);
+%   else:
+    // value = hi 2^32 + lo: add lo to the low word, its carry and hi to the high word
+    volatile ${bins_space} uint *word = (volatile ${bins_space} uint *) (bins + index);
+    const uint lo = (uint) value;
+    const uint old = atomic_add(word, lo);
+    const uint high = (uint) (value >> 32) + ((uint) (old + lo) < old ? 1u : 0u);
+    if (high != 0)
+        atomic_add(word + 1, high);
+%   endif
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void bls_binned(
+${point_args()}
+%   if fp64:
+    const double width,                         // min(durations) / oversample
+%   else:
+    __global const float *restrict bin_scale,   // P / width
+%   endif
+    __global const int *restrict real_bins,     // K = ceil(P / width) per period
+    __global const int *restrict box_bins,      // m per duration
+    const int n_durations, const int pad,
+%   if bins_local:
+    __local long *restrict bins_uv,             // (K + pad + 1) each
+    __local long *restrict bins_v,
+%   else:
+    __global long *restrict scratch, const int slot_len,
+%   endif
+    __local long *restrict part,                // (2 WG,)
+${output_args()}
+{
+    const int lid = get_local_id(0);
+    const int obj = first_obj + get_group_id(1);
+    const int period_index = first_period + get_group_id(0);
+    const int start = obj_start[obj], end = obj_start[obj + 1];
+    const long total_uv = obj_total[2 * obj], total_v = obj_total[2 * obj + 1];
+    const int n_real = real_bins[period_index];
+    const int n_bins = n_real + pad;            // prefix sums live in 0 .. n_bins
+%   if not bins_local:
+    __global long *bins_uv = scratch
+        + 2 * (long) slot_len * (get_group_id(1) * get_num_groups(0) + get_group_id(0));
+    __global long *bins_v = bins_uv + slot_len;
+%   endif
+%   if fp64:
+    const double period = periods[period_index];
+%   else:
+    const float fh = freq_hi[period_index], fl = freq_lo[period_index];
+    const float scale = bin_scale[period_index];
+%   endif
+
+    for (int i = lid; i <= n_bins; i += WG) {
+        bins_uv[i] = 0;
+        bins_v[i] = 0;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+    for (int j = start + lid; j < end; j += WG) {
+%   if fp64:
+        // astropy's (int) (wrap_into(tau, P) / width) + 1, operation by operation
+        const double tau = pt_tau[j];
+        const double turns = floor(tau / period);
+        const double whole = period * turns;
+        const double wrapped = tau - whole;
+        int index = (int) (wrapped / width) + 1;
+%   else:
+        int index = (int) (fold(pt_th[j], pt_tl[j], fh, fl) * scale) + 1;
+%   endif
+%   if compat == "cyclic":
+        if (index > n_real)
+            index -= n_real;
+%   endif
+        add_exact(bins_uv, index, pt_uv[j]);
+        add_exact(bins_v, index, pt_v[j]);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+    // wrap padding (sources and targets are disjoint)
+    for (int r = 1 + lid; r <= pad; r += WG) {
+%   if compat == "astropy":
+        const int target = n_real - 1 + r, source = r;
+%   else:
+        const int target = n_real + r, source = (r - 1) % n_real + 1;
+%   endif
+        bins_uv[target] = bins_uv[source];
+        bins_v[target] = bins_v[source];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+
+    // inclusive prefix sums of bins 0 .. n_bins: a chunk per work-item, then
+    // the chunks' totals (exact integers, so any order gives the same sums)
+    const int chunk = (n_bins + WG) / WG;
+    const int lo = min(lid * chunk, n_bins + 1), hi = min(lo + chunk, n_bins + 1);
+    long run_uv = 0, run_v = 0;
+    for (int i = lo; i < hi; ++i) {
+        run_uv += bins_uv[i];
+        bins_uv[i] = run_uv;
+        run_v += bins_v[i];
+        bins_v[i] = run_v;
+    }
+    part[lid] = run_uv;
+    part[WG + lid] = run_v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int offset = 1; offset < WG; offset <<= 1) {
+        const long add_uv = lid >= offset ? part[lid - offset] : 0;
+        const long add_v = lid >= offset ? part[WG + lid - offset] : 0;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        part[lid] += add_uv;
+        part[WG + lid] += add_v;
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    const long base_uv = lid > 0 ? part[lid - 1] : 0;
+    const long base_v = lid > 0 ? part[WG + lid - 1] : 0;
+    for (int i = lo; i < hi; ++i) {
+        bins_uv[i] += base_uv;
+        bins_v[i] += base_v;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+
+    real_t best = REAL_NEG_INF;
+    int best_key = INT_MAX;
+    long best_uv = 0, best_v = 0;
+    for (int k = 0; k < n_durations; ++k) {
+        const int m = box_bins[k];
+%   if compat == "astropy":
+        const int n_starts = n_bins - m + 1;
+%   else:
+        const int n_starts = n_real;
+%   endif
+        for (int s = lid; s < n_starts; s += WG) {
+            const long in_uv = bins_uv[s + m] - bins_uv[s];
+            const long in_v = bins_v[s + m] - bins_v[s];
+${consider("in_uv", "in_v", "k * key_stride + s")}
+        }
+    }
+${write_best()}
+}
+% else:
+#define TILE ${tile}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void bls_exact(
+${point_args()}
+    __global const int *restrict centres,       // (n_all_periods, n_durations) counts
+%   if fp64:
+    __global const double *restrict centre_step,    // (n_durations,) d / oversample
+    __global const double *restrict half_duration,  // (n_durations,) d / 2
+%   else:
+    __global const float *restrict centre_step,     // (n_all_periods, n_durations) step / P
+    __global const float *restrict half_width,      // (n_all_periods, n_durations) d / 2P
+%   endif
+    const int n_durations,
+    __local long *restrict part,                // (2 WG,)
+${output_args()}
+{
+    const int lid = get_local_id(0);
+    const int obj = first_obj + get_group_id(1);
+    const int period_index = first_period + get_group_id(0);
+    const int start = obj_start[obj], end = obj_start[obj + 1];
+    const long total_uv = obj_total[2 * obj], total_v = obj_total[2 * obj + 1];
+%   if fp64:
+    const double period = periods[period_index];
+    const double half_period = 0.5 * period;
+    __local double l_tau[TILE];
+%   else:
+    const float fh = freq_hi[period_index], fl = freq_lo[period_index];
+    __local float l_phase[TILE];
+%   endif
+    __local long l_uv[TILE], l_v[TILE];
+
+    real_t best = REAL_NEG_INF;
+    int best_key = INT_MAX;
+    long best_uv = 0, best_v = 0;
+    for (int k = 0; k < n_durations; ++k) {
+        const int n_centres = centres[period_index * n_durations + k];
+%   if fp64:
+        const double step = centre_step[k], half_box = half_duration[k];
+%   else:
+        const float step = centre_step[period_index * n_durations + k];
+        const float half_box = half_width[period_index * n_durations + k];
+%   endif
+        for (int first = 0; first < n_centres; first += WG) {
+            const int i = first + lid;
+%   if fp64:
+            const double centre = (double) i * step;   // numpy's arange values
+%   else:
+            const float centre = (float) i * step;
+%   endif
+            long in_uv = 0, in_v = 0;
+            for (int base = start; base < end; base += TILE) {
+                const int count = min(TILE, end - base);
+                barrier(CLK_LOCAL_MEM_FENCE);
+                for (int q = lid; q < count; q += WG) {
+%   if fp64:
+                    l_tau[q] = pt_tau[base + q];
+%   else:
+                    l_phase[q] = fold(pt_th[base + q], pt_tl[base + q], fh, fl);
+%   endif
+                    l_uv[q] = pt_uv[base + q];
+                    l_v[q] = pt_v[base + q];
+                }
+                barrier(CLK_LOCAL_MEM_FENCE);
+                for (int q = 0; q < count; ++q) {
+%   if fp64:
+                    // numpy: abs((tau - c + P/2) % P - P/2) < d/2
+                    const double shifted = (l_tau[q] - centre) + half_period;
+                    double r = fmod(shifted, period);
+                    if (r < 0)
+                        r += period;
+                    const int inside = fabs(r - half_period) < half_box;
+%   else:
+                    float distance = l_phase[q] - centre;
+                    distance -= rint(distance);
+                    const int inside = fabs(distance) < half_box;
+%   endif
+                    in_uv += inside ? l_uv[q] : 0;
+                    in_v += inside ? l_v[q] : 0;
+                }
+            }
+            if (i < n_centres) {
+${consider("in_uv", "in_v", "k * key_stride + i")}
+            }
+        }
+    }
+${write_best()}
+}
+% endif
+
+// The (key, sums) of the top-k peaks of a launch: slot q of row r holds grid
+// index top_idx[r, q] (INT_MAX: none) of the launch's columns from first_bin.
+__kernel void bls_gather(
+    __global const int *restrict box, __global const long *restrict sums,
+    const int row_len, const int first_bin, const int top_k, const int n_slots,
+    __global const int *restrict top_idx,
+    __global int *restrict top_box, __global long *restrict top_sums)
+{
+    const int slot = get_global_id(0);
+    if (slot >= n_slots)
+        return;
+    const int index = top_idx[slot];
+    if (index == INT_MAX) {
+        top_box[slot] = INT_MAX;
+        top_sums[2 * slot] = 0;
+        top_sums[2 * slot + 1] = 0;
+        return;
+    }
+    const long source = (long) (slot / top_k) * row_len + (index - first_bin);
+    top_box[slot] = box[source];
+    top_sums[2 * slot] = sums[2 * source];
+    top_sums[2 * slot + 1] = sums[2 * source + 1];
+}
