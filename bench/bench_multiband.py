@@ -185,8 +185,7 @@ def bootstrap(repeat: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "workloads", nargs="*", default=["ls", "mhaov", "bootstrap"],
-        choices=["ls", "mhaov", "bootstrap"],
+        "workloads", nargs="+", choices=["ls", "mhaov", "bootstrap"]
     )
     parser.add_argument("--objects", type=int, default=20_000)
     parser.add_argument("--sample", type=int, default=32, help="objects the peers search")
