@@ -1,0 +1,155 @@
+//CL//
+## Type-3 NUFFT Lomb-Scargle at any frequencies: the stages around the type-1
+## pipeline of nufft.mako (clperiod.periodograms.nufft_type3, whose docstring
+## derives the method; spec methods_next.md section 1.5).
+##
+## Render parameters (strict_undefined):
+##   real           "float" | "double"
+##   stage          "prescale": nufft_type3_prescale; "power": nufft_type3_power
+## stage "prescale" only:
+##   math           "float" | "double": the type of the kernel's arithmetic
+##                  (double wherever the device has it)
+## stage "power" only:
+##   fit_mean       floating-mean model (the window at f enters the power)
+##   normalization  "standard" | "model" | "log" (psd: standard powers, scaled by the host)
+##
+## nufft_type3_prescale: one work-item per row (rows of objects that are not
+## spread, whose inputs nufft_points leaves unwritten, are never read). The
+## row's strengths wn and wn y' are divided by psi(theta), the Fourier
+## transform of the ES kernel in cell units at theta = 2 pi (s - 1/4), with
+## s = xi / n_grid = step (t - t_0) in [0, 1/2]; 1/psi is the Chebyshev
+## series sum_k c_k T_k(x) in x = 2 (4 s - 1)^2 - 1 (Clenshaw's recurrence).
+##
+## nufft_type3_power: one work-item per (target frequency q, object). The
+## FFT'd fine grids hold, at mode k = m - n_modes / 2, times the correction
+## 1 / psi(2 pi k / n_grid), the type-1 sums G(n) = sum b e^{2 pi i n step
+## (t - t_0)} of the prescaled strengths b at lattice frequency n step,
+## n = n_lo + m; the data (row 0) and the window (row 1). Centred at
+## t_c = 1 / (4 step) they are (-i)^n G(n), and conj((-i)^-n G(-n)) for n < 0
+## (real strengths; only when n_lo = 0). A target at p = f / step takes the
+## width samples n = first .. first + width - 1 (first = ceil(p - width / 2),
+## relative to n_lo in the tables), each weighted by the ES kernel at
+## n - p = offset + i cells: the sums at f (data; window with fit_mean) and
+## at 2 f (window), then the power of nufft_power (nufft.mako).
+<%page args="real, stage, math=None, fit_mean=None, normalization=None"/>
+<%namespace name="common" file="common.mako"/>
+<%namespace name="nufft" file="nufft.mako"/>
+${common.prelude(real)}
+typedef ${real}2 real2_t;
+% if stage == "prescale":
+%   if math == "double":
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+%   endif
+typedef ${math} math_t;
+
+__kernel void nufft_type3_prescale(
+    __global const long *restrict pt_cell,          // unwrapped cells of xi
+    __global const real_t *restrict pt_frac,        // xi - cell, in [0, 1)
+    const int n_rows,
+    const math_t n_grid,
+    __global const math_t *restrict coefficients,   // Chebyshev series of 1 / psi
+    const int n_coefficients,
+    __global real_t *restrict pt_w,
+    __global real_t *restrict pt_wy)
+{
+    const int g = (int) get_global_id(0);
+    if (g >= n_rows)
+        return;
+    const math_t s = ((math_t) pt_cell[g] + (math_t) pt_frac[g]) / n_grid;
+    const math_t v = 4 * s - 1;
+    const math_t x = 2 * v * v - 1;
+    math_t b1 = 0, b2 = 0;
+    for (int k = n_coefficients - 1; k >= 1; --k) {
+        const math_t b0 = fma(2 * x, b1, coefficients[k] - b2);
+        b2 = b1;
+        b1 = b0;
+    }
+    const math_t factor = fma(x, b1, coefficients[0] - b2);
+    pt_w[g] = (real_t) (pt_w[g] * factor);
+    pt_wy[g] = (real_t) (pt_wy[g] * factor);
+}
+% else:
+<%
+    if None in (fit_mean, normalization):
+        raise NameError("stage 'power' needs fit_mean and normalization")
+%>
+${nufft.es_kernel_function()}
+${nufft.one_term_power_function(fit_mean, normalization)}
+
+// The centred sum at lattice sample n = n_lo + r of one transform row
+inline real2_t lattice_sample(
+    __global const real2_t *restrict row, __global const real_t *restrict correction,
+    const int r, const int n_lo_mod4, const int n_modes, const int n_grid)
+{
+    const int m = abs(r);  // r < 0 (n < 0) only when n_lo = 0: mirror of -n
+    const int k = m - n_modes / 2;
+    const real2_t g = row[k < 0 ? k + n_grid : k] * correction[m];
+    real2_t c;
+    switch ((m + n_lo_mod4) & 3) {  // times (-i)^n
+    case 0: c = g; break;
+    case 1: c = (real2_t) (g.y, -g.x); break;
+    case 2: c = -g; break;
+    default: c = (real2_t) (-g.y, g.x); break;
+    }
+    if (r < 0)
+        c.y = -c.y;
+    return c;
+}
+
+// sum_i phi(2 (offset + i) / width) G_c(n_lo + first + i)
+inline real2_t interpolate(
+    __global const real2_t *restrict row, __global const real_t *restrict correction,
+    const int first, const real_t offset, const int n_lo_mod4, const int n_modes,
+    const int n_grid, const int width, const real_t beta)
+{
+    const real_t two_over_w = 2 / (real_t) width;
+    real2_t acc = (real2_t) (0, 0);
+    for (int i = 0; i < width; ++i) {
+        const real_t weight = es_kernel(offset + (real_t) i, two_over_w, beta);
+        const real2_t g = lattice_sample(row, correction, first + i, n_lo_mod4, n_modes, n_grid);
+        acc = fma((real2_t) (weight, weight), g, acc);
+    }
+    return acc;
+}
+
+__kernel void nufft_type3_power(
+    __global const real2_t *restrict modes,       // FFT of the grids: (objects, 2, n_grid)
+    __global const real_t *restrict correction,   // (n_modes,) 1 / psi(2 pi k / n_grid)
+    __global const int *restrict first_f,         // (nf,) first sample of f, from n_lo
+    __global const real_t *restrict offset_f,     // (nf,) its distance from f, in samples
+    __global const int *restrict first_2f,        // (nf,) the same for 2 f
+    __global const real_t *restrict offset_2f,
+    __global const real_t *restrict obj_yy,       // sum w y^2 (NaN: no power)
+    const int nf,
+    const int n_modes,
+    const int n_grid,
+    const int n_lo_mod4,
+    const int width,
+    const real_t beta,
+    const int zero_bin,                           // index of f = 0, or -1
+    const real_t degenerate,
+    __global real_t *restrict power)              // (objects, nf)
+{
+    const int q = (int) get_global_id(0);
+    const int obj = (int) get_global_id(1);
+    if (q >= nf)
+        return;
+    __global const real2_t *data_row = modes + (long) obj * 2 * n_grid;
+    __global const real2_t *window_row = data_row + n_grid;
+    const int first = first_f[q];
+    const real_t offset = offset_f[q];
+    const real2_t data = interpolate(
+        data_row, correction, first, offset, n_lo_mod4, n_modes, n_grid, width, beta);
+% if fit_mean:
+    const real2_t window = interpolate(
+        window_row, correction, first, offset, n_lo_mod4, n_modes, n_grid, width, beta);
+% else:
+    const real2_t window = (real2_t) (0, 0);
+% endif
+    const real2_t doubled = interpolate(
+        window_row, correction, first_2f[q], offset_2f[q], n_lo_mod4, n_modes, n_grid,
+        width, beta);
+    power[(long) obj * nf + q] = one_term_power(
+        data, window, doubled, obj_yy[obj], degenerate, q == zero_bin);
+}
+% endif
