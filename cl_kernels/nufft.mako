@@ -55,6 +55,9 @@
 ## with CC = (1 + C2) / 2, SS = (1 - C2) / 2, CS = S2 / 2 (less the mean's
 ## C^2, S^2, C S with fit_mean); a column whose norm is below `degenerate` of
 ## the other's, or two collinear columns, leave one column; NaN at f = 0.
+##
+## Defs used by nufft_type3.mako too: es_kernel_function (the ES kernel's
+## values) and one_term_power_function (the power of nufft_power from the sums).
 <%def name="es_kernel_function()">
 // ES kernel at d cells from a point, |2 d / w| <= 1: exp(beta (sqrt(1 - z^2) - 1))
 // written as exp(-beta z^2 / (1 + sqrt(1 - z^2))), which does not cancel near z = 0

@@ -84,32 +84,36 @@ inline real2_t lattice_sample(
     const int m = abs(r);  // r < 0 (n < 0) only when n_lo = 0: mirror of -n
     const int k = m - n_modes / 2;
     const real2_t g = row[k < 0 ? k + n_grid : k] * correction[m];
-    real2_t c;
-    switch ((m + n_lo_mod4) & 3) {  // times (-i)^n
-    case 0: c = g; break;
-    case 1: c = (real2_t) (g.y, -g.x); break;
-    case 2: c = -g; break;
-    default: c = (real2_t) (-g.y, g.x); break;
-    }
-    if (r < 0)
-        c.y = -c.y;
-    return c;
+    // times (-i)^n = cos - i sin of a quarter turn q = n mod 4
+    const int q = (m + n_lo_mod4) & 3;
+    const real_t cos_q = (real_t) ((q & 1) ? 0 : 1 - q), sin_q = (real_t) ((q & 1) ? 2 - q : 0);
+    const real2_t c = (real2_t) (fma(g.x, cos_q, g.y * sin_q), fma(g.y, cos_q, -g.x * sin_q));
+    return (real2_t) (c.x, r < 0 ? -c.y : c.y);
 }
 
-// sum_i phi(2 (offset + i) / width) G_c(n_lo + first + i)
-inline real2_t interpolate(
-    __global const real2_t *restrict row, __global const real_t *restrict correction,
-    const int first, const real_t offset, const int n_lo_mod4, const int n_modes,
-    const int n_grid, const int width, const real_t beta)
+// sum_i phi(2 (offset + i) / width) G_c(n_lo + first + i) of one row, or of
+// two rows (both: the data and the window at f, with the same kernel values)
+inline void interpolate(
+    __global const real2_t *restrict row, __global const real2_t *restrict second_row,
+    const int both, __global const real_t *restrict correction, const int first,
+    const real_t offset, const int n_lo_mod4, const int n_modes, const int n_grid,
+    const int width, const real_t beta, real2_t *out, real2_t *second_out)
 {
     const real_t two_over_w = 2 / (real_t) width;
-    real2_t acc = (real2_t) (0, 0);
+    real2_t acc = (real2_t) (0, 0), second_acc = (real2_t) (0, 0);
     for (int i = 0; i < width; ++i) {
         const real_t weight = es_kernel(offset + (real_t) i, two_over_w, beta);
-        const real2_t g = lattice_sample(row, correction, first + i, n_lo_mod4, n_modes, n_grid);
-        acc = fma((real2_t) (weight, weight), g, acc);
+        const real2_t weights = (real2_t) (weight, weight);
+        const int r = first + i;
+        acc = fma(weights, lattice_sample(row, correction, r, n_lo_mod4, n_modes, n_grid), acc);
+        if (both)
+            second_acc = fma(
+                weights,
+                lattice_sample(second_row, correction, r, n_lo_mod4, n_modes, n_grid),
+                second_acc);
     }
-    return acc;
+    *out = acc;
+    *second_out = second_acc;
 }
 
 __kernel void nufft_type3_power(
@@ -136,19 +140,11 @@ __kernel void nufft_type3_power(
         return;
     __global const real2_t *data_row = modes + (long) obj * 2 * n_grid;
     __global const real2_t *window_row = data_row + n_grid;
-    const int first = first_f[q];
-    const real_t offset = offset_f[q];
-    const real2_t data = interpolate(
-        data_row, correction, first, offset, n_lo_mod4, n_modes, n_grid, width, beta);
-% if fit_mean:
-    const real2_t window = interpolate(
-        window_row, correction, first, offset, n_lo_mod4, n_modes, n_grid, width, beta);
-% else:
-    const real2_t window = (real2_t) (0, 0);
-% endif
-    const real2_t doubled = interpolate(
-        window_row, correction, first_2f[q], offset_2f[q], n_lo_mod4, n_modes, n_grid,
-        width, beta);
+    real2_t data, window, doubled, unused;
+    interpolate(data_row, window_row, ${int(fit_mean)}, correction, first_f[q], offset_f[q],
+                n_lo_mod4, n_modes, n_grid, width, beta, &data, &window);
+    interpolate(window_row, window_row, 0, correction, first_2f[q], offset_2f[q], n_lo_mod4,
+                n_modes, n_grid, width, beta, &doubled, &unused);
     power[(long) obj * nf + q] = one_term_power(
         data, window, doubled, obj_yy[obj], degenerate, q == zero_bin);
 }

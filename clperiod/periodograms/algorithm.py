@@ -22,12 +22,13 @@ one call. The constants were fitted to
 On an array of ``nf`` frequencies (:class:`~clperiod.FrequencyArray`), the
 direct sums take one exact phase per pair (``array_rate``), and the type-3
 NUFFT (:mod:`clperiod.periodograms.nufft_type3`) costs its points as the
-type-1 path does, ``G`` cells of two transforms on its lattice, and ``nf w``
-interpolation per object (``target``: per frequency and object, its three
-sums of ``w`` samples and the power). Those two constants are not yet
-fitted to GPU measurements: the GPU values are conservative estimates
-(they favour the direct sums), the CPU values come from PoCL timings on
-two cores.
+type-1 path does, ``G`` cells of two transforms on its lattice, and the
+interpolation (``target``: per frequency and object, three sums of ``w``
+lattice samples and the power). These two constants are not yet fitted to
+GPU measurements: the GPU values are conservative estimates (they favour
+the direct sums); the CPU values are PoCL timings on two shared cores
+(about 1e8 pairs per second direct, 5e-7 s per frequency, mostly the ``2 w``
+kernel exponentials).
 """
 
 from __future__ import annotations
@@ -109,8 +110,8 @@ COSTS = {
         crowd=1.6e-5,
         fixed_direct=1.0e-3,
         fixed_nufft=1.6e-3,
-        array_rate=1.5e12,
-        target=1e-9,
+        array_rate=1.5e12,  # not measured: the uniform grids' rate, which favours direct
+        target=1e-9,  # not measured: an estimate above the kernel's memory traffic
     ),
     "cpu": Costs(
         rate=4e8,
@@ -120,8 +121,8 @@ COSTS = {
         crowd=2e-5,
         fixed_direct=1.0e-3,
         fixed_nufft=1.3e-3,
-        array_rate=4e8,
-        target=1e-6,
+        array_rate=1e8,
+        target=5e-7,
     ),
 }
 

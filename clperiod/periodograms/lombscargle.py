@@ -203,9 +203,10 @@ def lombscargle(
         (:meth:`FrequencyGrid.from_frequencies`: uniform in period,
         log-spaced, unsorted, repeated). Each frequency of a
         :class:`~clperiod.grid.FrequencyArray` is evaluated as it would be
-        alone (one exact phase per point and frequency, about ``m`` times
-        the cost of a uniform grid's strip recurrence); periodogram columns
-        follow its order and peaks are local maxima along frequency. The
+        alone (directly: one exact phase per point and frequency, about
+        ``m`` times the cost of a uniform grid's strip recurrence; or through
+        type-3 NUFFTs, see ``algorithm``); periodogram columns follow its
+        order and peaks are local maxima along frequency. The
         power at a frequency of 0 is NaN, as astropy's: the sine term
         vanishes there, so no sinusoid fits; peaks are found among the
         other frequencies.
@@ -255,11 +256,16 @@ def lombscargle(
         (for ``nterms > 1``, at frequencies above ``1 / T``, ``T`` the
         object's baseline: below it the normal equations are ill-conditioned,
         and fp32 powers whose system is singular within the transforms'
-        tolerance are NaN). It needs evenly spaced frequencies: a
-        FrequencyArray whose distinct frequencies are not raises ValueError.
-        ``"auto"``: each object by the path a cost model predicts faster
-        (:mod:`clperiod.periodograms.algorithm`); a catalog of short and
-        long light curves runs both; uneven frequencies run directly.
+        tolerance are NaN). A FrequencyArray whose distinct frequencies are
+        not evenly spaced runs through type-3 NUFFTs
+        (``clperiod.periodograms.nufft_type3``: a type-1 transform on a
+        lattice of step ``1 / (2 T)`` up to twice the highest frequency,
+        interpolated at each frequency), which cost about ``N_points w +
+        G log G + nf w`` (``G ~ 8 T fmax`` cells, ``T`` the longest
+        baseline), for ``nterms=1`` (``nterms > 1`` needs evenly spaced
+        frequencies). ``"auto"``: each object by the path a cost model
+        predicts faster (:mod:`clperiod.periodograms.algorithm`), on grids
+        and arrays; a catalog of short and long light curves runs both.
     eps
         Accuracy of the ``"nufft"`` powers relative to each object's peak
         power; default ``1e-9`` (fp64) or ``1e-5`` (fp32). Not with
@@ -296,7 +302,8 @@ def lombscargle(
         ``grid`` is not a FrequencyGrid or FrequencyArray.
     ValueError
         Bad options or data, fp64 requested on a device without fp64, or
-        ``algorithm="nufft"`` with frequencies that are not evenly spaced.
+        ``algorithm="nufft"`` on a FrequencyArray whose type-3 lattice would
+        exceed ``clperiod.periodograms.nufft_type3.MAX_LATTICE`` samples.
     MemoryError
         ``periodogram=True`` asks for more host memory than is available
         (:func:`clperiod.engine.staging.available_host_memory`; the message names

@@ -66,9 +66,12 @@ Stages (:func:`search`, through :func:`clperiod.periodograms.nufft.search_with`)
    the targets in rising frequency (local maxima, as the direct path).
 
 Accuracy. The type-1 transforms and the interpolation each get the
-tolerance ``eps * TRANSFORM_MARGIN / TOLERANCE_SPLIT``; their errors add,
-and the prescale multiplies the strengths by up to ``psi_c(0) /
-psi_c(pi / 2)`` (about 5 at ``w = 13``).
+tolerance ``eps * TRANSFORM_MARGIN / TOLERANCE_SPLIT`` (a kernel one cell
+wider than the type-1 path's at the fp64 default, 14 cells; 8 in fp32):
+their errors add, and the prescale multiplies the strengths by up to
+``psi_c(0) / psi_c(pi / 2)`` (about 5.5 at 14 cells). As on uniform grids,
+frequencies far below ``1 / T`` have nearly singular normal equations,
+which amplify the transforms' errors.
 """
 
 from __future__ import annotations
@@ -274,13 +277,20 @@ def prescale_coefficients(width: int, beta: float) -> np.ndarray:
 
 
 def prescale(
-    queue: cl.CommandQueue, points: nufft.DevicePoints, plan: Type3Plan, n_rows: int
+    queue: cl.CommandQueue,
+    points: nufft.DevicePoints,
+    plan: Type3Plan,
+    n_rows: int,
+    fp64_math: bool | None = None,
 ) -> None:
     """Queue ``nufft_type3_prescale``: the strengths of the ``n_rows`` rows
-    divided by ``psi_c(2 pi (D t - 1/4))`` (stage 2)."""
+    divided by ``psi_c(2 pi (D t - 1/4))`` (stage 2), computed in float64
+    (``fp64_math``; default: where the device has it) or float32."""
     if n_rows == 0:
         return
-    math_type = np.float64 if queue.device.double_fp_config else np.float32
+    if fp64_math is None:
+        fp64_math = bool(queue.device.double_fp_config)
+    math_type = np.float64 if fp64_math else np.float32
     (kernel,) = kernels.get_kernels(
         queue.context,
         "nufft_type3",
