@@ -94,6 +94,8 @@ from clperiod.grid import FrequencyGrid
 from clperiod.periodograms import nufft
 
 __all__ = [
+    "MAX_LATTICE",
+    "PRESCALE_DEGREE",
     "TOLERANCE_SPLIT",
     "Type3Plan",
     "batch_buffers",
