@@ -10,7 +10,8 @@
 ##   math           "float" | "double": the type of the kernel's arithmetic
 ##                  (double wherever the device has it)
 ## stage "power" only:
-##   fit_mean       floating-mean model (the window at f enters the power)
+##   fit_mean       floating-mean model
+##   nterms         harmonics K of the model (>= 1)
 ##   normalization  "standard" | "model" | "log" (psd: standard powers, scaled by the host)
 ##
 ## nufft_type3_prescale: one work-item per row (rows of objects that are not
@@ -26,14 +27,17 @@
 ## (t - t_0)} of the prescaled strengths b at lattice frequency n step,
 ## n = n_lo + m; the data (row 0) and the window (row 1). Centred at
 ## t_c = 1 / (4 step) they are (-i)^n G(n), and conj((-i)^-n G(-n)) for n < 0
-## (real strengths; only when n_lo = 0). A target at p = f / step takes the
+## (real strengths; only when n_lo = 0). A target at p = h f / step takes the
 ## width samples n = first .. first + width - 1 (first = ceil(p - width / 2),
 ## relative to n_lo in the tables), each weighted by the ES kernel at
-## n - p = offset + i cells: the sums at f (data; window with fit_mean) and
-## at 2 f (window), then the power of nufft_power (nufft.mako).
-<%page args="real, stage, math=None, fit_mean=None, normalization=None"/>
+## n - p = offset + i cells: the data at h f (h = 1 .. K) and the window at
+## h f (h = 1 .. 2 K; not at f for one term without fit_mean), then the power
+## of nufft_power (nufft.mako) for K = 1, of nufft_terms_power (the Cholesky
+## solve of multiterm.mako) for K > 1.
+<%page args="real, stage, math=None, fit_mean=None, nterms=None, normalization=None"/>
 <%namespace name="common" file="common.mako"/>
 <%namespace name="nufft" file="nufft.mako"/>
+<%namespace name="multiterm" file="multiterm.mako"/>
 ${common.prelude(real)}
 typedef ${real}2 real2_t;
 % if stage == "prescale":
@@ -70,11 +74,18 @@ __kernel void nufft_type3_prescale(
 }
 % else:
 <%
-    if None in (fit_mean, normalization):
-        raise NameError("stage 'power' needs fit_mean and normalization")
+    if None in (fit_mean, nterms, normalization):
+        raise NameError("stage 'power' needs fit_mean, nterms and normalization")
 %>
 ${nufft.es_kernel_function()}
+% if nterms == 1:
 ${nufft.one_term_power_function(fit_mean, normalization)}
+% else:
+#define K ${nterms}
+#define BIAS ${int(fit_mean)}
+#define M (BIAS + 2 * K)
+${multiterm.normal_solve("real_t", int(fit_mean), False, floor=True)}
+% endif
 
 // The centred sum at lattice sample n = n_lo + r of one transform row
 inline real2_t lattice_sample(
@@ -119,11 +130,11 @@ inline void interpolate(
 __kernel void nufft_type3_power(
     __global const real2_t *restrict modes,       // FFT of the grids: (objects, 2, n_grid)
     __global const real_t *restrict correction,   // (n_modes,) 1 / psi(2 pi k / n_grid)
-    __global const int *restrict first_f,         // (nf,) first sample of f, from n_lo
-    __global const real_t *restrict offset_f,     // (nf,) its distance from f, in samples
-    __global const int *restrict first_2f,        // (nf,) the same for 2 f
-    __global const real_t *restrict offset_2f,
+    __global const int *restrict first,           // (2 K, nf) first sample of h f, from n_lo
+    __global const real_t *restrict offset,       // (2 K, nf) its distance from h f, in samples
     __global const real_t *restrict obj_yy,       // sum w y^2 (NaN: no power)
+    __global const int *restrict obj_n,           // points spread (0: object not OK)
+    const int min_points,                         // fewer: no power (too few for K terms)
     const int nf,
     const int n_modes,
     const int n_grid,
@@ -140,12 +151,47 @@ __kernel void nufft_type3_power(
         return;
     __global const real2_t *data_row = modes + (long) obj * 2 * n_grid;
     __global const real2_t *window_row = data_row + n_grid;
-    real2_t data, window, doubled, unused;
-    interpolate(data_row, window_row, ${int(fit_mean)}, correction, first_f[q], offset_f[q],
-                n_lo_mod4, n_modes, n_grid, width, beta, &data, &window);
-    interpolate(window_row, window_row, 0, correction, first_2f[q], offset_2f[q], n_lo_mod4,
-                n_modes, n_grid, width, beta, &doubled, &unused);
+    real2_t unused;
+% for h in range(1, 2 * nterms + 1):
+<%
+    with_window = h > 1 or fit_mean or nterms > 1
+    row, second = ("data_row", "window_row") if h <= nterms else ("window_row", "window_row")
+    outputs = ("&data%d" % h, "&window%d" % h) if h <= nterms else ("&window%d" % h, "&unused")
+%>\
+%   if h <= nterms:
+    real2_t data${h}, window${h} = (real2_t) (0, 0);
+%   else:
+    real2_t window${h};
+%   endif
+    interpolate(${row}, ${second}, ${int(h <= nterms and with_window)}, correction,
+                first[${h - 1} * (long) nf + q], offset[${h - 1} * (long) nf + q], n_lo_mod4,
+                n_modes, n_grid, width, beta, ${outputs[0]}, ${outputs[1]});
+% endfor
+% if nterms == 1:
     power[(long) obj * nf + q] = one_term_power(
-        data, window, doubled, obj_yy[obj], degenerate, q == zero_bin);
+        data1, window1, window2, obj_yy[obj], degenerate, q == zero_bin);
+% else:
+    real_t C[2 * K + 1], S[2 * K + 1], YC[K + 1], YS[K + 1];
+    C[0] = 1;
+    S[0] = YC[0] = YS[0] = 0;
+%   for h in range(1, 2 * nterms + 1):
+    C[${h}] = window${h}.x;
+    S[${h}] = window${h}.y;
+%     if h <= nterms:
+    YC[${h}] = data${h}.x;
+    YS[${h}] = data${h}.y;
+%     endif
+%   endfor
+    real_t z = solve(C, S, YC, YS, degenerate) / obj_yy[obj];
+    if (q == zero_bin || obj_n[obj] < min_points)  // no sinusoid fits at f = 0
+        z = (real_t) NAN;
+%   if normalization == "standard":
+    power[(long) obj * nf + q] = z;
+%   elif normalization == "model":
+    power[(long) obj * nf + q] = z / (1 - z);
+%   else:
+    power[(long) obj * nf + q] = -log1p(-z);
+%   endif
+% endif
 }
 % endif

@@ -233,7 +233,9 @@ def lombscargle(
         normalization; objects need ``2 nterms + 2`` points with ``fit_mean``
         (``2 nterms + 1`` without). The direct path computes it in fp64 only
         (``precision="fp32"`` raises: use fp64, or ``algorithm="nufft"``,
-        which takes both precisions); ``memory`` does not apply.
+        which takes both precisions) and on evenly spaced frequencies (a
+        FrequencyArray raises: ``"nufft"`` and ``"auto"`` take it through
+        type-3 NUFFTs); ``memory`` does not apply.
     precision
         ``"fp64"`` or ``"fp32"``. Times stay float64 on the host; the fp32
         kernel gets per-point phases in double-single form, so raw MJD/JD
@@ -261,11 +263,13 @@ def lombscargle(
         (``clperiod.periodograms.nufft_type3``: a type-1 transform on a
         lattice of step ``1 / (2 T)`` up to twice the highest frequency,
         interpolated at each frequency), which cost about ``N_points w +
-        G log G + nf w`` (``G ~ 8 T fmax`` cells, ``T`` the longest
-        baseline), for ``nterms=1`` (``nterms > 1`` needs evenly spaced
-        frequencies). ``"auto"``: each object by the path a cost model
-        predicts faster (:mod:`clperiod.periodograms.algorithm`), on grids
-        and arrays; a catalog of short and long light curves runs both.
+        G log G + nf w`` (``G ~ 8 T fmax`` cells per transform, ``T`` the
+        longest baseline; up to ``2 nterms fmax`` for several harmonics).
+        ``"auto"``: each object by the path a cost model predicts faster
+        (:mod:`clperiod.periodograms.algorithm`), on grids and arrays; a
+        catalog of short and long light curves runs both. Searches the
+        direct path does not run (``nterms > 1`` in fp32 or on a
+        FrequencyArray) run through the NUFFT.
     eps
         Accuracy of the ``"nufft"`` powers relative to each object's peak
         power; default ``1e-9`` (fp64) or ``1e-5`` (fp32). Not with
@@ -422,10 +426,10 @@ def _start(
             started,
         )
 
-    if options.nterms > 1 and not isinstance(searched, FrequencyGrid):
+    if options.nterms > 1 and algorithm == "direct" and not isinstance(searched, FrequencyGrid):
         raise ValueError(
-            f"multi-term periodograms (nterms={options.nterms}) of a catalog need evenly "
-            "spaced frequencies; for one light curve on any frequencies use "
+            f"multi-term periodograms (nterms={options.nterms}) of the direct path need evenly "
+            "spaced frequencies; use algorithm='nufft' (or 'auto'), or for one light curve "
             "clperiod.multiterm_power"
         )
     plan, by_nufft = _nufft_choice(
@@ -529,13 +533,15 @@ def _nufft_choice(
 ) -> tuple[NufftPlans | None, np.ndarray]:
     """The NUFFT plan of ``searched`` (type 1 for a grid, type 3 for an
     array) and, per object, whether the NUFFT evaluates it: none for
-    ``"direct"``, all for ``"nufft"`` (and fp32 multi-term), those the cost
-    model prefers for ``"auto"`` (:mod:`clperiod.periodograms.algorithm`;
-    none when a type-3 lattice would exceed its largest size)."""
+    ``"direct"``, all for ``"nufft"`` (and multi-term searches the direct
+    path does not run: fp32, arrays), those the cost model prefers for
+    ``"auto"`` (:mod:`clperiod.periodograms.algorithm`; none when a one-term
+    type-3 lattice would exceed its largest size)."""
     nobody = np.zeros(catalog.n_objects, dtype=bool)
     if algorithm == "direct":
         return None, nobody
-    everybody = algorithm == "nufft" or (options.nterms > 1 and not options.fp64)
+    array = not isinstance(searched, FrequencyGrid)
+    everybody = algorithm == "nufft" or (options.nterms > 1 and (array or not options.fp64))
     if isinstance(searched, FrequencyGrid):
         plan = nufft.NufftPlan.build(searched, precision, eps)
         if everybody:
@@ -548,7 +554,7 @@ def _nufft_choice(
         _, size = nufft_type3.lattice_size(frequencies[0], frequencies[-1], baseline, width)
         if size > nufft_type3.MAX_LATTICE:
             return None, nobody
-    array_plan = nufft_type3.Type3Plan.build(frequencies, baseline, precision, eps)
+    array_plan = nufft_type3.Type3Plan.build(frequencies, baseline, precision, eps, options.nterms)
     if everybody:
         return array_plan, ~nobody
     return array_plan, prefers_type3(
@@ -754,7 +760,7 @@ def _piece_plan(plan: NufftPlans, start: int, stop: int) -> NufftPlans:
     precision: nufft.Precision = "fp64" if plan.fp64 else "fp32"
     if isinstance(plan, nufft_type3.Type3Plan):
         return nufft_type3.Type3Plan.build(
-            plan.frequencies[start:stop], plan.baseline, precision, plan.eps
+            plan.frequencies[start:stop], plan.baseline, precision, plan.eps, plan.nterms
         )
     piece = FrequencyGrid(plan.grid.fmin + start * plan.grid.df, plan.grid.df, stop - start)
     return nufft.NufftPlan.build(piece, precision, plan.eps, plan.upsampfac)

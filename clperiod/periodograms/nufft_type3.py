@@ -50,7 +50,10 @@ D`` for spreading the window at harmonic 2 on a lattice of half the step,
 and ``4 (f_max - f_min) / D`` for a separate lattice over ``[2 f_min, 2
 f_max]`` (which needs a second preparation of the points): the least for
 arrays reaching below ``f_max / 2``, as period searches do, and equal to
-the separate lattice at ``f_min = 0``.
+the separate lattice at ``f_min = 0``. A model of ``K`` harmonics
+(``nterms``) reads the data at ``h f`` (``h <= K``) and the window at
+``h f`` (``h <= 2 K``) from the same two transforms, on a lattice up to
+``2 K f_max``.
 
 Stages (:func:`search`, through :func:`clperiod.periodograms.nufft.search_with`):
 
@@ -62,8 +65,10 @@ Stages (:func:`search`, through :func:`clperiod.periodograms.nufft.search_with`)
 3. The FFT of every fine grid.
 4. ``nufft_type3_power``: at every target the ``w`` corrected, centred
    lattice samples of each sum times the ES kernel, then the power of the
-   type-1 path's ``nufft_power`` (the same Mako function); top-k peaks of
-   the targets in rising frequency (local maxima, as the direct path).
+   type-1 path's ``nufft_power`` (the same Mako function), or for ``K > 1``
+   the Cholesky solve of ``nufft_terms_power`` (the same Mako def of
+   ``multiterm.mako``); top-k peaks of the targets in rising frequency
+   (local maxima, as the direct path).
 
 Accuracy. The type-1 transforms and the interpolation each get the
 tolerance ``eps * TRANSFORM_MARGIN / TOLERANCE_SPLIT`` (a kernel one cell
@@ -86,12 +91,13 @@ import numpy as np
 import pyopencl as cl
 from numpy.polynomial import chebyshev
 
+from clperiod import checks
 from clperiod.catalog import Catalog
 from clperiod.engine import kernels
 from clperiod.engine.devices import DeviceInfo, upload
 from clperiod.engine.planner import Buffer
 from clperiod.grid import FrequencyGrid
-from clperiod.periodograms import nufft
+from clperiod.periodograms import multiterm, nufft
 
 __all__ = [
     "MAX_LATTICE",
@@ -133,13 +139,15 @@ def _step(baseline: float, fmax: float) -> float:
     return 0.5 / baseline if baseline > 0 else 0.5 / fmax
 
 
-def lattice_size(fmin: float, fmax: float, baseline: float, width: int) -> tuple[int, int]:
+def lattice_size(
+    fmin: float, fmax: float, baseline: float, width: int, nterms: int = 1
+) -> tuple[int, int]:
     """First sample ``n_lo`` and samples ``M`` of the lattice ``n / (2 T)`` of
     targets in ``[fmin, fmax]``: from ``w / 2`` samples below ``fmin`` (at
-    least 0) to ``w / 2`` above ``2 fmax``."""
+    least 0) to ``w / 2`` above ``2 nterms fmax``."""
     step = _step(baseline, fmax)
     first = max(0, math.floor(fmin / step - 0.5 * width))
-    last = math.ceil(2 * fmax / step + 0.5 * width)
+    last = math.ceil(2 * nterms * fmax / step + 0.5 * width)
     return first, last - first + 1
 
 
@@ -157,6 +165,8 @@ class Type3Plan:
         Kernel precision.
     eps : float
         Requested accuracy of the powers, relative to the peak.
+    nterms : int
+        Harmonics of the model: the window is needed up to ``2 nterms f``.
     width, beta : int, float
         The ES kernel of the interpolation (and of the type-1 transforms).
     step : float
@@ -171,6 +181,7 @@ class Type3Plan:
     baseline: float
     fp64: bool
     eps: float
+    nterms: int
     width: int
     beta: float
     step: float
@@ -186,18 +197,21 @@ class Type3Plan:
         baseline: float,
         precision: Precision = "fp64",
         eps: float | None = None,
+        nterms: int = 1,
     ) -> Type3Plan:
         """The plan of ``frequencies`` (distinct, rising) for objects of at
-        most ``baseline``; ``eps`` defaults to 1e-9 (fp64) or 1e-5 (fp32).
+        most ``baseline`` and a model of ``nterms`` harmonics; ``eps``
+        defaults to 1e-9 (fp64) or 1e-5 (fp32).
 
         Raises
         ------
         ValueError
-            Bad precision, frequencies not rising or none above 0, or a
-            lattice of more than :data:`MAX_LATTICE` samples.
+            Bad precision or ``nterms``, frequencies not rising or none above
+            0, or a lattice of more than :data:`MAX_LATTICE` samples.
         """
         if precision not in ("fp64", "fp32"):
             raise ValueError(f"precision must be 'fp64' or 'fp32', got {precision!r}")
+        nterms = checks.integer("nterms", nterms, low=1, high=multiterm.MAX_NTERMS)
         values = np.asarray(frequencies, dtype=np.float64)
         if values.ndim != 1 or values.size == 0 or not values[-1] > 0 or values[0] < 0:
             raise ValueError("frequencies must be a 1-D array in [0, inf) with one above 0")
@@ -206,7 +220,7 @@ class Type3Plan:
         fp64 = precision == "fp64"
         eps = nufft.DEFAULT_EPS[fp64] if eps is None else float(eps)
         width, beta = kernel_params(eps, fp64)
-        first, size = lattice_size(values[0], values[-1], baseline, width)
+        first, size = lattice_size(values[0], values[-1], baseline, width, nterms)
         if size > MAX_LATTICE:
             raise ValueError(
                 f"the type-3 lattice of {values.size} frequencies up to {values[-1]:g} for a "
@@ -219,7 +233,7 @@ class Type3Plan:
         )
         values = values.copy()
         values.flags.writeable = False
-        return cls(values, float(baseline), fp64, eps, width, beta, step, first, inner)
+        return cls(values, float(baseline), fp64, eps, nterms, width, beta, step, first, inner)
 
     @property
     def nf(self) -> int:
@@ -240,19 +254,15 @@ class Type3Plan:
             64 * float(np.finfo(self.dtype).eps),
         )
 
-    def targets(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Per target, its first lattice sample (from ``n_lo``, int32) and
-        that sample's distance from it in samples (in ``[-w/2, 1 - w/2)``,
-        kernel precision), at ``f`` and at ``2 f``."""
-        tables = []
-        for harmonic in (1, 2):
-            position = harmonic * self.frequencies / self.step
-            first = np.ceil(position - 0.5 * self.width)
-            tables += [
-                (first - self.first).astype(np.int32),
-                (first - position).astype(self.dtype),
-            ]
-        return tables[0], tables[1], tables[2], tables[3]
+    def targets(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per harmonic ``h = 1 .. 2 nterms`` and target ``f``: the first
+        lattice sample of ``h f`` (from ``n_lo``, int32) and its distance
+        from ``h f`` in samples (in ``[-w/2, 1 - w/2)``, kernel precision),
+        each of shape ``(2 nterms, nf)``."""
+        harmonics = np.arange(1, 2 * self.nterms + 1)[:, None]
+        position = harmonics * (self.frequencies / self.step)
+        first = np.ceil(position - 0.5 * self.width)
+        return (first - self.first).astype(np.int32), (first - position).astype(self.dtype)
 
     def device_targets(self, queue: cl.CommandQueue) -> tuple[cl.Buffer, ...]:
         """:meth:`targets` on the device of ``queue`` (uploaded once per context)."""
@@ -341,8 +351,10 @@ def power(
     normalization: Normalization = "standard",
 ) -> None:
     """Queue ``nufft_type3_power``: the interpolation of the FFT'd grids
-    ``modes`` at the targets and their powers, ``(n_objects, nf)`` in the
-    plan's precision, into ``out`` (stage 4).
+    ``modes`` at the targets (and their harmonics) and their powers,
+    ``(n_objects, nf)`` in the plan's precision, into ``out`` (stage 4): NaN
+    for objects with fewer points than
+    :func:`~clperiod.periodograms.multiterm.min_points`.
 
     Raises
     ------
@@ -361,6 +373,7 @@ def power(
         real="double" if plan.fp64 else "float",
         stage="power",
         fit_mean=points.fit_mean,
+        nterms=plan.nterms,
         normalization=normalization,
     )
     inner = plan.inner
@@ -373,6 +386,8 @@ def power(
         nufft._device_correction(queue, inner, 1.0),
         *plan.device_targets(queue),
         points.yy,
+        points.n_points,
+        np.int32(multiterm.min_points(plan.nterms, points.fit_mean)),
         np.int32(plan.nf),
         np.int32(inner.grid.nf),
         np.int32(inner.n_grid),
@@ -399,7 +414,10 @@ def batch_buffers(plan: Type3Plan, top_k: int) -> list[Buffer]:
         one_term["peaks"],
         one_term["object inputs"],
         one_term["points"],
-        Buffer("targets", fixed=plan.nf * 2 * (4 + real) + plan.inner.grid.nf * real),
+        Buffer(
+            "targets",
+            fixed=plan.nf * 2 * plan.nterms * (4 + real) + plan.inner.grid.nf * real,
+        ),
     ]
 
 
@@ -423,7 +441,8 @@ def search(
     Parameters are those of :func:`clperiod.periodograms.nufft.search`, with
     the plan's targets in place of its grid (``periodograms``: ``(n_objects,
     nf)``; peak indices index the targets; ``owned``: the targets a piece of
-    a larger array).
+    a larger array). With ``plan.nterms > 1``, objects with fewer points than
+    :func:`~clperiod.periodograms.multiterm.min_points` are TOO_FEW_POINTS.
     """
     nufft._check_normalization(normalization)
     rows = int(catalog.offsets[-1])
@@ -437,6 +456,7 @@ def search(
             power=lambda queue, grid, points, out, norm: power(
                 queue, grid, points, plan, out, norm
             ),
+            min_points=multiterm.min_points(plan.nterms, fit_mean) if plan.nterms > 1 else None,
             n_powers=plan.nf,
         ),
         model={"fit_mean": fit_mean, "center_data": center_data, "use_dy": use_dy},

@@ -147,29 +147,34 @@ def test_prescale_kernel_divides_the_strengths_by_the_kernel_transform(cpu_devic
     np.testing.assert_allclose(values, prepared.weighted_values * factor, rtol=rtol)
 
 
-def test_lattice_reaches_twice_the_highest_frequency_and_mirrors_below_zero():
+def test_lattice_reaches_twice_the_highest_harmonic_and_mirrors_below_zero():
     baseline = 250.0
     frequencies = np.array([0.0, 0.001, 0.3, 2.0])
-    plan = nufft_type3.Type3Plan.build(frequencies, baseline)
-    step, width = 1 / (2 * baseline), plan.width
-    assert plan.step == step and width == 14 and plan.first == 0
-    assert plan.inner.grid.df == step and plan.inner.grid.fmin == 0
-    assert plan.inner.grid.nf == np.ceil(2 * 2.0 / step + width / 2) + 1
-    first, offset, first_2f, offset_2f = plan.targets()
-    np.testing.assert_array_equal(first, np.ceil(frequencies / step - width / 2))
-    np.testing.assert_allclose(first - offset, frequencies / step, rtol=1e-15)
-    np.testing.assert_allclose(first_2f - offset_2f, 2 * frequencies / step, rtol=1e-15)
-    assert first[0] == -7 and first_2f[-1] + width - 1 < plan.inner.grid.nf  # in the lattice
-    assert np.all((offset >= -width / 2) & (offset < 1 - width / 2))
+    for nterms in (1, 3):
+        plan = nufft_type3.Type3Plan.build(frequencies, baseline, nterms=nterms)
+        step, width = 1 / (2 * baseline), plan.width
+        assert plan.step == step and width == 14 and plan.first == 0
+        assert plan.inner.grid.df == step and plan.inner.grid.fmin == 0
+        assert plan.inner.grid.nf == np.ceil(2 * nterms * 2.0 / step + width / 2) + 1
+        first, offset = plan.targets()
+        assert first.shape == offset.shape == (2 * nterms, frequencies.size)
+        positions = np.arange(1, 2 * nterms + 1)[:, None] * frequencies / step
+        np.testing.assert_array_equal(first, np.ceil(positions - width / 2))
+        np.testing.assert_allclose(first - offset, positions, rtol=1e-15)
+        assert first[0, 0] == -7  # mirrored below 0
+        assert first[-1, -1] + width - 1 < plan.inner.grid.nf  # in the lattice
+        assert np.all((offset >= -width / 2) & (offset < 1 - width / 2))
     # a band far from 0 starts its lattice below its lowest frequency
     band = nufft_type3.Type3Plan.build(np.array([1.0, 1.5, 1.7]), baseline, "fp32")
     assert band.first == np.floor(1.0 / step - band.width / 2) and band.width == 8
-    assert band.targets()[0][0] == 0
+    assert band.targets()[0][0, 0] == 0
 
 
 def test_plan_rejects_bad_input():
     with pytest.raises(ValueError, match="precision"):
         nufft_type3.Type3Plan.build(np.array([0.1, 0.2]), 10.0, "fp16")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="nterms"):
+        nufft_type3.Type3Plan.build(np.array([0.1, 0.2]), 10.0, nterms=0)
     with pytest.raises(ValueError, match="distinct and rising"):
         nufft_type3.Type3Plan.build(np.array([0.2, 0.1]), 10.0)
     with pytest.raises(ValueError, match="one above 0"):
@@ -407,6 +412,74 @@ def test_pieces_of_a_large_array_fit_the_budget():
 
 # }}}
 
+# {{{ several harmonics (nterms > 1)
+
+
+def harmonic_light_curve(n: int, period: float, seed: int, baseline: float = 100.0):
+    """Three harmonics plus noise, ``dy`` in [0.1, 0.3], from MJD 60000."""
+    rng = np.random.default_rng(seed)
+    t = 6e4 + np.sort(rng.uniform(0, baseline, n))
+    phase = 2 * np.pi * t / period
+    y = (12 + 0.5 * np.sin(phase) + 0.3 * np.cos(2 * phase + 0.4) + 0.2 * np.sin(3 * phase)
+         + rng.normal(0, 0.2, n))
+    return t, y, rng.uniform(0.1, 0.3, n)
+
+
+@functools.cache
+def harmonic_catalog():
+    curves = [harmonic_light_curve(n, p, n) for n, p in [(150, 3.1), (90, 0.71), (40, 2.2)]]
+    return curves, Catalog.from_lightcurves(curves)
+
+
+@pytest.mark.parametrize("precision", ["fp64", "fp32"])
+@pytest.mark.parametrize("nterms", [2, 3])
+def test_multi_term_arrays_meet_the_bound(nterms, precision):
+    """From 1 / T on, as on uniform grids (below, the normal equations are ill-conditioned)."""
+    curves, catalog = harmonic_catalog()
+    frequencies = array_of("unsorted", 100.0, 5.0, 1500)
+    frequencies = frequencies[frequencies >= 1 / np.min(catalog.baselines())]
+    result = lombscargle(catalog, FrequencyGrid.from_frequencies(frequencies), nterms=nterms,
+                         algorithm="nufft", precision=precision, periodogram=True, top_k=2)
+    assert result.nterms == nterms and result.power.dtype == np.dtype(
+        np.float64 if precision == "fp64" else np.float32)
+    for row, (t, y, dy) in enumerate(curves):
+        expected = exact_power(t, y, dy, frequencies, nterms=nterms)
+        assert peak_error(result.power[row], expected) <= BOUND[precision], row
+        assert result.frequency_best[row] == frequencies[np.nanargmax(expected)]
+
+
+@pytest.mark.parametrize("normalization", NORMALIZATIONS)
+@pytest.mark.parametrize(("fit_mean", "center_data"), CENTRING)
+def test_multi_term_models_and_normalizations_meet_the_bound(fit_mean, center_data,
+                                                            normalization):
+    t, y, dy = harmonic_light_curve(120, 1.9, 5)
+    frequencies = array_of("period", np.ptp(t), 5.0, 1000)
+    frequencies = frequencies[frequencies >= 1 / np.ptp(t)]
+    options = dict(fit_mean=fit_mean, center_data=center_data, normalization=normalization)
+    power = nufft_power(t, y, dy, frequencies, nterms=2, **options)
+    expected = exact_power(t, y, dy, frequencies, nterms=2, **options)
+    assert peak_error(power, expected) <= BOUND["fp64"]
+
+
+def test_multi_term_statuses_follow_the_unknowns_and_auto_takes_the_nufft(type3_searches):
+    """Objects need 2 K + 2 points with fit_mean; arrays of several harmonics have no
+    direct catalog path, so "auto" runs them all through the NUFFT."""
+    curves, _ = harmonic_catalog()
+    short = harmonic_light_curve(7, 2.0, 3)  # 4 points suffice for one term, 8 for K = 3
+    catalog = Catalog.from_lightcurves([curves[0], short])
+    grid = FrequencyGrid.from_frequencies(array_of("log", 100.0, 3.0, 500))
+    auto = lombscargle(catalog, grid, nterms=3, algorithm="auto", periodogram=True)
+    fast = lombscargle(catalog, grid, nterms=3, algorithm="nufft", periodogram=True)
+    assert type3_searches == [2, 2]
+    assert list(fast.status) == [Status.OK, Status.TOO_FEW_POINTS]
+    assert np.isnan(fast.power[1]).all() and np.isfinite(fast.power[0]).all()
+    np.testing.assert_array_equal(auto.power, fast.power)
+    one_term = lombscargle(catalog, grid, algorithm="nufft")
+    assert list(one_term.status) == [Status.OK, Status.OK]
+
+
+# }}}
+
 # {{{ algorithm="auto"
 
 
@@ -473,8 +546,8 @@ def test_bad_input_is_an_error():
     grid = FrequencyGrid.from_frequencies(array_of("log", np.ptp(t), 5.0, 100))
     with pytest.raises(ValueError, match="eps must be a finite number"):
         lombscargle(t, grid, y, dy, algorithm="nufft", eps=0.0)
-    with pytest.raises(ValueError, match=r"nterms=2.*evenly spaced"):
-        lombscargle(t, grid, y, dy, algorithm="nufft", nterms=2)
+    with pytest.raises(ValueError, match=r"nterms=2.*direct path need evenly spaced"):
+        lombscargle(t, grid, y, dy, nterms=2)
     with pytest.raises(ValueError, match="no frequency above 0"):
         lombscargle(t, FrequencyGrid.from_frequencies([0.0, 0.0]), y, dy, algorithm="nufft")
     for bad, error, message in (([0.1, -0.2], ValueError, "finite and >= 0"),
