@@ -748,6 +748,9 @@ def _run_nufft(
 #: Pieces of a grid too large for the device are halved until they fit, at most
 #: this many times.
 MAX_PIECE_HALVINGS = 24
+#: Most frequencies of one NUFFT piece: FFT plans of larger fine grids take
+#: minutes to build (VkFFT's kernels for grids beyond ~2**25 cells).
+MAX_PIECE_FREQUENCIES = 2**24
 
 
 def _plan_nf(plan: NufftPlans) -> int:
@@ -770,11 +773,12 @@ def _nufft_pieces(
     plan: NufftPlans, lengths: np.ndarray, options: _Options, budget: MemoryBudget
 ) -> list[tuple[int, int]]:
     """Frequency ranges ``[start, stop)`` of the grid small enough that the
-    longest object's NUFFT buffers fit ``budget`` (the whole grid if it fits;
-    the highest piece, whose type-3 lattice is the longest, decides)."""
+    longest object's NUFFT buffers fit ``budget``, of at most
+    ``MAX_PIECE_FREQUENCIES`` each (the whole grid if it fits; the highest
+    piece, whose type-3 lattice is the longest, decides)."""
     longest = int(lengths.max(initial=0))
     nf = _plan_nf(plan)
-    size = nf
+    size = min(nf, MAX_PIECE_FREQUENCIES)
     for _ in range(MAX_PIECE_HALVINGS):
         piece = _piece_plan(plan, max(0, nf - size - 2), nf)
         buffers = _nufft_buffers(piece, options)

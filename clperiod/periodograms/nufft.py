@@ -65,7 +65,6 @@ __all__ = [
     "NufftPlan",
     "DevicePoints",
     "PreparedPoints",
-    "SCATTER_RATIO",
     "batch_buffers",
     "clear_for_scatter",
     "correction_factors",
@@ -781,7 +780,7 @@ def spread(
 
 def scatters(points: DevicePoints, plan: NufftPlan) -> bool:
     """Whether the batch spreads by scatter (``nufft_scatter_*``): its longest
-    object reaches at most 1 / :data:`SCATTER_RATIO` of the grid's cells."""
+    object reaches at most 1 / ``SCATTER_RATIO`` of the grid's cells."""
     return points.n_objects > 0 and points.longest * plan.width * SCATTER_RATIO <= plan.n_grid
 
 
