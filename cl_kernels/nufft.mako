@@ -55,6 +55,55 @@
 ## with CC = (1 + C2) / 2, SS = (1 - C2) / 2, CS = S2 / 2 (less the mean's
 ## C^2, S^2, C S with fit_mean); a column whose norm is below `degenerate` of
 ## the other's, or two collinear columns, leave one column; NaN at f = 0.
+##
+## Defs used by nufft_type3.mako too: es_kernel_function (the ES kernel's
+## values) and one_term_power_function (the power of nufft_power from the sums).
+<%def name="es_kernel_function()">
+// ES kernel at d cells from a point, |2 d / w| <= 1: exp(beta (sqrt(1 - z^2) - 1))
+// written as exp(-beta z^2 / (1 + sqrt(1 - z^2))), which does not cancel near z = 0
+inline real_t es_kernel(const real_t d, const real_t two_over_w, const real_t beta)
+{
+    const real_t z = d * two_over_w;
+    const real_t z2 = z * z;
+    return exp(-beta * z2 / (1 + sqrt(fmax((real_t) 0, 1 - z2))));
+}
+</%def>
+
+## one_term_power(data, window, doubled, yy, degenerate, zero): the power of
+## the sums at one frequency (nufft_power, and nufft_type3_power of
+## nufft_type3.mako); window is unused without fit_mean, zero marks f = 0.
+<%def name="one_term_power_function(fit_mean, normalization)">
+inline real_t one_term_power(
+    const real2_t data, const real2_t window, const real2_t doubled, const real_t yy,
+    const real_t degenerate, const int zero)
+{
+    const real_t yc = data.x, ys = data.y;
+    real_t cc = (real_t) 0.5 * (1 + doubled.x);
+    real_t ss = (real_t) 0.5 * (1 - doubled.x);
+    real_t cs = (real_t) 0.5 * doubled.y;
+% if fit_mean:
+    cc -= window.x * window.x;
+    ss -= window.y * window.y;
+    cs -= window.x * window.y;
+% endif
+    const real_t det = cc * ss - cs * cs;
+    real_t z;
+    if (cc > degenerate * ss && ss > degenerate * cc && det > degenerate * cc * ss)
+        z = (ss * yc * yc - 2 * cs * yc * ys + cc * ys * ys) / (det * yy);
+    else  // one degree of freedom left: the power of the larger column
+        z = (cc >= ss ? yc * yc / cc : ys * ys / ss) / yy;
+    // at f = 0 the sine column vanishes and no sinusoid fits: NaN as in astropy
+    if (zero || !(fmax(cc, ss) > degenerate))
+        z = (real_t) NAN;
+% if normalization == "standard":
+    return z;
+% elif normalization == "model":
+    return z / (1 - z);
+% else:
+    return -log1p(-z);
+% endif
+}
+</%def>
 <%page args="real, stage, fit_mean=None, normalization=None, write_sums=None, wg=None, use_dy=None, center=None, min_points=None, ok=None, too_few=None, zero_variance=None"/>
 <%namespace name="common" file="common.mako"/>
 ${common.prelude(real)}
@@ -211,14 +260,7 @@ inline int lower_bound(__global const long *restrict cells, int lo, int hi, cons
     return lo;
 }
 
-// ES kernel at d cells from a point, |2 d / w| <= 1: exp(beta (sqrt(1 - z^2) - 1))
-// written as exp(-beta z^2 / (1 + sqrt(1 - z^2))), which does not cancel near z = 0
-inline real_t es_kernel(const real_t d, const real_t two_over_w, const real_t beta)
-{
-    const real_t z = d * two_over_w;
-    const real_t z2 = z * z;
-    return exp(-beta * z2 / (1 + sqrt(fmax((real_t) 0, 1 - z2))));
-}
+${es_kernel_function()}
 
 <%def name="accumulate(name)">
 %   if fp32:
@@ -365,6 +407,7 @@ ${scatter_kernel(vectors)}
         raise NameError("stage 'power' needs fit_mean, normalization and write_sums")
 %>
 #define N_TRANS ${3 if fit_mean else 2}
+${one_term_power_function(fit_mean, normalization)}
 
 __kernel void nufft_power(
     __global const real2_t *restrict modes,       // FFT of the grid: (objects, N_TRANS, n_grid)
@@ -399,30 +442,8 @@ __kernel void nufft_power(
 %   endif
     sum[(N_TRANS - 1) * (long) nf] = doubled;
 % endif
-    const real_t yc = data.x, ys = data.y;
-    real_t cc = (real_t) 0.5 * (1 + doubled.x);
-    real_t ss = (real_t) 0.5 * (1 - doubled.x);
-    real_t cs = (real_t) 0.5 * doubled.y;
-% if fit_mean:
-    cc -= window.x * window.x;
-    ss -= window.y * window.y;
-    cs -= window.x * window.y;
-% endif
-    const real_t det = cc * ss - cs * cs;
-    real_t z;
-    if (cc > degenerate * ss && ss > degenerate * cc && det > degenerate * cc * ss)
-        z = (ss * yc * yc - 2 * cs * yc * ys + cc * ys * ys) / (det * obj_yy[obj]);
-    else  // one degree of freedom left: the power of the larger column
-        z = (cc >= ss ? yc * yc / cc : ys * ys / ss) / obj_yy[obj];
-    // at f = 0 the sine column vanishes and no sinusoid fits: NaN as in astropy
-    if (m == zero_bin || !(fmax(cc, ss) > degenerate))
-        z = (real_t) NAN;
-% if normalization == "standard":
-    power[(long) obj * nf + m] = z;
-% elif normalization == "model":
-    power[(long) obj * nf + m] = z / (1 - z);
-% else:
-    power[(long) obj * nf + m] = -log1p(-z);
-% endif
+    power[(long) obj * nf + m] = one_term_power(
+        data, ${"window" if fit_mean else "(real2_t) (0, 0)"}, doubled, obj_yy[obj], degenerate,
+        m == zero_bin);
 }
 % endif

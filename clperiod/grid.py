@@ -445,7 +445,8 @@ class FrequencyArray:
     """Ordinary frequencies in any order (:meth:`~clperiod.FrequencyGrid.from_frequencies`).
 
     The searches take it wherever they take a :class:`FrequencyGrid` (their
-    direct sums): they evaluate its distinct frequencies in rising order (see
+    direct sums, and Lomb-Scargle's type-3 NUFFT): they evaluate its
+    distinct frequencies in rising order (see
     :func:`~clperiod.grid.search_grid`), each as it would evaluate the
     frequency alone, and return periodograms whose columns follow the order
     given here. Peaks are local maxima along frequency.

@@ -18,6 +18,17 @@ one call. The constants were fitted to
 ``bench/bench_nufft.py crossover`` (one light curve, N = 10 .. 10^7, nf = 10^3
 .. 10^7) on an H100 (GPUs) and on PoCL with two cores (CPUs);
 ``bench/results`` holds the measurements and the model's worst choice.
+
+On an array of ``nf`` frequencies (:class:`~clperiod.FrequencyArray`), the
+direct sums take one exact phase per pair (``array_rate``), and the type-3
+NUFFT (:mod:`clperiod.periodograms.nufft_type3`) costs its points as the
+type-1 path does, ``G`` cells of two transforms on its lattice, and the
+interpolation (``target``: per frequency and object, three sums of ``w``
+lattice samples and the power). These two constants are not yet fitted to
+GPU measurements: the GPU values are conservative estimates (they favour
+the direct sums); the CPU values are PoCL timings on two shared cores
+(about 1e8 pairs per second direct, 5e-7 s per frequency, mostly the ``2 w``
+kernel exponentials).
 """
 
 from __future__ import annotations
@@ -28,7 +39,7 @@ import numpy as np
 
 from clperiod.engine.devices import DeviceInfo
 
-__all__ = ["COSTS", "Costs", "prefers_nufft"]
+__all__ = ["COSTS", "Costs", "prefers_nufft", "prefers_type3"]
 
 
 @dataclass(frozen=True)
@@ -47,6 +58,10 @@ class Costs:
         NUFFT seconds per point gathered into one cell, times the cells.
     fixed_direct, fixed_nufft : float
         Seconds of a call of each path beyond its objects' costs.
+    array_rate : float
+        Direct point-frequency pairs per second on an array of frequencies.
+    target : float
+        Type-3 NUFFT seconds per frequency of an array and object.
     """
 
     rate: float
@@ -56,6 +71,8 @@ class Costs:
     crowd: float
     fixed_direct: float
     fixed_nufft: float
+    array_rate: float
+    target: float
 
     def direct(self, n: np.ndarray, nf: int) -> np.ndarray:
         """Seconds of the direct sums of objects of ``n`` points."""
@@ -66,6 +83,19 @@ class Costs:
         return (
             n * self.point
             + np.where(n > 0, 3 * n_grid * self.cell, 0.0)
+            + (self.crowd * n * width / n_grid)
+        )
+
+    def direct_array(self, n: np.ndarray, nf: int) -> np.ndarray:
+        """Seconds of the direct sums of objects of ``n`` points on an array of ``nf``."""
+        return n * (nf / self.array_rate + self.serial)
+
+    def type3(self, n: np.ndarray, nf: int, n_grid: int, width: int) -> np.ndarray:
+        """Seconds of the type-3 NUFFT of objects of ``n`` points at ``nf``
+        frequencies through a lattice of ``n_grid`` cells."""
+        return (
+            n * self.point
+            + np.where(n > 0, 2 * n_grid * self.cell + nf * self.target, 0.0)
             + (self.crowd * n * width / n_grid)
         )
 
@@ -80,6 +110,8 @@ COSTS = {
         crowd=1.6e-5,
         fixed_direct=1.0e-3,
         fixed_nufft=1.6e-3,
+        array_rate=1.5e12,  # not measured: the uniform grids' rate, which favours direct
+        target=1e-9,  # not measured: an estimate above the kernel's memory traffic
     ),
     "cpu": Costs(
         rate=4e8,
@@ -89,6 +121,8 @@ COSTS = {
         crowd=2e-5,
         fixed_direct=1.0e-3,
         fixed_nufft=1.3e-3,
+        array_rate=1e8,
+        target=5e-7,
     ),
 }
 
@@ -103,17 +137,36 @@ def prefers_nufft(
     among ``devices``; ``lengths`` are the points searched (0: an object
     whose status is decided before the search, which either path reports).
     """
-    kind = "cpu" if any(d.kind == "cpu" for d in devices) else "gpu"
-    costs = COSTS[kind]
+    costs = _costs_of(devices)
     n = np.asarray(lengths, dtype=np.float64)
-    direct, by_nufft = costs.direct(n, nf), costs.nufft(n, n_grid, width)
-    cheaper = by_nufft < direct
+    return _cheapest(costs, costs.direct(n, nf), costs.nufft(n, n_grid, width))
+
+
+def prefers_type3(
+    lengths: np.ndarray, nf: int, n_grid: int, width: int, devices: list[DeviceInfo]
+) -> np.ndarray:
+    """Per object, whether ``algorithm="auto"`` runs it through the type-3
+    NUFFT on an array of ``nf`` frequencies (lattice of ``n_grid`` cells),
+    chosen as :func:`prefers_nufft` chooses."""
+    costs = _costs_of(devices)
+    n = np.asarray(lengths, dtype=np.float64)
+    return _cheapest(costs, costs.direct_array(n, nf), costs.type3(n, nf, n_grid, width))
+
+
+def _costs_of(devices: list[DeviceInfo]) -> Costs:
+    """The costs of the slowest kind among ``devices``."""
+    return COSTS["cpu" if any(d.kind == "cpu" for d in devices) else "gpu"]
+
+
+def _cheapest(costs: Costs, direct: np.ndarray, by_nufft: np.ndarray) -> np.ndarray:
+    """Per object, whether it runs through the NUFFT in the cheapest of: all
+    direct, all by NUFFT, each by its cheaper path (both fixed costs)."""
     options = {
-        "direct": (costs.fixed_direct + direct.sum(), np.zeros(n.size, dtype=bool)),
-        "nufft": (costs.fixed_nufft + by_nufft.sum(), np.ones(n.size, dtype=bool)),
+        "direct": (costs.fixed_direct + direct.sum(), np.zeros(direct.size, dtype=bool)),
+        "nufft": (costs.fixed_nufft + by_nufft.sum(), np.ones(direct.size, dtype=bool)),
         "mixed": (
             costs.fixed_direct + costs.fixed_nufft + np.minimum(direct, by_nufft).sum(),
-            cheaper,
+            by_nufft < direct,
         ),
     }
     return min(options.values(), key=lambda option: option[0])[1]

@@ -54,8 +54,8 @@ from clperiod.engine.planner import (
 from clperiod.engine.scheduler import BATCHES_PER_DEVICE, run_on_devices
 from clperiod.engine.staging import Staging, check_periodogram_memory, periodogram_array
 from clperiod.grid import FrequencyArray, FrequencyGrid, search_grid, split_float32
-from clperiod.periodograms import multiterm, nufft, nufft_terms, stats
-from clperiod.periodograms.algorithm import prefers_nufft
+from clperiod.periodograms import multiterm, nufft, nufft_terms, nufft_type3, stats
+from clperiod.periodograms.algorithm import prefers_nufft, prefers_type3
 from clperiod.periodograms.inputs import (
     Deferred,
     PeakResults,
@@ -203,9 +203,10 @@ def lombscargle(
         (:meth:`FrequencyGrid.from_frequencies`: uniform in period,
         log-spaced, unsorted, repeated). Each frequency of a
         :class:`~clperiod.grid.FrequencyArray` is evaluated as it would be
-        alone (one exact phase per point and frequency, about ``m`` times
-        the cost of a uniform grid's strip recurrence); periodogram columns
-        follow its order and peaks are local maxima along frequency. The
+        alone (directly: one exact phase per point and frequency, about
+        ``m`` times the cost of a uniform grid's strip recurrence; or through
+        type-3 NUFFTs, see ``algorithm``); periodogram columns follow its
+        order and peaks are local maxima along frequency. The
         power at a frequency of 0 is NaN, as astropy's: the sine term
         vanishes there, so no sinusoid fits; peaks are found among the
         other frequencies.
@@ -232,7 +233,9 @@ def lombscargle(
         normalization; objects need ``2 nterms + 2`` points with ``fit_mean``
         (``2 nterms + 1`` without). The direct path computes it in fp64 only
         (``precision="fp32"`` raises: use fp64, or ``algorithm="nufft"``,
-        which takes both precisions); ``memory`` does not apply.
+        which takes both precisions) and on evenly spaced frequencies (a
+        FrequencyArray raises: ``"nufft"`` and ``"auto"`` take it through
+        type-3 NUFFTs); ``memory`` does not apply.
     precision
         ``"fp64"`` or ``"fp32"``. Times stay float64 on the host; the fp32
         kernel gets per-point phases in double-single form, so raw MJD/JD
@@ -255,11 +258,18 @@ def lombscargle(
         (for ``nterms > 1``, at frequencies above ``1 / T``, ``T`` the
         object's baseline: below it the normal equations are ill-conditioned,
         and fp32 powers whose system is singular within the transforms'
-        tolerance are NaN). It needs evenly spaced frequencies: a
-        FrequencyArray whose distinct frequencies are not raises ValueError.
+        tolerance are NaN). A FrequencyArray whose distinct frequencies are
+        not evenly spaced runs through type-3 NUFFTs
+        (``clperiod.periodograms.nufft_type3``: a type-1 transform on a
+        lattice of step ``1 / (2 T)`` up to twice the highest frequency,
+        interpolated at each frequency), which cost about ``N_points w +
+        G log G + nf w`` (``G ~ 8 T fmax`` cells per transform, ``T`` the
+        longest baseline; up to ``2 nterms fmax`` for several harmonics).
         ``"auto"``: each object by the path a cost model predicts faster
-        (:mod:`clperiod.periodograms.algorithm`); a catalog of short and
-        long light curves runs both; uneven frequencies run directly.
+        (:mod:`clperiod.periodograms.algorithm`), on grids and arrays; a
+        catalog of short and long light curves runs both. Searches the
+        direct path does not run (``nterms > 1`` in fp32 or on a
+        FrequencyArray) run through the NUFFT.
     eps
         Accuracy of the ``"nufft"`` powers relative to each object's peak
         power; default ``1e-9`` (fp64) or ``1e-5`` (fp32). Not with
@@ -296,7 +306,8 @@ def lombscargle(
         ``grid`` is not a FrequencyGrid or FrequencyArray.
     ValueError
         Bad options or data, fp64 requested on a device without fp64, or
-        ``algorithm="nufft"`` with frequencies that are not evenly spaced.
+        ``algorithm="nufft"`` on a FrequencyArray whose type-3 lattice would
+        exceed ``clperiod.periodograms.nufft_type3.MAX_LATTICE`` samples.
     MemoryError
         ``periodogram=True`` asks for more host memory than is available
         (:func:`clperiod.engine.staging.available_host_memory`; the message names
@@ -415,23 +426,16 @@ def _start(
             started,
         )
 
-    if options.nterms > 1 and not isinstance(searched, FrequencyGrid):
+    if options.nterms > 1 and algorithm == "direct" and not isinstance(searched, FrequencyGrid):
         raise ValueError(
-            f"multi-term periodograms (nterms={options.nterms}) of a catalog need evenly "
-            "spaced frequencies; for one light curve on any frequencies use "
+            f"multi-term periodograms (nterms={options.nterms}) of the direct path need evenly "
+            "spaced frequencies; use algorithm='nufft' (or 'auto'), or for one light curve "
             "clperiod.multiterm_power"
         )
-    if algorithm != "direct" and isinstance(searched, FrequencyGrid):
-        plan = nufft.NufftPlan.build(searched, precision, eps)
-        by_nufft = (
-            np.ones(catalog.n_objects, dtype=bool)
-            if algorithm == "nufft" or (options.nterms > 1 and not options.fp64)
-            else prefers_nufft(lengths, searched.nf, plan.n_grid, plan.width, devices)
-        )
-    else:
-        by_nufft = np.zeros(catalog.n_objects, dtype=bool)
+    plan, by_nufft = _nufft_choice(
+        searched, catalog, lengths, options, precision, algorithm, eps, devices
+    )
     if by_nufft.any() or options.nterms > 1:
-        assert isinstance(searched, FrequencyGrid)
         power = (
             _result_array(devices, (catalog.n_objects, searched.nf), options)
             if periodogram
@@ -439,10 +443,12 @@ def _start(
         )
 
         def by_transforms(part, part_lengths, part_power, bar):
+            assert plan is not None
             return _run_nufft(devices, plan, part, part_lengths, options, part_power, bar, profile)
 
         def by_sums(part, part_lengths, part_power, bar):
             if options.nterms > 1:
+                assert isinstance(searched, FrequencyGrid)
                 return _run_multiterm(
                     devices, searched, part, part_lengths, options, part_power, bar, profile
                 )
@@ -512,12 +518,48 @@ def _searched_grid(
             f"grids of more than {MAX_NF} frequencies are not supported "
             f"(int32 frequency indices); split the range, got nf={searched.nf}"
         )
-    if algorithm == "nufft" and not isinstance(searched, FrequencyGrid):
-        raise ValueError(
-            f"algorithm='nufft' evaluates evenly spaced frequencies, and the {searched.nf} "
-            "distinct frequencies of this FrequencyArray are not: use algorithm='direct'"
-        )
     return searched, positions
+
+
+def _nufft_choice(
+    searched: FrequencyGrid | FrequencyArray,
+    catalog: Catalog,
+    lengths: np.ndarray,
+    options: _Options,
+    precision: Precision,
+    algorithm: str,
+    eps: float | None,
+    devices: list[DeviceInfo],
+) -> tuple[NufftPlans | None, np.ndarray]:
+    """The NUFFT plan of ``searched`` (type 1 for a grid, type 3 for an
+    array) and, per object, whether the NUFFT evaluates it: none for
+    ``"direct"``, all for ``"nufft"`` (and multi-term searches the direct
+    path does not run: fp32, arrays), those the cost model prefers for
+    ``"auto"`` (:mod:`clperiod.periodograms.algorithm`; none when a one-term
+    type-3 lattice would exceed its largest size)."""
+    nobody = np.zeros(catalog.n_objects, dtype=bool)
+    if algorithm == "direct":
+        return None, nobody
+    array = not isinstance(searched, FrequencyGrid)
+    everybody = algorithm == "nufft" or (options.nterms > 1 and (array or not options.fp64))
+    if isinstance(searched, FrequencyGrid):
+        plan = nufft.NufftPlan.build(searched, precision, eps)
+        if everybody:
+            return plan, ~nobody
+        return plan, prefers_nufft(lengths, searched.nf, plan.n_grid, plan.width, devices)
+    frequencies = searched.frequencies()
+    baseline = float(np.max(catalog.baselines()[lengths > 0], initial=0.0))
+    if not everybody:
+        width, _ = nufft_type3.kernel_params(eps, options.fp64)
+        _, size = nufft_type3.lattice_size(frequencies[0], frequencies[-1], baseline, width)
+        if size > nufft_type3.MAX_LATTICE:
+            return None, nobody
+    array_plan = nufft_type3.Type3Plan.build(frequencies, baseline, precision, eps, options.nterms)
+    if everybody:
+        return array_plan, ~nobody
+    return array_plan, prefers_type3(
+        lengths, array_plan.nf, array_plan.inner.n_grid, array_plan.width, devices
+    )
 
 
 def _assemble(
@@ -631,9 +673,12 @@ def _check_algorithm(algorithm: str, eps: float | None) -> float | None:
     return value
 
 
+NufftPlans = nufft.NufftPlan | nufft_type3.Type3Plan
+
+
 def _run_nufft(
     devices: list[DeviceInfo],
-    plan: nufft.NufftPlan,
+    plan: NufftPlans,
     catalog: Catalog,
     lengths: np.ndarray,
     options: _Options,
@@ -642,13 +687,15 @@ def _run_nufft(
     profile: bool,
 ) -> list[_BatchResult]:
     """The NUFFT search of ``catalog`` (one term, or ``options.nterms`` through
-    :mod:`clperiod.periodograms.nufft_terms`) in batches of objects that fit the
-    smallest device (:func:`clperiod.periodograms.nufft.batch_buffers`);
+    :mod:`clperiod.periodograms.nufft_terms`; a type-3 plan: an array of
+    frequencies, :mod:`clperiod.periodograms.nufft_type3`) in batches of
+    objects that fit the smallest device (:func:`_nufft_buffers`);
     ``lengths`` are the points of each object that is searched (0 for too few
     points). On GPUs every batch transforms the rows of the largest batch, so
     that one FFT plan serves them all. A grid whose fine grids do not fit the
     device for one object runs in pieces of frequencies
-    (:func:`_nufft_pieces`), whose peaks are merged."""
+    (:func:`_nufft_pieces`), whose peaks are merged; the lattice of a type-3
+    piece still reaches twice its highest frequency."""
     smallest = min(devices, key=lambda d: (d.global_mem, d.max_alloc))
     reserved = power.nbytes if power is not None else 0
     budget = MemoryBudget.of(smallest, host_reserved=reserved)
@@ -657,14 +704,11 @@ def _run_nufft(
         return _run_nufft_piece(
             devices, plan, None, catalog, lengths, options, power, budget, progress, profile
         )
-    nf, k = plan.grid.nf, options.top_k
+    nf, k = _plan_nf(plan), options.top_k
     found: list[list[_BatchResult]] = []
     for start, stop in pieces:
         lo, hi = max(start - 1, 0), min(stop + 1, nf)  # with the neighbours of its bins
-        piece = FrequencyGrid(plan.grid.fmin + lo * plan.grid.df, plan.grid.df, hi - lo)
-        piece_plan = nufft.NufftPlan.build(
-            piece, "fp64" if plan.fp64 else "fp32", plan.eps, plan.upsampfac
-        )
+        piece_plan = _piece_plan(plan, lo, hi)
         piece_power = (
             None if power is None else np.empty((catalog.n_objects, hi - lo), power.dtype)
         )
@@ -709,22 +753,34 @@ MAX_PIECE_HALVINGS = 24
 MAX_PIECE_FREQUENCIES = 2**24
 
 
+def _plan_nf(plan: NufftPlans) -> int:
+    """Frequencies of a plan (a grid's or an array's)."""
+    return plan.nf if isinstance(plan, nufft_type3.Type3Plan) else plan.grid.nf
+
+
+def _piece_plan(plan: NufftPlans, start: int, stop: int) -> NufftPlans:
+    """The plan of ``plan``'s frequencies ``start .. stop - 1``."""
+    precision: nufft.Precision = "fp64" if plan.fp64 else "fp32"
+    if isinstance(plan, nufft_type3.Type3Plan):
+        return nufft_type3.Type3Plan.build(
+            plan.frequencies[start:stop], plan.baseline, precision, plan.eps, plan.nterms
+        )
+    piece = FrequencyGrid(plan.grid.fmin + start * plan.grid.df, plan.grid.df, stop - start)
+    return nufft.NufftPlan.build(piece, precision, plan.eps, plan.upsampfac)
+
+
 def _nufft_pieces(
-    plan: nufft.NufftPlan, lengths: np.ndarray, options: _Options, budget: MemoryBudget
+    plan: NufftPlans, lengths: np.ndarray, options: _Options, budget: MemoryBudget
 ) -> list[tuple[int, int]]:
     """Frequency ranges ``[start, stop)`` of the grid small enough that the
     longest object's NUFFT buffers fit ``budget``, of at most
-    ``MAX_PIECE_FREQUENCIES`` each (the whole grid if it fits)."""
+    ``MAX_PIECE_FREQUENCIES`` each (the whole grid if it fits; the highest
+    piece, whose type-3 lattice is the longest, decides)."""
     longest = int(lengths.max(initial=0))
-    nf = plan.grid.nf
+    nf = _plan_nf(plan)
     size = min(nf, MAX_PIECE_FREQUENCIES)
     for _ in range(MAX_PIECE_HALVINGS):
-        piece = nufft.NufftPlan.build(
-            FrequencyGrid(plan.grid.fmin, plan.grid.df, min(nf, size + 2)),
-            "fp64" if plan.fp64 else "fp32",
-            plan.eps,
-            plan.upsampfac,
-        )
+        piece = _piece_plan(plan, max(0, nf - size - 2), nf)
         buffers = _nufft_buffers(piece, options)
         largest = max(b.nbytes(1, longest) for b in buffers)
         if held_bytes(buffers, 1, longest) <= budget.total and largest <= budget.max_alloc:
@@ -733,8 +789,11 @@ def _nufft_pieces(
     return [(start, min(start + size, nf)) for start in range(0, nf, size)]
 
 
-def _nufft_buffers(plan: nufft.NufftPlan, options: _Options) -> list:
-    """The device buffers of a NUFFT batch (one term or ``options.nterms``)."""
+def _nufft_buffers(plan: NufftPlans, options: _Options) -> list:
+    """The device buffers of a NUFFT batch (one term or ``options.nterms``;
+    type 3)."""
+    if isinstance(plan, nufft_type3.Type3Plan):
+        return nufft_type3.batch_buffers(plan, options.top_k)
     if options.nterms > 1:
         return nufft_terms.batch_buffers(plan, options.nterms, options.top_k)
     return nufft.batch_buffers(plan, options.fit_mean, options.top_k)
@@ -742,7 +801,7 @@ def _nufft_buffers(plan: nufft.NufftPlan, options: _Options) -> list:
 
 def _run_nufft_piece(
     devices: list[DeviceInfo],
-    plan: nufft.NufftPlan,
+    plan: NufftPlans,
     owned: tuple[int, int, int, int] | None,
     catalog: Catalog,
     lengths: np.ndarray,
@@ -755,14 +814,19 @@ def _run_nufft_piece(
     """:func:`_run_nufft` on one grid (``owned``: the piece's bins, see
     :func:`clperiod.periodograms.nufft.search`)."""
     bounds = batch_bounds(lengths, _nufft_buffers(plan, options), budget)
-    n_trans = 3 * options.nterms if options.nterms > 1 else 3 if options.fit_mean else 2
-    fft_rows = n_trans * max(stop - start for start, stop in bounds)
     use_dy = options.method == "generalized" and catalog.dy is not None
-    search = (
-        functools.partial(nufft_terms.search, nterms=options.nterms)
-        if options.nterms > 1
-        else nufft.search
-    )
+    search: functools.partial[nufft.BatchPeaks]
+    if isinstance(plan, nufft_type3.Type3Plan):
+        n_trans, search = 2, functools.partial(nufft_type3.search, plan=plan)
+    elif options.nterms > 1:
+        n_trans = 3 * options.nterms
+        search = functools.partial(nufft_terms.search, plan=plan, nterms=options.nterms)
+    else:
+        n_trans, search = (
+            (3 if options.fit_mean else 2),
+            functools.partial(nufft.search, plan=plan),
+        )
+    fft_rows = n_trans * max(stop - start for start, stop in bounds)
 
     def work(info: DeviceInfo, bound: tuple[int, int]) -> _BatchResult:
         started = time.perf_counter()
@@ -770,11 +834,10 @@ def _run_nufft_piece(
         peaks = search(
             info,
             catalog.slice(start, stop),
-            plan,
             fit_mean=options.fit_mean,
             center_data=options.center_data,
             use_dy=use_dy,
-            normalization=options.normalization,  # type: ignore[arg-type]
+            normalization=options.normalization,
             top_k=options.top_k,
             periodograms=None if power is None else power[start:stop],
             n_rows=fft_rows if info.kind != "cpu" else 0,
@@ -792,7 +855,7 @@ def _run_nufft_piece(
 def _run_direct(
     devices: list[DeviceInfo],
     catalog: Catalog,
-    grid: FrequencyGrid,
+    grid: FrequencyGrid | FrequencyArray,
     lengths: np.ndarray,
     options: _Options,
     power: np.ndarray | None,
@@ -813,7 +876,7 @@ def _run_direct(
 
 def _run_mixed(
     catalog: Catalog,
-    grid: FrequencyGrid,
+    grid: FrequencyGrid | FrequencyArray,
     by_nufft: np.ndarray,
     options: _Options,
     power: np.ndarray | None,

@@ -967,14 +967,16 @@ def _top_k_peaks(
     plan: NufftPlan,
     top_k: int,
     owned: tuple[int, int, int, int] | None = None,
+    nf: int | None = None,
 ) -> Callable[[], tuple[np.ndarray, np.ndarray]]:
     """Queue ``peaks_topk`` (``cl_kernels/peaks.mako``) of every object's
     periodogram, in chunks of :data:`PEAK_CHUNK` bins when longer, and the
     copies of its results; returns the function that merges them (after
     ``queue.finish()``) into the ``(n_obj, top_k)`` values and indices.
-    ``owned`` (see :func:`search`) searches a piece of a larger grid whole."""
+    ``owned`` (see :func:`search`) searches a piece of a larger grid whole;
+    ``nf``: powers per object, if not the plan's grid's."""
     wg = _work_group(queue)
-    nf = plan.grid.nf
+    nf = plan.grid.nf if nf is None else nf
     chunks = -(-nf // PEAK_CHUNK) if nf > PEAK_CHUNK and owned is None else 1
     (kernel,) = kernels.get_kernels(
         queue.context,
@@ -1096,12 +1098,16 @@ class Transforms:
     min_points : int or None
         Fewest points of an object, if the model needs more than
         ``nufft_prepare``'s (others become TOO_FEW_POINTS).
+    n_powers : int or None
+        Powers per object, if not the plan's grid's ``nf`` (the target
+        frequencies of ``clperiod.periodograms.nufft_type3``).
     """
 
     per_object: int
     spread: Callable[[cl.CommandQueue, DevicePoints, cl.MemoryObjectHolder], None]
     power: Callable[..., None]
     min_points: int | None = None
+    n_powers: int | None = None
 
 
 def search_with(
@@ -1118,8 +1124,9 @@ def search_with(
     owned: tuple[int, int, int, int] | None = None,
 ) -> BatchPeaks:
     """:func:`search` with the transforms of any model (one term here, several
-    in ``clperiod.periodograms.nufft_terms``): prepare (``model``: the
-    keywords of :func:`prepare`), spread, FFT, power and top-k peaks."""
+    in ``clperiod.periodograms.nufft_terms``, any frequencies in
+    ``clperiod.periodograms.nufft_type3``): prepare (``model``: the keywords of
+    :func:`prepare`), spread, FFT, power and top-k peaks."""
     catalog = time_sorted(catalog)
     queue = get_queue(info)
     staging = Staging(info)
@@ -1135,9 +1142,10 @@ def search_with(
         transforms.spread(queue, points, grid)
         fft_inplace(queue, cla.Array(queue, (rows, plan.n_grid), plan.complex_dtype, data=grid))
         psd = normalization == "psd"
-        powers = staging.buffer(max(1, n_obj * plan.grid.nf) * np.dtype(plan.dtype).itemsize)
+        nf = plan.grid.nf if transforms.n_powers is None else transforms.n_powers
+        powers = staging.buffer(max(1, n_obj * nf) * np.dtype(plan.dtype).itemsize)
         transforms.power(queue, grid, points, powers, "standard" if psd else normalization)
-        peaks = _top_k_peaks(queue, staging, powers, n_obj, plan, top_k, owned)
+        peaks = _top_k_peaks(queue, staging, powers, n_obj, plan, top_k, owned, nf)
         if periodograms is not None and n_obj:
             cl.enqueue_copy(queue, periodograms, powers, is_blocking=False)
         queue.finish()
