@@ -9,6 +9,9 @@ Workloads (issue 22's performance targets):
   device's memory bandwidth that reaches (``--bandwidth`` GB/s).
 * ``tess``: a catalog of TESS-like light curves (20,000 points, 1e5 frequencies),
   NUFFT against the direct path.
+* ``stripe82``: the Stripe 82 catalog on 330,000 frequencies, each algorithm and nifty-ls
+  one call per object (the CPU target).
+* ``long``: long light curves with ``algorithm="auto"`` against nifty-ls.
 * ``crossover``: one light curve, N points x nf frequencies over a grid of sizes, both
   algorithms (direct only where it takes under ``--direct-limit`` point-frequencies):
   the data of the ``algorithm="auto"`` cost model.
@@ -30,6 +33,7 @@ from clperiod import Catalog, FrequencyGrid
 from clperiod.engine.devices import get_queue, select_devices
 from clperiod.engine.fft import fft_inplace
 from clperiod.engine.staging import Staging
+from clperiod.io import load_example
 from clperiod.periodograms import nufft
 
 
@@ -224,13 +228,70 @@ def host_profile(repeat: int) -> dict:
     return out
 
 
+def stripe82(repeat: int) -> dict:
+    """The Stripe 82 catalog (136 RR Lyrae) on 330,000 frequencies: each algorithm,
+    and nifty-ls one call per object on the same cores (the CPU target of issue 22)."""
+    catalog = load_example("stripe82")
+    grid = FrequencyGrid.from_range(0.1, 10.0, 330_000)
+    out: dict = {"device": select_devices()[0].label, "objects": catalog.n_objects}
+    clperiod.lombscargle(catalog.subset(np.arange(2)), grid, algorithm="nufft")  # warm-up
+    for algorithm in ("auto", "nufft", "direct"):
+        seconds, result = best_of(
+            lambda algorithm=algorithm: clperiod.lombscargle(catalog, grid, algorithm=algorithm),
+            repeat,
+        )
+        out[f"{algorithm}_s"] = seconds
+        out[f"{algorithm}_best_f"] = result.frequency_best[:3].tolist()
+    try:
+        import nifty_ls
+    except ImportError as error:
+        out["nifty_ls"] = f"not run: {error}"
+        return out
+    objects = [catalog.lightcurve(k)[:3] for k in range(catalog.n_objects)]
+    fmax = grid.fmin + grid.df * (grid.nf - 1)
+
+    def nifty() -> list[float]:
+        best = []
+        for t, y, dy in objects:
+            power = nifty_ls.lombscargle(t, y, dy, fmin=grid.fmin, fmax=fmax, Nf=grid.nf).power
+            best.append(grid.fmin + grid.df * float(np.argmax(power)))
+        return best
+
+    seconds, best = best_of(nifty, repeat)
+    out["nifty_ls_s"] = seconds
+    out["nifty_best_f"] = best[:3]
+    out["auto_over_nifty"] = out["auto_s"] / seconds
+    return out
+
+
+def long_series(repeat: int) -> dict:
+    """Long light curves (1e5 and 1e6 points, 1e5 and 1e6 frequencies) with
+    ``algorithm="auto"`` against nifty-ls on the same cores."""
+    out: dict = {"device": select_devices()[0].label}
+    for n in (100_000, 1_000_000):
+        t, y, dy = light_curve(n)
+        for nf in (100_000, 1_000_000):
+            grid = grid_for(nf)
+            seconds, result = best_of(
+                lambda grid=grid: clperiod.lombscargle(t, grid, y, dy, algorithm="auto"), repeat
+            )
+            row = {"auto_s": seconds, "auto_best_f": float(result.frequency_best[0])}
+            peer = nifty_seconds(t, y, dy, grid, repeat)
+            peer.pop("power", None)
+            row.update(peer)
+            if "nifty_ls_s" in peer:
+                row["auto_over_nifty"] = seconds / peer["nifty_ls_s"]
+            out[f"{n:.0e}x{nf:.0e}"] = row
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "workloads",
         nargs="*",
         default=["single"],
-        choices=["single", "stages", "tess", "crossover", "profile"],
+        choices=["single", "stages", "tess", "crossover", "profile", "stripe82", "long"],
     )
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--bandwidth", type=float, default=3350.0, help="peak GB/s")
@@ -244,6 +305,8 @@ def main() -> None:
         "tess": lambda: tess(args.repeat, args.tess_objects),
         "crossover": lambda: crossover(args.repeat, args.direct_limit),
         "profile": lambda: host_profile(args.repeat),
+        "stripe82": lambda: stripe82(args.repeat),
+        "long": lambda: long_series(args.repeat),
     }
     run_report("bench_nufft.py", args.workloads, lambda name: runners[name](), args.out)
 

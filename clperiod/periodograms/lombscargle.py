@@ -748,6 +748,9 @@ def _run_nufft(
 #: Pieces of a grid too large for the device are halved until they fit, at most
 #: this many times.
 MAX_PIECE_HALVINGS = 24
+#: Bytes of a NUFFT batch of several objects on CPU devices: larger batches
+#: only add memory traffic there (the fine grids outgrow the caches).
+CPU_NUFFT_BATCH_BYTES = 128 << 20
 #: Most frequencies of one NUFFT piece: FFT plans of larger fine grids take
 #: minutes to build (VkFFT's kernels for grids beyond ~2**25 cells).
 MAX_PIECE_FREQUENCIES = 2**24
@@ -813,7 +816,9 @@ def _run_nufft_piece(
 ) -> list[_BatchResult]:
     """:func:`_run_nufft` on one grid (``owned``: the piece's bins, see
     :func:`clperiod.periodograms.nufft.search`)."""
-    bounds = batch_bounds(lengths, _nufft_buffers(plan, options), budget)
+    on_cpus = all(info.kind == "cpu" for info in devices)
+    target = CPU_NUFFT_BATCH_BYTES if on_cpus else None
+    bounds = batch_bounds(lengths, _nufft_buffers(plan, options), budget, target=target)
     use_dy = options.method == "generalized" and catalog.dy is not None
     search: functools.partial[nufft.BatchPeaks]
     if isinstance(plan, nufft_type3.Type3Plan):

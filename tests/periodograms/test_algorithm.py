@@ -25,7 +25,7 @@ def test_short_curves_go_direct_and_long_ones_to_the_nufft(kind, monkeypatch):
                                                  "cpu": algorithm.COSTS["gpu"]})
         devices = select_devices()
     nf = 1_000_000
-    lengths = np.array([10, 0, *[50] * 20, 1_000_000])
+    lengths = np.array([10, 0, *[12] * 20, 1_000_000])
     chosen = algorithm.prefers_nufft(lengths, nf, 2 * nf, 13, devices)
     assert chosen.tolist() == [False] * 22 + [True]
     # one short curve alone: direct; long ones alone: NUFFT for all
