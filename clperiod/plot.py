@@ -369,7 +369,7 @@ def _draw_periodogram(
     ax.set_xlabel(labels.frequency_label)
     ax.set_ylabel(_power_label(result))
     ax.set_title(
-        f"{name}: {_algorithm_name(result)}, {len(frequency):,} frequencies, {_precision(result)}"
+        f"{name}: {_algorithm_name(result)}, {len(frequency):,} frequencies, {result.precision}"
     )
 
 
@@ -752,11 +752,6 @@ def _mhaov_name(result: MhaovResult) -> str:
     return (
         f"multiband MHAOV (nharmonics {result.nharmonics}, {result.fit_harmonics} fitted per band)"
     )
-
-
-def _precision(result: Any) -> str:
-    """The floating-point precision of the search (multiband is fp64 only)."""
-    return "fp64" if isinstance(result, MultibandResult) else str(result.precision)
 
 
 #: What each Lomb-Scargle normalization computes (astropy's definitions).

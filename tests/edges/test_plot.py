@@ -370,6 +370,13 @@ def test_multiband_result_plots_one_fold_panel_per_band_with_the_model(
     assert folds[0].get_xlabel() == ""
 
 
+def test_the_title_names_the_precision_of_a_multiband_search(band_catalog, cpu_device):
+    r = clperiod.lombscargle_multiband(band_catalog, MB_GRID, periodogram=True,
+                                       precision="fp32", device=cpu_device)
+    title = plot_result(r, band_catalog, 0).axes[0].get_title()
+    assert title.endswith("1,500 frequencies, fp32")
+
+
 def test_multiband_panels_are_the_bands_with_rows_and_axes_can_be_given(
         band_result, band_catalog):
     fig = plot_result(band_result, band_catalog, 1)
