@@ -410,6 +410,14 @@ def _multiband_options(args: argparse.Namespace) -> dict[str, Any]:
     } | _given_flags(args, ("center_data",))
 
 
+def _mhaov_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The options of ``clperiod mhaov`` (those left out keep the library's defaults)."""
+    given = {"fit_harmonics": args.fit_harmonics, "min_points": args.min_points}
+    return {"nharmonics": args.nharmonics} | {
+        name: value for name, value in given.items() if value is not None
+    }
+
+
 def _search_output(args: argparse.Namespace) -> Path:
     """-o, else the input's name with ``.<algorithm>.parquet`` in place of its suffix."""
     if args.output is not None:
@@ -602,7 +610,8 @@ def _add_input_arguments(parser: argparse.ArgumentParser) -> None:
     read.add_argument("--no-dy", action="store_true", help="ignore uncertainties")
     read.add_argument(
         "--band-col",
-        help="band (filter) label column; searches of one band pool the bands",
+        help="band (filter) label column; lombscargle-multiband and mhaov model each band, "
+        "the searches of one band pool them",
     )
     read.add_argument(
         "--bands",
@@ -828,6 +837,41 @@ def _add_lombscargle_multiband(subparsers: argparse._SubParsersAction) -> None:
         "--center-data",
         action=argparse.BooleanOptionalAction,
         help="subtract each band's weighted mean first (default: yes)",
+    )
+
+
+def _add_mhaov(subparsers: argparse._SubParsersAction) -> None:
+    from clperiod.periodograms.mhaov import MAX_NHARMONICS
+
+    parser = subparsers.add_parser(
+        "mhaov",
+        help="multi-harmonic AOV period search of every object of a catalog file",
+        description="Multi-harmonic analysis of variance periodograms (Schwarzenberg-Czerny "
+        "1996, as P4J computes them) of every object of a catalog file: with --band-col the "
+        "multiband statistic (each band its own mean and fit, P4J's MultiBandPeriodogram), "
+        "without it the single-band one. Read and searched in chunks; one row per object "
+        "(best period, power, top-k peaks, status) to a Parquet or CSV file. An interrupted "
+        "run resumes from its finished chunks when run again.",
+    )
+    _add_search_arguments(parser, "mhaov", _mhaov_options, kernel_options=("precision",))
+    options = parser.add_argument_group("multi-harmonic AOV")
+    options.add_argument(
+        "--nharmonics",
+        type=int,
+        default=1,
+        help=f"harmonics of the statistic (P4J's Nharmonics), 1 to {MAX_NHARMONICS} (default 1)",
+    )
+    options.add_argument(
+        "--fit-harmonics",
+        type=int,
+        help="with --band-col: harmonics fitted in each band (default 1, as P4J; "
+        "--nharmonics's value gives the textbook multiband statistic)",
+    )
+    options.add_argument(
+        "--min-points",
+        type=int,
+        help="fewest rows of a band for it to enter an object's statistic "
+        "(default and least: 2 max(nharmonics, fit harmonics) + 2; ALeRCE keeps 15)",
     )
 
 
@@ -1218,6 +1262,7 @@ _COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
     _add_lombscargle,
     _add_supersmoother,
     _add_lombscargle_multiband,
+    _add_mhaov,
     _add_singlepulse,
     _add_rv,
 )

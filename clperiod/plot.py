@@ -3,12 +3,12 @@
 :func:`plot_result` draws one object of a result: its periodogram with the
 best and the top-k peaks marked and, for Lomb-Scargle, horizontal lines at
 the power of chosen false-alarm probabilities; below it the light curve
-folded at the best period, for a multiband result one panel per band with
-the fitted multiband model overlaid. :func:`plot_objects` writes one such figure per
-object of a chosen set. :class:`PlotLabels` names the axes after the data's
-columns and units (days for Julian dates) and turns the y axis of
-magnitudes over (brighter up). matplotlib is imported when a function is
-called, never at ``import clperiod``.
+folded at the best period, for a multiband Lomb-Scargle or multi-harmonic AOV
+result one panel per band with the fitted model overlaid. :func:`plot_objects`
+writes one such figure per object of a chosen set. :class:`PlotLabels` names
+the axes after the data's columns and units (days for Julian dates) and turns
+the y axis of magnitudes over (brighter up). matplotlib is imported when a
+function is called, never at ``import clperiod``.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from clperiod.catalog import Catalog, Status
 from clperiod.grid import search_grid
 from clperiod.periodograms import stats
 from clperiod.periodograms.lombscargle import LombScargleResult
+from clperiod.periodograms.mhaov import MhaovResult
 from clperiod.periodograms.multiband import MultibandResult
 from clperiod.periodograms.supersmoother import SuperSmootherResult
 
@@ -59,6 +60,10 @@ _PANEL_HEIGHT = 3.4
 _BAND_PANEL_HEIGHT = 2.6
 #: Phases at which the multiband model curve is drawn (over two cycles).
 _MODEL_PHASES = 400
+#: Results drawn with one fold panel per band.
+_BAND_RESULTS = (MultibandResult, MhaovResult)
+#: The results :func:`plot_result` draws.
+_RESULTS = (LombScargleResult, SuperSmootherResult, MultibandResult, MhaovResult)
 
 
 @dataclass(frozen=True)
@@ -146,7 +151,7 @@ def _with_unit(name: str, unit: str | None) -> str:
 
 
 def plot_result(
-    result: LombScargleResult | SuperSmootherResult | MultibandResult,
+    result: LombScargleResult | SuperSmootherResult | MultibandResult | MhaovResult,
     catalog: Catalog,
     index: int = 0,
     ax: Axes | Sequence[Axes] | None = None,
@@ -161,21 +166,26 @@ def plot_result(
 
     Parameters
     ----------
-    result : LombScargleResult, SuperSmootherResult or MultibandResult
+    result : LombScargleResult, SuperSmootherResult, MultibandResult or MhaovResult
         A period-search result. With ``periodogram=True`` the periodogram
         panel is drawn; otherwise only the folded light curve, with a note.
-        A multiband result folds each band in which the object has rows in
-        a panel of its own (labelled with the band, in the order of
-        ``catalog.bands``), with the model of :meth:`MultibandResult.fit
-        <clperiod.MultibandResult.fit>` at the best frequency drawn over it.
+        A multiband Lomb-Scargle or a multi-harmonic AOV result folds each
+        band in which the object has rows in a panel of its own (labelled
+        with the band, in the order of ``catalog.bands``), with the model at
+        the best frequency drawn over it: that of
+        :meth:`MultibandResult.fit <clperiod.MultibandResult.fit>`, or for
+        MHAOV each band's weighted least-squares fit of a mean and
+        ``fit_harmonics`` harmonics (the fit of its statistic; none for a
+        band left out of it, which the band's label says).
     catalog : Catalog
         The catalog the result was computed from.
     index : int
         Object index (position in ``result.ids``).
     ax : Axes or sequence of Axes, optional
         Where to draw: ``(periodogram_ax, fold_ax)``, or one Axes when the
-        result holds no periodogram; for a multiband result one fold Axes per
-        band of the object (one without bands) after the periodogram's.
+        result holds no periodogram; for a multiband or MHAOV result one fold
+        Axes per band of the object (one without bands) after the
+        periodogram's.
         Default: a new figure.
     path : path-like, optional
         Save the figure there (format from the suffix). A new figure made for
@@ -184,8 +194,8 @@ def plot_result(
     fap_levels : sequence of float
         False-alarm probabilities drawn as labelled horizontal lines at the
         power :func:`clperiod.periodograms.stats.false_alarm_level` gives for this object
-        (Lomb-Scargle only; SuperSmoother and multiband searches have no
-        analytic false-alarm probability, which the plot says). Empty: no lines.
+        (Lomb-Scargle only; the other searches have no analytic false-alarm
+        probability, which the plot says). Empty: no lines.
     fap_method : {"baluev", "davies", "naive", "townsend"}
         The false-alarm approximation, as in
         :meth:`~clperiod.LombScargleResult.false_alarm_probability`.
@@ -204,7 +214,8 @@ def plot_result(
     ImportError
         matplotlib is not installed.
     TypeError
-        ``result`` is not a Lomb-Scargle, SuperSmoother or multiband result.
+        ``result`` is not a Lomb-Scargle, SuperSmoother, multiband or MHAOV
+        result.
     ValueError, IndexError
         ``catalog`` does not match ``result``, ``index`` is out of range,
         ``ax`` does not provide the panels needed, or a false-alarm
@@ -220,7 +231,7 @@ def plot_result(
     labels = PlotLabels() if labels is None else labels
     name = f"object {result.ids[index]}" if name is None else str(name)
     has_power = result.power is not None
-    if isinstance(result, MultibandResult):
+    if isinstance(result, _BAND_RESULTS):
         bands = _object_bands(catalog, index)
         fig, axes = _axes(ax, int(has_power) + len(bands), path, _BAND_PANEL_HEIGHT)
         folds = axes[int(has_power) :]
@@ -238,7 +249,7 @@ def plot_result(
 
 
 def plot_objects(
-    result: LombScargleResult | SuperSmootherResult | MultibandResult,
+    result: LombScargleResult | SuperSmootherResult | MultibandResult | MhaovResult,
     catalog: Catalog,
     objects: Sequence[Any],
     directory: str | os.PathLike[str],
@@ -251,7 +262,7 @@ def plot_objects(
 
     Parameters
     ----------
-    result : LombScargleResult, SuperSmootherResult or MultibandResult
+    result : LombScargleResult, SuperSmootherResult, MultibandResult or MhaovResult
         A period-search result (with ``periodogram=True`` for the
         periodogram panels).
     catalog : Catalog
@@ -358,7 +369,7 @@ def _draw_periodogram(
     ax.set_xlabel(labels.frequency_label)
     ax.set_ylabel(_power_label(result))
     ax.set_title(
-        f"{name}: {_algorithm_name(result)}, {len(frequency):,} frequencies, {_precision(result)}"
+        f"{name}: {_algorithm_name(result)}, {len(frequency):,} frequencies, {result.precision}"
     )
 
 
@@ -374,6 +385,9 @@ def _draw_false_alarm_levels(
         return
     if isinstance(result, MultibandResult):
         _note(ax, "no FAP levels: multiband has no analytic FAP yet")
+        return
+    if isinstance(result, MhaovResult):
+        _note(ax, "no FAP levels: MHAOV's FAP is a bootstrap (false_alarm_probability)")
         return
     levels = _false_alarm_levels(result, index, probabilities, method)
     from matplotlib.transforms import blended_transform_factory
@@ -450,7 +464,7 @@ def _draw_fold(
 
 def _draw_band_folds(
     axes: Sequence[Axes],
-    result: MultibandResult,
+    result: MultibandResult | MhaovResult,
     catalog: Catalog,
     index: int,
     bands: list[tuple[int, Any]],
@@ -459,12 +473,12 @@ def _draw_band_folds(
     note_missing_power: bool,
 ) -> None:
     """One panel per band of the object: its rows folded at the best frequency
-    and the fitted multiband model of the band over them."""
+    and the band's fitted model over them."""
     t, y, dy = catalog.lightcurve(index)[:3]
     band_of_row = _band_codes_of(catalog, index)
     frequency = result.frequency_best[index]
     periodic = result.status[index] == Status.OK and np.isfinite(frequency) and t.size > 0
-    models = _band_models(result, index, t.min(), frequency) if periodic else {}
+    models = _band_models(result, catalog, index, frequency) if periodic else {}
     for k, (ax, (code, label)) in enumerate(zip(axes, bands, strict=True)):
         rows = band_of_row == code
         if labels.inverted:
@@ -480,7 +494,7 @@ def _draw_band_folds(
                 phase, model = models[label]
                 ax.plot(phase, model, "-", color="black", lw=1.0, gid=f"model {label}")
         if label is not None:
-            _band_tag(ax, label, int(rows.sum()))
+            _band_tag(ax, label, int(rows.sum()), _left_out(result, index, code))
         if k < len(bands) - 1:
             ax.tick_params(labelbottom=False)
     if periodic:
@@ -517,14 +531,58 @@ def _draw_folded_points(
 
 
 def _band_models(
-    result: MultibandResult, index: int, t0: float, frequency: float
+    result: MultibandResult | MhaovResult, catalog: Catalog, index: int, frequency: float
 ) -> dict[Any, tuple[np.ndarray, np.ndarray]]:
     """Each band's fitted model at the best frequency over two cycles: label ->
-    (phase, model), phases of ``t - t0`` as the folded points."""
+    (phase, model), phases of ``t - t.min()`` as the folded points."""
+    if isinstance(result, MhaovResult):
+        return _mhaov_models(result, catalog, index, frequency)
+    t0 = catalog.lightcurve(index)[0].min()
     fit = result.fit(index)
     phase = np.linspace(0.0, 2.0, _MODEL_PHASES)
     model = fit.model(t0 + phase / frequency, frequency)
     return {label: (phase, row) for label, row in zip(fit.labels, model, strict=True)}
+
+
+def _mhaov_models(
+    result: MhaovResult, catalog: Catalog, index: int, frequency: float
+) -> dict[Any, tuple[np.ndarray, np.ndarray]]:
+    """The fits of the MHAOV statistic at ``frequency``: for each band that enters
+    it, the weighted least-squares fit of a mean and ``fit_harmonics`` harmonics
+    of the band's rows (weights ``dy**-2`` when the search used them), over two
+    cycles of the phases of ``t - t.min()``."""
+    t, y, dy = catalog.lightcurve(index)[:3]
+    codes = _band_codes_of(catalog, index)
+    weights = dy**-2.0 if result.use_errors and dy is not None else np.ones(t.size)
+    curve = np.linspace(0.0, 2.0, _MODEL_PHASES)
+    models = {}
+    for code in np.flatnonzero(result.band_used[index]):
+        rows = codes == code
+        phase = ((t[rows] - t.min()) * frequency) % 1.0
+        root = np.sqrt(weights[rows])
+        design = _harmonic_columns(phase, result.fit_harmonics)
+        coefficients = np.linalg.lstsq(design * root[:, None], y[rows] * root, rcond=None)[0]
+        models[result.bands[code]] = (
+            curve,
+            _harmonic_columns(curve, result.fit_harmonics) @ coefficients,
+        )
+    return models
+
+
+def _harmonic_columns(phase: np.ndarray, harmonics: int) -> np.ndarray:
+    """The columns ``1, cos 2 pi h phase, sin 2 pi h phase`` (h = 1 .. harmonics)."""
+    angle = 2.0 * np.pi * np.outer(phase, np.arange(1, harmonics + 1))
+    return np.column_stack((np.ones(phase.size), np.cos(angle), np.sin(angle)))
+
+
+def _left_out(result: Any, index: int, code: int) -> bool:
+    """Whether band ``code`` of object ``index`` stays out of an MHAOV statistic
+    (too few rows) while the object is OK."""
+    return (
+        isinstance(result, MhaovResult)
+        and result.status[index] == Status.OK
+        and not result.band_used[index, code]
+    )
 
 
 def _object_bands(catalog: Catalog, index: int) -> list[tuple[int, Any]]:
@@ -544,12 +602,13 @@ def _band_codes_of(catalog: Catalog, index: int) -> np.ndarray:
     return catalog.band_codes[rows].astype(np.intp)
 
 
-def _band_tag(ax: Axes, label: Any, n_rows: int) -> None:
-    """The band's label and number of rows in the panel's upper left corner."""
+def _band_tag(ax: Axes, label: Any, n_rows: int, left_out: bool = False) -> None:
+    """The band's label and number of rows in the panel's upper left corner
+    (and whether the statistic left the band out)."""
     ax.text(
         0.01,
         0.96,
-        f"{label} (n = {n_rows})",
+        f"{label} (n = {n_rows}{', left out: too few rows' if left_out else ''})",
         transform=ax.transAxes,
         ha="left",
         va="top",
@@ -586,10 +645,10 @@ def _note_missing_power(ax: Axes) -> None:
 
 
 def _check_result(result: Any, catalog: Catalog) -> None:
-    if not isinstance(result, (LombScargleResult, SuperSmootherResult, MultibandResult)):
+    if not isinstance(result, _RESULTS):
         raise TypeError(
-            "expected a LombScargleResult, SuperSmootherResult or MultibandResult, "
-            f"got {type(result).__name__}"
+            "expected a LombScargleResult, SuperSmootherResult, MultibandResult or "
+            f"MhaovResult, got {type(result).__name__}"
         )
     if catalog.n_objects != len(result.ids) or not np.array_equal(catalog.ids, result.ids):
         raise ValueError("catalog does not match result (different object ids)")
@@ -681,12 +740,18 @@ def _algorithm_name(result: Any) -> str:
         return f"SuperSmoother ({result.variant})"
     if isinstance(result, MultibandResult):
         return f"multiband Lomb-Scargle (nterms {result.nterms_base}+{result.nterms_band})"
+    if isinstance(result, MhaovResult):
+        return _mhaov_name(result)
     return f"{result.method} Lomb-Scargle"
 
 
-def _precision(result: Any) -> str:
-    """The floating-point precision of the search (multiband is fp64 only)."""
-    return "fp64" if isinstance(result, MultibandResult) else str(result.precision)
+def _mhaov_name(result: MhaovResult) -> str:
+    """``multiband MHAOV (nharmonics 2, 1 fitted per band)`` or ``MHAOV (nharmonics 2)``."""
+    if result.bands == (None,):
+        return f"MHAOV (nharmonics {result.nharmonics})"
+    return (
+        f"multiband MHAOV (nharmonics {result.nharmonics}, {result.fit_harmonics} fitted per band)"
+    )
 
 
 #: What each Lomb-Scargle normalization computes (astropy's definitions).
@@ -703,6 +768,8 @@ def _power_label(result: Any) -> str:
         return r"power, $(n/2)(1 - \chi^2/\chi^2_{\rm ref})$"
     if isinstance(result, MultibandResult):
         return r"power, multiband: $1 - \chi^2/\chi^2_{\rm ref}$"
+    if isinstance(result, MhaovResult):
+        return r"power, MHAOV: $(d_2/d_1)\,\Delta\chi^2/(\chi^2 - \Delta\chi^2)$"
     formula = _NORMALIZATIONS.get(result.normalization)
     normalization = f"{result.normalization} normalization"
     return f"power, {normalization}: {formula}" if formula else f"power, {normalization}"

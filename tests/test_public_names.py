@@ -58,7 +58,7 @@ PUBLIC_MODULES = {
                     "catalog_from_dataframe", "catalog_from_table", "example_path",
                     "load_example", "load_rv_example", "open_catalog", "read_catalog",
                     "read_lightcurve_csv", "read_rv", "write_periodograms", "write_results"],
-    "clperiod.dask": ["lombscargle", "lombscargle_multiband", "supersmoother"],
+    "clperiod.dask": ["lombscargle", "lombscargle_multiband", "mhaov", "supersmoother"],
     "clperiod.pipeline": ["ALGORITHMS", "AutoGrid", "CatalogRun", "GridResolutionWarning",
                           "PeriodSearch", "catalog_extent", "default_plot_labels",
                           "run_catalog", "work_directory"],
@@ -138,7 +138,7 @@ def test_searches_are_functions():
 
     for function in (clperiod.singlepulse.search, clperiod.kepler.search,
                      clperiod.dask.lombscargle, clperiod.dask.supersmoother,
-                     clperiod.dask.lombscargle_multiband):
+                     clperiod.dask.lombscargle_multiband, clperiod.dask.mhaov):
         assert inspect.isfunction(function)
 
 

@@ -6,11 +6,13 @@ The public names live in ``clperiod.dask.api``.
 from clperiod.dask.api import (
     lombscargle,
     lombscargle_multiband,
+    mhaov,
     supersmoother,
 )
 
 __all__ = [
     "lombscargle",
     "lombscargle_multiband",
+    "mhaov",
     "supersmoother",
 ]

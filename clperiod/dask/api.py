@@ -32,7 +32,7 @@ Two input layouts are read:
 With ``band_col``, the catalog of every partition carries the band label of
 each row (the labels found in that partition, or the fixed ``bands``); the
 searches of one band pool the bands, so their results do not change;
-:func:`lombscargle_multiband` models each band.
+:func:`lombscargle_multiband` models each band, and so does :func:`mhaov`.
 
 Exactly once: an object that appears twice in a nested partition raises a
 ValueError naming it. In a frame that was not shuffled here, an object split
@@ -66,19 +66,21 @@ from clperiod.io.tables import result_columns
 from clperiod.periodograms.inputs import check_top_k
 from clperiod.periodograms.lombscargle import MAX_TOP_K as _LS_MAX_TOP_K
 from clperiod.periodograms.lombscargle import lombscargle as _lombscargle
+from clperiod.periodograms.mhaov import mhaov as _mhaov
 from clperiod.periodograms.multiband import lombscargle_multiband as _lombscargle_multiband
 from clperiod.periodograms.supersmoother import MAX_TOP_K as _SS_MAX_TOP_K
 from clperiod.periodograms.supersmoother import supersmoother as _supersmoother
 from clperiod.pipeline.run import AutoGrid
 
-#: Most top-k peaks of the multiband search: the peaks kernel's, as for Lomb-Scargle.
+#: Most top-k peaks of the multiband and MHAOV searches: the peaks kernel's, as for
+#: Lomb-Scargle.
 _MB_MAX_TOP_K = _LS_MAX_TOP_K
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
     import pandas as pd
 
-__all__ = ["lombscargle", "lombscargle_multiband", "supersmoother"]
+__all__ = ["lombscargle", "lombscargle_multiband", "mhaov", "supersmoother"]
 
 #: ``dy_col`` value that picks :data:`DY_NAME` when the frame has it.
 AUTO = "auto"
@@ -295,6 +297,49 @@ def lombscargle_multiband(
     resolved = _resolved_grid(grid, ddf, layout, nan_policy)
     return _map_search(
         _lombscargle_multiband,
+        _MB_MAX_TOP_K,
+        ddf,
+        resolved,
+        layout,
+        nan_policy,
+        None,
+        _Partitioning.build(ddf, layout, shuffle, check_ids),
+        device,
+        options,
+    )
+
+
+def mhaov(
+    ddf: dd.DataFrame,
+    grid: FrequencyGrid | FrequencyArray | AutoGrid | None = None,
+    *,
+    band_col: str | None = None,
+    bands: Sequence[Any] | None = None,
+    id_col: str = "id",
+    t_col: str = "t",
+    y_col: str = "y",
+    dy_col: str | None = "auto",
+    nested_col: str | None = None,
+    nan_policy: str = "raise",
+    shuffle: bool | None = None,
+    check_ids: bool | None = None,
+    device: str | None = None,
+    **options: Any,
+) -> dd.DataFrame:
+    """Multi-harmonic AOV search of every object of a Dask DataFrame.
+
+    Parameters and result as :func:`lombscargle` (there is no ``fap``
+    column). With ``band_col`` each partition's catalog carries the band of
+    every row and the search is the multiband statistic of
+    :func:`clperiod.mhaov` (each band its own mean and fit); without it, the
+    single-band statistic. ``**options`` go to :func:`clperiod.mhaov`
+    (``nharmonics``, ``fit_harmonics``, ``min_points``, ``use_errors``,
+    ``precision``, ``top_k``).
+    """
+    layout = _layout(ddf, id_col, t_col, y_col, dy_col, nested_col, band_col, bands)
+    resolved = _resolved_grid(grid, ddf, layout, nan_policy)
+    return _map_search(
+        _mhaov,
         _MB_MAX_TOP_K,
         ddf,
         resolved,

@@ -127,7 +127,7 @@ def write_results(
     ----------
     path : path-like
         Output file.
-    result : LombScargleResult or SuperSmootherResult
+    result : LombScargleResult, SuperSmootherResult, MultibandResult or MhaovResult
         The search result.
     fap_method : str or None
         False-alarm-probability method of the ``fap`` column (Lomb-Scargle

@@ -1,12 +1,14 @@
 """Per-object result tables: one row per object, plain NumPy columns.
 
-:func:`result_columns` turns a period-search result (Lomb-Scargle or
-SuperSmoother) into the columns every writer, the command line and the Dask
-front end share, so a result has one tabular form whatever the destination.
+:func:`result_columns` turns a period-search result (Lomb-Scargle,
+SuperSmoother, multiband Lomb-Scargle, multi-harmonic AOV) into the columns
+every writer, the command line and the Dask front end share, so a result has
+one tabular form whatever the destination.
 """
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import numpy as np
@@ -23,13 +25,15 @@ def result_columns(result: Any, *, fap_method: str | None = "baluev") -> dict[st
     Parameters
     ----------
     result
-        A :class:`~clperiod.periodograms.lombscargle.LombScargleResult` or
-        :class:`~clperiod.periodograms.supersmoother.SuperSmootherResult`.
+        A :class:`~clperiod.periodograms.lombscargle.LombScargleResult`,
+        :class:`~clperiod.periodograms.supersmoother.SuperSmootherResult`,
+        :class:`~clperiod.MultibandResult` or :class:`~clperiod.MhaovResult`.
     fap_method
         False-alarm-probability method for the ``fap`` column (Lomb-Scargle
         only; see :meth:`~clperiod.LombScargleResult.false_alarm_probability`), or None
-        for no ``fap`` column.  SuperSmoother results have no analytic false
-        alarm probability and never get the column.
+        for no ``fap`` column.  The other searches have no analytic false
+        alarm probability (the multiband and MHAOV ones are bootstraps, asked
+        for on their own) and never get the column.
 
     Returns
     -------
@@ -49,7 +53,7 @@ def result_columns(result: Any, *, fap_method: str | None = "baluev") -> dict[st
         "frequency": np.asarray(result.frequency_best, dtype=np.float64),
         "power": np.asarray(result.power_best, dtype=np.float64),
     }
-    if fap_method is not None and hasattr(result, "false_alarm_probability"):
+    if fap_method is not None and _has_analytic_fap(result):
         columns["fap"] = np.asarray(result.false_alarm_probability(method=fap_method))
     top_k_period = np.asarray(result.top_k_period, dtype=np.float64)
     top_k_power = np.asarray(result.top_k_power, dtype=np.float64)
@@ -62,6 +66,13 @@ def result_columns(result: Any, *, fap_method: str | None = "baluev") -> dict[st
     columns["status_name"] = _status_names(status)
     columns["grid_warning"] = grid_warning_names(grid_warnings(result.grid, result.catalog))
     return columns
+
+
+def _has_analytic_fap(result: Any) -> bool:
+    """Whether ``result.false_alarm_probability`` is analytic: it takes a
+    ``method``, as Lomb-Scargle's (the bootstraps take ``n_resamplings``)."""
+    fap = getattr(result, "false_alarm_probability", None)
+    return fap is not None and "method" in inspect.signature(fap).parameters
 
 
 def _status_names(status: Any) -> np.ndarray:

@@ -17,6 +17,7 @@ over the selected devices (``clperiod.engine.scheduler.run_on_devices``).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -29,6 +30,7 @@ from clperiod.engine import kernels
 from clperiod.engine.devices import DeviceInfo, get_queue, require_fp64, select_devices, upload
 from clperiod.engine.scheduler import run_on_devices, split_range
 from clperiod.grid import FrequencyArray, FrequencyGrid, search_grid, split_float32
+from clperiod.periodograms.bootstrap import DEFAULT_RESAMPLINGS, bootstrap_fap
 from clperiod.periodograms.inputs import (
     PeakResults,
     blank_failed,
@@ -137,8 +139,60 @@ class MhaovResult(PeakResults):
     min_points: int
     use_errors: bool
     devices: list[str]
-    precision: str
+    precision: Precision
     catalog: Catalog = field(repr=False)
+
+    def false_alarm_probability(
+        self, n_resamplings: int = DEFAULT_RESAMPLINGS, *, seed: int | None = None, device=None
+    ) -> np.ndarray:
+        """Bootstrap false-alarm probability of each object's best peak.
+
+        Every object is resampled ``n_resamplings`` times within its bands
+        (times and band labels kept, ``(y, dy)`` drawn with replacement from
+        the same band's rows; all rows for a catalog without bands) and the
+        copies are searched with this search's grid, ``nharmonics``,
+        ``fit_harmonics``, ``min_points``, ``use_errors`` and precision; the
+        FAP is ``(1 + #{copies whose best power >= power_best}) / (1 +
+        n_resamplings)``, at least ``1 / (1 + n_resamplings)``. See
+        :func:`clperiod.periodograms.bootstrap.bootstrap_fap` (which also
+        returns the counts and the seed).
+
+        Parameters
+        ----------
+        n_resamplings : int
+            Resampled copies per object, >= 1.
+        seed : int, optional
+            Seed of the generator (0 to 2**64 - 1): the same seed gives the
+            same probabilities on every device. By default a fresh one.
+        device
+            Devices that draw and search the copies (see
+            :func:`clperiod.select_devices`).
+
+        Returns
+        -------
+        ndarray
+            One probability per object; NaN where ``status`` is not OK (and
+            where no copy could be searched, possible only for a handful of
+            resamplings).
+        """
+        search = functools.partial(
+            mhaov,
+            grid=self.grid,
+            nharmonics=self.nharmonics,
+            fit_harmonics=self.fit_harmonics,
+            min_points=self.min_points,
+            use_errors=self.use_errors,
+            precision=self.precision,
+            device=device,
+        )
+        return bootstrap_fap(
+            self.catalog,
+            search,
+            n_resamplings=n_resamplings,
+            seed=seed,
+            observed=self,
+            device=device,
+        ).fap
 
 
 def min_band_points(nharmonics: int, fit_harmonics: int) -> int:

@@ -66,7 +66,7 @@ __all__ = [
 #: ``clperiod`` (each takes a catalog, a grid, ``device=``, ``periodogram=``
 #: and keyword options, and returns a result that
 #: :func:`clperiod.io.tables.result_columns` reads).
-ALGORITHMS = ("lombscargle", "supersmoother", "lombscargle_multiband")
+ALGORITHMS = ("lombscargle", "supersmoother", "lombscargle_multiband", "mhaov")
 #: The searches whose results have an analytic false-alarm probability (a ``fap`` column).
 _ANALYTIC_FAP = ("lombscargle",)
 #: Search arguments the run sets itself.
@@ -134,11 +134,12 @@ class PeriodSearch:
 
     Parameters
     ----------
-    algorithm : {"lombscargle", "supersmoother", "lombscargle_multiband"}
+    algorithm : {"lombscargle", "supersmoother", "lombscargle_multiband", "mhaov"}
         The search (one of ``ALGORITHMS``): the function of that name in
         ``clperiod``. The multiband search models the bands of each object
-        (its catalog's band labels, e.g. ``open_catalog(..., band_col=...)``);
-        the others pool them.
+        (its catalog's band labels, e.g. ``open_catalog(..., band_col=...)``),
+        and so does the multi-harmonic AOV of a catalog with bands (without
+        bands it is the single-band statistic); the others pool them.
     grid : FrequencyGrid, FrequencyArray or AutoGrid
         The frequency grid; default :class:`AutoGrid` (resolved on the input,
         periods from 0.05 days up). A :class:`~clperiod.FrequencyArray` (any
@@ -148,12 +149,13 @@ class PeriodSearch:
     options : mapping
         Keyword arguments of the search (``method``, ``normalization``,
         ``precision``, ``top_k``, ``variant``, ``nterms_base``,
-        ``nterms_band``, ...), JSON-ready values. The run sets ``device``,
+        ``nterms_band``, ``nharmonics``, ...), JSON-ready values. The run sets ``device``,
         ``periodogram`` and ``progress`` itself.
     fap_method : str or None
         Method of the ``fap`` column (Lomb-Scargle), or None for none; the
         searches without an analytic false-alarm probability (SuperSmoother,
-        multiband) write no ``fap`` column whatever it says.
+        multiband, multi-harmonic AOV) write no ``fap`` column whatever it
+        says.
     """
 
     algorithm: str

@@ -438,6 +438,33 @@ def test_multiband_arguments_are_checked_at_once(banded_table) -> None:
         clperiod.dask.lombscargle_multiband(frame, GRID, band_col="band", top_k=65)
 
 
+def test_mhaov_matches_single_device(client, catalog, banded_table) -> None:
+    """With band_col each object's bands enter the multiband statistic as in one call;
+    without it, the single-band statistic of the pooled rows."""
+    options = {"nharmonics": 2, "min_points": 8, "top_k": 2}
+    banded = clperiod.dask.mhaov(time_ordered(banded_table), GRID, band_col="band", **options)
+    table = banded.compute()
+    assert "fap" not in table.columns
+    assert (table["status"] == Status.OK).sum() == N_OBJECTS
+    assert_same_objects(table, single_device(clperiod.mhaov, banded_catalog(catalog), GRID,
+                                             None, **options))
+    one_band = clperiod.dask.mhaov(by_id(banded_table), GRID, **options).compute()
+    assert_same_objects(one_band, single_device(clperiod.mhaov, catalog, GRID, None, **options))
+    assert not np.isclose(table.sort_values("id")["power"].to_numpy()[:N_OBJECTS],
+                          one_band.sort_values("id")["power"].to_numpy()[:N_OBJECTS]).any()
+
+
+def test_mhaov_arguments_are_checked_at_once(banded_table) -> None:
+    frame = by_id(banded_table)
+    with pytest.raises(TypeError, match=r"mhaov\(\) got unsupported option\(s\) "
+                                        r"\['nterms_base'\]"):
+        clperiod.dask.mhaov(frame, GRID, band_col="band", nterms_base=1)
+    with pytest.raises(ValueError, match=r"top_k must be in \[1, 64\], got 65"):
+        clperiod.dask.mhaov(frame, GRID, top_k=65)
+    with pytest.raises(ValueError, match="no band_col"):
+        clperiod.dask.mhaov(frame, GRID, bands=["g", "r"])
+
+
 def exit_once(frame: pd.DataFrame, marker: str, partition_info=None) -> pd.DataFrame:
     """Kill the worker process computing partition 1, the first time only."""
     if partition_info is not None and partition_info["number"] == 1 \

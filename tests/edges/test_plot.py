@@ -308,7 +308,8 @@ def test_plot_objects_rejects_unknown_ids_and_formats(result, catalog, tmp_path)
         plot_objects(result, catalog, "101", tmp_path)
     with pytest.raises(ValueError, match="catalog does not match"):
         plot_objects(result, catalog.subset([0, 1]), [101], tmp_path)
-    with pytest.raises(TypeError, match="LombScargleResult, SuperSmootherResult or Multiband"):
+    with pytest.raises(TypeError, match="LombScargleResult, SuperSmootherResult, "
+                                        "MultibandResult or MhaovResult, got object"):
         plot_objects(object(), catalog, [101], tmp_path)
 
 
@@ -369,6 +370,13 @@ def test_multiband_result_plots_one_fold_panel_per_band_with_the_model(
     assert folds[0].get_xlabel() == ""
 
 
+def test_the_title_names_the_precision_of_a_multiband_search(band_catalog, cpu_device):
+    r = clperiod.lombscargle_multiband(band_catalog, MB_GRID, periodogram=True,
+                                       precision="fp32", device=cpu_device)
+    title = plot_result(r, band_catalog, 0).axes[0].get_title()
+    assert title.endswith("1,500 frequencies, fp32")
+
+
 def test_multiband_panels_are_the_bands_with_rows_and_axes_can_be_given(
         band_result, band_catalog):
     fig = plot_result(band_result, band_catalog, 1)
@@ -390,3 +398,69 @@ def test_multiband_without_bands_or_periodogram_draws_one_fold_panel(catalog, cp
     assert ax.texts[0].get_text().startswith("periodogram not stored")
     assert len([ln for ln in ax.get_lines() if ln.get_gid() == "model None"]) == 1
     assert f"P = {r.period[0]:.6g}" in ax.get_title()
+
+
+def astropy_model(t, y, dy, nterms, t_fit, frequency):
+    """astropy's weighted least-squares fit of a mean and ``nterms`` harmonics."""
+    from astropy.timeseries import LombScargle
+
+    return LombScargle(t, y, dy, nterms=nterms).model(t_fit, frequency)
+
+
+def test_mhaov_result_plots_one_fold_panel_per_band_with_each_bands_fit(
+        band_catalog, cpu_device, tmp_path):
+    r = clperiod.mhaov(band_catalog, MB_GRID, nharmonics=2, fit_harmonics=2, periodogram=True,
+                       top_k=2, device=cpu_device)
+    path = tmp_path / "mhaov.png"
+    fig = plot_result(r, band_catalog, 0, path=path)
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    top, *folds = fig.axes
+    assert len(folds) == 3
+    np.testing.assert_array_equal(top.get_lines()[0].get_ydata(), r.power[0])
+    assert "multiband MHAOV (nharmonics 2, 2 fitted per band)" in top.get_title()
+    assert top.get_ylabel().startswith("power, MHAOV: ")
+    assert fap_lines(top) == []
+    assert any("MHAOV's FAP is a bootstrap" in text for text in legend_texts(top))
+    assert abs(r.period[0] - 1.3) < 0.01
+    assert f"P = {r.period[0]:.6g}" in folds[0].get_title()
+    t, y, dy, band = band_catalog.lightcurve(0)
+    f = r.frequency_best[0]
+    phase_grid = np.linspace(0, 2, 400)
+    for ax, label in zip(folds, "gri", strict=True):
+        assert [text.get_text() for text in ax.texts] == [f"{label} (n = 40)"]
+        rows = band == label
+        (curve,) = [ln for ln in ax.get_lines() if ln.get_gid() == f"model {label}"]
+        expected = astropy_model(t[rows], y[rows], dy[rows], 2, t.min() + phase_grid / f, f)
+        np.testing.assert_allclose(curve.get_xdata(), phase_grid)
+        np.testing.assert_allclose(curve.get_ydata(), expected, rtol=1e-9)
+
+
+def test_mhaov_panels_say_which_band_the_statistic_left_out(band_catalog, cpu_device):
+    """Object 22's band i keeps 5 rows: below min_points=6, left out, drawn without a fit."""
+    keep = np.ones(band_catalog.t.size, bool)
+    keep[np.flatnonzero(band_catalog.band_codes == 2)[-35:]] = False  # codes: g 0, r 1, i 2
+    ids = np.repeat(band_catalog.ids, band_catalog.lengths)[keep]
+    labels = band_catalog.band_labels()[band_catalog.band_codes[keep]]
+    cut = Catalog.from_arrays(ids, band_catalog.t[keep], band_catalog.y[keep],
+                              band_catalog.dy[keep], band=labels, bands=band_catalog.bands)
+    r = clperiod.mhaov(cut, MB_GRID, min_points=6, device=cpu_device)
+    assert r.band_used[1].tolist() == [True, False, False]
+    panels = plot_result(r, cut, 1).axes
+    assert [ax.texts[0].get_text() for ax in panels] == [
+        "g (n = 40)", "i (n = 5, left out: too few rows)"]
+    assert [len([ln for ln in ax.get_lines() if ln.get_gid() is not None]) for ax in panels] \
+        == [1, 0]
+    assert panels[1].texts[1].get_text().startswith("periodogram not stored")
+
+
+def test_single_band_mhaov_draws_one_fold_panel_with_the_fit(catalog, cpu_device):
+    r = clperiod.mhaov(catalog, GRID, nharmonics=3, use_errors=False, periodogram=True,
+                       device=cpu_device)
+    top, fold = plot_result(r, catalog, 2).axes
+    assert "MHAOV (nharmonics 3), 4,000 frequencies, fp64" in top.get_title()
+    (curve,) = [ln for ln in fold.get_lines() if ln.get_gid() == "model None"]
+    t, y = catalog.lightcurve(2)[:2]
+    f = r.frequency_best[2]
+    expected = astropy_model(t, y, None, 3, t.min() + np.linspace(0, 2, 400) / f, f)
+    np.testing.assert_allclose(curve.get_ydata(), expected, rtol=1e-9)
+    assert f"P = {r.period[2]:.6g}" in fold.get_title()

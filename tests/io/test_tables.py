@@ -42,3 +42,19 @@ def test_supersmoother_columns_have_no_fap(cpu_device):
     assert "fap" not in columns
     assert abs(columns["period"][0] - 2.5) < 0.02
     np.testing.assert_array_equal(columns["power_1"], result.top_k_power[:, 0])
+
+
+def test_bootstrap_results_have_no_fap_column(tmp_path, cpu_device):
+    """Multiband Lomb-Scargle and MHAOV have a bootstrap false_alarm_probability (other
+    arguments, costly): the table never asks for it, whatever fap_method says."""
+    cat = _catalog()
+    grid = clperiod.FrequencyGrid.from_range(0.05, 2.0, 500)
+    for search in (clperiod.lombscargle_multiband, clperiod.mhaov):
+        result = search(cat, grid, device=cpu_device)
+        columns = result_columns(result, fap_method="baluev")
+        assert "fap" not in columns
+        np.testing.assert_array_equal(columns["power"], result.power_best)
+        path = tmp_path / f"{search.__name__}.csv"
+        clperiod.io.write_results(path, result)
+        assert path.read_text().startswith('"id","n_points","period","frequency","power",'
+                                           '"period_1"')
