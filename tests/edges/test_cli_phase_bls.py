@@ -126,3 +126,15 @@ def test_bad_bins_name_the_option(tmp_path, capsys, cpu_device):
                           "--magnitude-bins", 0, "-o", tmp_path / "x.parquet", "--no-progress",
                           *_device(cpu_device))
     assert status == 1 and "magnitude_bins" in err
+
+
+@pytest.mark.parametrize("command", ["pdm", "bls"])
+def test_figures_of_a_run(tmp_path, capsys, cpu_device, command):
+    """--plot draws the chosen objects (periodogram and fold; BLS's box model)."""
+    own = COMMANDS[command][0]
+    status, text, err = _cli(capsys, command, UGRIZ, *COLUMNS, *GRID_OPTIONS, *own,
+                             "-o", tmp_path / "r.parquet", "--plot", tmp_path / "fig",
+                             "--plot-ids", 27887, "--no-progress", *_device(cpu_device))
+    assert status == 0, err
+    assert "1 figure(s) written to" in text
+    assert (tmp_path / "fig" / "27887.png").read_bytes()[:4] == b"\x89PNG"
