@@ -983,7 +983,11 @@ def _add_bls(subparsers: argparse._SubParsersAction) -> None:
     options = parser.add_argument_group("BLS")
     durations = options.add_mutually_exclusive_group(required=True)
     durations.add_argument(
-        "--durations", type=float, nargs="+", metavar="D", help="box durations (time unit)"
+        "--durations",
+        type=float,
+        nargs="+",
+        metavar="D",
+        help="box durations (time unit); give INPUT before this option",
     )
     durations.add_argument(
         "--duration-range",
