@@ -418,6 +418,49 @@ def _mhaov_options(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def _pdm_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The options of ``clperiod pdm``."""
+    return {"n_bins": args.bins, "n_covers": args.covers} | _given_flags(args, ("weighted",))
+
+
+def _aov_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The options of ``clperiod aov``."""
+    return {"n_bins": args.bins} | _given_flags(args, ("weighted",))
+
+
+def _conditional_entropy_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The options of ``clperiod conditional-entropy``."""
+    return {"phase_bins": args.phase_bins, "magnitude_bins": args.magnitude_bins}
+
+
+def _bls_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The options of ``clperiod bls``: the durations listed (``--durations``)
+    or ``N`` evenly spaced from ``DMIN`` to ``DMAX`` (``--duration-range``)."""
+    durations = (
+        list(args.durations)
+        if args.durations is not None
+        else _duration_range(*args.duration_range)
+    )
+    return {
+        "durations": durations,
+        "objective": args.objective,
+        "method": args.method,
+        "oversample": args.oversample,
+        "compat": args.compat,
+    }
+
+
+def _duration_range(low: float, high: float, count: float) -> list[float]:
+    """``count`` durations evenly spaced from ``low`` to ``high`` (``--duration-range``)."""
+    if count != int(count) or count < 1:
+        raise ValueError(f"--duration-range N must be a whole number >= 1, got {count:g}")
+    if not 0 < low <= high:
+        raise ValueError(f"--duration-range needs 0 < DMIN <= DMAX, got {low:g} and {high:g}")
+    if count == 1:
+        return [low]
+    return [low + (high - low) * k / (count - 1) for k in range(int(count))]
+
+
 def _search_output(args: argparse.Namespace) -> Path:
     """-o, else the input's name with ``.<algorithm>.parquet`` in place of its suffix."""
     if args.output is not None:
@@ -875,6 +918,155 @@ def _add_mhaov(subparsers: argparse._SubParsersAction) -> None:
     )
 
 
+def _phase_statistic_parser(
+    subparsers: argparse._SubParsersAction,
+    command: str,
+    algorithm: str,
+    own_options: Callable[[argparse.Namespace], dict[str, Any]],
+    what: str,
+) -> argparse.ArgumentParser:
+    """The subcommand of a phase-binned statistic (``what``: its description's
+    first sentence); the caller adds the statistic's own options."""
+    parser = subparsers.add_parser(
+        command,
+        help=f"{what.split(' (')[0]} period search of every object of a catalog file",
+        description=f"{what} of every object of a catalog file, read and searched in chunks; "
+        "one row per object (best period, best statistic, top-k peaks, status) to a Parquet "
+        "or CSV file. An interrupted run resumes from its finished chunks when run again.",
+    )
+    _add_search_arguments(parser, algorithm, own_options, kernel_options=("precision",))
+    return parser
+
+
+def _add_pdm(subparsers: argparse._SubParsersAction) -> None:
+    from clperiod.periodograms.phase_statistics import DEFAULT_PDM_BINS
+
+    parser = _phase_statistic_parser(
+        subparsers,
+        "pdm",
+        "pdm",
+        _pdm_options,
+        "Phase dispersion minimization (Stellingwerf 1978; theta, lowest at the period: "
+        "columns statistic_min, statistic_min_1 ..)",
+    )
+    options = parser.add_argument_group("PDM")
+    options.add_argument(
+        "--bins", type=int, default=DEFAULT_PDM_BINS, help="phase bins per cover (default 10)"
+    )
+    options.add_argument(
+        "--covers", type=int, default=1, help="covers, each shifted by 1/(bins covers) (default 1)"
+    )
+    options.add_argument(
+        "--weighted",
+        action=argparse.BooleanOptionalAction,
+        help="weight by dy**-2 (default: yes when the catalog has dy)",
+    )
+
+
+def _add_aov(subparsers: argparse._SubParsersAction) -> None:
+    from clperiod.periodograms.phase_statistics import DEFAULT_AOV_BINS
+
+    parser = _phase_statistic_parser(
+        subparsers,
+        "aov",
+        "aov",
+        _aov_options,
+        "Phase-binned analysis of variance (Schwarzenberg-Czerny 1989; theta, highest at the "
+        "period: columns statistic_max, statistic_max_1 ..)",
+    )
+    options = parser.add_argument_group("AOV")
+    options.add_argument(
+        "--bins", type=int, default=DEFAULT_AOV_BINS, help="phase bins (default 10)"
+    )
+    options.add_argument(
+        "--weighted",
+        action=argparse.BooleanOptionalAction,
+        help="weight by dy**-2 (default: yes when the catalog has dy)",
+    )
+
+
+def _add_conditional_entropy(subparsers: argparse._SubParsersAction) -> None:
+    from clperiod.periodograms.phase_statistics import (
+        DEFAULT_MAGNITUDE_BINS,
+        DEFAULT_PHASE_BINS,
+    )
+
+    parser = _phase_statistic_parser(
+        subparsers,
+        "conditional-entropy",
+        "conditional_entropy",
+        _conditional_entropy_options,
+        "Conditional entropy (Graham et al. 2013; in nats, lowest at the period: columns "
+        "statistic_min, statistic_min_1 ..)",
+    )
+    options = parser.add_argument_group("conditional entropy")
+    options.add_argument(
+        "--phase-bins", type=int, default=DEFAULT_PHASE_BINS, help="phase bins (default 10)"
+    )
+    options.add_argument(
+        "--magnitude-bins",
+        type=int,
+        default=DEFAULT_MAGNITUDE_BINS,
+        help="bins of the values, scaled to [0, 1] per object (default 5)",
+    )
+
+
+def _add_bls(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "bls",
+        help="box least squares transit search of every object of a catalog file",
+        description="Box least squares (Kovacs et al. 2002; astropy's BoxLeastSquares) of "
+        "every object of a catalog file at the periods of the frequency grid, read and "
+        "searched in chunks; one row per object (best period, power: the objective, the best "
+        "box's depth, depth_err, duration, transit_time, depth_snr, log_likelihood, top-k "
+        "peaks, status) to a Parquet or CSV file. Every duration must be shorter than the "
+        "shortest period (give --fmax or --min-period). An interrupted run resumes from its "
+        "finished chunks when run again.",
+    )
+    _add_search_arguments(parser, "bls", _bls_options, kernel_options=("precision",))
+    options = parser.add_argument_group("BLS")
+    durations = options.add_mutually_exclusive_group(required=True)
+    durations.add_argument(
+        "--durations",
+        type=float,
+        nargs="+",
+        metavar="D",
+        help="box durations (time unit); give INPUT before this option",
+    )
+    durations.add_argument(
+        "--duration-range",
+        nargs=3,
+        metavar=("DMIN", "DMAX", "N"),
+        type=float,
+        help="N box durations evenly spaced from DMIN to DMAX",
+    )
+    options.add_argument(
+        "--objective",
+        choices=("likelihood", "snr"),
+        default="likelihood",
+        help="maximise the log-likelihood (default) or the depth's signal-to-noise ratio",
+    )
+    options.add_argument(
+        "--method",
+        choices=("binned", "exact"),
+        default="binned",
+        help="binned (astropy's fast, default) or exact (astropy's slow) search",
+    )
+    options.add_argument(
+        "--oversample",
+        type=int,
+        default=10,
+        help="bins per shortest duration (binned) or box centres per duration (exact); default 10",
+    )
+    options.add_argument(
+        "--compat",
+        action="store_const",
+        const="astropy",
+        help="binned: astropy's bins exactly, with its gaps at phase 0 (default: boxes "
+        "wrap around phase 0)",
+    )
+
+
 #: Refinement box of ``clperiod rv search --refine``: period within this
 #: fraction, eccentricity within this distance of the planet found before.
 _REFINE_PERIOD = 0.03
@@ -1263,6 +1455,10 @@ _COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
     _add_supersmoother,
     _add_lombscargle_multiband,
     _add_mhaov,
+    _add_pdm,
+    _add_aov,
+    _add_conditional_entropy,
+    _add_bls,
     _add_singlepulse,
     _add_rv,
 )

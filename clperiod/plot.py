@@ -1,14 +1,15 @@
 """Figures of period-search results (needs matplotlib: ``pip install clperiod[plot]``).
 
 :func:`plot_result` draws one object of a result: its periodogram with the
-best and the top-k peaks marked and, for Lomb-Scargle, horizontal lines at
-the power of chosen false-alarm probabilities; below it the light curve
-folded at the best period, for a multiband Lomb-Scargle or multi-harmonic AOV
-result one panel per band with the fitted model overlaid. :func:`plot_objects`
-writes one such figure per object of a chosen set. :class:`PlotLabels` names
-the axes after the data's columns and units (days for Julian dates) and turns
-the y axis of magnitudes over (brighter up). matplotlib is imported when a
-function is called, never at ``import clperiod``.
+best and the top-k peaks marked (the lowest values for PDM and conditional
+entropy) and, for Lomb-Scargle, horizontal lines at the power of chosen
+false-alarm probabilities; below it the light curve folded at the best
+period, for a multiband Lomb-Scargle or multi-harmonic AOV result one panel
+per band with the fitted model overlaid, for BLS with the best box model.
+:func:`plot_objects` writes one such figure per object of a chosen set.
+:class:`PlotLabels` names the axes after the data's columns and units (days
+for Julian dates) and turns the y axis of magnitudes over (brighter up).
+matplotlib is imported when a function is called, never at ``import clperiod``.
 """
 
 from __future__ import annotations
@@ -28,9 +29,11 @@ import numpy as np
 from clperiod.catalog import Catalog, Status
 from clperiod.grid import search_grid
 from clperiod.periodograms import stats
+from clperiod.periodograms.bls import BlsResult
 from clperiod.periodograms.lombscargle import LombScargleResult
 from clperiod.periodograms.mhaov import MhaovResult
 from clperiod.periodograms.multiband import MultibandResult
+from clperiod.periodograms.phase_statistics import PhaseStatisticResult
 from clperiod.periodograms.supersmoother import SuperSmootherResult
 
 if TYPE_CHECKING:
@@ -62,8 +65,26 @@ _BAND_PANEL_HEIGHT = 2.6
 _MODEL_PHASES = 400
 #: Results drawn with one fold panel per band.
 _BAND_RESULTS = (MultibandResult, MhaovResult)
+#: Phases at which the BLS box model is drawn (over two cycles): its edges
+#: fall within 1/4000 of a cycle of the box's.
+_BOX_PHASES = 8000
 #: The results :func:`plot_result` draws.
-_RESULTS = (LombScargleResult, SuperSmootherResult, MultibandResult, MhaovResult)
+_RESULTS = (
+    LombScargleResult,
+    SuperSmootherResult,
+    MultibandResult,
+    MhaovResult,
+    PhaseStatisticResult,
+    BlsResult,
+)
+#: How the phase-binned statistics are named on the figures.
+_STATISTIC_NAMES = {"pdm": "PDM", "aov": "AOV", "conditional_entropy": "conditional entropy"}
+#: The y label of each phase-binned statistic's periodogram.
+_STATISTIC_LABELS = {
+    "pdm": r"PDM $\theta$ (lowest at the period)",
+    "aov": r"AOV $\theta$ (highest at the period)",
+    "conditional_entropy": "conditional entropy, nats (lowest at the period)",
+}
 
 
 @dataclass(frozen=True)
@@ -151,7 +172,7 @@ def _with_unit(name: str, unit: str | None) -> str:
 
 
 def plot_result(
-    result: LombScargleResult | SuperSmootherResult | MultibandResult | MhaovResult,
+    result: Any,
     catalog: Catalog,
     index: int = 0,
     ax: Axes | Sequence[Axes] | None = None,
@@ -166,9 +187,11 @@ def plot_result(
 
     Parameters
     ----------
-    result : LombScargleResult, SuperSmootherResult, MultibandResult or MhaovResult
-        A period-search result. With ``periodogram=True`` the periodogram
-        panel is drawn; otherwise only the folded light curve, with a note.
+    result
+        A period-search result: LombScargleResult, SuperSmootherResult,
+        MultibandResult, MhaovResult, PhaseStatisticResult or BlsResult. With
+        ``periodogram=True`` the periodogram panel is drawn; otherwise only
+        the folded light curve, with a note.
         A multiband Lomb-Scargle or a multi-harmonic AOV result folds each
         band in which the object has rows in a panel of its own (labelled
         with the band, in the order of ``catalog.bands``), with the model at
@@ -177,6 +200,11 @@ def plot_result(
         MHAOV each band's weighted least-squares fit of a mean and
         ``fit_harmonics`` harmonics (the fit of its statistic; none for a
         band left out of it, which the band's label says).
+        A PDM or conditional-entropy periodogram marks its lowest values
+        (``best == "minimum"``); a BLS result draws its power against
+        frequency (``1 / periods``) and its best box
+        (:meth:`BlsResult.model <clperiod.periodograms.bls.BlsResult.model>`)
+        over the fold.
     catalog : Catalog
         The catalog the result was computed from.
     index : int
@@ -214,8 +242,7 @@ def plot_result(
     ImportError
         matplotlib is not installed.
     TypeError
-        ``result`` is not a Lomb-Scargle, SuperSmoother, multiband or MHAOV
-        result.
+        ``result`` is not one of the results above.
     ValueError, IndexError
         ``catalog`` does not match ``result``, ``index`` is out of range,
         ``ax`` does not provide the panels needed, or a false-alarm
@@ -249,7 +276,7 @@ def plot_result(
 
 
 def plot_objects(
-    result: LombScargleResult | SuperSmootherResult | MultibandResult | MhaovResult,
+    result: Any,
     catalog: Catalog,
     objects: Sequence[Any],
     directory: str | os.PathLike[str],
@@ -262,9 +289,9 @@ def plot_objects(
 
     Parameters
     ----------
-    result : LombScargleResult, SuperSmootherResult, MultibandResult or MhaovResult
-        A period-search result (with ``periodogram=True`` for the
-        periodogram panels).
+    result
+        A period-search result that :func:`plot_result` draws (with
+        ``periodogram=True`` for the periodogram panels).
     catalog : Catalog
         The catalog the result was computed from.
     objects : sequence
@@ -327,30 +354,33 @@ def _draw_periodogram(
 ) -> None:
     frequency = np.asarray(result.frequency(), dtype=np.float64)
     power = np.asarray(result.power[index], dtype=np.float64)
+    power = np.where(np.isneginf(power), np.nan, power)  # BLS: no admissible box
     rising = np.argsort(frequency, kind="stable")  # a FrequencyArray may come in any order
     ax.plot(*_envelope(frequency[rising], power[rising]), color="0.25", lw=0.6)
     ok = result.status[index] == Status.OK
     top_f = np.asarray(result.top_k_frequency[index], dtype=np.float64)
     top_p = np.asarray(result.top_k_power[index], dtype=np.float64)
     found = np.isfinite(top_f) & np.isfinite(top_p)
+    lowest = getattr(result, "best", "maximum") == "minimum"
+    marker, best = ("^", "best (minimum)") if lowest else ("v", "best")
     if ok and found.any():
         ax.plot(
             top_f[found][1:],
             top_p[found][1:],
-            "v",
+            marker,
             color="tab:orange",
             ms=6,
-            label="other top-k peaks" if found.sum() > 1 else None,
+            label=f"other top-k {'minima' if lowest else 'peaks'}" if found.sum() > 1 else None,
         )
         best_f, best_p = result.frequency_best[index], result.power_best[index]
         ax.axvline(best_f, color="tab:red", lw=0.8, ls="--", alpha=0.7)
         ax.plot(
             [best_f],
             [best_p],
-            "v",
+            marker,
             color="tab:red",
             ms=8,
-            label=f"best: f = {labels.frequency(best_f)}, P = {labels.period(1.0 / best_f)}",
+            label=f"{best}: f = {labels.frequency(best_f)}, P = {labels.period(1.0 / best_f)}",
         )
     if ok:
         _draw_false_alarm_levels(ax, result, index, probabilities, fap_method)
@@ -368,9 +398,8 @@ def _draw_periodogram(
     ax.set_xlim(frequency[0], frequency[-1])
     ax.set_xlabel(labels.frequency_label)
     ax.set_ylabel(_power_label(result))
-    ax.set_title(
-        f"{name}: {_algorithm_name(result)}, {len(frequency):,} frequencies, {result.precision}"
-    )
+    facts = [_algorithm_name(result), f"{len(frequency):,} frequencies", _precision(result)]
+    ax.set_title(f"{name}: " + ", ".join(fact for fact in facts if fact))
 
 
 def _draw_false_alarm_levels(
@@ -388,6 +417,8 @@ def _draw_false_alarm_levels(
         return
     if isinstance(result, MhaovResult):
         _note(ax, "no FAP levels: MHAOV's FAP is a bootstrap (false_alarm_probability)")
+    if isinstance(result, (PhaseStatisticResult, BlsResult)):
+        _note(ax, f"no FAP levels: {_short_name(result)} has no analytic FAP")
         return
     levels = _false_alarm_levels(result, index, probabilities, method)
     from matplotlib.transforms import blended_transform_factory
@@ -456,8 +487,14 @@ def _draw_fold(
         ax.set_title(f"{name}: no period ({Status(result.status[index]).name})")
         return
     _draw_folded_points(ax, t, y, dy, frequency, t.min(), "tab:blue")
+    title = _fold_title(result, index, labels, name, t.size)
+    if isinstance(result, BlsResult):
+        phase = np.linspace(0.0, 2.0, _BOX_PHASES)
+        model = result.model(index, t.min() + phase / frequency)
+        ax.plot(phase, model, "-", color="black", lw=1.0, gid="box model")
+        title += ", box model in black"
     ax.set_xlabel(_phase_label(labels, t.min()))
-    ax.set_title(_fold_title(result, index, labels, name, t.size))
+    ax.set_title(title)
     if note_missing_power:
         _note_missing_power(ax)
 
@@ -624,9 +661,14 @@ def _phase_label(labels: PlotLabels, t0: float) -> str:
 
 def _fold_title(result: Any, index: int, labels: PlotLabels, name: str, n: int) -> str:
     frequency = result.frequency_best[index]
+    value = "power"
+    if isinstance(result, PhaseStatisticResult):
+        value = _short_name(result) + (
+            r" $\theta$" if result.method != "conditional_entropy" else ""
+        )
     return (
         f"{name} folded at P = {labels.period(1.0 / frequency)} "
-        f"(power {result.power_best[index]:.3g}, n = {n})"
+        f"({value} {result.power_best[index]:.3g}, n = {n})"
     )
 
 
@@ -647,8 +689,8 @@ def _note_missing_power(ax: Axes) -> None:
 def _check_result(result: Any, catalog: Catalog) -> None:
     if not isinstance(result, _RESULTS):
         raise TypeError(
-            "expected a LombScargleResult, SuperSmootherResult, MultibandResult or "
-            f"MhaovResult, got {type(result).__name__}"
+            "expected a LombScargleResult, SuperSmootherResult, MultibandResult, "
+            f"MhaovResult, PhaseStatisticResult or BlsResult, got {type(result).__name__}"
         )
     if catalog.n_objects != len(result.ids) or not np.array_equal(catalog.ids, result.ids):
         raise ValueError("catalog does not match result (different object ids)")
@@ -736,6 +778,11 @@ def file_stem(object_id: Any) -> str:
 
 
 def _algorithm_name(result: Any) -> str:
+    if isinstance(result, PhaseStatisticResult):
+        return f"{_short_name(result)} ({_parameter_text(result.parameters)})"
+    if isinstance(result, BlsResult):
+        n = result.durations.size
+        return f"BLS ({result.objective}, {result.method}, {n} duration{'s' if n > 1 else ''})"
     if isinstance(result, SuperSmootherResult):
         return f"SuperSmoother ({result.variant})"
     if isinstance(result, MultibandResult):
@@ -754,6 +801,25 @@ def _mhaov_name(result: MhaovResult) -> str:
     )
 
 
+def _short_name(result: Any) -> str:
+    """A phase-binned statistic's name (PDM, AOV, conditional entropy), or BLS."""
+    return "BLS" if isinstance(result, BlsResult) else _STATISTIC_NAMES[result.method]
+
+
+def _parameter_text(parameters: Any) -> str:
+    """A phase-binned statistic's bins as ``name value`` pairs (``weighted`` left out)."""
+    return ", ".join(
+        f"{key.replace('_', ' ')} {value}"
+        for key, value in parameters.items()
+        if key != "weighted"
+    )
+
+
+def _precision(result: Any) -> str:
+    """The floating-point precision of the search (a BLS result does not record it)."""
+    return str(getattr(result, "precision", ""))
+
+
 #: What each Lomb-Scargle normalization computes (astropy's definitions).
 _NORMALIZATIONS = {
     "standard": r"$1 - \chi^2/\chi^2_{\rm ref}$",
@@ -764,6 +830,11 @@ _NORMALIZATIONS = {
 
 
 def _power_label(result: Any) -> str:
+    if isinstance(result, PhaseStatisticResult):
+        return _STATISTIC_LABELS[result.method]
+    if isinstance(result, BlsResult):
+        objective = "log-likelihood" if result.objective == "likelihood" else "depth S/N"
+        return f"BLS power: {objective}"
     if isinstance(result, SuperSmootherResult):
         return r"power, $(n/2)(1 - \chi^2/\chi^2_{\rm ref})$"
     if isinstance(result, MultibandResult):

@@ -33,6 +33,9 @@ With ``band_col``, the catalog of every partition carries the band label of
 each row (the labels found in that partition, or the fixed ``bands``); the
 searches of one band pool the bands, so their results do not change;
 :func:`lombscargle_multiband` models each band, and so does :func:`mhaov`.
+:func:`pdm`, :func:`aov`, :func:`conditional_entropy` and :func:`bls` give the
+columns of their results (``statistic_min`` or ``statistic_max`` for the
+phase-binned statistics, BLS's best-box fields after ``power``).
 
 Exactly once: an object that appears twice in a nested partition raises a
 ValueError naming it. In a frame that was not shuffled here, an object split
@@ -62,12 +65,19 @@ from clperiod.grid import FrequencyArray, FrequencyGrid
 from clperiod.io.chunks import show_id
 from clperiod.io.formats import struct_fields
 from clperiod.io.frames import catalog_from_dataframe
-from clperiod.io.tables import result_columns
+from clperiod.io.tables import BOX_COLUMNS, result_columns
+from clperiod.periodograms.bls import MAX_TOP_K as _BLS_MAX_TOP_K
+from clperiod.periodograms.bls import _checked_durations
+from clperiod.periodograms.bls import bls as _bls
 from clperiod.periodograms.inputs import check_top_k
 from clperiod.periodograms.lombscargle import MAX_TOP_K as _LS_MAX_TOP_K
 from clperiod.periodograms.lombscargle import lombscargle as _lombscargle
 from clperiod.periodograms.mhaov import mhaov as _mhaov
 from clperiod.periodograms.multiband import lombscargle_multiband as _lombscargle_multiband
+from clperiod.periodograms.phase_statistics import MAX_TOP_K as _PS_MAX_TOP_K
+from clperiod.periodograms.phase_statistics import aov as _aov
+from clperiod.periodograms.phase_statistics import conditional_entropy as _conditional_entropy
+from clperiod.periodograms.phase_statistics import pdm as _pdm
 from clperiod.periodograms.supersmoother import MAX_TOP_K as _SS_MAX_TOP_K
 from clperiod.periodograms.supersmoother import supersmoother as _supersmoother
 from clperiod.pipeline.run import AutoGrid
@@ -80,7 +90,16 @@ if TYPE_CHECKING:
     import dask.dataframe as dd
     import pandas as pd
 
-__all__ = ["lombscargle", "lombscargle_multiband", "mhaov", "supersmoother"]
+__all__ = [
+    "aov",
+    "bls",
+    "conditional_entropy",
+    "lombscargle",
+    "lombscargle_multiband",
+    "mhaov",
+    "pdm",
+    "supersmoother",
+]
 
 #: ``dy_col`` value that picks :data:`DY_NAME` when the frame has it.
 AUTO = "auto"
@@ -92,6 +111,7 @@ _HANDLED = (
     "cat_or_t",
     "catalog",
     "grid",
+    "periods",
     "y",
     "dy",
     "device",
@@ -352,6 +372,183 @@ def mhaov(
     )
 
 
+def pdm(
+    ddf: dd.DataFrame,
+    grid: FrequencyGrid | FrequencyArray | AutoGrid | None = None,
+    *,
+    id_col: str = "id",
+    t_col: str = "t",
+    y_col: str = "y",
+    dy_col: str | None = "auto",
+    nested_col: str | None = None,
+    nan_policy: str = "raise",
+    shuffle: bool | None = None,
+    check_ids: bool | None = None,
+    device: str | None = None,
+    **options: Any,
+) -> dd.DataFrame:
+    """Phase dispersion minimization of every object of a Dask DataFrame.
+
+    Parameters and result as :func:`lombscargle` (no ``fap`` column, no
+    bands); the lowest ``theta`` is in ``statistic_min`` and the top-k in
+    ``statistic_min_1 ..``. ``**options`` go to :func:`clperiod.pdm`
+    (``n_bins``, ``n_covers``, ``weighted``, ``precision``, ``top_k``).
+    """
+    frame = _Frame(ddf, id_col, t_col, y_col, dy_col, nested_col, nan_policy)
+    return frame.search(_pdm, _PS_MAX_TOP_K, grid, shuffle, check_ids, device, options)
+
+
+def aov(
+    ddf: dd.DataFrame,
+    grid: FrequencyGrid | FrequencyArray | AutoGrid | None = None,
+    *,
+    id_col: str = "id",
+    t_col: str = "t",
+    y_col: str = "y",
+    dy_col: str | None = "auto",
+    nested_col: str | None = None,
+    nan_policy: str = "raise",
+    shuffle: bool | None = None,
+    check_ids: bool | None = None,
+    device: str | None = None,
+    **options: Any,
+) -> dd.DataFrame:
+    """Phase-binned analysis of variance of every object of a Dask DataFrame.
+
+    Parameters and result as :func:`lombscargle` (no ``fap`` column, no
+    bands); the highest ``theta`` is in ``statistic_max`` and the top-k in
+    ``statistic_max_1 ..``. ``**options`` go to :func:`clperiod.aov`
+    (``n_bins``, ``weighted``, ``precision``, ``top_k``).
+    """
+    frame = _Frame(ddf, id_col, t_col, y_col, dy_col, nested_col, nan_policy)
+    return frame.search(_aov, _PS_MAX_TOP_K, grid, shuffle, check_ids, device, options)
+
+
+def conditional_entropy(
+    ddf: dd.DataFrame,
+    grid: FrequencyGrid | FrequencyArray | AutoGrid | None = None,
+    *,
+    id_col: str = "id",
+    t_col: str = "t",
+    y_col: str = "y",
+    dy_col: str | None = "auto",
+    nested_col: str | None = None,
+    nan_policy: str = "raise",
+    shuffle: bool | None = None,
+    check_ids: bool | None = None,
+    device: str | None = None,
+    **options: Any,
+) -> dd.DataFrame:
+    """Conditional entropy of every object of a Dask DataFrame.
+
+    Parameters and result as :func:`lombscargle` (no ``fap`` column, no
+    bands); the lowest entropy is in ``statistic_min`` and the top-k in
+    ``statistic_min_1 ..``. ``**options`` go to
+    :func:`clperiod.conditional_entropy` (``phase_bins``,
+    ``magnitude_bins``, ``precision``, ``top_k``).
+    """
+    frame = _Frame(ddf, id_col, t_col, y_col, dy_col, nested_col, nan_policy)
+    return frame.search(
+        _conditional_entropy, _PS_MAX_TOP_K, grid, shuffle, check_ids, device, options
+    )
+
+
+def bls(
+    ddf: dd.DataFrame,
+    grid: FrequencyGrid | FrequencyArray | AutoGrid | None = None,
+    *,
+    durations: Any,
+    id_col: str = "id",
+    t_col: str = "t",
+    y_col: str = "y",
+    dy_col: str | None = "auto",
+    nested_col: str | None = None,
+    nan_policy: str = "raise",
+    shuffle: bool | None = None,
+    check_ids: bool | None = None,
+    device: str | None = None,
+    **options: Any,
+) -> dd.DataFrame:
+    """Box least squares transit search of every object of a Dask DataFrame.
+
+    Parameters and result as :func:`lombscargle` (no ``fap`` column, no
+    bands): the periods of the grid's frequencies are searched;
+    ``durations`` (each shorter than the grid's shortest period, checked at
+    once) and ``**options`` go to :func:`clperiod.bls` (``objective``,
+    ``method``, ``oversample``, ``compat``, ``precision``, ``top_k``).
+    ``power`` is the objective; the best box's ``depth``, ``depth_err``,
+    ``duration``, ``transit_time``, ``depth_snr`` and ``log_likelihood``
+    follow it.
+    """
+    frame = _Frame(ddf, id_col, t_col, y_col, dy_col, nested_col, nan_policy)
+    resolved = frame.grid(grid)
+    durations = _checked_bls_durations(durations, resolved)
+    return frame.search(
+        _bls,
+        _BLS_MAX_TOP_K,
+        resolved,
+        shuffle,
+        check_ids,
+        device,
+        {**options, "durations": durations},
+    )
+
+
+def _checked_bls_durations(durations: Any, grid: Any) -> list[float]:
+    """``durations`` as a list, each shorter than the shortest period of ``grid``."""
+    if not isinstance(grid, (FrequencyGrid, FrequencyArray)) or grid.fmax <= 0:
+        return durations
+    return [float(d) for d in _checked_durations(durations, 1.0 / grid.fmax)]
+
+
+@dataclass(frozen=True)
+class _Frame:
+    """A frame of one-band searches: its layout, read as the arguments say."""
+
+    ddf: Any
+    id_col: str
+    t_col: str
+    y_col: str
+    dy_col: str | None
+    nested_col: str | None
+    nan_policy: str
+
+    @property
+    def layout(self) -> _Layout:
+        return _layout(
+            self.ddf, self.id_col, self.t_col, self.y_col, self.dy_col, self.nested_col, None, None
+        )
+
+    def grid(self, grid: Any) -> Any:
+        """``grid`` resolved on the frame (:func:`_resolved_grid`)."""
+        return _resolved_grid(grid, self.ddf, self.layout, self.nan_policy)
+
+    def search(
+        self,
+        search: Callable[..., Any],
+        max_top_k: int,
+        grid: Any,
+        shuffle: bool | None,
+        check_ids: bool | None,
+        device: str | None,
+        options: dict[str, Any],
+    ) -> dd.DataFrame:
+        """The lazy output frame of ``search`` (:func:`_map_search`), no ``fap`` column."""
+        layout = self.layout
+        return _map_search(
+            search,
+            max_top_k,
+            self.ddf,
+            self.grid(grid),
+            layout,
+            self.nan_policy,
+            None,
+            _Partitioning.build(self.ddf, layout, shuffle, check_ids),
+            device,
+            options,
+        )
+
+
 @dataclass(frozen=True)
 class _Partitioning:
     """Whether a frame is shuffled by id before the search, and whether the
@@ -460,7 +657,7 @@ def _map_search(
     _check_options(search, options)
     top_k = check_top_k(options.get("top_k", 1), max_top_k)
     id_dtype = ddf.index.dtype if layout.id_in_index else ddf.dtypes[layout.id_col]
-    meta = _meta(id_dtype, top_k, fap_method)
+    meta = _meta(id_dtype, top_k, fap_method, search)
     if partitioning.shuffle:
         ddf = ddf.shuffle(on_index=True) if layout.id_in_index else ddf.shuffle(on=layout.id_col)
     results = ddf.map_partitions(
@@ -557,18 +754,35 @@ def _known_fields(ddf: Any, nested_col: str) -> list[str] | None:
     return None
 
 
-def _meta(id_dtype: Any, top_k: int, fap_method: str | None) -> pd.DataFrame:
-    """The empty output frame: the columns of ``result_columns`` for no objects."""
+def _meta(
+    id_dtype: Any, top_k: int, fap_method: str | None, search: Callable[..., Any]
+) -> pd.DataFrame:
+    """The empty output frame: the columns of ``result_columns`` for no objects
+    of ``search``."""
     import pandas as pd
 
-    meta = pd.DataFrame(result_columns(_NoObjects(top_k), fap_method=fap_method))
+    meta = pd.DataFrame(result_columns(_NoObjects(top_k, search), fap_method=fap_method))
     return meta.astype({"id": id_dtype, "status_name": "str", "grid_warning": "str"})
+
+
+#: The best value of the phase-binned statistics (their results' ``best``).
+_BEST_VALUES: dict[Callable[..., Any], str] = {
+    _pdm: "minimum",
+    _conditional_entropy: "minimum",
+    _aov: "maximum",
+}
 
 
 class _NoObjects:
     """A search result of zero objects: the attributes ``result_columns`` reads."""
 
-    def __init__(self, top_k: int) -> None:
+    def __init__(self, top_k: int, search: Callable[..., Any]) -> None:
+        best = _BEST_VALUES.get(search)
+        if best is not None:
+            self.best = best
+        if search is _bls:
+            for name in BOX_COLUMNS:
+                setattr(self, f"{name}_best", np.zeros(0))
         self.ids = np.zeros(0, dtype=np.int64)
         self.n_points = np.zeros(0, dtype=np.int64)
         self.period = self.frequency_best = self.power_best = np.zeros(0)

@@ -26,10 +26,12 @@ boxes of every duration, and reports astropy's fields for it.
 
 The device (``cl_kernels/bls.mako``) folds, bins and scans one (object,
 period) per work-group and reduces the periodograms to each object's top-k
-peaks (``cl_kernels/peaks.mako``). Box sums are exact 64-bit fixed-point
-integers (each object's ``u v`` and ``v`` scaled so that their sums stay
-below 2**61; ``v`` at least one unit), so boxes holding the same points tie
-exactly, as in astropy, and a box is empty exactly when its weight is 0.
+peaks (``cl_kernels/peaks.mako``); the objects are spread over the selected
+devices in batches (``clperiod.engine.scheduler.run_on_devices``). Box sums
+are exact 64-bit fixed-point integers (each object's ``u v`` and ``v``
+scaled so that their sums stay below 2**61; ``v`` at least one unit), so
+boxes holding the same points tie exactly, as in astropy, and a box is
+empty exactly when its weight is 0.
 The host turns the chosen boxes' sums into float64 fields, so fp32 kernels
 (folding in double-single, objective in float) report fp64-accurate values of
 the boxes they choose.
@@ -55,6 +57,7 @@ from clperiod.engine.devices import (
     select_devices,
     upload,
 )
+from clperiod.engine.scheduler import run_on_devices, split_range
 from clperiod.grid import MAX_NF, FrequencyArray, FrequencyGrid, split_float32
 from clperiod.periodograms import bls_stats
 from clperiod.periodograms.inputs import (
@@ -219,7 +222,7 @@ class BlsResult(PeakResults):
     compat : str or None
         ``"astropy"`` or None (binned).
     devices : list of str
-        Device used.
+        Devices used.
     """
 
     ids: np.ndarray
@@ -386,11 +389,11 @@ def bls(
         side, and compares boxes in float; either way the fields of the
         chosen boxes are computed in float64 from exact sums.
     device
-        Device selection (see :func:`clperiod.select_devices`); the first
-        selected device computes.
+        Device selection (see :func:`clperiod.select_devices`); objects are
+        spread over every selected device. fp64 needs devices with fp64.
     layout : Layout, optional
-        Where the binned kernel keeps its bins (default
-        :func:`~clperiod.periodograms.bls.layout_for`).
+        Where the binned kernel keeps its bins on every device (default
+        :func:`~clperiod.periodograms.bls.layout_for` of each).
 
     Returns
     -------
@@ -418,16 +421,20 @@ def bls(
         periodogram=checks.boolean("periodogram", periodogram),
     )
     check_choice("precision", precision, Precision)
-    info = select_devices(device)[0]
-    if precision == "fp64":
-        require_fp64(info)
-    layout = _checked_layout(layout, info)
+    devices = select_devices(device)
+    layouts = []
+    for info in devices:
+        if precision == "fp64":
+            require_fp64(info)
+        layouts.append(_checked_layout(layout, info))
     plan = _plan(trials.searched, durations, options, precision == "fp64")
     prepared = _prepare(catalog)
-    found = _search(get_queue(info), info, prepared, plan, options, layout)
+    found = _search_devices(list(zip(devices, layouts, strict=True)), prepared, plan, options)
     if options.method == "binned" and options.compat == "astropy":
         _astropy_copies(catalog, prepared, plan, options, found)
-    return _result(catalog, trials, plan, options, prepared, found, info.label)
+    return _result(
+        catalog, trials, plan, options, prepared, found, [info.label for info in devices]
+    )
 
 
 @dataclass(frozen=True)
@@ -770,6 +777,65 @@ class _PeriodRange:
     local_bins: bool
     slot_len: int
     rows: int
+
+
+def _search_devices(
+    devices: list[tuple[DeviceInfo, Layout]],
+    prepared: _Prepared,
+    plan: _Plan,
+    options: _Options,
+) -> _Found:
+    """:func:`_search` of consecutive batches of objects
+    (:func:`~clperiod.engine.scheduler.split_range`), spread over ``devices``
+    (each with its layout), joined in catalog order."""
+    batches = split_range(0, prepared.status.size, len(devices))
+    layouts = {id(info): layout for info, layout in devices}
+
+    def work(info: DeviceInfo, batch: tuple[int, int]) -> _Found:
+        part = _objects(prepared, *batch)
+        return _search(get_queue(info), info, part, plan, options, layouts[id(info)])
+
+    parts = run_on_devices([info for info, _ in devices], batches, work)
+    if len(parts) == 1:
+        return parts[0]
+    return _joined(parts, plan.periods.size, options)
+
+
+def _objects(prepared: _Prepared, lo: int, hi: int) -> _Prepared:
+    """The objects ``lo .. hi - 1`` of ``prepared``, as :func:`_search` takes them."""
+    points = slice(int(prepared.offsets[lo]), int(prepared.offsets[hi]))
+    return _Prepared(
+        status=prepared.status[lo:hi],
+        offsets=prepared.offsets[lo : hi + 1] - prepared.offsets[lo],
+        tau=prepared.tau[points],
+        uv=prepared.uv[points],
+        v=prepared.v[points],
+        totals=prepared.totals[lo:hi],
+        t_ref=prepared.t_ref[lo:hi],
+        depth_exponent=prepared.depth_exponent[lo:hi],
+        weight_unit=prepared.weight_unit[lo:hi],
+        dy_min=prepared.dy_min[lo:hi],
+    )
+
+
+def _joined(parts: list[_Found], n_periods: int, options: _Options) -> _Found:
+    """The batches' finds, in order, as one; peak columns (one set of
+    ``top_k`` per period range, which differ between devices) padded with
+    NO_PEAK, which ranks last."""
+    columns = max(part.indices.shape[1] for part in parts)
+
+    def padded(array: np.ndarray, fill: int) -> np.ndarray:
+        extra = [(0, 0), (0, columns - array.shape[1])] + [(0, 0)] * (array.ndim - 2)
+        return np.pad(array, extra, constant_values=fill)
+
+    periodogram = options.periodogram
+    return _Found(
+        indices=np.concatenate([padded(part.indices, NO_PEAK) for part in parts]),
+        keys=np.concatenate([padded(part.keys, NO_PEAK) for part in parts]),
+        sums=np.concatenate([padded(part.sums, 0) for part in parts]),
+        all_keys=np.concatenate([p.all_keys for p in parts]) if periodogram else None,
+        all_sums=np.concatenate([p.all_sums for p in parts]) if periodogram else None,
+    )
 
 
 def _search(
@@ -1270,7 +1336,7 @@ def _result(
     options: _Options,
     prepared: _Prepared,
     found: _Found,
-    device: str,
+    devices: list[str],
 ) -> BlsResult:
     """The search's results: statuses, best boxes, peaks and periodograms."""
     best, indices = _best_boxes(prepared, plan, options, found)
@@ -1309,7 +1375,7 @@ def _result(
         method=options.method,
         oversample=options.oversample,
         compat=options.compat if options.method == "binned" else None,
-        devices=[device],
+        devices=devices,
         catalog=catalog,
     )
 

@@ -24,7 +24,9 @@ The device (``cl_kernels/phase_bins.mako``, fp64 or fp32) gives each
 adds them to its own histogram in local memory; ``peaks_topk``
 (``cl_kernels/peaks.mako``) reduces the periodograms to each object's best
 values, as :func:`multiterm.search <clperiod.periodograms.multiterm.search>`
-does. One device.
+does. The objects are spread over the selected devices in batches
+(``clperiod.engine.scheduler.run_on_devices``); every (object, frequency) is
+computed on its own, so the results do not depend on the devices.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from clperiod import checks
 from clperiod.catalog import Catalog, Status, catalog_of
 from clperiod.engine import kernels
 from clperiod.engine.devices import DeviceInfo, get_queue, require_fp64, select_devices, upload
+from clperiod.engine.scheduler import run_on_devices, split_range
 from clperiod.grid import FrequencyArray, FrequencyGrid, search_grid, split_float32
 from clperiod.periodograms.inputs import (
     PeakResults,
@@ -123,7 +126,7 @@ class PhaseStatisticResult(PeakResults):
     precision : str
         ``"fp64"`` or ``"fp32"``.
     devices : list of str
-        Device used.
+        Devices used.
     """
 
     ids: np.ndarray
@@ -236,8 +239,8 @@ def pdm(
         Arithmetic of the device. fp32 folds raw MJD epochs to ~1e-7 cycles
         and carries an absolute error of a few 1e-7 in ``theta``.
     device
-        Device selection (see :func:`clperiod.select_devices`); the first
-        selected device computes.
+        Device selection (see :func:`clperiod.select_devices`); objects are
+        spread over every selected device. fp64 needs devices with fp64.
 
     Returns
     -------
@@ -443,14 +446,16 @@ def _search(
     top_k = check_top_k(top_k, MAX_TOP_K)
     periodogram = checks.boolean("periodogram", periodogram)
     fp64 = checks.choice("precision", precision, ("fp64", "fp32")) == "fp64"
-    info = select_devices(device)[0]
-    if fp64:
-        require_fp64(info)
-    wg = _work_group_size(info, statistic, fp64, not isinstance(searched, FrequencyGrid))
+    devices = select_devices(device)
+    arbitrary = not isinstance(searched, FrequencyGrid)
+    for info in devices:
+        if fp64:
+            require_fp64(info)
+        _work_group_size(info, statistic, fp64, arbitrary)
     prepared = _prepare(catalog, statistic, np.float64 if fp64 else np.float32)
     rows = np.full((catalog.n_objects, searched.nf), np.nan) if periodogram else None
-    device_run = _DeviceRun(get_queue(info), prepared, searched, statistic, fp64, wg)
-    values, indices = device_run.peaks(top_k, rows)
+    device_search = _DeviceSearch(prepared, searched, statistic, fp64, top_k)
+    values, indices = device_search.run(devices, rows)
     top_value, top_frequency = top_k_arrays(values, indices, searched)
     status = degenerate_status(catalog, prepared.status, top_value[:, 0], statistic.weighted)
     status[(prepared.status == Status.ZERO_VARIANCE) & (status == Status.OUT_OF_RANGE)] = (
@@ -472,7 +477,7 @@ def _search(
         best="minimum" if statistic.minimum else "maximum",
         parameters=dict(statistic.parameters),
         precision=precision,
-        devices=[info.label],
+        devices=[info.label for info in devices],
         catalog=catalog,
     )
 
@@ -644,6 +649,57 @@ def _magnitude_bins(
 
 # }}}
 # {{{ the device
+
+
+@dataclass(frozen=True)
+class _DeviceSearch:
+    """One search spread over devices: consecutive batches of objects
+    (:func:`~clperiod.engine.scheduler.split_range`), each run by a
+    :class:`_DeviceRun` on the device that takes it."""
+
+    prepared: _Prepared
+    searched: FrequencyGrid | FrequencyArray
+    statistic: _Statistic
+    fp64: bool
+    top_k: int
+
+    def run(
+        self, devices: list[DeviceInfo], rows: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Every object's ``top_k`` ranking values and grid indices (as
+        :meth:`_DeviceRun.peaks`); the periodograms into ``rows`` when given."""
+        n_obj = self.prepared.status.size
+        batches = split_range(0, n_obj, len(devices))
+        values = np.full((n_obj, self.top_k), -np.inf)
+        indices = np.full((n_obj, self.top_k), np.iinfo(np.int32).max, dtype=np.int32)
+
+        def work(info: DeviceInfo, batch: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+            lo, hi = batch
+            arbitrary = not isinstance(self.searched, FrequencyGrid)
+            wg = _work_group_size(info, self.statistic, self.fp64, arbitrary)
+            part = _objects(self.prepared, lo, hi, self.statistic.kind == "ce")
+            device_run = _DeviceRun(
+                get_queue(info), part, self.searched, self.statistic, self.fp64, wg
+            )
+            return device_run.peaks(self.top_k, None if rows is None else rows[lo:hi])
+
+        parts = run_on_devices(devices, batches, work)
+        for (lo, hi), (part_values, part_indices) in zip(batches, parts, strict=True):
+            values[lo:hi], indices[lo:hi] = part_values, part_indices
+        return values, indices
+
+
+def _objects(prepared: _Prepared, lo: int, hi: int, shared_constants: bool) -> _Prepared:
+    """The objects ``lo .. hi - 1`` of ``prepared`` (``shared_constants``: the
+    constants are one table for all objects, CE's, rather than a row each)."""
+    points = slice(int(prepared.offsets[lo]), int(prepared.offsets[hi]))
+    return _Prepared(
+        status=prepared.status[lo:hi],
+        offsets=prepared.offsets[lo : hi + 1] - prepared.offsets[lo],
+        tau=prepared.tau[points],
+        values=tuple(v[points] for v in prepared.values),
+        constants=prepared.constants if shared_constants else prepared.constants[lo:hi],
+    )
 
 
 class _DeviceRun:

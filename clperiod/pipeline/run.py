@@ -66,7 +66,16 @@ __all__ = [
 #: ``clperiod`` (each takes a catalog, a grid, ``device=``, ``periodogram=``
 #: and keyword options, and returns a result that
 #: :func:`clperiod.io.tables.result_columns` reads).
-ALGORITHMS = ("lombscargle", "supersmoother", "lombscargle_multiband", "mhaov")
+ALGORITHMS = (
+    "lombscargle",
+    "supersmoother",
+    "lombscargle_multiband",
+    "mhaov",
+    "pdm",
+    "aov",
+    "conditional_entropy",
+    "bls",
+)
 #: The searches whose results have an analytic false-alarm probability (a ``fap`` column).
 _ANALYTIC_FAP = ("lombscargle",)
 #: Search arguments the run sets itself.
@@ -74,6 +83,7 @@ _HANDLED = (
     "cat_or_t",
     "catalog",
     "grid",
+    "periods",
     "y",
     "dy",
     "device",
@@ -134,12 +144,15 @@ class PeriodSearch:
 
     Parameters
     ----------
-    algorithm : {"lombscargle", "supersmoother", "lombscargle_multiband", "mhaov"}
+    algorithm : str
         The search (one of ``ALGORITHMS``): the function of that name in
         ``clperiod``. The multiband search models the bands of each object
         (its catalog's band labels, e.g. ``open_catalog(..., band_col=...)``),
         and so does the multi-harmonic AOV of a catalog with bands (without
-        bands it is the single-band statistic); the others pool them.
+        bands it is the single-band statistic); the others pool them. BLS
+        searches the periods of the grid's frequencies and needs
+        ``durations`` among the options (each shorter than the grid's
+        shortest period).
     grid : FrequencyGrid, FrequencyArray or AutoGrid
         The frequency grid; default :class:`AutoGrid` (resolved on the input,
         periods from 0.05 days up). A :class:`~clperiod.FrequencyArray` (any
@@ -149,13 +162,15 @@ class PeriodSearch:
     options : mapping
         Keyword arguments of the search (``method``, ``normalization``,
         ``precision``, ``top_k``, ``variant``, ``nterms_base``,
-        ``nterms_band``, ``nharmonics``, ...), JSON-ready values. The run sets ``device``,
+        ``nterms_band``, ``nharmonics``, ``n_bins``, ``n_covers``,
+        ``magnitude_bins``, ``durations``, ``objective``, ...), JSON-ready
+        values. The run sets ``device``,
         ``periodogram`` and ``progress`` itself.
     fap_method : str or None
         Method of the ``fap`` column (Lomb-Scargle), or None for none; the
         searches without an analytic false-alarm probability (SuperSmoother,
-        multiband, multi-harmonic AOV) write no ``fap`` column whatever it
-        says.
+        multiband, multi-harmonic AOV, PDM, AOV, conditional entropy, BLS)
+        write no ``fap`` column whatever it says.
     """
 
     algorithm: str
@@ -681,7 +696,27 @@ def _search_group(plan: _Plan, group: Catalog, part: PeriodogramWriter) -> Any:
     the result without them (so no group's are held while the next is searched)."""
     result = plan.search.run(group, device=plan.devices, periodogram=True)
     part.write(result.ids, result.power)
-    return dataclasses.replace(result, power=None)
+    return _without_periodograms(result)
+
+
+#: Result fields that hold periodograms (``statistic``: the phase-binned
+#: statistics'; the others after ``power``: BLS's box fields).
+_PERIODOGRAM_FIELDS = (
+    "power",
+    "statistic",
+    "depth",
+    "depth_err",
+    "duration",
+    "transit_time",
+    "depth_snr",
+    "log_likelihood",
+)
+
+
+def _without_periodograms(result: Any) -> Any:
+    """``result`` with every periodogram field None."""
+    fields = {item.name for item in dataclasses.fields(result)}
+    return dataclasses.replace(result, **{n: None for n in _PERIODOGRAM_FIELDS if n in fields})
 
 
 def _group_objects(grid: FrequencyGrid | FrequencyArray) -> int:

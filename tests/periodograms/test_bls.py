@@ -4,6 +4,8 @@ the binned kernel, fp32, invariances, injections, statuses and bad input."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from astropy.timeseries import BoxLeastSquares
@@ -11,9 +13,11 @@ from astropy.timeseries import BoxLeastSquares
 import clperiod
 from clperiod import Catalog, FrequencyGrid, Status
 from clperiod.io import load_example
+from clperiod.periodograms import bls as bls_module
 from clperiod.periodograms.bls import Layout
 from clperiod.periodograms.bls_stats import autoperiod
 from reference import bls as ref
+from two_devices import run_on_two_devices
 
 PERIOD, DURATION, EPOCH, DEPTH = 2.3, 0.2, 101.1, 0.01
 PERIODS = np.linspace(0.8, 4.0, 150)
@@ -211,6 +215,86 @@ def test_a_ragged_catalog_equals_its_objects_alone(method):
         assert_peaks_are_the_periodograms(together, row)
     assert np.isnan(together.power[3:]).all() and np.isnan(together.period_best[3:]).all()
     assert (together.top_k_index[3:] == -1).all()
+
+
+@pytest.mark.parametrize(("method", "compat"),
+                         [("binned", None), ("binned", "astropy"), ("exact", None)])
+def test_devices_give_the_results_of_one(monkeypatch, cpu_device, method, compat):
+    """Objects spread over two workers of one device, the second with 8 KiB of local
+    memory (so more period ranges, and more peak columns per object, than the first): the
+    results of one device."""
+    catalog, _ = ragged_catalog()
+    periods = np.linspace(1.0, 12.0, 60) if method == "binned" else PERIODS[::5]
+    durations = [0.04, 0.1]
+    one_device = clperiod.bls(catalog, periods, durations, method=method, compat=compat,
+                              top_k=3, periodogram=True)
+    small = dataclasses.replace(cpu_device, local_mem=8192)
+    monkeypatch.setattr(bls_module, "select_devices", lambda _: [cpu_device, small])
+    spread = clperiod.bls(catalog, periods, durations, method=method, compat=compat,
+                          top_k=3, periodogram=True)
+    assert spread.devices == [cpu_device.label] * 2
+    for name in ("period_best", "power_best", "depth_best", "transit_time_best",
+                 "top_k_index", "top_k_power", "status", *ref.FIELDS):
+        np.testing.assert_array_equal(getattr(spread, name), getattr(one_device, name),
+                                      err_msg=name)
+
+
+def test_joined_batches_pad_peak_columns():
+    """Batches found with different numbers of period ranges join with NO_PEAK columns."""
+    options = bls_module._Options("likelihood", "binned", 10, None, 1, False)
+    wide = bls_module._Found(np.array([[3, 7]], np.int32), np.array([[5, 9]], np.int32),
+                             np.ones((1, 2, 2), np.int64), None, None)
+    narrow = bls_module._Found(np.array([[4]], np.int32), np.array([[6]], np.int32),
+                               np.full((1, 1, 2), 2, np.int64), None, None)
+    joined = bls_module._joined([wide, narrow], 10, options)
+    no_peak = np.iinfo(np.int32).max
+    np.testing.assert_array_equal(joined.indices, [[3, 7], [4, no_peak]])
+    np.testing.assert_array_equal(joined.keys, [[5, 9], [6, no_peak]])
+    np.testing.assert_array_equal(joined.sums[1], [[2, 2], [0, 0]])
+    assert joined.all_keys is None
+
+
+TWO_DEVICES = r"""
+import json
+import numpy as np
+import clperiod
+from clperiod import Catalog
+
+devices = clperiod.select_devices("all")
+rng = np.random.default_rng(8)
+lcs = []
+for k in range(16):
+    n = int(rng.integers(30, 400))
+    t = np.sort(rng.uniform(0, 20, n)) + 58000.0
+    y = 1.0 + 0.005 * rng.standard_normal(n)
+    y[np.abs((t - 58001.0 + 1.15) % 2.3 - 1.15) < 0.1] -= 0.01
+    lcs.append((t, y, rng.uniform(0.004, 0.007, n)))
+cat = Catalog.from_lightcurves(lcs)
+periods = np.linspace(0.8, 4.0, 400)
+fields = ("period_best", "power_best", "depth_best", "duration_best", "transit_time_best",
+          "top_k_index", "top_k_power", "status")
+out = {"n_devices": len(devices)}
+for method in ("binned", "exact"):
+    for precision in ("fp64", "fp32"):
+        one = clperiod.bls(cat, periods, [0.1, 0.2], method=method, top_k=3,
+                           precision=precision, device=devices[:1])
+        both = clperiod.bls(cat, periods, [0.1, 0.2], method=method, top_k=3,
+                            precision=precision, device=devices)
+        out[f"{method} {precision}"] = {
+            "devices": len(both.devices),
+            "same": all(np.array_equal(getattr(one, f), getattr(both, f), equal_nan=True)
+                        for f in fields),
+        }
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.slow
+def test_two_devices_equal_one():
+    out = run_on_two_devices(TWO_DEVICES)
+    assert out.pop("n_devices") == 2
+    assert len(out) == 4
+    assert all(value == {"devices": 2, "same": True} for value in out.values()), out
 
 
 def assert_peaks_are_the_periodograms(result, row: int) -> None:

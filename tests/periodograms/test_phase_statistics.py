@@ -18,6 +18,7 @@ from reference import aov as ref_aov
 from reference import conditional_entropy as ref_ce
 from reference import light_curves as lc
 from reference import pdm as ref_pdm
+from two_devices import run_on_two_devices
 
 GRID = FrequencyGrid(0.05, 0.0011, 1500)  # up to 1.7 per day, 5 samples per 1/T of 180 d
 MJD = 58000.0
@@ -384,6 +385,79 @@ def test_bins_beyond_local_memory(cpu_device):
     tiny = dataclasses.replace(cpu_device, local_mem=1000)
     with pytest.raises(ValueError, match=r"pdm .* local memory"):
         phase_statistics._work_group_size(tiny, statistic, True, False)
+
+
+# }}}
+# {{{ several devices
+
+SEARCHES = {
+    "pdm": (clperiod.pdm, {"n_bins": 8, "n_covers": 2}),
+    "aov": (clperiod.aov, {"n_bins": 6}),
+    "conditional_entropy": (clperiod.conditional_entropy, {"magnitude_bins": 4}),
+}
+FIELDS = ("frequency_best", "statistic_best", "top_k_frequency", "top_k_statistic", "status")
+
+
+@pytest.mark.parametrize("precision", ["fp64", "fp32"])
+@pytest.mark.parametrize("name", sorted(SEARCHES))
+def test_two_workers_of_one_device_equal_one(monkeypatch, name, precision):
+    """Objects spread over two workers of one device (several batches, objects that are not
+    OK among them) give the results of one device, periodograms included."""
+    curves = [lightcurve(k, n=30 + 9 * k) for k in range(9)]
+    curves[4] = (curves[4][0][:5], curves[4][1][:5], curves[4][2][:5])  # TOO_FEW_POINTS
+    cat = Catalog.from_lightcurves(curves)
+    search, options = SEARCHES[name]
+    grid = FrequencyGrid(0.05, 0.0011, 400)
+    one_device = search(cat, grid, top_k=3, periodogram=True, precision=precision, **options)
+    info = clperiod.select_devices()[0]
+    monkeypatch.setattr(phase_statistics, "select_devices", lambda _: [info, info])
+    spread = search(cat, grid, top_k=3, periodogram=True, precision=precision, **options)
+    assert spread.devices == [info.label] * 2
+    assert one_device.status[4] == Status.TOO_FEW_POINTS
+    for field in (*FIELDS, "statistic"):
+        np.testing.assert_array_equal(getattr(spread, field), getattr(one_device, field))
+
+
+TWO_DEVICES = r"""
+import json
+import numpy as np
+import clperiod
+from clperiod import Catalog, FrequencyArray, FrequencyGrid
+
+devices = clperiod.select_devices("all")
+rng = np.random.default_rng(3)
+lcs = []
+for k in range(24):
+    n = int(rng.integers(15, 150))
+    t = np.sort(rng.uniform(0, 300, n)) + 58000.0
+    lcs.append((t, np.sin(2 * np.pi * t / (0.4 + k / 7)) + 0.3 * rng.standard_normal(n),
+                rng.uniform(0.1, 0.3, n)))
+cat = Catalog.from_lightcurves(lcs)
+grids = {"uniform": FrequencyGrid.from_range(0.05, 3.0, 3000),
+         "array": FrequencyArray(np.geomspace(0.05, 3.0, 1000))}
+out = {"n_devices": len(devices)}
+for name in ("pdm", "aov", "conditional_entropy"):
+    search = getattr(clperiod, name)
+    for precision in ("fp64", "fp32"):
+        for kind, grid in grids.items():
+            one = search(cat, grid, top_k=3, precision=precision, device=devices[:1])
+            both = search(cat, grid, top_k=3, precision=precision, device=devices)
+            out[f"{name} {precision} {kind}"] = {
+                "devices": len(both.devices),
+                "same": all(np.array_equal(getattr(one, f), getattr(both, f), equal_nan=True)
+                            for f in ("frequency_best", "statistic_best", "top_k_frequency",
+                                      "top_k_statistic", "status")),
+            }
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.slow
+def test_two_devices_equal_one():
+    out = run_on_two_devices(TWO_DEVICES)
+    assert out.pop("n_devices") == 2
+    assert len(out) == 12
+    assert all(value == {"devices": 2, "same": True} for value in out.values()), out
 
 
 # }}}

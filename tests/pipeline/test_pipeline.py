@@ -366,7 +366,7 @@ def test_progress_bar_only_when_asked_or_on_a_terminal(tmp_path, input_file, cap
 
 def test_search_settings_are_checked():
     with pytest.raises(ValueError, match="algorithm must be one of"):
-        PeriodSearch("bls", GRID)
+        PeriodSearch("boxes", GRID)
     message = r"unknown lombscargle option\(s\) \['device', 'variant'\]"
     with pytest.raises(ValueError, match=message):
         PeriodSearch("lombscargle", GRID, {"variant": "original", "device": "cpu"})
