@@ -202,6 +202,20 @@ inline real_t solve(const real_t C[B][2 * H + 1], const real_t S[B][2 * H + 1],
     return p;
 }
 
+// Store the running sums as band `band`'s and clear them.
+#define STORE_BAND(band) do { \
+        for (int m = 0; m <= 2 * H; ++m) { \
+            C[band][m] = c_r[m]; \
+            S[band][m] = s_r[m]; \
+            c_r[m] = s_r[m] = 0; \
+        } \
+        for (int m = 0; m <= H; ++m) { \
+            YC[band][m] = yc_r[m]; \
+            YS[band][m] = ys_r[m]; \
+            yc_r[m] = ys_r[m] = 0; \
+        } \
+    } while (0)
+
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void multiband_catalog(
 % for name in phase_inputs:
@@ -242,73 +256,72 @@ void multiband_catalog(
 % endfor
     __local real_t l_w[WG], l_wy[WG];
     real_t C[B][2 * H + 1], S[B][2 * H + 1], YC[B][H + 1], YS[B][H + 1];
-    #pragma unroll
-    for (int r = 0; r < B; ++r) {
-        real_t c_r[2 * H + 1], s_r[2 * H + 1], yc_r[H + 1], ys_r[H + 1];
-        for (int m = 0; m <= 2 * H; ++m)
-            c_r[m] = s_r[m] = 0;
-        for (int m = 0; m <= H; ++m)
-            yc_r[m] = ys_r[m] = 0;
-        const int q1 = own[r + 1];
-        for (int base = own[r]; base < q1; base += WG) {
-            barrier(CLK_LOCAL_MEM_FENCE);
-            if (base + lid < q1) {
-                const int g = base + lid;
+    // the sums of the band being read, in registers (each object's points come
+    // band by band; at a band's end they are stored in C, S, YC, YS)
+    real_t c_r[2 * H + 1], s_r[2 * H + 1], yc_r[H + 1], ys_r[H + 1];
+    for (int m = 0; m <= 2 * H; ++m)
+        c_r[m] = s_r[m] = 0;
+    for (int m = 0; m <= H; ++m)
+        yc_r[m] = ys_r[m] = 0;
+    int r = 0, band_end = own[1];
+    const int p1 = own[B];
+    for (int base = own[0]; base < p1; base += WG) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (base + lid < p1) {
+            const int g = base + lid;
 % for name in phase_inputs:
-                l_${name}[lid] = pt_${name}[g];
+            l_${name}[lid] = pt_${name}[g];
 % endfor
-                l_w[lid] = w[g];
-                l_wy[lid] = wy[g];
+            l_w[lid] = w[g];
+            l_wy[lid] = wy[g];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        const int count = min(WG, p1 - base);
+        for (int i = 0; i < count; ++i) {
+            while (base + i == band_end) {  // band r ends (uniform over the group)
+                STORE_BAND(r);
+                ++r;
+                band_end = own[r + 1];
             }
-            barrier(CLK_LOCAL_MEM_FENCE);
-            const int count = min(WG, q1 - base);
-            for (int i = 0; i < count; ++i) {
 % if fp64:
-                double cycles = f * l_t[i];
-                cycles -= rint(cycles);
+            double cycles = f * l_t[i];
+            cycles -= rint(cycles);
 % elif arbitrary:
-                // (fh + fl)(th + tl) in double-single: p + e is fh th exactly
-                const float th = l_th[i];
-                const float p = fh * th;
-                const float e = fma(fh, th, -p);
-                float cycles = (p - rint(p)) + (e + fma(fh, l_tl[i], fl * th));
-                cycles -= rint(cycles);
+            // (fh + fl)(th + tl) in double-single: p + e is fh th exactly
+            const float th = l_th[i];
+            const float p = fh * th;
+            const float e = fma(fh, th, -p);
+            float cycles = (p - rint(p)) + (e + fma(fh, l_tl[i], fl * th));
+            cycles -= rint(cycles);
 % else:
-                // a + k (bh + bl) in double-single: p + e is k bh exactly
-                const float bh = l_bh[i];
-                const float p = kf * bh;
-                const float e = fma(kf, bh, -p);
-                float cycles = (p - rint(p)) + (e + fma(kf, l_bl[i], l_a[i]));
-                cycles -= rint(cycles);
+            // a + k (bh + bl) in double-single: p + e is k bh exactly
+            const float bh = l_bh[i];
+            const float p = kf * bh;
+            const float e = fma(kf, bh, -p);
+            float cycles = (p - rint(p)) + (e + fma(kf, l_bl[i], l_a[i]));
+            cycles -= rint(cycles);
 % endif
-                real_t s1, c1;
-                sincos_cycles(cycles, &s1, &c1);
-                const real_t wi = l_w[i], wyi = l_wy[i];
-                c_r[0] += wi;
-                yc_r[0] += wyi;
-                real_t cm = 1, sm = 0;
-                for (int m = 1; m <= 2 * H; ++m) {
-                    const real_t c_next = cm * c1 - sm * s1;
-                    sm = sm * c1 + cm * s1;
-                    cm = c_next;
-                    c_r[m] += wi * cm;
-                    s_r[m] += wi * sm;
-                    if (m <= H) {
-                        yc_r[m] += wyi * cm;
-                        ys_r[m] += wyi * sm;
-                    }
+            real_t s1, c1;
+            sincos_cycles(cycles, &s1, &c1);
+            const real_t wi = l_w[i], wyi = l_wy[i];
+            c_r[0] += wi;
+            yc_r[0] += wyi;
+            real_t cm = 1, sm = 0;
+            for (int m = 1; m <= 2 * H; ++m) {
+                const real_t c_next = cm * c1 - sm * s1;
+                sm = sm * c1 + cm * s1;
+                cm = c_next;
+                c_r[m] += wi * cm;
+                s_r[m] += wi * sm;
+                if (m <= H) {
+                    yc_r[m] += wyi * cm;
+                    ys_r[m] += wyi * sm;
                 }
             }
         }
-        for (int m = 0; m <= 2 * H; ++m) {
-            C[r][m] = c_r[m];
-            S[r][m] = s_r[m];
-        }
-        for (int m = 0; m <= H; ++m) {
-            YC[r][m] = yc_r[m];
-            YS[r][m] = ys_r[m];
-        }
     }
+    for (; r < B; ++r)  // the last band with points and the empty ones after it
+        STORE_BAND(r);
     if (k >= nf)
         return;
     power[(size_t) first * nf + k] =
