@@ -21,7 +21,7 @@ import numpy as np
 import clperiod
 from clperiod import Catalog, FrequencyGrid
 
-devices = clperiod.select_devices("all")
+devices = clperiod.select_devices("cpu")
 assert len(devices) == 2, [d.label for d in devices]
 rng = np.random.default_rng(5)
 lcs = []

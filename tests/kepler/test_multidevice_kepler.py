@@ -24,7 +24,7 @@ from clperiod.kepler import api as kepler_api
 from clperiod.kepler import rvmodel
 from clperiod.io import load_rv_example
 
-devices = clperiod.select_devices("all")
+devices = clperiod.select_devices("cpu")
 assert len(devices) == 2, [d.label for d in devices]
 one = devices[:1]
 # launches of 3000 models: items span several launches, and a last, shorter

@@ -260,7 +260,7 @@ import numpy as np
 import clperiod
 from clperiod import Catalog
 
-devices = clperiod.select_devices("all")
+devices = clperiod.select_devices("cpu")
 rng = np.random.default_rng(8)
 lcs = []
 for k in range(16):

@@ -315,7 +315,7 @@ import numpy as np
 import clperiod
 from clperiod.periodograms.bootstrap import bootstrap_fap, resample
 
-devices = clperiod.select_devices("all")
+devices = clperiod.select_devices("cpu")
 assert len(devices) == 2, [d.label for d in devices]
 rng = np.random.default_rng(21)
 n = 60

@@ -371,7 +371,7 @@ import numpy as np
 import clperiod
 from clperiod import Catalog, FrequencyGrid
 
-devices = clperiod.select_devices("all")
+devices = clperiod.select_devices("cpu")
 rng = np.random.default_rng(5)
 lcs = []
 for k in range(30):

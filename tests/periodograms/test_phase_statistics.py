@@ -424,7 +424,7 @@ import numpy as np
 import clperiod
 from clperiod import Catalog, FrequencyArray, FrequencyGrid
 
-devices = clperiod.select_devices("all")
+devices = clperiod.select_devices("cpu")
 rng = np.random.default_rng(3)
 lcs = []
 for k in range(24):

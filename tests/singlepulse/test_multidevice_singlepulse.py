@@ -18,7 +18,7 @@ from clperiod import singlepulse as sp
 from clperiod.singlepulse import boxcar
 
 
-devices = clperiod.select_devices("all")
+devices = clperiod.select_devices("cpu")
 assert len(devices) == 2, [d.label for d in devices]
 rng = np.random.default_rng(9)
 n_dm = 3 * boxcar.MIN_ROWS_PER_BLOCK + 17   # blocks of uneven size
