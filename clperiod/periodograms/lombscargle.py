@@ -463,6 +463,7 @@ def _start(
                 catalog, searched, by_nufft, options, power, lengths, by_transforms, by_sums
             )
         return Deferred.ready(assemble(results))
+    _check_fp32_bins(options, searched)
     compensated = not options.fp64 and int(lengths.max(initial=0)) > COMPENSATE_ABOVE
     shape = _kernel_shape(devices, options, compensated)
     # a queued batch shares the device with the next call's: half the budget each
@@ -745,6 +746,9 @@ def _run_nufft(
     ]
 
 
+#: Most frequencies of a uniform grid of the fp32 direct kernel: its bin
+#: numbers are exact in float32 only up to 2**24.
+FP32_MAX_BINS = 2**24
 #: Pieces of a grid too large for the device are halved until they fit, at most
 #: this many times.
 MAX_PIECE_HALVINGS = 24
@@ -857,6 +861,17 @@ def _run_nufft_piece(
         )
 
 
+def _check_fp32_bins(options: _Options, grid: FrequencyGrid | FrequencyArray) -> None:
+    """Refuse a uniform grid of more than :data:`FP32_MAX_BINS` frequencies for
+    the fp32 direct kernel (its phases would be wrong beyond that bin)."""
+    if not options.fp64 and isinstance(grid, FrequencyGrid) and grid.nf > FP32_MAX_BINS:
+        raise ValueError(
+            f"precision='fp32' direct sums take at most {FP32_MAX_BINS} frequencies of a "
+            f"uniform grid (their bin numbers are float32), got {grid.nf}; use "
+            f"precision='fp64', algorithm='nufft', or search the grid in parts"
+        )
+
+
 def _run_direct(
     devices: list[DeviceInfo],
     catalog: Catalog,
@@ -867,6 +882,7 @@ def _run_direct(
     profile: bool,
 ) -> list[_BatchResult]:
     """The direct search of ``catalog`` (no deferral, no progress bar)."""
+    _check_fp32_bins(options, grid)
     compensated = not options.fp64 and int(lengths.max(initial=0)) > COMPENSATE_ABOVE
     shape = _kernel_shape(devices, options, compensated)
     batches = _plan(devices, shape, lengths, grid, options, 1.0)

@@ -755,3 +755,13 @@ def test_degenerate_frequencies_keep_the_column_that_remains(method, precision):
     tolerance = 1e-12 if precision == "fp64" else 1e-6
     np.testing.assert_allclose(result.power[0], expected, atol=tolerance, rtol=0)
     assert result.status[0] == Status.OK
+
+
+@pytest.mark.parametrize("algorithm", ["direct", "auto"])
+def test_fp32_direct_refuses_grids_beyond_float32_bin_numbers(algorithm):
+    """Bins past 2**24 are not exact in float32: their phases would be wrong."""
+    t = np.sort(np.random.default_rng(3).uniform(0, 100, 20))
+    y = np.sin(t)
+    grid = FrequencyGrid(0.01, 1e-6, 2**24 + 600)
+    with pytest.raises(ValueError, match="at most 16777216 frequencies"):
+        lombscargle(t, grid, y, precision="fp32", algorithm=algorithm)
