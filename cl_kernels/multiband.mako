@@ -13,6 +13,9 @@
 ##   nbands       bands B of the catalog (band codes 0 .. B - 1)
 ##   wg           work-group size (points are staged through local memory in
 ##                tiles of wg)
+##   per_item     bins F of each work-item (uniform grids; 1 on arrays): the
+##                phase of its first bin, then rotations by each point's
+##                e^{2 pi i df t}
 ##
 ## The model at frequency f, phi = 2 pi f t, is a base part
 ## a_0 + sum_{k=1..K} a_k sin(k phi) + b_k cos(k phi) common to all bands plus,
@@ -89,6 +92,7 @@ ${common.prelude(real)}
 #define NE ${own}
 #define P (NE + B * NL)
 #define WG ${wg}
+#define F ${per_item}
 
 // Column c of a harmonic block ([1, sin phi, cos phi, sin 2 phi, ...]) is the
 // cosine (c even) or sine (c odd) of harmonic (c + 1) / 2; the constant is cos(0).
@@ -204,15 +208,17 @@ inline real_t solve(const real_t C[B][2 * H + 1], const real_t S[B][2 * H + 1],
 
 // Store the running sums as band `band`'s and clear them.
 #define STORE_BAND(band) do { \
-        for (int m = 0; m <= 2 * H; ++m) { \
-            C[band][m] = c_r[m]; \
-            S[band][m] = s_r[m]; \
-            c_r[m] = s_r[m] = 0; \
-        } \
-        for (int m = 0; m <= H; ++m) { \
-            YC[band][m] = yc_r[m]; \
-            YS[band][m] = ys_r[m]; \
-            yc_r[m] = ys_r[m] = 0; \
+        for (int j = 0; j < F; ++j) { \
+            for (int m = 0; m <= 2 * H; ++m) { \
+                C[j][band][m] = c_r[j][m]; \
+                S[j][band][m] = s_r[j][m]; \
+                c_r[j][m] = s_r[j][m] = 0; \
+            } \
+            for (int m = 0; m <= H; ++m) { \
+                YC[j][band][m] = yc_r[j][m]; \
+                YS[j][band][m] = ys_r[j][m]; \
+                yc_r[j][m] = ys_r[j][m] = 0; \
+            } \
         } \
     } while (0)
 
@@ -238,7 +244,7 @@ void multiband_catalog(
     const real_t reg_base, const real_t reg_band,
     __global real_t *restrict power)      // (launch objects, nf) p of bins k0 .. k0 + nf - 1
 {
-    const int k = get_global_id(0);
+    const int k = F * get_global_id(0);  // the item's first bin; it has bins k .. k + F - 1
     const int lid = get_local_id(0);
     const int first = get_global_id(1);  // the launch's object: first, catalog's obj0 + first
     __global const int *own = cells + (obj0 + first) * B;
@@ -255,14 +261,16 @@ void multiband_catalog(
     __local ${point_type} l_${name}[WG];
 % endfor
     __local real_t l_w[WG], l_wy[WG];
-    real_t C[B][2 * H + 1], S[B][2 * H + 1], YC[B][H + 1], YS[B][H + 1];
+    real_t C[F][B][2 * H + 1], S[F][B][2 * H + 1], YC[F][B][H + 1], YS[F][B][H + 1];
     // the sums of the band being read, in registers (each object's points come
     // band by band; at a band's end they are stored in C, S, YC, YS)
-    real_t c_r[2 * H + 1], s_r[2 * H + 1], yc_r[H + 1], ys_r[H + 1];
-    for (int m = 0; m <= 2 * H; ++m)
-        c_r[m] = s_r[m] = 0;
-    for (int m = 0; m <= H; ++m)
-        yc_r[m] = ys_r[m] = 0;
+    real_t c_r[F][2 * H + 1], s_r[F][2 * H + 1], yc_r[F][H + 1], ys_r[F][H + 1];
+    for (int j = 0; j < F; ++j) {
+        for (int m = 0; m <= 2 * H; ++m)
+            c_r[j][m] = s_r[j][m] = 0;
+        for (int m = 0; m <= H; ++m)
+            yc_r[j][m] = ys_r[j][m] = 0;
+    }
     int r = 0, band_end = own[1];
     const int p1 = own[B];
     for (int base = own[0]; base < p1; base += WG) {
@@ -303,27 +311,49 @@ void multiband_catalog(
 % endif
             real_t s1, c1;
             sincos_cycles(cycles, &s1, &c1);
+% if per_item > 1:
+            // e^{2 pi i df t}: from one bin to the next
+%   if fp64:
+            double step = df * l_t[i];
+            step -= rint(step);
+%   else:
+            float step = (l_bh[i] - rint(l_bh[i])) + l_bl[i];
+            step -= rint(step);
+%   endif
+            real_t s_step, c_step;
+            sincos_cycles(step, &s_step, &c_step);
+% endif
             const real_t wi = l_w[i], wyi = l_wy[i];
-            c_r[0] += wi;
-            yc_r[0] += wyi;
-            real_t cm = 1, sm = 0;
-            for (int m = 1; m <= 2 * H; ++m) {
-                const real_t c_next = cm * c1 - sm * s1;
-                sm = sm * c1 + cm * s1;
-                cm = c_next;
-                c_r[m] += wi * cm;
-                s_r[m] += wi * sm;
-                if (m <= H) {
-                    yc_r[m] += wyi * cm;
-                    ys_r[m] += wyi * sm;
+% for j in range(per_item):
+%   if j > 0:
+            {
+                const real_t c_next = c1 * c_step - s1 * s_step;
+                s1 = s1 * c_step + c1 * s_step;
+                c1 = c_next;
+            }
+%   endif
+            {
+                c_r[${j}][0] += wi;
+                yc_r[${j}][0] += wyi;
+                real_t cm = 1, sm = 0;
+                for (int m = 1; m <= 2 * H; ++m) {
+                    const real_t c_next = cm * c1 - sm * s1;
+                    sm = sm * c1 + cm * s1;
+                    cm = c_next;
+                    c_r[${j}][m] += wi * cm;
+                    s_r[${j}][m] += wi * sm;
+                    if (m <= H) {
+                        yc_r[${j}][m] += wyi * cm;
+                        ys_r[${j}][m] += wyi * sm;
+                    }
                 }
             }
+% endfor
         }
     }
     for (; r < B; ++r)  // the last band with points and the empty ones after it
         STORE_BAND(r);
-    if (k >= nf)
-        return;
-    power[(size_t) first * nf + k] =
-        k == zero_bin ? (real_t) NAN : solve(C, S, YC, YS, reg_base, reg_band);
+    for (int j = 0; j < F && k + j < nf; ++j)
+        power[(size_t) first * nf + k + j] = k + j == zero_bin
+            ? (real_t) NAN : solve(C[j], S[j], YC[j], YS[j], reg_base, reg_band);
 }

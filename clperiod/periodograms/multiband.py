@@ -634,6 +634,21 @@ class _PhaseInputs:
         return self.points
 
 
+#: Most running sums of one work-item over its bins (:func:`_bins_per_item`):
+#: more would leave the registers.
+_SUMS_PER_ITEM = 48
+
+
+def _bins_per_item(grid: FrequencyGrid | FrequencyArray, options: _Options) -> int:
+    """Bins of each work-item: 4 on uniform grids when their running sums fit
+    the registers (one phase and three rotations per point instead of four
+    phases), else 1."""
+    if not isinstance(grid, FrequencyGrid):
+        return 1
+    h = max(options.nterms)
+    return 4 if 4 * (2 * (2 * h + 1) + 2 * (h + 1)) <= _SUMS_PER_ITEM else 1
+
+
 def _search(
     queue: cl.CommandQueue,
     prepared: _Prepared,
@@ -650,6 +665,7 @@ def _search(
     phases = _PhaseInputs(queue, prepared.t, grid, options.fp64, pending)
     points = [upload(queue, a.astype(dtype), pending) for a in (prepared.w, prepared.wy)]
     cells = upload(queue, prepared.cells, pending)
+    per_item = _bins_per_item(grid, options)
     (kernel,) = kernels.get_kernels(
         queue.context,
         "multiband",
@@ -660,13 +676,15 @@ def _search(
         nterms_band=options.nterms[1],
         nbands=options.n_bands,
         wg=_WG,
+        per_item=per_item,
     )
     ridge = [dtype(r) for r in options.ridge]
 
     def launch(first: int, rows: int, lo: int, hi: int, out: cl.Buffer) -> None:
+        items = -(-(hi - lo) // per_item)
         kernel(
             queue,
-            (-(-(hi - lo) // _WG) * _WG, rows),
+            (-(-items // _WG) * _WG, rows),
             (_WG, 1),
             *phases.for_launch(lo),
             *points,
