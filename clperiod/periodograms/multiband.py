@@ -636,17 +636,18 @@ class _PhaseInputs:
 
 #: Most running sums of one work-item over its bins (:func:`_bins_per_item`):
 #: more would leave the registers.
-_SUMS_PER_ITEM = 48
+_SUMS_PER_ITEM = 80
 
 
 def _bins_per_item(grid: FrequencyGrid | FrequencyArray, options: _Options) -> int:
-    """Bins of each work-item: 4 on uniform grids when their running sums fit
-    the registers (one phase and three rotations per point instead of four
-    phases), else 1."""
+    """Bins of each work-item on uniform grids: the most of 8, 4 and 2 whose
+    running sums fit the registers (one phase and rotations by e^{2 pi i df t}
+    per point instead of a phase per bin), else 1; 1 on arrays."""
     if not isinstance(grid, FrequencyGrid):
         return 1
     h = max(options.nterms)
-    return 4 if 4 * (2 * (2 * h + 1) + 2 * (h + 1)) <= _SUMS_PER_ITEM else 1
+    sums = 2 * (2 * h + 1) + 2 * (h + 1)
+    return next((f for f in (8, 4, 2) if f * sums <= _SUMS_PER_ITEM), 1)
 
 
 def _search(
