@@ -413,10 +413,11 @@ def _draw_false_alarm_levels(
         _note(ax, "no FAP levels: SuperSmoother has no analytic FAP")
         return
     if isinstance(result, MultibandResult):
-        _note(ax, "no FAP levels: multiband has no analytic FAP yet")
+        _note(ax, "no FAP levels: the multiband FAP is a bootstrap (false_alarm_probability)")
         return
     if isinstance(result, MhaovResult):
         _note(ax, "no FAP levels: MHAOV's FAP is a bootstrap (false_alarm_probability)")
+        return
     if isinstance(result, (PhaseStatisticResult, BlsResult)):
         _note(ax, f"no FAP levels: {_short_name(result)} has no analytic FAP")
         return
