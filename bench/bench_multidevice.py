@@ -13,7 +13,13 @@ Workloads:
   random one-planet models on the bundled HD 164922 velocities (401, three
   instruments), precision ``mixed``, parameters in an ordinary NumPy array;
 * ``kepler_pinned``: the same with the parameters in
-  :func:`clperiod.kepler.empty_params` (page-locked, no staging copy).
+  :func:`clperiod.kepler.empty_params` (page-locked, no staging copy);
+* ``nufft``: ``250 x --copies`` TESS-like light curves (20,000 points) through the
+  NUFFT on 10^5 frequencies;
+* ``multiband``, ``mhaov``, ``pdm``: ``4000 x --copies`` ZTF-like g+r objects of
+  ``bench_multiband.py`` on its 10^5 frequencies (fp32; MHAOV with 2 harmonics);
+* ``bls``: ``8 x --copies`` TESS-like light curves of ``bench_bls.py`` (10^5 periods,
+  10 durations).
 
 For each it times (best of ``--repeat``, warm) the run on the first selected
 device and on all selected devices (``CLPERIOD_DEVICE``, e.g. ``nvidia``),
@@ -100,10 +106,65 @@ def bench_kepler(repeat: int, n_models: int, pinned: bool = False) -> dict:
             "identical_results": bool(np.array_equal(chi2_one, chi2_many, equal_nan=True))}
 
 
+def _ztf_like_bands(copies: int) -> Catalog:
+    """``bench_multiband.py``'s ZTF-like g+r catalog, 4000 objects times ``copies``."""
+    from bench_multiband import ztf_like
+
+    ids, t, y, dy, band, _ = ztf_like(4000 * copies)
+    return Catalog.from_arrays(ids, t, y, dy, band=band)
+
+
+def bench_nufft(repeat: int, copies: int) -> dict:
+    """The NUFFT path on TESS-like light curves (20,000 points, 10^5 frequencies)."""
+    rng = np.random.default_rng(5)
+    n_objects, n = 250 * copies, 20_000
+    t = np.sort(rng.uniform(0, 27, (n_objects, n)), axis=1).ravel() + 59000.0
+    y = np.sin(2 * np.pi * t / 3.1) + rng.normal(0, 1, t.size)
+    cat = Catalog.from_offsets(np.arange(n_objects), np.arange(n_objects + 1) * n, t, y,
+                               np.ones_like(t))
+    grid = FrequencyGrid(0.05, 1 / (5 * 27), 100_000)
+    return scaling(lambda devices: lombscargle(cat, grid, algorithm="nufft", device=devices),
+                   cat, grid.nf, repeat)
+
+
+def bench_multiband(repeat: int, copies: int) -> dict:
+    from bench_multiband import GRID
+
+    cat = _ztf_like_bands(copies)
+    return scaling(lambda devices: clperiod.lombscargle_multiband(
+        cat, GRID, precision="fp32", device=devices), cat, GRID.nf, repeat)
+
+
+def bench_mhaov(repeat: int, copies: int) -> dict:
+    from bench_multiband import GRID
+
+    cat = _ztf_like_bands(copies)
+    return scaling(lambda devices: clperiod.mhaov(
+        cat, GRID, nharmonics=2, precision="fp32", device=devices), cat, GRID.nf, repeat)
+
+
+def bench_pdm(repeat: int, copies: int) -> dict:
+    from bench_multiband import GRID
+
+    cat = _ztf_like_bands(copies)
+    return scaling(lambda devices: clperiod.pdm(cat, GRID, precision="fp32", device=devices),
+                   cat, GRID.nf, repeat)
+
+
+def bench_bls(repeat: int, copies: int) -> dict:
+    from bench_bls import DURATIONS, PERIODS, tess_like
+
+    curves = [tess_like(seed=k, period=2.0 + 0.01 * k) for k in range(8 * copies)]
+    cat = Catalog.from_lightcurves(curves)
+    return scaling(lambda devices: clperiod.bls(cat, PERIODS, DURATIONS, device=devices),
+                   cat, PERIODS.size, repeat)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("workloads", nargs="*",
-                        help="lombscargle, supersmoother, kepler, kepler_pinned (default: all)")
+                        help="lombscargle, supersmoother, kepler, kepler_pinned, nufft, "
+                        "multiband, mhaov, pdm, bls (default: all)")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--copies", type=int, default=4)
     parser.add_argument("--nf", type=int, default=200_000)
@@ -114,7 +175,12 @@ def main() -> None:
     runners = {"lombscargle": lambda: bench_lombscargle(args.repeat, args.copies, args.nf),
                "supersmoother": lambda: bench_supersmoother(args.repeat, args.copies, args.nf_ss),
                "kepler": lambda: bench_kepler(args.repeat, args.n_models),
-               "kepler_pinned": lambda: bench_kepler(args.repeat, args.n_models, pinned=True)}
+               "kepler_pinned": lambda: bench_kepler(args.repeat, args.n_models, pinned=True),
+               "nufft": lambda: bench_nufft(args.repeat, args.copies),
+               "multiband": lambda: bench_multiband(args.repeat, args.copies),
+               "mhaov": lambda: bench_mhaov(args.repeat, args.copies),
+               "pdm": lambda: bench_pdm(args.repeat, args.copies),
+               "bls": lambda: bench_bls(args.repeat, args.copies)}
     unknown = set(args.workloads) - set(runners)
     if unknown:
         parser.error(f"unknown workloads {sorted(unknown)}; choose from {sorted(runners)}")
