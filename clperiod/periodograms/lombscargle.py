@@ -822,7 +822,11 @@ def _run_nufft_piece(
     :func:`clperiod.periodograms.nufft.search`)."""
     on_cpus = all(info.kind == "cpu" for info in devices)
     target = CPU_NUFFT_BATCH_BYTES if on_cpus else None
-    bounds = batch_bounds(lengths, _nufft_buffers(plan, options), budget, target=target)
+    # at least one batch per device, so that every device has work
+    per_device = -(-lengths.size // len(devices)) if len(devices) > 1 else None
+    bounds = batch_bounds(
+        lengths, _nufft_buffers(plan, options), budget, target=target, max_items=per_device
+    )
     use_dy = options.method == "generalized" and catalog.dy is not None
     search: functools.partial[nufft.BatchPeaks]
     if isinstance(plan, nufft_type3.Type3Plan):

@@ -263,3 +263,25 @@ def test_grids_too_large_for_the_device_run_in_pieces(rng, monkeypatch):
     ok = whole.status == Status.OK
     np.testing.assert_allclose(split.power[ok], whole.power[ok], rtol=0,
                                atol=1e-9 * np.nanmax(whole.power))
+
+
+def test_every_device_gets_a_batch_and_the_results_do_not_change(rng, monkeypatch):
+    """With several devices the NUFFT batches are at most n_objects / n_devices
+    objects, so none idles; two workers on one device give one device's results."""
+    cat = Catalog.from_lightcurves([simulated(rng, n=200 + 30 * k) for k in range(5)])
+    grid = FrequencyGrid(0.01, 0.002, 3000)
+    one = lombscargle(cat, grid, algorithm="nufft", top_k=2, periodogram=True)
+    seen = []
+    original = LS_MODULE.run_on_devices
+
+    def spy(devices, bounds, work, **kwargs):
+        seen.append(list(bounds))
+        return original(devices, bounds, work, **kwargs)
+
+    info = clperiod.select_devices()[0]
+    monkeypatch.setattr(LS_MODULE, "select_devices", lambda _: [info, info])
+    monkeypatch.setattr(LS_MODULE, "run_on_devices", spy)
+    two = lombscargle(cat, grid, algorithm="nufft", top_k=2, periodogram=True)
+    assert seen and all(stop - start <= 3 for start, stop in seen[0]) and len(seen[0]) >= 2
+    for name in ("frequency_best", "power_best", "top_k_frequency", "top_k_power", "power"):
+        np.testing.assert_array_equal(getattr(two, name), getattr(one, name))
