@@ -64,6 +64,7 @@ def test_wheel_ships_kernels_and_data(dists):
     assert not any(name.startswith(("tests/", "cl_kernels/", "examples/")) for name in names)
 
 
+@pytest.mark.slow
 def test_wheel_metadata(dists):
     archive = zipfile.ZipFile(dists[1])
     meta_name = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))

@@ -53,6 +53,7 @@ def assert_results_equal(ours, theirs, rtol: float = 1e-9) -> None:
 
 
 # astropy's method "slow" divides by the weights of empty boxes (and then skips them)
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:.*encountered in scalar divide:RuntimeWarning")
 @pytest.mark.parametrize("method", ["fast", "slow"])
 @pytest.mark.parametrize("objective", ["likelihood", "snr"])
@@ -129,6 +130,7 @@ def test_bad_arguments_and_light_curves(cpu_device):
         BoxLeastSquares(t, y, np.zeros_like(t), device=cpu_device).power([1.0, 2.0], 0.1)
 
 
+@pytest.mark.slow
 def test_astropys_bls_tests_pass_through_the_bridge(tmp_path):
     spec = importlib.util.find_spec(ASTROPY_TESTS)
     if spec is None or spec.origin is None:

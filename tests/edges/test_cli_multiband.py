@@ -64,6 +64,7 @@ def test_center_data_and_the_default_output_name(tmp_path, capsys, cpu_device):
     np.testing.assert_array_equal(table.column("power").to_numpy(), direct.power_best)
 
 
+@pytest.mark.slow
 def test_the_literature_periods_as_the_guide_finds_them(tmp_path, capsys, cpu_device):
     """The command of the multiband guide: three base and two band terms, periods from
     0.2 to 2 days on the automatic grid with 10 samples per peak."""

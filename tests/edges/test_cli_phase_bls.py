@@ -128,6 +128,7 @@ def test_bad_bins_name_the_option(tmp_path, capsys, cpu_device):
     assert status == 1 and "magnitude_bins" in err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["pdm", "bls"])
 def test_figures_of_a_run(tmp_path, capsys, cpu_device, command):
     """--plot draws the chosen objects (periodogram and fold; BLS's box model)."""

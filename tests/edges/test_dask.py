@@ -101,6 +101,7 @@ def test_lombscargle_matches_single_device(client, catalog, long_table) -> None:
     assert_same_objects(table, single_device(clperiod.lombscargle, catalog, GRID, **options))
 
 
+@pytest.mark.slow
 def test_lombscargle_id_column_without_uncertainties(client, catalog, long_table,
                                                      cpu_device) -> None:
     """Also a device selection string, used by every worker."""

@@ -65,6 +65,7 @@ def test_sync_scheduler_matches_the_library(frame, catalog, name) -> None:
     assert table["status_name"].iloc[-1] == ("OK" if name == "bls" else "TOO_FEW_POINTS")
 
 
+@pytest.mark.slow
 def test_two_workers_match_the_library(frame, catalog) -> None:
     from distributed import Client, LocalCluster
 

@@ -427,6 +427,7 @@ def _run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_cli_info_subprocess() -> None:
     result = _run_cli("info")
     assert result.returncode == 0, result.stderr

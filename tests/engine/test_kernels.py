@@ -74,6 +74,7 @@ __kernel void vector_arg(__global float *out, const float4 v) { out[0] = v.x; }
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("asked", [False, True])
 def test_logs_of_successful_builds_are_quiet_unless_asked(asked):
     """Importing clperiod silences pyopencl's note on a successful build's log

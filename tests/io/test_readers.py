@@ -634,6 +634,7 @@ print(sum(chunk.catalog.n_objects for chunk in chunks))
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("layout", ["parquet", "nested-parquet"])
 def test_a_parquet_file_truncated_while_it_is_read_is_an_error_naming_it(tmp_path, layout):
     """Neither a crash (SIGBUS, as with a memory-mapped file) nor a silent

@@ -67,6 +67,7 @@ def assert_same_orbit(params, want, t):
     assert np.abs(diff).max() <= 1e-8, np.abs(diff).max(axis=1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("from_basis, to_basis", list(itertools.product(orbits.BASES, repeat=2)))
 def test_round_trip_between_bases(from_basis, to_basis):
     rng = np.random.default_rng(31)

@@ -317,6 +317,7 @@ def radvel_velocities(t, params, orbit, basis):
     return v
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("basis", orbits.BASES)
 def test_bjd_times_default_t_ref_match_extended_precision(basis):
     """BJD times with the default t_ref = 0 (issue 19): in fp64 the velocities
@@ -346,6 +347,7 @@ def test_bjd_times_default_t_ref_match_extended_precision(basis):
         assert (np.abs(got - chi2_want) <= bound).all(), (layout, got - chi2_want, bound)
 
 
+@pytest.mark.slow
 @needs_radvel
 @pytest.mark.parametrize("basis", orbits.BASES)
 def test_bjd_times_default_t_ref_match_radvel(basis):
@@ -368,6 +370,7 @@ def test_bjd_times_default_t_ref_match_radvel(basis):
 @pytest.mark.parametrize("basis", orbits.BASES)
 @pytest.mark.parametrize("precision, phase, bound", [
     ("mixed", "double", 2.5e-4), ("mixed", "double_single", 2.5e-4), ("fp32", "auto", 1e-3)])
+@pytest.mark.slow
 def test_bjd_times_default_t_ref_other_precisions(basis, precision, phase, bound):
     """The same with t_ref = 0 in mixed precision (double and double-single
     phases; measured 3e-7 K) and fp32 (whose phase error grows with the
@@ -383,6 +386,7 @@ def test_bjd_times_default_t_ref_other_precisions(basis, precision, phase, bound
     assert velocity_error(got, want, params) <= bound
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("basis", orbits.BASES)
 def test_fp32_phase_formed_on_the_device_matches_host_coefficients(monkeypatch, basis):
     """fp32 on a device with fp64 forms each planet's 1/P and phase at the
@@ -683,6 +687,7 @@ def test_profile_matches_reference(precision, layout):
     np.testing.assert_allclose(out["offsets"][0], [3.0, -20.0, 50.0], atol=1.0)
 
 
+@pytest.mark.slow
 def test_profile_velocities_do_not_corrupt_memory():
     """ModelEvaluator.velocities on a "profile" evaluator: run in a child
     process because it has crashed the interpreter (out-of-bounds writes)."""

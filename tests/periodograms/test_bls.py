@@ -82,6 +82,7 @@ def test_astropys_own_choice_among_copies_of_a_box():
     assert copies.any()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("objective", ["likelihood", "snr"])
 @pytest.mark.parametrize("durations", [[DURATION], SEVERAL], ids=["one", "several"])
 @pytest.mark.parametrize("with_errors", [False, True])
@@ -97,6 +98,7 @@ def test_exact_search_equals_astropy_slow(objective, durations, with_errors):
     assert ours.method == "exact" and ours.compat is None
 
 
+@pytest.mark.slow
 def test_a_real_light_curve_equals_astropy():
     """The bundled '8205_errors' light curve (a synthetic asteroid with a ZTF cadence
     and photometric errors, clperiod/data/README.md): no transit, but every field of
@@ -361,6 +363,7 @@ def test_fp32_chooses_the_fp64_boxes_on_mjd_epochs(method):
         np.testing.assert_allclose(getattr(fp32, name), getattr(fp64, name), rtol=1e-12)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["binned", "exact"])
 @pytest.mark.parametrize("precision", ["fp64", "fp32"])
 def test_injected_transit_recovered(method, precision):

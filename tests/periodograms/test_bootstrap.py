@@ -334,6 +334,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.slow
 def test_two_devices_draw_the_same_copies():
     runs = run_on_two_devices(SCRIPT)
     assert runs["rows0"] == runs["rows1"] and runs["fap0"] == runs["fap1"]

@@ -329,6 +329,7 @@ def test_baluev_against_monte_carlo(sampling, simulate, nterms, fit_mean, norm):
                               wrong_tau, allowance).all()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fit_mean", [True, False])
 @pytest.mark.parametrize("nterms", [2, 3])
 def test_single_frequency_against_monte_carlo(sampling, simulate, nterms, fit_mean):

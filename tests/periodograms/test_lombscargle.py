@@ -56,6 +56,7 @@ def assert_rel(actual, expected, rtol):
 # {{{ exactness against the references
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("normalization", NORMALIZATIONS)
 @pytest.mark.parametrize("fit_mean,center_data", [(True, True), (False, True), (False, False)])
 @pytest.mark.parametrize("memory", ["local", "global"])
@@ -116,6 +117,7 @@ def test_fp32_power_tolerance_and_best_frequency(rng, memory):
     assert result.frequency_best[0] == grid.frequencies()[np.argmax(expected)]
 
 
+@pytest.mark.slow
 def test_fp32_long_light_curve_compensated(rng, monkeypatch):
     t, y, dy = simulated(rng, n=20_000, baseline=1500.0, epoch=2_458_000.0, period=0.61)
     grid = FrequencyGrid.from_range(0.1, 5.0, 1000)

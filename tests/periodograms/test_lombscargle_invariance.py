@@ -115,6 +115,7 @@ def base_result(**options):
          host_prepares=True, fap_method="baluev")
 @example(model=MODELS[0], normalization="standard", precision="fp64", a=1.0, b_over_std=1e14,
          host_prepares=False, fap_method="davies")
+@pytest.mark.slow
 def test_lombscargle_is_invariant(model, normalization, precision, a, b_over_std, host_prepares,
                                   fap_method):
     method, fit_mean, center_data, with_dy = model

@@ -139,6 +139,7 @@ def test_single_light_curve_with_dy_arguments(light_curves):
 # {{{ the NUFFT path against the direct path and the reference
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("precision", ["fp64", "fp32"])
 @pytest.mark.parametrize("normalization", NORMALIZATIONS)
 @pytest.mark.parametrize("nterms", [1, 2, 3])

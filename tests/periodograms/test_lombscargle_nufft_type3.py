@@ -237,6 +237,7 @@ REAL = [  # (catalog, object, shortest and longest period)
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("precision", ["fp64", "fp32"])
 @pytest.mark.parametrize(("name", "row", "shortest", "longest"), REAL)
 def test_real_light_curves_meet_the_bound(name, row, shortest, longest, precision):

@@ -62,6 +62,7 @@ def astropy_power(stars: Catalog, index: int, with_dy: bool, **model) -> np.ndar
 @pytest.mark.parametrize(
     ("nterms_base", "nterms_band"), [(1, 1), (1, 0), (0, 1), (2, 1), (3, 2)]
 )
+@pytest.mark.slow
 @pytest.mark.parametrize("with_dy", [True, False])
 def test_equals_astropy(stars, nterms_base, nterms_band, with_dy):
     catalog = stars if with_dy else Catalog(stars.ids, stars.offsets, stars.t, stars.y,
@@ -75,6 +76,7 @@ def test_equals_astropy(stars, nterms_base, nterms_band, with_dy):
         assert result.frequency_best[index] == COMPARISON_GRID.frequencies()[expected.argmax()]
 
 
+@pytest.mark.slow
 def test_the_guide_example_finds_the_literature_periods(capsys):
     """The example of docs/guide/multiband.md: three base and two band terms fit both
     stars' light curves; the best periods are the literature ones, within a step of the

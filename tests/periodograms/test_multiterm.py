@@ -44,6 +44,7 @@ CASES = [(nterms, normalization, fit_mean, center_data)
          if nterms or fit_mean]  # nterms 0 without the mean is an empty model
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("nterms", "normalization", "fit_mean", "center_data"), CASES)
 def test_matches_astropy_chi2(light_curve, cpu_device, nterms, normalization, fit_mean,
                               center_data):
@@ -213,6 +214,7 @@ def test_astropy_bridge_with_nterms(light_curve, cpu_device):
 @pytest.mark.parametrize(("nterms", "fit_mean", "center_data", "normalization"),
                          [(2, True, True, "standard"), (3, False, False, "psd"),
                           (1, False, True, "model"), (0, True, True, "log")])
+@pytest.mark.slow
 def test_max_power_equals_each_curves_maximum(light_curve, cpu_device, monkeypatch, nterms,
                                               fit_mean, center_data, normalization):
     t, y, dy = light_curve
@@ -270,6 +272,7 @@ def _bootstrap_reference(t, y, dy, nterms, fit_mean, center_data, normalization,
 @pytest.mark.parametrize(("nterms", "fit_mean", "center_data", "normalization", "weighted"),
                          [(2, True, True, "standard", True), (2, False, False, "psd", True),
                           (3, True, False, "log", False)])
+@pytest.mark.slow
 def test_bootstrap_equals_astropy_reference(light_curve, cpu_device, nterms, fit_mean,
                                             center_data, normalization, weighted):
     t, y, dy = (a[::2] for a in light_curve)  # 80 points: astropy's reference is slow

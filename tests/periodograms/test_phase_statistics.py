@@ -211,6 +211,7 @@ def survey_catalog(n_objects: int, seed: int = 7):
     return Catalog.from_lightcurves(curves)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("search", [clperiod.pdm, clperiod.aov, clperiod.conditional_entropy])
 def test_fp32_follows_fp64_on_a_survey_catalog(search):
     """fp32 folds raw MJD epochs to ~1e-7 cycles and sums to ~1e-7 relative: 99.9 % of the
@@ -493,6 +494,7 @@ def recovered_fraction(search, shape, count, seed):
     return np.mean(found)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", [lc.eclipsing_binary, lc.transit, lc.sawtooth])
 def test_injected_signals_recovered(shape):
     for search in (clperiod.pdm, clperiod.aov, clperiod.conditional_entropy):

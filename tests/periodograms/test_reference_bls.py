@@ -31,6 +31,7 @@ def assert_equals_astropy(ours: ref.BLSResult, theirs, rtol: float = 1e-9) -> No
                                    atol=0, err_msg=name)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("objective", ["likelihood", "snr"])
 @pytest.mark.parametrize("durations", [[DURATION], SEVERAL], ids=["one", "several"])
 @pytest.mark.parametrize("with_errors", [False, True])
@@ -188,6 +189,7 @@ def test_invariant_to_units_offsets_and_time_shift():
         np.testing.assert_allclose(moved.transit_time - 6e4, base.transit_time, atol=1e-9)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("search", [ref.bls_slow, ref.bls_binned])
 def test_injected_transit_recovered(search):
     t, y, dy = transit_light_curve(9, n=1000, period=3.17, epoch=102.0, duration=0.15)

@@ -382,6 +382,7 @@ def fine_grid(baseline=30.0):
 CASES = [("original", True), ("original", False), ("single_pass", True)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant,periodic", CASES)
 @pytest.mark.parametrize("signal", ["sawtooth", "sinusoid"])
 def test_period_search_finds_true_frequency(rng, variant, periodic, signal):

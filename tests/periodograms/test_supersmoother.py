@@ -41,6 +41,7 @@ def numpy_peaks(power, top_k):
 VARIANTS = [("original", "global"), ("single_pass", "auto"), ("single_pass", "global")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant,memory", VARIANTS)
 @pytest.mark.parametrize("compat", [False, True])
 def test_fp64_matches_reference(rng, variant, memory, compat):
@@ -151,6 +152,7 @@ def uneven_frequencies(rng, n=50):
     return rng.permutation(np.concatenate([values, values[:4]]))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant,memory", VARIANTS)
 @pytest.mark.parametrize("compat", [False, True])
 def test_frequency_arrays_match_reference(rng, variant, memory, compat):
@@ -232,6 +234,7 @@ def test_recovers_eclipsing_period_where_lombscargle_picks_the_harmonic():
         assert r.period[0] == pytest.approx(period, rel=1e-3)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", ["original", "single_pass"])
 def test_recovers_sawtooth_period(variant):
     rng = np.random.default_rng(1)
@@ -424,6 +427,7 @@ def assert_same_periodogram(power, base, n, precision, offset_ratio=0.0):
         assert change.max() <= 2e-3 + inputs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant,memory,periodic", UNIT_CASES)
 @pytest.mark.parametrize("precision", ["fp64", "fp32"])
 def test_power_does_not_depend_on_units(rng, variant, memory, periodic, precision):
@@ -449,6 +453,7 @@ def test_power_does_not_depend_on_units(rng, variant, memory, periodic, precisio
 @settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), n=st.integers(10, 150),
        log_scale=st.floats(-30, 30), log_offset=st.floats(-2, 8), sign=st.sampled_from([-1, 1]))
+@pytest.mark.slow
 def test_power_is_invariant_to_scale_and_offset(variant, memory, periodic, precision, seed, n,
                                                 log_scale, log_offset, sign):
     """Property: y and dy scaled together by 1e-30 ... 1e30, or y offset by

@@ -463,6 +463,7 @@ def test_a_bad_row_and_a_failed_search_each_report_their_own_error(tmp_path, cat
     assert [p.name for p in (tmp_path / "b.parquet.parts").iterdir()] == ["manifest.json"]
 
 
+@pytest.mark.slow
 def test_figures_of_ids_that_clash_as_file_names_stay_apart(tmp_path, catalog, cpu_device):
     """"a/b" and "a_b" in different chunks, and an id too long for a file name."""
     cat = catalog.subset(np.arange(3))
@@ -594,6 +595,7 @@ def test_an_input_edited_in_place_is_refused_on_resume(tmp_path, catalog, monkey
     assert pq.read_table(output).equals(pq.read_table(fresh.output))
 
 
+@pytest.mark.slow
 def test_a_second_run_on_the_same_output_stops_and_leaves_the_first_alone(
         tmp_path, input_file, monkeypatch, cpu_device):
     """The normal accident: the same job started twice. The second process

@@ -241,6 +241,7 @@ def assert_same_search(got, base, scale):
 @pytest.mark.parametrize("dtype, scale", [
     (np.float32, 1e-25), (np.float32, 1e17), (np.float32, 1e30), (np.float32, 1e-40),
     (np.float64, 1e40), (np.float64, 1e-45), (np.float64, 1e300), (np.float64, 1e-300)])
+@pytest.mark.slow
 @pytest.mark.parametrize("robust", [False, True])
 def test_search_does_not_depend_on_units(dtype, scale, robust):
     """float32 data times 1e17 used to give std = inf and no candidates, times

@@ -167,6 +167,7 @@ def expected_snr(amplitude, width, level, n, snr_mode):
     (1 << 19, 300_000, 96, 10.0, 2, 1024),
     (1 << 19, 200_000, 768, 3.6, 5, 1024),
 ])
+@pytest.mark.slow
 def test_injected_top_hat_snr(snr_mode, n, start, width, amplitude, level, max_width):
     x = np.random.default_rng(4).normal(size=(1, n))
     x[0, start : start + width] += amplitude
