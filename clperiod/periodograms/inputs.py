@@ -17,6 +17,7 @@ __all__ = [
     "Deferred",
     "PeakResults",
     "as_catalog",
+    "banded_status",
     "blank_failed",
     "check_choice",
     "check_top_k",
@@ -207,6 +208,17 @@ def degenerate_status(
     if invalid is not None:
         status[_owners(catalog, invalid)] = Status.NOT_FINITE
     return status
+
+
+def banded_status(
+    catalog: Catalog, status: np.ndarray, power_best: np.ndarray, use_dy: bool
+) -> np.ndarray:
+    """:func:`degenerate_status` of a search that models each band: it keeps
+    ZERO_VARIANCE for objects whose values are constant within each band
+    (their pooled values may vary)."""
+    final = degenerate_status(catalog, status, power_best, use_dy=use_dy)
+    final[(status == Status.ZERO_VARIANCE) & (final == Status.OUT_OF_RANGE)] = Status.ZERO_VARIANCE
+    return final
 
 
 def _equal_times(catalog: Catalog) -> np.ndarray:

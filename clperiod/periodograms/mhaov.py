@@ -33,10 +33,10 @@ from clperiod.grid import FrequencyArray, FrequencyGrid, search_grid, split_floa
 from clperiod.periodograms.bootstrap import DEFAULT_RESAMPLINGS, bootstrap_fap
 from clperiod.periodograms.inputs import (
     PeakResults,
+    banded_status,
     blank_failed,
     check_choice,
     check_top_k,
-    degenerate_status,
     reference_times,
     top_k_arrays,
 )
@@ -318,7 +318,7 @@ def mhaov(
     options = _Search(searched, fitted, precision, top_k)
     values, indices = _search(devices, prepared, options, power)
     top_power, top_frequency = top_k_arrays(values, indices, searched)
-    status = _final_status(catalog, prepared.status, top_power[:, 0], use_errors)
+    status = banded_status(catalog, prepared.status, top_power[:, 0], use_dy=use_errors)
     blank_failed(status, top_power, top_frequency, power)
     return MhaovResult(
         ids=catalog.ids,
@@ -356,17 +356,6 @@ def _fit_harmonics(catalog: Catalog, nharmonics: int, fit_harmonics: Any) -> int
             )
         return nharmonics
     return 1 if fit_harmonics is None else fit_harmonics
-
-
-def _final_status(
-    catalog: Catalog, status: np.ndarray, power_best: np.ndarray, use_errors: bool
-) -> np.ndarray:
-    """``status`` with the causes :func:`~clperiod.periodograms.inputs.degenerate_status`
-    finds, keeping ZERO_VARIANCE for objects whose values are constant within
-    each band (their pooled values may vary)."""
-    final = degenerate_status(catalog, status, power_best, use_dy=use_errors)
-    final[(status == Status.ZERO_VARIANCE) & (final == Status.OUT_OF_RANGE)] = Status.ZERO_VARIANCE
-    return final
 
 
 # {{{ host preparation

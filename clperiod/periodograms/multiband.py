@@ -42,10 +42,10 @@ from clperiod.periodograms import multiterm
 from clperiod.periodograms.bootstrap import DEFAULT_RESAMPLINGS, bootstrap_fap
 from clperiod.periodograms.inputs import (
     PeakResults,
+    banded_status,
     blank_failed,
     check_choice,
     check_top_k,
-    degenerate_status,
     segment_reduce,
     segment_sum,
     top_k_arrays,
@@ -357,7 +357,7 @@ def lombscargle_multiband(
     prepared = _prepare(catalog, nterms_base, nterms_band, center_data)
     values, indices = _run(devices, prepared, searched, options, power)
     top_power, top_frequency = top_k_arrays(values, indices, searched)
-    status = _final_status(catalog, prepared.status, top_power[:, 0])
+    status = banded_status(catalog, prepared.status, top_power[:, 0], use_dy=True)
     if power is not None and positions is not None:
         power = power[:, positions]
     blank_failed(status, top_power, top_frequency, power)
@@ -380,15 +380,6 @@ def lombscargle_multiband(
         reg_band=reg_band if reg_band is None else ridge[1],
         precision=precision,
     )
-
-
-def _final_status(catalog: Catalog, status: np.ndarray, power_best: np.ndarray) -> np.ndarray:
-    """``status`` with the causes :func:`~clperiod.periodograms.inputs.degenerate_status`
-    finds, keeping ZERO_VARIANCE for objects whose values are constant within
-    each band (their pooled values may vary)."""
-    final = degenerate_status(catalog, status, power_best, use_dy=True)
-    final[(status == Status.ZERO_VARIANCE) & (final == Status.OUT_OF_RANGE)] = Status.ZERO_VARIANCE
-    return final
 
 
 def _checked_catalog(catalog: Any) -> Catalog:
