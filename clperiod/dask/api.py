@@ -51,6 +51,7 @@ retried when computed with ``retries=``, e.g. ``out.compute(retries=2)``
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -513,8 +514,9 @@ class _Frame:
     nested_col: str | None
     nan_policy: str
 
-    @property
+    @functools.cached_property
     def layout(self) -> _Layout:
+        """The frame's columns as the arguments name them (read once)."""
         return _layout(
             self.ddf, self.id_col, self.t_col, self.y_col, self.dy_col, self.nested_col, None, None
         )
