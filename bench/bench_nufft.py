@@ -13,8 +13,9 @@ Workloads (issue 22's performance targets):
   one call per object (the CPU target).
 * ``long``: long light curves with ``algorithm="auto"`` against nifty-ls.
 * ``crossover``: one light curve, N points x nf frequencies over a grid of sizes, both
-  algorithms (direct only where it takes under ``--direct-limit`` point-frequencies):
-  the data of the ``algorithm="auto"`` cost model.
+  algorithms and ``algorithm="auto"`` (direct and auto only where the direct sums take
+  under ``--direct-limit`` point-frequencies), with auto's time over the better one's:
+  the data of the ``algorithm="auto"`` cost model (``fit_costs.py`` fits it).
 
 Run: ``python bench/bench_nufft.py [workloads] [--out FILE]``.
 """
@@ -188,8 +189,8 @@ def crossover(repeat: int, direct_limit: float) -> dict:
         for nf in (1000, 10_000, 100_000, 1_000_000, 10_000_000):
             grid = grid_for(nf)
             row: dict = {"n": n, "nf": nf}
-            for algorithm in ("nufft", "direct"):
-                if algorithm == "direct" and n * nf > direct_limit:
+            for algorithm in ("nufft", "direct", "auto"):
+                if algorithm != "nufft" and n * nf > direct_limit:
                     continue
                 row[f"{algorithm}_s"], _ = best_of(
                     lambda algorithm=algorithm: clperiod.lombscargle(
@@ -197,6 +198,8 @@ def crossover(repeat: int, direct_limit: float) -> dict:
                     ),
                     repeat if n * nf < 1e11 else 1,
                 )
+            if "direct_s" in row:
+                row["auto_over_best"] = row["auto_s"] / min(row["nufft_s"], row["direct_s"])
             out["rows"].append(row)
             print(row, flush=True)
     return out

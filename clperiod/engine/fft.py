@@ -75,9 +75,15 @@ def _vkfft_app_class() -> Any:
 
 def _new_app(queue: cl.CommandQueue, shape: tuple[int, ...], dtype: np.dtype) -> Any:
     """A VkFFT in-place, unnormalised plan along the last axis; pyvkfft's own
-    diagnostics (printed on failure) are dropped, its exception is kept."""
+    diagnostics (printed on failure) are dropped, its exception is kept.
+
+    Single-precision plans read their twiddle factors from a table computed in
+    double precision (VkFFT's ``useLUT``) instead of the device's float32 sines
+    and cosines, which are too coarse on some devices for the float32 accuracy
+    bound of the NUFFT periodograms."""
+    lut = {"useLUT": 1} if np.dtype(dtype) == np.complex64 else {}
     with contextlib.redirect_stdout(io.StringIO()):
-        return _vkfft_app_class()(shape, dtype, queue, ndim=1, inplace=True, norm=0)
+        return _vkfft_app_class()(shape, dtype, queue, ndim=1, inplace=True, norm=0, **lut)
 
 
 def _probe(queue: cl.CommandQueue) -> str | None:
