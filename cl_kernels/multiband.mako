@@ -21,10 +21,17 @@
 ## a_0 + sum_{k=1..K} a_k sin(k phi) + b_k cos(k phi) common to all bands plus,
 ## on band b's points only, c_0 + sum_{l=1..L} c_l sin(l phi) + d_l cos(l phi).
 ## astropy fits it with a ridge: it minimises |z - X theta|^2 + theta^T R theta,
-## R = trace(X^T X) diag(r) with r_i = reg_base on the base unknowns and reg_band
-## on the band unknowns (kernel arguments, 0 for none), and its power is
-## b^T (X^T X + R)^-1 b = z^T z - min, b = X^T z (the host divides it by
-## chi2_0 = z^T z).
+## R = s diag(r) with r_i = reg_base on the base unknowns and reg_band on the
+## band unknowns (kernel arguments, 0 for none) and s = trace(X^T X)
+## (regularize_by_trace) or 1, and its power is b^T (X^T X + R)^-1 b =
+## z^T z - min, b = X^T z (the host divides it by chi2_0 = z^T z). With the
+## weights normalised per object (below), X^T X is W times the kernel's matrix
+## (W = sum dy^-2 of the object), so the kernel's ridge is R / W: the host
+## passes each object's ridge_scale, s / W per unit of normalised weight, which
+## is 2 + K + L for ridges in units of the trace (the trace is (2 + K + L) W:
+## the constant and each sine-cosine pair of the base and of the point's band)
+## and 1 / W for absolute ones; the kernel multiplies it by sum w (1 to
+## rounding).
 ##
 ## Reduced system. The base columns of harmonics up to min(K, L), the constant
 ## included (the first D = 1 + 2 min(K, L) columns of a block), are the sums of
@@ -41,7 +48,7 @@
 ## matrix is X'^T X' plus the ridge: reg_base on the base's own unknowns,
 ## reg_band on band columns D and above, and on the first D columns of the
 ## bands with points reg_band - g on the diagonal and -g between the same
-## column of two bands (times the trace, which is (2 + K + L) sum w). Its power
+## column of two bands (times the ridge's scale, ridge_scale sum w). Its power
 ## is the same number in exact arithmetic. A band without points of an object
 ## has a unit diagonal and nothing else: it leaves the power unchanged.
 ##
@@ -124,7 +131,7 @@ inline real_t data_product(const int c, const real_t *YC, const real_t *YS)
 // system that is not positive definite).
 inline real_t solve(const real_t C[B][2 * H + 1], const real_t S[B][2 * H + 1],
                     const real_t YC[B][H + 1], const real_t YS[B][H + 1],
-                    const real_t reg_base, const real_t reg_band)
+                    const real_t reg_base, const real_t reg_band, const real_t object_scale)
 {
     real_t A[P][P], b[P];
     real_t Ct[2 * H + 1], St[2 * H + 1], YCt[H + 1], YSt[H + 1];
@@ -145,7 +152,7 @@ inline real_t solve(const real_t C[B][2 * H + 1], const real_t S[B][2 * H + 1],
     int with_points = 0;
     for (int band = 0; band < B; ++band)
         with_points += C[band][0] > 0;
-    const real_t trace = (2 + K + L) * Ct[0];
+    const real_t scale = object_scale * Ct[0];  // s / W (notes)
     // the ridge the eliminated base unknowns leave between the bands' columns
     const real_t shared = reg_band * reg_band / (reg_base + with_points * reg_band);
     for (int r = 0; r < P; ++r)
@@ -155,7 +162,7 @@ inline real_t solve(const real_t C[B][2 * H + 1], const real_t S[B][2 * H + 1],
         b[i] = data_product(D + i, YCt, YSt);
         for (int e = 0; e <= i; ++e)
             A[i][e] = window_product(D + i, D + e, Ct, St);
-        A[i][i] += trace * reg_base;
+        A[i][i] += scale * reg_base;
     }
     for (int band = 0; band < B; ++band) {
         const int first = NE + band * NL;
@@ -173,12 +180,12 @@ inline real_t solve(const real_t C[B][2 * H + 1], const real_t S[B][2 * H + 1],
             for (int e = 0; e <= c; ++e)
                 A[r][first + e] = window_product(c, e, C[band], S[band]);
             if (c < D) {
-                A[r][r] += trace * (reg_band - shared);
+                A[r][r] += scale * (reg_band - shared);
                 for (int other = 0; other < band; ++other)
                     if (C[other][0] > 0)
-                        A[r][NE + other * NL + c] = -trace * shared;
+                        A[r][NE + other * NL + c] = -scale * shared;
             } else {
-                A[r][r] += trace * reg_band;
+                A[r][r] += scale * reg_band;
             }
         }
     }
@@ -242,6 +249,7 @@ void multiband_catalog(
     const int k0, const int nf,
     const int zero_bin,                   // the launch's bin of f = 0, or -1
     const real_t reg_base, const real_t reg_band,
+    __global const real_t *restrict ridge_scale,  // (objects,) the ridges' scale (notes)
     __global real_t *restrict power)      // (launch objects, nf) p of bins k0 .. k0 + nf - 1
 {
     const int k = F * get_global_id(0);  // the item's first bin; it has bins k .. k + F - 1
@@ -353,7 +361,9 @@ void multiband_catalog(
     }
     for (; r < B; ++r)  // the last band with points and the empty ones after it
         STORE_BAND(r);
+    const real_t object_scale = ridge_scale[obj0 + first];
     for (int j = 0; j < F && k + j < nf; ++j)
         power[(size_t) first * nf + k + j] = k + j == zero_bin
-            ? (real_t) NAN : solve(C[j], S[j], YC[j], YS[j], reg_base, reg_band);
+            ? (real_t) NAN : solve(C[j], S[j], YC[j], YS[j], reg_base, reg_band,
+                                      object_scale);
 }

@@ -63,10 +63,11 @@ recurrences; both are exact to rounding. What else differs from astropy:
 own class (opt-in; nothing is registered at import).
 
 :class:`LombScargleMultiband` does the same for
-:class:`astropy.timeseries.LombScargleMultiband` (method ``"flexible"``), with
-:func:`clperiod.lombscargle_multiband` for the powers and
-:class:`clperiod.periodograms.multiband_fit.MultibandFit` for ``model``,
-``model_parameters`` and ``offset``.
+:class:`astropy.timeseries.LombScargleMultiband`, with
+:func:`clperiod.lombscargle_multiband` for the powers of method
+``"flexible"``, clperiod's single-band periodograms for those of method
+``"fast"``, and :class:`clperiod.periodograms.multiband_fit.MultibandFit`
+for ``model``, ``model_parameters`` and ``offset``.
 """
 
 from __future__ import annotations
@@ -91,7 +92,7 @@ from clperiod.grid import FrequencyArray, FrequencyGrid
 from clperiod.periodograms import stats
 from clperiod.periodograms.bls import Method, Objective, bls
 from clperiod.periodograms.inputs import check_choice
-from clperiod.periodograms.lombscargle import Precision, lombscargle
+from clperiod.periodograms.lombscargle import Algorithm, Precision, lombscargle
 from clperiod.periodograms.multiband import MAX_NTERMS as MAX_NTERMS_MULTIBAND
 from clperiod.periodograms.multiband import lombscargle_multiband
 from clperiod.periodograms.multiband_fit import DEFAULT_REG_BAND, MultibandFit
@@ -118,6 +119,18 @@ _FAST_METHODS = ("auto", "fast", "fastchi2")
 _APPROXIMATION_KEYWORDS = ("use_fft", "trig_sum_kwds", "algorithm")
 Kernel = Literal["auto", "multiterm", "direct"]
 _FAP_METHODS = ("baluev", "davies", "naive", "single", "townsend", "bootstrap")
+#: LombScargleMultiband's methods, astropy's.
+_MULTIBAND_METHODS = ("flexible", "fast")
+#: The :func:`clperiod.lombscargle` algorithm of each single-band method of the
+#: multiband method "fast" that is not exact, for one harmonic ("direct" for the
+#: others, and for several harmonics: the multi-term NUFFT loses accuracy below
+#: one cycle per baseline, where astropy's frequency grids start).
+_BAND_ALGORITHMS: dict[str, Algorithm] = {
+    "fast": "nufft",
+    "fastchi2": "nufft",
+    "auto": "auto",
+    "clperiod": "auto",
+}
 #: BoxLeastSquares method names: astropy's, then clperiod's for the same searches.
 _BLS_METHODS = ("fast", "slow", "binned", "exact")
 #: The fields of astropy's BLS implementations' results, in their order.
@@ -547,14 +560,16 @@ class LombScargle(_AutoFrequency, _AstropyLombScargle):
 class LombScargleMultiband(_AutoFrequency, _AstropyLombScargleMultiband):
     """astropy's multiband Lomb-Scargle periodogram, evaluated by clperiod.
 
-    A drop-in for :class:`astropy.timeseries.LombScargleMultiband` (method
-    ``"flexible"``)::
+    A drop-in for :class:`astropy.timeseries.LombScargleMultiband` (methods
+    ``"flexible"`` and ``"fast"``)::
 
         from astropy.timeseries import LombScargleMultiband   # before
         from clperiod.astropy import LombScargleMultiband     # after
 
-    Powers come from :func:`clperiod.lombscargle_multiband` (on the device;
-    fp64 by default, equal to astropy's to rounding); ``model``,
+    Powers of method ``"flexible"`` come from
+    :func:`clperiod.lombscargle_multiband` (on the device; fp64 by default,
+    equal to astropy's to rounding), those of method ``"fast"`` from
+    clperiod's single-band periodograms (:meth:`power`); ``model``,
     ``model_parameters`` and ``offset`` from
     :class:`~clperiod.periodograms.multiband_fit.MultibandFit` (float64 on the
     host). ``Time``/``TimeDelta``/Quantity inputs, ``from_timeseries`` and
@@ -563,16 +578,25 @@ class LombScargleMultiband(_AutoFrequency, _AstropyLombScargleMultiband):
     * ``power`` takes any frequencies (any shape, order and spacing,
       repeats, negative values: the power is even in ``f``). The power at
       frequency 0 is NaN (astropy: a number of the degenerate model).
-    * ``nterms_base`` and ``nterms_band`` go up to 4, the bands up to 8; the
-      powers need a ridge (``reg_base`` or ``reg_band``) in units of the trace
-      (``regularize_by_trace=True``); otherwise ``power`` raises (``model``
-      and the others take any).
+    * ``nterms_base`` and ``nterms_band`` go up to 4, the bands up to 8
+      (method ``"flexible"``); its powers need a ridge (``reg_base`` or
+      ``reg_band``, in units of the trace or, with
+      ``regularize_by_trace=False``, absolute), else ``power`` raises.
+    * Method ``"fast"`` (each band's single-band periodogram, weighted as
+      astropy does) runs astropy's approximate single-band methods
+      ``"fast"`` and ``"fastchi2"`` through clperiod's NUFFT (1e-9 of each
+      band's highest power in fp64) and the others exactly; with
+      ``nterms_base > 1`` all are exact (fp64). Any frequencies are taken
+      (astropy's ``"fast"`` needs a regular grid); ``nterms_base=0``, which
+      leaves no periodic model, raises.
     * ``model`` adds each band's own weighted mean back; astropy 8 adds, for
       the ``k``-th band, the mean of the band of the ``k``-th observation (the
       same when observation ``k`` is in band ``k``).
     * ``offset`` without ``center_data`` is an array of zeros (astropy: 0).
-    * ``method="fast"``, ``false_alarm_probability``, ``false_alarm_level``
-      and ``distribution`` raise NotImplementedError.
+    * ``false_alarm_probability``, ``false_alarm_level`` and ``distribution``
+      raise NotImplementedError, as astropy's (the bootstrap of
+      :meth:`clperiod.MultibandResult.false_alarm_probability` gives
+      false-alarm probabilities of catalog searches).
 
     Parameters
     ----------
@@ -585,8 +609,8 @@ class LombScargleMultiband(_AutoFrequency, _AstropyLombScargleMultiband):
     dy : float, array_like or Quantity, optional
         Uncertainties.
     normalization : {"standard", "model", "log", "psd"}
-        Kept for astropy's interface; the flexible method's power is the
-        same ratio under every normalization.
+        Default normalization: method ``"fast"``'s bands' periodograms; the
+        flexible method's power is the same ratio under every normalization.
     nterms_base, nterms_band : int
         Harmonics of the shared model and of each band's model, 0 to
         :data:`clperiod.periodograms.multiband.MAX_NTERMS`, not both 0.
@@ -605,8 +629,9 @@ class LombScargleMultiband(_AutoFrequency, _AstropyLombScargleMultiband):
     Raises
     ------
     ValueError
-        ``nterms_base`` or ``nterms_band`` out of range or both 0, unknown
-        ``precision``, or astropy's input checks.
+        ``nterms_base`` or ``nterms_band`` out of range, unknown
+        ``precision``, or astropy's input checks (a model without harmonics,
+        both 0, raises when it is fitted, as in astropy).
     """
 
     def __init__(
@@ -630,8 +655,6 @@ class LombScargleMultiband(_AutoFrequency, _AstropyLombScargleMultiband):
         check_choice("precision", precision, Precision)
         nterms_base = checks.integer("nterms_base", nterms_base, low=0, high=MAX_NTERMS_MULTIBAND)
         nterms_band = checks.integer("nterms_band", nterms_band, low=0, high=MAX_NTERMS_MULTIBAND)
-        if nterms_base == 0 and nterms_band == 0:
-            raise ValueError("at least one of nterms_base and nterms_band must be > 0")
         super().__init__(
             t,
             y,
@@ -662,22 +685,18 @@ class LombScargleMultiband(_AutoFrequency, _AstropyLombScargleMultiband):
         """Power on the ``autofrequency`` grid, evaluated as that one grid.
 
         Parameters as :meth:`astropy.timeseries.LombScargleMultiband.autopower`
-        (``sb_method`` belongs to method ``"fast"`` and is not used).
+        (``method`` and ``sb_method`` as :meth:`power`).
 
         Returns
         -------
         frequency, power : ndarray or Quantity
-
-        Raises
-        ------
-        NotImplementedError
-            ``method="fast"``.
         """
-        self._check_method(method)
+        _check_multiband_method(method)
+        normalization = self.normalization if normalization is None else normalization
         grid = self._auto_grid(
             samples_per_peak, nyquist_factor, minimum_frequency, maximum_frequency
         )
-        power = self._grid_power(grid)
+        power = self._method_power(grid, method, sb_method, normalization)
         return grid.frequencies() * self._frequency_unit(), power * self._power_unit(normalization)
 
     def power(
@@ -697,13 +716,28 @@ class LombScargleMultiband(_AutoFrequency, _AstropyLombScargleMultiband):
             spaced ones run the uniform-grid kernel, others the array kernel
             (:meth:`clperiod.FrequencyGrid.from_frequencies`); each value is
             evaluated as it would be alone.
-        method : {"flexible"}
-            astropy's method names; ``"fast"`` raises NotImplementedError.
+        method : {"flexible", "fast"}
+            ``"flexible"``: the multiband model (:func:`clperiod.lombscargle_multiband`).
+            ``"fast"``: astropy's approximation, each band's single-band
+            periodogram with ``nterms = nterms_base``, ``fit_mean``,
+            ``center_data`` and ``normalization``, averaged with weights
+            proportional to each band's sum of squared powers over the
+            frequencies asked for (those above 0); ``nterms_band`` and the
+            ridges do not enter.
         sb_method : str
-            Method ``"fast"``'s single-band method; not used.
+            Method ``"fast"``'s single-band method: astropy's names (as
+            :class:`LombScargle`'s ``method``, with astropy's rules on
+            ``nterms`` and on ``"scipy"``) or ``"clperiod"``. ``"fast"`` and
+            ``"fastchi2"`` run clperiod's NUFFT (``algorithm="nufft"`` of
+            :func:`clperiod.lombscargle`: 1e-9 of each band's highest power
+            in fp64, where astropy's extirpolation is approximate), ``"auto"``
+            and ``"clperiod"`` the faster of the NUFFT and the direct sums
+            (``algorithm="auto"``), the others exact direct sums. Not used by
+            ``"flexible"``.
         normalization : str
-            Sets only the unit of the result, as in astropy (None: the
-            normalization given at construction).
+            ``"flexible"``: sets only the unit of the result, as in astropy;
+            ``"fast"``: the bands' normalization (None: the normalization
+            given at construction).
 
         Returns
         -------
@@ -712,14 +746,14 @@ class LombScargleMultiband(_AutoFrequency, _AstropyLombScargleMultiband):
 
         Raises
         ------
-        NotImplementedError
-            ``method="fast"``, or ``regularize_by_trace=False``.
         ValueError
-            Unknown method, frequencies not finite, no ridge, or a light
-            curve the search cannot evaluate (too few points, constant
-            values).
+            Unknown method or ``sb_method``, frequencies not finite, no ridge
+            (``"flexible"``), ``nterms_base = 0`` or an ``sb_method`` astropy
+            does not run with this model (``"fast"``), or a light curve (a
+            band, for ``"fast"``) the search cannot evaluate (too few points,
+            constant values).
         """
-        self._check_method(method)
+        _check_multiband_method(method)
         normalization = self.normalization if normalization is None else normalization
         frequency = np.asarray(_strip(self._validate_frequency(frequency)), dtype=np.float64)
         if not np.isfinite(frequency).all():
@@ -730,7 +764,8 @@ class LombScargleMultiband(_AutoFrequency, _AstropyLombScargleMultiband):
         if positive.any():
             distinct = np.unique(flat[positive])
             grid = FrequencyGrid.from_frequencies(distinct)
-            power[positive] = self._grid_power(grid)[np.searchsorted(distinct, flat[positive])]
+            at = np.searchsorted(distinct, flat[positive])
+            power[positive] = self._method_power(grid, method, sb_method, normalization, at)
         return power.reshape(frequency.shape) * self._power_unit(normalization)
 
     def model_parameters(self, frequency: Any, units: bool = True) -> Any:
@@ -841,23 +876,105 @@ class LombScargleMultiband(_AutoFrequency, _AstropyLombScargleMultiband):
     def _frequency_number(self, frequency: Any) -> float:
         return float(_strip(self._validate_frequency(frequency)))
 
+    def _auto_grid(
+        self, samples_per_peak, nyquist_factor, minimum_frequency, maximum_frequency
+    ) -> FrequencyGrid:
+        """astropy's multiband heuristic: with times that carry a unit, the
+        step and the default limits come from the times in days, and the
+        number of frequencies from the limits in ``1 / t`` (astropy's order
+        of operations: the rounding of a half-integer count follows it)."""
+        unit = getattr(self._trel, "unit", None)
+        if unit is None:
+            return super()._auto_grid(
+                samples_per_peak, nyquist_factor, minimum_frequency, maximum_frequency
+            )
+        days = self._trel.to_value(u.day)
+        in_days = FrequencyGrid.auto(days, samples_per_peak, nyquist_factor)
+        to_unit = (u.day**-1).to(unit**-1)  # a frequency of 1 / day, in 1 / t
+        fmin = self._frequency_value(minimum_frequency)
+        fmin = in_days.fmin * to_unit if fmin is None else fmin
+        fmax = self._frequency_value(maximum_frequency)
+        if fmax is None:
+            fmax = nyquist_factor * (0.5 * days.size / (days.max() - days.min())) * to_unit
+        if fmax < fmin:
+            raise ValueError(
+                f"maximum_frequency ({fmax}) must not be below the minimum frequency ({fmin})"
+            )
+        df = in_days.df * to_unit
+        return FrequencyGrid(fmin, df, 1 + int(np.round((fmax - fmin) / df)))
+
     def _frequency_value(self, frequency: Any) -> float | None:
         return None if frequency is None else self._frequency_number(frequency)
 
-    def _check_method(self, method: str) -> None:
-        """astropy's multiband method names: "flexible" runs, "fast" is not implemented."""
-        if method == "fast":
-            raise NotImplementedError(
-                "method='fast' (astropy's per-band single-band periodograms) is not "
-                "implemented by clperiod.astropy.LombScargleMultiband; use method='flexible'"
+    def _method_power(
+        self,
+        grid: FrequencyGrid | FrequencyArray,
+        method: str,
+        sb_method: str,
+        normalization: str,
+        at: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """The power of ``method`` at the frequencies ``grid.frequencies()[at]``
+        (every frequency of ``grid`` without ``at``), as float64."""
+        if method == "flexible":
+            power = self._grid_power(grid)
+            return power if at is None else power[at]
+        band_powers = self._band_powers(grid, sb_method, normalization)
+        return _weighted_band_powers(band_powers if at is None else band_powers[:, at])
+
+    def _band_powers(
+        self, grid: FrequencyGrid | FrequencyArray, sb_method: str, normalization: str
+    ) -> np.ndarray:
+        """Each band's single-band periodogram on ``grid`` (method "fast"), one
+        row per band in the order of ``np.unique``, as float64."""
+        if self.nterms_base == 0:
+            raise ValueError(
+                "method='fast' fits each band alone with nterms_base harmonics; "
+                "nterms_base=0 leaves no periodic model (use method='flexible')"
             )
-        if method != "flexible":
-            raise ValueError(f"method must be 'flexible' or 'fast', got {method!r}")
-        if not self.regularize_by_trace:
-            raise NotImplementedError(
-                "regularize_by_trace=False is not implemented for the powers: clperiod's "
-                "multiband periodogram takes the ridges in units of the normal matrix's trace"
-            )
+        t, y, bands, dy = self._values()
+        labels, index = np.unique(bands, return_inverse=True)
+        rows = []
+        for number, label in enumerate(labels.tolist()):
+            mask = index.ravel() == number
+            band_dy = None if dy is None else dy[mask]
+            try:
+                rows.append(
+                    self._band_power(t[mask], y[mask], band_dy, grid, sb_method, normalization)
+                )
+            except ValueError as error:
+                raise ValueError(
+                    f"method='fast' with sb_method={sb_method!r} and "
+                    f"nterms_base={self.nterms_base}, band {label!r}: {error}"
+                ) from error
+        return np.stack(rows)
+
+    def _band_power(
+        self,
+        t: np.ndarray,
+        y: np.ndarray,
+        dy: np.ndarray | None,
+        grid: FrequencyGrid | FrequencyArray,
+        sb_method: str,
+        normalization: str,
+    ) -> np.ndarray:
+        """One band's single-band periodogram on ``grid`` with ``sb_method``
+        (:meth:`power`), as float64."""
+        one_term = self.nterms_base == 1
+        return _grid_power(
+            t,
+            y,
+            dy,
+            grid,
+            nterms=self.nterms_base,
+            algorithm=_BAND_ALGORITHMS.get(sb_method, "direct") if one_term else "direct",
+            fit_mean=self.fit_mean,
+            center_data=self.center_data,
+            normalization=normalization,
+            precision=self.precision,
+            device=self.device,
+            **_method_options(sb_method, None, self.nterms_base, self.fit_mean, dy),
+        )
 
     def _grid_power(self, grid: FrequencyGrid | FrequencyArray) -> np.ndarray:
         """The periodogram of the light curve on ``grid``, on the device, as float64."""
@@ -871,6 +988,7 @@ class LombScargleMultiband(_AutoFrequency, _AstropyLombScargleMultiband):
             center_data=self.center_data,
             reg_base=self.reg_base,
             reg_band=self.reg_band,
+            regularize_by_trace=self.regularize_by_trace,
             precision=self.precision,
             periodogram=True,
             device=self.device,
@@ -1187,6 +1305,19 @@ def _check_scipy_method(fit_mean: bool, dy: np.ndarray | None) -> None:
         raise ValueError("method='scipy' needs uniform uncertainties dy (or another method)")
 
 
+def _check_multiband_method(method: str) -> None:
+    if method not in _MULTIBAND_METHODS:
+        raise ValueError(f"method must be one of {_MULTIBAND_METHODS}, got {method!r}")
+
+
+def _weighted_band_powers(band_powers: np.ndarray) -> np.ndarray:
+    """astropy's multiband method "fast" from the bands' periodograms (rows):
+    at each frequency the mean of the bands' powers, each band weighted by
+    its sum of squared powers over all the frequencies."""
+    weights = np.sum(band_powers**2, axis=1)
+    return np.dot(weights / weights.sum(), band_powers)
+
+
 def _fap_method(method: str, method_kwds: Mapping[str, Any] | None) -> str:
     if method not in _FAP_METHODS:
         raise ValueError(f"method must be one of {_FAP_METHODS}, got {method!r}")
@@ -1202,11 +1333,13 @@ def _grid_power(
     grid: FrequencyGrid | FrequencyArray,
     nterms: int = 1,
     kernel: str = "auto",
+    algorithm: Algorithm = "direct",
     **options: Any,
 ) -> np.ndarray:
     """The float64 periodogram of one light curve on ``grid`` (``kernel`` as
-    :func:`lombscargle_clperiod`)."""
-    if nterms != 1 or kernel != "auto":
+    :func:`lombscargle_clperiod`; ``algorithm`` other than ``"direct"``:
+    :func:`clperiod.lombscargle` with that algorithm, any ``nterms``)."""
+    if algorithm == "direct" and (nterms != 1 or kernel != "auto"):
         if options["precision"] != "fp64":
             raise ValueError(
                 f"multi-term periodograms (nterms={nterms}, kernel={kernel!r}) are "
@@ -1224,7 +1357,17 @@ def _grid_power(
             direct_harmonics=kernel == "direct",
             device=options["device"],
         )
-    result = lombscargle(t, grid, y, dy, method="generalized", periodogram=True, **options)
+    result = lombscargle(
+        t,
+        grid,
+        y,
+        dy,
+        method="generalized",
+        nterms=nterms,
+        algorithm=algorithm,
+        periodogram=True,
+        **options,
+    )
     status = Status(result.status[0])
     if status != Status.OK:
         raise ValueError(

@@ -112,7 +112,10 @@ class MultibandResult(PeakResults):
     center_data : bool
         Whether each band's weighted mean was subtracted first.
     reg_base, reg_band : float or None
-        The ridges, in units of the normal matrix's trace.
+        The ridges.
+    regularize_by_trace : bool
+        Whether the ridges are in units of the normal matrix's trace (else in
+        its own units, those of ``dy**-2``).
     precision : {"fp64", "fp32"}
         The arithmetic of the sums and the solve.
     """
@@ -133,6 +136,7 @@ class MultibandResult(PeakResults):
     center_data: bool = True
     reg_base: float | None = None
     reg_band: float | None = DEFAULT_REG_BAND
+    regularize_by_trace: bool = True
     precision: Precision = "fp64"
 
     def fit(self, index: int) -> MultibandFit:
@@ -177,6 +181,7 @@ class MultibandResult(PeakResults):
             nterms_band=self.nterms_band,
             reg_base=self.reg_base,
             reg_band=self.reg_band,
+            regularize_by_trace=self.regularize_by_trace,
             center_data=self.center_data,
             epoch=float(t.min()),
         )
@@ -220,6 +225,7 @@ class MultibandResult(PeakResults):
             center_data=self.center_data,
             reg_base=self.reg_base,
             reg_band=self.reg_band,
+            regularize_by_trace=self.regularize_by_trace,
             precision=self.precision,
             device=device,
         )
@@ -254,6 +260,7 @@ def lombscargle_multiband(
     center_data: bool = True,
     reg_base: float | None = None,
     reg_band: float | None = DEFAULT_REG_BAND,
+    regularize_by_trace: bool = True,
     precision: Precision = "fp64",
     top_k: int = 1,
     periodogram: bool = False,
@@ -263,7 +270,8 @@ def lombscargle_multiband(
 
     Each object's power equals astropy's
     ``LombScargleMultiband(t - t[0], y, band, dy, nterms_base=...,
-    nterms_band=..., reg_base=..., reg_band=..., center_data=...)
+    nterms_band=..., reg_base=..., reg_band=..., regularize_by_trace=...,
+    center_data=...)
     .power(grid.frequencies(), method="flexible")`` on its own rows, to
     rounding (``normalization`` and ``fit_mean`` do not change that method's
     power, so none is taken).
@@ -289,9 +297,14 @@ def lombscargle_multiband(
         default). Without it the reference chi^2 is taken about zero, so data
         far from zero give powers near 1 at every frequency, as in astropy.
     reg_base, reg_band : float or None
-        astropy's ridges on the base and band parameters, in units of the
-        normal matrix's trace (astropy's ``regularize_by_trace=True``); at
-        least one is needed (the model's constants are degenerate without).
+        astropy's ridges on the base and band parameters; at least one is
+        needed (the model's constants are degenerate without).
+    regularize_by_trace : bool
+        As astropy: the ridges are in units of the normal matrix's trace
+        (default: they scale with the data's weights), else absolute, in the
+        units of ``dy**-2`` (so that scaling ``dy``, or leaving it out, changes
+        their effect; an object's own ridge is then ``reg / sum(dy**-2)`` per
+        unit of its normalised weights: the kernel's notes).
     precision : {"fp64", "fp32"}
         Arithmetic of the device's sums and solves. Times stay float64 on the
         host and fp32 phases come from double-single inputs, so raw MJD/JD
@@ -339,6 +352,7 @@ def lombscargle_multiband(
         raise ValueError("at least one of nterms_base and nterms_band must be > 0")
     center_data = checks.boolean("center_data", center_data)
     ridge = _checked_ridge(reg_base, reg_band)
+    regularize_by_trace = checks.boolean("regularize_by_trace", regularize_by_trace)
     check_choice("precision", precision, Precision)
     top_k = check_top_k(top_k, 64)
     periodogram = checks.boolean("periodogram", periodogram)
@@ -354,7 +368,7 @@ def lombscargle_multiband(
         columns = searched.nf + (grid.nf if positions is not None else 0)
         check_periodogram_memory(catalog.n_objects, columns, options.dtype)
         power = np.full((catalog.n_objects, searched.nf), np.nan, options.dtype)
-    prepared = _prepare(catalog, nterms_base, nterms_band, center_data)
+    prepared = _prepare(catalog, nterms_base, nterms_band, center_data, regularize_by_trace)
     values, indices = _run(devices, prepared, searched, options, power)
     top_power, top_frequency = top_k_arrays(values, indices, searched)
     status = banded_status(catalog, prepared.status, top_power[:, 0], use_dy=True)
@@ -378,6 +392,7 @@ def lombscargle_multiband(
         center_data=center_data,
         reg_base=reg_base if reg_base is None else ridge[0],
         reg_band=reg_band if reg_band is None else ridge[1],
+        regularize_by_trace=regularize_by_trace,
         precision=precision,
     )
 
@@ -423,7 +438,10 @@ class _Prepared:
     weight times scaled value; ``offsets`` of the kept points; ``cells`` the
     offsets of the ``n_bands`` bands of every object (``n_objects n_bands +
     1``); ``chi2_ref`` per object ``sum w u^2`` of the scaled values (NaN if
-    not OK, 0 if they do not vary).
+    not OK, 0 if they do not vary); ``ridge_scale`` per object, what the
+    ridges are multiplied by per unit of normalised weight (the kernel's
+    notes: ``2 + nterms_base + nterms_band`` for ridges in units of the
+    trace, ``1 / sum(dy**-2)`` for absolute ones).
     """
 
     status: np.ndarray
@@ -434,6 +452,7 @@ class _Prepared:
     w: np.ndarray
     wy: np.ndarray
     chi2_ref: np.ndarray
+    ridge_scale: np.ndarray
 
     def slice(self, start: int, stop: int) -> _Prepared:
         """The objects ``start .. stop - 1`` (offsets from 0)."""
@@ -447,11 +466,15 @@ class _Prepared:
             w=self.w[lo:hi],
             wy=self.wy[lo:hi],
             chi2_ref=self.chi2_ref[start:stop],
+            ridge_scale=self.ridge_scale[start:stop],
         )
 
 
-def _prepare(catalog: Catalog, nterms_base: int, nterms_band: int, center: bool) -> _Prepared:
-    """The kernel's inputs for ``catalog`` (see :class:`_Prepared`)."""
+def _prepare(
+    catalog: Catalog, nterms_base: int, nterms_band: int, center: bool, by_trace: bool
+) -> _Prepared:
+    """The kernel's inputs for ``catalog`` (see :class:`_Prepared`); ``by_trace``:
+    the ridges are in units of the normal matrix's trace."""
     counts = catalog.band_counts()
     bands_present = (counts > 0).sum(axis=1)
     status = np.full(catalog.n_objects, Status.OK, dtype=np.int8)
@@ -466,7 +489,11 @@ def _prepare(catalog: Catalog, nterms_base: int, nterms_band: int, center: bool)
     with np.errstate(all="ignore"):
         weights = np.ones_like(catalog.y) if catalog.dy is None else catalog.dy**-2.0
         values = _centred(catalog.y, weights, owners * catalog.n_bands + codes, center)
-        w = weights / np.repeat(segment_sum(weights, catalog.offsets), catalog.lengths)
+        total = segment_sum(weights, catalog.offsets)
+        w = weights / np.repeat(total, catalog.lengths)
+        ridge_scale = (
+            np.full(total.shape, 2.0 + nterms_base + nterms_band) if by_trace else 1 / total
+        )
         square = segment_sum(w * values * values, catalog.offsets)
         flat = ~(square > _RESOLUTION**2 * segment_sum(w * catalog.y**2, catalog.offsets))
         scale = np.repeat(np.sqrt(np.where(flat, 1.0, square)), catalog.lengths)
@@ -490,6 +517,7 @@ def _prepare(catalog: Catalog, nterms_base: int, nterms_band: int, center: bool)
         w=w[keep][order],
         wy=(w * scaled)[keep][order],
         chi2_ref=np.where(ok, chi2_ref, np.nan),
+        ridge_scale=ridge_scale,
     )
 
 
@@ -657,6 +685,7 @@ def _search(
     phases = _PhaseInputs(queue, prepared.t, grid, options.fp64, pending)
     points = [upload(queue, a.astype(dtype), pending) for a in (prepared.w, prepared.wy)]
     cells = upload(queue, prepared.cells, pending)
+    ridge_scale = upload(queue, prepared.ridge_scale.astype(dtype), pending)
     per_item = _bins_per_item(grid, options)
     (kernel,) = kernels.get_kernels(
         queue.context,
@@ -687,6 +716,7 @@ def _search(
             np.int32(hi - lo),
             np.int32(0 if lo == 0 and grid.fmin == 0 else -1),  # the bin of f = 0
             *ridge,
+            ridge_scale,
             out,
         )
 

@@ -10,7 +10,8 @@ from astropy.time import Time
 from astropy.timeseries import LombScargleMultiband as AstropyMultiband
 
 import clperiod
-from clperiod.astropy import LombScargleMultiband
+from clperiod import astropy as bridge
+from clperiod.astropy import LombScargle, LombScargleMultiband
 from clperiod.periodograms.multiband_fit import MultibandFit
 from reference.multiband import MultibandLombScargle
 
@@ -132,6 +133,39 @@ def test_quantities_and_times_as_astropy(rng, cpu_device):
                                rtol=1e-9)
 
 
+def test_power_without_trace_scaling_matches_astropy(rng, cpu_device):
+    """regularize_by_trace=False: astropy's ridges in the units of dy**-2, with and
+    without dy and with dy in other units (each a different ridge)."""
+    t, y, band, dy = multiband_data(rng, epoch=58000.0)
+    frequency = np.linspace(0.05, 1.5, 200)
+    for nterms_base, nterms_band in NTERMS:
+        for errors in (dy, None, 1e3 * dy):
+            options = {"nterms_base": nterms_base, "nterms_band": nterms_band,
+                       "reg_base": 1e-2, "reg_band": 1e-3}
+            ours = LombScargleMultiband(t, y, band, errors, regularize_by_trace=False,
+                                        device=cpu_device, **options).power(frequency)
+            expected = AstropyMultiband(t - t[0], y, band, errors, regularize_by_trace=False,
+                                        **options).power(frequency)
+            np.testing.assert_allclose(ours, expected, rtol=1e-9)
+            traced = AstropyMultiband(t - t[0], y, band, errors, **options).power(frequency)
+            assert scaled_error(traced, expected) > 1e-3  # the ridges matter
+
+
+def test_autofrequency_in_other_time_units_matches_astropy(rng):
+    """astropy makes the multiband grid in days whatever the times' unit."""
+    t, y, band, dy = multiband_data(rng, n=300)
+    for unit in (u.hour, u.s, u.year):
+        times = (t * u.day).to(unit)
+        ours = LombScargleMultiband(times, y, band, dy).autofrequency()
+        expected = AstropyMultiband(times, y, band, dy).autofrequency()
+        assert ours.unit == expected.unit and ours.size == expected.size
+        np.testing.assert_allclose(ours.value, expected.value, rtol=1e-12)
+        limits = {"minimum_frequency": 0.2 / u.day, "maximum_frequency": 3 / u.day}
+        np.testing.assert_allclose(
+            LombScargleMultiband(times, y, band, dy).autofrequency(**limits).value,
+            AstropyMultiband(times, y, band, dy).autofrequency(**limits).value, rtol=1e-12)
+
+
 def test_autofrequency_limits_match_astropy(rng):
     t, y, band, dy = multiband_data(rng)
     ours = LombScargleMultiband(t, y, band, dy)
@@ -227,6 +261,144 @@ def test_object_missing_a_band_fits_only_its_bands(rng):
 
 
 # }}}
+# {{{ method "fast"
+
+
+#: astropy's exact single-band methods for method "fast", by nterms_base.
+EXACT_BAND_METHODS = {1: ("slow", "cython", "chi2"), 2: ("chi2",)}
+
+
+@pytest.mark.parametrize("nterms_base", [1, 2])
+@pytest.mark.parametrize("normalization", ["standard", "psd", "model", "log"])
+def test_fast_method_with_exact_band_periodograms_equals_astropys(rng, cpu_device, nterms_base,
+                                                                  normalization):
+    t, y, band, dy = multiband_data(rng, epoch=58000.0)
+    frequency = np.linspace(0.05, 1.5, 200)
+    for dy_used, fit_mean, center_data in ((dy, True, True), (None, False, True),
+                                           (dy, False, False)):
+        options = {"nterms_base": nterms_base, "normalization": normalization,
+                   "fit_mean": fit_mean, "center_data": center_data}
+        ours = LombScargleMultiband(t, y, band, dy_used, device=cpu_device, **options)
+        theirs = AstropyMultiband(t - t[0], y, band, dy_used, **options)
+        for sb_method in EXACT_BAND_METHODS[nterms_base]:
+            expected = theirs.power(frequency, method="fast", sb_method=sb_method)
+            power = ours.power(frequency, method="fast", sb_method=sb_method)
+            np.testing.assert_allclose(power, expected, rtol=1e-9)
+
+
+def test_fast_band_methods_run_the_nufft_within_astropys_approximation(rng, cpu_device,
+                                                                       monkeypatch):
+    """sb_method "fast" and "fastchi2" (one harmonic) run clperiod's NUFFT: 1e-9 of the peak
+    from astropy's exact powers, and from astropy's fast ones by no more than that plus
+    astropy's own approximation; "auto" lets the cost model choose, the others are exact."""
+    t, y, band, dy = multiband_data(rng, n=150, epoch=58000.0)
+    algorithms = []
+    original = bridge.lombscargle
+    monkeypatch.setattr(bridge, "lombscargle",
+                        lambda *a, **k: algorithms.append(k["algorithm"]) or original(*a, **k))
+    ours = LombScargleMultiband(t, y, band, dy, device=cpu_device)
+    theirs = AstropyMultiband(t - t[0], y, band, dy)
+    frequency, power = ours.autopower(method="fast", sb_method="fast")
+    assert algorithms == ["nufft"] * 3  # one call per band
+    exact = theirs.power(frequency, method="fast", sb_method="slow")
+    approximate = theirs.power(frequency, method="fast", sb_method="fast")
+    assert scaled_error(power, exact) < 1e-9
+    assert scaled_error(power, approximate) < 1e-9 + scaled_error(approximate, exact)
+    np.testing.assert_allclose(frequency, theirs.autofrequency(), rtol=1e-12)
+    for sb_method, algorithm in (("fastchi2", "nufft"), ("auto", "auto"), ("cython", "direct"),
+                                 ("scipy", "direct")):
+        algorithms.clear()
+        scipy = sb_method == "scipy"  # no floating mean, uniform dy (astropy's rules)
+        options = {"dy": None if scipy else dy, "fit_mean": not scipy}
+        ours = LombScargleMultiband(t, y, band, device=cpu_device, **options)
+        exact = AstropyMultiband(t - t[0], y, band, **options).power(
+            frequency, method="fast", sb_method="slow")
+        assert scaled_error(ours.power(frequency, method="fast", sb_method=sb_method),
+                            exact) < 1e-9
+        assert algorithms == [algorithm] * 3
+
+
+def test_fast_method_with_several_harmonics_is_exact(rng, cpu_device, monkeypatch):
+    """nterms_base > 1: every band method fits the harmonics exactly (the multi-term NUFFT
+    loses accuracy below one cycle per baseline, where autofrequency starts)."""
+    t, y, band, dy = multiband_data(rng, epoch=58000.0)
+    monkeypatch.setattr(bridge, "lombscargle", None)  # no clperiod.lombscargle call
+    ours = LombScargleMultiband(t, y, band, dy, nterms_base=2, device=cpu_device)
+    theirs = AstropyMultiband(t - t[0], y, band, dy, nterms_base=2)
+    frequency = np.linspace(0.05, 1.5, 100)
+    expected = theirs.power(frequency, method="fast", sb_method="chi2")
+    for sb_method in ("auto", "fastchi2", "chi2", "clperiod"):
+        np.testing.assert_allclose(ours.power(frequency, method="fast", sb_method=sb_method),
+                                   expected, rtol=1e-9)
+
+
+def test_fast_weights_count_the_frequencies_asked_for(rng, cpu_device):
+    """astropy weights each band by its squared powers summed over the frequencies asked
+    for, repeats included; the power at frequency 0 is NaN and left out of the weights."""
+    t, y, band, dy = multiband_data(rng)
+    ours = LombScargleMultiband(t, y, band, dy, device=cpu_device)
+    theirs = AstropyMultiband(t, y, band, dy)
+    frequency = np.array([0.2, 0.43, 0.43, 0.43, 0.9, 1.3])
+    expected = theirs.power(frequency, method="fast", sb_method="slow")
+    assert scaled_error(expected, theirs.power(np.unique(frequency), method="fast",
+                                               sb_method="slow")[[0, 1, 1, 1, 2, 3]]) > 1e-3
+    power = ours.power(np.concatenate([[0.0], -frequency]), method="fast", sb_method="slow")
+    assert np.isnan(power[0])
+    np.testing.assert_allclose(power[1:], expected, rtol=1e-9)
+    np.testing.assert_allclose(ours.power(frequency.reshape(2, 3), method="fast"),
+                               expected.reshape(2, 3), rtol=1e-9)
+    assert ours.power(0.43, method="fast").shape == ()
+    assert ours.power(np.array([0.0]), method="fast").shape == (1,)
+
+
+def test_fast_method_of_one_band_is_the_single_band_periodogram(rng, cpu_device):
+    t, y, band, dy = multiband_data(rng, n_bands=1)
+    frequency = np.linspace(0.05, 1.5, 100)
+    for sb_method, errors, fit_mean in (("auto", dy, True), ("cython", dy, True),
+                                        ("scipy", 0.2, False)):
+        multiband = LombScargleMultiband(t, y, band, errors, fit_mean=fit_mean,
+                                         device=cpu_device)
+        single = LombScargle(t, y, errors, fit_mean=fit_mean, device=cpu_device)
+        assert scaled_error(multiband.power(frequency, method="fast", sb_method=sb_method),
+                            single.power(frequency, method=sb_method)) < 1e-9
+
+
+def test_fast_fp32_follows_fp64(rng, cpu_device):
+    t, y, band, dy = multiband_data(rng, epoch=2.46e6)
+    frequency = 1 / np.linspace(0.5, 10, 300)
+    fp64 = LombScargleMultiband(t, y, band, dy, device=cpu_device)
+    fp32 = LombScargleMultiband(t, y, band, dy, precision="fp32", device=cpu_device)
+    for sb_method in ("fast", "cython"):
+        np.testing.assert_allclose(fp32.power(frequency, method="fast", sb_method=sb_method),
+                                   fp64.power(frequency, method="fast", sb_method=sb_method),
+                                   rtol=0, atol=2e-5)
+
+
+def test_fast_method_refuses_what_astropy_does_not_run(rng, cpu_device):
+    t, y, band, dy = multiband_data(rng)
+    frequency = np.linspace(0.1, 1, 10)
+    ours = LombScargleMultiband(t, y, band, dy, device=cpu_device)
+    with pytest.raises(ValueError, match="nterms_base=0 leaves no periodic model"):
+        LombScargleMultiband(t, y, band, dy, nterms_base=0).power(frequency, method="fast")
+    with pytest.raises(ValueError, match=r"sb_method='nope'.*method must be one of"):
+        ours.power(frequency, method="fast", sb_method="nope")
+    with pytest.raises(ValueError, match=r"sb_method='slow'.*nterms_base=2.*nterms != 1"):
+        LombScargleMultiband(t, y, band, dy, nterms_base=2).power(frequency, method="fast",
+                                                                  sb_method="slow")
+    with pytest.raises(ValueError, match=r"sb_method='scipy'.*fit_mean=False"):
+        ours.power(frequency, method="fast", sb_method="scipy")
+    with pytest.raises(ValueError, match=r"sb_method='scipy'.*uniform uncertainties"):
+        LombScargleMultiband(t, y, band, dy, fit_mean=False).power(frequency, method="fast",
+                                                                   sb_method="scipy")
+    with pytest.raises(ValueError, match="fp64"):
+        LombScargleMultiband(t, y, band, dy, nterms_base=2, precision="fp32").power(
+            frequency, method="fast")
+    few = np.concatenate([band[:-2], ["x", "x"]])
+    with pytest.raises(ValueError, match=r"band 'x'.*TOO_FEW_POINTS"):
+        LombScargleMultiband(t, y, few, dy, device=cpu_device).power(frequency, method="fast")
+
+
+# }}}
 # {{{ what is not supported
 
 
@@ -234,26 +406,25 @@ def test_unsupported_options_raise(rng, cpu_device):
     t, y, band, dy = multiband_data(rng)
     ours = LombScargleMultiband(t, y, band, dy, device=cpu_device)
     frequency = np.linspace(0.1, 1, 10)
-    with pytest.raises(NotImplementedError, match="method='fast'"):
-        ours.power(frequency, method="fast")
-    with pytest.raises(NotImplementedError, match="method='fast'"):
-        ours.autopower(method="fast")
-    with pytest.raises(ValueError, match="method must be"):
+    with pytest.raises(ValueError, match="method must be one of"):
         ours.power(frequency, method="slow")
+    with pytest.raises(ValueError, match="method must be one of"):
+        ours.autopower(method="slow")
     for name in ("false_alarm_probability", "false_alarm_level", "distribution"):
         with pytest.raises(NotImplementedError, match=name):
             getattr(ours, name)(0.5)
-    untraced = LombScargleMultiband(t, y, band, dy, regularize_by_trace=False)
-    with pytest.raises(NotImplementedError, match="regularize_by_trace"):
-        untraced.power(frequency)
     with pytest.raises(ValueError, match="reg_base or reg_band"):
         LombScargleMultiband(t, y, band, dy, reg_band=None).power(frequency)
 
 
 def test_bad_arguments_raise(rng):
+    """As astropy, a model without harmonics is refused when it is fitted."""
     t, y, band, dy = multiband_data(rng)
+    empty = LombScargleMultiband(t, y, band, dy, nterms_base=0, nterms_band=0)
     with pytest.raises(ValueError, match="at least one of nterms_base and nterms_band"):
-        LombScargleMultiband(t, y, band, dy, nterms_base=0, nterms_band=0)
+        empty.power([0.5])
+    with pytest.raises(ValueError, match="at least one of nterms_base and nterms_band"):
+        empty.model_parameters(0.5)
     with pytest.raises(ValueError, match="nterms_band"):
         LombScargleMultiband(t, y, band, dy, nterms_band=5)
     with pytest.raises(ValueError, match=r"absent from the data: \['v'\]"):

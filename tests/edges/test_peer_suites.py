@@ -1,10 +1,10 @@
 """The peers' own test suites, run through clperiod's drop-in replacements.
 
-The test modules of the installed astropy (``LombScargle``) and SciPy
-(``TestLombscargle``) are copied into a temporary folder with only the import
-of the periodogram switched to clperiod's, and run by pytest in a
-subprocess; every test must pass (none skipped). Skipped where the installed
-package ships without its tests.
+The test modules of the installed astropy (``LombScargle``,
+``LombScargleMultiband``) and SciPy (``TestLombscargle``) are copied into a
+temporary folder with only the import of the periodogram switched to
+clperiod's, and run by pytest in a subprocess; every test must pass (none
+skipped). Skipped where the installed package ships without its tests.
 """
 
 from __future__ import annotations
@@ -26,6 +26,11 @@ ASTROPY_MODULES = ("test_lombscargle", "test_statistics", "test_utils")
 #: astropy's import of the class, in each module (core or the package).
 ASTROPY_IMPORT = re.compile(
     r"^from astropy\.timeseries\.periodograms\.lombscargle(?:\.core)? import LombScargle$",
+    re.MULTILINE)
+ASTROPY_MULTIBAND_TESTS = (
+    "astropy.timeseries.periodograms.lombscargle_multiband.tests.test_lombscargle_multiband")
+ASTROPY_MULTIBAND_IMPORT = re.compile(
+    r"^from astropy\.timeseries\.periodograms\.lombscargle_multiband import LombScargleMultiband$",
     re.MULTILINE)
 SCIPY_TESTS = "scipy.signal.tests.test_spectral"
 
@@ -72,6 +77,21 @@ def test_astropys_lombscargle_suites_pass_through_the_bridge(tmp_path):
     counts = _run_pytest(tmp_path, *(f"{module}.py" for module in ASTROPY_MODULES))
     # astropy 8.0: 1766 with every method name parametrized in (766 with two names)
     assert counts["tests"] > 1000
+
+
+@pytest.mark.slow
+def test_astropys_multiband_suite_passes_through_the_bridge(tmp_path):
+    """Both methods ("flexible" and "fast" with every single-band method), units, times,
+    models and from_timeseries. Only the multiband class is switched: the module's
+    single-band LombScargle stays astropy's, the reference of its test that one band of
+    method "fast" is the single-band periodogram."""
+    source, switched = ASTROPY_MULTIBAND_IMPORT.subn(
+        "from clperiod.astropy import LombScargleMultiband",
+        _installed_test_file(ASTROPY_MULTIBAND_TESTS).read_text())
+    assert switched == 1
+    (tmp_path / "test_lombscargle_multiband.py").write_text(source)
+    counts = _run_pytest(tmp_path, "test_lombscargle_multiband.py")
+    assert counts["tests"] > 900  # astropy 8.0: 966
 
 
 @pytest.mark.slow

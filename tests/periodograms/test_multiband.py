@@ -9,6 +9,7 @@ from astropy.timeseries import LombScargleMultiband
 
 import clperiod
 from clperiod import Catalog, FrequencyGrid, Status
+from clperiod.periodograms import multiband
 from clperiod.periodograms.multiband import min_points
 from reference.multiband import MultibandLombScargle
 
@@ -86,6 +87,43 @@ def test_options_of_the_reference():
                                    reference(t, y, dy, band, **options), rtol=1e-9, atol=0)
 
 
+def test_absolute_ridges_are_each_objects_own(monkeypatch):
+    """regularize_by_trace=False: astropy's ridges in the units of dy**-2, so objects whose
+    uncertainties differ by 1e5 get ridges of different weight; each object's periodogram,
+    model and bootstrap keep them."""
+    curves = [lightcurve(40, 60, 3), lightcurve(41, 50, 2), lightcurve(42, 70, 3)]
+    curves = [(t, y, scale * dy, band) for (t, y, dy, band), scale in
+              zip(curves, (1.0, 1e3, 1e-2), strict=True)]
+    ids = np.repeat(np.arange(3), [c[0].size for c in curves])
+    t, y, dy, band = (np.concatenate(column) for column in zip(*curves, strict=True))
+    cat = Catalog.from_arrays(ids, t, y, dy, band=band)
+    ridges = dict(reg_base=1e-2, reg_band=1e-3)
+    result = clperiod.lombscargle_multiband(cat, GRID, periodogram=True,
+                                            regularize_by_trace=False, **ridges)
+    traced = clperiod.lombscargle_multiband(cat, GRID, periodogram=True, **ridges)
+    assert not result.regularize_by_trace and traced.regularize_by_trace
+    for k, curve in enumerate(curves):
+        expected = reference(*curve, regularize_by_trace=False, **ridges)
+        np.testing.assert_allclose(result.power[k], expected, rtol=1e-9, atol=0)
+        t_k, y_k, dy_k, band_k = curve
+        theirs = LombScargleMultiband(t_k - t_k[0], y_k, band_k, dy_k, regularize_by_trace=False,
+                                      **ridges)
+        f = result.frequency_best[k]
+        expected = theirs.model_parameters(f)  # its split of the constants is ill-conditioned
+        np.testing.assert_allclose(result.fit(k).model_parameters(f), expected, rtol=0,
+                                   atol=1e-6 * np.max(np.abs(expected)))
+    assert np.max(np.abs(traced.power[1] - result.power[1])) > 0.1  # a strong ridge
+    f = result.frequency_best[1]
+    difference = traced.fit(1).model_parameters(f) - result.fit(1).model_parameters(f)
+    assert np.max(np.abs(difference)) > 0.1
+    captured = {}
+    monkeypatch.setattr(multiband, "bootstrap_fap", lambda catalog, search, **options:
+                        captured.setdefault("search", search))
+    with pytest.raises(AttributeError):  # the captured partial has no .fap
+        result.false_alarm_probability(5, seed=1)
+    assert captured["search"].keywords["regularize_by_trace"] is False
+
+
 def test_catalog_equals_each_object_alone_and_empty_bands_change_nothing():
     """Objects with different bands in one catalog (an object without rows in a band
     leaves it out of its model) give each object's own periodogram."""
@@ -150,6 +188,8 @@ def test_bad_options_raise():
         run(cat, GRID, reg_band=None)
     with pytest.raises(ValueError, match="reg_band"):
         run(cat, GRID, reg_band=-1.0)
+    with pytest.raises(TypeError, match="regularize_by_trace"):
+        run(cat, GRID, regularize_by_trace="no")
     with pytest.raises(ValueError, match="top_k"):
         run(cat, GRID, top_k=0)
     with pytest.raises(TypeError, match="grid must be a FrequencyGrid or FrequencyArray"):

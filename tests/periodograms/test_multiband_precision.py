@@ -122,6 +122,19 @@ def test_ridges_below_float32_resolution(rng, ridge):
     np.testing.assert_allclose(fp32.power[0], fp64.power[0], rtol=0, atol=FP32_ATOL)
 
 
+@pytest.mark.parametrize("dy_scale", [1e-3, 1.0, 1e2])
+def test_fp32_follows_fp64_with_absolute_ridges(rng, dy_scale):
+    """regularize_by_trace=False: each object's ridge is reg / sum(dy**-2) of its normalised
+    weights, from far below float32's resolution (small dy) to about the trace (large)."""
+    t, y, dy, band = ztf_like(rng, bands=("g", "r", "i"))
+    curve = (t, y, dy_scale * dy, band)
+    ridge = {"reg_band": 1e-3, "regularize_by_trace": False}
+    fp64, fp32 = both(catalog(curve), CLEAR_GRID, **ridge)
+    np.testing.assert_allclose(fp64.power[0], reference(curve, CLEAR_GRID.frequencies(), **ridge),
+                               rtol=1e-9, atol=0)
+    np.testing.assert_allclose(fp32.power[0], fp64.power[0], rtol=0, atol=FP32_ATOL)
+
+
 def test_fp32_phases_of_bins_beyond_the_first_block():
     """Grids of more than 2**22 frequencies run in blocks of bins; fp32's phase inputs
     follow each block's first bin, so the bin numbers stay exact in float32."""
