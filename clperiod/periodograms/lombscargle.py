@@ -54,7 +54,7 @@ from clperiod.engine.planner import (
 from clperiod.engine.scheduler import BATCHES_PER_DEVICE, run_on_devices
 from clperiod.engine.staging import Staging, check_periodogram_memory, periodogram_array
 from clperiod.grid import FrequencyArray, FrequencyGrid, search_grid, split_float32
-from clperiod.periodograms import multiterm, nufft, nufft_terms, nufft_type3, stats
+from clperiod.periodograms import lowfreq, multiterm, nufft, nufft_terms, nufft_type3, stats
 from clperiod.periodograms.algorithm import prefers_nufft, prefers_type3
 from clperiod.periodograms.inputs import (
     Deferred,
@@ -837,7 +837,7 @@ def _run_nufft_piece(
     else:
         n_trans, search = (
             (3 if options.fit_mean else 2),
-            functools.partial(nufft.search, plan=plan),
+            functools.partial(_one_term_search, plan=plan),
         )
     fft_rows = n_trans * max(stop - start for start, stop in bounds)
 
@@ -863,6 +863,52 @@ def _run_nufft_piece(
         return run_on_devices(
             devices, bounds, work, progress=bar.update if bar is not None else None
         )
+
+
+def _one_term_search(
+    info: DeviceInfo,
+    catalog: Catalog,
+    *,
+    plan: nufft.NufftPlan,
+    fit_mean: bool,
+    center_data: bool,
+    use_dy: bool,
+    normalization: nufft.Normalization,
+    top_k: int,
+    periodograms: np.ndarray | None = None,
+    n_rows: int = 0,
+    owned: tuple[int, int, int, int] | None = None,
+) -> nufft.BatchPeaks:
+    """:func:`clperiod.periodograms.nufft.search` (same arguments), with the
+    exact powers of each object's low-frequency bins whose normal equations
+    amplify the transforms' errors beyond the bound
+    (:class:`clperiod.periodograms.lowfreq.ExactPowers`)."""
+    nufft._check_normalization(normalization)
+    exact = lowfreq.ExactPowers(
+        lambda queue, grid, points, out, norm: nufft.power(queue, grid, points, plan, out, norm),
+        catalog,
+        plan.grid,
+        lowfreq.Model(1, fit_mean, center_data, use_dy),
+        plan.fp64,
+        plan.eps * nufft.TRANSFORM_MARGIN[plan.fp64],
+        plan.eps,
+    )
+    return nufft.search_with(
+        info,
+        catalog,
+        plan,
+        nufft.Transforms(
+            per_object=3 if fit_mean else 2,
+            spread=lambda queue, points, grid: nufft.spread(queue, points, plan, grid),
+            power=exact,
+        ),
+        model={"fit_mean": fit_mean, "center_data": center_data, "use_dy": use_dy},
+        normalization=normalization,
+        top_k=top_k,
+        periodograms=periodograms,
+        n_rows=n_rows,
+        owned=owned,
+    )
 
 
 def _check_fp32_bins(options: _Options, grid: FrequencyGrid | FrequencyArray) -> None:

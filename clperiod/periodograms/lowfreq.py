@@ -35,16 +35,21 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+import pyopencl as cl
 
 from clperiod.catalog import Catalog
-from clperiod.grid import FrequencyArray, FrequencyGrid
+from clperiod.grid import FrequencyGrid
+from clperiod.periodograms import nufft
 from clperiod.periodograms.inputs import segment_sum
 from clperiod.periodograms.standardize import standardize
 
 __all__ = [
+    "DIRECT_EPS",
     "ERROR_MARGIN",
     "WALK_LIMIT",
     "FitPoints",
@@ -58,8 +63,14 @@ __all__ = [
     "fit_points",
     "leading_frequencies",
     "low_frequency_fits",
+    "write_rows",
+    "ExactPowers",
+    "standard_to",
 ]
 
+#: Accuracy bound of the direct paths' powers relative to the peak, by
+#: ``fp64``: that of the NUFFT's default.
+DIRECT_EPS = nufft.DEFAULT_EPS
 #: The walk over the lowest frequencies stops at ``f T_eff`` of this times
 #: ``nterms`` (``T_eff``: :attr:`FitPoints.baseline`): the normal equations
 #: of the model are well conditioned above it.
@@ -312,6 +323,7 @@ def _power_of_factor(
 
 _EPS64 = float(np.finfo(np.float64).eps)
 _EPS = {True: _EPS64, False: float(np.finfo(np.float32).eps)}
+_DTYPE = {True: np.float64, False: np.float32}
 #: Largest estimated float64 error of an exact fit's standard power that
 #: counts as determined.
 _HOST_BOUND = 1e-11
@@ -322,14 +334,12 @@ _HOST_BOUND = 1e-11
 # {{{ which bins, and their powers
 
 
-def leading_frequencies(grid: FrequencyGrid | FrequencyArray, limit: float) -> np.ndarray:
-    """The frequencies of ``grid`` below ``limit`` (a prefix of its search order:
-    ``grid`` as :func:`clperiod.grid.search_grid` gives it)."""
+def leading_frequencies(grid: FrequencyGrid | np.ndarray, limit: float) -> np.ndarray:
+    """The frequencies of ``grid`` (uniform, or distinct and rising) below ``limit``."""
     if isinstance(grid, FrequencyGrid):
-        count = 0 if limit <= grid.fmin else math.ceil((limit - grid.fmin) / grid.df)
+        count = 0 if not limit > grid.fmin else math.ceil((limit - grid.fmin) / grid.df)
         return np.asarray(grid.frequency(np.arange(min(count, grid.nf))), dtype=np.float64)
-    values = grid.frequencies()
-    return values[: int(np.searchsorted(values, limit))]
+    return grid[: int(np.searchsorted(grid, limit))]
 
 
 def error_unit(points: FitPoints, *, fp64: bool, tolerance: float | None) -> np.ndarray:
@@ -408,7 +418,7 @@ class LowFrequencyFits:
 
 def low_frequency_fits(
     catalog: Catalog,
-    frequencies: np.ndarray,
+    grid: FrequencyGrid | np.ndarray,
     model: Model,
     *,
     fp64: bool,
@@ -432,10 +442,8 @@ def low_frequency_fits(
     ----------
     catalog
         The objects (validated).
-    frequencies
-        The grid's leading frequencies (rising, from its first), at least
-        those below ``WALK_LIMIT nterms / min(T_eff)``
-        (:func:`leading_frequencies`).
+    grid
+        The frequencies: a uniform grid, or distinct rising ones.
     model
         The periodogram's model.
     fp64, tolerance
@@ -445,10 +453,12 @@ def low_frequency_fits(
         Accuracy bound of the powers relative to the peak.
     """
     n_objects = catalog.n_objects
-    first = int(np.searchsorted(frequencies, 0.0, side="right"))
     with np.errstate(divide="ignore", invalid="ignore"):
         limit = WALK_LIMIT * model.nterms / effective_baselines(catalog)
-    walks = (catalog.lengths >= model.min_points) & (first < frequencies.size)
+    walks = catalog.lengths >= model.min_points
+    frequencies = leading_frequencies(grid, float(np.max(limit[walks], initial=0.0)))
+    first = int(np.searchsorted(frequencies, 0.0, side="right"))
+    walks &= first < frequencies.size
     walks[walks] = frequencies[first] < limit[walks]
     if not walks.any():
         return LowFrequencyFits.none(n_objects)
@@ -489,6 +499,122 @@ def low_frequency_fits(
     stops = np.full(n_objects, first, dtype=np.int64)
     stops[chosen] = stop
     return LowFrequencyFits(first, stops, power)
+
+
+# }}}
+
+# {{{ applying them
+
+
+def write_rows(
+    queue: cl.CommandQueue,
+    buffer: cl.MemoryObjectHolder,
+    values: np.ndarray,
+    fits: LowFrequencyFits,
+    objects: tuple[int, int],
+    bins: tuple[int, int],
+) -> list[cl.Event]:
+    """Queue the copies of the exact powers ``values`` (``fits.power`` in the
+    buffer's normalization and type) into the device powers ``buffer`` whose
+    rows are objects ``objects = (first, count)`` and whose columns are the
+    grid bins ``bins = (lo, hi)``: one rectangular copy per run of
+    neighbouring objects with the same bins. Keep the returned events until
+    the queue has run them (they hold the host arrays)."""
+    first, count = objects
+    lo, hi = bins
+    itemsize = values.dtype.itemsize
+    stop = np.minimum(fits.stop[first : first + count], hi)
+    start = max(fits.first, lo)
+    events = []
+    row = 0
+    while row < count:
+        end = row + 1
+        while end < count and stop[end] == stop[row]:
+            end += 1
+        if stop[row] > start:
+            block = np.ascontiguousarray(
+                values[first + row : first + end, start - fits.first : stop[row] - fits.first]
+            )
+            events.append(
+                cl.enqueue_copy(
+                    queue,
+                    buffer,
+                    block,
+                    buffer_origin=((start - lo) * itemsize, row),
+                    host_origin=(0, 0),
+                    region=(block.shape[1] * itemsize, end - row),
+                    buffer_pitches=((hi - lo) * itemsize,),
+                    host_pitches=(block.shape[1] * itemsize,),
+                    is_blocking=False,
+                )
+            )
+        row = end
+    return events
+
+
+def standard_to(z: np.ndarray, normalization: str) -> np.ndarray:
+    """Standard powers ``z`` in astropy's ``"standard"``, ``"model"`` or
+    ``"log"`` normalization."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if normalization == "model":
+            return z / (1 - z)
+        if normalization == "log":
+            return -np.log1p(-z)
+    return z
+
+
+@dataclass
+class ExactPowers:
+    """The power stage of a NUFFT search (``nufft.Transforms.power``), then
+    the copies of the exact powers of each object's low-frequency bins
+    (:func:`low_frequency_fits`, computed while the device works) over the
+    transforms'.
+
+    Attributes
+    ----------
+    power
+        The transforms' power stage, ``power(queue, grids, points, out,
+        normalization)``.
+    catalog
+        The batch.
+    grid
+        Its frequencies: a uniform grid, or distinct rising ones.
+    model, fp64, tolerance, eps
+        As :func:`low_frequency_fits`.
+    """
+
+    power: Callable[..., None]
+    catalog: Catalog
+    grid: FrequencyGrid | np.ndarray
+    model: Model
+    fp64: bool
+    tolerance: float
+    eps: float
+    _events: list = field(default_factory=list, repr=False)
+
+    def __call__(
+        self,
+        queue: cl.CommandQueue,
+        grids: cl.MemoryObjectHolder,
+        points: Any,
+        out: cl.MemoryObjectHolder,
+        normalization: str,
+    ) -> None:
+        self.power(queue, grids, points, out, normalization)
+        fits = low_frequency_fits(
+            self.catalog,
+            self.grid,
+            self.model,
+            fp64=self.fp64,
+            tolerance=self.tolerance,
+            eps=self.eps,
+        )
+        if fits.any():
+            values = standard_to(fits.power, normalization).astype(_DTYPE[self.fp64])
+            nf = self.grid.nf if isinstance(self.grid, FrequencyGrid) else self.grid.size
+            self._events += write_rows(
+                queue, out, values, fits, (0, self.catalog.n_objects), (0, nf)
+            )
 
 
 # }}}

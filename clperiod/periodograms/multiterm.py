@@ -30,6 +30,7 @@ from clperiod.engine import kernels
 from clperiod.engine.devices import get_context, get_queue, require_fp64, select_devices, upload
 from clperiod.engine.planner import Buffer
 from clperiod.grid import FrequencyArray, FrequencyGrid, search_grid
+from clperiod.periodograms import lowfreq
 from clperiod.periodograms.inputs import check_choice, segment_reduce
 from clperiod.periodograms.standardize import Standardized, standardize
 
@@ -599,9 +600,12 @@ def search(
     Each object's times are taken from the middle of its range, and its
     powers are evaluated (``multiterm_catalog`` of ``cl_kernels/multiterm.mako``,
     fp64) in blocks of at most 2**22 powers: several whole periodograms, or
-    bins of one object's grid; ``peaks_topk`` (``cl_kernels/peaks.mako``)
-    finds each block's peaks, and the blocks of one object are merged on the
-    host. The normal systems are those of :func:`multiterm_power`.
+    bins of one object's grid; the lowest bins whose normal equations are
+    too ill conditioned for the bound ``lowfreq.DIRECT_EPS`` take the exact
+    powers of :func:`clperiod.periodograms.lowfreq.low_frequency_fits`;
+    ``peaks_topk`` (``cl_kernels/peaks.mako``) finds each block's peaks, and
+    the blocks of one object are merged on the host. The normal systems are
+    those of :func:`multiterm_power`.
 
     Parameters
     ----------
@@ -651,6 +655,16 @@ def search(
         catalog=True,
     )
 
+    exact = lowfreq.low_frequency_fits(
+        catalog,
+        grid,
+        lowfreq.Model(nterms, fit_mean, center_data, use_dy),
+        fp64=True,
+        tolerance=None,
+        eps=lowfreq.DIRECT_EPS[True],
+    )
+    exact_p = exact.power * prepared.yy[:, None]  # the kernel's p = chi2_ref - chi2
+
     def launch(first: int, rows: int, lo: int, hi: int, power: cl.Buffer) -> None:
         kernel(
             queue,
@@ -665,6 +679,10 @@ def search(
             np.int32(hi - lo),
             power,
         )
+        if exact.any():
+            pending.extend(
+                lowfreq.write_rows(queue, power, exact_p, exact, (first, rows), (lo, hi))
+            )
 
     def store(first: int, rows: int, own_lo: int, own_hi: int, block: np.ndarray) -> None:
         assert periodograms is not None

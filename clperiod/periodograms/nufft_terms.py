@@ -32,9 +32,12 @@ Stages, on :mod:`clperiod.periodograms.nufft`'s plan, kernel and FFT:
 
 A Cholesky pivot at or below the transforms' tolerance
 (:attr:`~clperiod.periodograms.nufft.NufftPlan.degenerate`) gives NaN, as a
-singular system does in the direct kernel, and so does ``f = 0``; the powers
-of nearly singular systems (frequencies below about ``1 / T``) carry the
-largest errors, as in nifty-ls.
+singular system does in the direct kernel, and so does ``f = 0``. The
+normal equations of the lowest frequencies (``f T`` below about 0.5) are
+nearly singular and amplify the transforms' errors: each object's bins there
+whose estimated error exceeds the bound take the exact least-squares powers
+of :mod:`clperiod.periodograms.lowfreq` (written over the kernel's before the
+peak search).
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ from clperiod.catalog import Catalog
 from clperiod.engine import kernels
 from clperiod.engine.devices import DeviceInfo
 from clperiod.engine.planner import Buffer
-from clperiod.periodograms import multiterm, nufft
+from clperiod.periodograms import lowfreq, multiterm, nufft
 
 __all__ = ["batch_buffers", "power", "search", "spread"]
 
@@ -204,6 +207,15 @@ def search(
     -------
     clperiod.periodograms.nufft.BatchPeaks
     """
+    exact = lowfreq.ExactPowers(
+        lambda queue, grid, points, out, norm: power(queue, grid, points, plan, nterms, out, norm),
+        catalog,
+        plan.grid,
+        lowfreq.Model(nterms, fit_mean, center_data, use_dy),
+        plan.fp64,
+        plan.eps * nufft.TRANSFORM_MARGIN[plan.fp64],
+        plan.eps,
+    )
     return nufft.search_with(
         info,
         catalog,
@@ -211,9 +223,7 @@ def search(
         nufft.Transforms(
             per_object=3 * nterms,
             spread=lambda queue, points, grid: spread(queue, points, plan, nterms, grid),
-            power=lambda queue, grid, points, out, norm: power(
-                queue, grid, points, plan, nterms, out, norm
-            ),
+            power=exact,
             min_points=multiterm.min_points(nterms, fit_mean),
         ),
         model={"fit_mean": fit_mean, "center_data": center_data, "use_dy": use_dy},

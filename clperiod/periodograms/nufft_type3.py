@@ -76,7 +76,8 @@ wider than the type-1 path's at the fp64 default, 14 cells; 8 in fp32):
 their errors add, and the prescale multiplies the strengths by up to
 ``psi_c(0) / psi_c(pi / 2)`` (about 5.5 at 14 cells). As on uniform grids,
 frequencies far below ``1 / T`` have nearly singular normal equations,
-which amplify the transforms' errors.
+which amplify the transforms' errors: their powers are recomputed on the
+host (:mod:`clperiod.periodograms.lowfreq`).
 """
 
 from __future__ import annotations
@@ -97,7 +98,7 @@ from clperiod.engine import kernels
 from clperiod.engine.devices import DeviceInfo, upload
 from clperiod.engine.planner import Buffer
 from clperiod.grid import FrequencyGrid
-from clperiod.periodograms import multiterm, nufft
+from clperiod.periodograms import lowfreq, multiterm, nufft
 
 __all__ = [
     "MAX_LATTICE",
@@ -443,9 +444,20 @@ def search(
     nf)``; peak indices index the targets; ``owned``: the targets a piece of
     a larger array). With ``plan.nterms > 1``, objects with fewer points than
     :func:`~clperiod.periodograms.multiterm.min_points` are TOO_FEW_POINTS.
+    The lowest targets whose normal equations amplify the transforms' errors
+    beyond the bound take exact powers (:class:`clperiod.periodograms.lowfreq.ExactPowers`).
     """
     nufft._check_normalization(normalization)
     rows = int(catalog.offsets[-1])
+    exact = lowfreq.ExactPowers(
+        lambda queue, grid, points, out, norm: power(queue, grid, points, plan, out, norm),
+        catalog,
+        plan.frequencies,
+        lowfreq.Model(plan.nterms, fit_mean, center_data, use_dy),
+        plan.fp64,
+        plan.eps * nufft.TRANSFORM_MARGIN[plan.fp64],
+        plan.eps,
+    )
     return nufft.search_with(
         info,
         catalog,
@@ -453,9 +465,7 @@ def search(
         nufft.Transforms(
             per_object=2,
             spread=lambda queue, points, grid: spread(queue, points, plan, rows, grid),
-            power=lambda queue, grid, points, out, norm: power(
-                queue, grid, points, plan, out, norm
-            ),
+            power=exact,
             min_points=multiterm.min_points(plan.nterms, fit_mean) if plan.nterms > 1 else None,
             n_powers=plan.nf,
         ),
