@@ -22,6 +22,7 @@ Kuerster (2009) used by SciPy and astropy.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import math
@@ -464,6 +465,20 @@ def _start(
             )
         return Deferred.ready(assemble(results))
     _check_fp32_bins(options, searched)
+    exact = _direct_exact_bins(catalog, searched, options)
+    if exact.any():
+        power = (
+            _result_array(devices, (catalog.n_objects, searched.nf), options)
+            if periodogram
+            else None
+        )
+        return Deferred.ready(
+            assemble(
+                _run_direct_exact(
+                    devices, catalog, searched, lengths, options, power, profile, exact
+                )
+            )
+        )
     compensated = not options.fp64 and int(lengths.max(initial=0)) > COMPENSATE_ABOVE
     shape = _kernel_shape(devices, options, compensated)
     # a queued batch shares the device with the next call's: half the budget each
@@ -931,7 +946,112 @@ def _run_direct(
     power: np.ndarray | None,
     profile: bool,
 ) -> list[_BatchResult]:
-    """The direct search of ``catalog`` (no deferral, no progress bar)."""
+    """The direct search of ``catalog`` (no deferral, no progress bar), with
+    the exact powers of the low-frequency bins the kernel cannot evaluate
+    (:func:`_direct_exact_bins`)."""
+    exact = _direct_exact_bins(catalog, grid, options)
+    if exact.any():
+        return _run_direct_exact(devices, catalog, grid, lengths, options, power, profile, exact)
+    return _run_direct_sums(devices, catalog, grid, lengths, options, power, profile)
+
+
+def _direct_exact_bins(
+    catalog: Catalog, grid: FrequencyGrid | FrequencyArray, options: _Options
+) -> lowfreq.LowFrequencyFits:
+    """The low-frequency bins whose one-term normal equations are too ill
+    conditioned for the direct kernel to keep ``lowfreq.DIRECT_EPS`` of the
+    peak, with their exact powers
+    (:func:`clperiod.periodograms.lowfreq.low_frequency_fits`)."""
+    use_dy = options.method == "generalized" and catalog.dy is not None
+    return lowfreq.low_frequency_fits(
+        catalog,
+        grid if isinstance(grid, FrequencyGrid) else grid.frequencies(),
+        lowfreq.Model(1, options.fit_mean, options.center_data, use_dy),
+        fp64=options.fp64,
+        tolerance=None,
+        eps=lowfreq.DIRECT_EPS[options.fp64],
+    )
+
+
+#: Most bytes of the periodograms of the objects with exact low-frequency bins
+#: that :func:`_run_direct_exact` holds at once.
+EXACT_ROWS_BYTES = 256 << 20
+
+
+def _run_direct_exact(
+    devices: list[DeviceInfo],
+    catalog: Catalog,
+    grid: FrequencyGrid | FrequencyArray,
+    lengths: np.ndarray,
+    options: _Options,
+    power: np.ndarray | None,
+    profile: bool,
+    exact: lowfreq.LowFrequencyFits,
+) -> list[_BatchResult]:
+    """The direct search of ``catalog`` where ``exact`` replaces the powers of
+    some objects' lowest bins: the other objects as usual, these in groups of
+    :data:`EXACT_ROWS_BYTES` with their periodograms, whose bins are replaced
+    before their peaks are found on the host
+    (:func:`clperiod.periodograms.lowfreq.top_k_peaks`, the kernel's rule).
+    psd periodograms are computed as standard powers and scaled as the
+    kernel scales them."""
+    n_obj, k = catalog.n_objects, options.top_k
+    status = np.empty(n_obj, dtype=np.int8)
+    val, idx = np.empty((n_obj, k)), np.empty((n_obj, k), np.int32)
+    psd_scale = np.empty(n_obj)
+    chosen = exact.objects
+    rest = np.setdiff1d(np.arange(n_obj), chosen)
+    parts: list[_BatchResult] = []
+    if rest.size:
+        rest_power = None if power is None else np.empty((rest.size, grid.nf), options.dtype)
+        results = _run_direct_sums(
+            devices, catalog.subset(rest), grid, lengths[rest], options, rest_power, profile
+        )
+        status[rest] = np.concatenate([r.status for r in results])
+        val[rest] = np.concatenate([r.val for r in results])
+        idx[rest] = np.concatenate([r.idx for r in results])
+        psd_scale[rest] = np.concatenate([r.psd_scale for r in results])
+        if power is not None and rest_power is not None:
+            power[rest] = rest_power
+        parts += results
+    psd = options.normalization == "psd"
+    normalization = "standard" if psd else options.normalization
+    rows_options = dataclasses.replace(options, normalization=normalization, periodogram=True)
+    per_group = max(1, EXACT_ROWS_BYTES // (grid.nf * np.dtype(options.dtype).itemsize))
+    for start in range(0, chosen.size, per_group):
+        rows = chosen[start : start + per_group]
+        periodograms = np.empty((rows.size, grid.nf), options.dtype)
+        results = _run_direct_sums(
+            devices, catalog.subset(rows), grid, lengths[rows], rows_options, periodograms, profile
+        )
+        for row, obj in enumerate(rows):
+            stop = exact.stop[obj] - exact.first
+            periodograms[row, exact.first : exact.stop[obj]] = lowfreq.standard_to(
+                exact.power[obj, :stop], normalization
+            )
+        status[rows] = np.concatenate([r.status for r in results])
+        psd_scale[rows] = np.concatenate([r.psd_scale for r in results])
+        val[rows], idx[rows] = lowfreq.top_k_peaks(periodograms, k)
+        if psd:
+            with np.errstate(invalid="ignore"):  # no peak (-inf) of an object not OK (0)
+                val[rows] *= psd_scale[rows, None]
+            periodograms *= psd_scale[rows].astype(options.dtype)[:, None]
+        if power is not None:
+            power[rows] = periodograms
+        parts += results
+    return [_BatchResult(status, val, idx, psd_scale, summed_seconds(parts))]
+
+
+def _run_direct_sums(
+    devices: list[DeviceInfo],
+    catalog: Catalog,
+    grid: FrequencyGrid | FrequencyArray,
+    lengths: np.ndarray,
+    options: _Options,
+    power: np.ndarray | None,
+    profile: bool,
+) -> list[_BatchResult]:
+    """The direct kernel's search of ``catalog`` (no deferral, no progress bar)."""
     _check_fp32_bins(options, grid)
     compensated = not options.fp64 and int(lengths.max(initial=0)) > COMPENSATE_ABOVE
     shape = _kernel_shape(devices, options, compensated)

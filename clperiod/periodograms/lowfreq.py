@@ -45,7 +45,7 @@ import pyopencl as cl
 from clperiod.catalog import Catalog
 from clperiod.grid import FrequencyGrid
 from clperiod.periodograms import nufft
-from clperiod.periodograms.inputs import segment_sum
+from clperiod.periodograms.inputs import NO_PEAK, segment_sum
 from clperiod.periodograms.standardize import standardize
 
 __all__ = [
@@ -66,6 +66,7 @@ __all__ = [
     "write_rows",
     "ExactPowers",
     "standard_to",
+    "top_k_peaks",
 ]
 
 #: Accuracy bound of the direct paths' powers relative to the peak, by
@@ -615,6 +616,40 @@ class ExactPowers:
             self._events += write_rows(
                 queue, out, values, fits, (0, self.catalog.n_objects), (0, nf)
             )
+
+
+def top_k_peaks(rows: np.ndarray, top_k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``top_k`` highest distinct peaks of each periodogram row, as the
+    device kernels find them: a peak is strictly above its left neighbour and
+    not below its right one (neighbours outside the row or NaN count as
+    ``-inf``; NaN is never a peak), best first, equal values in grid order.
+
+    Returns
+    -------
+    values, indices : ndarray, shape (n_rows, top_k)
+        float64 peak powers (``-inf`` where a row has fewer peaks) and their
+        bins (int32, :data:`~clperiod.periodograms.inputs.NO_PEAK` there).
+    """
+    n_rows, nf = rows.shape
+    value = rows.astype(np.float64)
+    edge = np.full((n_rows, 1), -np.inf)
+    left = np.concatenate([edge, value[:, :-1]], axis=1)
+    right = np.concatenate([value[:, 1:], edge], axis=1)
+    peak = ~np.isnan(value) & ~(left >= value) & ~(right > value)
+    candidate = np.where(peak, value, -np.inf)
+    if nf > top_k:
+        kth = np.partition(candidate, nf - top_k, axis=1)[:, nf - top_k]
+        peak &= candidate >= kth[:, None]
+    row, column = np.nonzero(peak)
+    order = np.lexsort((column, -candidate[row, column], row))
+    row, column = row[order], column[order]
+    rank = np.arange(row.size) - np.searchsorted(row, row)
+    kept = rank < top_k
+    values = np.full((n_rows, top_k), -np.inf)
+    indices = np.full((n_rows, top_k), NO_PEAK, dtype=np.int32)
+    values[row[kept], rank[kept]] = candidate[row[kept], column[kept]]
+    indices[row[kept], rank[kept]] = column[kept]
+    return values, indices
 
 
 # }}}
