@@ -115,7 +115,11 @@ def multiterm_power(
         float64 resolution
         (``clperiod.periodograms.standardize.RESOLUTION``). The values are centred and
         scaled per light curve first, so a common scale of ``y`` and ``dy``
-        or an offset of centred ``y`` leaves the powers unchanged.
+        or an offset of centred ``y`` leaves the powers unchanged. The
+        lowest frequencies whose normal equations are too ill conditioned
+        for 1e-9 of the peak (``f T`` below about 0.05 to 0.5, rising with
+        ``nterms``) take exact least-squares powers
+        (:mod:`clperiod.periodograms.lowfreq`).
 
     Raises
     ------
@@ -130,6 +134,7 @@ def multiterm_power(
     ((_, z),) = _power_blocks(
         t, values, searched, nterms, fit_mean, device, block_rows=1, direct=direct_harmonics
     )
+    _replace_low_bins(z, t, y, dy, searched, nterms, fit_mean, center_data)
     power = _normalized(z, values, normalization)[0]
     return power if positions is None else power[positions]
 
@@ -256,9 +261,56 @@ def multiterm_max_power(
     maxima = np.empty(y.shape[0])
     block_rows = max(1, _MAX_BLOCK // searched.nf)
     for block, z in _power_blocks(t, values, searched, nterms, fit_mean, device, block_rows):
+        _replace_low_bins(
+            z,
+            t,
+            y[block],
+            None if dy is None else dy[block],
+            searched,
+            nterms,
+            fit_mean,
+            center_data,
+        )
         # every normalization increases with z: normalizing the maxima is exact
         maxima[block] = _normalized(np.fmax.reduce(z, axis=1), values, normalization, block)
     return maxima
+
+
+def _replace_low_bins(
+    z: np.ndarray,
+    t: np.ndarray,
+    y: np.ndarray,
+    dy: np.ndarray | None,
+    grid: FrequencyGrid | FrequencyArray,
+    nterms: int,
+    fit_mean: bool,
+    center_data: bool,
+) -> None:
+    """Replace, in place, the standard powers ``z`` (``(n_curves, nf)``, light
+    curves ``y`` on the times ``t``) of the low-frequency bins whose normal
+    equations are too ill conditioned for the bound ``lowfreq.DIRECT_EPS``
+    by the exact ones (:func:`clperiod.periodograms.lowfreq.low_frequency_fits`)."""
+    if nterms == 0:  # a constant: nothing depends on the frequency
+        return
+    n_curves, n = y.shape
+    catalog = Catalog.from_offsets(
+        np.arange(n_curves),
+        np.arange(n_curves + 1) * n,
+        np.tile(t, n_curves),
+        y.ravel(),
+        None if dy is None else dy.ravel(),
+    )
+    exact = lowfreq.low_frequency_fits(
+        catalog,
+        grid if isinstance(grid, FrequencyGrid) else grid.frequencies(),
+        lowfreq.Model(nterms, fit_mean, center_data, dy is not None),
+        fp64=True,
+        tolerance=None,
+        eps=lowfreq.DIRECT_EPS[True],
+    )
+    for curve in exact.objects:
+        stop = exact.stop[curve]
+        z[curve, exact.first : stop] = exact.power[curve, : stop - exact.first]
 
 
 def _check_options(nterms, fit_mean: bool, normalization: str) -> int:
