@@ -58,6 +58,7 @@ from clperiod.grid import FrequencyArray, FrequencyGrid, search_grid, split_floa
 from clperiod.periodograms import lowfreq, multiterm, nufft, nufft_terms, nufft_type3, stats
 from clperiod.periodograms.algorithm import prefers_nufft, prefers_type3
 from clperiod.periodograms.inputs import (
+    NO_PEAK,
     Deferred,
     PeakResults,
     as_catalog,
@@ -973,11 +974,6 @@ def _direct_exact_bins(
     )
 
 
-#: Most bytes of the periodograms of the objects with exact low-frequency bins
-#: that :func:`_run_direct_exact` holds at once.
-EXACT_ROWS_BYTES = 256 << 20
-
-
 def _run_direct_exact(
     devices: list[DeviceInfo],
     catalog: Catalog,
@@ -989,56 +985,198 @@ def _run_direct_exact(
     exact: lowfreq.LowFrequencyFits,
 ) -> list[_BatchResult]:
     """The direct search of ``catalog`` where ``exact`` replaces the powers of
-    some objects' lowest bins: the other objects as usual, these in groups of
-    :data:`EXACT_ROWS_BYTES` with their periodograms, whose bins are replaced
-    before their peaks are found on the host
-    (:func:`clperiod.periodograms.lowfreq.top_k_peaks`, the kernel's rule).
-    psd periodograms are computed as standard powers and scaled as the
-    kernel scales them."""
+    some objects' lowest bins (the kernel finds peaks as it computes, so
+    these objects' peaks are merged on the host, :func:`_exact_peaks`); the
+    other objects as usual. Both parts sum as the whole catalog would
+    (compensated or not), so the bins not replaced keep their values."""
     n_obj, k = catalog.n_objects, options.top_k
+    compensated = not options.fp64 and int(lengths.max(initial=0)) > COMPENSATE_ABOVE
     status = np.empty(n_obj, dtype=np.int8)
     val, idx = np.empty((n_obj, k)), np.empty((n_obj, k), np.int32)
     psd_scale = np.empty(n_obj)
     chosen = exact.objects
-    rest = np.setdiff1d(np.arange(n_obj), chosen)
     parts: list[_BatchResult] = []
-    if rest.size:
-        rest_power = None if power is None else np.empty((rest.size, grid.nf), options.dtype)
-        results = _run_direct_sums(
-            devices, catalog.subset(rest), grid, lengths[rest], options, rest_power, profile
+    for rows, run in (
+        (np.setdiff1d(np.arange(n_obj), chosen), _run_direct_sums),
+        (chosen, functools.partial(_exact_peaks, exact=exact.subset(chosen))),
+    ):
+        if not rows.size:
+            continue
+        part_power = None if power is None else np.empty((rows.size, grid.nf), options.dtype)
+        result = run(
+            devices,
+            catalog.subset(rows),
+            grid,
+            lengths[rows],
+            options,
+            part_power,
+            profile,
+            compensated=compensated,
         )
-        status[rest] = np.concatenate([r.status for r in results])
-        val[rest] = np.concatenate([r.val for r in results])
-        idx[rest] = np.concatenate([r.idx for r in results])
-        psd_scale[rest] = np.concatenate([r.psd_scale for r in results])
-        if power is not None and rest_power is not None:
-            power[rest] = rest_power
-        parts += results
+        status[rows] = np.concatenate([r.status for r in result])
+        val[rows] = np.concatenate([r.val for r in result])
+        idx[rows] = np.concatenate([r.idx for r in result])
+        psd_scale[rows] = np.concatenate([r.psd_scale for r in result])
+        if power is not None and part_power is not None:
+            power[rows] = part_power
+        parts += result
+    return [_BatchResult(status, val, idx, psd_scale, summed_seconds(parts))]
+
+
+def _exact_peaks(
+    devices: list[DeviceInfo],
+    catalog: Catalog,
+    grid: FrequencyGrid | FrequencyArray,
+    lengths: np.ndarray,
+    options: _Options,
+    power: np.ndarray | None,
+    profile: bool,
+    *,
+    compensated: bool,
+    exact: lowfreq.LowFrequencyFits,
+) -> list[_BatchResult]:
+    """The direct search of objects whose bins ``exact.first .. exact.stop - 1``
+    take exact powers.
+
+    The kernel searches the whole grid for more peaks than asked, enough
+    that the ``top_k`` highest above the replaced bins are among them, and
+    writes the periodograms of the grid's first bins (the same values: a
+    bin's power does not depend on the grid's length); the host replaces
+    the bins, finds the peaks among them and their neighbours with the
+    kernel's rule (:func:`clperiod.periodograms.lowfreq.top_k_peaks`) and
+    merges the two lists. Where that would take more than :data:`MAX_TOP_K`
+    peaks, the whole periodograms are evaluated instead
+    (:func:`_exact_periodograms`). psd powers are computed as standard
+    powers and scaled as the kernel scales them.
+    """
+    k = options.top_k
+    reach = int(exact.stop.max()) + 2  # the replaced bins and two neighbours
+    more = k + (reach + 1) // 2  # the kernel finds at most (reach + 1) // 2 peaks there
+    if more > MAX_TOP_K or reach >= grid.nf:
+        return _exact_periodograms(
+            devices, catalog, grid, lengths, options, power, profile, compensated, exact
+        )
     psd = options.normalization == "psd"
-    normalization = "standard" if psd else options.normalization
-    rows_options = dataclasses.replace(options, normalization=normalization, periodogram=True)
-    per_group = max(1, EXACT_ROWS_BYTES // (grid.nf * np.dtype(options.dtype).itemsize))
-    for start in range(0, chosen.size, per_group):
-        rows = chosen[start : start + per_group]
-        periodograms = np.empty((rows.size, grid.nf), options.dtype)
-        results = _run_direct_sums(
-            devices, catalog.subset(rows), grid, lengths[rows], rows_options, periodograms, profile
+    standard = dataclasses.replace(
+        options, normalization="standard" if psd else options.normalization
+    )
+    head = np.empty((catalog.n_objects, reach), options.dtype)
+
+    def run(on, top_k, periodograms):
+        return _run_direct_sums(
+            devices,
+            catalog,
+            on,
+            lengths,
+            dataclasses.replace(standard, top_k=top_k, periodogram=periodograms is not None),
+            periodograms,
+            profile,
+            compensated=compensated,
         )
-        for row, obj in enumerate(rows):
-            stop = exact.stop[obj] - exact.first
-            periodograms[row, exact.first : exact.stop[obj]] = lowfreq.standard_to(
-                exact.power[obj, :stop], normalization
-            )
-        status[rows] = np.concatenate([r.status for r in results])
-        psd_scale[rows] = np.concatenate([r.psd_scale for r in results])
+
+    found = run(grid, more, power)
+    parts = found + run(_leading_grid(grid, reach), 1, head)
+    _replace_bins(head, exact, standard.normalization)
+    if power is not None:
+        _replace_bins(power, exact, standard.normalization)
+    values = np.concatenate([r.val for r in found])
+    indices = np.concatenate([r.idx for r in found])
+    psd_scale = np.concatenate([r.psd_scale for r in found])
+    lowest = exact.stop[:, None] + 1  # the kernel's peaks from here on stand
+    host_values, host_indices = lowfreq.peaks_below(head, exact.stop + 1)
+    keys = np.concatenate([np.where(indices >= lowest, values, -np.inf), host_values], axis=1)
+    bins = np.concatenate([np.where(indices >= lowest, indices, NO_PEAK), host_indices], axis=1)
+    order = np.lexsort((bins, -keys), axis=-1)[:, :k]
+    val, idx = np.take_along_axis(keys, order, -1), np.take_along_axis(bins, order, -1)
+    if psd:
+        _scale_psd(val, power, psd_scale, options.dtype)
+    status = np.concatenate([r.status for r in found])
+    return [_BatchResult(status, val, idx.astype(np.int32), psd_scale, summed_seconds(parts))]
+
+
+def _leading_grid(
+    grid: FrequencyGrid | FrequencyArray, count: int
+) -> FrequencyGrid | FrequencyArray:
+    """The first ``count`` frequencies of ``grid`` (a searched grid)."""
+    if isinstance(grid, FrequencyGrid):
+        return FrequencyGrid(grid.fmin, grid.df, count)
+    return FrequencyGrid.from_frequencies(grid.frequencies()[:count])
+
+
+def _replace_bins(
+    periodograms: np.ndarray, exact: lowfreq.LowFrequencyFits, normalization: str
+) -> None:
+    """Write the exact powers of ``exact`` (rows: its objects) into
+    ``periodograms`` (standard, model or log powers)."""
+    columns = slice(exact.first, exact.first + exact.power.shape[1])
+    replaced = np.arange(exact.first, columns.stop)[None, :] < exact.stop[:, None]
+    periodograms[:, columns] = np.where(
+        replaced, lowfreq.standard_to(exact.power, normalization), periodograms[:, columns]
+    )
+
+
+def _scale_psd(
+    values: np.ndarray, power: np.ndarray | None, psd_scale: np.ndarray, dtype: type
+) -> None:
+    """Standard peak powers and periodograms to psd ones, in place, as the
+    kernel and :class:`_QueuedBatch` scale them."""
+    with np.errstate(invalid="ignore"):  # no peak (-inf) of an object not OK (0)
+        values *= psd_scale[:, None]
+    if power is not None:
+        with np.errstate(over="ignore"):
+            power *= psd_scale.astype(dtype)[:, None]
+
+
+#: Most bytes of the periodograms that :func:`_exact_periodograms` holds at once.
+EXACT_ROWS_BYTES = 256 << 20
+
+
+def _exact_periodograms(
+    devices: list[DeviceInfo],
+    catalog: Catalog,
+    grid: FrequencyGrid | FrequencyArray,
+    lengths: np.ndarray,
+    options: _Options,
+    power: np.ndarray | None,
+    profile: bool,
+    compensated: bool,
+    exact: lowfreq.LowFrequencyFits,
+) -> list[_BatchResult]:
+    """:func:`_exact_peaks` from whole periodograms, in groups of objects of
+    at most :data:`EXACT_ROWS_BYTES`, whose peaks the host finds."""
+    k = options.top_k
+    psd = options.normalization == "psd"
+    standard = dataclasses.replace(
+        options, normalization="standard" if psd else options.normalization, periodogram=True
+    )
+    n_obj = catalog.n_objects
+    status = np.empty(n_obj, dtype=np.int8)
+    val, idx = np.empty((n_obj, k)), np.empty((n_obj, k), np.int32)
+    psd_scale = np.empty(n_obj)
+    parts: list[_BatchResult] = []
+    per_group = max(1, EXACT_ROWS_BYTES // (grid.nf * np.dtype(options.dtype).itemsize))
+    for start in range(0, n_obj, per_group):
+        rows = np.arange(start, min(start + per_group, n_obj))
+        periodograms = np.empty((rows.size, grid.nf), options.dtype)
+        result = _run_direct_sums(
+            devices,
+            catalog.subset(rows),
+            grid,
+            lengths[rows],
+            standard,
+            periodograms,
+            profile,
+            compensated=compensated,
+        )
+        _replace_bins(periodograms, exact.subset(rows), standard.normalization)
+        status[rows] = np.concatenate([r.status for r in result])
+        psd_scale[rows] = np.concatenate([r.psd_scale for r in result])
         val[rows], idx[rows] = lowfreq.top_k_peaks(periodograms, k)
         if psd:
-            with np.errstate(invalid="ignore"):  # no peak (-inf) of an object not OK (0)
-                val[rows] *= psd_scale[rows, None]
-            periodograms *= psd_scale[rows].astype(options.dtype)[:, None]
+            _scale_psd(val[rows], periodograms, psd_scale[rows], options.dtype)
         if power is not None:
             power[rows] = periodograms
-        parts += results
+        parts += result
     return [_BatchResult(status, val, idx, psd_scale, summed_seconds(parts))]
 
 
@@ -1050,10 +1188,14 @@ def _run_direct_sums(
     options: _Options,
     power: np.ndarray | None,
     profile: bool,
+    compensated: bool | None = None,
 ) -> list[_BatchResult]:
-    """The direct kernel's search of ``catalog`` (no deferral, no progress bar)."""
+    """The direct kernel's search of ``catalog`` (no deferral, no progress
+    bar); ``compensated`` (fp32 Kahan sums) defaults to the rule of the
+    catalog's longest object."""
     _check_fp32_bins(options, grid)
-    compensated = not options.fp64 and int(lengths.max(initial=0)) > COMPENSATE_ABOVE
+    if compensated is None:
+        compensated = not options.fp64 and int(lengths.max(initial=0)) > COMPENSATE_ABOVE
     shape = _kernel_shape(devices, options, compensated)
     batches = _plan(devices, shape, lengths, grid, options, 1.0)
     return run_on_devices(

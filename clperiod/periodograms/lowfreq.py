@@ -50,7 +50,9 @@ from clperiod.periodograms.standardize import standardize
 
 __all__ = [
     "DIRECT_EPS",
+    "DIRECT_UNIT",
     "ERROR_MARGIN",
+    "LADDER_STEP",
     "WALK_LIMIT",
     "FitPoints",
     "Fits",
@@ -62,20 +64,29 @@ __all__ = [
     "exact_fits",
     "fit_points",
     "leading_frequencies",
+    "low_frequency_cutoffs",
     "low_frequency_fits",
+    "peaks_below",
     "write_rows",
     "ExactPowers",
     "standard_to",
     "top_k_peaks",
 ]
 
+#: The direct kernels' errors of the normal equations' sums in units of the
+#: precision's epsilon, by ``fp64`` (measured: the fp32 kernel sums
+#: ``w (cos - 1)`` where phases bunch, which keeps the low frequencies'
+#: sums to a fraction of an epsilon).
+DIRECT_UNIT = {True: 0.25, False: 1 / 16}
+#: Ratio of neighbouring frequencies of the ladder of :func:`low_frequency_cutoffs`.
+LADDER_STEP = 1.5
 #: Accuracy bound of the direct paths' powers relative to the peak, by
 #: ``fp64``: that of the NUFFT's default.
 DIRECT_EPS = nufft.DEFAULT_EPS
 #: The walk over the lowest frequencies stops at ``f T_eff`` of this times
 #: ``nterms`` (``T_eff``: :attr:`FitPoints.baseline`): the normal equations
 #: of the model are well conditioned above it.
-WALK_LIMIT = 1.0
+WALK_LIMIT = 0.75
 #: Factor of :func:`device_error` over the first-order error of the normal
 #: equations: their measured errors reach about a third of it.
 ERROR_MARGIN = 10.0
@@ -159,43 +170,102 @@ def _unknowns(nterms: int, fit_mean: bool) -> int:
     return 2 * nterms + int(fit_mean)
 
 
-def _stable_columns(cycles: np.ndarray, nterms: int, fit_mean: bool) -> list[np.ndarray]:
-    """The model's basis functions (module notes) at phases ``cycles`` (in
-    cycles, reduced to ``[-1/2, 1/2]``), in the order of :func:`_basis_to_harmonics`."""
-    half = np.sin(np.pi * cycles)
-    v = 2 * half * half
-    s = np.sin(2 * np.pi * cycles)
-    even: list[np.ndarray] = []
-    if fit_mean:
-        power = np.ones_like(v)
-        even.append(power)
-        for _ in range(nterms):
-            power = power * v
-            even.append(power)
-    else:
-        even.append(np.cos(2 * np.pi * cycles))
-        power = v
-        for j in range(1, nterms):
-            even.append(power * (v - (2 * j + 1) / (j + 1)))
-            power = power * v
-    odd = [s]
-    for _ in range(1, nterms):
-        odd.append(odd[-1] * v)
-    return even + odd
+def _nodes(nterms: int) -> np.ndarray:
+    """Phases (cycles) of ``4 nterms + 4`` points evenly spread over a cycle:
+    the trapezoid rule there integrates the model's functions (trigonometric
+    polynomials of degree ``<= 2 nterms``) exactly."""
+    count = 4 * nterms + 4
+    cycles = np.arange(count) / count
+    return cycles - np.rint(cycles)
+
+
+def _harmonics(cycles: np.ndarray, nterms: int, fit_mean: bool) -> np.ndarray:
+    """``[1 (with the mean), cos h theta, sin h theta (h = 1 .. K)]`` at ``cycles``."""
+    columns = [np.ones_like(cycles)] if fit_mean else []
+    columns += [np.cos(2 * np.pi * h * cycles) for h in range(1, nterms + 1)]
+    columns += [np.sin(2 * np.pi * h * cycles) for h in range(1, nterms + 1)]
+    return np.stack(columns, axis=-1)
 
 
 @functools.cache
-def _basis_to_harmonics(nterms: int, fit_mean: bool) -> np.ndarray:
-    """``D`` with the basis functions of :func:`_stable_columns` equal to
-    ``D @ [1 (with the mean), cos h theta, sin h theta (h = 1 .. K)]``: the
-    coefficients of a fit in the harmonics are ``D.T`` times its own."""
-    theta = np.linspace(-np.pi, np.pi, 8 * nterms + 8, endpoint=False) + 0.1
-    harmonics = [np.ones_like(theta)] if fit_mean else []
-    harmonics += [np.cos(h * theta) for h in range(1, nterms + 1)]
-    harmonics += [np.sin(h * theta) for h in range(1, nterms + 1)]
-    stable = np.column_stack(_stable_columns(theta / (2 * np.pi), nterms, fit_mean))
-    transposed, *_ = np.linalg.lstsq(np.column_stack(harmonics), stable, rcond=None)
-    return transposed.T
+def _from_nodes(nterms: int, fit_mean: bool) -> np.ndarray:
+    """The matrix taking a model's values at :func:`_nodes` to its
+    coefficients in :func:`_harmonics` (read-only)."""
+    inverse = np.linalg.pinv(_harmonics(_nodes(nterms), nterms, fit_mean))
+    inverse.flags.writeable = False
+    return inverse
+
+
+@dataclass(frozen=True)
+class _Basis:
+    """The model's basis (module notes) at one frequency per request.
+
+    With ``x = 2 v / v_max - 1`` (``v_max``: the largest ``v`` of the
+    request's points, so ``-1 <= x <= 1``) the even functions are the
+    Chebyshev polynomials ``T_j(x)``, ``j <= K``, and the odd ones
+    ``s T_j(x)``, ``j < K``. Without the mean the even ones are the
+    combinations ``T_i - (c_i / c_p) T_p``, ``i != p``, whose Chebyshev
+    constant in ``theta`` vanishes (``c_i``: the mean of ``T_i(x)`` over a
+    cycle, ``p`` the largest in magnitude).
+    """
+
+    nterms: int
+    fit_mean: bool
+    scale: np.ndarray  # (n,) 2 / v_max (0 where v_max = 0)
+    pivot: np.ndarray  # (n,) p, without the mean
+    ratio: np.ndarray  # (n, K + 1) c_i / c_p, without the mean
+    kept: np.ndarray  # (n, K) the even polynomials i != p, without the mean
+
+    @classmethod
+    def of(cls, v_max: np.ndarray, nterms: int, fit_mean: bool) -> _Basis:
+        scale = np.divide(2.0, v_max, out=np.zeros_like(v_max), where=v_max > 0)
+        n = v_max.size
+        if fit_mean:
+            none = np.zeros((n, 0), np.int64)
+            return cls(nterms, fit_mean, scale, np.zeros(n, np.int64), none, none)
+        nodes = np.broadcast_to(_nodes(nterms), (n, 4 * nterms + 4))
+        _, x = _versine(nodes, scale)
+        mean = np.stack([c.mean(axis=1) for c in _chebyshev(x, nterms)], axis=1)
+        pivot = np.argmax(np.abs(mean), axis=1)
+        ratio = mean / np.take_along_axis(mean, pivot[:, None], axis=1)
+        everything = np.broadcast_to(np.arange(nterms + 1), (n, nterms + 1))
+        kept = everything[everything != pivot[:, None]].reshape(n, nterms)
+        return cls(nterms, fit_mean, scale, pivot, ratio, kept)
+
+    def columns(self, cycles: np.ndarray) -> list[np.ndarray]:
+        """The basis functions at ``cycles`` (``(n, rows)``, reduced to ``[-1/2, 1/2]``)."""
+        s, x = _versine(cycles, self.scale)
+        chebyshev = _chebyshev(x, self.nterms)
+        odd = [s * c for c in chebyshev[: self.nterms]]
+        if self.fit_mean:
+            return chebyshev + odd
+        stacked = np.stack(chebyshev)  # (K + 1, n, rows)
+        eliminated = stacked[self.pivot, np.arange(self.pivot.size)]
+        reduced = stacked - self.ratio.T[:, :, None] * eliminated
+        even = np.take_along_axis(reduced, self.kept.T[:, :, None], axis=0)
+        return [*even, *odd]
+
+    def harmonic_coefficients(self, coefficients: np.ndarray) -> np.ndarray:
+        """The coefficients (``(n, m)``) of fits in this basis in the harmonics
+        (:func:`_harmonics`): the fitted model at the nodes, transformed."""
+        nodes = np.broadcast_to(_nodes(self.nterms), (self.scale.size, 4 * self.nterms + 4))
+        values = np.einsum("mnr,nm->nr", np.stack(self.columns(nodes)), coefficients)
+        return values @ _from_nodes(self.nterms, self.fit_mean).T
+
+
+def _versine(cycles: np.ndarray, scale: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``sin theta`` and ``x = scale v - 1`` (``v = 1 - cos theta``) at
+    ``cycles`` (``(n, rows)``; ``scale``: ``(n,)``)."""
+    half = np.sin(np.pi * cycles)
+    return np.sin(2 * np.pi * cycles), 2 * half * half * scale[:, None] - 1
+
+
+def _chebyshev(x: np.ndarray, degree: int) -> list[np.ndarray]:
+    """``T_0(x) .. T_degree(x)``."""
+    values = [np.ones_like(x), x]
+    for _ in range(1, degree):
+        values.append(2 * x * values[-1] - values[-2])
+    return values[: degree + 1]
 
 
 @dataclass(frozen=True)
@@ -225,24 +295,22 @@ def exact_fits(
 ) -> Fits:
     """The model's least-squares fit of object ``objects[i]`` at
     ``frequencies[i]`` for every ``i`` (module notes), batched over requests
-    of similar lengths."""
+    of equal lengths (so that each fit's rounding does not depend on the
+    others)."""
     n = objects.size
     power, amplification = np.full(n, np.nan), np.full(n, np.nan)
     lengths = points.lengths[objects]
     order = np.argsort(lengths, kind="stable")
+    ordered = lengths[order]
+    starts = np.flatnonzero(np.diff(ordered, prepend=-1))
     columns = _unknowns(nterms, fit_mean) + 1
-    start = 0
-    while start < n:
-        longest = int(lengths[order[start]])
-        rows = max(1, _BLOCK_VALUES // (columns * max(1, min(2 * longest, _BLOCK_ROWS))))
-        stop = start + 1
-        while stop < n and stop - start < rows and lengths[order[stop]] <= 2 * longest:
-            stop += 1
-        group = order[start:stop]
-        power[group], amplification[group] = _fit_group(
-            points, objects[group], frequencies[group], nterms, fit_mean
-        )
-        start = stop
+    for start, stop in zip(starts, [*starts[1:], n], strict=True):
+        per_batch = max(1, _BLOCK_VALUES // (columns * min(int(ordered[start]), _BLOCK_ROWS)))
+        for first in range(start, stop, per_batch):
+            group = order[first : min(first + per_batch, stop)]
+            power[group], amplification[group] = _fit_group(
+                points, objects[group], frequencies[group], nterms, fit_mean
+            )
     return Fits(power, amplification)
 
 
@@ -257,19 +325,20 @@ def _fit_group(
     nothing), their rows in blocks whose triangular factors are stacked."""
     m = _unknowns(nterms, fit_mean)
     lengths = points.lengths[objects]
-    longest = int(lengths.max())
+    blocks = range(0, int(lengths.max()), _BLOCK_ROWS)
+    v_max = np.zeros(objects.size)
+    for first in blocks:
+        cycles, inside, _ = _block(points, objects, frequencies, first)
+        half = np.sin(np.pi * cycles)
+        v_max = np.maximum(v_max, np.max(np.where(inside, 2 * half * half, 0.0), axis=1))
+    basis = _Basis.of(v_max, nterms, fit_mean)
     factor: np.ndarray | None = None
     norms = np.zeros((objects.size, m))
-    for first in range(0, longest, _BLOCK_ROWS):
-        j = np.arange(first, min(first + _BLOCK_ROWS, longest))
-        inside = j[None, :] < lengths[:, None]
-        index = np.where(inside, points.offsets[objects, None] + j[None, :], 0)
-        cycles = frequencies[:, None] * points.t[index]
-        cycles -= np.rint(cycles)
+    for first in blocks:
+        cycles, inside, index = _block(points, objects, frequencies, first)
         sw = np.where(inside, points.sw[index], 0.0)
         design = np.stack(
-            [c * sw for c in _stable_columns(cycles, nterms, fit_mean)]
-            + [np.where(inside, points.su[index], 0.0)],
+            [c * sw for c in basis.columns(cycles)] + [np.where(inside, points.su[index], 0.0)],
             axis=-1,
         )
         norms += np.sum(design[..., :m] ** 2, axis=1)
@@ -277,7 +346,22 @@ def _fit_group(
             design = np.concatenate([factor, design], axis=1)
         factor = _triangular_factor(design)
     assert factor is not None
-    return _power_of_factor(factor, np.sqrt(norms), nterms, fit_mean)
+    return _power_of_factor(factor, np.sqrt(norms), basis)
+
+
+def _block(
+    points: FitPoints, objects: np.ndarray, frequencies: np.ndarray, first: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows ``first .. first + _BLOCK_ROWS - 1`` of the requests: their phases
+    (cycles in ``[-1/2, 1/2]``), whether they are points of the request's
+    object, and the points' indices (0 for the padding)."""
+    lengths = points.lengths[objects]
+    j = np.arange(first, min(first + _BLOCK_ROWS, int(lengths.max())))
+    inside = j[None, :] < lengths[:, None]
+    index = np.where(inside, points.offsets[objects, None] + j[None, :], 0)
+    cycles = frequencies[:, None] * points.t[index]
+    cycles -= np.rint(cycles)
+    return cycles, inside, index
 
 
 def _triangular_factor(design: np.ndarray) -> np.ndarray:
@@ -298,11 +382,11 @@ def _triangular_factor(design: np.ndarray) -> np.ndarray:
 
 
 def _power_of_factor(
-    factor: np.ndarray, norms: np.ndarray, nterms: int, fit_mean: bool
+    factor: np.ndarray, norms: np.ndarray, basis: _Basis
 ) -> tuple[np.ndarray, np.ndarray]:
     """Standard powers and amplifications (:class:`Fits`) from the triangular
-    factors ``(n, m + 1, m + 1)`` of the weighted designs with the values as
-    last column, and the designs' column norms ``(n, m)``."""
+    factors ``(n, m + 1, m + 1)`` of the weighted designs in ``basis`` with
+    the values as last column, and the designs' column norms ``(n, m)``."""
     m = norms.shape[1]
     diagonal = np.abs(np.diagonal(factor[:, :m, :m], axis1=1, axis2=2))
     projection = factor[:, :m, m]
@@ -312,8 +396,8 @@ def _power_of_factor(
     full_rank = np.all(diagonal > RANK_TOLERANCE * norms, axis=1)
     triangle = np.where(full_rank[:, None, None], factor[:, :m, :m], np.eye(m))
     coefficients = np.linalg.solve(triangle, projection[..., None])[..., 0]
-    harmonic = coefficients @ _basis_to_harmonics(nterms, fit_mean)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        harmonic = basis.harmonic_coefficients(coefficients)
         amplification = np.sqrt(np.sum(harmonic * harmonic, axis=1) / reference)
         # first-order error of chi2 from float64 errors of the design's columns
         error = _EPS64 * residual * np.sum(np.abs(coefficients) * norms, axis=1)
@@ -346,14 +430,16 @@ def leading_frequencies(grid: FrequencyGrid | np.ndarray, limit: float) -> np.nd
 def error_unit(points: FitPoints, *, fp64: bool, tolerance: float | None) -> np.ndarray:
     """Per object, the error of a device path's window sums relative to their
     scale (the weights sum to 1): the transforms' ``tolerance``, or for
-    direct sums (``tolerance`` None) the precision's rounding, in float64
-    times the square root of the effective number of points."""
+    direct sums (``tolerance`` None) :data:`DIRECT_UNIT` of the precision's
+    epsilon, in float64 times the square root of the effective number of
+    points."""
     if tolerance is not None:
         return np.full(points.ok.size, tolerance)
+    unit = DIRECT_UNIT[fp64] * _EPS[fp64]
     if not fp64:
-        return np.full(points.ok.size, _EPS[False])
+        return np.full(points.ok.size, unit)
     with np.errstate(divide="ignore"):
-        return _EPS[True] / points.weight_norm
+        return unit / points.weight_norm
 
 
 def device_error(amplification: np.ndarray, unit: np.ndarray) -> np.ndarray:
@@ -411,10 +497,90 @@ class LowFrequencyFits:
         """Whether some object has exact powers."""
         return bool(np.any(self.stop > self.first))
 
+    def subset(self, objects: np.ndarray) -> LowFrequencyFits:
+        """The fits of ``objects`` (indices), in that order."""
+        return LowFrequencyFits(self.first, self.stop[objects], self.power[objects])
+
     @classmethod
     def none(cls, n_objects: int) -> LowFrequencyFits:
         """No bin of any object."""
         return cls(0, np.zeros(n_objects, dtype=np.int64), np.empty((n_objects, 0)))
+
+
+def low_frequency_cutoffs(
+    catalog: Catalog,
+    model: Model,
+    lowest: float,
+    *,
+    fp64: bool,
+    tolerance: float | None,
+    eps: float,
+) -> np.ndarray:
+    """Per object, the frequency below which a device path's powers miss the
+    accuracy bound (0: none above ``lowest``).
+
+    A frequency ``f`` is outside the bound when the estimated device error
+    (:func:`device_error`) exceeds ``eps`` times the highest exact power
+    at the frequencies tried so far (a lower bound of the peak), or the
+    exact fit is not determined. The frequencies tried are a ladder
+    fixed per object, from ``WALK_LIMIT nterms / T_eff``
+    (:func:`effective_baselines`) down in steps of ``LADDER_STEP``, so the
+    cutoff does not depend on the grid: the descent ends at the first one
+    outside the bound (the cutoff is then the one above it) or at the first
+    at or below ``lowest``. Objects whose ladder starts at or below
+    ``lowest`` cost nothing more than their ``T_eff``.
+
+    Parameters
+    ----------
+    catalog
+        The objects (validated).
+    model
+        The periodogram's model.
+    lowest
+        The lowest frequency above 0 of the grid.
+    fp64, tolerance
+        The device path: its precision, and the tolerance of its transforms
+        (None: direct sums), for :func:`error_unit`.
+    eps
+        Accuracy bound of the powers relative to the peak.
+    """
+    cutoff = np.zeros(catalog.n_objects)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        top = WALK_LIMIT * model.nterms / effective_baselines(catalog)
+    chosen = np.flatnonzero((catalog.lengths >= model.min_points) & (top > lowest))
+    if not chosen.size:
+        return cutoff
+    points = fit_points(
+        catalog.subset(chosen),
+        min_points=model.min_points,
+        center=model.fit_mean or model.center_data,
+        use_dy=model.use_dy,
+    )
+    unit = error_unit(points, fp64=fp64, tolerance=tolerance)
+    active = np.flatnonzero(points.ok)
+    frequency = top[chosen]
+    reached = np.zeros(chosen.size)
+    while active.size:
+        fits = exact_fits(points, active, frequency[active], model.nterms, model.fit_mean)
+        reached[active] = np.fmax(reached[active], fits.power)
+        with np.errstate(invalid="ignore"):
+            error = device_error(fits.amplification, unit[active])
+            outside = ~(error <= eps * reached[active]) | np.isnan(fits.power)
+        found = active[outside]
+        cutoff[chosen[found]] = np.minimum(frequency[found] * LADDER_STEP, top[chosen[found]])
+        active = active[~outside & (frequency[active] > lowest)]
+        frequency[active] /= LADDER_STEP
+    return cutoff
+
+
+def _lowest_positive(grid: FrequencyGrid | np.ndarray) -> float:
+    """The lowest frequency above 0 of ``grid`` (inf if none)."""
+    if isinstance(grid, FrequencyGrid):
+        if grid.fmin > 0:
+            return grid.fmin
+        return grid.fmin + grid.df if grid.nf > 1 else np.inf
+    positive = grid[grid > 0]
+    return float(positive[0]) if positive.size else np.inf
 
 
 def low_frequency_fits(
@@ -426,18 +592,10 @@ def low_frequency_fits(
     tolerance: float | None,
     eps: float,
 ) -> LowFrequencyFits:
-    """The bins of each object whose device powers miss the accuracy bound, and
-    their exact powers.
-
-    Walks up the frequencies from the first above 0, all objects at once:
-    the exact fit of each (:func:`exact_fits`) gives the power and the
-    estimated device error (:func:`device_error`); a bin whose estimate
-    exceeds ``eps`` times the highest exact power so far (a lower bound of
-    the object's peak), or whose fit is not determined, takes the exact
-    power, and an object's walk ends at its first bin within the bound, or
-    at ``f = WALK_LIMIT nterms / T_eff`` (:func:`effective_baselines`).
-    Objects whose first frequency above 0 is there already cost nothing
-    more than their ``T_eff``.
+    """The bins of each object below its :func:`low_frequency_cutoffs` (those
+    a device path cannot evaluate to ``eps`` of the peak), and their exact
+    powers (:func:`exact_fits`; each depends only on the object and the
+    frequency, not on the grid).
 
     Parameters
     ----------
@@ -445,61 +603,38 @@ def low_frequency_fits(
         The objects (validated).
     grid
         The frequencies: a uniform grid, or distinct rising ones.
-    model
-        The periodogram's model.
-    fp64, tolerance
-        The device path: its precision, and the tolerance of its transforms
-        (None: direct sums), for :func:`error_unit`.
-    eps
-        Accuracy bound of the powers relative to the peak.
+    model, fp64, tolerance, eps
+        As :func:`low_frequency_cutoffs`.
     """
     n_objects = catalog.n_objects
-    with np.errstate(divide="ignore", invalid="ignore"):
-        limit = WALK_LIMIT * model.nterms / effective_baselines(catalog)
-    walks = catalog.lengths >= model.min_points
-    frequencies = leading_frequencies(grid, float(np.max(limit[walks], initial=0.0)))
-    first = int(np.searchsorted(frequencies, 0.0, side="right"))
-    walks &= first < frequencies.size
-    walks[walks] = frequencies[first] < limit[walks]
-    if not walks.any():
-        return LowFrequencyFits.none(n_objects)
-    chosen = np.flatnonzero(walks)
-    points = fit_points(
-        catalog.subset(chosen),
-        min_points=model.min_points,
-        center=model.fit_mean or model.center_data,
-        use_dy=model.use_dy,
+    cutoff = low_frequency_cutoffs(
+        catalog, model, _lowest_positive(grid), fp64=fp64, tolerance=tolerance, eps=eps
     )
-    unit = error_unit(points, fp64=fp64, tolerance=tolerance)
-    limit = np.where(points.ok, limit[chosen], 0.0)
-    stop = np.full(chosen.size, first, dtype=np.int64)
-    reached = np.zeros(chosen.size)
-    found: list[np.ndarray] = []
-    active = np.flatnonzero(frequencies[first] < limit)
-    k = first
-    while active.size:
-        fits = exact_fits(
-            points, active, np.full(active.size, frequencies[k]), model.nterms, model.fit_mean
-        )
-        reached[active] = np.fmax(reached[active], fits.power)
-        outside = device_error(fits.amplification, unit[active]) > eps * reached[active]
-        column = np.full(chosen.size, np.nan)
-        column[active] = fits.power
-        found.append(column)
-        active = active[outside]
-        stop[active] = k + 1
-        k += 1
-        if k == frequencies.size:
-            break
-        active = active[frequencies[k] < limit[active]]
-    width = int(stop.max()) - first
+    frequencies = leading_frequencies(grid, float(cutoff.max(initial=0.0)))
+    first = int(np.searchsorted(frequencies, 0.0, side="right"))
+    stop = np.maximum(np.searchsorted(frequencies, cutoff), first).astype(np.int64)
+    width = int(stop.max(initial=first)) - first
     power = np.full((n_objects, width), np.nan)
     if width:
-        beyond = np.arange(first, first + width)[None, :] >= stop[:, None]
-        power[chosen] = np.where(beyond, np.nan, np.column_stack(found[:width]))
-    stops = np.full(n_objects, first, dtype=np.int64)
-    stops[chosen] = stop
-    return LowFrequencyFits(first, stops, power)
+        counts = stop - first
+        objects = np.repeat(np.arange(n_objects), counts)
+        columns = np.arange(objects.size) - np.repeat(np.cumsum(counts) - counts, counts)
+        chosen = np.flatnonzero(counts)
+        points = fit_points(
+            catalog.subset(chosen),
+            min_points=model.min_points,
+            center=model.fit_mean or model.center_data,
+            use_dy=model.use_dy,
+        )
+        fits = exact_fits(
+            points,
+            np.searchsorted(chosen, objects),
+            frequencies[first + columns],
+            model.nterms,
+            model.fit_mean,
+        )
+        power[objects, columns] = fits.power
+    return LowFrequencyFits(first, stop, power)
 
 
 # }}}
@@ -618,6 +753,34 @@ class ExactPowers:
             )
 
 
+def _peaks(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """float64 ``rows`` and where their peaks are, by the device kernels' rule:
+    strictly above the left neighbour and not below the right one
+    (neighbours outside the row or NaN count as ``-inf``; NaN is never a peak)."""
+    value = rows.astype(np.float64)
+    edge = np.full((rows.shape[0], 1), -np.inf)
+    left = np.concatenate([edge, value[:, :-1]], axis=1)
+    right = np.concatenate([value[:, 1:], edge], axis=1)
+    return value, ~np.isnan(value) & ~(left >= value) & ~(right > value)
+
+
+def peaks_below(rows: np.ndarray, limit: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The peaks (:func:`top_k_peaks`' rule) of periodograms whose rows hold
+    a grid's first bins, among the bins below ``limit`` (per row, at most
+    the row's length less one, so their right neighbours are in the row).
+
+    Returns
+    -------
+    values, indices : ndarray, shape of ``rows``
+        float64 powers of the peaks (``-inf`` elsewhere) and their bins
+        (:data:`~clperiod.periodograms.inputs.NO_PEAK` elsewhere).
+    """
+    value, peak = _peaks(rows)
+    peak &= np.arange(rows.shape[1])[None, :] < limit[:, None]
+    bins = np.broadcast_to(np.arange(rows.shape[1], dtype=np.int64), rows.shape)
+    return np.where(peak, value, -np.inf), np.where(peak, bins, NO_PEAK)
+
+
 def top_k_peaks(rows: np.ndarray, top_k: int) -> tuple[np.ndarray, np.ndarray]:
     """The ``top_k`` highest distinct peaks of each periodogram row, as the
     device kernels find them: a peak is strictly above its left neighbour and
@@ -631,11 +794,7 @@ def top_k_peaks(rows: np.ndarray, top_k: int) -> tuple[np.ndarray, np.ndarray]:
         bins (int32, :data:`~clperiod.periodograms.inputs.NO_PEAK` there).
     """
     n_rows, nf = rows.shape
-    value = rows.astype(np.float64)
-    edge = np.full((n_rows, 1), -np.inf)
-    left = np.concatenate([edge, value[:, :-1]], axis=1)
-    right = np.concatenate([value[:, 1:], edge], axis=1)
-    peak = ~np.isnan(value) & ~(left >= value) & ~(right > value)
+    value, peak = _peaks(rows)
     candidate = np.where(peak, value, -np.inf)
     if nf > top_k:
         kth = np.partition(candidate, nf - top_k, axis=1)[:, nf - top_k]
