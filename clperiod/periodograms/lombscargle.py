@@ -256,11 +256,13 @@ def lombscargle(
         ``clperiod.engine.fft.fft_inplace``), which cost about
         ``N_points w + nf log nf`` (``w``: kernel width, 13 at ``eps=1e-9``),
         for long light curves on large grids. Every method, normalization,
-        ``fit_mean``/``center_data``, ``nterms`` and precision is supported
-        (for ``nterms > 1``, at frequencies above ``1 / T``, ``T`` the
-        object's baseline: below it the normal equations are ill-conditioned,
-        and fp32 powers whose system is singular within the transforms'
-        tolerance are NaN). A FrequencyArray whose distinct frequencies are
+        ``fit_mean``/``center_data``, ``nterms`` and precision is supported.
+        On every path, the bins below each object's low-frequency cutoff
+        (where the normal equations are too ill conditioned for the bound;
+        ``f T`` below about 0.05 to 0.5, rising with ``nterms``) take exact
+        least-squares powers computed on the host
+        (:mod:`clperiod.periodograms.lowfreq`), before the peaks are
+        found. A FrequencyArray whose distinct frequencies are
         not evenly spaced runs through type-3 NUFFTs
         (``clperiod.periodograms.nufft_type3``: a type-1 transform on a
         lattice of step ``1 / (2 T)`` up to twice the highest frequency,
@@ -1002,7 +1004,9 @@ def _run_direct_exact(
     ):
         if not rows.size:
             continue
-        part_power = None if power is None else np.empty((rows.size, grid.nf), options.dtype)
+        part_power: np.ndarray | None = None
+        if power is not None:
+            part_power = np.empty((rows.size, grid.nf), options.dtype)
         result = run(
             devices,
             catalog.subset(rows),
@@ -1060,7 +1064,7 @@ def _exact_peaks(
     standard = dataclasses.replace(
         options, normalization="standard" if psd else options.normalization
     )
-    head = np.empty((catalog.n_objects, reach), options.dtype)
+    head: np.ndarray = np.empty((catalog.n_objects, reach), options.dtype)
 
     def run(on, top_k, periodograms):
         return _run_direct_sums(
@@ -1157,7 +1161,7 @@ def _exact_periodograms(
     per_group = max(1, EXACT_ROWS_BYTES // (grid.nf * np.dtype(options.dtype).itemsize))
     for start in range(0, n_obj, per_group):
         rows = np.arange(start, min(start + per_group, n_obj))
-        periodograms = np.empty((rows.size, grid.nf), options.dtype)
+        periodograms: np.ndarray = np.empty((rows.size, grid.nf), options.dtype)
         result = _run_direct_sums(
             devices,
             catalog.subset(rows),

@@ -1,34 +1,34 @@
-"""Low-frequency bins of Lomb-Scargle periodograms: which ones the fast paths
-cannot evaluate, and their powers from a stable least-squares fit.
+"""Low-frequency bins of Lomb-Scargle periodograms: which ones the device
+paths cannot evaluate, and their powers from a stable least-squares fit.
 
 At a frequency ``f`` with ``f T`` small (``T`` the baseline) the harmonics of
 the model are nearly constant or linear over the observations, so the normal
 equations that every device path solves (one term and ``nterms`` terms; the
 direct sums, and the type-1 and type-3 NUFFTs) are nearly singular: their
-coefficients grow like ``(f T)**-(2 nterms)`` and the errors of the sums
+solutions grow like ``(f T)**-(2 nterms)`` and the errors of the sums
 (rounding, or the transforms' tolerance) reach the power multiplied by
-their square. Below about ``f T = 0.3`` (one term) to ``0.5`` (three terms)
-the powers can miss the accuracy bound, or come out NaN.
+their square. Below about ``f T = 0.05`` (one term, fp64) to ``0.5`` (three
+terms) the powers can miss the accuracy bound, or come out NaN.
 
-The host decides, per object, which of the lowest frequencies to recompute
-(:func:`low_frequency_fits`): it fits the model exactly at the lowest
-frequency above 0, estimates the error the device path makes there from
-the size of the fit's coefficients in the harmonic basis
-(:func:`device_error`) and moves up the frequencies until that estimate is
-within the bound. The fits are least squares by Householder QR of the
-weighted design in a basis of the same model that stays well conditioned at
-low frequencies: with ``theta = 2 pi f (t - t_mid)``, ``s = sin theta`` and
-``v = 1 - cos theta = 2 sin^2(theta / 2)``, the harmonics span
+:func:`low_frequency_cutoffs` finds, per object, the frequency below which a
+path's powers miss the bound: exact fits (:func:`exact_fits`) on a ladder of
+frequencies fixed per object give the size of the solution in the harmonic
+basis, hence the error the path's normal equations make there
+(:func:`device_error`). :func:`low_frequency_fits` evaluates the grid's bins
+below the cutoffs exactly; the device paths write them over their own
+(:class:`ExactPowers`, :func:`write_rows`) or merge the peaks
+(:func:`peaks_below`, :func:`top_k_peaks`).
 
-* with the mean: ``1, v, ..., v**K`` and ``s, s v, ..., s v**(K - 1)``,
-* without it: ``cos theta`` and ``v**j (v - (2 j + 1) / (j + 1))``,
-  ``j = 1 .. K - 1`` (the polynomials in ``v`` of degree ``<= K`` whose
-  Chebyshev constant vanishes), and the same odd functions,
-
-since ``cos(h theta)`` is a polynomial of degree ``h`` in ``cos theta`` and
-``sin(h theta)`` is ``sin theta`` times one of degree ``h - 1``. A frequency
-at which this fit is not determined in float64 (``f = 0``, fewer distinct
-phases than unknowns) gets NaN, the device paths' value there.
+The exact fits are least squares by Householder QR of the weighted design
+(:func:`exact_fits`) in a basis of the same model that stays well
+conditioned at any frequency (:class:`_Basis`): with ``theta = 2 pi f (t -
+t_mid)``, ``cos(h theta)`` is a polynomial of degree ``h`` in ``cos theta``
+and ``sin(h theta)`` is ``sin theta`` times one of degree ``h - 1``, so the
+model spans polynomials in ``v = 1 - cos theta = 2 sin^2(theta / 2)`` and
+``sin theta`` times them, taken as Chebyshev polynomials of ``v`` scaled to
+the observations' range. A frequency at which the fit is not determined in
+float64 (``f = 0``, fewer distinct phases than unknowns) gets NaN, the
+device paths' value there.
 """
 
 from __future__ import annotations
@@ -53,47 +53,54 @@ __all__ = [
     "DIRECT_UNIT",
     "ERROR_MARGIN",
     "LADDER_STEP",
+    "RANK_TOLERANCE",
     "WALK_LIMIT",
+    "ExactPowers",
     "FitPoints",
     "Fits",
-    "Model",
     "LowFrequencyFits",
+    "Model",
     "device_error",
-    "error_unit",
     "effective_baselines",
+    "error_unit",
     "exact_fits",
     "fit_points",
     "leading_frequencies",
     "low_frequency_cutoffs",
     "low_frequency_fits",
     "peaks_below",
-    "write_rows",
-    "ExactPowers",
     "standard_to",
     "top_k_peaks",
+    "write_rows",
 ]
 
 #: The direct kernels' errors of the normal equations' sums in units of the
-#: precision's epsilon, by ``fp64`` (measured: the fp32 kernel sums
-#: ``w (cos - 1)`` where phases bunch, which keeps the low frequencies'
-#: sums to a fraction of an epsilon).
+#: precision's epsilon, by ``fp64`` (measured at low frequencies; the fp32
+#: kernel sums ``w (cos - 1)`` where the phases bunch, which keeps those sums
+#: to a fraction of an epsilon).
 DIRECT_UNIT = {True: 0.25, False: 1 / 16}
 #: Ratio of neighbouring frequencies of the ladder of :func:`low_frequency_cutoffs`.
 LADDER_STEP = 1.5
 #: Accuracy bound of the direct paths' powers relative to the peak, by
 #: ``fp64``: that of the NUFFT's default.
 DIRECT_EPS = nufft.DEFAULT_EPS
-#: The walk over the lowest frequencies stops at ``f T_eff`` of this times
-#: ``nterms`` (``T_eff``: :attr:`FitPoints.baseline`): the normal equations
-#: of the model are well conditioned above it.
+#: The ladder of :func:`low_frequency_cutoffs` starts at ``f T_eff`` of this
+#: times ``nterms`` (``T_eff``: :func:`effective_baselines`): the bins above
+#: it are the device paths'.
 WALK_LIMIT = 0.75
 #: Factor of :func:`device_error` over the first-order error of the normal
-#: equations: their measured errors reach about a third of it.
+#: equations (the largest measured errors reach about 40 % of the estimate).
 ERROR_MARGIN = 10.0
-#: A fit counts as determined when its estimated float64 error is within the
-#: bound, and every diagonal element of its triangular factor exceeds this
-#: fraction of its column's norm.
+#: A fit counts as determined when every diagonal element of its triangular
+#: factor exceeds this fraction of its column's norm, and its estimated
+#: float64 error is within ``_HOST_BOUND``.
 RANK_TOLERANCE = 1e3 * float(np.finfo(np.float64).eps)
+#: Largest estimated float64 error of an exact fit's standard power that
+#: counts as determined.
+_HOST_BOUND = 1e-11
+_EPS64 = float(np.finfo(np.float64).eps)
+_EPS = {True: _EPS64, False: float(np.finfo(np.float32).eps)}
+_DTYPE = {True: np.float64, False: np.float32}
 #: Most values of one batch of design matrices (32 MiB of float64).
 _BLOCK_VALUES = 1 << 22
 #: Rows of one block of a long object's design (accumulated by stacking the
@@ -404,14 +411,6 @@ def _power_of_factor(
         determined = full_rank & (error <= _HOST_BOUND * reference)
         power = np.where(determined, explained / reference, np.nan)
     return power, np.where(determined, amplification, np.inf)
-
-
-_EPS64 = float(np.finfo(np.float64).eps)
-_EPS = {True: _EPS64, False: float(np.finfo(np.float32).eps)}
-_DTYPE = {True: np.float64, False: np.float32}
-#: Largest estimated float64 error of an exact fit's standard power that
-#: counts as determined.
-_HOST_BOUND = 1e-11
 
 
 # }}}

@@ -45,17 +45,17 @@ def lstsq_power(
         values = [mpmath.mpf(float(v)) for v in y]
         total = mpmath.fsum(weights)
         if fit_mean or center_data:
-            mean = mpmath.fsum(w * v for w, v in zip(weights, values)) / total
+            mean = mpmath.fsum(w * v for w, v in zip(weights, values, strict=True)) / total
             values = [v - mean for v in values]
         roots = [mpmath.sqrt(w) for w in weights]
-        target = [r * v for r, v in zip(roots, values)]
+        target = [r * v for r, v in zip(roots, values, strict=True)]
         reference = mpmath.fsum(x * x for x in target)
         omega = 2 * mpmath.pi * mpmath.mpf(float(frequency))
         columns = [[r for r in roots]] if fit_mean else []
         for h in range(1, nterms + 1):
             phases = [h * omega * (s - times[0]) for s in times]
-            columns.append([r * mpmath.sin(p) for r, p in zip(roots, phases)])
-            columns.append([r * mpmath.cos(p) for r, p in zip(roots, phases)])
+            columns.append([r * mpmath.sin(p) for r, p in zip(roots, phases, strict=True)])
+            columns.append([r * mpmath.cos(p) for r, p in zip(roots, phases, strict=True)])
         basis: list[list] = []
         tiny = mpmath.mpf(10) ** (-DIGITS // 2)
         for column in columns:
@@ -65,13 +65,14 @@ def lstsq_power(
             vector = list(column)
             for _ in range(2):
                 for q in basis:
-                    dot = mpmath.fsum(a * b for a, b in zip(q, vector))
-                    vector = [a - dot * b for a, b in zip(vector, q)]
+                    dot = mpmath.fsum(a * b for a, b in zip(q, vector, strict=True))
+                    vector = [a - dot * b for a, b in zip(vector, q, strict=True)]
             norm = mpmath.sqrt(mpmath.fsum(x * x for x in vector))
             if norm <= tiny * scale:
                 return float("nan")
             basis.append([x / norm for x in vector])
-        explained = mpmath.fsum(mpmath.fsum(a * b for a, b in zip(q, target)) ** 2 for q in basis)
+        projections = [mpmath.fsum(a * b for a, b in zip(q, target, strict=True)) for q in basis]
+        explained = mpmath.fsum(p * p for p in projections)
         return float(explained / reference)
 
 
