@@ -719,9 +719,26 @@ def _run_nufft(
     reserved = power.nbytes if power is not None else 0
     budget = MemoryBudget.of(smallest, host_reserved=reserved)
     pieces = _nufft_pieces(plan, lengths, options, budget)
+    use_dy = options.method == "generalized" and catalog.dy is not None
+    cutoff = lowfreq.nufft_cutoffs(
+        catalog,
+        lowfreq.Model(options.nterms, options.fit_mean, options.center_data, use_dy),
+        plan,
+        plan.frequencies if isinstance(plan, nufft_type3.Type3Plan) else plan.grid,
+    )
     if len(pieces) == 1:
         return _run_nufft_piece(
-            devices, plan, None, catalog, lengths, options, power, budget, progress, profile
+            devices,
+            plan,
+            None,
+            catalog,
+            lengths,
+            options,
+            power,
+            budget,
+            progress,
+            profile,
+            cutoff,
         )
     nf, k = _plan_nf(plan), options.top_k
     found: list[list[_BatchResult]] = []
@@ -744,6 +761,7 @@ def _run_nufft(
                 budget,
                 False,
                 profile,
+                cutoff,
             )
         )
         if power is not None and piece_power is not None:
@@ -835,9 +853,11 @@ def _run_nufft_piece(
     budget: MemoryBudget,
     progress: bool,
     profile: bool,
+    cutoff: np.ndarray,
 ) -> list[_BatchResult]:
     """:func:`_run_nufft` on one grid (``owned``: the piece's bins, see
-    :func:`clperiod.periodograms.nufft.search`)."""
+    :func:`clperiod.periodograms.nufft.search`; ``cutoff``: per object, the
+    frequency below which bins take exact powers)."""
     on_cpus = all(info.kind == "cpu" for info in devices)
     target = CPU_NUFFT_BATCH_BYTES if on_cpus else None
     # at least one batch per device, so that every device has work
@@ -873,6 +893,7 @@ def _run_nufft_piece(
             periodograms=None if power is None else power[start:stop],
             n_rows=fft_rows if info.kind != "cpu" else 0,
             owned=owned,
+            cutoff=cutoff[start:stop],
         )
         seconds = {"nufft_s": time.perf_counter() - started} if profile else {}
         return _BatchResult(peaks.status, peaks.values, peaks.indices, peaks.psd_scale, seconds)
@@ -896,20 +917,24 @@ def _one_term_search(
     periodograms: np.ndarray | None = None,
     n_rows: int = 0,
     owned: tuple[int, int, int, int] | None = None,
+    cutoff: np.ndarray | None = None,
 ) -> nufft.BatchPeaks:
     """:func:`clperiod.periodograms.nufft.search` (same arguments), with the
-    exact powers of each object's low-frequency bins whose normal equations
-    amplify the transforms' errors beyond the bound
+    exact powers of each object's bins below its ``cutoff`` (default:
+    :func:`clperiod.periodograms.lowfreq.nufft_cutoffs` of the batch), whose
+    normal equations amplify the transforms' errors beyond the bound
     (:class:`clperiod.periodograms.lowfreq.ExactPowers`)."""
     nufft._check_normalization(normalization)
+    model = lowfreq.Model(1, fit_mean, center_data, use_dy)
+    if cutoff is None:
+        cutoff = lowfreq.nufft_cutoffs(catalog, model, plan, plan.grid)
     exact = lowfreq.ExactPowers(
         lambda queue, grid, points, out, norm: nufft.power(queue, grid, points, plan, out, norm),
         catalog,
         plan.grid,
-        lowfreq.Model(1, fit_mean, center_data, use_dy),
+        model,
+        cutoff,
         plan.fp64,
-        plan.eps * nufft.TRANSFORM_MARGIN[plan.fp64],
-        plan.eps,
     )
     return nufft.search_with(
         info,
@@ -1267,6 +1292,14 @@ def _run_multiterm(
         MemoryBudget.of(smallest, host_reserved=reserved),
     )
     use_dy = options.method == "generalized" and catalog.dy is not None
+    cutoff = lowfreq.low_frequency_cutoffs(
+        catalog,
+        lowfreq.Model(options.nterms, options.fit_mean, options.center_data, use_dy),
+        lowfreq.lowest_positive(grid),
+        fp64=True,
+        tolerance=None,
+        eps=lowfreq.DIRECT_EPS[True],
+    )
 
     def work(info: DeviceInfo, bound: tuple[int, int]) -> _BatchResult:
         started = time.perf_counter()
@@ -1282,6 +1315,7 @@ def _run_multiterm(
             normalization=options.normalization,  # type: ignore[arg-type]
             top_k=options.top_k,
             periodograms=None if power is None else power[start:stop],
+            cutoff=cutoff[start:stop],
         )
         seconds = {"multiterm_s": time.perf_counter() - started} if profile else {}
         return _BatchResult(peaks.status, peaks.values, peaks.indices, peaks.psd_scale, seconds)

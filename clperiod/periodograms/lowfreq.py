@@ -21,7 +21,7 @@ below the cutoffs exactly; the device paths write them over their own
 
 The exact fits are least squares by Householder QR of the weighted design
 (:func:`exact_fits`) in a basis of the same model that stays well
-conditioned at any frequency (:class:`_Basis`): with ``theta = 2 pi f (t -
+conditioned at any frequency (``_Basis``): with ``theta = 2 pi f (t -
 t_mid)``, ``cos(h theta)`` is a polynomial of degree ``h`` in ``cos theta``
 and ``sin(h theta)`` is ``sin theta`` times one of degree ``h - 1``, so the
 model spans polynomials in ``v = 1 - cos theta = 2 sin^2(theta / 2)`` and
@@ -52,6 +52,7 @@ __all__ = [
     "DIRECT_EPS",
     "DIRECT_UNIT",
     "ERROR_MARGIN",
+    "LADDER_POINTS",
     "LADDER_STEP",
     "RANK_TOLERANCE",
     "WALK_LIMIT",
@@ -63,11 +64,14 @@ __all__ = [
     "device_error",
     "effective_baselines",
     "error_unit",
+    "exact_bins",
     "exact_fits",
     "fit_points",
     "leading_frequencies",
     "low_frequency_cutoffs",
     "low_frequency_fits",
+    "lowest_positive",
+    "nufft_cutoffs",
     "peaks_below",
     "standard_to",
     "top_k_peaks",
@@ -79,6 +83,9 @@ __all__ = [
 #: kernel sums ``w (cos - 1)`` where the phases bunch, which keeps those sums
 #: to a fraction of an epsilon).
 DIRECT_UNIT = {True: 0.25, False: 1 / 16}
+#: Most points of an object in the fits that decide its cutoff (the fits of
+#: the recomputed bins take all).
+LADDER_POINTS = 4096
 #: Ratio of neighbouring frequencies of the ladder of :func:`low_frequency_cutoffs`.
 LADDER_STEP = 1.5
 #: Accuracy bound of the direct paths' powers relative to the peak, by
@@ -100,7 +107,8 @@ RANK_TOLERANCE = 1e3 * float(np.finfo(np.float64).eps)
 _HOST_BOUND = 1e-11
 _EPS64 = float(np.finfo(np.float64).eps)
 _EPS = {True: _EPS64, False: float(np.finfo(np.float32).eps)}
-_DTYPE = {True: np.float64, False: np.float32}
+#: Longest over shortest object of a batch of exact fits.
+_LENGTH_RATIO = 1.25
 #: Most values of one batch of design matrices (32 MiB of float64).
 _BLOCK_VALUES = 1 << 22
 #: Rows of one block of a long object's design (accumulated by stacking the
@@ -302,22 +310,25 @@ def exact_fits(
 ) -> Fits:
     """The model's least-squares fit of object ``objects[i]`` at
     ``frequencies[i]`` for every ``i`` (module notes), batched over requests
-    of equal lengths (so that each fit's rounding does not depend on the
-    others)."""
+    of lengths within ``_LENGTH_RATIO`` (padded with rows of weight 0;
+    requests of one length give the same values in any batch)."""
     n = objects.size
     power, amplification = np.full(n, np.nan), np.full(n, np.nan)
     lengths = points.lengths[objects]
     order = np.argsort(lengths, kind="stable")
     ordered = lengths[order]
-    starts = np.flatnonzero(np.diff(ordered, prepend=-1))
     columns = _unknowns(nterms, fit_mean) + 1
-    for start, stop in zip(starts, [*starts[1:], n], strict=True):
-        per_batch = max(1, _BLOCK_VALUES // (columns * min(int(ordered[start]), _BLOCK_ROWS)))
-        for first in range(start, stop, per_batch):
-            group = order[first : min(first + per_batch, stop)]
-            power[group], amplification[group] = _fit_group(
-                points, objects[group], frequencies[group], nterms, fit_mean
-            )
+    start = 0
+    while start < n:
+        stop = int(np.searchsorted(ordered, _LENGTH_RATIO * ordered[start], side="right"))
+        longest = int(ordered[stop - 1])
+        per_batch = max(1, _BLOCK_VALUES // (columns * min(longest, _BLOCK_ROWS)))
+        stop = min(stop, start + per_batch)
+        group = order[start:stop]
+        power[group], amplification[group] = _fit_group(
+            points, objects[group], frequencies[group], nterms, fit_mean
+        )
+        start = stop
     return Fits(power, amplification)
 
 
@@ -527,7 +538,9 @@ def low_frequency_cutoffs(
     cutoff does not depend on the grid: the descent ends at the first one
     outside the bound (the cutoff is then the one above it) or at the first
     at or below ``lowest``. Objects whose ladder starts at or below
-    ``lowest`` cost nothing more than their ``T_eff``.
+    ``lowest`` cost nothing more than their ``T_eff``; the ladder's fits of
+    longer objects take :data:`LADDER_POINTS` of their points, evenly
+    spread over their rows.
 
     Parameters
     ----------
@@ -550,7 +563,7 @@ def low_frequency_cutoffs(
     if not chosen.size:
         return cutoff
     points = fit_points(
-        catalog.subset(chosen),
+        _thinned(catalog.subset(chosen), LADDER_POINTS),
         min_points=model.min_points,
         center=model.fit_mean or model.center_data,
         use_dy=model.use_dy,
@@ -572,7 +585,7 @@ def low_frequency_cutoffs(
     return cutoff
 
 
-def _lowest_positive(grid: FrequencyGrid | np.ndarray) -> float:
+def lowest_positive(grid: FrequencyGrid | np.ndarray) -> float:
     """The lowest frequency above 0 of ``grid`` (inf if none)."""
     if isinstance(grid, FrequencyGrid):
         if grid.fmin > 0:
@@ -582,33 +595,49 @@ def _lowest_positive(grid: FrequencyGrid | np.ndarray) -> float:
     return float(positive[0]) if positive.size else np.inf
 
 
-def low_frequency_fits(
-    catalog: Catalog,
-    grid: FrequencyGrid | np.ndarray,
-    model: Model,
-    *,
-    fp64: bool,
-    tolerance: float | None,
-    eps: float,
-) -> LowFrequencyFits:
-    """The bins of each object below its :func:`low_frequency_cutoffs` (those
-    a device path cannot evaluate to ``eps`` of the peak), and their exact
-    powers (:func:`exact_fits`; each depends only on the object and the
-    frequency, not on the grid).
-
-    Parameters
-    ----------
-    catalog
-        The objects (validated).
-    grid
-        The frequencies: a uniform grid, or distinct rising ones.
-    model, fp64, tolerance, eps
-        As :func:`low_frequency_cutoffs`.
-    """
-    n_objects = catalog.n_objects
-    cutoff = low_frequency_cutoffs(
-        catalog, model, _lowest_positive(grid), fp64=fp64, tolerance=tolerance, eps=eps
+def _thinned(catalog: Catalog, most: int) -> Catalog:
+    """``catalog`` with each object of more than ``most`` points cut to
+    ``most`` of them, evenly spread over its rows."""
+    lengths = catalog.lengths
+    if lengths.max(initial=0) <= most:
+        return catalog
+    kept = np.minimum(lengths, most)
+    offsets = np.concatenate([[0], np.cumsum(kept)])
+    owner = np.repeat(np.arange(lengths.size), kept)
+    rank = np.arange(offsets[-1]) - offsets[owner]
+    rows = catalog.offsets[owner] + rank * lengths[owner] // kept[owner]
+    return Catalog.from_offsets(
+        catalog.ids,
+        offsets,
+        catalog.t[rows],
+        catalog.y[rows],
+        None if catalog.dy is None else catalog.dy[rows],
     )
+
+
+def nufft_cutoffs(
+    catalog: Catalog, model: Model, plan: Any, grid: FrequencyGrid | np.ndarray
+) -> np.ndarray:
+    """:func:`low_frequency_cutoffs` of a NUFFT search on ``grid`` (``plan``:
+    its type-1 or type-3 plan, whose ``fp64`` and ``eps`` give the transforms'
+    tolerance)."""
+    return low_frequency_cutoffs(
+        catalog,
+        model,
+        lowest_positive(grid),
+        fp64=plan.fp64,
+        tolerance=plan.eps * nufft.TRANSFORM_MARGIN[plan.fp64],
+        eps=plan.eps,
+    )
+
+
+def exact_bins(
+    catalog: Catalog, grid: FrequencyGrid | np.ndarray, model: Model, cutoff: np.ndarray
+) -> LowFrequencyFits:
+    """The bins of ``grid`` (a uniform grid, or distinct rising frequencies)
+    above 0 and below each object's ``cutoff`` (:func:`low_frequency_cutoffs`),
+    and their exact powers (:func:`exact_fits`)."""
+    n_objects = catalog.n_objects
     frequencies = leading_frequencies(grid, float(cutoff.max(initial=0.0)))
     first = int(np.searchsorted(frequencies, 0.0, side="right"))
     stop = np.maximum(np.searchsorted(frequencies, cutoff), first).astype(np.int64)
@@ -634,6 +663,33 @@ def low_frequency_fits(
         )
         power[objects, columns] = fits.power
     return LowFrequencyFits(first, stop, power)
+
+
+def low_frequency_fits(
+    catalog: Catalog,
+    grid: FrequencyGrid | np.ndarray,
+    model: Model,
+    *,
+    fp64: bool,
+    tolerance: float | None,
+    eps: float,
+) -> LowFrequencyFits:
+    """:func:`exact_bins` below the objects' :func:`low_frequency_cutoffs` (the
+    bins a device path cannot evaluate to ``eps`` of the peak).
+
+    Parameters
+    ----------
+    catalog
+        The objects (validated).
+    grid
+        The frequencies: a uniform grid, or distinct rising ones.
+    model, fp64, tolerance, eps
+        As :func:`low_frequency_cutoffs`.
+    """
+    cutoff = low_frequency_cutoffs(
+        catalog, model, lowest_positive(grid), fp64=fp64, tolerance=tolerance, eps=eps
+    )
+    return exact_bins(catalog, grid, model, cutoff)
 
 
 # }}}
@@ -701,8 +757,8 @@ def standard_to(z: np.ndarray, normalization: str) -> np.ndarray:
 @dataclass
 class ExactPowers:
     """The power stage of a NUFFT search (``nufft.Transforms.power``), then
-    the copies of the exact powers of each object's low-frequency bins
-    (:func:`low_frequency_fits`, computed while the device works) over the
+    the copies of the exact powers of each object's bins below its cutoff
+    (:func:`exact_bins`, computed while the device works) over the
     transforms'.
 
     Attributes
@@ -714,17 +770,20 @@ class ExactPowers:
         The batch.
     grid
         Its frequencies: a uniform grid, or distinct rising ones.
-    model, fp64, tolerance, eps
-        As :func:`low_frequency_fits`.
+    model
+        The periodogram's model.
+    cutoff
+        Per object of the batch (:func:`low_frequency_cutoffs`).
+    fp64
+        The powers' precision.
     """
 
     power: Callable[..., None]
     catalog: Catalog
     grid: FrequencyGrid | np.ndarray
     model: Model
+    cutoff: np.ndarray
     fp64: bool
-    tolerance: float
-    eps: float
     _events: list = field(default_factory=list, repr=False)
 
     def __call__(
@@ -736,16 +795,12 @@ class ExactPowers:
         normalization: str,
     ) -> None:
         self.power(queue, grids, points, out, normalization)
-        fits = low_frequency_fits(
-            self.catalog,
-            self.grid,
-            self.model,
-            fp64=self.fp64,
-            tolerance=self.tolerance,
-            eps=self.eps,
-        )
+        if not np.any(self.cutoff > 0):
+            return
+        fits = exact_bins(self.catalog, self.grid, self.model, self.cutoff)
         if fits.any():
-            values = standard_to(fits.power, normalization).astype(_DTYPE[self.fp64])
+            dtype = np.float64 if self.fp64 else np.float32
+            values = standard_to(fits.power, normalization).astype(dtype)
             nf = self.grid.nf if isinstance(self.grid, FrequencyGrid) else self.grid.size
             self._events += write_rows(
                 queue, out, values, fits, (0, self.catalog.n_objects), (0, nf)
@@ -772,7 +827,7 @@ def peaks_below(rows: np.ndarray, limit: np.ndarray) -> tuple[np.ndarray, np.nda
     -------
     values, indices : ndarray, shape of ``rows``
         float64 powers of the peaks (``-inf`` elsewhere) and their bins
-        (:data:`~clperiod.periodograms.inputs.NO_PEAK` elsewhere).
+        (``clperiod.periodograms.inputs.NO_PEAK`` elsewhere).
     """
     value, peak = _peaks(rows)
     peak &= np.arange(rows.shape[1])[None, :] < limit[:, None]
@@ -790,7 +845,7 @@ def top_k_peaks(rows: np.ndarray, top_k: int) -> tuple[np.ndarray, np.ndarray]:
     -------
     values, indices : ndarray, shape (n_rows, top_k)
         float64 peak powers (``-inf`` where a row has fewer peaks) and their
-        bins (int32, :data:`~clperiod.periodograms.inputs.NO_PEAK` there).
+        bins (int32, ``clperiod.periodograms.inputs.NO_PEAK`` there).
     """
     n_rows, nf = rows.shape
     value, peak = _peaks(rows)

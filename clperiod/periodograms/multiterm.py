@@ -646,15 +646,16 @@ def search(
     normalization: Normalization,
     top_k: int,
     periodograms: np.ndarray | None = None,
+    cutoff: np.ndarray | None = None,
 ) -> CatalogPeaks:
     """The multi-term periodograms of every object of ``catalog`` and their top-k peaks.
 
     Each object's times are taken from the middle of its range, and its
     powers are evaluated (``multiterm_catalog`` of ``cl_kernels/multiterm.mako``,
     fp64) in blocks of at most 2**22 powers: several whole periodograms, or
-    bins of one object's grid; the lowest bins whose normal equations are
-    too ill conditioned for the bound ``lowfreq.DIRECT_EPS`` take the exact
-    powers of :func:`clperiod.periodograms.lowfreq.low_frequency_fits`;
+    bins of one object's grid; the bins below ``cutoff``, whose normal
+    equations are too ill conditioned for the bound ``lowfreq.DIRECT_EPS``,
+    take the exact powers of :func:`clperiod.periodograms.lowfreq.exact_bins`;
     ``peaks_topk`` (``cl_kernels/peaks.mako``) finds each block's peaks, and
     the blocks of one object are merged on the host. The normal systems are
     those of :func:`multiterm_power`.
@@ -674,6 +675,10 @@ def search(
     periodograms
         If given, ``(n_objects, nf)`` float64 host array receiving the
         periodograms (NaN rows for objects that are not OK).
+    cutoff
+        Per object, the frequency below which bins take exact powers
+        (default: :func:`clperiod.periodograms.lowfreq.low_frequency_cutoffs`
+        of the batch).
 
     Returns
     -------
@@ -707,14 +712,17 @@ def search(
         catalog=True,
     )
 
-    exact = lowfreq.low_frequency_fits(
-        catalog,
-        grid,
-        lowfreq.Model(nterms, fit_mean, center_data, use_dy),
-        fp64=True,
-        tolerance=None,
-        eps=lowfreq.DIRECT_EPS[True],
-    )
+    model = lowfreq.Model(nterms, fit_mean, center_data, use_dy)
+    if cutoff is None:
+        cutoff = lowfreq.low_frequency_cutoffs(
+            catalog,
+            model,
+            lowfreq.lowest_positive(grid),
+            fp64=True,
+            tolerance=None,
+            eps=lowfreq.DIRECT_EPS[True],
+        )
+    exact = lowfreq.exact_bins(catalog, grid, model, cutoff)
     exact_p = exact.power * prepared.yy[:, None]  # the kernel's p = chi2_ref - chi2
 
     def launch(first: int, rows: int, lo: int, hi: int, power: cl.Buffer) -> None:

@@ -176,6 +176,7 @@ def search(
     periodograms: np.ndarray | None = None,
     n_rows: int = 0,
     owned: tuple[int, int, int, int] | None = None,
+    cutoff: np.ndarray | None = None,
 ) -> nufft.BatchPeaks:
     """Prepare, spread, FFT (:func:`clperiod.engine.fft.fft_inplace`), power and
     top-k peaks of a batch of objects on one device.
@@ -202,19 +203,23 @@ def search(
         objects reuse one FFT plan.
     owned
         A piece of a larger grid, as in :func:`clperiod.periodograms.nufft.search`.
+    cutoff
+        Per object, the frequency below which the bins take exact powers
+        (default: :func:`clperiod.periodograms.lowfreq.nufft_cutoffs` of the
+        batch).
 
     Returns
     -------
     clperiod.periodograms.nufft.BatchPeaks
     """
+    model = lowfreq.Model(nterms, fit_mean, center_data, use_dy)
     exact = lowfreq.ExactPowers(
         lambda queue, grid, points, out, norm: power(queue, grid, points, plan, nterms, out, norm),
         catalog,
         plan.grid,
-        lowfreq.Model(nterms, fit_mean, center_data, use_dy),
+        model,
+        lowfreq.nufft_cutoffs(catalog, model, plan, plan.grid) if cutoff is None else cutoff,
         plan.fp64,
-        plan.eps * nufft.TRANSFORM_MARGIN[plan.fp64],
-        plan.eps,
     )
     return nufft.search_with(
         info,

@@ -435,6 +435,7 @@ def search(
     periodograms: np.ndarray | None = None,
     n_rows: int = 0,
     owned: tuple[int, int, int, int] | None = None,
+    cutoff: np.ndarray | None = None,
 ) -> nufft.BatchPeaks:
     """Prepare, prescale, spread, FFT, interpolate, power and top-k peaks of a
     batch of objects at the plan's frequencies on one device.
@@ -444,19 +445,24 @@ def search(
     nf)``; peak indices index the targets; ``owned``: the targets a piece of
     a larger array). With ``plan.nterms > 1``, objects with fewer points than
     :func:`~clperiod.periodograms.multiterm.min_points` are TOO_FEW_POINTS.
-    The lowest targets whose normal equations amplify the transforms' errors
-    beyond the bound take exact powers (:class:`clperiod.periodograms.lowfreq.ExactPowers`).
+    The targets below each object's ``cutoff`` (default:
+
+    :func:`clperiod.periodograms.lowfreq.nufft_cutoffs` of the batch), whose
+    normal equations amplify the transforms' errors beyond the bound, take
+    exact powers (:class:`clperiod.periodograms.lowfreq.ExactPowers`).
     """
     nufft._check_normalization(normalization)
     rows = int(catalog.offsets[-1])
+    model = lowfreq.Model(plan.nterms, fit_mean, center_data, use_dy)
+    if cutoff is None:
+        cutoff = lowfreq.nufft_cutoffs(catalog, model, plan, plan.frequencies)
     exact = lowfreq.ExactPowers(
         lambda queue, grid, points, out, norm: power(queue, grid, points, plan, out, norm),
         catalog,
         plan.frequencies,
-        lowfreq.Model(plan.nterms, fit_mean, center_data, use_dy),
+        model,
+        cutoff,
         plan.fp64,
-        plan.eps * nufft.TRANSFORM_MARGIN[plan.fp64],
-        plan.eps,
     )
     return nufft.search_with(
         info,

@@ -298,8 +298,8 @@ def test_only_the_recomputed_bins_change(monkeypatch, cpu_device, algorithm, pre
     )
     monkeypatch.setattr(
         lowfreq,
-        "low_frequency_fits",
-        lambda catalog, *args, **kwargs: lowfreq.LowFrequencyFits.none(catalog.n_objects),
+        "low_frequency_cutoffs",
+        lambda catalog, *args, **kwargs: np.zeros(catalog.n_objects),
     )
     plain = clperiod.lombscargle(catalog, grid, **options)
     assert fits.stop[0] > 2  # the 20-day object's lowest bins are recomputed
