@@ -348,3 +348,62 @@ def test_single_light_curve_functions(cpu_device):
     maxima = multiterm_max_power(t, curves, dy, grid, 3, device=cpu_device)
     each = [np.nanmax(multiterm_power(t, c, dy, grid, 3, device=cpu_device)) for c in curves]
     np.testing.assert_array_equal(maxima, each)
+
+
+@pytest.mark.parametrize("precision", ["fp64", "fp32"])
+def test_direct_powers_do_not_depend_on_the_grid_length(monkeypatch, cpu_device, precision):
+    """The one-term direct path merges peaks from a search of the grid's first
+    bins: the kernel gives those bins the same values in any grid length."""
+    monkeypatch.setattr(
+        lowfreq,
+        "low_frequency_cutoffs",
+        lambda catalog, *args, **kwargs: np.zeros(catalog.n_objects),
+    )
+    rng = np.random.default_rng(8)
+    curves = []
+    for n in (15, 300, 20000):
+        t = 2.46e6 + np.sort(rng.uniform(0, 50, n))
+        curves.append((t, np.sin(2.1 * t) + rng.normal(0, 0.3, n), rng.uniform(0.2, 0.4, n)))
+    catalog = Catalog.from_lightcurves(curves)
+    for fmin in (0.0, 1e-3):
+        long = clperiod.lombscargle(
+            catalog,
+            FrequencyGrid(fmin, 4e-3, 20000),
+            precision=precision,
+            periodogram=True,
+            device=cpu_device,
+        )
+        head = clperiod.lombscargle(
+            catalog,
+            FrequencyGrid(fmin, 4e-3, 37),
+            precision=precision,
+            periodogram=True,
+            device=cpu_device,
+        )
+        np.testing.assert_array_equal(head.power, long.power[:, :37])
+
+
+def test_many_peaks_below_the_cutoff_come_from_whole_periodograms(monkeypatch, cpu_device):
+    """fp32 and 64 peaks: the kernel keeps no more, so the peaks among the
+    recomputed bins could not be merged; the periodograms are searched whole."""
+    from clperiod.periodograms import lombscargle as module
+
+    searched = []
+    whole = module._exact_periodograms
+
+    def counted(*args):
+        searched.append(args[1].n_objects)
+        return whole(*args)
+
+    monkeypatch.setattr(module, "_exact_periodograms", counted)
+    rng = np.random.default_rng(9)
+    t = 58000 + np.sort(rng.uniform(0, 10, 25))
+    y, dy = np.sin(2 * np.pi * t / 0.9) + rng.normal(0, 0.3, t.size), np.full(t.size, 0.3)
+    grid = FrequencyGrid(1e-4, 1e-3, 4000)  # f T from 0.001, 0.01 apart
+    result = clperiod.lombscargle(
+        t, grid, y, dy, precision="fp32", periodogram=True, top_k=64, device=cpu_device
+    )
+    assert searched
+    expected = lstsq_powers_float64(t, y, dy, grid.frequencies(), 1)
+    assert np.max(np.abs(result.power[0] - expected)) <= BOUND["fp32"] * expected.max()
+    assert_peaks_follow_the_periodogram(result)
