@@ -1126,10 +1126,12 @@ def _exact_peaks(
 def _leading_grid(
     grid: FrequencyGrid | FrequencyArray, count: int
 ) -> FrequencyGrid | FrequencyArray:
-    """The first ``count`` frequencies of ``grid`` (a searched grid)."""
+    """The first ``count`` frequencies of ``grid`` (a searched grid), of the
+    same kind (an array stays an array, which the kernel evaluates per
+    frequency)."""
     if isinstance(grid, FrequencyGrid):
         return FrequencyGrid(grid.fmin, grid.df, count)
-    return FrequencyGrid.from_frequencies(grid.frequencies()[:count])
+    return FrequencyArray(grid.frequencies()[:count])
 
 
 def _replace_bins(

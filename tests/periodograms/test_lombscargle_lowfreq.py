@@ -407,3 +407,28 @@ def test_many_peaks_below_the_cutoff_come_from_whole_periodograms(monkeypatch, c
     expected = lstsq_powers_float64(t, y, dy, grid.frequencies(), 1)
     assert np.max(np.abs(result.power[0] - expected)) <= BOUND["fp32"] * expected.max()
     assert_peaks_follow_the_periodogram(result)
+
+
+@pytest.mark.parametrize("algorithm, precision", PATHS)
+def test_peaks_on_log_spaced_frequencies(cpu_device, algorithm, precision):
+    """Arrays: the exact powers of the lowest frequencies enter the peaks
+    (local maxima along rising frequency) as on uniform grids."""
+    t, y, dy = probe_light_curves()[0]
+    y = y + 0.01 * (t - t.mean())  # a trend: the best frequencies are the lowest
+    frequencies = np.geomspace(0.002, 40.0, 300) / np.ptp(t)
+    array = FrequencyGrid.from_frequencies(frequencies)
+    result = clperiod.lombscargle(
+        t,
+        array,
+        y,
+        dy,
+        algorithm=algorithm,
+        precision=precision,
+        periodogram=True,
+        top_k=4,
+        device=cpu_device,
+    )
+    expected = lstsq_powers_float64(t, y, dy, frequencies, 1)
+    assert np.max(np.abs(result.power[0] - expected)) <= BOUND[precision] * expected.max()
+    assert result.frequency_best[0] == frequencies[np.argmax(expected)]
+    assert_peaks_follow_the_periodogram(result)
