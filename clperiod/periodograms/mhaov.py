@@ -316,7 +316,7 @@ def analytic_fap(result: MhaovResult) -> AnalyticFap:
     Parameters
     ----------
     result : MhaovResult
-        The search (:func:`mhaov`).
+        The search (:func:`clperiod.mhaov`).
 
     Returns
     -------
