@@ -6,10 +6,10 @@ Workloads:
   transit), 1e5 trial periods from 0.5 to 13 days, 10 durations from 1 to 7 hours, the
   binned method, likelihood objective: clperiod end to end, fp64 and fp32, and astropy's
   fast method on every host core (the periods split over one process per core), with the
-  ratio and the agreement of the best periods. fp64 is timed with each bin filling of
-  ``--path`` (``Layout.binning``: ``atomic``, ``prefix``, or ``auto``, the default's choice;
-  by default atomic and prefix, for an A/B in one run), which must give identical results;
-  fp32 always adds atomically.
+  ratio and the agreement of the best periods. Each precision is timed with each bin
+  filling of ``--path`` (``Layout.binning``: ``atomic``, ``prefix``, or ``auto``, the
+  default's choice; by default atomic and prefix, for an A/B in one run); in fp64 the
+  fillings must give identical results.
 * ``catalog``: ``--objects`` such light curves in one call, against ``--objects`` times
   the single-curve time (linear scaling).
 
@@ -77,7 +77,8 @@ def tess(repeat: int, paths: list[str]) -> dict:
     catalog = Catalog.from_single(t, y, dy)
     out: dict = {"device": select_devices()[0].label, "points": t.size,
                  "periods": PERIODS.size, "durations": DURATIONS.size}
-    runs = [(f"fp64_{path}", "fp64", _layout(path)) for path in paths] + [("fp32", "fp32", None)]
+    runs = [(f"{precision}_{path}", precision, _layout(path))
+            for precision in ("fp64", "fp32") for path in paths]
     results = {}
     for name, precision, layout in runs:
         seconds, result = best_of(
