@@ -32,6 +32,14 @@ are exact 64-bit fixed-point integers (each object's ``u v`` and ``v``
 scaled so that their sums stay below 2**61; ``v`` at least one unit), so
 boxes holding the same points tie exactly, as in astropy, and a box is
 empty exactly when its weight is 0.
+The binned search fills each object's bins in one of two ways, which give the
+same integers: every point adds its weights into its bin with atomic adds
+(``Layout.binning="atomic"``), or, for points in time order, each bin's sums
+are differences of the points' prefix sums at the first point of each (cycle,
+bin) (``"prefix"``). By default an object takes the prefix fill where
+its (cycle, bin) boundaries over the trial periods do not outnumber its points
+times the periods: densely sampled light curves (TESS, Kepler), not sparse
+ground-based ones.
 The host turns the chosen boxes' sums into float64 fields, so fp32 kernels
 (folding in double-single, objective in float) report fp64-accurate values of
 the boxes they choose.
@@ -98,6 +106,10 @@ _TILE = 256
 #: Work-group sizes of the search and of the peak search, by device kind.
 _WG = {"gpu": 256, "other": 64}
 _PEAKS_WG = {"gpu": 128, "other": 16}
+#: An object's bins are filled from prefix sums (:func:`_prefix_objects`) where
+#: its boundary searches over the trial periods are at most this many per point
+#: and period.
+_PREFIX_WORK = 1.0
 #: Bin counts of one launch of the binned search differ at most by this factor
 #: (a launch sizes its local memory for its longest period).
 _BINS_RATIO = 2
@@ -114,7 +126,7 @@ _FIELDS = (
 
 @dataclass(frozen=True)
 class Layout:
-    """Where the binned kernel keeps its bins and how it adds into them.
+    """Where the binned kernel keeps its bins and how it fills them.
 
     Attributes
     ----------
@@ -126,11 +138,19 @@ class Layout:
         32-bit atomic adds with a carry.
     local_bytes : int or None
         The local memory a work-group may use, in bytes (None: the device's).
+    binning : {None, "atomic", "prefix"}
+        How every object's bins are filled (module notes): each point added
+        with atomic adds, from prefix sums of its points in time order, or
+        per object by the work of each (None). fp64: both give the same bins,
+        bit for bit; fp32: the prefix fill places points by double-single
+        times (a point within ~2**-44 of an edge relative to the times may
+        fall differently), for objects whose edges allow it.
     """
 
     local_bins: bool | None
     atomics: str
     local_bytes: int | None = None
+    binning: str | None = None
 
     def __post_init__(self) -> None:
         if self.local_bins is not None:
@@ -138,6 +158,7 @@ class Layout:
         checks.choice("atomics", self.atomics, ("int64", "split"))
         if self.local_bytes is not None:
             checks.integer("local_bytes", self.local_bytes, low=1)
+        checks.choice("binning", self.binning, (None, "atomic", "prefix"))
 
 
 def layout_for(info: DeviceInfo) -> Layout:
@@ -392,8 +413,9 @@ def bls(
         Device selection (see :func:`clperiod.select_devices`); objects are
         spread over every selected device. fp64 needs devices with fp64.
     layout : Layout, optional
-        Where the binned kernel keeps its bins on every device (default
-        :func:`~clperiod.periodograms.bls.layout_for` of each).
+        Where the binned kernel keeps its bins on every device and how it
+        fills them (default :func:`~clperiod.periodograms.bls.layout_for` of
+        each, which picks the bin filling per object).
 
     Returns
     -------
@@ -428,7 +450,7 @@ def bls(
             require_fp64(info)
         layouts.append(_checked_layout(layout, info))
     plan = _plan(trials.searched, durations, options, precision == "fp64")
-    prepared = _prepare(catalog)
+    prepared = _prepare(catalog, plan, None if layout is None else layout.binning)
     found = _search_devices(list(zip(devices, layouts, strict=True)), prepared, plan, options)
     if options.method == "binned" and options.compat == "astropy":
         _astropy_copies(catalog, prepared, plan, options, found)
@@ -529,6 +551,10 @@ class _Prepared:
     ``totals`` (its sums of ``uv`` and ``v``), ``t_ref = min t``, and what
     turns integer sums into the data's units: ``ybar = (sum uv / sum v) *
     2**depth_exponent`` and ``V = sum v * weight_unit / dy_min**2``.
+
+    Per object ``sorted`` tells whether the binned kernel fills its bins from
+    prefix sums, its points then in time order (else interleaved,
+    :func:`_interleaved`). ``tables`` holds those objects' prefix sums and guides.
     """
 
     status: np.ndarray
@@ -541,10 +567,34 @@ class _Prepared:
     depth_exponent: np.ndarray
     weight_unit: np.ndarray
     dy_min: np.ndarray
+    sorted: np.ndarray
+    tables: _PrefixTables
 
 
-def _prepare(catalog: Catalog) -> _Prepared:
-    """The kernels' inputs for ``catalog`` (see :class:`_Prepared`)."""
+@dataclass(frozen=True)
+class _PrefixTables:
+    """For the objects filled from prefix sums (zeros for the others; empty
+    arrays where there are none): from entry ``offsets[k] + k`` the ``n + 1``
+    exclusive prefix sums ``uv`` and ``v`` of object ``k``'s ``n`` points in
+    time order, and its ``guide``, the first point at or after ``j h`` for
+    ``j = 0 .. n``; per object ``inv_step = 1 / h = n / span`` (0 for span 0)."""
+
+    uv: np.ndarray
+    v: np.ndarray
+    guide: np.ndarray
+    inv_step: np.ndarray
+
+    def part(self, offsets: np.ndarray, lo: int, hi: int) -> _PrefixTables:
+        """The tables of objects ``lo .. hi - 1`` (``offsets``: all objects' points)."""
+        entries = slice(int(offsets[lo]) + lo, int(offsets[hi]) + hi)
+        return _PrefixTables(
+            self.uv[entries], self.v[entries], self.guide[entries], self.inv_step[lo:hi]
+        )
+
+
+def _prepare(catalog: Catalog, plan: _Plan, binning: str | None) -> _Prepared:
+    """The kernels' inputs for ``catalog`` (see :class:`_Prepared`), each
+    object's bins filled as ``binning`` asks (:func:`_prefix_objects`)."""
     status = _initial_status(catalog)
     ok = status == Status.OK
     keep = np.repeat(ok, catalog.lengths)
@@ -552,20 +602,98 @@ def _prepare(catalog: Catalog) -> _Prepared:
     owners = np.repeat(np.arange(catalog.n_objects), np.diff(offsets))
     t = catalog.t[keep]
     t_ref = segment_reduce(np.minimum, t, offsets, np.nan)
+    tau = t - t_ref[owners]
     dy = None if catalog.dy is None else catalog.dy[keep]
     fixed = _fixed_point(catalog.y[keep], dy, offsets, owners)
-    order = _interleaved(offsets, owners)
+    spans = segment_reduce(np.maximum, tau, offsets)
+    sorted_objects = _prefix_objects(plan, np.diff(offsets), spans, binning)
+    order = np.where(
+        sorted_objects[owners], np.lexsort((tau, owners)), _interleaved(offsets, owners)
+    )
+    tau, uv, v = tau[order], fixed.uv[order], fixed.v[order]
     return _Prepared(
         status=status,
         offsets=offsets.astype(np.int32),
-        tau=(t - t_ref[owners])[order],
-        uv=fixed.uv[order],
-        v=fixed.v[order],
+        tau=tau,
+        uv=uv,
+        v=v,
         totals=fixed.totals,
         t_ref=t_ref,
         depth_exponent=fixed.depth_exponent,
         weight_unit=fixed.weight_unit,
         dy_min=fixed.dy_min,
+        sorted=sorted_objects,
+        tables=_prefix_tables(tau, uv, v, offsets, spans, sorted_objects),
+    )
+
+
+def _prefix_objects(
+    plan: _Plan, lengths: np.ndarray, spans: np.ndarray, binning: str | None
+) -> np.ndarray:
+    """Per object, whether the binned kernel fills its bins from prefix sums:
+    never (``binning="atomic"``), wherever it can (``"prefix"``: objects with
+    points; fp32 those of :func:`_double_single_edges`), or (None) where it can
+    and its boundary searches, ``(floor(span / P) + 1) (K + 1)`` at each
+    period, add up to at most :data:`_PREFIX_WORK` times its points times the
+    periods."""
+    if not plan.binned or binning == "atomic":
+        return np.zeros(lengths.size, dtype=bool)
+    possible = lengths > 0
+    if not plan.fp64:
+        possible &= _double_single_edges(plan, spans)
+    if binning == "prefix":
+        return possible
+    boundaries = plan.real_bins.astype(np.float64) + 1
+    searches = spans * np.sum(boundaries / plan.periods) + np.sum(boundaries)
+    return possible & (searches <= _PREFIX_WORK * lengths * plan.periods.size)
+
+
+def _double_single_edges(plan: _Plan, spans: np.ndarray) -> np.ndarray:
+    """Per object, whether the fp32 prefix fill's double-single edges (~2**-44
+    relative) keep their order: under 2**22 cycles of the shortest period, and
+    bins wider than 2**-30 times the span plus the longest period."""
+    periods = plan.periods
+    return (spans < 2.0**22 * periods[0]) & (plan.width > 2.0**-30 * (spans + periods[-1]))
+
+
+def _prefix_tables(
+    tau: np.ndarray,
+    uv: np.ndarray,
+    v: np.ndarray,
+    offsets: np.ndarray,
+    spans: np.ndarray,
+    sorted_objects: np.ndarray,
+) -> _PrefixTables:
+    """The :class:`_PrefixTables` of the points ``tau``, ``uv``, ``v`` (in the
+    kernel's order) for the objects ``sorted_objects``."""
+    if not sorted_objects.any():
+        empty = np.zeros(0, np.int64)
+        return _PrefixTables(empty, empty, empty.astype(np.int32), np.zeros(spans.size))
+    lengths = np.diff(offsets)
+    n_objects = lengths.size
+    owners = np.repeat(np.arange(n_objects), lengths)
+    first_entry = offsets[:-1] + np.arange(n_objects)
+    kept = np.repeat(sorted_objects, lengths + 1)
+    # the entry after each point holds the sum through it (modulo 2**64: exact)
+    after = np.arange(tau.size) + owners + 1
+
+    def exclusive_sums(values: np.ndarray) -> np.ndarray:
+        running = np.cumsum(values.view(np.uint64))
+        before = np.concatenate([np.zeros(1, np.uint64), running])[offsets[:-1]]
+        sums = np.zeros(tau.size + n_objects, np.uint64)
+        sums[after] = running - before[owners]
+        return np.where(kept, sums.view(np.int64), 0)
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inv_step = np.where(sorted_objects & (spans > 0), lengths / spans, 0.0)
+    cells = np.minimum(np.floor(tau * inv_step[owners]), lengths[owners]).astype(np.int64)
+    counts = np.bincount(first_entry[owners] + cells, minlength=tau.size + n_objects)
+    before_cell = np.cumsum(counts) - counts - np.repeat(offsets[:-1], lengths + 1)
+    return _PrefixTables(
+        uv=exclusive_sums(uv),
+        v=exclusive_sums(v),
+        guide=np.where(kept, before_cell, 0).astype(np.int32),
+        inv_step=inv_step,
     )
 
 
@@ -815,6 +943,8 @@ def _objects(prepared: _Prepared, lo: int, hi: int) -> _Prepared:
         depth_exponent=prepared.depth_exponent[lo:hi],
         weight_unit=prepared.weight_unit[lo:hi],
         dy_min=prepared.dy_min[lo:hi],
+        sorted=prepared.sorted[lo:hi],
+        tables=prepared.tables.part(prepared.offsets, lo, hi),
     )
 
 
@@ -855,6 +985,7 @@ def _search(
     real = "double" if plan.fp64 else "float"
     pending: list[cl.Event] = []
     inputs = _upload_inputs(queue, prepared, plan, pending)
+    prefix = bool(inputs.prefix)
     ranges = list(_ranges(plan, info, layout, n_obj, wg))
     largest = max(block.rows * (block.hi - block.lo) for block in ranges)
     real_size = 8 if plan.fp64 else 4
@@ -869,7 +1000,9 @@ def _search(
     all_keys = np.full((n_obj, n_periods), NO_PEAK, np.int32) if options.periodogram else None
     all_sums = np.zeros((n_obj, n_periods, 2), np.int64) if options.periodogram else None
     for number, block in enumerate(ranges):
-        search, gather = _kernels(queue.context, plan, options, layout, block.local_bins, wg)
+        search, gather = _kernels(
+            queue.context, plan, options, layout, block.local_bins, prefix, wg
+        )
         arguments = _plan_arguments(queue.context, plan, inputs, block, wg)
         found = slice(number * options.top_k, (number + 1) * options.top_k)
         for first in range(0, n_obj, block.rows):
@@ -903,12 +1036,14 @@ def _search(
 
 @dataclass(frozen=True)
 class _Inputs:
-    """Device copies: the point arguments, the period arguments and the plan's
-    arrays (binned: [bin scale (fp32),] K, m; exact: centres, steps, half widths)."""
+    """Device copies: the point arguments, the period arguments, the plan's
+    arrays (binned: [bin scale (fp32),] K, m; exact: centres, steps, half widths)
+    and the prefix fill's arguments (:func:`_prefix_inputs`)."""
 
     points: list[cl.Buffer]
     periods: list[cl.Buffer]
     plan: list[cl.Buffer]
+    prefix: list[Any]
 
 
 def _upload_inputs(
@@ -934,7 +1069,26 @@ def _upload_inputs(
         points=points,
         periods=[upload(queue, a, pending) for a in periods],
         plan=[upload(queue, np.ascontiguousarray(a), pending) for a in arrays],
+        prefix=_prefix_inputs(queue, prepared, plan, pending),
     )
+
+
+def _prefix_inputs(
+    queue: cl.CommandQueue, prepared: _Prepared, plan: _Plan, pending: list[cl.Event]
+) -> list[Any]:
+    """The binned kernel's prefix-fill arguments (empty where no object takes
+    it): which objects, their tables, [fp32: the periods and bin width in
+    double-single]."""
+    if not (plan.binned and prepared.sorted.any()):
+        return []
+    tables = prepared.tables
+    inv_step = tables.inv_step.astype(np.float64 if plan.fp64 else np.float32)
+    arrays = [prepared.sorted.astype(np.int32), tables.uv, tables.v, tables.guide, inv_step]
+    if plan.fp64:
+        return [upload(queue, a, pending) for a in arrays]
+    width = [np.float32(part[0]) for part in split_float32(np.array([plan.width]))]
+    arrays += list(split_float32(plan.periods))
+    return [*(upload(queue, a, pending) for a in arrays), *width]
 
 
 def _ranges(
@@ -1021,9 +1175,11 @@ def _kernels(
     options: _Options,
     layout: Layout,
     local_bins: bool,
+    prefix: bool,
     wg: int,
 ) -> tuple[cl.Kernel, cl.Kernel]:
-    """The search kernel of a range and the program's gather kernel."""
+    """The search kernel of a range (bins in local memory or not, with the
+    prefix fill or not) and the program's gather kernel."""
     method = "binned" if plan.binned else "exact"
     search, gather = kernels.get_kernels(
         context,
@@ -1036,6 +1192,7 @@ def _kernels(
         compat="astropy" if options.compat == "astropy" else "cyclic",
         bins_local=local_bins,
         atomics=layout.atomics,
+        prefix=prefix,
         tile=_TILE,
     )
     return search, gather
@@ -1056,7 +1213,8 @@ def _plan_arguments(
         groups = block.rows * (block.hi - block.lo)
         scratch = cl.Buffer(context, cl.mem_flags.READ_WRITE, 16 * block.slot_len * groups)
         bins = [scratch, np.int32(block.slot_len)]
-    return [*width, *inputs.plan, n_durations, np.int32(plan.pad), *bins, part]
+    pad = np.int32(plan.pad)
+    return [*width, *inputs.plan, n_durations, pad, *inputs.prefix, *bins, part]
 
 
 def _top_boxes(
