@@ -350,21 +350,18 @@ def _cell_coordinates(step: float, tt: np.ndarray, n_grid: int) -> tuple[np.ndar
 
 
 def time_sorted(catalog: Catalog) -> Catalog:
-    """``catalog`` with each object's rows in ascending time (itself if they are)."""
-    t = catalog.t
-    if t.size < 2:
+    """``catalog`` with each object's rows in ascending time (itself if they are:
+    :attr:`clperiod.Catalog.time_ordered`)."""
+    if catalog.time_ordered:
         return catalog
-    falls = np.flatnonzero(t[1:] < t[:-1]) + 1
-    if not np.isin(falls, catalog.offsets).all():
-        owners = np.repeat(np.arange(catalog.n_objects), catalog.lengths)
-        order = np.lexsort((t, owners))
-        return dataclasses.replace(
-            catalog,
-            t=t[order],
-            y=catalog.y[order],
-            dy=None if catalog.dy is None else catalog.dy[order],
-        )
-    return catalog
+    owners = np.repeat(np.arange(catalog.n_objects), catalog.lengths)
+    order = np.lexsort((catalog.t, owners))
+    return dataclasses.replace(
+        catalog,
+        t=catalog.t[order],
+        y=catalog.y[order],
+        dy=None if catalog.dy is None else catalog.dy[order],
+    )
 
 
 @dataclass(frozen=True)
