@@ -27,7 +27,7 @@ import numpy as np
 
 from clperiod import checks
 from clperiod.columns import is_table, lightcurve_columns
-from clperiod.engine.staging import in_parts
+from clperiod.engine.staging import HOST_POOL, in_parts
 
 NAN_POLICIES = ("raise", "omit")
 
@@ -792,7 +792,7 @@ def _scanned_copy(source: np.ndarray, least: bool, falls: bool) -> tuple[np.ndar
     if asked, its minimum taken and its falls found) while it is still in
     cache (a separate pass over a long column costs as much as the copy);
     ``least`` is infinite and ``falls`` empty when not asked for."""
-    copy = np.empty(source.shape, dtype=np.float64)
+    copy = HOST_POOL.empty(source.shape, np.float64)
     parts: list[tuple[int, float, float, list[np.ndarray]]] = []
 
     def scan(lo: int, hi: int) -> None:
