@@ -16,7 +16,7 @@ Stages:
 1. Preparation: rows sorted in time within each object (:func:`time_sorted`);
    on a device with fp64, ``nufft_prepare`` (the standardisation of
    ``ls_prepare``, one work-group per object; in batches with an object of
-   more than :data:`LONG_OBJECT` rows the kernels of
+   more than ``LONG_OBJECT`` rows the kernels of
    ``cl_kernels/nufft_reduce.mako``, many work-groups per object) and ``nufft_points`` (one
    work-item per row: the unwrapped cell and fraction of ``xi`` and the phase
    ``e^{2 pi i f_s tt}``, from exact fma products) in
