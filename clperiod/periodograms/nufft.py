@@ -653,12 +653,14 @@ def prepare_on_device(
     )
     lengths = staging.upload(catalog.lengths.astype(np.int32))
     chunk_starts = _statistics_chunks(queue, catalog.lengths, parameters["min_points"])
-    chunks = None if chunk_starts is None else staging.upload(chunk_starts)
+    chunks = (
+        None if chunk_starts is None else (staging.upload(chunk_starts), int(chunk_starts[-1]))
+    )
     status_slot = staging.result((n_obj,), np.int8)
     psd_slot = staging.result((n_obj,), np.float64)
     stats, scale, psd, status = (staging.buffer(n * n_obj) for n in (8 * 7, real, 8, 1))
     staging.send(queue)
-    if n_obj and chunk_starts is not None and chunks is not None:
+    if n_obj and chunks is not None:
         _queue_split_statistics(
             queue,
             staging,
@@ -666,7 +668,7 @@ def prepare_on_device(
             parameters,
             raw,
             (points.starts, lengths, n_obj),
-            (chunks, int(chunk_starts[-1])),
+            chunks,
             (stats, points.n_points, points.yy, scale, psd, status),
         )
     elif n_obj:
