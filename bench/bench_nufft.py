@@ -12,6 +12,9 @@ Workloads (issue 22's performance targets):
 * ``stripe82``: the Stripe 82 catalog on 330,000 frequencies, each algorithm and nifty-ls
   one call per object (the CPU target).
 * ``long``: long light curves with ``algorithm="auto"`` against nifty-ls.
+* ``host``: the host steps of one call on 1e6 points (building the catalog while the
+  previous call's is alive, the time-order check, the page-locked staging copy and its
+  upload, the status checks), each the best of ``--repeat``.
 * ``crossover``: one light curve, N points x nf frequencies over a grid of sizes, both
   algorithms and ``algorithm="auto"`` (direct and auto only where the direct sums take
   under ``--direct-limit`` point-frequencies), with auto's time over the better one's:
@@ -231,6 +234,43 @@ def host_profile(repeat: int) -> dict:
     return out
 
 
+def host_steps(repeat: int) -> dict:
+    """Milliseconds of the host steps of one 1e6-point call, each the best of ``repeat``."""
+    from clperiod.periodograms.inputs import degenerate_status
+
+    info = select_devices()[0]
+    queue = get_queue(info)
+    t, y, dy = light_curve(1_000_000)
+    held = [Catalog.from_single(t, y, dy)]
+
+    def build() -> None:  # a result of the previous call holds its catalog
+        held.append(Catalog.from_single(t, y, dy))
+        held.pop(0)
+
+    def stage() -> None:
+        staging = Staging(info)
+        for column in (catalog.t, catalog.y, catalog.dy):
+            staging.upload(column)
+        staging.send(queue)
+        queue.finish()
+        staging.release()
+
+    catalog = held[0]
+    status, best = np.zeros(1, np.int8), np.ones(1)
+    steps = {
+        "catalog": build,
+        "time_sorted": lambda: nufft.time_sorted(catalog),
+        "staging_copy_and_upload": stage,
+        "status": lambda: degenerate_status(catalog, status, best, True),
+    }
+    out: dict = {"device": info.label, "ms": {}}
+    for name, step in steps.items():
+        seconds, _ = best_of(step, repeat)
+        out["ms"][name] = 1e3 * seconds
+    out["ms"]["total"] = sum(out["ms"].values())
+    return out
+
+
 def stripe82(repeat: int) -> dict:
     """The Stripe 82 catalog (136 RR Lyrae) on 330,000 frequencies: each algorithm,
     and nifty-ls one call per object on the same cores (the CPU target of issue 22)."""
@@ -294,7 +334,7 @@ def main() -> None:
         "workloads",
         nargs="*",
         default=["single"],
-        choices=["single", "stages", "tess", "crossover", "profile", "stripe82", "long"],
+        choices=["single", "stages", "host", "tess", "crossover", "profile", "stripe82", "long"],
     )
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--bandwidth", type=float, default=3350.0, help="peak GB/s")
@@ -305,6 +345,7 @@ def main() -> None:
     runners = {
         "single": lambda: single(args.repeat),
         "stages": lambda: stages(args.repeat, args.bandwidth),
+        "host": lambda: host_steps(args.repeat),
         "tess": lambda: tess(args.repeat, args.tess_objects),
         "crossover": lambda: crossover(args.repeat, args.direct_limit),
         "profile": lambda: host_profile(args.repeat),

@@ -15,7 +15,9 @@ Stages:
 
 1. Preparation: rows sorted in time within each object (:func:`time_sorted`);
    on a device with fp64, ``nufft_prepare`` (the standardisation of
-   ``ls_prepare``, one work-group per object) and ``nufft_points`` (one
+   ``ls_prepare``, one work-group per object; in batches with an object of
+   more than ``LONG_OBJECT`` rows the kernels of
+   ``cl_kernels/nufft_reduce.mako``, many work-groups per object) and ``nufft_points`` (one
    work-item per row: the unwrapped cell and fraction of ``xi`` and the phase
    ``e^{2 pi i f_s tt}``, from exact fma products) in
    :func:`prepare_on_device`; elsewhere the same arrays from NumPy
@@ -110,10 +112,14 @@ WORK_GROUP = {"gpu": 128, "other": 16}
 #: Periodograms longer than this are searched for peaks in chunks of it (one
 #: work-group each), whose peaks the host merges.
 PEAK_CHUNK = 1 << 16
-#: Work-group size of ``nufft_prepare`` (one group per object).
+#: Work-group size of ``nufft_prepare`` (one group per object) and of the
+#: kernels of ``cl_kernels/nufft_reduce.mako``.
 PREPARE_WG = {"gpu": 256, "other": 16}
-#: Objects longer than this get a work-group of 1024 on GPUs.
+#: A batch with an object longer than this reduces the objects' statistics in
+#: chunks of :data:`SPLIT_ROWS` rows, one work-group each (``nufft_reduce.mako``).
 LONG_OBJECT = 1 << 16
+#: Rows per work-group of ``nufft_reduce.mako``, on GPUs and on other devices.
+SPLIT_ROWS = {"gpu": 1 << 11, "other": 1 << 14}
 #: The largest float64 below 1: a cell fraction never reaches 1.
 _BELOW_ONE = float(np.nextafter(1.0, 0.0))
 #: Veltkamp's splitting constant for float64 (2**27 + 1).
@@ -350,21 +356,18 @@ def _cell_coordinates(step: float, tt: np.ndarray, n_grid: int) -> tuple[np.ndar
 
 
 def time_sorted(catalog: Catalog) -> Catalog:
-    """``catalog`` with each object's rows in ascending time (itself if they are)."""
-    t = catalog.t
-    if t.size < 2:
+    """``catalog`` with each object's rows in ascending time (itself if they are:
+    :attr:`clperiod.Catalog.time_ordered`)."""
+    if catalog.time_ordered:
         return catalog
-    falls = np.flatnonzero(t[1:] < t[:-1]) + 1
-    if not np.isin(falls, catalog.offsets).all():
-        owners = np.repeat(np.arange(catalog.n_objects), catalog.lengths)
-        order = np.lexsort((t, owners))
-        return dataclasses.replace(
-            catalog,
-            t=t[order],
-            y=catalog.y[order],
-            dy=None if catalog.dy is None else catalog.dy[order],
-        )
-    return catalog
+    owners = np.repeat(np.arange(catalog.n_objects), catalog.lengths)
+    order = np.lexsort((catalog.t, owners))
+    return dataclasses.replace(
+        catalog,
+        t=catalog.t[order],
+        y=catalog.y[order],
+        dy=None if catalog.dy is None else catalog.dy[order],
+    )
 
 
 @dataclass(frozen=True)
@@ -513,13 +516,90 @@ def upload_points(staging: Staging, prepared: PreparedPoints, fit_mean: bool) ->
     )
 
 
-def _prepare_work_group(queue: cl.CommandQueue, catalog: Catalog) -> int:
-    """``nufft_prepare``'s work-group: :data:`PREPARE_WG`, or on GPUs 1024 for
-    objects longer than :data:`LONG_OBJECT` rows (one group reduces each)."""
-    if not queue.device.type & cl.device_type.GPU:
-        return PREPARE_WG["other"]
-    longest = int(catalog.lengths.max()) if catalog.n_objects else 0
-    return 1024 if longest > LONG_OBJECT else PREPARE_WG["gpu"]
+def _device_kind(queue: cl.CommandQueue) -> str:
+    """The key of the per-device-kind constants: "gpu" or "other"."""
+    return "gpu" if queue.device.type & cl.device_type.GPU else "other"
+
+
+def _prepare_work_group(queue: cl.CommandQueue) -> int:
+    """``nufft_prepare``'s work-group: :data:`PREPARE_WG`."""
+    return PREPARE_WG[_device_kind(queue)]
+
+
+def _prepare_parameters(fit_mean: bool, center_data: bool, use_dy: bool) -> dict:
+    """The render parameters of the model shared by ``nufft_prepare`` and
+    ``nufft_reduce.mako``."""
+    return {
+        "use_dy": use_dy,
+        "center": fit_mean or center_data,
+        "min_points": 4 if fit_mean else 3,
+        "ok": int(Status.OK),
+        "too_few": int(Status.TOO_FEW_POINTS),
+        "zero_variance": int(Status.ZERO_VARIANCE),
+    }
+
+
+def _statistics_chunks(
+    queue: cl.CommandQueue, lengths: np.ndarray, min_points: int
+) -> np.ndarray | None:
+    """The first chunk of each object of a batch, ``(n_objects + 1,)`` int32,
+    when its statistics are reduced in chunks (``nufft_reduce.mako``: an
+    object longer than :data:`LONG_OBJECT` rows), else None.
+
+    Objects of at least ``min_points`` rows get ``ceil(rows /``
+    :data:`SPLIT_ROWS` ``)`` chunks, the others none.
+    """
+    if lengths.size == 0 or int(lengths.max()) <= LONG_OBJECT:
+        return None
+    rows = SPLIT_ROWS[_device_kind(queue)]
+    chunks = np.where(lengths >= min_points, -(-lengths // rows), 0)
+    return np.concatenate(([0], np.cumsum(chunks))).astype(np.int32)
+
+
+def _queue_split_statistics(
+    queue: cl.CommandQueue,
+    staging: Staging,
+    plan: NufftPlan,
+    parameters: dict,
+    raw: list[cl.MemoryObjectHolder],
+    objects: tuple[cl.MemoryObjectHolder, cl.MemoryObjectHolder, int],
+    chunks: tuple[cl.MemoryObjectHolder, int],
+    outputs: tuple[cl.MemoryObjectHolder, ...],
+) -> None:
+    """Queue the kernels of ``nufft_reduce.mako``: ``nufft_prepare``'s outputs
+    in many work-groups per object.
+
+    ``raw``: the device ``t, y`` (and ``dy``); ``objects``: the first rows,
+    rows and number of the objects; ``chunks``: the first chunk of each
+    object (:func:`_statistics_chunks`) and their number; ``outputs``: the
+    buffers of ``nufft_prepare``'s outputs, in its order.
+    """
+    wg = _prepare_work_group(queue)
+    extremes, sums, moments, finish = kernels.get_kernels(
+        queue.context,
+        "nufft_reduce",
+        (
+            "nufft_reduce_extremes",
+            "nufft_reduce_sums",
+            "nufft_reduce_moments",
+            "nufft_reduce_finish",
+        ),
+        real="double" if plan.fp64 else "float",
+        wg=wg,
+        **parameters,
+    )
+    starts, lengths, n_obj = objects
+    chunk_start, n_chunks = chunks
+    partials = [staging.buffer(8 * width * max(1, n_chunks)) for width in (2, 2, 3)]
+    rows = (*raw[1:], starts, lengths, chunk_start, np.int32(n_obj))
+    if n_chunks:
+        groups = ((n_chunks * wg,), (wg,))
+        extremes(queue, *groups, *rows, partials[0])
+        sums(queue, *groups, *rows, *partials[:2])
+        moments(queue, *groups, *rows, *partials)
+    finish(
+        queue, (n_obj * wg,), (wg,), *raw[:2], starts, lengths, chunk_start, *partials, *outputs
+    )
 
 
 def prepare_on_device(
@@ -539,7 +619,8 @@ def prepare_on_device(
     Parameters are those of :func:`prepare`.
     """
     _check_rows(catalog)
-    wg = _prepare_work_group(queue, catalog)
+    wg = _prepare_work_group(queue)
+    parameters = _prepare_parameters(fit_mean, center_data, use_dy)
     prepare_kernel, points_kernel = kernels.get_kernels(
         queue.context,
         "nufft",
@@ -547,12 +628,7 @@ def prepare_on_device(
         real="double" if plan.fp64 else "float",
         stage="prepare",
         wg=wg,
-        use_dy=use_dy,
-        center=fit_mean or center_data,
-        min_points=4 if fit_mean else 3,
-        ok=int(Status.OK),
-        too_few=int(Status.TOO_FEW_POINTS),
-        zero_variance=int(Status.ZERO_VARIANCE),
+        **parameters,
     )
     raw = [staging.upload(catalog.t), staging.upload(catalog.y)]
     if use_dy:
@@ -576,11 +652,26 @@ def prepare_on_device(
         longest=int(catalog.lengths.max(initial=0)),
     )
     lengths = staging.upload(catalog.lengths.astype(np.int32))
+    chunk_starts = _statistics_chunks(queue, catalog.lengths, parameters["min_points"])
+    chunks = (
+        None if chunk_starts is None else (staging.upload(chunk_starts), int(chunk_starts[-1]))
+    )
     status_slot = staging.result((n_obj,), np.int8)
     psd_slot = staging.result((n_obj,), np.float64)
     stats, scale, psd, status = (staging.buffer(n * n_obj) for n in (8 * 7, real, 8, 1))
     staging.send(queue)
-    if n_obj:
+    if n_obj and chunks is not None:
+        _queue_split_statistics(
+            queue,
+            staging,
+            plan,
+            parameters,
+            raw,
+            (points.starts, lengths, n_obj),
+            chunks,
+            (stats, points.n_points, points.yy, scale, psd, status),
+        )
+    elif n_obj:
         prepare_kernel(
             queue,
             (n_obj * wg,),

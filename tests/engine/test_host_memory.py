@@ -155,3 +155,45 @@ def test_an_address_space_limit_gives_results_or_a_memory_error(cpu_device, room
                           capture_output=True, text=True, timeout=300, env=dict(os.environ))
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.startswith(outcome), done.stdout
+
+
+def _address(array: np.ndarray) -> int:
+    return array.__array_interface__["data"][0]
+
+
+def test_host_pool_recycles_large_arrays_only():
+    pool = staging.HostPool(max_free_bytes=5 << 20)
+    first = pool.empty((250_000,), np.float64)  # 2 MB
+    first[:] = 2.0
+    address = _address(first)
+    view = first[10:]
+    del first
+    assert pool._take(0, 2_000_000) is None  # a view is alive
+    assert view[0] == 2.0
+    del view
+    again = pool.empty((240_000,), np.float64)
+    assert _address(again) == address and again.shape == (240_000,)
+    small = pool.empty((1000,), np.float64)
+    assert small.base is None  # ordinary memory, not pooled
+    other = pool.empty((250_000,), np.float64)
+    assert _address(other) != address
+    third = pool.empty((250_000,), np.float64)
+    addresses = [_address(a) for a in (again, other, third)]
+    del again, other, third  # 6 MB come back; 5 MB may stay: the two returned last
+    assert pool._take(0, 2_000_000) is not None and pool._take(0, 2_000_000) is not None
+    assert pool._take(0, 2_000_000) is None
+    assert len(set(addresses)) == 3
+
+
+def test_catalog_columns_are_recycled_host_memory(monkeypatch):
+    pool = staging.HostPool(max_free_bytes=64 << 20)
+    monkeypatch.setattr(clperiod.catalog, "HOST_POOL", pool)
+    rng = np.random.default_rng(2)
+    t, y, dy = np.sort(rng.uniform(0, 9, 300_000)), rng.normal(size=300_000), np.ones(300_000)
+    first = clperiod.Catalog.from_single(t, y, dy)
+    addresses = {_address(first.t), _address(first.y), _address(first.dy)}
+    del first
+    again = clperiod.Catalog.from_single(t, y, dy)
+    assert {_address(again.t), _address(again.y), _address(again.dy)} == addresses
+    np.testing.assert_array_equal(again.dy, dy)
+    assert not again.t.flags.writeable and not np.shares_memory(again.t, t)
