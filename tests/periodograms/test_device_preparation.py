@@ -17,16 +17,30 @@ GRID = FrequencyGrid(0.05, 0.0013, 300)
 PERIODS = np.linspace(1.0, 9.0, 80)
 
 SEARCHES = {
-    "multiband": (multiband, lambda cat: clperiod.lombscargle_multiband(
-        cat, GRID, top_k=2, periodogram=True, precision="fp32")),
-    "mhaov": (mhaov, lambda cat: clperiod.mhaov(
-        cat, GRID, nharmonics=2, top_k=2, periodogram=True)),
-    "pdm": (phase_statistics, lambda cat: clperiod.pdm(
-        cat, GRID, top_k=2, periodogram=True, precision="fp32")),
-    "conditional_entropy": (phase_statistics, lambda cat: clperiod.conditional_entropy(
-        cat, GRID, top_k=2, periodogram=True)),
-    "bls": (bls, lambda cat: clperiod.bls(
-        cat, PERIODS, [0.05, 0.1], top_k=2, periodogram=True, compat="astropy")),
+    "multiband": (
+        multiband,
+        lambda cat: clperiod.lombscargle_multiband(
+            cat, GRID, top_k=2, periodogram=True, precision="fp32"
+        ),
+    ),
+    "mhaov": (
+        mhaov,
+        lambda cat: clperiod.mhaov(cat, GRID, nharmonics=2, top_k=2, periodogram=True),
+    ),
+    "pdm": (
+        phase_statistics,
+        lambda cat: clperiod.pdm(cat, GRID, top_k=2, periodogram=True, precision="fp32"),
+    ),
+    "conditional_entropy": (
+        phase_statistics,
+        lambda cat: clperiod.conditional_entropy(cat, GRID, top_k=2, periodogram=True),
+    ),
+    "bls": (
+        bls,
+        lambda cat: clperiod.bls(
+            cat, PERIODS, [0.05, 0.1], top_k=2, periodogram=True, compat="astropy"
+        ),
+    ),
 }
 
 
