@@ -35,16 +35,18 @@ device thread's items (``clperiod.engine.scheduler.tracing``) and, inside them,
 the uploads, waits for the device and downloads (pyopencl's ``enqueue_copy``,
 ``CommandQueue.finish``, ``Event.wait`` and ``wait_for_events``, wrapped for that
 run; a blocking download first waits for the queue, so the wait and the copy are
-told apart) are recorded, in seconds from the call's start: the JSON gets, per
-run, each thread's spans and totals (``host_s``: item time outside the
-recorded pyopencl calls) and the serial parts before the first item and after
-the last.
+told apart) and the host preparation (:data:`HOST_STEPS`: the searches'
+``_prepare``, Kepler's staging copy) are recorded, in seconds from the call's
+start: the JSON gets, per run, each thread's spans and totals (``host_s``: item
+time outside the recorded spans) and the serial parts (``serial_s``: no item
+running; before the first item and after the last).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import threading
 import time
 
@@ -189,10 +191,42 @@ def recorded_pyopencl(timeline: Timeline):
         cl.CommandQueue.finish, cl.Event.wait, cl.wait_for_events = finish, wait, wait_for
 
 
+#: Host functions recorded as spans of their kind: (kind, module, function name).
+HOST_STEPS = (
+    ("prepare", "clperiod.periodograms.multiband", "_prepare"),
+    ("prepare", "clperiod.periodograms.mhaov", "_prepare"),
+    ("prepare", "clperiod.periodograms.phase_statistics", "_prepare"),
+    ("prepare", "clperiod.periodograms.bls", "_prepare"),
+    ("prepare", "clperiod.periodograms.bls", "_astropy_copies"),
+    ("stage", "clperiod.kepler.rvmodel", "parallel_copy"),
+)
+
+
+@contextlib.contextmanager
+def recorded_host_steps(timeline: Timeline):
+    """Record the calls of :data:`HOST_STEPS` in ``timeline`` within the block."""
+    originals = []
+    for kind, name, function in HOST_STEPS:
+        module = importlib.import_module(name)
+        original = getattr(module, function)
+        originals.append((module, function, original))
+
+        def step(*args, __kind=kind, __original=original, **kwargs):
+            with timeline.span(__kind):
+                return __original(*args, **kwargs)
+
+        setattr(module, function, step)
+    try:
+        yield
+    finally:
+        for module, function, original in originals:
+            setattr(module, function, original)
+
+
 def traced(run) -> dict:
     """One run of ``run()`` with its :class:`Timeline` summary."""
     timeline = Timeline()
-    with recorded_pyopencl(timeline), tracing(timeline):
+    with recorded_pyopencl(timeline), recorded_host_steps(timeline), tracing(timeline):
         timeline.origin = time.perf_counter()
         run()
         wall = time.perf_counter() - timeline.origin
