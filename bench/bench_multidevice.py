@@ -81,8 +81,9 @@ def identical(a, b) -> bool:
 
 class Timeline:
     """One run's events per thread, in seconds from ``origin``: the calls and
-    items of ``run_on_devices`` (as the scheduler's tracer) and the pyopencl
-    transfers and waits (:func:`recorded_pyopencl`)."""
+    items of ``run_on_devices`` (as the scheduler's tracer), the pyopencl
+    transfers and waits (:func:`recorded_pyopencl`) and the host steps
+    (:func:`recorded_host_steps`)."""
 
     def __init__(self) -> None:
         self.origin = time.perf_counter()
