@@ -170,12 +170,17 @@ class PinnedPool(RecyclingPool):
                 self._buffers[mapped.ctypes.data] = buffer
         return self._hand_out(key, mapped, nbytes, shape, dtype)
 
-    def owns(self, array: np.ndarray) -> bool:
-        """Whether ``array``'s memory lies in a page-locked buffer of the pool."""
+    def owns(self, array: np.ndarray, info: DeviceInfo | None = None) -> bool:
+        """Whether ``array``'s memory lies in a page-locked buffer of the pool
+        (with ``info``: one of that device's context; memory page-locked
+        through another device's context is pageable to this one's copies)."""
         start = array.__array_interface__["data"][0]
+        context = None if info is None else get_context(info)
         with self._lock:
             return any(
-                base <= start and start + array.nbytes <= base + buffer.size
+                base <= start
+                and start + array.nbytes <= base + buffer.size
+                and (context is None or buffer.context == context)
                 for base, buffer in self._buffers.items()
             )
 

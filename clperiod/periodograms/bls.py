@@ -450,12 +450,15 @@ def bls(
             require_fp64(info)
         layouts.append(_checked_layout(layout, info))
     plan = _plan(trials.searched, durations, options, precision == "fp64")
-    prepared = _prepare(catalog, plan, None if layout is None else layout.binning)
-    found = _search_devices(list(zip(devices, layouts, strict=True)), prepared, plan, options)
-    if options.method == "binned" and options.compat == "astropy":
-        _astropy_copies(catalog, prepared, plan, options, found)
+    objects, found = _search_devices(
+        list(zip(devices, layouts, strict=True)),
+        catalog,
+        plan,
+        options,
+        None if layout is None else layout.binning,
+    )
     return _result(
-        catalog, trials, plan, options, prepared, found, [info.label for info in devices]
+        catalog, trials, plan, options, objects, found, [info.label for info in devices]
     )
 
 
@@ -542,31 +545,39 @@ def _checked_durations(durations: Any, shortest_period: float) -> np.ndarray:
 
 
 @dataclass(frozen=True)
+class _Objects:
+    """Per object of a catalog: ``status`` (OK, TOO_FEW_POINTS or
+    ZERO_VARIANCE), ``totals`` (the sums of its kept ``uv`` and ``v``),
+    ``t_ref = min t``, and what turns integer sums into the data's units:
+    ``ybar = (sum uv / sum v) * 2**depth_exponent`` and ``V = sum v *
+    weight_unit / dy_min**2`` (module notes)."""
+
+    status: np.ndarray
+    totals: np.ndarray
+    t_ref: np.ndarray
+    depth_exponent: np.ndarray
+    weight_unit: np.ndarray
+    dy_min: np.ndarray
+
+
+@dataclass(frozen=True)
 class _Prepared:
     """The points of a catalog's objects that can be searched (module notes).
 
-    ``status`` is OK, TOO_FEW_POINTS or ZERO_VARIANCE per object (objects
-    not OK keep no points); per kept point ``tau = t - min t`` and the
-    fixed-point ``uv`` and ``v``; per object the offsets of its kept points,
-    ``totals`` (its sums of ``uv`` and ``v``), ``t_ref = min t``, and what
-    turns integer sums into the data's units: ``ybar = (sum uv / sum v) *
-    2**depth_exponent`` and ``V = sum v * weight_unit / dy_min**2``.
+    Objects not OK keep no points; per kept point ``tau = t - min t`` and the
+    fixed-point ``uv`` and ``v``; the ``offsets`` of each object's kept
+    points, and the :class:`_Objects` fields.
 
     Per object ``sorted`` tells whether the binned kernel fills its bins from
     prefix sums, its points then in time order (else interleaved,
     :func:`_interleaved`). ``tables`` holds those objects' prefix sums and guides.
     """
 
-    status: np.ndarray
     offsets: np.ndarray
     tau: np.ndarray
     uv: np.ndarray
     v: np.ndarray
-    totals: np.ndarray
-    t_ref: np.ndarray
-    depth_exponent: np.ndarray
-    weight_unit: np.ndarray
-    dy_min: np.ndarray
+    objects: _Objects
     sorted: np.ndarray
     tables: _PrefixTables
 
@@ -583,13 +594,6 @@ class _PrefixTables:
     v: np.ndarray
     guide: np.ndarray
     inv_step: np.ndarray
-
-    def part(self, offsets: np.ndarray, lo: int, hi: int) -> _PrefixTables:
-        """The tables of objects ``lo .. hi - 1`` (``offsets``: all objects' points)."""
-        entries = slice(int(offsets[lo]) + lo, int(offsets[hi]) + hi)
-        return _PrefixTables(
-            self.uv[entries], self.v[entries], self.guide[entries], self.inv_step[lo:hi]
-        )
 
 
 def _prepare(catalog: Catalog, plan: _Plan, binning: str | None) -> _Prepared:
@@ -612,16 +616,18 @@ def _prepare(catalog: Catalog, plan: _Plan, binning: str | None) -> _Prepared:
     )
     tau, uv, v = tau[order], fixed.uv[order], fixed.v[order]
     return _Prepared(
-        status=status,
         offsets=offsets.astype(np.int32),
         tau=tau,
         uv=uv,
         v=v,
-        totals=fixed.totals,
-        t_ref=t_ref,
-        depth_exponent=fixed.depth_exponent,
-        weight_unit=fixed.weight_unit,
-        dy_min=fixed.dy_min,
+        objects=_Objects(
+            status=status,
+            totals=fixed.totals,
+            t_ref=t_ref,
+            depth_exponent=fixed.depth_exponent,
+            weight_unit=fixed.weight_unit,
+            dy_min=fixed.dy_min,
+        ),
         sorted=sorted_objects,
         tables=_prefix_tables(tau, uv, v, offsets, spans, sorted_objects),
     )
@@ -909,43 +915,37 @@ class _PeriodRange:
 
 def _search_devices(
     devices: list[tuple[DeviceInfo, Layout]],
-    prepared: _Prepared,
+    catalog: Catalog,
     plan: _Plan,
     options: _Options,
-) -> _Found:
+    binning: str | None,
+) -> tuple[_Objects, _Found]:
     """:func:`_search` of consecutive batches of objects
     (:func:`~clperiod.engine.scheduler.split_range`), spread over ``devices``
-    (each with its layout), joined in catalog order."""
-    batches = split_range(0, prepared.status.size, len(devices))
+    (each with its layout), each prepared (:func:`_prepare`, the bins filled
+    as ``binning`` asks, and with ``compat="astropy"`` :func:`_astropy_copies`)
+    by the device thread that takes it; the objects' fields and finds joined
+    in catalog order."""
+    batches = split_range(0, catalog.n_objects, len(devices)) or [(0, 0)]  # one, if empty
     layouts = {id(info): layout for info, layout in devices}
+    astropy = options.method == "binned" and options.compat == "astropy"
 
-    def work(info: DeviceInfo, batch: tuple[int, int]) -> _Found:
-        part = _objects(prepared, *batch)
-        return _search(get_queue(info), info, part, plan, options, layouts[id(info)])
+    def work(info: DeviceInfo, batch: tuple[int, int]) -> tuple[_Objects, _Found]:
+        part = catalog.slice(*batch)
+        prepared = _prepare(part, plan, binning)
+        found = _search(get_queue(info), info, prepared, plan, options, layouts[id(info)])
+        if astropy:
+            _astropy_copies(part, prepared, plan, options, found)
+        return prepared.objects, found
 
     parts = run_on_devices([info for info, _ in devices], batches, work)
     if len(parts) == 1:
         return parts[0]
-    return _joined(parts, plan.periods.size, options)
-
-
-def _objects(prepared: _Prepared, lo: int, hi: int) -> _Prepared:
-    """The objects ``lo .. hi - 1`` of ``prepared``, as :func:`_search` takes them."""
-    points = slice(int(prepared.offsets[lo]), int(prepared.offsets[hi]))
-    return _Prepared(
-        status=prepared.status[lo:hi],
-        offsets=prepared.offsets[lo : hi + 1] - prepared.offsets[lo],
-        tau=prepared.tau[points],
-        uv=prepared.uv[points],
-        v=prepared.v[points],
-        totals=prepared.totals[lo:hi],
-        t_ref=prepared.t_ref[lo:hi],
-        depth_exponent=prepared.depth_exponent[lo:hi],
-        weight_unit=prepared.weight_unit[lo:hi],
-        dy_min=prepared.dy_min[lo:hi],
-        sorted=prepared.sorted[lo:hi],
-        tables=prepared.tables.part(prepared.offsets, lo, hi),
-    )
+    joined = {
+        name: np.concatenate([getattr(per_object, name) for per_object, _ in parts])
+        for name in ("status", "totals", "t_ref", "depth_exponent", "weight_unit", "dy_min")
+    }
+    return _Objects(**joined), _joined([found for _, found in parts], plan.periods.size, options)
 
 
 def _joined(parts: list[_Found], n_periods: int, options: _Options) -> _Found:
@@ -979,7 +979,7 @@ def _search(
     """Run the search kernel over every object and period range; per launch the
     top-k peaks (``peaks_topk``) and their boxes (``bls_gather``), merged on
     the host later; every period's box too with ``options.periodogram``."""
-    n_obj, n_periods = prepared.status.size, plan.periods.size
+    n_obj, n_periods = prepared.objects.status.size, plan.periods.size
     kind = "gpu" if info.kind == "gpu" else "other"
     wg = min(_WG[kind], 1 << (info.max_work_group_size.bit_length() - 1))
     real = "double" if plan.fp64 else "float"
@@ -1055,7 +1055,10 @@ def _upload_inputs(
     else:
         times, periods = list(split_float32(prepared.tau)), list(split_float32(1.0 / plan.periods))
     points = [upload(queue, a, pending) for a in (*times, prepared.uv, prepared.v)]
-    points += [upload(queue, prepared.offsets, pending), upload(queue, prepared.totals, pending)]
+    points += [
+        upload(queue, prepared.offsets, pending),
+        upload(queue, prepared.objects.totals, pending),
+    ]
     if plan.binned:
         scale = [] if plan.fp64 else [(plan.periods / plan.width).astype(np.float32)]
         arrays = [*scale, plan.real_bins, plan.box_bins]
@@ -1422,7 +1425,7 @@ def _box_sums(
 
 
 def _box_fields(
-    prepared: _Prepared,
+    per_object: _Objects,
     plan: _Plan,
     objective: str,
     objects: np.ndarray,
@@ -1437,22 +1440,22 @@ def _box_fields(
     key = np.where(found, keys, 0)
     duration_index, start = key // plan.key_stride, key % plan.key_stride
     period = plan.periods[np.where(found, period_index, 0)]
-    totals = prepared.totals[objects]
+    totals = per_object.totals[objects]
     with np.errstate(all="ignore"):
         inside_y, inside_v = sums[..., 0].astype(np.float64), sums[..., 1].astype(np.float64)
         outside_y = (totals[..., 0] - sums[..., 0]).astype(np.float64)
         outside_v = (totals[..., 1] - sums[..., 1]).astype(np.float64)
         difference = outside_y / outside_v - inside_y / inside_v
-        exponent = prepared.depth_exponent[objects]
+        exponent = per_object.depth_exponent[objects]
         # weights in units of min(dy)**-2, the depth in units of min(dy): no
         # intermediate leaves the float64 range unless a field does
-        dy_mantissa, dy_exponent = np.frexp(prepared.dy_min[objects])
+        dy_mantissa, dy_exponent = np.frexp(per_object.dy_min[objects])
         relative = np.ldexp(difference / dy_mantissa, exponent - dy_exponent)
-        weight_in = inside_v * prepared.weight_unit[objects]
-        spread = np.sqrt(1.0 / weight_in + 1.0 / (outside_v * prepared.weight_unit[objects]))
+        weight_in = inside_v * per_object.weight_unit[objects]
+        spread = np.sqrt(1.0 / weight_in + 1.0 / (outside_v * per_object.weight_unit[objects]))
         fields = {
             "depth": np.ldexp(difference, exponent),
-            "depth_err": prepared.dy_min[objects] * spread,
+            "depth_err": per_object.dy_min[objects] * spread,
             "depth_snr": relative / spread,
             "log_likelihood": 0.5 * weight_in * relative * relative,
         }
@@ -1463,7 +1466,7 @@ def _box_fields(
         duration = plan.durations[duration_index]
         phase = np.remainder(start * plan.steps[duration_index], period)
     fields["duration"] = duration
-    fields["transit_time"] = phase + prepared.t_ref[objects]
+    fields["transit_time"] = phase + per_object.t_ref[objects]
     fields["power"] = fields["log_likelihood" if objective == "likelihood" else "depth_snr"]
     for name, value in fields.items():
         fields[name] = np.where(found, value, -np.inf if name == "power" else np.nan)
@@ -1471,13 +1474,13 @@ def _box_fields(
 
 
 def _best_boxes(
-    prepared: _Prepared, plan: _Plan, options: _Options, found: _Found
+    per_object: _Objects, plan: _Plan, options: _Options, found: _Found
 ) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """The fields of each object's top-k peaks, best first (equal powers:
     shorter period first), and their period indices (NO_PEAK: none)."""
-    objects = np.arange(prepared.status.size)[:, None]
+    objects = np.arange(per_object.status.size)[:, None]
     fields = _box_fields(
-        prepared, plan, options.objective, objects, found.indices, found.keys, found.sums
+        per_object, plan, options.objective, objects, found.indices, found.keys, found.sums
     )
     rank = np.where(np.isnan(fields["power"]), -np.inf, fields["power"])
     rank = np.where(found.indices == NO_PEAK, -np.inf, rank)
@@ -1492,21 +1495,21 @@ def _result(
     trials: _Trials,
     plan: _Plan,
     options: _Options,
-    prepared: _Prepared,
+    per_object: _Objects,
     found: _Found,
     devices: list[str],
 ) -> BlsResult:
     """The search's results: statuses, best boxes, peaks and periodograms."""
-    best, indices = _best_boxes(prepared, plan, options, found)
+    best, indices = _best_boxes(per_object, plan, options, found)
     has_peak = indices != NO_PEAK
     top_period = np.where(has_peak, plan.periods[np.where(has_peak, indices, 0)], np.nan)
     top_power = np.where(has_peak, best["power"], np.nan)
-    status = degenerate_status(catalog, prepared.status, top_power[:, 0], use_dy=True)
-    no_box = (prepared.status == Status.OK) & ~has_peak[:, 0]
+    status = degenerate_status(catalog, per_object.status, top_power[:, 0], use_dy=True)
+    no_box = (per_object.status == Status.OK) & ~has_peak[:, 0]
     status[no_box & (status == Status.OUT_OF_RANGE)] = Status.TOO_FEW_POINTS
     failed = status != Status.OK
     top_period[failed] = top_power[failed] = np.nan
-    periodogram = _periodogram(prepared, plan, options, found, trials.positions)
+    periodogram = _periodogram(per_object, plan, options, found, trials.positions)
     for value in periodogram.values():
         value[failed] = np.nan
     firsts = {name: np.where(failed, np.nan, value[:, 0]) for name, value in best.items()}
@@ -1539,7 +1542,7 @@ def _result(
 
 
 def _periodogram(
-    prepared: _Prepared,
+    per_object: _Objects,
     plan: _Plan,
     options: _Options,
     found: _Found,
@@ -1548,10 +1551,10 @@ def _periodogram(
     """Every field at every given period (empty without ``options.periodogram``)."""
     if found.all_keys is None or found.all_sums is None:
         return {}
-    objects = np.arange(prepared.status.size)[:, None]
+    objects = np.arange(per_object.status.size)[:, None]
     period_index = np.arange(plan.periods.size)[None, :]
     fields = _box_fields(
-        prepared, plan, options.objective, objects, period_index, found.all_keys, found.all_sums
+        per_object, plan, options.objective, objects, period_index, found.all_keys, found.all_sums
     )
     if positions is None:
         return fields

@@ -21,6 +21,7 @@ statistic's F law (:func:`analytic_fap`).
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -473,12 +474,14 @@ def mhaov(
         for info in devices:
             require_fp64(info)
     use_errors = use_errors and catalog.dy is not None
-    prepared = _prepare(catalog, nharmonics, fewest, use_errors)
+    prepare = functools.partial(
+        _prepare, nharmonics=nharmonics, fewest=fewest, weighted=use_errors
+    )
     power = np.full((catalog.n_objects, searched.nf), np.nan) if periodogram else None
     options = _Search(searched, fitted, precision, top_k)
-    values, indices = _search(devices, prepared, options, power)
-    top_power, top_frequency = top_k_arrays(values, indices, searched)
-    status = banded_status(catalog, prepared.status, top_power[:, 0], use_dy=use_errors)
+    found = _search(devices, catalog, prepare, options, power)
+    top_power, top_frequency = top_k_arrays(found.values, found.indices, searched)
+    status = banded_status(catalog, found.status, top_power[:, 0], use_dy=use_errors)
     blank_failed(status, top_power, top_frequency, power)
     return MhaovResult(
         ids=catalog.ids,
@@ -490,9 +493,9 @@ def mhaov(
         power=power if power is None or positions is None else power[:, positions],
         grid=grid,
         bands=(None,) if catalog.bands is None else catalog.bands,
-        band_used=prepared.band_used & (status == Status.OK)[:, None],
+        band_used=found.band_used & (status == Status.OK)[:, None],
         dof_model=2 * nharmonics,
-        dof_residual=np.where(status == Status.OK, prepared.dof_residual, 0),
+        dof_residual=np.where(status == Status.OK, found.dof_residual, 0),
         nharmonics=nharmonics,
         fit_harmonics=fitted,
         min_points=fewest,
@@ -659,33 +662,56 @@ class _Search:
         return not isinstance(self.grid, FrequencyGrid)
 
 
+@dataclass(frozen=True)
+class _Found:
+    """Per object (catalog order): ``status``, ``band_used`` and
+    ``dof_residual`` as :func:`_prepare` gives them, and the top-k
+    statistics ``values`` and their grid ``indices``."""
+
+    status: np.ndarray
+    band_used: np.ndarray
+    dof_residual: np.ndarray
+    values: np.ndarray
+    indices: np.ndarray
+
+
 def _search(
     devices: list[DeviceInfo],
-    prepared: _Prepared,
+    catalog: Catalog,
+    prepare: Callable[[Catalog], _Prepared],
     options: _Search,
     power: np.ndarray | None,
-) -> tuple[np.ndarray, np.ndarray]:
+) -> _Found:
     """Every object's top-k statistics and their grid indices, the batches
-    of objects spread over ``devices``; the periodograms into ``power`` when
-    given."""
-    batches = _object_batches(prepared.offsets, len(devices))
+    of objects spread over ``devices``, each prepared (``prepare``) by the
+    device thread that takes it; the periodograms into ``power`` when given."""
+    batches = _object_batches(catalog.offsets, len(devices))
 
-    def work(info: DeviceInfo, batch: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
-        return _search_batch(get_queue(info), prepared, options, batch, power)
+    def work(info: DeviceInfo, batch: tuple[int, int]) -> _Found:
+        lo, hi = batch
+        prepared = prepare(catalog.slice(lo, hi))
+        rows = None if power is None else power[lo:hi]
+        values, indices = _search_batch(get_queue(info), prepared, options, rows)
+        return _Found(prepared.status, prepared.band_used, prepared.dof_residual, values, indices)
 
     parts = run_on_devices(devices, batches, work)
-    n_obj = prepared.status.size
-    values = np.full((n_obj, options.top_k), -np.inf)
-    indices = np.full((n_obj, options.top_k), np.iinfo(np.int32).max, dtype=np.int32)
-    for (lo, hi), (part_values, part_indices) in zip(batches, parts, strict=True):
-        values[lo:hi], indices[lo:hi] = part_values, part_indices
-    return values, indices
+    n_obj, n_bands = catalog.n_objects, catalog.n_bands
+    found = _Found(
+        status=np.full(n_obj, Status.OK, np.int8),
+        band_used=np.zeros((n_obj, n_bands), bool),
+        dof_residual=np.zeros(n_obj),
+        values=np.full((n_obj, options.top_k), -np.inf),
+        indices=np.full((n_obj, options.top_k), np.iinfo(np.int32).max, dtype=np.int32),
+    )
+    for (lo, hi), part in zip(batches, parts, strict=True):
+        for name in ("status", "band_used", "dof_residual", "values", "indices"):
+            getattr(found, name)[lo:hi] = getattr(part, name)
+    return found
 
 
 def _object_batches(offsets: np.ndarray, n_devices: int) -> list[tuple[int, int]]:
     """Consecutive object ranges: :func:`split_range`'s share of the devices,
-    each cut further to at most :data:`_BATCH_POINTS` kept points (objects
-    whole)."""
+    each cut further to at most :data:`_BATCH_POINTS` rows (objects whole)."""
     batches = []
     for lo, hi in split_range(0, offsets.size - 1, n_devices):
         while lo < hi:
@@ -700,24 +726,21 @@ def _search_batch(
     queue: cl.CommandQueue,
     prepared: _Prepared,
     options: _Search,
-    batch: tuple[int, int],
     power: np.ndarray | None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The top-k statistics and grid indices of the objects ``batch`` (and
-    their periodograms into ``power``), on ``queue``'s device."""
-    lo, hi = batch
-    points = slice(int(prepared.offsets[lo]), int(prepared.offsets[hi]))
+    """The top-k statistics and grid indices of the objects of ``prepared``
+    (and their periodograms into the rows ``power``), on ``queue``'s device."""
     real = np.float64 if options.fp64 else np.float32
     pending: list[cl.Event] = []
     inputs = [
         upload(queue, a, pending)
         for a in (
-            *_phase_inputs(prepared.tau[points], options),
-            prepared.w[points].astype(real),
-            prepared.wu[points].astype(real),
-            prepared.band[points],
-            (prepared.offsets[lo : hi + 1] - prepared.offsets[lo]).astype(np.int32),
-            prepared.band_scale[lo:hi].astype(real),
+            *_phase_inputs(prepared.tau, options),
+            prepared.w.astype(real),
+            prepared.wu.astype(real),
+            prepared.band,
+            prepared.offsets.astype(np.int32),
+            prepared.band_scale.astype(real),
         )
     ]
     n_phase = 1 if options.fp64 else (2 if options.arbitrary else 3)
@@ -733,7 +756,7 @@ def _search_batch(
         pivot_tol=_PIVOT_TOL[options.precision],
     )
     n_bands = np.int32(prepared.band_scale.shape[1])
-    scale = prepared.f_scale[lo:hi]
+    scale = prepared.f_scale
 
     def launch(first: int, rows: int, bin_lo: int, bin_hi: int, out: cl.Buffer) -> None:
         kernel(
@@ -752,13 +775,13 @@ def _search_batch(
 
     def store(first: int, rows: int, own_lo: int, own_hi: int, block: np.ndarray) -> None:
         assert power is not None
-        objects = slice(lo + first, lo + first + rows)
+        objects = slice(first, first + rows)
         power[objects, own_lo:own_hi] = _f_statistic(block, scale[first : first + rows, None])
 
     values, indices = blocked_peaks(
         queue,
         launch,
-        hi - lo,
+        prepared.status.size,
         options.grid.nf,
         options.top_k,
         store if power is not None else None,

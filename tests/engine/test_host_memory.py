@@ -16,6 +16,7 @@ from clperiod.engine import planner as planning
 from clperiod.engine import staging
 from clperiod.io import load_example
 from clperiod.periodograms import lombscargle as LS_MODULE
+from two_devices import run_on_two_devices
 
 GRID = clperiod.FrequencyGrid.from_range(0.5, 4.0, 3000)
 
@@ -197,3 +198,22 @@ def test_catalog_columns_are_recycled_host_memory(monkeypatch):
     assert {_address(again.t), _address(again.y), _address(again.dy)} == addresses
     np.testing.assert_array_equal(again.dy, dy)
     assert not again.t.flags.writeable and not np.shares_memory(again.t, t)
+PINNED_CONTEXTS = r"""
+import json
+import numpy as np
+import clperiod
+from clperiod.engine.staging import PINNED_POOL
+
+first, second = clperiod.select_devices("cpu")
+array = PINNED_POOL.empty(first, (1000,), np.float64)
+print(json.dumps({"any": PINNED_POOL.owns(array), "first": PINNED_POOL.owns(array, first),
+                  "second": PINNED_POOL.owns(array, second),
+                  "pageable": PINNED_POOL.owns(np.ones(1000), first)}))
+"""
+
+
+def test_page_locked_memory_belongs_to_one_devices_context():
+    """Memory page-locked through one device's context is page-locked for that
+    device's copies only (another device copies it as pageable memory)."""
+    owned = run_on_two_devices(PINNED_CONTEXTS)
+    assert owned == {"any": True, "first": True, "second": False, "pageable": False}

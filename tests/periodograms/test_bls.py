@@ -537,6 +537,13 @@ def test_statuses_and_no_admissible_box():
     assert alone.status[0] == Status.TOO_FEW_POINTS and alone.status[1] == Status.OK
 
 
+def test_an_empty_catalog_gives_an_empty_result():
+    empty = Catalog(ids=np.zeros(0, np.int64), offsets=[0], t=np.zeros(0), y=np.zeros(0))
+    result = clperiod.bls(empty, [0.5, 1.0], 0.2, top_k=2, periodogram=True)
+    assert result.status.shape == result.period_best.shape == (0,)
+    assert result.top_k_power.shape == (0, 2) and result.power.shape == (0, 2)
+
+
 def test_bad_arguments():
     t, y, dy = transit_light_curve(14)
     catalog = one(t, y, dy)

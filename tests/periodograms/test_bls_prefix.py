@@ -73,17 +73,23 @@ def search(monkeypatch, catalog, periods, durations, binning, layout=None, **opt
     device's), and what it passed on to its results: the per-object choice of fill
     (prepared.sorted) and the keys and sums found."""
     layout = layout or bls_module.layout_for(clperiod.select_devices()[0])
-    seen = {}
-    build = bls_module._result
+    seen: dict = {"sorted": []}
+    build, prepare = bls_module._result, bls_module._prepare
 
-    def spy(catalog, trials, plan, options, prepared, found, devices):
-        seen["sorted"], seen["found"] = prepared.sorted, found
-        return build(catalog, trials, plan, options, prepared, found, devices)
+    def spy_prepare(*args):
+        prepared = prepare(*args)
+        seen["sorted"].append(prepared.sorted)
+        return prepared
 
+    def spy(catalog, trials, plan, options, objects, found, devices):
+        seen["found"] = found
+        return build(catalog, trials, plan, options, objects, found, devices)
+
+    monkeypatch.setattr(bls_module, "_prepare", spy_prepare)
     monkeypatch.setattr(bls_module, "_result", spy)
     result = clperiod.bls(catalog, periods, durations, periodogram=True, top_k=3,
                           layout=dataclasses.replace(layout, binning=binning), **options)
-    return result, seen["sorted"], seen["found"]
+    return result, np.concatenate(seen["sorted"]), seen["found"]
 
 
 def assert_same_results(first, second) -> None:
