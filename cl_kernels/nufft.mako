@@ -69,6 +69,39 @@ inline real_t es_kernel(const real_t d, const real_t two_over_w, const real_t be
 }
 </%def>
 
+## es_polynomial_functions(real, lanes): the ES kernel from its piecewise
+## polynomial (clperiod.periodograms.nufft.es_polynomial): on the unit interval
+## i < w of its support, d = i + u - w/2 cells from the point (u in [0, 1]),
+## the kernel is sum_k coef[k lanes + i] s^k at s = 2 u - 1 (lanes >= w: 0).
+<%def name="es_polynomial_functions(real, lanes)">
+typedef ${real}${lanes} real_lanes_t;
+#define LANES ${lanes}
+
+// the kernel on every interval at once: lane i at d = i + (s + 1) / 2 - w/2
+inline real_lanes_t es_kernel_lanes(
+    const real_t s, __constant const real_t *restrict coef, const int n_coef)
+{
+    real_lanes_t value = vload${lanes}(n_coef - 1, coef);
+    for (int k = n_coef - 2; k >= 0; --k)
+        value = fma(value, (real_lanes_t) s, vload${lanes}(k, coef));
+    return value;
+}
+
+// the kernel at d cells from a point, -w/2 <= d < w/2 (interval floor(d + w/2))
+inline real_t es_kernel_at(
+    const real_t d, const real_t half_width, const int width,
+    __constant const real_t *restrict coef, const int n_coef)
+{
+    const real_t x = d + half_width;
+    const int i = clamp((int) x, 0, width - 1);
+    const real_t s = 2 * (x - (real_t) i) - 1;
+    real_t value = coef[(n_coef - 1) * LANES + i];
+    for (int k = n_coef - 2; k >= 0; --k)
+        value = fma(value, s, coef[k * LANES + i]);
+    return value;
+}
+</%def>
+
 ## one_term_power(data, window, doubled, yy, degenerate, zero): the power of
 ## the sums at one frequency (nufft_power, and nufft_type3_power of
 ## nufft_type3.mako); window is unused without fit_mean, zero marks f = 0.
@@ -104,7 +137,7 @@ inline real_t one_term_power(
 % endif
 }
 </%def>
-<%page args="real, stage, fit_mean=None, normalization=None, write_sums=None, wg=None, use_dy=None, center=None, min_points=None, ok=None, too_few=None, zero_variance=None"/>
+<%page args="real, stage, fit_mean=None, normalization=None, write_sums=None, horner=None, lanes=None, block=None, wg=None, use_dy=None, center=None, min_points=None, ok=None, too_few=None, zero_variance=None"/>
 <%namespace name="common" file="common.mako"/>
 ${common.prelude(real)}
 <% fp32 = real == "float" %>
@@ -217,7 +250,13 @@ __kernel void nufft_points(
     r -= rint(r);
     pt_cell[g] = (long) cell;
     pt_frac[g] = fmin((real_t) frac, below_one);
+%   if fp32:
     pt_phase[g] = (real2_t) ((real_t) cospi(2 * r), (real_t) sinpi(2 * r));
+%   else:
+    double sin_r, cos_r;  // common.mako's polynomial: cospi and sinpi take longer
+    sincos_cycles(r, &sin_r, &cos_r);
+    pt_phase[g] = (real2_t) (cos_r, sin_r);
+%   endif
     pt_w[g] = (real_t) (weight / w_total);
     pt_wy[g] = (real_t) (weight / w_total * ldexp((scaled - ybar) - res, -f));
 }
@@ -246,6 +285,15 @@ __kernel void nufft_correction(
     factors[m] = (real_t) (1 / (psi * fft_scale));
 }
 % elif stage == "spread":
+<%
+    if horner is None or block is None:
+        raise NameError("stage 'spread' needs horner and block")
+    if (horner or block) and lanes not in (4, 8, 16):
+        raise NameError("stage 'spread' with horner or block needs lanes 4, 8 or 16")
+%>
+% if block:
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+% endif
 
 // first j in [lo, hi) with cells[j] >= value (hi if none); cells ascending
 inline int lower_bound(__global const long *restrict cells, int lo, int hi, const long value)
@@ -260,7 +308,24 @@ inline int lower_bound(__global const long *restrict cells, int lo, int hi, cons
     return lo;
 }
 
+// c^h of a unit phase c, h >= 1
+inline real2_t phase_power(const real2_t phase, const int harmonic)
+{
+    real2_t c = phase;
+    for (int m = 1; m < harmonic; ++m)
+        c = (real2_t) (c.x * phase.x - c.y * phase.y, c.x * phase.y + c.y * phase.x);
+    return c;
+}
+
+% if horner or block:
+${es_polynomial_functions(real, lanes)}
+% endif
+% if horner:
+#define KERNEL_AT(d) es_kernel_at((d), half_width, width, es_coef, n_coef)
+% else:
 ${es_kernel_function()}
+#define KERNEL_AT(d) es_kernel((d), two_over_w, beta)
+% endif
 
 <%def name="accumulate(name)">
 %   if fp32:
@@ -271,8 +336,8 @@ ${es_kernel_function()}
 %   endif
 </%def>
 
-<%def name="spread_kernel(vectors)">
-__kernel void nufft_spread_${"_".join(vectors)}(
+## the arguments every spreading kernel takes
+<%def name="spread_arguments()">
     __global const int *restrict obj_start,    // first point of each object
     __global const int *restrict obj_n,        // its points (0: none spread)
     __global const long *restrict pt_cell,     // unwrapped cells, ascending per object
@@ -283,10 +348,17 @@ __kernel void nufft_spread_${"_".join(vectors)}(
     const int harmonic,                        // h >= 1
     const int n_grid,                          // >= 2 * width
     const int width,
-    const real_t beta,
+    const real_t beta,                         // the ES kernel's shape (without horner)
+    __constant const real_t *restrict es_coef, // its polynomial (with horner and block)
+    const int n_coef,
     const int n_trans,                         // transforms per object in grid
     const int first_trans,                     // the first one this launch writes
     __global real2_t *restrict grid)           // (objects, n_trans, n_grid)
+</%def>
+
+<%def name="spread_kernel(vectors)">
+__kernel void nufft_spread_${"_".join(vectors)}(
+${spread_arguments()}
 {
     const int l = (int) get_global_id(0);
     const int obj = (int) get_global_id(1);
@@ -321,7 +393,7 @@ __kernel void nufft_spread_${"_".join(vectors)}(
                 real2_t c = phase;
                 for (int m = 1; m < harmonic; ++m)
                     c = (real2_t) (c.x * phase.x - c.y * phase.y, c.x * phase.y + c.y * phase.x);
-                c *= es_kernel(d, two_over_w, beta);
+                c *= KERNEL_AT(d);
 % for v in vectors:
                 {
                     const real_t weight = ${"pt_wy[j]" if v == "data" else "pt_w[j]"};
@@ -344,20 +416,7 @@ ${accumulate(v)}
 // the host has zeroed (for objects of few points on grids of many cells,
 // where the gather would search every cell). Same kernel values d as the gather.
 __kernel void nufft_scatter_${"_".join(vectors)}(
-    __global const int *restrict obj_start,
-    __global const int *restrict obj_n,
-    __global const long *restrict pt_cell,
-    __global const real_t *restrict pt_frac,
-    __global const real_t *restrict pt_w,
-    __global const real_t *restrict pt_wy,
-    __global const real2_t *restrict pt_phase,
-    const int harmonic,
-    const int n_grid,
-    const int width,
-    const real_t beta,
-    const int n_trans,
-    const int first_trans,
-    __global real2_t *restrict grid)           // zeroed rows of the batch's objects
+${spread_arguments()}
 {
     const int obj = (int) get_global_id(0);
     const int p0 = obj_start[obj], p1 = p0 + obj_n[obj];
@@ -380,7 +439,7 @@ __kernel void nufft_scatter_${"_".join(vectors)}(
             long l = (base + o) % n_grid;
             if (l < 0)
                 l += n_grid;
-            const real2_t c = c0 * es_kernel(d, two_over_w, beta);
+            const real2_t c = c0 * KERNEL_AT(d);
 % for i, v in enumerate(vectors):
             {
                 const real_t weight = ${"pt_wy[j]" if v == "data" else "pt_w[j]"};
@@ -397,9 +456,90 @@ __kernel void nufft_scatter_${"_".join(vectors)}(
 }
 </%def>
 
+<%def name="block_kernel(vectors)">
+// The spreading of nufft_spread_<vectors> point by point (CPU devices): one
+// work-item (a work-group of one) per block of BLOCK cells and object. For
+// every image of the block that the object's points reach, it finds by binary
+// search the points whose w cells may meet the block and adds each point's w
+// kernel values (es_kernel_lanes, all at once) times its strengths to strips
+// of local memory, in double; then it writes the block's cells. A point's
+// cells are first = ceil(h frac - w/2) .. first + w - 1 cells from h cell:
+// those with -w/2 <= d < w/2, d = (h cell + first + i) - h xi = i + u - w/2.
+__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
+void nufft_blocks_${"_".join(vectors)}(
+${spread_arguments()}
+{
+    // strips: cell b of the block at [HALO + b]; a point's w cells start at
+    // most HALO cells before the block, and LANES values are added at once
+    __local double strips[${2 * len(vectors)}][STRIP];
+    const int l0 = (int) get_global_id(0) * BLOCK;
+    const int obj = (int) get_global_id(1);
+    if (l0 >= n_grid)
+        return;
+    const int n_cells = min(BLOCK, n_grid - l0);
+    for (int r = 0; r < ${2 * len(vectors)}; ++r)
+        for (int b = 0; b < STRIP; ++b)
+            strips[r][b] = 0;
+    const int p0 = obj_start[obj], p1 = p0 + obj_n[obj];
+    const real_t half_width = (real_t) 0.5 * (real_t) width;
+    const real_t h = (real_t) harmonic;
+    if (p1 > p0) {
+        // images [L0, L0 + n_cells) = l0 + k n_grid + [0, n_cells) that meet
+        // [h first cell - w/2, h (last cell + 1) + w/2]
+        const double reach = 0.5 * width, period = (double) n_grid;
+        const double x_first = (double) harmonic * (double) pt_cell[p0];
+        const double x_last = (double) harmonic * ((double) pt_cell[p1 - 1] + 1);
+        const long k_first = (long) ceil((x_first - reach - (l0 + n_cells - 1)) / period);
+        const long k_last = (long) floor((x_last + reach - l0) / period);
+        for (long k = k_first; k <= k_last; ++k) {
+            const long image = l0 + k * n_grid;
+            const long lo = (long) floor(((double) image - reach) / harmonic) - 1;
+            const long hi = (long) floor(((double) image + n_cells - 1 + reach) / harmonic) + 1;
+            for (int j = lower_bound(pt_cell, p0, p1, lo); j < p1 && pt_cell[j] <= hi; ++j) {
+                const real_t shift = h * pt_frac[j];
+                const real_t first = ceil(shift - half_width);
+                const long offset = harmonic * pt_cell[j] + (long) first - image;
+                if (offset <= -width || offset >= n_cells)
+                    continue;
+                const real_t s = 2 * ((first + half_width) - shift) - 1;
+                const real_lanes_t kernel_values = es_kernel_lanes(s, es_coef, n_coef);
+                const double${lanes} value = convert_double${lanes}(kernel_values);
+                const real2_t c = phase_power(pt_phase[j], harmonic);
+                const int at = HALO + (int) offset;
+% for i, v in enumerate(vectors):
+                {
+                    const real_t weight = ${"pt_wy[j]" if v == "data" else "pt_w[j]"};
+                    const double re = (double) (weight * c.x), im = (double) (weight * c.y);
+                    __local double *strip_re = strips[${2 * i}] + at;
+                    __local double *strip_im = strips[${2 * i + 1}] + at;
+                    vstore${lanes}(fma(value, (double${lanes}) re, vload${lanes}(0, strip_re)), 0, strip_re);
+                    vstore${lanes}(fma(value, (double${lanes}) im, vload${lanes}(0, strip_im)), 0, strip_im);
+                }
+% endfor
+            }
+        }
+    }
+    __global real2_t *out = grid + ((long) obj * n_trans + first_trans) * n_grid + l0;
+    for (int b = 0; b < n_cells; ++b) {
+% for i, v in enumerate(vectors):
+        out[${i} * (long) n_grid + b] = (real2_t) (
+            (real_t) strips[${2 * i}][HALO + b], (real_t) strips[${2 * i + 1}][HALO + b]);
+% endfor
+    }
+}
+</%def>
+
+% if block:
+#define BLOCK ${block}
+#define HALO ${lanes}
+#define STRIP (HALO + BLOCK + ${lanes})
+% endif
 % for vectors in (("data", "window"), ("data",), ("window",)):
 ${spread_kernel(vectors)}
 ${scatter_kernel(vectors)}
+%   if block:
+${block_kernel(vectors)}
+%   endif
 % endfor
 % else:
 <%

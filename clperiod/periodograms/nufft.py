@@ -71,10 +71,12 @@ __all__ = [
     "clear_for_scatter",
     "correction_factors",
     "es_kernel_params",
+    "es_polynomial",
     "fine_grid_size",
     "grid_bytes",
     "kernel_fourier_transform",
     "periodogram",
+    "polynomial_lanes",
     "power",
     "prepare",
     "prepare_on_device",
@@ -120,6 +122,18 @@ PREPARE_WG = {"gpu": 256, "other": 16}
 LONG_OBJECT = 1 << 16
 #: Rows per work-group of ``nufft_reduce.mako``, on GPUs and on other devices.
 SPLIT_ROWS = {"gpu": 1 << 11, "other": 1 << 14}
+#: How each kind of device spreads (:func:`spread_harmonic`): ``horner``, the
+#: kernel values from :func:`es_polynomial` instead of exp and sqrt; ``blocks``,
+#: the point-major ``nufft_blocks_*`` kernels instead of the per-cell gather
+#: (devices with fp64). The GPU choice is unmeasured: the kernels as before.
+SPREAD_OPTIONS = {
+    "gpu": {"horner": False, "blocks": False},
+    "other": {"horner": True, "blocks": True},
+}
+#: Fine-grid cells per work-item of the ``nufft_blocks_*`` kernels.
+SPREAD_BLOCK = 512
+#: The degree of :func:`es_polynomial` is the kernel's width plus this.
+POLYNOMIAL_EXTRA_DEGREE = 1
 #: The largest float64 below 1: a cell fraction never reaches 1.
 _BELOW_ONE = float(np.nextafter(1.0, 0.0))
 #: Veltkamp's splitting constant for float64 (2**27 + 1).
@@ -167,6 +181,36 @@ def es_kernel_params(eps: float, upsampfac: float, fp64: bool = True) -> tuple[i
     else:
         beta_per_cell = 0.97 * math.pi * (1 - 1 / (2 * upsampfac))
     return width, beta_per_cell * width
+
+
+def polynomial_lanes(width: int) -> int:
+    """Columns of :func:`es_polynomial`: the vector width (4, 8 or 16) of the
+    kernels that evaluate every interval at once, at least ``width``."""
+    return next(lanes for lanes in (4, 8, 16) if lanes >= width)
+
+
+@functools.cache
+def es_polynomial(width: int, beta: float) -> np.ndarray:
+    """The ES kernel as a polynomial on each unit interval of its support.
+
+    Row ``k``, column ``i < width`` of the result is the coefficient of ``s**k``
+    of the kernel on interval ``i``: ``phi(2 d / w)`` at ``d = i + (s + 1) / 2
+    - w / 2`` for ``s`` in ``[-1, 1]``; columns ``>= width`` (up to
+    :func:`polynomial_lanes`) are zero. The degree is ``width +
+    POLYNOMIAL_EXTRA_DEGREE``: Chebyshev interpolation in float64, whose error
+    is about ``e^-beta / 2``, the size of the kernel's own cut at ``|d| = w / 2``
+    (read-only).
+    """
+    degree = width + POLYNOMIAL_EXTRA_DEGREE
+    nodes = np.cos(np.pi * (np.arange(degree + 1) + 0.5) / (degree + 1))
+    coefficients = np.zeros((degree + 1, polynomial_lanes(width)))
+    for interval in range(width):
+        z = (2 * interval + nodes + 1 - width) / width
+        values = np.exp(-beta * z * z / (1 + np.sqrt(np.maximum(0.0, 1 - z * z))))
+        chebyshev = np.polynomial.chebyshev.chebfit(nodes, values, degree)
+        coefficients[:, interval] = np.polynomial.chebyshev.cheb2poly(chebyshev)
+    coefficients.setflags(write=False)
+    return coefficients
 
 
 def _next_smooth_even(n: int) -> int:
@@ -744,15 +788,22 @@ def _range(n: int, n_objects: int, wg: int) -> tuple[tuple[int, int], tuple[int,
     return (-(-n // wg) * wg, n_objects), (wg, 1)
 
 
-def _spread_kernel(
-    queue: cl.CommandQueue, plan: NufftPlan, vectors: str, scatter: bool = False
-) -> cl.Kernel:
-    """``nufft_spread_<vectors>`` (``data_window``, ``data`` or ``window``), or
-    its ``nufft_scatter_<vectors>`` twin."""
+def _spread_options(queue: cl.CommandQueue) -> dict[str, bool]:
+    """:data:`SPREAD_OPTIONS` of the queue's device (no blocks without fp64)."""
+    options = dict(SPREAD_OPTIONS["gpu" if queue.device.type & cl.device_type.GPU else "other"])
+    options["blocks"] = options["blocks"] and bool(queue.device.double_fp_config)
+    return options
+
+
+def _spread_kernel(queue: cl.CommandQueue, plan: NufftPlan, vectors: str, way: str) -> cl.Kernel:
+    """``nufft_<way>_<vectors>``: ``way`` "spread" (the gather), "scatter" or
+    "blocks", ``vectors`` "data_window", "data" or "window"."""
+    options = _spread_options(queue)
     kernel_names = tuple(
-        f"nufft_{way}_{v}"
+        f"nufft_{kind}_{v}"
         for v in ("data_window", "data", "window")
-        for way in ("spread", "scatter")
+        for kind in ("spread", "scatter", "blocks")
+        if kind != "blocks" or options["blocks"]
     )
     found = kernels.get_kernels(
         queue.context,
@@ -760,9 +811,28 @@ def _spread_kernel(
         kernel_names,
         real="double" if plan.fp64 else "float",
         stage="spread",
+        horner=options["horner"],
+        lanes=polynomial_lanes(plan.width),
+        block=SPREAD_BLOCK if options["blocks"] else 0,
     )
-    way = "scatter" if scatter else "spread"
     return dict(zip(kernel_names, found, strict=True))[f"nufft_{way}_{vectors}"]
+
+
+#: Device copies of :func:`es_polynomial`, per (context, width, beta, type).
+_DEVICE_POLYNOMIALS: dict[tuple, cl.Buffer] = {}
+_polynomials_lock = threading.Lock()
+
+
+def _device_polynomial(queue: cl.CommandQueue, plan: NufftPlan) -> cl.Buffer:
+    """:func:`es_polynomial` of the plan's kernel on the device of ``queue``,
+    in the plan's precision (uploaded once per context and kernel)."""
+    key = (queue.context, plan.width, plan.beta, plan.fp64)
+    with _polynomials_lock:
+        buffer = _DEVICE_POLYNOMIALS.get(key)
+        if buffer is None:
+            coefficients = es_polynomial(plan.width, plan.beta).astype(plan.dtype)
+            buffer = _DEVICE_POLYNOMIALS[key] = upload(queue, coefficients)
+        return buffer
 
 
 def _power_kernel(
@@ -904,13 +974,17 @@ def spread_harmonic(
     ``first``, ... of the ``n_trans`` of each object in ``grid``; its
     ``nufft_scatter_<vectors>`` twin when the batch :func:`scatters` (``grid``
     zeroed by :func:`clear_for_scatter`)."""
-    scatter = scatters(points, plan)
-    if scatter:
+    if scatters(points, plan):
+        way = "scatter"
         global_size: tuple[int, ...] = (points.n_objects,)
         local_size: tuple[int, ...] | None = None
+    elif _spread_options(queue)["blocks"]:
+        way = "blocks"
+        global_size, local_size = (-(-plan.n_grid // SPREAD_BLOCK), points.n_objects), (1, 1)
     else:
+        way = "spread"
         global_size, local_size = _range(plan.n_grid, points.n_objects, _work_group(queue))
-    _spread_kernel(queue, plan, vectors, scatter)(
+    _spread_kernel(queue, plan, vectors, way)(
         queue,
         global_size,
         local_size,
@@ -925,6 +999,8 @@ def spread_harmonic(
         np.int32(plan.n_grid),
         np.int32(plan.width),
         plan.dtype(plan.beta),
+        _device_polynomial(queue, plan),
+        np.int32(plan.width + POLYNOMIAL_EXTRA_DEGREE + 1),
         np.int32(n_trans),
         np.int32(first),
         grid,

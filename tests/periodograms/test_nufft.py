@@ -12,6 +12,7 @@ nifty-ls's rule (``max(1e-5, 1e-9 Nf)`` of the peak in fp64,
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import warnings
 from types import SimpleNamespace
@@ -172,6 +173,26 @@ def test_kernel_rules_are_the_reference_rules(precision, eps, sigma):
         ref.kernel_fourier_transform(theta, width, beta),
         rtol=1e-13,
     )
+
+
+@pytest.mark.parametrize(
+    ("eps", "sigma"),
+    [(eps, 2.0) for eps in (1e-2, 1e-3, 1e-9, 1e-12, 1e-13, 1e-15)]
+    + [(eps, 1.25) for eps in (1e-5, 1e-7, 1e-9)],
+)
+def test_es_polynomial_is_the_kernel_within_its_cut(eps, sigma):
+    """On every unit interval of the support, within about the kernel's own cut
+    e^-beta at |d| = w/2 (and the float64 rounding of the widest kernels)."""
+    width, beta = nufft.es_kernel_params(eps, sigma)
+    coefficients = nufft.es_polynomial(width, beta)
+    lanes = nufft.polynomial_lanes(width)
+    assert coefficients.shape == (width + nufft.POLYNOMIAL_EXTRA_DEGREE + 1, lanes)
+    assert lanes >= width and not coefficients[:, width:].any()
+    s = np.linspace(-1, 1, 2001)
+    d = np.arange(width)[:, None] + (s + 1) / 2 - width / 2
+    values = np.polynomial.polynomial.polyval(s, coefficients[:, :width])
+    exact = ref.es_kernel(2 * d / width, beta)
+    assert np.abs(values - exact).max() <= 1.1 * np.exp(-beta) + 1e-14
 
 
 def test_width_beyond_16_cells_is_clipped_with_a_warning():
@@ -402,16 +423,40 @@ MODE_CASES = [
 ]
 
 
-#: SCATTER_RATIO values that force each way of spreading.
-WAYS = {"gather": 2**62, "scatter": 0}
+#: The ways of spreading: (SCATTER_RATIO, SPREAD_OPTIONS of every kind of device,
+#: SPREAD_BLOCK); the per-cell gather and the scatter with exp and sqrt (GPUs)
+#: or the piecewise polynomial, and the point-major blocks (CPUs), also of 16 cells.
+WAYS = {
+    "gather": (2**62, {"horner": False, "blocks": False}, nufft.SPREAD_BLOCK),
+    "scatter": (0, {"horner": False, "blocks": False}, nufft.SPREAD_BLOCK),
+    "horner-gather": (2**62, {"horner": True, "blocks": False}, nufft.SPREAD_BLOCK),
+    "horner-scatter": (0, {"horner": True, "blocks": False}, nufft.SPREAD_BLOCK),
+    "blocks": (2**62, {"horner": True, "blocks": True}, nufft.SPREAD_BLOCK),
+    "blocks-16": (2**62, {"horner": True, "blocks": True}, 16),
+}
+#: Ways whose kernel values are the same exp and sqrt, or the same polynomial.
+SAME_KERNEL_VALUES = (("gather", "scatter"), ("horner-gather", "horner-scatter", "blocks"))
+
+
+@contextlib.contextmanager
+def spreading(way: str | None):
+    """Spread by ``way`` (:data:`WAYS`) on any device; None: the device's own way."""
+    if way is None:
+        yield
+        return
+    ratio, options, block = WAYS[way]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(nufft, "SCATTER_RATIO", ratio)
+        patch.setattr(nufft, "SPREAD_BLOCK", block)
+        for kind in nufft.SPREAD_OPTIONS:
+            patch.setitem(nufft.SPREAD_OPTIONS, kind, options)
+        yield
 
 
 @functools.cache
-def spread_case(
-    device, n, precision, spp, nf, fmin_in_df, fit_mean=True, host=False, way="gather"
-):
+def spread_case(device, n, precision, spp, nf, fmin_in_df, fit_mean=True, host=False, way=None):
     """Points prepared on the device (or on the host and uploaded) and spread
-    (by gather or by scatter)."""
+    (by a way of :data:`WAYS`, or the device's own)."""
     t, y, dy = light_curve(n)
     df = baseline_df(t, spp)
     plan = nufft.NufftPlan.build(FrequencyGrid(fmin_in_df * df, df, nf), precision)
@@ -423,9 +468,8 @@ def spread_case(
         staging.send(queue)
     grid = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, nufft.grid_bytes(points, plan))
     cl.enqueue_fill_buffer(queue, grid, np.float32(np.nan), 0, nufft.grid_bytes(points, plan))
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(nufft, "SCATTER_RATIO", WAYS[way])
-        assert nufft.scatters(points, plan) == (way == "scatter")
+    with spreading(way):
+        assert way is None or nufft.scatters(points, plan) == way.endswith("scatter")
         nufft.spread(queue, points, plan, grid)
     shape = (points.n_transforms, plan.n_grid)
     return plan, points, prepared, grid, read(queue, grid, shape, plan.complex_dtype)
@@ -463,13 +507,15 @@ def test_spread_grid_matches_the_reference_spread(cpu_device, case, host, way):
         )
 
 
+@pytest.mark.parametrize("ways", SAME_KERNEL_VALUES, ids="=".join)
 @pytest.mark.parametrize("case", SPREAD_CASES[:4] + SPREAD_CASES[5:6])
-def test_scatter_equals_gather(cpu_device, case):
+def test_ways_with_the_same_kernel_values_agree(cpu_device, case, ways):
     """The same kernel values summed in the same order (one image per point here);
-    fp32 gathers with compensated sums, the scatter adds plainly."""
-    grids = [spread_case(cpu_device, *case, way=way)[-1] for way in WAYS]
+    fp32 gathers with compensated sums, the blocks in float64, the scatter adds plainly."""
+    grids = [spread_case(cpu_device, *case, way=way)[-1] for way in ways]
     tolerance = 1e-15 if case[1] == "fp64" else 1e-6
-    np.testing.assert_allclose(grids[1], grids[0], rtol=0, atol=tolerance * np.abs(grids[0]).max())
+    for grid in grids[1:]:
+        np.testing.assert_allclose(grid, grids[0], rtol=0, atol=tolerance * np.abs(grids[0]).max())
 
 
 def test_spread_without_fit_mean_has_two_transforms(cpu_device):
