@@ -447,6 +447,7 @@ def spreading(way: str | None):
     ratio, options, block = WAYS[way]
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(nufft, "SCATTER_RATIO", ratio)
+        patch.setattr(nufft, "GPU_SCATTER_RATIO", ratio)
         patch.setattr(nufft, "SPREAD_BLOCK", block)
         for kind in nufft.SPREAD_OPTIONS:
             patch.setitem(nufft.SPREAD_OPTIONS, kind, options)
@@ -469,7 +470,7 @@ def spread_case(device, n, precision, spp, nf, fmin_in_df, fit_mean=True, host=F
     grid = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, nufft.grid_bytes(points, plan))
     cl.enqueue_fill_buffer(queue, grid, np.float32(np.nan), 0, nufft.grid_bytes(points, plan))
     with spreading(way):
-        assert way is None or nufft.scatters(points, plan) == way.endswith("scatter")
+        assert way is None or nufft.scatters(points, plan, queue.device) == way.endswith("scatter")
         nufft.spread(queue, points, plan, grid)
     shape = (points.n_transforms, plan.n_grid)
     return plan, points, prepared, grid, read(queue, grid, shape, plan.complex_dtype)
