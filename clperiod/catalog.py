@@ -32,7 +32,7 @@ from clperiod.engine.staging import HOST_POOL, in_parts, parallel_copy
 
 NAN_POLICIES = ("raise", "omit")
 
-#: Where a builder puts its copy of a column: ``empty(shape, dtype)`` gives a new array.
+# Where a builder puts its copy of a column: ``empty(shape, dtype)`` gives a new array.
 ColumnMemory = Callable[[tuple[int, ...], type], np.ndarray]
 
 
@@ -596,17 +596,43 @@ def _lightcurve_tuple(item: Any, number: int) -> tuple[Any, ...]:
 
 # ---------------------------------------------------------------------- builders
 def single_catalog(t: Any, y: Any, dy: Any, nan_policy: str, empty: ColumnMemory) -> Catalog:
-    """:meth:`Catalog.from_single` (id 0, no bands) whose copies of the columns
-    come from ``empty`` instead of :data:`~clperiod.engine.staging.HOST_POOL`
-    (a search puts them in page-locked memory, to upload them from there);
-    :func:`relocated` moves them to memory of their own."""
+    """:meth:`clperiod.Catalog.from_single` (id 0, no bands), its copies of the
+    columns in memory of the caller's choice.
+
+    Parameters
+    ----------
+    t, y, dy, nan_policy
+        As for :meth:`clperiod.Catalog.from_single` (``dy`` may be None).
+    empty
+        ``empty(shape, dtype)`` gives each new column (instead of
+        :data:`~clperiod.engine.staging.HOST_POOL`): a search passes page-locked
+        memory and uploads the columns from there.
+
+    Returns
+    -------
+    Catalog
+        Checked as by :meth:`clperiod.Catalog.from_single` (same errors);
+        :func:`relocated` moves its columns to memory of their own.
+    """
     item = (t, y) if dy is None else (t, y, dy)
     return _lightcurves_catalog(Catalog, [item], [0], nan_policy, None, empty)
 
 
 def relocated(catalog: Catalog) -> Catalog:
-    """``catalog`` with copies of its columns in :data:`~clperiod.engine.staging.HOST_POOL`
-    memory (copied on several threads); the rest, and what is known of it, unchanged."""
+    """``catalog`` with copies of its columns in memory of its own.
+
+    Parameters
+    ----------
+    catalog
+        Any catalog (e.g. of :func:`single_catalog`).
+
+    Returns
+    -------
+    Catalog
+        The same ids, offsets, bands and known time order; ``t``, ``y`` and
+        ``dy`` copied (on several threads) into read-only arrays of
+        :data:`~clperiod.engine.staging.HOST_POOL`.
+    """
 
     def copy(column: np.ndarray) -> np.ndarray:
         own = HOST_POOL.empty(column.shape, column.dtype)
@@ -628,8 +654,8 @@ def relocated(catalog: Catalog) -> Catalog:
 def _lightcurves_catalog(
     cls, lightcurves: Iterable[Any], ids: Any, nan_policy: str, bands: Any, empty: ColumnMemory
 ) -> Catalog:
-    """:meth:`Catalog.from_lightcurves`, whose copies of the columns of a single light curve
-    come from ``empty``."""
+    """:meth:`clperiod.Catalog.from_lightcurves`, whose copies of the columns of a
+    single light curve come from ``empty``."""
     _check_nan_policy(nan_policy)
     items = [_lightcurve_tuple(item, number) for number, item in enumerate(lightcurves)]
     if not items:
