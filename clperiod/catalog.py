@@ -15,11 +15,12 @@ inputs are never mutated and a catalog cannot be changed after it is built.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import functools
 import operator
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
@@ -27,9 +28,12 @@ import numpy as np
 
 from clperiod import checks
 from clperiod.columns import is_table, lightcurve_columns
-from clperiod.engine.staging import HOST_POOL, in_parts
+from clperiod.engine.staging import HOST_POOL, in_parts, parallel_copy
 
 NAN_POLICIES = ("raise", "omit")
+
+# Where a builder puts its copy of a column: ``empty(shape, dtype)`` gives a new array.
+ColumnMemory = Callable[[tuple[int, ...], type], np.ndarray]
 
 
 class Status(enum.IntEnum):
@@ -189,7 +193,7 @@ class Catalog:
             )
         offsets = np.append(starts, ids.size)
         labels = _band_column(band, bands, ids.size)
-        columns, scans = _owned(columns)
+        columns, scans = _owned(columns, HOST_POOL.empty)
         return _build(cls, run_ids, offsets, columns, nan_policy, masked, labels, bands, scans)
 
     @classmethod
@@ -232,50 +236,7 @@ class Catalog:
             4-tuples or tables, a mix of items with and without dy or band,
             missing columns, or duplicate ids.
         """
-        _check_nan_policy(nan_policy)
-        items = [_lightcurve_tuple(item, number) for number, item in enumerate(lightcurves)]
-        if not items:
-            raise ValueError("empty catalog: no light curves given")
-        ids = np.arange(len(items)) if ids is None else _as_1d("ids", ids).copy()
-        if ids.size != len(items):
-            raise ValueError(f"got {ids.size} ids for {len(items)} light curves")
-        _check_ids(ids, np.arange(ids.size), "light curve")
-        repeat = _first_repeat(ids)
-        if repeat is not None:
-            raise ValueError(
-                f"duplicate object id {_show(ids[repeat[0]])} (light curves {repeat[0]} "
-                f"and {repeat[1]})"
-            )
-        if len({len(item) >= 3 and item[2] is not None for item in items}) > 1:
-            raise ValueError("give dy for every light curve or for none")
-        if len({len(item) == 4 for item in items}) > 1:
-            raise ValueError("give a band for every light curve or for none")
-        parts = [_columns(*item[:3]) for item in items]
-        for object_id, (part, _) in zip(ids, parts, strict=True):
-            _check_lengths(part, f" of object {_show(object_id)}")
-        lengths = [part["t"].size for part, _ in parts]
-        if sum(lengths) == 0:
-            raise ValueError("empty catalog: every light curve has 0 rows")
-        offsets = np.concatenate(([0], np.cumsum(lengths)))
-        names = parts[0][0]
-        if len(parts) == 1:
-            columns, scans = _owned(parts[0][0])
-        else:
-            columns, scans = (
-                {name: np.concatenate([p[name] for p, _ in parts]) for name in names},
-                {},
-            )
-        masked = {
-            name: np.concatenate([m.get(name, np.zeros(p[name].size, bool)) for p, m in parts])
-            for name in names
-            if any(name in m for _, m in parts)
-        }
-        labels = None
-        if len(items[0]) == 4:
-            labels = _lightcurve_bands(items, lengths, ids)
-        elif bands is not None:
-            raise ValueError("bands needs a band label in every light curve")
-        return _build(cls, ids, offsets, columns, nan_policy, masked, labels, bands, scans)
+        return _lightcurves_catalog(cls, lightcurves, ids, nan_policy, bands, HOST_POOL.empty)
 
     @classmethod
     def from_offsets(
@@ -350,7 +311,7 @@ class Catalog:
                 f"(objects {repeat[0]} and {repeat[1]})"
             )
         labels = _band_column(band, bands, n_rows)
-        columns, scans = _owned(columns)
+        columns, scans = _owned(columns, HOST_POOL.empty)
         return _build(cls, ids, offsets, columns, nan_policy, masked, labels, bands, scans)
 
     @classmethod
@@ -633,6 +594,114 @@ def _lightcurve_tuple(item: Any, number: int) -> tuple[Any, ...]:
     return item
 
 
+# ---------------------------------------------------------------------- builders
+def single_catalog(t: Any, y: Any, dy: Any, nan_policy: str, empty: ColumnMemory) -> Catalog:
+    """:meth:`clperiod.Catalog.from_single` (id 0, no bands), its copies of the
+    columns in memory of the caller's choice.
+
+    Parameters
+    ----------
+    t, y, dy, nan_policy
+        As for :meth:`clperiod.Catalog.from_single` (``dy`` may be None).
+    empty
+        ``empty(shape, dtype)`` gives each new column (instead of
+        :data:`~clperiod.engine.staging.HOST_POOL`): a search passes page-locked
+        memory and uploads the columns from there.
+
+    Returns
+    -------
+    Catalog
+        Checked as by :meth:`clperiod.Catalog.from_single` (same errors);
+        :func:`relocated` moves its columns to memory of their own.
+    """
+    item = (t, y) if dy is None else (t, y, dy)
+    return _lightcurves_catalog(Catalog, [item], [0], nan_policy, None, empty)
+
+
+def relocated(catalog: Catalog) -> Catalog:
+    """``catalog`` with copies of its columns in memory of its own.
+
+    Parameters
+    ----------
+    catalog
+        Any catalog (e.g. of :func:`single_catalog`).
+
+    Returns
+    -------
+    Catalog
+        The same ids, offsets, bands and known time order; ``t``, ``y`` and
+        ``dy`` copied (on several threads) into read-only arrays of
+        :data:`~clperiod.engine.staging.HOST_POOL`.
+    """
+
+    def copy(column: np.ndarray) -> np.ndarray:
+        own = HOST_POOL.empty(column.shape, column.dtype)
+        parallel_copy(own, column)
+        own.setflags(write=False)
+        return own
+
+    moved = dataclasses.replace(
+        catalog,
+        t=copy(catalog.t),
+        y=copy(catalog.y),
+        dy=None if catalog.dy is None else copy(catalog.dy),
+    )
+    if "time_ordered" in catalog.__dict__:
+        _know_time_order(moved, catalog.time_ordered)
+    return moved
+
+
+def _lightcurves_catalog(
+    cls, lightcurves: Iterable[Any], ids: Any, nan_policy: str, bands: Any, empty: ColumnMemory
+) -> Catalog:
+    """:meth:`clperiod.Catalog.from_lightcurves`, whose copies of the columns of a
+    single light curve come from ``empty``."""
+    _check_nan_policy(nan_policy)
+    items = [_lightcurve_tuple(item, number) for number, item in enumerate(lightcurves)]
+    if not items:
+        raise ValueError("empty catalog: no light curves given")
+    ids = np.arange(len(items)) if ids is None else _as_1d("ids", ids).copy()
+    if ids.size != len(items):
+        raise ValueError(f"got {ids.size} ids for {len(items)} light curves")
+    _check_ids(ids, np.arange(ids.size), "light curve")
+    repeat = _first_repeat(ids)
+    if repeat is not None:
+        raise ValueError(
+            f"duplicate object id {_show(ids[repeat[0]])} (light curves {repeat[0]} "
+            f"and {repeat[1]})"
+        )
+    if len({len(item) >= 3 and item[2] is not None for item in items}) > 1:
+        raise ValueError("give dy for every light curve or for none")
+    if len({len(item) == 4 for item in items}) > 1:
+        raise ValueError("give a band for every light curve or for none")
+    parts = [_columns(*item[:3]) for item in items]
+    for object_id, (part, _) in zip(ids, parts, strict=True):
+        _check_lengths(part, f" of object {_show(object_id)}")
+    lengths = [part["t"].size for part, _ in parts]
+    if sum(lengths) == 0:
+        raise ValueError("empty catalog: every light curve has 0 rows")
+    offsets = np.concatenate(([0], np.cumsum(lengths)))
+    names = parts[0][0]
+    if len(parts) == 1:
+        columns, scans = _owned(parts[0][0], empty)
+    else:
+        columns, scans = (
+            {name: np.concatenate([p[name] for p, _ in parts]) for name in names},
+            {},
+        )
+    masked = {
+        name: np.concatenate([m.get(name, np.zeros(p[name].size, bool)) for p, m in parts])
+        for name in names
+        if any(name in m for _, m in parts)
+    }
+    labels = None
+    if len(items[0]) == 4:
+        labels = _lightcurve_bands(items, lengths, ids)
+    elif bands is not None:
+        raise ValueError("bands needs a band label in every light curve")
+    return _build(cls, ids, offsets, columns, nan_policy, masked, labels, bands, scans)
+
+
 # ---------------------------------------------------------------------- helpers
 def _readonly(array: Any, dtype: type | None = None) -> np.ndarray:
     """``array`` as a read-only C-contiguous array, copied unless already one."""
@@ -777,22 +846,27 @@ class _Scan:
     falls: np.ndarray
 
 
-def _owned(columns: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], dict[str, _Scan]]:
-    """The catalog's own copies of ``columns`` and what copying each saw (the
-    falls of t, the least dy)."""
+def _owned(
+    columns: dict[str, np.ndarray], empty: ColumnMemory
+) -> tuple[dict[str, np.ndarray], dict[str, _Scan]]:
+    """The catalog's own copies of ``columns`` (in memory from ``empty``) and
+    what copying each saw (the falls of t, the least dy)."""
     owned, scans = {}, {}
     for name, column in columns.items():
-        owned[name], scans[name] = _scanned_copy(column, least=name == "dy", falls=name == "t")
+        owned[name], scans[name] = _scanned_copy(
+            column, empty(column.shape, np.float64), least=name == "dy", falls=name == "t"
+        )
     return owned, scans
 
 
-def _scanned_copy(source: np.ndarray, least: bool, falls: bool) -> tuple[np.ndarray, _Scan]:
-    """A copy of the float64 ``source`` and its :class:`_Scan`, in one pass on
+def _scanned_copy(
+    source: np.ndarray, copy: np.ndarray, least: bool, falls: bool
+) -> tuple[np.ndarray, _Scan]:
+    """``copy`` filled with the float64 ``source``, and its :class:`_Scan`, in one pass on
     several threads: each block of :data:`_SCAN_BLOCK` rows is summed (and,
     if asked, its minimum taken and its falls found) while it is still in
     cache (a separate pass over a long column costs as much as the copy);
     ``least`` is infinite and ``falls`` empty when not asked for."""
-    copy = HOST_POOL.empty(source.shape, np.float64)
     parts: list[tuple[int, float, float, list[np.ndarray]]] = []
 
     def scan(lo: int, hi: int) -> None:

@@ -393,8 +393,14 @@ class Staging:
         return len(self._outputs) - 1
 
     def send(self, queue: cl.CommandQueue) -> None:
-        """Copy the inputs into page-locked memory and queue their uploads."""
-        sizes = [a.nbytes for a, _ in self._inputs]
+        """Copy the inputs into page-locked memory and queue their uploads (an
+        input already in page-locked memory of this device's context,
+        :meth:`PinnedPool.owns`, is uploaded from where it lies)."""
+        in_place = [self._pinned(array) for array, _ in self._inputs]
+        sizes = [
+            0 if pinned else a.nbytes
+            for (a, _), pinned in zip(self._inputs, in_place, strict=True)
+        ]
         sizes += [int(np.prod(shape)) * dtype.itemsize for shape, dtype in self._outputs]
         starts = np.concatenate(
             ([0], np.cumsum([-(-n // self._ALIGN) * self._ALIGN for n in sizes]))
@@ -402,12 +408,20 @@ class Staging:
         block = PINNED_POOL.empty(self.info, (max(1, int(starts[-1])),), np.uint8)
         self._block = block
         for k, (array, buffer) in enumerate(self._inputs):
-            if array.nbytes:
+            if not array.nbytes:
+                continue
+            staged = array
+            if not in_place[k]:
                 staged = block[starts[k] : starts[k] + array.nbytes].view(array.dtype)
                 parallel_copy(staged, array.reshape(-1))
-                self.events.append(cl.enqueue_copy(queue, buffer, staged, is_blocking=False))
+            self.events.append(cl.enqueue_copy(queue, buffer, staged, is_blocking=False))
         for k, (shape, dtype) in enumerate(self._outputs, start=len(self._inputs)):
             self.results.append(block[starts[k] : starts[k] + sizes[k]].view(dtype).reshape(shape))
+
+    def _pinned(self, array: np.ndarray) -> bool:
+        """Whether ``array`` can be uploaded from where it lies: C-contiguous, in
+        page-locked memory of this device's context."""
+        return array.flags.c_contiguous and PINNED_POOL.owns(array, self.info)
 
     @contextlib.contextmanager
     def guard(self, *queues: cl.CommandQueue) -> Iterator[Staging]:
