@@ -20,8 +20,11 @@ Stages:
    ``e^{2 pi i f_s tt}``, from exact fma products) in
    :func:`prepare_on_device`; elsewhere the same arrays from NumPy
    (:func:`prepare`, :func:`upload_points`).
-2. :func:`spread`: the ES kernel's gather onto the periodic fine grid, one
-   work-item per cell, at harmonic 1 (data, window) and 2 (window).
+2. :func:`spread`: the ES kernel onto the periodic fine grid at harmonic 1
+   (data, window) and 2 (window): on GPUs a gather, one work-item per cell; on
+   CPUs point by point, one work-item per block of cells, with the kernel's
+   values from its piecewise polynomial (:func:`es_polynomial`,
+   :data:`SPREAD_OPTIONS`); a scatter for objects of few points on large grids.
 3. The FFT of every grid row (``clperiod.engine.fft.fft_inplace``).
 4. :func:`power`: the ``nf`` central modes divided by the kernel's Fourier
    transform (:func:`correction_factors`), then the power of the direct
@@ -116,6 +119,9 @@ PEAK_CHUNK = 1 << 16
 PREPARE_WG = {"gpu": 256, "other": 16}
 #: Objects longer than this get a work-group of 1024 on GPUs.
 LONG_OBJECT = 1 << 16
+#: Whether each work-item of ``nufft_prepare`` reads a run of consecutive rows
+#: (CPU caches), by kind of device, else every work-group-th row (coalesced).
+PREPARE_CONTIGUOUS = {"gpu": False, "other": True}
 #: How each kind of device spreads (:func:`spread_harmonic`): ``horner``, the
 #: kernel values from :func:`es_polynomial` instead of exp and sqrt; ``blocks``,
 #: the point-major ``nufft_blocks_*`` kernels instead of the per-cell gather
@@ -126,6 +132,10 @@ SPREAD_OPTIONS = {
 }
 #: Fine-grid cells per work-item of the ``nufft_blocks_*`` kernels.
 SPREAD_BLOCK = 512
+#: Work-items of ``nufft_blocks_*`` per grid row ``SPREAD`` of its blocks
+#: (``cl_kernels/nufft.mako``): a run of consecutive work-items takes blocks
+#: from this many places of the grid.
+_BLOCK_SPREAD = 16
 #: The degree of :func:`es_polynomial` is the kernel's width plus this.
 POLYNOMIAL_EXTRA_DEGREE = 1
 #: The largest float64 below 1: a cell fraction never reaches 1.
@@ -591,6 +601,7 @@ def prepare_on_device(
         real="double" if plan.fp64 else "float",
         stage="prepare",
         wg=wg,
+        contiguous=PREPARE_CONTIGUOUS[_kind(queue)],
         use_dy=use_dy,
         center=fit_mean or center_data,
         min_points=4 if fit_mean else 3,
@@ -688,8 +699,13 @@ class GridFFT(Protocol):
     ) -> cl.Buffer: ...
 
 
+def _kind(queue: cl.CommandQueue) -> str:
+    """The key of the queue's device in the by-kind settings: "gpu" or "other"."""
+    return "gpu" if queue.device.type & cl.device_type.GPU else "other"
+
+
 def _work_group(queue: cl.CommandQueue) -> int:
-    return WORK_GROUP["gpu" if queue.device.type & cl.device_type.GPU else "other"]
+    return WORK_GROUP[_kind(queue)]
 
 
 def _range(n: int, n_objects: int, wg: int) -> tuple[tuple[int, int], tuple[int, int]]:
@@ -699,7 +715,7 @@ def _range(n: int, n_objects: int, wg: int) -> tuple[tuple[int, int], tuple[int,
 
 def _spread_options(queue: cl.CommandQueue) -> dict[str, bool]:
     """:data:`SPREAD_OPTIONS` of the queue's device (no blocks without fp64)."""
-    options = dict(SPREAD_OPTIONS["gpu" if queue.device.type & cl.device_type.GPU else "other"])
+    options = dict(SPREAD_OPTIONS[_kind(queue)])
     options["blocks"] = options["blocks"] and bool(queue.device.double_fp_config)
     return options
 
@@ -882,14 +898,16 @@ def spread_harmonic(
     ``window``) of the points at ``harmonic`` times ``xi`` into transforms
     ``first``, ... of the ``n_trans`` of each object in ``grid``; its
     ``nufft_scatter_<vectors>`` twin when the batch :func:`scatters` (``grid``
-    zeroed by :func:`clear_for_scatter`)."""
+    zeroed by :func:`clear_for_scatter`), else its point-major
+    ``nufft_blocks_<vectors>`` twin where :data:`SPREAD_OPTIONS` asks for it."""
     if scatters(points, plan):
         way = "scatter"
         global_size: tuple[int, ...] = (points.n_objects,)
         local_size: tuple[int, ...] | None = None
     elif _spread_options(queue)["blocks"]:
         way = "blocks"
-        global_size, local_size = (-(-plan.n_grid // SPREAD_BLOCK), points.n_objects), (1, 1)
+        rows = -(-plan.n_grid // (SPREAD_BLOCK * _BLOCK_SPREAD))
+        global_size, local_size = (rows * _BLOCK_SPREAD, points.n_objects), (1, 1)
     else:
         way = "spread"
         global_size, local_size = _range(plan.n_grid, points.n_objects, _work_group(queue))
