@@ -6,16 +6,25 @@
 ##   real           "float" | "double"
 ##   stage          "prepare": nufft_prepare; "spread": nufft_spread_data_window,
 ##                  nufft_spread_data and nufft_spread_window, and their
-##                  nufft_scatter_* twins; "power": nufft_power;
-##                  "correction": nufft_correction
+##                  nufft_scatter_* and nufft_blocks_* twins; "power":
+##                  nufft_power; "correction": nufft_correction
 ## stage "prepare" only (as lsprepare.mako):
 ##   wg, use_dy, center, min_points, ok, too_few, zero_variance
+##   contiguous     each work-item of nufft_prepare reads a run of consecutive
+##                  rows (CPUs), else every wg-th row (GPUs: coalesced)
 ## stage "power" only:
 ##   fit_mean       floating-mean model: three transforms per object (data, mean
 ##                  window, doubled window), else two (data, doubled window)
 ##   normalization  "standard" | "model" | "log" (psd: standard powers, scaled by the host)
 ##   write_sums     also write the corrected sums (the type-1 transforms at
 ##                  the nf grid frequencies)
+## stage "spread" only:
+##   horner         the gather and the scatter take the kernel's values from its
+##                  piecewise polynomial (es_kernel_at) instead of exp and sqrt
+##   lanes          4 | 8 | 16, at least the kernel's width: the polynomial's
+##                  columns (es_polynomial_functions)
+##   block          cells per work-item of the nufft_blocks_* kernels (0: not
+##                  built; they accumulate in double: a device with fp64)
 ## stage "correction" (a device with fp64): nufft_correction
 ##
 ## Grid convention (as tests/reference/nufft.py): the fine grid of n_grid
@@ -45,6 +54,12 @@
 ## rounding at boundaries harmless). fp32 sums are Kahan-compensated. Output:
 ## transforms first_trans .. of the object's n_trans, each n_grid interleaved
 ## complex values, contiguous (the batch layout of the FFT).
+##
+## nufft_blocks_<vectors> (CPU devices): the same grid point by point, as
+## FINUFFT spreads: one work-item per block of BLOCK cells finds the points
+## that reach the block's images as the gather does, evaluates each point's w
+## kernel values at once (es_kernel_lanes) and adds them times its strengths
+## to strips of local memory in double, then writes the block.
 ##
 ## nufft_power: one work-item per (grid frequency m, object). Mode k = m -
 ## nf / 2 of every transform is FFT cell k mod n_grid; times the correction
@@ -137,7 +152,7 @@ inline real_t one_term_power(
 % endif
 }
 </%def>
-<%page args="real, stage, fit_mean=None, normalization=None, write_sums=None, horner=None, lanes=None, block=None, wg=None, use_dy=None, center=None, min_points=None, ok=None, too_few=None, zero_variance=None"/>
+<%page args="real, stage, fit_mean=None, normalization=None, write_sums=None, horner=None, lanes=None, block=None, wg=None, contiguous=None, use_dy=None, center=None, min_points=None, ok=None, too_few=None, zero_variance=None"/>
 <%namespace name="common" file="common.mako"/>
 ${common.prelude(real)}
 <% fp32 = real == "float" %>
@@ -165,7 +180,7 @@ void nufft_prepare(
     __global double *restrict obj_psd,
     __global char *restrict obj_status)
 {
-${lsprep.object_statistics(use_dy, center, min_points, ok, too_few, zero_variance)}
+${lsprep.object_statistics(use_dy, center, min_points, ok, too_few, zero_variance, contiguous)}
     if (lid == 0) {
         __global double *stats = obj_stats + (long) obj * N_STATS;
         stats[0] = ot[0];
@@ -472,7 +487,13 @@ ${spread_arguments()}
     // strips: cell b of the block at [HALO + b]; a point's w cells start at
     // most HALO cells before the block, and LANES values are added at once
     __local double strips[${2 * len(vectors)}][STRIP];
-    const int l0 = (int) get_global_id(0) * BLOCK;
+    // work-item g takes block (g % rows) SPREAD + g / rows: neighbouring blocks,
+    // which hold the points of neighbouring times, go to distant work-items
+    // (runtimes hand out runs of consecutive work-groups to their threads)
+    const int n_blocks = (n_grid + BLOCK - 1) / BLOCK;
+    const int rows = (n_blocks + SPREAD - 1) / SPREAD;
+    const int g = (int) get_global_id(0);
+    const int l0 = ((g % rows) * SPREAD + g / rows) * BLOCK;
     const int obj = (int) get_global_id(1);
     if (l0 >= n_grid)
         return;
@@ -512,8 +533,10 @@ ${spread_arguments()}
                     const double re = (double) (weight * c.x), im = (double) (weight * c.y);
                     __local double *strip_re = strips[${2 * i}] + at;
                     __local double *strip_im = strips[${2 * i + 1}] + at;
-                    vstore${lanes}(fma(value, (double${lanes}) re, vload${lanes}(0, strip_re)), 0, strip_re);
-                    vstore${lanes}(fma(value, (double${lanes}) im, vload${lanes}(0, strip_im)), 0, strip_im);
+                    const double${lanes} sum_re = vload${lanes}(0, strip_re);
+                    const double${lanes} sum_im = vload${lanes}(0, strip_im);
+                    vstore${lanes}(fma(value, (double${lanes}) re, sum_re), 0, strip_re);
+                    vstore${lanes}(fma(value, (double${lanes}) im, sum_im), 0, strip_im);
                 }
 % endfor
             }
@@ -531,6 +554,7 @@ ${spread_arguments()}
 
 % if block:
 #define BLOCK ${block}
+#define SPREAD 16
 #define HALO ${lanes}
 #define STRIP (HALO + BLOCK + ${lanes})
 % endif

@@ -46,6 +46,8 @@ import pyopencl as cl
 import pyopencl.array as cla
 import scipy.fft
 
+from clperiod.engine.staging import in_parts
+
 __all__ = [
     "FOUR_STEP_MAX",
     "FOUR_STEP_MIN",
@@ -60,11 +62,11 @@ __all__ = [
 
 #: At most this many VkFFT plans are kept (least recently used ones go first).
 MAX_PLANS = 8
-#: Host rows of more than FOUR_STEP_MIN values, up to FOUR_STEP_MAX, are
-#: transformed in four steps (shorter rows fit the caches; on longer ones its
-#: transposition costs what the steps save).
+#: Host rows of more than FOUR_STEP_MIN values, up to FOUR_STEP_MAX (the
+#: longest measured), are transformed in four steps (shorter rows fit the
+#: caches); the four steps hold a second copy of the rows while they run.
 FOUR_STEP_MIN = 1 << 20
-FOUR_STEP_MAX = 1 << 22
+FOUR_STEP_MAX = 1 << 25
 
 Method = Literal["auto", "vkfft", "host"]
 
@@ -295,19 +297,32 @@ def _four_step(rows: np.ndarray, n1: int, isign: int) -> None:
     (``w_m = exp(isign 2 pi i / m)``): transforms of length ``n2`` down the
     columns of each row seen as ``(n2, n1)``, the twiddles ``w_n^(j1 k2)``
     (as two factors, ``k2 = k2a + K k2b``, of small tables), transforms of length
-    ``n1`` along its rows, and the transposition of the ``(n2, n1)`` result
-    into ``F``.
+    ``n1`` along its rows (into a new array), and the transposition of the
+    ``(n2, n1)`` result into ``F``. The transforms run on every core, the
+    twiddles and the transposition in parts on the engine's worker threads.
     """
     batch, n = rows.shape
     n2 = n // n1
     transform = _unnormalised(isign)
     grid = transform(rows.reshape(batch, n2, n1), axis=1, overwrite_x=True)
-    near, far = _divisor_below_root(n2), n2 // _divisor_below_root(n2)
-    by_k2 = grid.reshape(batch, far, near, n1)
-    by_k2 *= _unit_powers(n, near, n1, 1, isign).astype(rows.dtype)
-    by_k2 *= _unit_powers(n, far, n1, near, isign).astype(rows.dtype)[:, None, :]
-    result = transform(grid, axis=2, overwrite_x=True)
-    rows.reshape(batch, n1, n2)[...] = result.transpose(0, 2, 1)
+    near = _divisor_below_root(n2)
+    by_k2 = grid.reshape(batch, n2 // near, near, n1)
+    first = _unit_powers(n, near, n1, 1, isign).astype(rows.dtype)
+    second = _unit_powers(n, n2 // near, n1, near, isign).astype(rows.dtype)
+
+    def twiddle(lo: int, hi: int) -> None:
+        part = by_k2[:, lo:hi]
+        part *= first
+        part *= second[lo:hi, None, :]
+
+    in_parts(n2 // near, twiddle, min_part=1)
+    result = transform(grid, axis=2, overwrite_x=False)
+    out = rows.reshape(batch, n1, n2)
+
+    def transpose(lo: int, hi: int) -> None:
+        out[:, lo:hi] = result[:, :, lo:hi].transpose(0, 2, 1)
+
+    in_parts(n1, transpose, min_part=1)
 
 
 def fft_inplace(

@@ -22,8 +22,11 @@ Stages:
    ``e^{2 pi i f_s tt}``, from exact fma products) in
    :func:`prepare_on_device`; elsewhere the same arrays from NumPy
    (:func:`prepare`, :func:`upload_points`).
-2. :func:`spread`: the ES kernel's gather onto the periodic fine grid, one
-   work-item per cell, at harmonic 1 (data, window) and 2 (window).
+2. :func:`spread`: the ES kernel onto the periodic fine grid at harmonic 1
+   (data, window) and 2 (window): on GPUs a gather, one work-item per cell; on
+   CPUs point by point, one work-item per block of cells, with the kernel's
+   values from its piecewise polynomial (:func:`es_polynomial`,
+   :data:`SPREAD_OPTIONS`); a scatter for objects of few points on large grids.
 3. The FFT of every grid row (``clperiod.engine.fft.fft_inplace``).
 4. :func:`power`: the ``nf`` central modes divided by the kernel's Fourier
    transform (:func:`correction_factors`), then the power of the direct
@@ -126,6 +129,9 @@ PREPARE_WG = {"gpu": 256, "other": 16}
 LONG_OBJECT = 1 << 16
 #: Rows per work-group of ``nufft_reduce.mako``, on GPUs and on other devices.
 SPLIT_ROWS = {"gpu": 1 << 11, "other": 1 << 14}
+#: Whether each work-item of ``nufft_prepare`` reads a run of consecutive rows
+#: (CPU caches), by kind of device, else every work-group-th row (coalesced).
+PREPARE_CONTIGUOUS = {"gpu": False, "other": True}
 #: How each kind of device spreads (:func:`spread_harmonic`): ``horner``, the
 #: kernel values from :func:`es_polynomial` instead of exp and sqrt (fp64 only:
 #: evaluated in float32 the polynomial misses the fp32 bound on short light
@@ -138,6 +144,10 @@ SPREAD_OPTIONS = {
 }
 #: Fine-grid cells per work-item of the ``nufft_blocks_*`` kernels.
 SPREAD_BLOCK = 512
+#: Work-items of ``nufft_blocks_*`` per grid row ``SPREAD`` of its blocks
+#: (``cl_kernels/nufft.mako``): a run of consecutive work-items takes blocks
+#: from this many places of the grid.
+_BLOCK_SPREAD = 16
 #: The degree of :func:`es_polynomial` is the kernel's width plus this.
 POLYNOMIAL_EXTRA_DEGREE = 1
 #: The largest float64 below 1: a cell fraction never reaches 1.
@@ -679,6 +689,7 @@ def prepare_on_device(
         stage="prepare",
         wg=wg,
         **parameters,
+        contiguous=PREPARE_CONTIGUOUS[_device_kind(queue)],
     )
     raw = [staging.upload(catalog.t), staging.upload(catalog.y)]
     if use_dy:
@@ -786,7 +797,7 @@ class GridFFT(Protocol):
 
 
 def _work_group(queue: cl.CommandQueue) -> int:
-    return WORK_GROUP["gpu" if queue.device.type & cl.device_type.GPU else "other"]
+    return WORK_GROUP[_device_kind(queue)]
 
 
 def _range(n: int, n_objects: int, wg: int) -> tuple[tuple[int, int], tuple[int, int]]:
@@ -796,7 +807,7 @@ def _range(n: int, n_objects: int, wg: int) -> tuple[tuple[int, int], tuple[int,
 
 def _spread_options(queue: cl.CommandQueue) -> dict[str, bool]:
     """:data:`SPREAD_OPTIONS` of the queue's device (no blocks without fp64)."""
-    options = dict(SPREAD_OPTIONS["gpu" if queue.device.type & cl.device_type.GPU else "other"])
+    options = dict(SPREAD_OPTIONS[_device_kind(queue)])
     options["blocks"] = options["blocks"] and bool(queue.device.double_fp_config)
     return options
 
@@ -986,14 +997,16 @@ def spread_harmonic(
     ``window``) of the points at ``harmonic`` times ``xi`` into transforms
     ``first``, ... of the ``n_trans`` of each object in ``grid``; its
     ``nufft_scatter_<vectors>`` twin when the batch :func:`scatters` (``grid``
-    zeroed by :func:`clear_for_scatter`)."""
+    zeroed by :func:`clear_for_scatter`), else its point-major
+    ``nufft_blocks_<vectors>`` twin where :data:`SPREAD_OPTIONS` asks for it."""
     if scatters(points, plan, queue.device):
         way = "scatter"
         global_size: tuple[int, ...] = (points.n_objects,)
         local_size: tuple[int, ...] | None = None
     elif _spread_options(queue)["blocks"]:
         way = "blocks"
-        global_size, local_size = (-(-plan.n_grid // SPREAD_BLOCK), points.n_objects), (1, 1)
+        rows = -(-plan.n_grid // (SPREAD_BLOCK * _BLOCK_SPREAD))
+        global_size, local_size = (rows * _BLOCK_SPREAD, points.n_objects), (1, 1)
     else:
         way = "spread"
         global_size, local_size = _range(plan.n_grid, points.n_objects, _work_group(queue))

@@ -111,6 +111,7 @@ def test_host_four_step_matches_numpy(queue, rng, monkeypatch, dtype, shape, isi
 def test_four_step_splits_only_long_rows_with_a_divisor_near_the_root():
     assert fft._four_step_columns(2_000_000) == 1250  # 1250 x 1600
     assert fft._four_step_columns(4_000_000) == 2000
+    assert fft._four_step_columns(24_000_000) == 4800
     assert fft._four_step_columns(1 << 20) is None  # not above FOUR_STEP_MIN
     assert fft._four_step_columns(2 * fft.FOUR_STEP_MAX) is None
     assert fft._four_step_columns(1_048_583) is None  # a prime

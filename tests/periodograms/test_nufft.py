@@ -365,6 +365,40 @@ def test_device_preparation_equals_the_host_twin(
         np.testing.assert_allclose(value, expected, rtol=0, atol=atol, err_msg=name)
 
 
+@pytest.mark.parametrize("precision", ["fp64", "fp32"])
+@pytest.mark.parametrize(
+    ("fit_mean", "center_data", "use_dy"), [(True, True, True), (False, False, False)]
+)
+def test_preparation_reads_rows_strided_or_contiguous_alike(
+    cpu_device, monkeypatch, precision, fit_mean, center_data, use_dy
+):
+    """Each work-item of nufft_prepare reading every WG-th row (GPUs) or a run of
+    rows (CPUs): the same statistics up to the order of the sums, on objects
+    shorter and longer than the work-group."""
+    curves = [light_curve(n, seed=n) for n in (5, 50, 3, 1000, 17)]
+    catalog = Catalog.from_lightcurves(curves)
+    plan = nufft.NufftPlan.build(FrequencyGrid(0.01, 0.002, 500), precision)
+    queue = get_queue(cpu_device)
+    read = {}
+    for contiguous in (False, True):
+        for kind in nufft.PREPARE_CONTIGUOUS:
+            monkeypatch.setitem(nufft.PREPARE_CONTIGUOUS, kind, contiguous)
+        points, _ = on_device(cpu_device, catalog, plan, fit_mean, center_data, use_dy)
+        read[contiguous] = (points, read_points(queue, points, plan, catalog.offsets[-1]))
+    (strided, by_row), (contiguous, by_run) = read[False], read[True]
+    np.testing.assert_array_equal(strided.status, contiguous.status)
+    np.testing.assert_allclose(strided.psd_scale, contiguous.psd_scale, rtol=1e-14)
+    tolerance = 1e-14 if plan.fp64 else 1e-6
+    keep = np.repeat(by_row["n_points"] > 0, catalog.lengths)  # rows of the others unwritten
+    assert keep.sum() == catalog.offsets[-1] - (3 if fit_mean else 0)  # 3 rows: too few
+    for name, value in by_run.items():
+        expected = by_row[name]
+        if expected.size == keep.size:
+            value, expected = value[keep], expected[keep]
+        atol = 0 if name in ("cells", "n_points") else tolerance * np.nanmax(np.abs(expected))
+        np.testing.assert_allclose(value, expected, rtol=0, atol=atol, err_msg=name)
+
+
 def test_unsorted_times_are_sorted_and_wrapping_arcs_kept_unwrapped():
     """0.3 samples per peak: x goes round the box more than three times."""
     t, y, dy = light_curve(200)
