@@ -6,11 +6,15 @@ Workloads:
   transit), 1e5 trial periods from 0.5 to 13 days, 10 durations from 1 to 7 hours, the
   binned method, likelihood objective: clperiod end to end, fp64 and fp32, and astropy's
   fast method on every host core (the periods split over one process per core), with the
-  ratio and the agreement of the best periods.
+  ratio and the agreement of the best periods. Each precision is timed with each bin
+  filling of ``--path`` (``Layout.binning``: ``atomic``, ``prefix``, or ``auto``, the
+  default's choice; by default atomic and prefix, for an A/B in one run); in fp64 the
+  fillings must give identical results.
 * ``catalog``: ``--objects`` such light curves in one call, against ``--objects`` times
   the single-curve time (linear scaling).
 
-Run: ``python bench/bench_bls.py [workloads] [--objects N] [--out FILE]``.
+Run: ``python bench/bench_bls.py [workloads] [--path atomic prefix auto] [--objects N]
+[--out FILE]``.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from harness import best_of, run_report
 import clperiod
 from clperiod import Catalog
 from clperiod.engine.devices import select_devices
+from clperiod.periodograms.bls import Layout, layout_for
 
 PERIODS = np.exp(np.linspace(np.log(0.5), np.log(13.0), 100_000))
 DURATIONS = np.linspace(1.0, 7.0, 10) / 24
@@ -61,26 +66,42 @@ def _astropy(t, y, dy) -> tuple[float, float]:
     return seconds, max(found)[1]
 
 
-def tess(repeat: int) -> dict:
+def _layout(path: str) -> Layout:
+    """The default layout of the first device, with the bins filled as ``path`` says."""
+    default = layout_for(select_devices()[0])
+    return Layout(default.local_bins, default.atomics, binning=None if path == "auto" else path)
+
+
+def tess(repeat: int, paths: list[str]) -> dict:
     t, y, dy = tess_like()
     catalog = Catalog.from_single(t, y, dy)
     out: dict = {"device": select_devices()[0].label, "points": t.size,
                  "periods": PERIODS.size, "durations": DURATIONS.size}
-    for precision in ("fp64", "fp32"):
+    runs = [(f"{precision}_{path}", precision, _layout(path))
+            for precision in ("fp64", "fp32") for path in paths]
+    results = {}
+    for name, precision, layout in runs:
         seconds, result = best_of(
-            lambda precision=precision: clperiod.bls(
-                catalog, PERIODS, DURATIONS, precision=precision
+            lambda precision=precision, layout=layout: clperiod.bls(
+                catalog, PERIODS, DURATIONS, precision=precision, layout=layout
             ),
             repeat,
         )
-        out[f"{precision}_s"] = seconds
-        out[f"{precision}_best_period"] = float(np.asarray(result.period_best)[0])
+        out[f"{name}_s"] = seconds
+        out[f"{name}_best_period"] = float(np.asarray(result.period_best)[0])
+        results[name] = result
+    fp64 = [results[f"fp64_{path}"] for path in paths]
+    out["fp64_fills_identical"] = all(
+        np.array_equal(getattr(r, field), getattr(fp64[0], field))
+        for r in fp64[1:] for field in ("period_best", "power_best", "depth_best",
+                                        "duration_best", "transit_time_best", "top_k_power")
+    )
     seconds, best = _astropy(t, y, dy)
     out["astropy_all_cores_s"] = seconds
     out["astropy_workers"] = os.cpu_count()
     out["astropy_best_period"] = best
-    out["fp64_over_astropy"] = seconds / out["fp64_s"]
-    out["fp32_over_astropy"] = seconds / out["fp32_s"]
+    for name, _, _ in runs:
+        out[f"{name}_over_astropy"] = seconds / out[f"{name}_s"]
     return out
 
 
@@ -103,11 +124,14 @@ def catalog(n_objects: int, repeat: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("workloads", nargs="+", choices=["tess", "catalog"])
+    parser.add_argument("--path", nargs="+", default=["atomic", "prefix"],
+                        choices=["atomic", "prefix", "auto"],
+                        help="bin fillings timed in fp64 (tess workload)")
     parser.add_argument("--objects", type=int, default=100)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--out")
     args = parser.parse_args()
-    runners = {"tess": lambda: tess(args.repeat),
+    runners = {"tess": lambda: tess(args.repeat, args.path),
                "catalog": lambda: catalog(args.objects, args.repeat)}
     run_report("bench_bls.py", args.workloads, lambda name: runners[name](), args.out)
 

@@ -12,6 +12,11 @@ Workloads (issue 22's performance targets):
 * ``stripe82``: the Stripe 82 catalog on 330,000 frequencies, each algorithm and nifty-ls
   one call per object (the CPU target).
 * ``long``: long light curves with ``algorithm="auto"`` against nifty-ls.
+* ``host``: the host steps of one call on 1e6 points, each the best of ``--repeat``: for
+  arrays (a NUFFT search on one device), the catalog checked and copied into page-locked
+  memory and the upload from there, then its own copy (made while the device works, so not
+  in ``total``); for a Catalog argument, building it (while the previous call's is alive)
+  and the page-locked staging copy and upload; the time-order and status checks.
 * ``crossover``: one light curve, N points x nf frequencies over a grid of sizes, both
   algorithms and ``algorithm="auto"`` (direct and auto only where the direct sums take
   under ``--direct-limit`` point-frequencies), with auto's time over the better one's:
@@ -231,6 +236,59 @@ def host_profile(repeat: int) -> dict:
     return out
 
 
+def host_steps(repeat: int) -> dict:
+    """Milliseconds of the host steps of one 1e6-point call, each the best of ``repeat``:
+    ``total`` those before the device starts on arrays, ``total_catalog`` on a Catalog."""
+    import functools
+
+    from clperiod.catalog import relocated, single_catalog
+    from clperiod.engine.staging import PINNED_POOL
+    from clperiod.periodograms.inputs import degenerate_status
+
+    info = select_devices()[0]
+    queue = get_queue(info)
+    t, y, dy = light_curve(1_000_000)
+    page_locked = functools.partial(PINNED_POOL.empty, info)
+    held = {
+        "catalog": Catalog.from_single(t, y, dy),
+        "arrays": single_catalog(t, y, dy, "raise", page_locked),
+    }
+
+    def build() -> None:  # a result of the previous call holds its catalog
+        held["catalog"] = Catalog.from_single(t, y, dy)
+
+    def build_page_locked() -> None:
+        held["arrays"] = single_catalog(t, y, dy, "raise", page_locked)
+
+    def stage(catalog: Catalog) -> None:
+        staging = Staging(info)
+        for column in (catalog.t, catalog.y, catalog.dy):
+            staging.upload(column)
+        staging.send(queue)
+        queue.finish()
+        staging.release()
+
+    status, best = np.zeros(1, np.int8), np.ones(1)
+    steps = {
+        "arrays_catalog_page_locked": build_page_locked,
+        "arrays_upload_in_place": lambda: stage(held["arrays"]),
+        "arrays_own_copy_overlapped": lambda: relocated(held["arrays"]),
+        "catalog": build,
+        "staging_copy_and_upload": lambda: stage(held["catalog"]),
+        "time_sorted": lambda: nufft.time_sorted(held["catalog"]),
+        "status": lambda: degenerate_status(held["catalog"], status, best, True),
+    }
+    out: dict = {"device": info.label, "ms": {}}
+    for name, step in steps.items():
+        seconds, _ = best_of(step, repeat)
+        out["ms"][name] = 1e3 * seconds
+    ms = out["ms"]
+    checks = ms["time_sorted"] + ms["status"]
+    ms["total"] = ms["arrays_catalog_page_locked"] + ms["arrays_upload_in_place"] + checks
+    ms["total_catalog"] = ms["catalog"] + ms["staging_copy_and_upload"] + checks
+    return out
+
+
 def stripe82(repeat: int) -> dict:
     """The Stripe 82 catalog (136 RR Lyrae) on 330,000 frequencies: each algorithm,
     and nifty-ls one call per object on the same cores (the CPU target of issue 22)."""
@@ -294,7 +352,7 @@ def main() -> None:
         "workloads",
         nargs="*",
         default=["single"],
-        choices=["single", "stages", "tess", "crossover", "profile", "stripe82", "long"],
+        choices=["single", "stages", "host", "tess", "crossover", "profile", "stripe82", "long"],
     )
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--bandwidth", type=float, default=3350.0, help="peak GB/s")
@@ -305,6 +363,7 @@ def main() -> None:
     runners = {
         "single": lambda: single(args.repeat),
         "stages": lambda: stages(args.repeat, args.bandwidth),
+        "host": lambda: host_steps(args.repeat),
         "tess": lambda: tess(args.repeat, args.tess_objects),
         "crossover": lambda: crossover(args.repeat, args.direct_limit),
         "profile": lambda: host_profile(args.repeat),

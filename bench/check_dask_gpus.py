@@ -1,19 +1,29 @@
-"""Dask workers on a multi-GPU host: is each bound to its own GPU (issue #6)?
+"""Dask with one worker per GPU (issues 6 and 25): binding, results and throughput.
 
-Runs :func:`clperiod.dask.lombscargle` on the synthetic catalog of
-``bench_lombscargle.py`` (``--objects``, ``--nf``) split into ``--partitions``
-partitions, on two two-worker clusters:
+Runs :func:`clperiod.dask.lombscargle` (``top_k=3``) on the Lomb-Scargle catalog of
+``bench_multidevice.py`` (``bench_lombscargle.py``'s 1000 synthetic objects repeated
+``--copies`` times: 16,000 objects by default; ``--nf`` frequencies, default 2x10^5) as a
+frame indexed by id with known divisions, in ``--partitions`` partitions. For one worker
+and for ``--workers`` workers (default 2, one per GPU) it starts a
+``distributed.LocalCluster`` of single-threaded worker processes without device variables,
+so that each binds itself by rank to its own device (``clperiod.dask.workers``), moves the
+frame onto the workers (``persist``), and reports:
 
-* a ``distributed.LocalCluster`` of two worker processes and no device
-  variables (binding by worker rank);
-* a scheduler with two ``dask worker`` processes that each get
-  ``CUDA_VISIBLE_DEVICES`` rotated ("0,1" and "1,0"), as dask-cuda's
-  ``LocalCUDACluster`` sets it.
+* every worker's rank and device (label and PCI bus:slot of NVIDIA devices) and whether
+  the workers hold distinct devices;
+* whether every object appears exactly once and its columns (frequency, power, FAP,
+  top-k peaks, status) equal those of a one-device in-process search, object by object;
+* the wall time of a warm run (best of ``--repeat`` after a first run that builds the
+  kernels) and the objects per second;
 
-For each it reports every worker's rank and device (label and PCI bus:slot
-of NVIDIA devices), whether the workers hold distinct GPUs, whether the
-results equal a single-device in-process search object by object, and the
-wall time of a warm run against that of the in-process search.
+and the ratio of the two throughputs (issue 25 asks >= 1.8 for two GPUs).
+``--cuda-visible-devices`` also runs two ``dask worker`` processes given
+``CUDA_VISIBLE_DEVICES`` "0,1" and "1,0", as dask-cuda sets it, and checks them the
+same way (binding and results).
+
+Small sizes check the script on a CPU: ``CLPERIOD_DEVICE`` is removed for the
+workers, which then all take the CPU device, e.g. ``--copies 1 --nf 2000
+--partitions 4``.
 """
 
 from __future__ import annotations
@@ -29,11 +39,15 @@ import time
 import numpy as np
 import pandas as pd
 from bench_lombscargle import synthetic_catalog
+from bench_multidevice import repeated
 
 import clperiod
 import clperiod.dask
 from clperiod import FrequencyGrid, lombscargle
 from clperiod.dask.workers import worker_device, worker_rank
+from clperiod.io.tables import result_columns
+
+TOP_K = 3
 
 
 def physical(info) -> str:
@@ -50,50 +64,53 @@ def where() -> dict:
             "CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES")}
 
 
-def check(client, ddf, grid, reference, in_process_s) -> dict:
-    client.wait_for_workers(2, timeout=60)
-    workers = client.run(where)
-    clperiod.dask.lombscargle(ddf, grid, dy_col="dy").compute()  # warm-up
-    started = time.perf_counter()
-    table = clperiod.dask.lombscargle(ddf, grid, dy_col="dy").compute()
-    wall = time.perf_counter() - started
-    table = table.set_index("id").loc[reference.ids]
-    same = all(np.array_equal(table[column].to_numpy(), values, equal_nan=True)
-               for column, values in (("frequency", reference.frequency_best),
-                                      ("power", reference.power_best)))
-    return {"workers": list(workers.values()),
-            "distinct_devices": len({w["pci"] for w in workers.values()}) == len(workers),
-            "identical_to_one_device": same, "cluster_s": wall, "in_process_one_device_s": in_process_s}
+def compared(table: pd.DataFrame, expected: pd.DataFrame) -> dict:
+    """Whether every object of ``expected`` appears once in ``table``, no other, and
+    with equal columns (NaN equal to NaN)."""
+    counts = table["id"].value_counts()
+    once = bool((counts == 1).all()) and set(counts.index) == set(expected.index)
+    same = False
+    if once:
+        table = table.set_index("id").loc[expected.index]
+        same = all(np.array_equal(table[name].to_numpy(), expected[name].to_numpy(),
+                                  equal_nan=expected[name].dtype.kind == "f")
+                   for name in expected.columns)
+    return {"every_object_once": once, "identical_to_one_device": same}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--objects", type=int, default=4000)
-    parser.add_argument("--nf", type=int, default=200_000)
-    parser.add_argument("--partitions", type=int, default=8)
-    parser.add_argument("--out", help="write the JSON here")
-    args = parser.parse_args()
-    import dask.dataframe as dd
+def check(client, ddf, grid, expected: pd.DataFrame, n_workers: int, repeat: int) -> dict:
+    """Binding, results and warm wall time of the cluster behind ``client``."""
+    client.wait_for_workers(n_workers, timeout=120)
+    workers = list(client.run(where).values())
+    frame = ddf.persist()
+
+    def search() -> pd.DataFrame:
+        return clperiod.dask.lombscargle(frame, grid, dy_col="dy", top_k=TOP_K).compute()
+
+    table = search()  # builds the kernels on every worker
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        table = search()
+        times.append(time.perf_counter() - started)
+    wall = min(times)
+    return {"n_workers": n_workers, "workers": workers,
+            "distinct_devices": len({w["pci"] for w in workers}) == len(workers),
+            **compared(table, expected), "warm_s": wall,
+            "objects_per_s": len(expected) / wall}
+
+
+def local_cluster(n_workers: int):
+    from distributed import LocalCluster
+
+    return LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                        dashboard_address=None)
+
+
+def visible_devices_rule(ddf, grid, expected, repeat: int) -> dict:
+    """Two ``dask worker`` processes with ``CUDA_VISIBLE_DEVICES`` rotated."""
     from distributed import Client, LocalCluster
 
-    catalog = synthetic_catalog(args.objects)
-    grid = FrequencyGrid.from_range(0.1, 10.0, args.nf)
-    device = clperiod.select_devices()[:1]
-    lombscargle(catalog, grid, device=device)
-    started = time.perf_counter()
-    reference = lombscargle(catalog, grid, device=device)
-    in_process = time.perf_counter() - started
-    frame = pd.DataFrame({"id": np.repeat(catalog.ids, catalog.lengths), "t": catalog.t,
-                          "y": catalog.y, "dy": catalog.dy}).set_index("id")
-    ddf = dd.from_pandas(frame, npartitions=args.partitions, sort=True)
-    for variable in ("CLPERIOD_DEVICE", "PYOPENCL_CTX", "CUDA_VISIBLE_DEVICES"):
-        os.environ.pop(variable, None)  # the workers bind themselves
-    out = {"date": datetime.date.today().isoformat(), "command": " ".join(sys.argv),
-           "devices": [d.label for d in clperiod.select_devices("all")],
-           "n_objects": args.objects, "nf": args.nf, "partitions": args.partitions}
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as cluster, Client(cluster) as client:
-        out["local_cluster_rank_rule"] = check(client, ddf, grid, reference, in_process)
     with LocalCluster(n_workers=0, processes=True, dashboard_address=None) as cluster:
         workers = [subprocess.Popen(
             [sys.executable, "-m", "distributed.cli.dask_worker", cluster.scheduler_address,
@@ -103,11 +120,52 @@ def main() -> None:
             for rank, visible in enumerate(("0,1", "1,0"))]
         try:
             with Client(cluster) as client:
-                out["cuda_visible_devices_rule"] = check(client, ddf, grid, reference, in_process)
+                return check(client, ddf, grid, expected, 2, repeat)
         finally:
             for worker in workers:
                 worker.terminate()
                 worker.wait()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--copies", type=int, default=16,
+                        help="copies of the 1000 synthetic objects (16: 16,000 objects)")
+    parser.add_argument("--nf", type=int, default=200_000)
+    parser.add_argument("--partitions", type=int, default=8)
+    parser.add_argument("--workers", type=int, default=2, help="workers of the scaled run")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--cuda-visible-devices", action="store_true",
+                        help="also check two workers bound by CUDA_VISIBLE_DEVICES")
+    parser.add_argument("--out", help="write the JSON here")
+    args = parser.parse_args()
+    import dask.dataframe as dd
+    from distributed import Client
+
+    catalog = repeated(synthetic_catalog(1000), args.copies)
+    grid = FrequencyGrid.from_range(0.1, 10.0, args.nf)
+    device = clperiod.select_devices()[:1]
+    reference = lombscargle(catalog, grid, top_k=TOP_K, device=device)
+    expected = pd.DataFrame(result_columns(reference)).set_index("id")
+    frame = pd.DataFrame({"id": np.repeat(catalog.ids, catalog.lengths), "t": catalog.t,
+                          "y": catalog.y, "dy": catalog.dy}).set_index("id")
+    ddf = dd.from_pandas(frame, npartitions=args.partitions, sort=True)
+    out = {"date": datetime.date.today().isoformat(), "command": " ".join(sys.argv),
+           "devices": [d.label for d in clperiod.select_devices("all")],
+           "reference_device": device[0].label, "n_objects": catalog.n_objects,
+           "n_points": int(catalog.lengths.sum()), "nf": args.nf, "top_k": TOP_K,
+           "partitions": args.partitions}
+    for variable in ("CLPERIOD_DEVICE", "PYOPENCL_CTX", "CUDA_VISIBLE_DEVICES"):
+        os.environ.pop(variable, None)  # the workers bind themselves
+    for n_workers in (1, args.workers):
+        with local_cluster(n_workers) as cluster, Client(cluster) as client:
+            out[f"local_cluster_{n_workers}_workers"] = check(client, ddf, grid, expected,
+                                                              n_workers, args.repeat)
+    one, many = (out[f"local_cluster_{n}_workers"]["warm_s"] for n in (1, args.workers))
+    out["throughput_ratio"] = one / many
+    if args.cuda_visible_devices:
+        out["cuda_visible_devices_rule"] = visible_devices_rule(ddf, grid, expected,
+                                                                args.repeat)
     text = json.dumps(out, indent=1)
     print(text)
     if args.out:

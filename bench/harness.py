@@ -34,8 +34,9 @@ def best_of(fn: Callable, repeat: int):
 
 
 def run_report(script: str, workloads: list[str], run: Callable[[str], dict],
-               out: str | None) -> dict:
-    """Run each workload, print its JSON as it finishes, write the whole report to ``out``."""
+               out: str | None, shown: Callable[[dict], dict] = lambda entry: entry) -> dict:
+    """Run each workload, print its JSON (``shown`` of it) as it finishes, write the whole
+    report to ``out``."""
     report = {
         "date": date.today().isoformat(),
         "host": platform.node(),
@@ -44,7 +45,7 @@ def run_report(script: str, workloads: list[str], run: Callable[[str], dict],
     }
     for name in workloads:
         report[name] = run(name)
-        print(json.dumps({name: report[name]}, indent=1, default=str), flush=True)
+        print(json.dumps({name: shown(report[name])}, indent=1, default=str), flush=True)
     if out:
         with open(out, "w") as handle:
             json.dump(report, handle, indent=1, default=str)

@@ -14,6 +14,8 @@
 ##              slot per work-group (False; 2 * slot_len longs each)
 ##   atomics    (binned) "int64": 64-bit atomic adds (cl_khr_int64_base_atomics);
 ##              "split": each 64-bit add as two 32-bit atomic adds with the carry
+##   prefix     (binned) whether objects flagged in obj_sorted fill their bins
+##              from prefix sums of their time-ordered points (below)
 ##   tile       (exact) points staged per local-memory tile
 ##
 ## Work decomposition: one work-group per (object, trial period); the group
@@ -44,6 +46,29 @@
 ## oversample - m; cyclic pads max(m) copies after K and tries starts 0 ..
 ## K - 1. Prefix sums (exact integers), then every (duration, start): the
 ## first strictly greatest admissible box (depth >= 0) wins, as in astropy.
+##
+## Binned, prefix fill (objects flagged in obj_sorted, points in time order):
+## the same bins without atomics. fp64: a point's key (cycle n, bin b) =
+## (floor(tau / P), (int) (wrapped / width) + 1) is non-decreasing in tau
+## (each operation is monotone under IEEE rounding), so the points of one
+## (cycle, bin) are a run of consecutive indices and bin b holds
+## sum_n S(E(n, b + 1)) - S(E(n, b)): S the exclusive prefix sums of the
+## object's points, E(n, b) the first point whose key is at least (n, b).
+## A work-item per boundary b = 1 .. K + 1 adds G(b) = sum_n S(E(n, b)) over
+## the cycles (modulo 2^64; the differences are exact), then bin b = G(b + 1)
+## - G(b) (G(K + 2) = G(1) + the total, as the keys' bins lie in 1 .. K + 1;
+## cyclic: bin K + 1 added to bin 1); padding and scan follow as for the
+## atomic fill. No atomics, and no barrier in a branch. E(n, b) starts from the
+## object's guide (the first point at or after k h, h = span / N) at the
+## edge n P + min((b - 1) width, P) and steps to the first point at or after
+## the boundary: points farther than `slack` from the edge (a bound on the
+## rounding of the key and of the edge) are placed by their time, the others
+## by their key, so the bins equal the atomic fill's bit for bit. fp32: bin b
+## of cycle n holds the points at or after the edge n P + (b - 1) width
+## (double-single, ~2^-44 relative; bin K + 1's edge is the next cycle's) and
+## before the next edge, points and edges compared as double-single times:
+## exact bins of the true phase to that precision, where the atomic fill
+## folds to ~1e-7 cycles.
 ##
 ## Exact: for duration k, centres i * step_k (i < centres[period, k], numpy's
 ## arange(0, P + step, step)); a point is in the box when
@@ -165,6 +190,95 @@ inline float fold(const float th, const float tl, const float fh, const float fl
     }
 </%def>
 
+% if binned and fp64:
+## astropy's bin of a point: its cycle floor(tau / P), then (int) (wrap_into(tau,
+## P) / width) + 1, operation by operation (the same double roundings).
+inline double cycle_of(const double tau, const double period)
+{
+    return floor(tau / period);
+}
+
+inline int bin_in_cycle(const double tau, const double turns, const double period,
+                        const double width)
+{
+    const double whole = period * turns;
+    const double wrapped = tau - whole;
+    return (int) (wrapped / width) + 1;
+}
+% endif
+% if binned and prefix and fp64:
+
+## Whether a point at time t has a key (cycle, bin) of at least (n, b), whose
+## edge in time lies in (below, above).
+inline int reaches(const double t, const double n, const int b, const double below,
+                   const double above, const double period, const double width)
+{
+    if (t >= above)
+        return 1;
+    if (t <= below)
+        return 0;
+    const double turns = cycle_of(t, period);
+    return turns > n || (turns == n && bin_in_cycle(t, turns, period, width) >= b);
+}
+
+## The first of an object's `count` time-ordered points (index 0 .. count) whose
+## key is at least (n, b), from its guide entry at the boundary's edge.
+inline int first_reaching(__global const double *restrict tau, __global const int *restrict guide,
+                          const int count, const double inv_step, const double n, const int b,
+                          const double edge, const double slack, const double period,
+                          const double width)
+{
+    const double below = edge - slack, above = edge + slack;
+    int j = guide[(int) fmin(edge * inv_step, (double) count)];
+    while (j > 0 && reaches(tau[j - 1], n, b, below, above, period, width))
+        --j;
+    while (j < count && !reaches(tau[j], n, b, below, above, period, width))
+        ++j;
+    return j;
+}
+% elif binned and prefix:
+
+## Double-single times (hi + lo, |lo| <= ulp(hi) / 2) of the edges.
+inline float2 ds_normal(const float big, const float small)
+{
+    const float sum = big + small;
+    return (float2) (sum, small - (sum - big));
+}
+
+## k (hi + lo) for a whole k < 2^24.
+inline float2 ds_times(const float k, const float hi, const float lo)
+{
+    const float product = k * hi;
+    return ds_normal(product, fma(k, hi, -product) + k * lo);
+}
+
+## a + b for a, b >= 0.
+inline float2 ds_add(const float2 a, const float2 b)
+{
+    const float sum = a.x + b.x;
+    const float part = sum - a.x;
+    return ds_normal(sum, ((a.x - (sum - part)) + (b.x - part)) + (a.y + b.y));
+}
+
+inline int ds_less(const float2 a, const float2 b)
+{
+    return a.x < b.x || (a.x == b.x && a.y < b.y);
+}
+
+## The first of an object's `count` time-ordered points (index 0 .. count) at
+## or after `edge`, from its guide entry there.
+inline int first_at(__global const float *restrict th, __global const float *restrict tl,
+                    __global const int *restrict guide, const int count, const float inv_step,
+                    const float2 edge)
+{
+    int j = guide[min((int) fmin(edge.x * inv_step, (float) count), count)];
+    while (j > 0 && !ds_less((float2) (th[j - 1], tl[j - 1]), edge))
+        --j;
+    while (j < count && ds_less((float2) (th[j], tl[j]), edge))
+        ++j;
+    return j;
+}
+% endif
 % if binned:
 ## bins[index] += value, exactly, from many work-items at once.
 inline void add_exact(volatile ${bins_space} long *bins, const int index, const long value)
@@ -182,6 +296,111 @@ inline void add_exact(volatile ${bins_space} long *bins, const int index, const 
 %   endif
 }
 
+## Each point's weights added into its bin (any order of the points).
+<%def name="atomic_fill()">
+    for (int j = start + lid; j < end; j += WG) {
+%   if fp64:
+        const double tau = pt_tau[j];
+        int index = bin_in_cycle(tau, cycle_of(tau, period), period, width);
+%   else:
+        int index = (int) (fold(pt_th[j], pt_tl[j], fh, fl) * scale) + 1;
+%   endif
+%   if compat == "cyclic":
+        if (index > n_real)
+            index -= n_real;
+%   endif
+        add_exact(bins_uv, index, pt_uv[j]);
+        add_exact(bins_v, index, pt_v[j]);
+    }
+</%def>
+
+## The same bins from the prefix sums of the time-ordered points (header notes).
+<%def name="prefix_fill()">
+        const int count = end - start;
+        const long table = (long) start + obj;
+%   if fp64:
+        const double last_cycle = cycle_of(pt_tau[end - 1], period);
+        const double slack = (pt_tau[end - 1] + period) * 0x1p-44;
+        const double object_inv_step = inv_step[obj];
+        for (int b = 1 + lid; b <= n_real + 1; b += WG) {
+            const double offset = fmin((double) (b - 1) * width, period);
+            ulong sum_uv = 0, sum_v = 0;
+            for (double n = 0; n <= last_cycle; n += 1) {
+                const int first = first_reaching(pt_tau + start, guide + table, count,
+                                                 object_inv_step, n, b, n * period + offset,
+                                                 slack, period, width);
+                sum_uv += as_ulong(pre_uv[table + first]);
+                sum_v += as_ulong(pre_v[table + first]);
+            }
+            bins_uv[b] = as_long(sum_uv);
+            bins_v[b] = as_long(sum_v);
+        }
+%   else:
+        const float2 last = (float2) (pt_th[end - 1], pt_tl[end - 1]);
+        const float period_high = period_hi[period_index], period_low = period_lo[period_index];
+        const float object_inv_step = inv_step[obj];
+        for (int b = 1 + lid; b <= n_real + 1; b += WG) {
+            const float2 offset = ds_times((float) (b - 1), width_hi, width_lo);
+            ulong sum_uv = 0, sum_v = 0;
+            float2 cycle = (float2) (0.0f, 0.0f);   // n P, from n = 0 while n P <= the last point
+            for (float after = 1; !ds_less(last, cycle); after += 1) {
+                const float2 next = ds_times(after, period_high, period_low);   // (n + 1) P
+                float2 edge = b > n_real ? next : ds_add(cycle, offset);
+                if (ds_less(next, edge))
+                    edge = next;
+                const int first = first_at(pt_th + start, pt_tl + start, guide + table, count,
+                                           object_inv_step, edge);
+                sum_uv += as_ulong(pre_uv[table + first]);
+                sum_v += as_ulong(pre_v[table + first]);
+                cycle = next;
+            }
+            bins_uv[b] = as_long(sum_uv);
+            bins_v[b] = as_long(sum_v);
+        }
+%   endif
+</%def>
+
+## bins[b] = G(b + 1) - G(b) for b = 1 .. K + 1 from G(b) in bins[b], with
+## G(K + 2) = G(1) + the totals: a chunk of bins per work-item, its first from
+## the next chunk's G read before the barrier (outside any branch).
+<%def name="prefix_differences()">
+    const int per_item = (n_real + WG) / WG;
+    const int low = 1 + lid * per_item, high = min(low + per_item, n_real + 2);
+    ulong above_uv = 0, above_v = 0;
+%   if compat == "cyclic":
+    ulong last_uv = 0, last_v = 0;
+%   endif
+    if (sorted) {
+        const ulong wrap_uv = as_ulong(bins_uv[1]) + as_ulong(total_uv);
+        const ulong wrap_v = as_ulong(bins_v[1]) + as_ulong(total_v);
+        above_uv = high <= n_real + 1 ? as_ulong(bins_uv[high]) : wrap_uv;
+        above_v = high <= n_real + 1 ? as_ulong(bins_v[high]) : wrap_v;
+%   if compat == "cyclic":
+        // bin K + 1 (points folded to P and beyond) is added to bin 1
+        last_uv = wrap_uv - as_ulong(bins_uv[n_real + 1]);
+        last_v = wrap_v - as_ulong(bins_v[n_real + 1]);
+%   endif
+    }
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+    if (sorted) {
+        for (int b = high - 1; b >= low; --b) {
+            const ulong here_uv = as_ulong(bins_uv[b]), here_v = as_ulong(bins_v[b]);
+%   if compat == "cyclic":
+            const ulong moved_uv = b == 1 ? last_uv : 0, moved_v = b == 1 ? last_v : 0;
+            const int kept = b <= n_real;
+            bins_uv[b] = kept ? as_long(above_uv - here_uv + moved_uv) : 0;
+            bins_v[b] = kept ? as_long(above_v - here_v + moved_v) : 0;
+%   else:
+            bins_uv[b] = as_long(above_uv - here_uv);
+            bins_v[b] = as_long(above_v - here_v);
+%   endif
+            above_uv = here_uv;
+            above_v = here_v;
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+</%def>
+
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void bls_binned(
 ${point_args()}
@@ -193,6 +412,18 @@ ${point_args()}
     __global const int *restrict real_bins,     // K = ceil(P / width) per period
     __global const int *restrict box_bins,      // m per duration
     const int n_durations, const int pad,
+%   if prefix:
+    __global const int *restrict obj_sorted,    // per object: prefix fill (points in time order)
+    __global const long *restrict pre_uv,       // per object from obj_start + obj: the N + 1
+    __global const long *restrict pre_v,        // exclusive prefix sums of its points
+    __global const int *restrict guide,         // and its first point at or after k h, k <= N
+    __global const real_t *restrict inv_step,   // 1 / h per object (0: all times equal)
+%     if not fp64:
+    __global const float *restrict period_hi,   // P = period_hi + period_lo
+    __global const float *restrict period_lo,
+    const float width_hi, const float width_lo,
+%     endif
+%   endif
 %   if bins_local:
     __local long *restrict bins_uv,             // (K + pad + 1) each
     __local long *restrict bins_v,
@@ -226,25 +457,19 @@ ${output_args()}
         bins_v[i] = 0;
     }
     barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-    for (int j = start + lid; j < end; j += WG) {
-%   if fp64:
-        // astropy's (int) (wrap_into(tau, P) / width) + 1, operation by operation
-        const double tau = pt_tau[j];
-        const double turns = floor(tau / period);
-        const double whole = period * turns;
-        const double wrapped = tau - whole;
-        int index = (int) (wrapped / width) + 1;
-%   else:
-        int index = (int) (fold(pt_th[j], pt_tl[j], fh, fl) * scale) + 1;
-%   endif
-%   if compat == "cyclic":
-        if (index > n_real)
-            index -= n_real;
-%   endif
-        add_exact(bins_uv, index, pt_uv[j]);
-        add_exact(bins_v, index, pt_v[j]);
+%   if prefix:
+    const int sorted = obj_sorted[obj] && end > start;
+    if (sorted) {
+${prefix_fill()}
+    } else {
+${atomic_fill()}
     }
     barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+${prefix_differences()}
+%   else:
+${atomic_fill()}
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+%   endif
     // wrap padding (sources and targets are disjoint)
     for (int r = 1 + lid; r <= pad; r += WG) {
 %   if compat == "astropy":

@@ -125,8 +125,9 @@ ${object_statistics(use_dy, center, min_points, ok, too_few, zero_variance)}
 ## variance writes them and returns). Leaves in scope for the per-point pass:
 ## start, n, ot, oy, e, dy_min, WEIGHT(i), SCALED(i), w_total, ybar, t_ref,
 ## res and f. Needs WG and the kernel arguments t, y, dy (with use_dy),
-## obj_start, obj_n and the object outputs.
-<%def name="object_statistics(use_dy, center, min_points, ok, too_few, zero_variance)">
+## obj_start, obj_n and the object outputs. With contiguous, each work-item
+## reads one run of consecutive rows (CPU caches) instead of every WG-th row.
+<%def name="object_statistics(use_dy, center, min_points, ok, too_few, zero_variance, contiguous=False)">
     __local double ra[WG], rb[WG], rc[WG], rd[WG];
     __local int rrow[WG];
     const int obj = get_group_id(0);
@@ -145,10 +146,17 @@ ${object_statistics(use_dy, center, min_points, ok, too_few, zero_variance)}
     }
     __global const double *ot = t + start;
     __global const double *oy = y + start;
+% if contiguous:
+    const int per_item = (n + WG - 1) / WG;
+    const int row_lo = min(n, lid * per_item), row_hi = min(n, row_lo + per_item);
+<%   rows = "for (int i = row_lo; i < row_hi; ++i)" %>
+% else:
+<%   rows = "for (int i = lid; i < n; i += WG)" %>
+% endif
 
     // pass 1: largest |y|, smallest dy, time range
     double big = 0, small = INFINITY, lo = INFINITY, hi = -INFINITY;
-    for (int i = lid; i < n; i += WG) {
+    ${rows} {
         big = fmax(big, fabs(oy[i]));
 % if use_dy:
         small = fmin(small, dy[start + i]);
@@ -188,7 +196,7 @@ ${object_statistics(use_dy, center, min_points, ok, too_few, zero_variance)}
     // pass 2: sum w, sum w d_s, nearest row to the epoch
     double sw = 0, swd = 0, near = INFINITY;
     int row = n;
-    for (int i = lid; i < n; i += WG) {
+    ${rows} {
         const double w = WEIGHT(i);
         sw += w;
         swd += w * SCALED(i);
@@ -224,7 +232,7 @@ ${object_statistics(use_dy, center, min_points, ok, too_few, zero_variance)}
 
     // pass 3: residual mean, yy, second moment
     double res = 0, yy = 0, second = 0;
-    for (int i = lid; i < n; i += WG) {
+    ${rows} {
         const double wn = WEIGHT(i) / w_total;
         const double u = SCALED(i) - ybar;
         const double ys = ldexp(oy[i], -e);

@@ -6,16 +6,25 @@
 ##   real           "float" | "double"
 ##   stage          "prepare": nufft_prepare; "spread": nufft_spread_data_window,
 ##                  nufft_spread_data and nufft_spread_window, and their
-##                  nufft_scatter_* twins; "power": nufft_power;
-##                  "correction": nufft_correction
+##                  nufft_scatter_* and nufft_blocks_* twins; "power":
+##                  nufft_power; "correction": nufft_correction
 ## stage "prepare" only (as lsprepare.mako):
 ##   wg, use_dy, center, min_points, ok, too_few, zero_variance
+##   contiguous     each work-item of nufft_prepare reads a run of consecutive
+##                  rows (CPUs), else every wg-th row (GPUs: coalesced)
 ## stage "power" only:
 ##   fit_mean       floating-mean model: three transforms per object (data, mean
 ##                  window, doubled window), else two (data, doubled window)
 ##   normalization  "standard" | "model" | "log" (psd: standard powers, scaled by the host)
 ##   write_sums     also write the corrected sums (the type-1 transforms at
 ##                  the nf grid frequencies)
+## stage "spread" only:
+##   horner         the gather and the scatter take the kernel's values from its
+##                  piecewise polynomial (es_kernel_at) instead of exp and sqrt
+##   lanes          4 | 8 | 16, at least the kernel's width: the polynomial's
+##                  columns (es_polynomial_functions)
+##   block          cells per work-item of the nufft_blocks_* kernels (0: not
+##                  built; they accumulate in double: a device with fp64)
 ## stage "correction" (a device with fp64): nufft_correction
 ##
 ## Grid convention (as tests/reference/nufft.py): the fine grid of n_grid
@@ -46,6 +55,12 @@
 ## transforms first_trans .. of the object's n_trans, each n_grid interleaved
 ## complex values, contiguous (the batch layout of the FFT).
 ##
+## nufft_blocks_<vectors> (CPU devices): the same grid point by point, as
+## FINUFFT spreads: one work-item per block of BLOCK cells finds the points
+## that reach the block's images as the gather does, evaluates each point's w
+## kernel values at once (es_kernel_lanes) and adds them times its strengths
+## to strips of local memory in double, then writes the block.
+##
 ## nufft_power: one work-item per (grid frequency m, object). Mode k = m -
 ## nf / 2 of every transform is FFT cell k mod n_grid; times the correction
 ## 1 / (psi(2 pi k / n_grid) fft_scale) it is the sum at f_m: data
@@ -66,6 +81,39 @@ inline real_t es_kernel(const real_t d, const real_t two_over_w, const real_t be
     const real_t z = d * two_over_w;
     const real_t z2 = z * z;
     return exp(-beta * z2 / (1 + sqrt(fmax((real_t) 0, 1 - z2))));
+}
+</%def>
+
+## es_polynomial_functions(real, lanes): the ES kernel from its piecewise
+## polynomial (clperiod.periodograms.nufft.es_polynomial): on the unit interval
+## i < w of its support, d = i + u - w/2 cells from the point (u in [0, 1]),
+## the kernel is sum_k coef[k lanes + i] s^k at s = 2 u - 1 (lanes >= w: 0).
+<%def name="es_polynomial_functions(real, lanes)">
+typedef ${real}${lanes} real_lanes_t;
+#define LANES ${lanes}
+
+// the kernel on every interval at once: lane i at d = i + (s + 1) / 2 - w/2
+inline real_lanes_t es_kernel_lanes(
+    const real_t s, __constant const real_t *restrict coef, const int n_coef)
+{
+    real_lanes_t value = vload${lanes}(n_coef - 1, coef);
+    for (int k = n_coef - 2; k >= 0; --k)
+        value = fma(value, (real_lanes_t) s, vload${lanes}(k, coef));
+    return value;
+}
+
+// the kernel at d cells from a point, -w/2 <= d < w/2 (interval floor(d + w/2))
+inline real_t es_kernel_at(
+    const real_t d, const real_t half_width, const int width,
+    __constant const real_t *restrict coef, const int n_coef)
+{
+    const real_t x = d + half_width;
+    const int i = clamp((int) x, 0, width - 1);
+    const real_t s = 2 * (x - (real_t) i) - 1;
+    real_t value = coef[(n_coef - 1) * LANES + i];
+    for (int k = n_coef - 2; k >= 0; --k)
+        value = fma(value, s, coef[k * LANES + i]);
+    return value;
 }
 </%def>
 
@@ -104,7 +152,7 @@ inline real_t one_term_power(
 % endif
 }
 </%def>
-<%page args="real, stage, fit_mean=None, normalization=None, write_sums=None, wg=None, use_dy=None, center=None, min_points=None, ok=None, too_few=None, zero_variance=None"/>
+<%page args="real, stage, fit_mean=None, normalization=None, write_sums=None, horner=None, lanes=None, block=None, wg=None, contiguous=None, use_dy=None, center=None, min_points=None, ok=None, too_few=None, zero_variance=None"/>
 <%namespace name="common" file="common.mako"/>
 ${common.prelude(real)}
 <% fp32 = real == "float" %>
@@ -132,7 +180,7 @@ void nufft_prepare(
     __global double *restrict obj_psd,
     __global char *restrict obj_status)
 {
-${lsprep.object_statistics(use_dy, center, min_points, ok, too_few, zero_variance)}
+${lsprep.object_statistics(use_dy, center, min_points, ok, too_few, zero_variance, contiguous)}
     if (lid == 0) {
         __global double *stats = obj_stats + (long) obj * N_STATS;
         stats[0] = ot[0];
@@ -217,7 +265,13 @@ __kernel void nufft_points(
     r -= rint(r);
     pt_cell[g] = (long) cell;
     pt_frac[g] = fmin((real_t) frac, below_one);
+%   if fp32:
     pt_phase[g] = (real2_t) ((real_t) cospi(2 * r), (real_t) sinpi(2 * r));
+%   else:
+    double sin_r, cos_r;  // common.mako's polynomial: cospi and sinpi take longer
+    sincos_cycles(r, &sin_r, &cos_r);
+    pt_phase[g] = (real2_t) (cos_r, sin_r);
+%   endif
     pt_w[g] = (real_t) (weight / w_total);
     pt_wy[g] = (real_t) (weight / w_total * ldexp((scaled - ybar) - res, -f));
 }
@@ -246,6 +300,15 @@ __kernel void nufft_correction(
     factors[m] = (real_t) (1 / (psi * fft_scale));
 }
 % elif stage == "spread":
+<%
+    if horner is None or block is None:
+        raise NameError("stage 'spread' needs horner and block")
+    if (horner or block) and lanes not in (4, 8, 16):
+        raise NameError("stage 'spread' with horner or block needs lanes 4, 8 or 16")
+%>
+% if block:
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+% endif
 
 // first j in [lo, hi) with cells[j] >= value (hi if none); cells ascending
 inline int lower_bound(__global const long *restrict cells, int lo, int hi, const long value)
@@ -260,7 +323,24 @@ inline int lower_bound(__global const long *restrict cells, int lo, int hi, cons
     return lo;
 }
 
+// c^h of a unit phase c, h >= 1
+inline real2_t phase_power(const real2_t phase, const int harmonic)
+{
+    real2_t c = phase;
+    for (int m = 1; m < harmonic; ++m)
+        c = (real2_t) (c.x * phase.x - c.y * phase.y, c.x * phase.y + c.y * phase.x);
+    return c;
+}
+
+% if horner or block:
+${es_polynomial_functions(real, lanes)}
+% endif
+% if horner:
+#define KERNEL_AT(d) es_kernel_at((d), half_width, width, es_coef, n_coef)
+% else:
 ${es_kernel_function()}
+#define KERNEL_AT(d) es_kernel((d), two_over_w, beta)
+% endif
 
 <%def name="accumulate(name)">
 %   if fp32:
@@ -271,8 +351,8 @@ ${es_kernel_function()}
 %   endif
 </%def>
 
-<%def name="spread_kernel(vectors)">
-__kernel void nufft_spread_${"_".join(vectors)}(
+## the arguments every spreading kernel takes
+<%def name="spread_arguments()">
     __global const int *restrict obj_start,    // first point of each object
     __global const int *restrict obj_n,        // its points (0: none spread)
     __global const long *restrict pt_cell,     // unwrapped cells, ascending per object
@@ -283,10 +363,17 @@ __kernel void nufft_spread_${"_".join(vectors)}(
     const int harmonic,                        // h >= 1
     const int n_grid,                          // >= 2 * width
     const int width,
-    const real_t beta,
+    const real_t beta,                         // the ES kernel's shape (without horner)
+    __constant const real_t *restrict es_coef, // its polynomial (with horner and block)
+    const int n_coef,
     const int n_trans,                         // transforms per object in grid
     const int first_trans,                     // the first one this launch writes
     __global real2_t *restrict grid)           // (objects, n_trans, n_grid)
+</%def>
+
+<%def name="spread_kernel(vectors)">
+__kernel void nufft_spread_${"_".join(vectors)}(
+${spread_arguments()}
 {
     const int l = (int) get_global_id(0);
     const int obj = (int) get_global_id(1);
@@ -321,7 +408,7 @@ __kernel void nufft_spread_${"_".join(vectors)}(
                 real2_t c = phase;
                 for (int m = 1; m < harmonic; ++m)
                     c = (real2_t) (c.x * phase.x - c.y * phase.y, c.x * phase.y + c.y * phase.x);
-                c *= es_kernel(d, two_over_w, beta);
+                c *= KERNEL_AT(d);
 % for v in vectors:
                 {
                     const real_t weight = ${"pt_wy[j]" if v == "data" else "pt_w[j]"};
@@ -344,20 +431,7 @@ ${accumulate(v)}
 // the host has zeroed (for objects of few points on grids of many cells,
 // where the gather would search every cell). Same kernel values d as the gather.
 __kernel void nufft_scatter_${"_".join(vectors)}(
-    __global const int *restrict obj_start,
-    __global const int *restrict obj_n,
-    __global const long *restrict pt_cell,
-    __global const real_t *restrict pt_frac,
-    __global const real_t *restrict pt_w,
-    __global const real_t *restrict pt_wy,
-    __global const real2_t *restrict pt_phase,
-    const int harmonic,
-    const int n_grid,
-    const int width,
-    const real_t beta,
-    const int n_trans,
-    const int first_trans,
-    __global real2_t *restrict grid)           // zeroed rows of the batch's objects
+${spread_arguments()}
 {
     const int obj = (int) get_global_id(0);
     const int p0 = obj_start[obj], p1 = p0 + obj_n[obj];
@@ -380,7 +454,7 @@ __kernel void nufft_scatter_${"_".join(vectors)}(
             long l = (base + o) % n_grid;
             if (l < 0)
                 l += n_grid;
-            const real2_t c = c0 * es_kernel(d, two_over_w, beta);
+            const real2_t c = c0 * KERNEL_AT(d);
 % for i, v in enumerate(vectors):
             {
                 const real_t weight = ${"pt_wy[j]" if v == "data" else "pt_w[j]"};
@@ -397,9 +471,99 @@ __kernel void nufft_scatter_${"_".join(vectors)}(
 }
 </%def>
 
+<%def name="block_kernel(vectors)">
+// The spreading of nufft_spread_<vectors> point by point (CPU devices): one
+// work-item (a work-group of one) per block of BLOCK cells and object. For
+// every image of the block that the object's points reach, it finds by binary
+// search the points whose w cells may meet the block and adds each point's w
+// kernel values (es_kernel_lanes, all at once) times its strengths to strips
+// of local memory, in double; then it writes the block's cells. A point's
+// cells are first = ceil(h frac - w/2) .. first + w - 1 cells from h cell:
+// those with -w/2 <= d < w/2, d = (h cell + first + i) - h xi = i + u - w/2.
+__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
+void nufft_blocks_${"_".join(vectors)}(
+${spread_arguments()}
+{
+    // strips: cell b of the block at [HALO + b]; a point's w cells start at
+    // most HALO cells before the block, and LANES values are added at once
+    __local double strips[${2 * len(vectors)}][STRIP];
+    // work-item g takes block (g % rows) SPREAD + g / rows: neighbouring blocks,
+    // which hold the points of neighbouring times, go to distant work-items
+    // (runtimes hand out runs of consecutive work-groups to their threads)
+    const int n_blocks = (n_grid + BLOCK - 1) / BLOCK;
+    const int rows = (n_blocks + SPREAD - 1) / SPREAD;
+    const int g = (int) get_global_id(0);
+    const int l0 = ((g % rows) * SPREAD + g / rows) * BLOCK;
+    const int obj = (int) get_global_id(1);
+    if (l0 >= n_grid)
+        return;
+    const int n_cells = min(BLOCK, n_grid - l0);
+    for (int r = 0; r < ${2 * len(vectors)}; ++r)
+        for (int b = 0; b < STRIP; ++b)
+            strips[r][b] = 0;
+    const int p0 = obj_start[obj], p1 = p0 + obj_n[obj];
+    const real_t half_width = (real_t) 0.5 * (real_t) width;
+    const real_t h = (real_t) harmonic;
+    if (p1 > p0) {
+        // images [L0, L0 + n_cells) = l0 + k n_grid + [0, n_cells) that meet
+        // [h first cell - w/2, h (last cell + 1) + w/2]
+        const double reach = 0.5 * width, period = (double) n_grid;
+        const double x_first = (double) harmonic * (double) pt_cell[p0];
+        const double x_last = (double) harmonic * ((double) pt_cell[p1 - 1] + 1);
+        const long k_first = (long) ceil((x_first - reach - (l0 + n_cells - 1)) / period);
+        const long k_last = (long) floor((x_last + reach - l0) / period);
+        for (long k = k_first; k <= k_last; ++k) {
+            const long image = l0 + k * n_grid;
+            const long lo = (long) floor(((double) image - reach) / harmonic) - 1;
+            const long hi = (long) floor(((double) image + n_cells - 1 + reach) / harmonic) + 1;
+            for (int j = lower_bound(pt_cell, p0, p1, lo); j < p1 && pt_cell[j] <= hi; ++j) {
+                const real_t shift = h * pt_frac[j];
+                const real_t first = ceil(shift - half_width);
+                const long offset = harmonic * pt_cell[j] + (long) first - image;
+                if (offset <= -width || offset >= n_cells)
+                    continue;
+                const real_t s = 2 * ((first + half_width) - shift) - 1;
+                const real_lanes_t kernel_values = es_kernel_lanes(s, es_coef, n_coef);
+                const double${lanes} value = convert_double${lanes}(kernel_values);
+                const real2_t c = phase_power(pt_phase[j], harmonic);
+                const int at = HALO + (int) offset;
+% for i, v in enumerate(vectors):
+                {
+                    const real_t weight = ${"pt_wy[j]" if v == "data" else "pt_w[j]"};
+                    const double re = (double) (weight * c.x), im = (double) (weight * c.y);
+                    __local double *strip_re = strips[${2 * i}] + at;
+                    __local double *strip_im = strips[${2 * i + 1}] + at;
+                    const double${lanes} sum_re = vload${lanes}(0, strip_re);
+                    const double${lanes} sum_im = vload${lanes}(0, strip_im);
+                    vstore${lanes}(fma(value, (double${lanes}) re, sum_re), 0, strip_re);
+                    vstore${lanes}(fma(value, (double${lanes}) im, sum_im), 0, strip_im);
+                }
+% endfor
+            }
+        }
+    }
+    __global real2_t *out = grid + ((long) obj * n_trans + first_trans) * n_grid + l0;
+    for (int b = 0; b < n_cells; ++b) {
+% for i, v in enumerate(vectors):
+        out[${i} * (long) n_grid + b] = (real2_t) (
+            (real_t) strips[${2 * i}][HALO + b], (real_t) strips[${2 * i + 1}][HALO + b]);
+% endfor
+    }
+}
+</%def>
+
+% if block:
+#define BLOCK ${block}
+#define SPREAD 16
+#define HALO ${lanes}
+#define STRIP (HALO + BLOCK + ${lanes})
+% endif
 % for vectors in (("data", "window"), ("data",), ("window",)):
 ${spread_kernel(vectors)}
 ${scatter_kernel(vectors)}
+%   if block:
+${block_kernel(vectors)}
+%   endif
 % endfor
 % else:
 <%

@@ -15,10 +15,12 @@ inputs are never mutated and a catalog cannot be changed after it is built.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
+import functools
 import operator
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
@@ -26,9 +28,12 @@ import numpy as np
 
 from clperiod import checks
 from clperiod.columns import is_table, lightcurve_columns
-from clperiod.engine.staging import parallel_copy
+from clperiod.engine.staging import HOST_POOL, in_parts, parallel_copy
 
 NAN_POLICIES = ("raise", "omit")
+
+# Where a builder puts its copy of a column: ``empty(shape, dtype)`` gives a new array.
+ColumnMemory = Callable[[tuple[int, ...], type], np.ndarray]
 
 
 class Status(enum.IntEnum):
@@ -188,7 +193,8 @@ class Catalog:
             )
         offsets = np.append(starts, ids.size)
         labels = _band_column(band, bands, ids.size)
-        return _build(cls, run_ids, offsets, columns, nan_policy, masked, labels, bands)
+        columns, scans = _owned(columns, HOST_POOL.empty)
+        return _build(cls, run_ids, offsets, columns, nan_policy, masked, labels, bands, scans)
 
     @classmethod
     def from_lightcurves(
@@ -230,44 +236,7 @@ class Catalog:
             4-tuples or tables, a mix of items with and without dy or band,
             missing columns, or duplicate ids.
         """
-        _check_nan_policy(nan_policy)
-        items = [_lightcurve_tuple(item, number) for number, item in enumerate(lightcurves)]
-        if not items:
-            raise ValueError("empty catalog: no light curves given")
-        ids = np.arange(len(items)) if ids is None else _as_1d("ids", ids).copy()
-        if ids.size != len(items):
-            raise ValueError(f"got {ids.size} ids for {len(items)} light curves")
-        _check_ids(ids, np.arange(ids.size), "light curve")
-        repeat = _first_repeat(ids)
-        if repeat is not None:
-            raise ValueError(
-                f"duplicate object id {_show(ids[repeat[0]])} (light curves {repeat[0]} "
-                f"and {repeat[1]})"
-            )
-        if len({len(item) >= 3 and item[2] is not None for item in items}) > 1:
-            raise ValueError("give dy for every light curve or for none")
-        if len({len(item) == 4 for item in items}) > 1:
-            raise ValueError("give a band for every light curve or for none")
-        parts = [_columns(*item[:3], copy=False) for item in items]  # concatenate copies
-        for object_id, (part, _) in zip(ids, parts, strict=True):
-            _check_lengths(part, f" of object {_show(object_id)}")
-        lengths = [part["t"].size for part, _ in parts]
-        if sum(lengths) == 0:
-            raise ValueError("empty catalog: every light curve has 0 rows")
-        offsets = np.concatenate(([0], np.cumsum(lengths)))
-        names = parts[0][0]
-        columns = {name: _joined([p[name] for p, _ in parts]) for name in names}
-        masked = {
-            name: np.concatenate([m.get(name, np.zeros(p[name].size, bool)) for p, m in parts])
-            for name in names
-            if any(name in m for _, m in parts)
-        }
-        labels = None
-        if len(items[0]) == 4:
-            labels = _lightcurve_bands(items, lengths, ids)
-        elif bands is not None:
-            raise ValueError("bands needs a band label in every light curve")
-        return _build(cls, ids, offsets, columns, nan_policy, masked, labels, bands)
+        return _lightcurves_catalog(cls, lightcurves, ids, nan_policy, bands, HOST_POOL.empty)
 
     @classmethod
     def from_offsets(
@@ -342,7 +311,8 @@ class Catalog:
                 f"(objects {repeat[0]} and {repeat[1]})"
             )
         labels = _band_column(band, bands, n_rows)
-        return _build(cls, ids, offsets, columns, nan_policy, masked, labels, bands)
+        columns, scans = _owned(columns, HOST_POOL.empty)
+        return _build(cls, ids, offsets, columns, nan_policy, masked, labels, bands, scans)
 
     @classmethod
     def from_single(
@@ -392,6 +362,14 @@ class Catalog:
     def lengths(self) -> np.ndarray:
         """Rows per object, int64."""
         return np.diff(self.offsets)
+
+    @functools.cached_property
+    def time_ordered(self) -> bool:
+        """Whether the rows of every object are in ascending time order (equal
+        times allowed; NaN times compare with nothing). The builders learn it
+        while copying the times."""
+        falls = np.flatnonzero(self.t[1:] < self.t[:-1]) + 1
+        return bool(np.isin(falls, self.offsets).all())
 
     def __len__(self) -> int:
         return self.n_objects
@@ -498,14 +476,15 @@ class Catalog:
         dy = None if self.dy is None else self.dy[rows]
         codes = None if self.band_codes is None else self.band_codes[rows]
         ids = self.ids[indices]
-        return type(self)(
+        subset = type(self)(
             ids, offsets, self.t[rows], self.y[rows], dy, 0, codes, self.bands, self.checked
         )
+        return _inherit_time_order(subset, self)
 
     def slice(self, start: int, stop: int) -> Catalog:
         """The objects ``start:stop`` as a catalog of views (no copy)."""
         lo, hi = int(self.offsets[start]), int(self.offsets[stop])
-        return type(self)(
+        part = type(self)(
             self.ids[start:stop],
             self.offsets[start : stop + 1] - lo,
             self.t[lo:hi],
@@ -516,6 +495,7 @@ class Catalog:
             self.bands,
             self.checked,
         )
+        return _inherit_time_order(part, self)
 
     def baselines(self) -> np.ndarray:
         """Per-object ``max(t) - min(t)``; NaN for objects with 0 rows."""
@@ -536,11 +516,15 @@ class Catalog:
         high = np.full(self.n_objects, np.nan)
         filled = self.lengths > 0
         if filled.any():
-            # Empty objects own no rows, so reducing from each non-empty start
-            # to the next one covers exactly that object's rows.
             starts = self.offsets[:-1][filled]
-            low[filled] = np.minimum.reduceat(self.t, starts)
-            high[filled] = np.maximum.reduceat(self.t, starts)
+            if self.checked and self.time_ordered:  # finite times, ascending
+                low[filled] = self.t[starts]
+                high[filled] = self.t[self.offsets[1:][filled] - 1]
+            else:
+                # Empty objects own no rows, so reducing from each non-empty
+                # start to the next one covers exactly that object's rows.
+                low[filled] = np.minimum.reduceat(self.t, starts)
+                high[filled] = np.maximum.reduceat(self.t, starts)
         return low, high
 
 
@@ -608,6 +592,114 @@ def _lightcurve_tuple(item: Any, number: int) -> tuple[Any, ...]:
             f"got {len(item)} entries"
         )
     return item
+
+
+# ---------------------------------------------------------------------- builders
+def single_catalog(t: Any, y: Any, dy: Any, nan_policy: str, empty: ColumnMemory) -> Catalog:
+    """:meth:`clperiod.Catalog.from_single` (id 0, no bands), its copies of the
+    columns in memory of the caller's choice.
+
+    Parameters
+    ----------
+    t, y, dy, nan_policy
+        As for :meth:`clperiod.Catalog.from_single` (``dy`` may be None).
+    empty
+        ``empty(shape, dtype)`` gives each new column (instead of
+        :data:`~clperiod.engine.staging.HOST_POOL`): a search passes page-locked
+        memory and uploads the columns from there.
+
+    Returns
+    -------
+    Catalog
+        Checked as by :meth:`clperiod.Catalog.from_single` (same errors);
+        :func:`relocated` moves its columns to memory of their own.
+    """
+    item = (t, y) if dy is None else (t, y, dy)
+    return _lightcurves_catalog(Catalog, [item], [0], nan_policy, None, empty)
+
+
+def relocated(catalog: Catalog) -> Catalog:
+    """``catalog`` with copies of its columns in memory of its own.
+
+    Parameters
+    ----------
+    catalog
+        Any catalog (e.g. of :func:`single_catalog`).
+
+    Returns
+    -------
+    Catalog
+        The same ids, offsets, bands and known time order; ``t``, ``y`` and
+        ``dy`` copied (on several threads) into read-only arrays of
+        :data:`~clperiod.engine.staging.HOST_POOL`.
+    """
+
+    def copy(column: np.ndarray) -> np.ndarray:
+        own = HOST_POOL.empty(column.shape, column.dtype)
+        parallel_copy(own, column)
+        own.setflags(write=False)
+        return own
+
+    moved = dataclasses.replace(
+        catalog,
+        t=copy(catalog.t),
+        y=copy(catalog.y),
+        dy=None if catalog.dy is None else copy(catalog.dy),
+    )
+    if "time_ordered" in catalog.__dict__:
+        _know_time_order(moved, catalog.time_ordered)
+    return moved
+
+
+def _lightcurves_catalog(
+    cls, lightcurves: Iterable[Any], ids: Any, nan_policy: str, bands: Any, empty: ColumnMemory
+) -> Catalog:
+    """:meth:`clperiod.Catalog.from_lightcurves`, whose copies of the columns of a
+    single light curve come from ``empty``."""
+    _check_nan_policy(nan_policy)
+    items = [_lightcurve_tuple(item, number) for number, item in enumerate(lightcurves)]
+    if not items:
+        raise ValueError("empty catalog: no light curves given")
+    ids = np.arange(len(items)) if ids is None else _as_1d("ids", ids).copy()
+    if ids.size != len(items):
+        raise ValueError(f"got {ids.size} ids for {len(items)} light curves")
+    _check_ids(ids, np.arange(ids.size), "light curve")
+    repeat = _first_repeat(ids)
+    if repeat is not None:
+        raise ValueError(
+            f"duplicate object id {_show(ids[repeat[0]])} (light curves {repeat[0]} "
+            f"and {repeat[1]})"
+        )
+    if len({len(item) >= 3 and item[2] is not None for item in items}) > 1:
+        raise ValueError("give dy for every light curve or for none")
+    if len({len(item) == 4 for item in items}) > 1:
+        raise ValueError("give a band for every light curve or for none")
+    parts = [_columns(*item[:3]) for item in items]
+    for object_id, (part, _) in zip(ids, parts, strict=True):
+        _check_lengths(part, f" of object {_show(object_id)}")
+    lengths = [part["t"].size for part, _ in parts]
+    if sum(lengths) == 0:
+        raise ValueError("empty catalog: every light curve has 0 rows")
+    offsets = np.concatenate(([0], np.cumsum(lengths)))
+    names = parts[0][0]
+    if len(parts) == 1:
+        columns, scans = _owned(parts[0][0], empty)
+    else:
+        columns, scans = (
+            {name: np.concatenate([p[name] for p, _ in parts]) for name in names},
+            {},
+        )
+    masked = {
+        name: np.concatenate([m.get(name, np.zeros(p[name].size, bool)) for p, m in parts])
+        for name in names
+        if any(name in m for _, m in parts)
+    }
+    labels = None
+    if len(items[0]) == 4:
+        labels = _lightcurve_bands(items, lengths, ids)
+    elif bands is not None:
+        raise ValueError("bands needs a band label in every light curve")
+    return _build(cls, ids, offsets, columns, nan_policy, masked, labels, bands, scans)
 
 
 # ---------------------------------------------------------------------- helpers
@@ -699,8 +791,8 @@ def _as_1d(name: str, values: Any) -> np.ndarray:
     return array
 
 
-def _as_real(name: str, values: Any, copy: bool) -> tuple[np.ndarray, np.ndarray | None]:
-    """``values`` as float64 1-D (a copy if ``copy``; masked entries NaN) and
+def _as_real(name: str, values: Any) -> tuple[np.ndarray, np.ndarray | None]:
+    """``values`` as float64 1-D (not copied when it is one; masked entries NaN) and
     its mask (None when nothing is masked); ints are accepted, other kinds are not."""
     mask = mask_of(values)
     if mask is not None:
@@ -709,33 +801,100 @@ def _as_real(name: str, values: Any, copy: bool) -> tuple[np.ndarray, np.ndarray
     if array.dtype.kind not in "iuf":
         raise TypeError(f"{name} must be real numbers, got dtype {array.dtype}")
     if mask is None or not mask.any():
-        return np.array(array, dtype=np.float64, order="C", copy=True if copy else None), None
+        return np.asarray(array, dtype=np.float64), None
     if mask.shape != array.shape:
         raise ValueError(f"{name} has a mask of shape {mask.shape} for shape {array.shape}")
     return np.where(mask, np.nan, array.astype(np.float64)), mask
 
 
 def _columns(
-    t: Any, y: Any, dy: Any = None, *, copy: bool = True
+    t: Any, y: Any, dy: Any = None
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Validated float64 columns t, y (and dy if given), masked entries NaN,
-    and the masks of the columns that have masked entries."""
+    and the masks of the columns that have masked entries (the columns may
+    be the caller's arrays: see :func:`_owned`)."""
     named = {"t": t, "y": y} if dy is None else {"t": t, "y": y, "dy": dy}
     columns, masked = {}, {}
     for name, values in named.items():
-        columns[name], mask = _as_real(name, values, copy)
+        columns[name], mask = _as_real(name, values)
         if mask is not None:
             masked[name] = mask
     return columns, masked
 
 
-def _joined(arrays: list[np.ndarray]) -> np.ndarray:
-    """A new array of ``arrays`` end to end (one long array copied on several threads)."""
-    if len(arrays) > 1:
-        return np.concatenate(arrays)
-    joined = np.empty_like(arrays[0])
-    parallel_copy(joined, arrays[0])
-    return joined
+#: Rows of a column that :func:`_scanned_copy` checks at a time, while they are in cache.
+_SCAN_BLOCK = 1 << 15
+
+
+@dataclass(frozen=True)
+class _Scan:
+    """What the pass that copied a column saw (:func:`_scanned_copy`).
+
+    Attributes
+    ----------
+    total : float
+        The sum of the values: finite only if every value is (unless finite
+        values overflow it).
+    least : float
+        The smallest value (meaningful when every value is finite).
+    falls : ndarray
+        The rows ``i > 0`` whose value is below that of row ``i - 1``.
+    """
+
+    total: float
+    least: float
+    falls: np.ndarray
+
+
+def _owned(
+    columns: dict[str, np.ndarray], empty: ColumnMemory
+) -> tuple[dict[str, np.ndarray], dict[str, _Scan]]:
+    """The catalog's own copies of ``columns`` (in memory from ``empty``) and
+    what copying each saw (the falls of t, the least dy)."""
+    owned, scans = {}, {}
+    for name, column in columns.items():
+        owned[name], scans[name] = _scanned_copy(
+            column, empty(column.shape, np.float64), least=name == "dy", falls=name == "t"
+        )
+    return owned, scans
+
+
+def _scanned_copy(
+    source: np.ndarray, copy: np.ndarray, least: bool, falls: bool
+) -> tuple[np.ndarray, _Scan]:
+    """``copy`` filled with the float64 ``source``, and its :class:`_Scan`, in one pass on
+    several threads: each block of :data:`_SCAN_BLOCK` rows is summed (and,
+    if asked, its minimum taken and its falls found) while it is still in
+    cache (a separate pass over a long column costs as much as the copy);
+    ``least`` is infinite and ``falls`` empty when not asked for."""
+    parts: list[tuple[int, float, float, list[np.ndarray]]] = []
+
+    def scan(lo: int, hi: int) -> None:
+        total, smallest, found = 0.0, np.inf, []
+        with np.errstate(over="ignore", invalid="ignore"):  # per thread
+            for start in range(lo, hi, _SCAN_BLOCK):
+                stop = min(start + _SCAN_BLOCK, hi)
+                block = copy[start:stop]
+                np.copyto(block, source[start:stop])
+                total += np.add.reduce(block)
+                if least:
+                    smallest = min(smallest, np.minimum.reduce(block))
+                first = max(start, lo + 1)  # rows compared with the one before
+                if falls and first < stop:
+                    down = np.flatnonzero(copy[first:stop] < copy[first - 1 : stop - 1])
+                    if down.size:
+                        found.append(down + first)
+        parts.append((lo, float(total), float(smallest), found))  # list.append is atomic
+
+    in_parts(copy.size, scan)
+    parts.sort(key=lambda part: part[0])
+    rows = [np.zeros(0, dtype=np.int64)]
+    if falls:  # the first row of each part against the last of the one before
+        starts = np.array([part[0] for part in parts[1:]], dtype=np.int64)
+        rows += [starts[copy[starts] < copy[starts - 1]]] + [r for p in parts for r in p[3]]
+    total = sum(part[1] for part in parts)
+    smallest = min(part[2] for part in parts)
+    return copy, _Scan(total, smallest, np.sort(np.concatenate(rows)))
 
 
 def _check_lengths(columns: dict[str, np.ndarray], where: str = "") -> None:
@@ -764,13 +923,16 @@ def _build(
     masked: dict[str, np.ndarray] | None = None,
     labels: BandLabels | None = None,
     bands: Any = None,
+    scans: dict[str, _Scan] | None = None,
 ) -> Catalog:
     """Validate the values of flat columns, apply ``nan_policy`` (to non-finite
     and ``masked`` entries, which are NaN in ``columns``) and make the catalog
-    (with the band ``labels`` of the rows coded in the band set ``bands``)."""
+    (with the band ``labels`` of the rows coded in the band set ``bands``);
+    ``scans``: what copying the columns saw (:func:`_owned`), if they were."""
     offsets = np.asarray(offsets, dtype=np.int64)
     codes, band_set = (None, None) if labels is None else _band_codes(labels, bands, ids, offsets)
-    all_finite = all(_all_finite(column) for column in columns.values())
+    scans = scans or {}
+    all_finite = all(_all_finite(column, scans.get(name)) for name, column in columns.items())
     finite = (
         np.ones(0, dtype=bool)  # not read when all_finite
         if all_finite
@@ -790,7 +952,8 @@ def _build(
             _raise_at(f"non-finite {name} in", ~np.isfinite(column), column, ids, offsets)
     if "dy" in columns:
         dy = columns["dy"]
-        if not (all_finite and (dy.size == 0 or dy.min() > 0)):
+        least = scans["dy"].least if "dy" in scans else dy.min(initial=np.inf)
+        if not (all_finite and least > 0):
             bad = (dy <= 0) if all_finite else finite & (dy <= 0)
             _raise_at("dy <= 0 in", bad, dy, ids, offsets)
     n_dropped = 0 if all_finite else int(finite.size - np.count_nonzero(finite))
@@ -803,14 +966,31 @@ def _build(
     for column in columns.values():
         column.setflags(write=False)  # our own copies: lock them instead of copying again
     dy = columns.get("dy")
-    return cls(ids, offsets, columns["t"], columns["y"], dy, n_dropped, codes, band_set, True)
+    catalog = cls(ids, offsets, columns["t"], columns["y"], dy, n_dropped, codes, band_set, True)
+    if "t" in scans and not n_dropped:
+        _know_time_order(catalog, bool(np.isin(scans["t"].falls, offsets).all()))
+    return catalog
 
 
-def _all_finite(column: np.ndarray) -> bool:
-    """Whether every value of ``column`` is finite: its sum is finite only
-    then (one pass, no mask), unless finite values overflow it."""
+def _know_time_order(catalog: Catalog, ordered: bool) -> None:
+    """Set :attr:`Catalog.time_ordered` (a builder learnt it while copying the times)."""
+    object.__setattr__(catalog, "time_ordered", ordered)
+
+
+def _inherit_time_order(part: Catalog, whole: Catalog) -> Catalog:
+    """``part`` (whole objects of ``whole``, rows in their order), knowing
+    its rows ascend in time when ``whole``'s are known to."""
+    if whole.__dict__.get("time_ordered"):
+        _know_time_order(part, True)
+    return part
+
+
+def _all_finite(column: np.ndarray, scan: _Scan | None = None) -> bool:
+    """Whether every value of ``column`` is finite: its sum (``scan``'s, if
+    given) is finite only then (one pass, no mask), unless finite values overflow it."""
     with np.errstate(over="ignore", invalid="ignore"):
-        if np.isfinite(np.add.reduce(column)):
+        total = np.add.reduce(column) if scan is None else scan.total
+        if np.isfinite(total):
             return True
     return bool(np.isfinite(column).all())
 

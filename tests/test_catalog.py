@@ -348,3 +348,79 @@ def test_builders_mark_their_values_checked_and_the_constructor_does_not():
     assert cat.checked and cat.subset([1]).checked and cat.slice(0, 1).checked
     raw = Catalog(cat.ids, cat.offsets, cat.t, np.array([1.0, np.nan, 0.5, 3.0, 4.0]), cat.dy)
     assert not raw.checked
+
+
+@pytest.fixture
+def four_parts(monkeypatch):
+    """The builders' copies in four parts on threads (600,000 rows), of blocks
+    of 1000 rows: falls and bad values at part and block boundaries are seen."""
+    from clperiod import catalog as catalog_module
+    from clperiod.engine import staging
+
+    monkeypatch.setattr(staging, "_COPY_WORKERS", 4)
+    monkeypatch.setattr(catalog_module, "_SCAN_BLOCK", 1000)
+    rng = np.random.default_rng(3)
+    n = 600_000
+    return np.sort(rng.uniform(0, 100, n)), rng.normal(size=n), rng.uniform(0.5, 1.5, n)
+
+
+@pytest.mark.parametrize("fall", [None, 1, 999, 1000, 150_000, 150_001, 450_000, 599_999])
+def test_builders_learn_the_time_order_while_copying(four_parts, fall):
+    t, y, dy = four_parts
+    t = t.copy()
+    if fall is not None:
+        t[fall] = t[fall - 1] - 1e-9  # one row earlier than the row before it
+    cat = Catalog.from_single(t, y, dy)
+    assert "time_ordered" in cat.__dict__  # learnt, not computed on demand
+    assert cat.time_ordered is (fall is None)
+    unchecked = Catalog(cat.ids, cat.offsets, cat.t, cat.y, cat.dy)
+    assert unchecked.time_ordered is cat.time_ordered
+    np.testing.assert_array_equal(cat.baselines(), [t.max() - t.min()])
+    # three objects, each ascending: the falls at their first rows do not count
+    offsets = [0, 150_000, 450_001, t.size]
+    by_object = np.concatenate([np.sort(t[a:b]) - 200 * k
+                                for k, (a, b) in enumerate(zip(offsets, offsets[1:]))])
+    ragged = Catalog.from_offsets([5, 6, 7], offsets, by_object, y)
+    assert ragged.time_ordered and "time_ordered" in ragged.__dict__
+    np.testing.assert_array_equal(
+        ragged.baselines(), [np.ptp(by_object[a:b]) for a, b in zip(offsets, offsets[1:])]
+    )
+
+
+def test_time_order_of_parts_equal_times_and_the_constructor(long_format):
+    ids, t, y, dy = long_format
+    cat = Catalog.from_arrays(ids, t, y, dy)
+    assert cat.time_ordered
+    assert cat.slice(1, 3).__dict__.get("time_ordered") is True
+    assert cat.subset([2, 0]).__dict__.get("time_ordered") is True
+    shuffled = Catalog.from_arrays(ids, t[[1, 0, 2, 3, 4, 5, 6, 7, 8]], y, dy)
+    assert not shuffled.time_ordered
+    assert "time_ordered" not in shuffled.slice(0, 1).__dict__  # its own, computed on demand
+    assert shuffled.slice(1, 3).time_ordered
+    np.testing.assert_array_equal(shuffled.baselines(), cat.baselines())
+    assert Catalog.from_single([2.0, 2.0, 3.0], [1.0, 2.0, 3.0]).time_ordered
+    # the constructor's catalogs compute it, and take their time range from every row
+    raw = Catalog(np.array([0]), np.array([0, 3]), np.array([1.0, np.nan, 3.0]), np.zeros(3))
+    assert raw.time_ordered and np.isnan(raw.baselines()[0])
+
+
+@pytest.mark.parametrize("row", [0, 999, 150_000, 599_999])
+def test_bad_values_anywhere_in_long_columns(four_parts, row):
+    t, y, dy = four_parts
+    for column, value, message in ((y, np.inf, "non-finite y"), (t, np.nan, "non-finite t"),
+                                   (dy, 0.0, "dy <= 0"), (dy, -1.0, "dy <= 0")):
+        bad = column.copy()
+        bad[row] = value
+        columns = [bad if c is column else c for c in (t, y, dy)]
+        with pytest.raises(ValueError, match=f"{message} in object 0 at row {row} "):
+            Catalog.from_single(*columns)
+    with pytest.raises(ValueError, match=f"non-finite y in object 1 at row {row} "):
+        Catalog.from_offsets([0, 1], [0, 2, 2 + y.size], np.r_[0.0, 1.0, t + 2],
+                             np.r_[0.0, 1.0, np.where(np.arange(y.size) == row, np.nan, y)])
+
+
+def test_finite_values_whose_sum_overflows_are_accepted(four_parts):
+    t, y, dy = four_parts
+    huge = np.full(t.size, 1e308)
+    cat = Catalog.from_single(t, huge, huge)
+    assert cat.checked and cat.y[-1] == 1e308 and cat.dy.min() == 1e308

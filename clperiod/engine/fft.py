@@ -14,7 +14,10 @@ without normalisation; ``isign=+1`` is FINUFFT's type-1 sign, numpy's
   :data:`MAX_PLANS` of them: a plan holds compiled kernels and, for long
   transforms, a scratch buffer as large as the array, so two queues never share
   one.
-* ``"host"``: :mod:`scipy.fft` on the array mapped into host memory.
+* ``"host"``: :mod:`scipy.fft` on the array mapped into host memory; rows of
+  more than :data:`FOUR_STEP_MIN` values, up to :data:`FOUR_STEP_MAX`, in four
+  steps (:func:`_four_step`), whose transforms fit the caches and share every
+  core even when the batch has fewer rows than cores.
 
 ``method="auto"`` takes VkFFT where :func:`available`, except on CPU devices,
 whose memory the host method maps without a copy and transforms as fast or
@@ -30,9 +33,12 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import functools
 import io
+import math
 import threading
 import warnings
+from collections.abc import Callable
 from typing import Any, Literal
 
 import numpy as np
@@ -40,7 +46,11 @@ import pyopencl as cl
 import pyopencl.array as cla
 import scipy.fft
 
+from clperiod.engine.staging import in_parts
+
 __all__ = [
+    "FOUR_STEP_MAX",
+    "FOUR_STEP_MIN",
     "MAX_PLANS",
     "FFTWarning",
     "available",
@@ -52,6 +62,11 @@ __all__ = [
 
 #: At most this many VkFFT plans are kept (least recently used ones go first).
 MAX_PLANS = 8
+#: Host rows of more than FOUR_STEP_MIN values, up to FOUR_STEP_MAX (the
+#: longest measured), are transformed in four steps (shorter rows fit the
+#: caches); the four steps hold a second copy of the rows while they run.
+FOUR_STEP_MIN = 1 << 20
+FOUR_STEP_MAX = 1 << 25
 
 Method = Literal["auto", "vkfft", "host"]
 
@@ -234,12 +249,80 @@ def _host_fft_inplace(queue: cl.CommandQueue, array: cla.Array, isign: int) -> N
         queue, array.base_data, flags, 0, array.shape, array.dtype, is_blocking=True
     )
     with host.base:  # unmapped on leaving
-        if isign > 0:
-            out = scipy.fft.ifft(host, axis=-1, norm="forward", overwrite_x=True, workers=-1)
-        else:
-            out = scipy.fft.fft(host, axis=-1, norm="backward", overwrite_x=True, workers=-1)
-        if not np.shares_memory(out, host):
-            host[...] = out
+        rows = host.reshape(-1, host.shape[-1])
+        columns = _four_step_columns(rows.shape[1])
+        if columns is not None:
+            _four_step(rows, columns, isign)
+            return
+        out = _unnormalised(isign)(rows, axis=-1, overwrite_x=True)
+        if not np.shares_memory(out, rows):
+            rows[...] = out
+
+
+def _unnormalised(isign: int) -> Callable[..., np.ndarray]:
+    """The unnormalised scipy.fft transform of sign ``isign`` on every core."""
+    if isign > 0:
+        return functools.partial(scipy.fft.ifft, norm="forward", workers=-1)
+    return functools.partial(scipy.fft.fft, norm="backward", workers=-1)
+
+
+def _divisor_below_root(n: int) -> int:
+    """The largest divisor of ``n`` that is at most ``sqrt(n)``."""
+    return next(d for d in range(math.isqrt(n), 0, -1) if n % d == 0)
+
+
+def _four_step_columns(n: int) -> int | None:
+    """``n1`` of the four-step transform of rows of ``n = n1 n2`` values, or None
+    where the host transforms them whole: ``n`` not above ``FOUR_STEP_MIN`` or
+    above ``FOUR_STEP_MAX``, or without a divisor ``n1`` between ``sqrt(n) / 8``
+    and ``sqrt(n)``."""
+    if not FOUR_STEP_MIN < n <= FOUR_STEP_MAX:
+        return None
+    n1 = _divisor_below_root(n)
+    return n1 if 64 * n1 * n1 >= n else None
+
+
+def _unit_powers(n: int, rows: int, cols: int, step: int, isign: int) -> np.ndarray:
+    """``exp(isign 2 pi i (step r c mod n) / n)``, ``r < rows``, ``c < cols``, from
+    exact integer exponents."""
+    exponents = np.multiply.outer(np.arange(rows) * step % n, np.arange(cols)) % n
+    return np.exp((isign * 2j * np.pi / n) * exponents)
+
+
+def _four_step(rows: np.ndarray, n1: int, isign: int) -> None:
+    """Transform each row of ``rows`` in place in four steps (Bailey's).
+
+    With ``n = n1 n2``, ``j = j1 + n1 j2`` and ``k = k2 + n2 k1``:
+    ``F[k] = sum_j1 w_n1^(j1 k1) w_n^(j1 k2) sum_j2 w_n2^(j2 k2) a[j]``
+    (``w_m = exp(isign 2 pi i / m)``): transforms of length ``n2`` down the
+    columns of each row seen as ``(n2, n1)``, the twiddles ``w_n^(j1 k2)``
+    (as two factors, ``k2 = k2a + K k2b``, of small tables), transforms of length
+    ``n1`` along its rows (into a new array), and the transposition of the
+    ``(n2, n1)`` result into ``F``. The transforms run on every core, the
+    twiddles and the transposition in parts on the engine's worker threads.
+    """
+    batch, n = rows.shape
+    n2 = n // n1
+    transform = _unnormalised(isign)
+    grid = transform(rows.reshape(batch, n2, n1), axis=1, overwrite_x=True)
+    near = _divisor_below_root(n2)
+    by_k2 = grid.reshape(batch, n2 // near, near, n1)
+    first = _unit_powers(n, near, n1, 1, isign).astype(rows.dtype)
+    second = _unit_powers(n, n2 // near, n1, near, isign).astype(rows.dtype)
+
+    def twiddle(lo: int, hi: int) -> None:
+        part = by_k2[:, lo:hi]
+        part *= first
+        part *= second[lo:hi, None, :]
+
+    in_parts(n2 // near, twiddle, min_part=1)
+    result = transform(grid, axis=2, overwrite_x=False)
+    out = rows.reshape(batch, n1, n2)
+
+    def transpose(lo: int, hi: int) -> None:
+        out[:, lo:hi] = result[:, :, lo:hi].transpose(0, 2, 1)
+
+    in_parts(n1, transpose, min_part=1)
 
 
 def fft_inplace(

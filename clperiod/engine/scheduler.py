@@ -7,22 +7,25 @@ overlap. The worker threads live as long as the process and serve every call,
 so their per-thread caches (command queues, kernel objects) outlast a call;
 with one device in all the items run in the calling thread.
 :func:`split_range` cuts a run of independent rows (models, elements) into
-such items.
+such items. Within :func:`tracing`, every call and item reports its start and
+end times to a :class:`Tracer`.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import itertools
 import os
 import queue
 import threading
-from collections.abc import Callable, Sequence
-from typing import TypeVar
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import Protocol, TypeVar
 
 from clperiod.engine.devices import DeviceInfo
 
-__all__ = ["BATCHES_PER_DEVICE", "run_on_devices", "split_range"]
+__all__ = ["BATCHES_PER_DEVICE", "Tracer", "run_on_devices", "split_range", "tracing"]
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
@@ -34,6 +37,32 @@ BATCHES_PER_DEVICE = 4
 _workers: dict[tuple[int, int], concurrent.futures.ThreadPoolExecutor] = {}
 _workers_lock = threading.Lock()
 _in_worker = threading.local()  # .active: this thread is one of _workers
+
+
+class Tracer(Protocol):
+    """Receives the times (:func:`time.perf_counter`) of :func:`run_on_devices`'s
+    calls and items; its methods are called from the worker threads."""
+
+    def call(self, n_items: int, n_devices: int, start: float, stop: float) -> None:
+        """A call of :func:`run_on_devices` ran from ``start`` to ``stop``."""
+
+    def item(self, device: DeviceInfo, index: int, start: float, stop: float) -> None:
+        """Item ``index`` of a call ran on ``device`` from ``start`` to ``stop``."""
+
+
+_tracer: Tracer | None = None
+
+
+@contextlib.contextmanager
+def tracing(tracer: Tracer) -> Iterator[Tracer]:
+    """Report every call of :func:`run_on_devices` and each of its items to
+    ``tracer`` within the block (one tracer at a time, for the process)."""
+    global _tracer
+    previous, _tracer = _tracer, tracer
+    try:
+        yield tracer
+    finally:
+        _tracer = previous
 
 
 def run_on_devices(
@@ -62,6 +91,19 @@ def run_on_devices(
         ``work`` results in the order of ``items``. The first exception raised
         by any worker is re-raised after all workers stopped.
     """
+    tracer = _tracer
+    if tracer is not None:
+        return _traced(tracer, devices, items, work, progress)
+    return _run(devices, items, work, progress)
+
+
+def _run(
+    devices: Sequence[DeviceInfo],
+    items: Sequence[Item],
+    work: Callable[[DeviceInfo, Item], Result],
+    progress: Callable[[int], None] | None,
+) -> list[Result]:
+    """:func:`run_on_devices` without a tracer."""
     if len(devices) == 1 or len(items) <= 1 or getattr(_in_worker, "active", False):
         results = []
         for item in items:
@@ -99,6 +141,30 @@ def run_on_devices(
     if errors:
         raise errors[0]
     return out
+
+
+def _traced(
+    tracer: Tracer,
+    devices: Sequence[DeviceInfo],
+    items: Sequence[Item],
+    work: Callable[[DeviceInfo, Item], Result],
+    progress: Callable[[int], None] | None,
+) -> list[Result]:
+    """:func:`run_on_devices`, reporting the call and each item to ``tracer``."""
+
+    def timed(device: DeviceInfo, numbered: tuple[int, Item]) -> Result:
+        index, item = numbered
+        start = time.perf_counter()
+        try:
+            return work(device, item)
+        finally:
+            tracer.item(device, index, start, time.perf_counter())
+
+    start = time.perf_counter()
+    try:
+        return _run(devices, list(enumerate(items)), timed, progress)
+    finally:
+        tracer.call(len(items), len(devices), start, time.perf_counter())
 
 
 def _worker(device: DeviceInfo, slot: int) -> concurrent.futures.ThreadPoolExecutor:

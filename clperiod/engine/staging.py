@@ -9,7 +9,9 @@ and upload blocks come from :data:`PINNED_POOL`, recycled page-locked arrays
 that are only asked for while they stay well below the available memory
 (ordinary pageable memory otherwise, and when page-locking is refused);
 :class:`Staging` holds one batch's device buffers and its page-locked block;
-:func:`parallel_copy` fills staging memory on several threads.
+:func:`parallel_copy` fills staging memory on several threads. The catalogs'
+own copies of their columns come from :data:`HOST_POOL`, recycled ordinary
+memory (new memory costs a page fault per page on first write).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import threading
 import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyopencl as cl
@@ -37,9 +40,14 @@ from clperiod.engine.devices import (
 )
 
 __all__ = [
+    "HOST_POOL",
+    "HOST_POOL_FREE_BYTES",
+    "HOST_POOL_MIN_BYTES",
+    "HostPool",
     "PINNED_FRACTION",
     "PINNED_POOL",
     "PinnedPool",
+    "RecyclingPool",
     "Staging",
     "available_host_memory",
     "check_periodogram_memory",
@@ -54,30 +62,91 @@ __all__ = [
 PINNED_FRACTION = 0.5
 
 
-class PinnedPool:
+class RecyclingPool:
+    """Host arrays that are views of blocks recycled across calls.
+
+    An array handed out is a view of a block through a small ctypes object;
+    when the last numpy view of it is garbage-collected the ctypes object
+    dies and the block returns to the pool for the next request of a similar
+    size. Subclasses make the blocks (:class:`PinnedPool`, :class:`HostPool`).
+    """
+
+    #: A request may take a free block up to twice its size, or up to this
+    #: many bytes larger (small requests of varying size share blocks).
+    _SMALL_SLACK = 1 << 20
+
+    def __init__(self, max_free: int = 8, max_free_bytes: int | None = None):
+        self._free: dict[int, list[np.ndarray]] = {}
+        self._lock = threading.Lock()
+        self._max_free = max_free
+        self._max_free_bytes = max_free_bytes
+        # blocks whose arrays died, not yet in _free: a finalizer only appends
+        # here (atomic), as it may run inside any allocation, even while this
+        # thread holds the lock (a garbage collection in _take)
+        self._returned: collections.deque[tuple[int, np.ndarray]] = collections.deque()
+
+    def _hand_out(
+        self, key: int, block: np.ndarray, nbytes: int, shape: tuple[int, ...], dtype: np.dtype
+    ) -> np.ndarray:
+        """An array of ``shape`` on the first ``nbytes`` of ``block`` (a uint8
+        array), which returns to the free list of ``key`` when the array dies."""
+        view: Any = (ctypes.c_char * nbytes).from_address(block.ctypes.data)
+        weakref.finalize(view, self._give_back, key, block)
+        return np.frombuffer(view, dtype=dtype).reshape(shape)
+
+    def _take(self, key: int, nbytes: int) -> np.ndarray | None:
+        with self._lock:
+            self._file_returned()
+            free = self._free.get(key, [])
+            most = max(2 * nbytes, nbytes + self._SMALL_SLACK)
+            fits = [i for i, m in enumerate(free) if nbytes <= m.nbytes <= most]
+            if not fits:
+                return None
+            return free.pop(min(fits, key=lambda i: free[i].nbytes))
+
+    def _give_back(self, key: int, block: np.ndarray) -> None:
+        """Finalizer of a handed-out array: its block is free again."""
+        self._returned.append((key, block))
+
+    def _file_returned(self) -> None:
+        """Move the blocks given back into the free lists, keeping the newest
+        ``max_free`` per key, and of those at most ``max_free_bytes`` in all
+        (the lock is held)."""
+        while self._returned:
+            key, block = self._returned.popleft()
+            free = self._free.setdefault(key, [])
+            free.append(block)
+            for dropped in free[: -self._max_free]:
+                self._forget(dropped)
+            del free[: -self._max_free]
+        if self._max_free_bytes is None:
+            return
+        for free in self._free.values():
+            kept = 0
+            for k in range(len(free) - 1, -1, -1):  # the newest first
+                kept += free[k].nbytes
+                if kept > self._max_free_bytes:
+                    for dropped in free[: k + 1]:
+                        self._forget(dropped)
+                    del free[: k + 1]
+                    break
+
+    def _forget(self, block: np.ndarray) -> None:
+        """A block leaves the pool (the lock is held)."""
+
+
+class PinnedPool(RecyclingPool):
     """Page-locked host arrays, recycled across calls.
 
     Device-to-host copies into page-locked memory run at the full bus speed,
     but page-locking is slow (about 0.4 s per GB on an H100 host) and so is
-    mapping and unmapping, so buffers are allocated and mapped once and kept.
-    An array handed out is a view of such a mapping through a small ctypes
-    block; when the last numpy view of it is garbage-collected the block dies
-    and the buffer returns to the pool for the next request of a similar size.
+    mapping and unmapping, so buffers are allocated and mapped once and kept
+    (a block is the host mapping of one buffer; free lists per context).
     """
 
-    #: A request may take a free buffer up to twice its size, or up to this
-    #: many bytes larger (small requests of varying size share buffers).
-    _SMALL_SLACK = 1 << 20
-
     def __init__(self, max_free: int = 8):
-        self._free: dict[int, list[np.ndarray]] = {}
-        self._lock = threading.Lock()
-        self._max_free = max_free
+        super().__init__(max_free)
         self._buffers: dict[int, cl.Buffer] = {}  # mapping address -> buffer (kept alive)
-        # buffers whose arrays died, not yet in _free: a finalizer only appends
-        # here (atomic), as it may run inside any allocation, even while this
-        # thread holds the lock (a garbage collection in _take)
-        self._returned: collections.deque[tuple[int, np.ndarray]] = collections.deque()
 
     def empty(self, info: DeviceInfo, shape: tuple[int, ...], dtype) -> np.ndarray:
         """A page-locked array of ``shape``; ordinary (pageable) memory when the
@@ -99,43 +168,47 @@ class PinnedPool:
                 return np.empty(shape, dtype=dtype)
             with self._lock:
                 self._buffers[mapped.ctypes.data] = buffer
-        block = (ctypes.c_char * nbytes).from_address(mapped.ctypes.data)
-        weakref.finalize(block, self._give_back, key, mapped)
-        return np.frombuffer(block, dtype=dtype).reshape(shape)
+        return self._hand_out(key, mapped, nbytes, shape, dtype)
 
-    def owns(self, array: np.ndarray) -> bool:
-        """Whether ``array``'s memory lies in a page-locked buffer of the pool."""
+    def owns(self, array: np.ndarray, info: DeviceInfo | None = None) -> bool:
+        """Whether ``array``'s memory lies in a page-locked buffer of the pool
+        (with ``info``: one of that device's context; memory page-locked
+        through another device's context is pageable to this one's copies)."""
         start = array.__array_interface__["data"][0]
+        context = None if info is None else get_context(info)
         with self._lock:
             return any(
-                base <= start and start + array.nbytes <= base + buffer.size
+                base <= start
+                and start + array.nbytes <= base + buffer.size
+                and (context is None or buffer.context == context)
                 for base, buffer in self._buffers.items()
             )
 
-    def _take(self, key: int, nbytes: int) -> np.ndarray | None:
-        with self._lock:
-            self._file_returned()
-            free = self._free.get(key, [])
-            most = max(2 * nbytes, nbytes + self._SMALL_SLACK)
-            fits = [i for i, m in enumerate(free) if nbytes <= m.nbytes <= most]
-            if not fits:
-                return None
-            return free.pop(min(fits, key=lambda i: free[i].nbytes))
+    def _forget(self, block: np.ndarray) -> None:
+        self._buffers.pop(block.ctypes.data, None)
 
-    def _give_back(self, key: int, mapped: np.ndarray) -> None:
-        """Finalizer of a handed-out array: its buffer is free again."""
-        self._returned.append((key, mapped))
 
-    def _file_returned(self) -> None:
-        """Move the buffers given back into the free lists, keeping at most
-        ``max_free`` per context (the lock is held)."""
-        while self._returned:
-            key, mapped = self._returned.popleft()
-            free = self._free.setdefault(key, [])
-            free.append(mapped)
-            for dropped in free[: -self._max_free]:
-                self._buffers.pop(dropped.ctypes.data, None)
-            del free[: -self._max_free]
+class HostPool(RecyclingPool):
+    """Ordinary (pageable) host arrays of at least :data:`HOST_POOL_MIN_BYTES`,
+    recycled across calls.
+
+    The first write to each page of new memory costs a page fault that
+    clears the page, more than copying the data in, so blocks are kept for
+    the next request of a similar size: at most 8, and at most
+    :data:`HOST_POOL_FREE_BYTES` free in all (the rest goes back to the
+    system).
+    """
+
+    def empty(self, shape: tuple[int, ...], dtype) -> np.ndarray:
+        """A new array of ``shape``, in recycled memory if it is large."""
+        dtype = np.dtype(dtype)
+        nbytes = int(np.prod(shape)) * dtype.itemsize
+        if nbytes < HOST_POOL_MIN_BYTES:
+            return np.empty(shape, dtype=dtype)
+        block = self._take(0, nbytes)
+        if block is None:
+            block = np.empty(nbytes, dtype=np.uint8)
+        return self._hand_out(0, block, nbytes, shape, dtype)
 
 
 def _pinned_block(
@@ -158,6 +231,13 @@ def _pinned_block(
 
 #: The process-wide pool used for returned periodograms and upload staging.
 PINNED_POOL = PinnedPool()
+
+#: Smallest array that :class:`HostPool` recycles (smaller ones are recycled by malloc).
+HOST_POOL_MIN_BYTES = 1 << 20
+#: Most bytes of free blocks :data:`HOST_POOL` keeps.
+HOST_POOL_FREE_BYTES = 256 << 20
+#: The process-wide pool of the catalogs' own copies of their columns.
+HOST_POOL = HostPool(max_free_bytes=HOST_POOL_FREE_BYTES)
 
 
 def check_periodogram_memory(n_objects: int, nf: int, dtype) -> None:
@@ -313,8 +393,14 @@ class Staging:
         return len(self._outputs) - 1
 
     def send(self, queue: cl.CommandQueue) -> None:
-        """Copy the inputs into page-locked memory and queue their uploads."""
-        sizes = [a.nbytes for a, _ in self._inputs]
+        """Copy the inputs into page-locked memory and queue their uploads (an
+        input already in page-locked memory of this device's context,
+        :meth:`PinnedPool.owns`, is uploaded from where it lies)."""
+        in_place = [self._pinned(array) for array, _ in self._inputs]
+        sizes = [
+            0 if pinned else a.nbytes
+            for (a, _), pinned in zip(self._inputs, in_place, strict=True)
+        ]
         sizes += [int(np.prod(shape)) * dtype.itemsize for shape, dtype in self._outputs]
         starts = np.concatenate(
             ([0], np.cumsum([-(-n // self._ALIGN) * self._ALIGN for n in sizes]))
@@ -322,12 +408,20 @@ class Staging:
         block = PINNED_POOL.empty(self.info, (max(1, int(starts[-1])),), np.uint8)
         self._block = block
         for k, (array, buffer) in enumerate(self._inputs):
-            if array.nbytes:
+            if not array.nbytes:
+                continue
+            staged = array
+            if not in_place[k]:
                 staged = block[starts[k] : starts[k] + array.nbytes].view(array.dtype)
                 parallel_copy(staged, array.reshape(-1))
-                self.events.append(cl.enqueue_copy(queue, buffer, staged, is_blocking=False))
+            self.events.append(cl.enqueue_copy(queue, buffer, staged, is_blocking=False))
         for k, (shape, dtype) in enumerate(self._outputs, start=len(self._inputs)):
             self.results.append(block[starts[k] : starts[k] + sizes[k]].view(dtype).reshape(shape))
+
+    def _pinned(self, array: np.ndarray) -> bool:
+        """Whether ``array`` can be uploaded from where it lies: C-contiguous, in
+        page-locked memory of this device's context."""
+        return array.flags.c_contiguous and PINNED_POOL.owns(array, self.info)
 
     @contextlib.contextmanager
     def guard(self, *queues: cl.CommandQueue) -> Iterator[Staging]:

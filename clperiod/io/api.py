@@ -75,12 +75,15 @@ EXAMPLES: dict[str, str] = {
     "8205_errors": "8205_normalized_with_error.txt",
     "stripe82": "SDSS_stripe82_band_z.txt",
     "stripe82_ugriz": "SDSS_stripe82_RRLyrae_ugriz.csv",
+    "hat-p-7": "kplr010666592_Q0_sc_pdcsap.csv",
 }
 
 #: The bundled examples in the long layout (a header line): their id, t, y, dy and
-#: band columns; the others are in the papers' layout (:func:`read_lightcurve_csv`).
-_LONG_EXAMPLES: dict[str, tuple[str, str, str, str, str]] = {
+#: band columns (None: no bands); the others are in the papers' layout
+#: (:func:`read_lightcurve_csv`).
+_LONG_EXAMPLES: dict[str, tuple[str, str, str, str, str | None]] = {
     "stripe82_ugriz": ("id", "mjd", "mag", "mag_err", "band"),
+    "hat-p-7": ("kic", "time", "flux", "flux_err", None),
 }
 
 #: Bundled radial velocities (radvel's example data): name -> file.
@@ -95,7 +98,7 @@ def example_path(name: str) -> Path:
 
     Parameters
     ----------
-    name : {"ida", "8205", "8205_errors", "stripe82", "stripe82_ugriz"}
+    name : {"ida", "8205", "8205_errors", "stripe82", "stripe82_ugriz", "hat-p-7"}
         ``"ida"``: asteroid (243) Ida, ZTF r band, 29 points, t in JD.
         ``"8205"`` / ``"8205_errors"``: a synthetic asteroid with a ZTF-like
         cadence, 3555 points, without / with uncertainties.
@@ -104,6 +107,11 @@ def example_path(name: str) -> Path:
         ``"stripe82_ugriz"``: two of those RR Lyrae stars in all five bands
         (u, g, r, i, z; a CSV file with columns ``id, mjd, mag, mag_err,
         band``), for multiband searches.
+        ``"hat-p-7"``: the transiting hot Jupiter HAT-P-7 b (Kepler-2 b,
+        P = 2.2047 d) in Kepler's short-cadence commissioning data (Q0, 9.7
+        days; every fifth unflagged cadence, 2655 points; a CSV file with
+        columns ``kic, time, flux, flux_err``: BJD - 2454833 and PDCSAP flux
+        in e-/s), for transit searches.
 
     Returns
     -------

@@ -84,10 +84,14 @@ def result_columns(result: Any, *, fap_method: str | None = "baluev") -> dict[st
 
 
 def _has_analytic_fap(result: Any) -> bool:
-    """Whether ``result.false_alarm_probability`` is analytic: it takes a
-    ``method``, as Lomb-Scargle's (the bootstraps take ``n_resamplings``)."""
+    """Whether ``result.false_alarm_probability`` takes Lomb-Scargle's
+    ``method`` names: a ``method`` and no ``n_resamplings`` (the multiband
+    and MHAOV searches resample; MHAOV's ``method`` is its own)."""
     fap = getattr(result, "false_alarm_probability", None)
-    return fap is not None and "method" in inspect.signature(fap).parameters
+    if fap is None:
+        return False
+    parameters = inspect.signature(fap).parameters
+    return "method" in parameters and "n_resamplings" not in parameters
 
 
 def value_column(result: Any) -> str:

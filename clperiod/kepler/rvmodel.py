@@ -787,7 +787,7 @@ class ModelEvaluator:
             self.plan.double_params
             and params.dtype == np.float64
             and params.flags.c_contiguous
-            and PINNED_POOL.owns(params)
+            and PINNED_POOL.owns(params, self.info)
         )
         if direct:  # already page-locked (clperiod.kepler.empty_params): no staging copy
             arrays = [(slot.params, params)]

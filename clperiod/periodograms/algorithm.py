@@ -16,7 +16,8 @@ is lower, unless running the path of fewer objects costs more than it
 saves: a catalog that mixes short and long light curves runs both paths in
 one call. The constants were fitted to
 ``bench/bench_nufft.py crossover`` (one light curve, N = 10 .. 10^7, nf = 10^3
-.. 10^7) on an H100 (GPUs) and on PoCL with two cores (CPUs);
+.. 10^7) on an H100 (GPUs) and on PoCL with two cores (CPUs; ``point`` and
+``crowd`` again after the point-major spreading of 2026-11-26);
 ``bench/results`` holds the measurements and the model's worst choice.
 
 On an array of ``nf`` frequencies (:class:`~clperiod.FrequencyArray`), the
@@ -116,9 +117,9 @@ COSTS = {
     "cpu": Costs(
         rate=4e8,
         serial=0.0,
-        point=8e-7,
+        point=9e-8,
         cell=1.5e-8,
-        crowd=2e-5,
+        crowd=2.5e-6,
         fixed_direct=1.0e-3,
         fixed_nufft=1.3e-3,
         array_rate=1e8,

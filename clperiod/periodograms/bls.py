@@ -32,6 +32,14 @@ are exact 64-bit fixed-point integers (each object's ``u v`` and ``v``
 scaled so that their sums stay below 2**61; ``v`` at least one unit), so
 boxes holding the same points tie exactly, as in astropy, and a box is
 empty exactly when its weight is 0.
+The binned search fills each object's bins in one of two ways, which give the
+same integers: every point adds its weights into its bin with atomic adds
+(``Layout.binning="atomic"``), or, for points in time order, each bin's sums
+are differences of the points' prefix sums at the first point of each (cycle,
+bin) (``"prefix"``). By default an object takes the prefix fill where
+its (cycle, bin) boundaries over the trial periods do not outnumber its points
+times the periods: densely sampled light curves (TESS, Kepler), not sparse
+ground-based ones.
 The host turns the chosen boxes' sums into float64 fields, so fp32 kernels
 (folding in double-single, objective in float) report fp64-accurate values of
 the boxes they choose.
@@ -98,6 +106,10 @@ _TILE = 256
 #: Work-group sizes of the search and of the peak search, by device kind.
 _WG = {"gpu": 256, "other": 64}
 _PEAKS_WG = {"gpu": 128, "other": 16}
+#: An object's bins are filled from prefix sums (:func:`_prefix_objects`) where
+#: its boundary searches over the trial periods are at most this many per point
+#: and period.
+_PREFIX_WORK = 1.0
 #: Bin counts of one launch of the binned search differ at most by this factor
 #: (a launch sizes its local memory for its longest period).
 _BINS_RATIO = 2
@@ -114,7 +126,7 @@ _FIELDS = (
 
 @dataclass(frozen=True)
 class Layout:
-    """Where the binned kernel keeps its bins and how it adds into them.
+    """Where the binned kernel keeps its bins and how it fills them.
 
     Attributes
     ----------
@@ -126,11 +138,19 @@ class Layout:
         32-bit atomic adds with a carry.
     local_bytes : int or None
         The local memory a work-group may use, in bytes (None: the device's).
+    binning : {None, "atomic", "prefix"}
+        How every object's bins are filled (module notes): each point added
+        with atomic adds, from prefix sums of its points in time order, or
+        per object by the work of each (None). fp64: both give the same bins,
+        bit for bit; fp32: the prefix fill places points by double-single
+        times (a point within ~2**-44 of an edge relative to the times may
+        fall differently), for objects whose edges allow it.
     """
 
     local_bins: bool | None
     atomics: str
     local_bytes: int | None = None
+    binning: str | None = None
 
     def __post_init__(self) -> None:
         if self.local_bins is not None:
@@ -138,6 +158,7 @@ class Layout:
         checks.choice("atomics", self.atomics, ("int64", "split"))
         if self.local_bytes is not None:
             checks.integer("local_bytes", self.local_bytes, low=1)
+        checks.choice("binning", self.binning, (None, "atomic", "prefix"))
 
 
 def layout_for(info: DeviceInfo) -> Layout:
@@ -392,8 +413,9 @@ def bls(
         Device selection (see :func:`clperiod.select_devices`); objects are
         spread over every selected device. fp64 needs devices with fp64.
     layout : Layout, optional
-        Where the binned kernel keeps its bins on every device (default
-        :func:`~clperiod.periodograms.bls.layout_for` of each).
+        Where the binned kernel keeps its bins on every device and how it
+        fills them (default :func:`~clperiod.periodograms.bls.layout_for` of
+        each, which picks the bin filling per object).
 
     Returns
     -------
@@ -428,12 +450,15 @@ def bls(
             require_fp64(info)
         layouts.append(_checked_layout(layout, info))
     plan = _plan(trials.searched, durations, options, precision == "fp64")
-    prepared = _prepare(catalog)
-    found = _search_devices(list(zip(devices, layouts, strict=True)), prepared, plan, options)
-    if options.method == "binned" and options.compat == "astropy":
-        _astropy_copies(catalog, prepared, plan, options, found)
+    objects, found = _search_devices(
+        list(zip(devices, layouts, strict=True)),
+        catalog,
+        plan,
+        options,
+        None if layout is None else layout.binning,
+    )
     return _result(
-        catalog, trials, plan, options, prepared, found, [info.label for info in devices]
+        catalog, trials, plan, options, objects, found, [info.label for info in devices]
     )
 
 
@@ -520,22 +545,14 @@ def _checked_durations(durations: Any, shortest_period: float) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class _Prepared:
-    """The points of a catalog's objects that can be searched (module notes).
-
-    ``status`` is OK, TOO_FEW_POINTS or ZERO_VARIANCE per object (objects
-    not OK keep no points); per kept point ``tau = t - min t`` and the
-    fixed-point ``uv`` and ``v``; per object the offsets of its kept points,
-    ``totals`` (its sums of ``uv`` and ``v``), ``t_ref = min t``, and what
-    turns integer sums into the data's units: ``ybar = (sum uv / sum v) *
-    2**depth_exponent`` and ``V = sum v * weight_unit / dy_min**2``.
-    """
+class _Objects:
+    """Per object of a catalog: ``status`` (OK, TOO_FEW_POINTS or
+    ZERO_VARIANCE), ``totals`` (the sums of its kept ``uv`` and ``v``),
+    ``t_ref = min t``, and what turns integer sums into the data's units:
+    ``ybar = (sum uv / sum v) * 2**depth_exponent`` and ``V = sum v *
+    weight_unit / dy_min**2`` (module notes)."""
 
     status: np.ndarray
-    offsets: np.ndarray
-    tau: np.ndarray
-    uv: np.ndarray
-    v: np.ndarray
     totals: np.ndarray
     t_ref: np.ndarray
     depth_exponent: np.ndarray
@@ -543,8 +560,45 @@ class _Prepared:
     dy_min: np.ndarray
 
 
-def _prepare(catalog: Catalog) -> _Prepared:
-    """The kernels' inputs for ``catalog`` (see :class:`_Prepared`)."""
+@dataclass(frozen=True)
+class _Prepared:
+    """The points of a catalog's objects that can be searched (module notes).
+
+    Objects not OK keep no points; per kept point ``tau = t - min t`` and the
+    fixed-point ``uv`` and ``v``; the ``offsets`` of each object's kept
+    points, and the :class:`_Objects` fields.
+
+    Per object ``sorted`` tells whether the binned kernel fills its bins from
+    prefix sums, its points then in time order (else interleaved,
+    :func:`_interleaved`). ``tables`` holds those objects' prefix sums and guides.
+    """
+
+    offsets: np.ndarray
+    tau: np.ndarray
+    uv: np.ndarray
+    v: np.ndarray
+    objects: _Objects
+    sorted: np.ndarray
+    tables: _PrefixTables
+
+
+@dataclass(frozen=True)
+class _PrefixTables:
+    """For the objects filled from prefix sums (zeros for the others; empty
+    arrays where there are none): from entry ``offsets[k] + k`` the ``n + 1``
+    exclusive prefix sums ``uv`` and ``v`` of object ``k``'s ``n`` points in
+    time order, and its ``guide``, the first point at or after ``j h`` for
+    ``j = 0 .. n``; per object ``inv_step = 1 / h = n / span`` (0 for span 0)."""
+
+    uv: np.ndarray
+    v: np.ndarray
+    guide: np.ndarray
+    inv_step: np.ndarray
+
+
+def _prepare(catalog: Catalog, plan: _Plan, binning: str | None) -> _Prepared:
+    """The kernels' inputs for ``catalog`` (see :class:`_Prepared`), each
+    object's bins filled as ``binning`` asks (:func:`_prefix_objects`)."""
     status = _initial_status(catalog)
     ok = status == Status.OK
     keep = np.repeat(ok, catalog.lengths)
@@ -552,20 +606,100 @@ def _prepare(catalog: Catalog) -> _Prepared:
     owners = np.repeat(np.arange(catalog.n_objects), np.diff(offsets))
     t = catalog.t[keep]
     t_ref = segment_reduce(np.minimum, t, offsets, np.nan)
+    tau = t - t_ref[owners]
     dy = None if catalog.dy is None else catalog.dy[keep]
     fixed = _fixed_point(catalog.y[keep], dy, offsets, owners)
-    order = _interleaved(offsets, owners)
+    spans = segment_reduce(np.maximum, tau, offsets)
+    sorted_objects = _prefix_objects(plan, np.diff(offsets), spans, binning)
+    order = np.where(
+        sorted_objects[owners], np.lexsort((tau, owners)), _interleaved(offsets, owners)
+    )
+    tau, uv, v = tau[order], fixed.uv[order], fixed.v[order]
     return _Prepared(
-        status=status,
         offsets=offsets.astype(np.int32),
-        tau=(t - t_ref[owners])[order],
-        uv=fixed.uv[order],
-        v=fixed.v[order],
-        totals=fixed.totals,
-        t_ref=t_ref,
-        depth_exponent=fixed.depth_exponent,
-        weight_unit=fixed.weight_unit,
-        dy_min=fixed.dy_min,
+        tau=tau,
+        uv=uv,
+        v=v,
+        objects=_Objects(
+            status=status,
+            totals=fixed.totals,
+            t_ref=t_ref,
+            depth_exponent=fixed.depth_exponent,
+            weight_unit=fixed.weight_unit,
+            dy_min=fixed.dy_min,
+        ),
+        sorted=sorted_objects,
+        tables=_prefix_tables(tau, uv, v, offsets, spans, sorted_objects),
+    )
+
+
+def _prefix_objects(
+    plan: _Plan, lengths: np.ndarray, spans: np.ndarray, binning: str | None
+) -> np.ndarray:
+    """Per object, whether the binned kernel fills its bins from prefix sums:
+    never (``binning="atomic"``), wherever it can (``"prefix"``: objects with
+    points; fp32 those of :func:`_double_single_edges`), or (None) where it can
+    and its boundary searches, ``(floor(span / P) + 1) (K + 1)`` at each
+    period, add up to at most :data:`_PREFIX_WORK` times its points times the
+    periods."""
+    if not plan.binned or binning == "atomic":
+        return np.zeros(lengths.size, dtype=bool)
+    possible = lengths > 0
+    if not plan.fp64:
+        possible &= _double_single_edges(plan, spans)
+    if binning == "prefix":
+        return possible
+    boundaries = plan.real_bins.astype(np.float64) + 1
+    searches = spans * np.sum(boundaries / plan.periods) + np.sum(boundaries)
+    return possible & (searches <= _PREFIX_WORK * lengths * plan.periods.size)
+
+
+def _double_single_edges(plan: _Plan, spans: np.ndarray) -> np.ndarray:
+    """Per object, whether the fp32 prefix fill's double-single edges (~2**-44
+    relative) keep their order: under 2**22 cycles of the shortest period, and
+    bins wider than 2**-30 times the span plus the longest period."""
+    periods = plan.periods
+    return (spans < 2.0**22 * periods[0]) & (plan.width > 2.0**-30 * (spans + periods[-1]))
+
+
+def _prefix_tables(
+    tau: np.ndarray,
+    uv: np.ndarray,
+    v: np.ndarray,
+    offsets: np.ndarray,
+    spans: np.ndarray,
+    sorted_objects: np.ndarray,
+) -> _PrefixTables:
+    """The :class:`_PrefixTables` of the points ``tau``, ``uv``, ``v`` (in the
+    kernel's order) for the objects ``sorted_objects``."""
+    if not sorted_objects.any():
+        empty = np.zeros(0, np.int64)
+        return _PrefixTables(empty, empty, empty.astype(np.int32), np.zeros(spans.size))
+    lengths = np.diff(offsets)
+    n_objects = lengths.size
+    owners = np.repeat(np.arange(n_objects), lengths)
+    first_entry = offsets[:-1] + np.arange(n_objects)
+    kept = np.repeat(sorted_objects, lengths + 1)
+    # the entry after each point holds the sum through it (modulo 2**64: exact)
+    after = np.arange(tau.size) + owners + 1
+
+    def exclusive_sums(values: np.ndarray) -> np.ndarray:
+        running = np.cumsum(values.view(np.uint64))
+        before = np.concatenate([np.zeros(1, np.uint64), running])[offsets[:-1]]
+        sums = np.zeros(tau.size + n_objects, np.uint64)
+        sums[after] = running - before[owners]
+        return np.where(kept, sums.view(np.int64), 0)
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inv_step = np.where(sorted_objects & (spans > 0), lengths / spans, 0.0)
+    cells = np.minimum(np.floor(tau * inv_step[owners]), lengths[owners]).astype(np.int64)
+    counts = np.bincount(first_entry[owners] + cells, minlength=tau.size + n_objects)
+    before_cell = np.cumsum(counts) - counts - np.repeat(offsets[:-1], lengths + 1)
+    return _PrefixTables(
+        uv=exclusive_sums(uv),
+        v=exclusive_sums(v),
+        guide=np.where(kept, before_cell, 0).astype(np.int32),
+        inv_step=inv_step,
     )
 
 
@@ -781,41 +915,37 @@ class _PeriodRange:
 
 def _search_devices(
     devices: list[tuple[DeviceInfo, Layout]],
-    prepared: _Prepared,
+    catalog: Catalog,
     plan: _Plan,
     options: _Options,
-) -> _Found:
+    binning: str | None,
+) -> tuple[_Objects, _Found]:
     """:func:`_search` of consecutive batches of objects
     (:func:`~clperiod.engine.scheduler.split_range`), spread over ``devices``
-    (each with its layout), joined in catalog order."""
-    batches = split_range(0, prepared.status.size, len(devices))
+    (each with its layout), each prepared (:func:`_prepare`, the bins filled
+    as ``binning`` asks, and with ``compat="astropy"`` :func:`_astropy_copies`)
+    by the device thread that takes it; the objects' fields and finds joined
+    in catalog order."""
+    batches = split_range(0, catalog.n_objects, len(devices)) or [(0, 0)]  # one, if empty
     layouts = {id(info): layout for info, layout in devices}
+    astropy = options.method == "binned" and options.compat == "astropy"
 
-    def work(info: DeviceInfo, batch: tuple[int, int]) -> _Found:
-        part = _objects(prepared, *batch)
-        return _search(get_queue(info), info, part, plan, options, layouts[id(info)])
+    def work(info: DeviceInfo, batch: tuple[int, int]) -> tuple[_Objects, _Found]:
+        part = catalog.slice(*batch)
+        prepared = _prepare(part, plan, binning)
+        found = _search(get_queue(info), info, prepared, plan, options, layouts[id(info)])
+        if astropy:
+            _astropy_copies(part, prepared, plan, options, found)
+        return prepared.objects, found
 
     parts = run_on_devices([info for info, _ in devices], batches, work)
     if len(parts) == 1:
         return parts[0]
-    return _joined(parts, plan.periods.size, options)
-
-
-def _objects(prepared: _Prepared, lo: int, hi: int) -> _Prepared:
-    """The objects ``lo .. hi - 1`` of ``prepared``, as :func:`_search` takes them."""
-    points = slice(int(prepared.offsets[lo]), int(prepared.offsets[hi]))
-    return _Prepared(
-        status=prepared.status[lo:hi],
-        offsets=prepared.offsets[lo : hi + 1] - prepared.offsets[lo],
-        tau=prepared.tau[points],
-        uv=prepared.uv[points],
-        v=prepared.v[points],
-        totals=prepared.totals[lo:hi],
-        t_ref=prepared.t_ref[lo:hi],
-        depth_exponent=prepared.depth_exponent[lo:hi],
-        weight_unit=prepared.weight_unit[lo:hi],
-        dy_min=prepared.dy_min[lo:hi],
-    )
+    joined = {
+        name: np.concatenate([getattr(per_object, name) for per_object, _ in parts])
+        for name in ("status", "totals", "t_ref", "depth_exponent", "weight_unit", "dy_min")
+    }
+    return _Objects(**joined), _joined([found for _, found in parts], plan.periods.size, options)
 
 
 def _joined(parts: list[_Found], n_periods: int, options: _Options) -> _Found:
@@ -849,12 +979,13 @@ def _search(
     """Run the search kernel over every object and period range; per launch the
     top-k peaks (``peaks_topk``) and their boxes (``bls_gather``), merged on
     the host later; every period's box too with ``options.periodogram``."""
-    n_obj, n_periods = prepared.status.size, plan.periods.size
+    n_obj, n_periods = prepared.objects.status.size, plan.periods.size
     kind = "gpu" if info.kind == "gpu" else "other"
     wg = min(_WG[kind], 1 << (info.max_work_group_size.bit_length() - 1))
     real = "double" if plan.fp64 else "float"
     pending: list[cl.Event] = []
     inputs = _upload_inputs(queue, prepared, plan, pending)
+    prefix = bool(inputs.prefix)
     ranges = list(_ranges(plan, info, layout, n_obj, wg))
     largest = max(block.rows * (block.hi - block.lo) for block in ranges)
     real_size = 8 if plan.fp64 else 4
@@ -869,7 +1000,9 @@ def _search(
     all_keys = np.full((n_obj, n_periods), NO_PEAK, np.int32) if options.periodogram else None
     all_sums = np.zeros((n_obj, n_periods, 2), np.int64) if options.periodogram else None
     for number, block in enumerate(ranges):
-        search, gather = _kernels(queue.context, plan, options, layout, block.local_bins, wg)
+        search, gather = _kernels(
+            queue.context, plan, options, layout, block.local_bins, prefix, wg
+        )
         arguments = _plan_arguments(queue.context, plan, inputs, block, wg)
         found = slice(number * options.top_k, (number + 1) * options.top_k)
         for first in range(0, n_obj, block.rows):
@@ -903,12 +1036,14 @@ def _search(
 
 @dataclass(frozen=True)
 class _Inputs:
-    """Device copies: the point arguments, the period arguments and the plan's
-    arrays (binned: [bin scale (fp32),] K, m; exact: centres, steps, half widths)."""
+    """Device copies: the point arguments, the period arguments, the plan's
+    arrays (binned: [bin scale (fp32),] K, m; exact: centres, steps, half widths)
+    and the prefix fill's arguments (:func:`_prefix_inputs`)."""
 
     points: list[cl.Buffer]
     periods: list[cl.Buffer]
     plan: list[cl.Buffer]
+    prefix: list[Any]
 
 
 def _upload_inputs(
@@ -920,7 +1055,10 @@ def _upload_inputs(
     else:
         times, periods = list(split_float32(prepared.tau)), list(split_float32(1.0 / plan.periods))
     points = [upload(queue, a, pending) for a in (*times, prepared.uv, prepared.v)]
-    points += [upload(queue, prepared.offsets, pending), upload(queue, prepared.totals, pending)]
+    points += [
+        upload(queue, prepared.offsets, pending),
+        upload(queue, prepared.objects.totals, pending),
+    ]
     if plan.binned:
         scale = [] if plan.fp64 else [(plan.periods / plan.width).astype(np.float32)]
         arrays = [*scale, plan.real_bins, plan.box_bins]
@@ -934,7 +1072,26 @@ def _upload_inputs(
         points=points,
         periods=[upload(queue, a, pending) for a in periods],
         plan=[upload(queue, np.ascontiguousarray(a), pending) for a in arrays],
+        prefix=_prefix_inputs(queue, prepared, plan, pending),
     )
+
+
+def _prefix_inputs(
+    queue: cl.CommandQueue, prepared: _Prepared, plan: _Plan, pending: list[cl.Event]
+) -> list[Any]:
+    """The binned kernel's prefix-fill arguments (empty where no object takes
+    it): which objects, their tables, [fp32: the periods and bin width in
+    double-single]."""
+    if not (plan.binned and prepared.sorted.any()):
+        return []
+    tables = prepared.tables
+    inv_step = tables.inv_step.astype(np.float64 if plan.fp64 else np.float32)
+    arrays = [prepared.sorted.astype(np.int32), tables.uv, tables.v, tables.guide, inv_step]
+    if plan.fp64:
+        return [upload(queue, a, pending) for a in arrays]
+    width = [np.float32(part[0]) for part in split_float32(np.array([plan.width]))]
+    arrays += list(split_float32(plan.periods))
+    return [*(upload(queue, a, pending) for a in arrays), *width]
 
 
 def _ranges(
@@ -1021,9 +1178,11 @@ def _kernels(
     options: _Options,
     layout: Layout,
     local_bins: bool,
+    prefix: bool,
     wg: int,
 ) -> tuple[cl.Kernel, cl.Kernel]:
-    """The search kernel of a range and the program's gather kernel."""
+    """The search kernel of a range (bins in local memory or not, with the
+    prefix fill or not) and the program's gather kernel."""
     method = "binned" if plan.binned else "exact"
     search, gather = kernels.get_kernels(
         context,
@@ -1036,6 +1195,7 @@ def _kernels(
         compat="astropy" if options.compat == "astropy" else "cyclic",
         bins_local=local_bins,
         atomics=layout.atomics,
+        prefix=prefix,
         tile=_TILE,
     )
     return search, gather
@@ -1056,7 +1216,8 @@ def _plan_arguments(
         groups = block.rows * (block.hi - block.lo)
         scratch = cl.Buffer(context, cl.mem_flags.READ_WRITE, 16 * block.slot_len * groups)
         bins = [scratch, np.int32(block.slot_len)]
-    return [*width, *inputs.plan, n_durations, np.int32(plan.pad), *bins, part]
+    pad = np.int32(plan.pad)
+    return [*width, *inputs.plan, n_durations, pad, *inputs.prefix, *bins, part]
 
 
 def _top_boxes(
@@ -1264,7 +1425,7 @@ def _box_sums(
 
 
 def _box_fields(
-    prepared: _Prepared,
+    per_object: _Objects,
     plan: _Plan,
     objective: str,
     objects: np.ndarray,
@@ -1279,22 +1440,22 @@ def _box_fields(
     key = np.where(found, keys, 0)
     duration_index, start = key // plan.key_stride, key % plan.key_stride
     period = plan.periods[np.where(found, period_index, 0)]
-    totals = prepared.totals[objects]
+    totals = per_object.totals[objects]
     with np.errstate(all="ignore"):
         inside_y, inside_v = sums[..., 0].astype(np.float64), sums[..., 1].astype(np.float64)
         outside_y = (totals[..., 0] - sums[..., 0]).astype(np.float64)
         outside_v = (totals[..., 1] - sums[..., 1]).astype(np.float64)
         difference = outside_y / outside_v - inside_y / inside_v
-        exponent = prepared.depth_exponent[objects]
+        exponent = per_object.depth_exponent[objects]
         # weights in units of min(dy)**-2, the depth in units of min(dy): no
         # intermediate leaves the float64 range unless a field does
-        dy_mantissa, dy_exponent = np.frexp(prepared.dy_min[objects])
+        dy_mantissa, dy_exponent = np.frexp(per_object.dy_min[objects])
         relative = np.ldexp(difference / dy_mantissa, exponent - dy_exponent)
-        weight_in = inside_v * prepared.weight_unit[objects]
-        spread = np.sqrt(1.0 / weight_in + 1.0 / (outside_v * prepared.weight_unit[objects]))
+        weight_in = inside_v * per_object.weight_unit[objects]
+        spread = np.sqrt(1.0 / weight_in + 1.0 / (outside_v * per_object.weight_unit[objects]))
         fields = {
             "depth": np.ldexp(difference, exponent),
-            "depth_err": prepared.dy_min[objects] * spread,
+            "depth_err": per_object.dy_min[objects] * spread,
             "depth_snr": relative / spread,
             "log_likelihood": 0.5 * weight_in * relative * relative,
         }
@@ -1305,7 +1466,7 @@ def _box_fields(
         duration = plan.durations[duration_index]
         phase = np.remainder(start * plan.steps[duration_index], period)
     fields["duration"] = duration
-    fields["transit_time"] = phase + prepared.t_ref[objects]
+    fields["transit_time"] = phase + per_object.t_ref[objects]
     fields["power"] = fields["log_likelihood" if objective == "likelihood" else "depth_snr"]
     for name, value in fields.items():
         fields[name] = np.where(found, value, -np.inf if name == "power" else np.nan)
@@ -1313,13 +1474,13 @@ def _box_fields(
 
 
 def _best_boxes(
-    prepared: _Prepared, plan: _Plan, options: _Options, found: _Found
+    per_object: _Objects, plan: _Plan, options: _Options, found: _Found
 ) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """The fields of each object's top-k peaks, best first (equal powers:
     shorter period first), and their period indices (NO_PEAK: none)."""
-    objects = np.arange(prepared.status.size)[:, None]
+    objects = np.arange(per_object.status.size)[:, None]
     fields = _box_fields(
-        prepared, plan, options.objective, objects, found.indices, found.keys, found.sums
+        per_object, plan, options.objective, objects, found.indices, found.keys, found.sums
     )
     rank = np.where(np.isnan(fields["power"]), -np.inf, fields["power"])
     rank = np.where(found.indices == NO_PEAK, -np.inf, rank)
@@ -1334,21 +1495,21 @@ def _result(
     trials: _Trials,
     plan: _Plan,
     options: _Options,
-    prepared: _Prepared,
+    per_object: _Objects,
     found: _Found,
     devices: list[str],
 ) -> BlsResult:
     """The search's results: statuses, best boxes, peaks and periodograms."""
-    best, indices = _best_boxes(prepared, plan, options, found)
+    best, indices = _best_boxes(per_object, plan, options, found)
     has_peak = indices != NO_PEAK
     top_period = np.where(has_peak, plan.periods[np.where(has_peak, indices, 0)], np.nan)
     top_power = np.where(has_peak, best["power"], np.nan)
-    status = degenerate_status(catalog, prepared.status, top_power[:, 0], use_dy=True)
-    no_box = (prepared.status == Status.OK) & ~has_peak[:, 0]
+    status = degenerate_status(catalog, per_object.status, top_power[:, 0], use_dy=True)
+    no_box = (per_object.status == Status.OK) & ~has_peak[:, 0]
     status[no_box & (status == Status.OUT_OF_RANGE)] = Status.TOO_FEW_POINTS
     failed = status != Status.OK
     top_period[failed] = top_power[failed] = np.nan
-    periodogram = _periodogram(prepared, plan, options, found, trials.positions)
+    periodogram = _periodogram(per_object, plan, options, found, trials.positions)
     for value in periodogram.values():
         value[failed] = np.nan
     firsts = {name: np.where(failed, np.nan, value[:, 0]) for name, value in best.items()}
@@ -1381,7 +1542,7 @@ def _result(
 
 
 def _periodogram(
-    prepared: _Prepared,
+    per_object: _Objects,
     plan: _Plan,
     options: _Options,
     found: _Found,
@@ -1390,10 +1551,10 @@ def _periodogram(
     """Every field at every given period (empty without ``options.periodogram``)."""
     if found.all_keys is None or found.all_sums is None:
         return {}
-    objects = np.arange(prepared.status.size)[:, None]
+    objects = np.arange(per_object.status.size)[:, None]
     period_index = np.arange(plan.periods.size)[None, :]
     fields = _box_fields(
-        prepared, plan, options.objective, objects, period_index, found.all_keys, found.all_sums
+        per_object, plan, options.objective, objects, period_index, found.all_keys, found.all_sums
     )
     if positions is None:
         return fields

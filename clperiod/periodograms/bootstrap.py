@@ -27,6 +27,7 @@ of ``R`` objects per object, in batches of at most ``max_rows`` rows.
 
 from __future__ import annotations
 
+import itertools
 import secrets
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -395,17 +396,24 @@ def _copies(catalog: Catalog, drawn: np.ndarray, count: int) -> Catalog:
     and bands, the values and uncertainties of the ``drawn`` rows."""
     lengths = catalog.lengths
     copy_lengths = np.repeat(lengths, count)
-    owner = np.repeat(np.arange(catalog.n_objects), lengths * count)
-    within = np.arange(drawn.size) - np.repeat(catalog.offsets[:-1] * count, lengths * count)
-    template = catalog.offsets[:-1][owner] + within % lengths[owner]
+    template = np.concatenate(
+        [np.tile(np.arange(lo, hi), count) for lo, hi in itertools.pairwise(catalog.offsets)]
+        or [np.zeros(0, np.int64)]
+    )
     return Catalog(
         np.arange(copy_lengths.size),
         np.concatenate(([0], np.cumsum(copy_lengths))),
-        catalog.t[template],
-        catalog.y[drawn],
-        None if catalog.dy is None else catalog.dy[drawn],
+        _frozen(catalog.t[template]),
+        _frozen(catalog.y[drawn]),
+        None if catalog.dy is None else _frozen(catalog.dy[drawn]),
         0,
-        None if catalog.band_codes is None else catalog.band_codes[template],
+        None if catalog.band_codes is None else _frozen(catalog.band_codes[template]),
         catalog.bands,
         catalog.checked,
     )
+
+
+def _frozen(array: np.ndarray) -> np.ndarray:
+    """``array`` (a new one) made read-only, which the catalog then keeps uncopied."""
+    array.setflags(write=False)
+    return array

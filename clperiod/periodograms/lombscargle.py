@@ -28,6 +28,7 @@ import inspect
 import math
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -35,8 +36,8 @@ import numpy as np
 import pyopencl as cl
 
 from clperiod import checks
-from clperiod.catalog import Catalog, Status
-from clperiod.engine import kernels
+from clperiod.catalog import Catalog, Status, relocated, single_catalog
+from clperiod.engine import kernels, workers
 from clperiod.engine.devices import (
     DeviceInfo,
     get_context,
@@ -53,7 +54,12 @@ from clperiod.engine.planner import (
     plan_batches,
 )
 from clperiod.engine.scheduler import BATCHES_PER_DEVICE, run_on_devices
-from clperiod.engine.staging import Staging, check_periodogram_memory, periodogram_array
+from clperiod.engine.staging import (
+    PINNED_POOL,
+    Staging,
+    check_periodogram_memory,
+    periodogram_array,
+)
 from clperiod.grid import FrequencyArray, FrequencyGrid, search_grid, split_float32
 from clperiod.periodograms import lowfreq, multiterm, nufft, nufft_terms, nufft_type3, stats
 from clperiod.periodograms.algorithm import prefers_nufft, prefers_type3
@@ -406,9 +412,9 @@ def _start(
             f"multi-term periodograms (nterms={options.nterms}) of the direct path are "
             f"computed in fp64; pass precision='fp64', or algorithm='nufft' for fp32"
         )
-    catalog = _as_catalog(cat_or_t, y, dy, method, nan_policy)
-    searched, positions = _searched_grid(grid, algorithm)
     devices = select_devices(device)
+    catalog, own_catalog = _catalog(cat_or_t, y, dy, method, nan_policy, algorithm, devices)
+    searched, positions = _searched_grid(grid, algorithm)
     if options.fp64:
         for info in devices:
             require_fp64(info)
@@ -420,7 +426,7 @@ def _start(
     def assemble(results: list[_BatchResult]) -> LombScargleResult:
         return _assemble(
             results,
-            catalog,
+            catalog if own_catalog is None else own_catalog.result(),
             _Frequencies(grid, searched, positions),
             options,
             power,
@@ -1391,10 +1397,32 @@ class _Options:
         )
 
 
-def _as_catalog(cat_or_t, y, dy, method, nan_policy) -> Catalog:
+def _catalog(
+    cat_or_t, y, dy, method, nan_policy, algorithm: str, devices: list[DeviceInfo]
+) -> tuple[Catalog, Future[Catalog] | None]:
+    """The catalog of a search and, for a light curve given as arrays whose
+    columns the catalog copied into page-locked memory (:func:`_uploads_in_place`),
+    the job that copies them to memory of its own while the device works (the
+    result holds that copy, and no page-locked memory)."""
     if method == "standard" and dy is not None and not isinstance(cat_or_t, Catalog):
         raise ValueError("method='standard' is unweighted; use method='generalized' with dy")
-    return as_catalog(cat_or_t, y, dy, nan_policy)
+    if isinstance(cat_or_t, Catalog) or y is None or not _uploads_in_place(algorithm, devices):
+        return as_catalog(cat_or_t, y, dy, nan_policy), None
+    info = devices[0]
+    catalog = single_catalog(
+        cat_or_t, y, dy, nan_policy, functools.partial(PINNED_POOL.empty, info)
+    )
+    if not PINNED_POOL.owns(catalog.t, info):  # page-locking refused, or rows left out
+        return catalog, None
+    return catalog, workers.submit(relocated, catalog)
+
+
+def _uploads_in_place(algorithm: str, devices: list[DeviceInfo]) -> bool:
+    """Whether the device of a NUFFT search (``"nufft"`` or ``"auto"``) on one
+    device uploads the raw columns (it prepares them; devices without fp64 get
+    them prepared by the host), which :class:`~clperiod.engine.staging.Staging`
+    then sends from the catalog's page-locked copies."""
+    return algorithm != "direct" and len(devices) == 1 and _prepares_on_device(devices[0])
 
 
 @dataclass(frozen=True)

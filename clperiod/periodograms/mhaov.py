@@ -13,16 +13,21 @@ normal system per frequency and adds the bands' explained shares;
 object's top-k peaks, as :func:`multiterm.search
 <clperiod.periodograms.multiterm.search>` does, and the objects are spread
 over the selected devices (``clperiod.engine.scheduler.run_on_devices``).
+False-alarm probabilities come from the device bootstrap
+(:mod:`clperiod.periodograms.bootstrap`) or, on the host, from the
+statistic's F law (:func:`analytic_fap`).
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
 import pyopencl as cl
+from scipy import special
 
 from clperiod import checks
 from clperiod.catalog import Catalog, Status, catalog_of
@@ -46,12 +51,15 @@ from clperiod.periodograms.standardize import Standardized, standardize
 __all__ = [
     "MAX_NHARMONICS",
     "UNEXPLAINED_FLOOR",
+    "AnalyticFap",
     "MhaovResult",
+    "analytic_fap",
     "mhaov",
     "min_band_points",
 ]
 
 Precision = Literal["fp64", "fp32"]
+FapMethod = Literal["bootstrap", "analytic"]
 
 #: Most harmonics of a fit (its normal system, ``2 H x 2 H``, lives in private memory).
 MAX_NHARMONICS = 8
@@ -102,10 +110,14 @@ class MhaovResult(PeakResults):
         The bands that enter each object's statistic (those with at least
         ``min_points`` rows; none for objects that are not OK).
     dof_model : int
-        ``2 nharmonics``, the numerator's degrees of freedom.
+        ``2 nharmonics``, the numerator's degrees of freedom of the
+        statistic's scaling (``d1``).
     dof_residual : ndarray
-        Per object the denominator's degrees of freedom, ``N - 2 nharmonics
-        - 1`` summed over the bands used (0 where not OK).
+        Per object the denominator's degrees of freedom of the scaling,
+        ``N - 2 nharmonics - 1`` summed over the bands used (0 where not OK).
+        Without bands the statistic follows ``F(dof_model, dof_residual)``
+        for white Gaussian noise; with bands the F law's degrees of freedom
+        differ (:func:`~clperiod.periodograms.mhaov.analytic_fap`).
     nharmonics : int
         Harmonics of the statistic's degrees of freedom (and of the fit
         without bands).
@@ -143,38 +155,67 @@ class MhaovResult(PeakResults):
     catalog: Catalog = field(repr=False)
 
     def false_alarm_probability(
-        self, n_resamplings: int = DEFAULT_RESAMPLINGS, *, seed: int | None = None, device=None
+        self,
+        n_resamplings: int | None = None,
+        *,
+        method: FapMethod = "bootstrap",
+        seed: int | None = None,
+        device=None,
     ) -> np.ndarray:
-        """Bootstrap false-alarm probability of each object's best peak.
+        """False-alarm probability of each object's best peak: bootstrap or F law.
 
-        Every object is resampled ``n_resamplings`` times within its bands
-        (times and band labels kept, ``(y, dy)`` drawn with replacement from
-        the same band's rows; all rows for a catalog without bands) and the
-        copies are searched with this search's grid, ``nharmonics``,
-        ``fit_harmonics``, ``min_points``, ``use_errors`` and precision; the
-        FAP is ``(1 + #{copies whose best power >= power_best}) / (1 +
-        n_resamplings)``, at least ``1 / (1 + n_resamplings)``. See
-        :func:`clperiod.periodograms.bootstrap.bootstrap_fap` (which also
-        returns the counts and the seed).
+        ``method="bootstrap"`` (default): every object is resampled
+        ``n_resamplings`` times within its bands (times and band labels kept,
+        ``(y, dy)`` drawn with replacement from the same band's rows; all rows
+        for a catalog without bands) and the copies are searched with this
+        search's grid, ``nharmonics``, ``fit_harmonics``, ``min_points``,
+        ``use_errors`` and precision; the FAP is ``(1 + #{copies whose best
+        power >= power_best}) / (1 + n_resamplings)``, at least ``1 / (1 +
+        n_resamplings)``. See :func:`clperiod.periodograms.bootstrap.bootstrap_fap`
+        (which also returns the counts and the seed).
+
+        ``method="analytic"``: the F law of the statistic for white Gaussian
+        noise at one frequency, raised to the number of grid frequencies, an
+        upper bound of the grid's FAP, computed on the host. See
+        :func:`~clperiod.periodograms.mhaov.analytic_fap` (which also returns
+        the single-frequency probability, the degrees of freedom and the
+        statuses).
 
         Parameters
         ----------
-        n_resamplings : int
-            Resampled copies per object, >= 1.
+        n_resamplings : int, optional
+            Bootstrap: resampled copies per object, >= 1; default
+            :data:`~clperiod.periodograms.bootstrap.DEFAULT_RESAMPLINGS` (1000).
+        method : {"bootstrap", "analytic"}
+            How the probability is computed.
         seed : int, optional
-            Seed of the generator (0 to 2**64 - 1): the same seed gives the
-            same probabilities on every device. By default a fresh one.
+            Bootstrap: seed of the generator (0 to 2**64 - 1): the same seed
+            gives the same probabilities on every device. By default a fresh
+            one.
         device
-            Devices that draw and search the copies (see
+            Bootstrap: devices that draw and search the copies (see
             :func:`clperiod.select_devices`).
 
         Returns
         -------
         ndarray
-            One probability per object; NaN where ``status`` is not OK (and
-            where no copy could be searched, possible only for a handful of
-            resamplings).
+            One probability per object; NaN where ``status`` is not OK (and,
+            for the bootstrap, where no copy could be searched, possible only
+            for a handful of resamplings).
+
+        Raises
+        ------
+        ValueError
+            An unknown ``method``, or ``n_resamplings``, ``seed`` or
+            ``device`` given with ``method="analytic"``.
         """
+        check_choice("method", method, FapMethod)
+        if method == "analytic":
+            options = {"n_resamplings": n_resamplings, "seed": seed, "device": device}
+            given = [name for name, value in options.items() if value is not None]
+            if given:
+                raise ValueError(f"{', '.join(given)}: only for method='bootstrap'")
+            return analytic_fap(self).fap
         search = functools.partial(
             mhaov,
             grid=self.grid,
@@ -188,11 +229,131 @@ class MhaovResult(PeakResults):
         return bootstrap_fap(
             self.catalog,
             search,
-            n_resamplings=n_resamplings,
+            n_resamplings=DEFAULT_RESAMPLINGS if n_resamplings is None else n_resamplings,
             seed=seed,
             observed=self,
             device=device,
         ).fap
+
+
+@dataclass(frozen=True, repr=False)
+class AnalyticFap:
+    """F-law false-alarm probabilities of an MHAOV search, one entry per catalog object.
+
+    Attributes
+    ----------
+    ids : ndarray
+        Object ids, catalog order.
+    fap : ndarray
+        ``1 - (1 - p_single) ** n_trials``: for white Gaussian noise, an upper
+        bound of the probability of a best peak at least ``power_best`` on
+        the grid (:func:`analytic_fap`); NaN where ``status`` is not OK.
+    p_single : ndarray
+        The probability that white Gaussian noise reaches ``power_best`` at one
+        given frequency: the survival function of ``F(dof_model,
+        dof_residual)`` at the statistic's F variable; NaN where ``status`` is
+        not OK.
+    status : ndarray of Status
+        The search's status (TOO_FEW_POINTS where no band has the rows that
+        the degrees of freedom need, ZERO_VARIANCE, ...).
+    dof_model, dof_residual : ndarray of int64
+        The F law's degrees of freedom: ``2 fit_harmonics B`` and ``sum_b (N_b
+        - 2 fit_harmonics - 1)`` over the ``B`` bands that enter the
+        statistic with values that vary; 0 where ``status`` is not OK.
+    n_trials : int
+        The distinct frequencies of the grid.
+    """
+
+    ids: np.ndarray
+    fap: np.ndarray
+    p_single: np.ndarray
+    status: np.ndarray
+    dof_model: np.ndarray
+    dof_residual: np.ndarray
+    n_trials: int
+
+    def __repr__(self) -> str:
+        return (
+            f"AnalyticFap(n_objects={self.ids.size}, n_trials={self.n_trials}, "
+            f"ok={int((self.status == Status.OK).sum())})"
+        )
+
+
+def analytic_fap(result: MhaovResult) -> AnalyticFap:
+    """False-alarm probabilities of an MHAOV search's best peaks from the F law.
+
+    For white Gaussian noise whose ``dy`` are right up to one factor common
+    to all rows (without errors: the same scatter in every row), each band
+    ``b`` of ``N_b`` rows that enters the statistic splits its ``chi2_b``
+    about its weighted mean into the share a fit of ``F = fit_harmonics``
+    harmonics explains at ``f``, ``chi2`` with ``2 F`` degrees of freedom,
+    and an independent residual with ``N_b - 2 F - 1`` (Cochran's theorem);
+    the bands are independent, so the pooled shares have ``d1 = 2 F B`` and
+    ``d2 = sum_b (N_b - 2 F - 1)``, and at each frequency
+
+        x = (sum_b dchi2_b / d1) / (sum_b (chi2_b - dchi2_b) / d2) ~ F(d1, d2)
+
+    (Schwarzenberg-Czerny 1996; without bands ``d1 = 2 H``, ``d2 = N - 2 H
+    - 1`` and ``x`` is the statistic itself). The statistic is ``theta =
+    x * (d1 / d2) * (result.dof_residual / result.dof_model)``: P4J's
+    multiband scaling, which counts ``2 H`` for ``d1`` whatever the number
+    of bands and harmonics fitted. ``p_single`` is ``P(F(d1, d2) >= x)`` at
+    the best peak (``scipy.special.fdtrc``, as ``scipy.stats.f.sf``), and
+    over the grid's ``M`` distinct frequencies
+
+        fap = 1 - (1 - p_single) ** M.
+
+    That is exact for ``M`` independent frequencies. Grid frequencies closer
+    than about ``1 / T`` (``T`` the baseline) are correlated, which lowers
+    the true FAP: Bonferroni's ``M p_single`` bounds it above for any grid,
+    and ``fap`` is within ``(M p_single)**2 / 2`` of that bound: a
+    conservative bound where it is small, the more so the finer the grid.
+    (``M = T (fmax - fmin)``, the usual count of independent frequencies,
+    understates the FAP of randomly sampled light curves.) Bands with
+    constant values add nothing to the statistic and are left out of ``B``;
+    bands with ``dy`` off by different factors, or unweighted bands of
+    different scatter, break the law.
+
+    Parameters
+    ----------
+    result : MhaovResult
+        The search (:func:`clperiod.mhaov`).
+
+    Returns
+    -------
+    AnalyticFap
+
+    Raises
+    ------
+    TypeError
+        ``result`` is not an MhaovResult.
+    """
+    if not isinstance(result, MhaovResult):
+        raise TypeError(f"result must be an MhaovResult, got {type(result).__name__}")
+    ok = result.status == Status.OK
+    catalog = result.catalog
+    dy = catalog.dy if result.use_errors else None
+    flat = _band_values(catalog, result.band_used, dy)[1].flat.reshape(result.band_used.shape)
+    varying = result.band_used & ~flat
+    dof_model = 2 * result.fit_harmonics * varying.sum(axis=1)
+    residual = catalog.band_counts() - 2 * result.fit_harmonics - 1
+    dof_residual = np.where(varying, residual, 0).sum(axis=1)
+    p_single = np.full(catalog.n_objects, np.nan)
+    ratio = result.power_best[ok] * result.dof_model / result.dof_residual[ok]
+    x = ratio * dof_residual[ok] / dof_model[ok]
+    p_single[ok] = special.fdtrc(dof_model[ok], dof_residual[ok], x)
+    n_trials = search_grid(result.grid)[0].nf
+    with np.errstate(divide="ignore"):  # p_single = 1 where the best power is 0
+        fap = -np.expm1(n_trials * np.log1p(-p_single))
+    return AnalyticFap(
+        ids=result.ids,
+        fap=fap,
+        p_single=p_single,
+        status=result.status,
+        dof_model=dof_model,
+        dof_residual=dof_residual,
+        n_trials=n_trials,
+    )
 
 
 def min_band_points(nharmonics: int, fit_harmonics: int) -> int:
@@ -313,12 +474,14 @@ def mhaov(
         for info in devices:
             require_fp64(info)
     use_errors = use_errors and catalog.dy is not None
-    prepared = _prepare(catalog, nharmonics, fewest, use_errors)
+    prepare = functools.partial(
+        _prepare, nharmonics=nharmonics, fewest=fewest, weighted=use_errors
+    )
     power = np.full((catalog.n_objects, searched.nf), np.nan) if periodogram else None
     options = _Search(searched, fitted, precision, top_k)
-    values, indices = _search(devices, prepared, options, power)
-    top_power, top_frequency = top_k_arrays(values, indices, searched)
-    status = banded_status(catalog, prepared.status, top_power[:, 0], use_dy=use_errors)
+    found = _search(devices, catalog, prepare, options, power)
+    top_power, top_frequency = top_k_arrays(found.values, found.indices, searched)
+    status = banded_status(catalog, found.status, top_power[:, 0], use_dy=use_errors)
     blank_failed(status, top_power, top_frequency, power)
     return MhaovResult(
         ids=catalog.ids,
@@ -330,9 +493,9 @@ def mhaov(
         power=power if power is None or positions is None else power[:, positions],
         grid=grid,
         bands=(None,) if catalog.bands is None else catalog.bands,
-        band_used=prepared.band_used & (status == Status.OK)[:, None],
+        band_used=found.band_used & (status == Status.OK)[:, None],
         dof_model=2 * nharmonics,
-        dof_residual=np.where(status == Status.OK, prepared.dof_residual, 0),
+        dof_residual=np.where(status == Status.OK, found.dof_residual, 0),
         nharmonics=nharmonics,
         fit_harmonics=fitted,
         min_points=fewest,
@@ -391,16 +554,12 @@ class _Prepared:
 def _prepare(catalog: Catalog, nharmonics: int, fewest: int, weighted: bool) -> _Prepared:
     """The kernel's inputs for ``catalog`` (see :class:`_Prepared`)."""
     n_obj, n_bands = catalog.n_objects, catalog.n_bands
-    owners = np.repeat(np.arange(n_obj), catalog.lengths)
-    codes = np.zeros(owners.size, np.int16) if catalog.band_codes is None else catalog.band_codes
+    owners, codes = _rows(catalog)
     dy = catalog.dy if weighted else None
     counts = catalog.band_counts()
     used = (counts >= fewest) & ~_invalid_objects(catalog, owners, dy)[:, None]
     status = np.where(used.any(axis=1), Status.OK, Status.TOO_FEW_POINTS).astype(np.int8)
-    order = np.lexsort((codes, owners))
-    order = order[used[owners[order], codes[order]]]
-    cell_offsets = np.concatenate([[0], np.cumsum(np.where(used, counts, 0).ravel())])
-    values = standardize(catalog.y[order], None if dy is None else dy[order], cell_offsets, True)
+    order, values = _band_values(catalog, used, dy)
     flat = values.flat.reshape(n_obj, n_bands)
     status[(status == Status.OK) & (flat | ~used).all(axis=1)] = Status.ZERO_VARIANCE
     adds = used & ~flat & (status == Status.OK)[:, None]
@@ -423,6 +582,27 @@ def _prepare(catalog: Catalog, nharmonics: int, fewest: int, weighted: bool) -> 
         dof_residual=dof.astype(np.float64),
         f_scale=dof / (2.0 * nharmonics),
     )
+
+
+def _rows(catalog: Catalog) -> tuple[np.ndarray, np.ndarray]:
+    """The object and the band code of every row (code 0 without bands)."""
+    owners = np.repeat(np.arange(catalog.n_objects), catalog.lengths)
+    codes = np.zeros(owners.size, np.int16) if catalog.band_codes is None else catalog.band_codes
+    return owners, codes
+
+
+def _band_values(
+    catalog: Catalog, used: np.ndarray, dy: np.ndarray | None
+) -> tuple[np.ndarray, Standardized]:
+    """The rows of the ``used`` bands (per object and band), sorted by object
+    and band, and their values standardized band by band (``flat`` per band)."""
+    owners, codes = _rows(catalog)
+    order = np.lexsort((codes, owners))
+    order = order[used[owners[order], codes[order]]]
+    counts = np.where(used, catalog.band_counts(), 0).ravel()
+    cell_offsets = np.concatenate([[0], np.cumsum(counts)])
+    values = standardize(catalog.y[order], None if dy is None else dy[order], cell_offsets, True)
+    return order, values
 
 
 def _invalid_objects(catalog: Catalog, owners: np.ndarray, dy: np.ndarray | None) -> np.ndarray:
@@ -482,33 +662,56 @@ class _Search:
         return not isinstance(self.grid, FrequencyGrid)
 
 
+@dataclass(frozen=True)
+class _Found:
+    """Per object (catalog order): ``status``, ``band_used`` and
+    ``dof_residual`` as :func:`_prepare` gives them, and the top-k
+    statistics ``values`` and their grid ``indices``."""
+
+    status: np.ndarray
+    band_used: np.ndarray
+    dof_residual: np.ndarray
+    values: np.ndarray
+    indices: np.ndarray
+
+
 def _search(
     devices: list[DeviceInfo],
-    prepared: _Prepared,
+    catalog: Catalog,
+    prepare: Callable[[Catalog], _Prepared],
     options: _Search,
     power: np.ndarray | None,
-) -> tuple[np.ndarray, np.ndarray]:
+) -> _Found:
     """Every object's top-k statistics and their grid indices, the batches
-    of objects spread over ``devices``; the periodograms into ``power`` when
-    given."""
-    batches = _object_batches(prepared.offsets, len(devices))
+    of objects spread over ``devices``, each prepared (``prepare``) by the
+    device thread that takes it; the periodograms into ``power`` when given."""
+    batches = _object_batches(catalog.offsets, len(devices))
 
-    def work(info: DeviceInfo, batch: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
-        return _search_batch(get_queue(info), prepared, options, batch, power)
+    def work(info: DeviceInfo, batch: tuple[int, int]) -> _Found:
+        lo, hi = batch
+        prepared = prepare(catalog.slice(lo, hi))
+        rows = None if power is None else power[lo:hi]
+        values, indices = _search_batch(get_queue(info), prepared, options, rows)
+        return _Found(prepared.status, prepared.band_used, prepared.dof_residual, values, indices)
 
     parts = run_on_devices(devices, batches, work)
-    n_obj = prepared.status.size
-    values = np.full((n_obj, options.top_k), -np.inf)
-    indices = np.full((n_obj, options.top_k), np.iinfo(np.int32).max, dtype=np.int32)
-    for (lo, hi), (part_values, part_indices) in zip(batches, parts, strict=True):
-        values[lo:hi], indices[lo:hi] = part_values, part_indices
-    return values, indices
+    n_obj, n_bands = catalog.n_objects, catalog.n_bands
+    found = _Found(
+        status=np.full(n_obj, Status.OK, np.int8),
+        band_used=np.zeros((n_obj, n_bands), bool),
+        dof_residual=np.zeros(n_obj),
+        values=np.full((n_obj, options.top_k), -np.inf),
+        indices=np.full((n_obj, options.top_k), np.iinfo(np.int32).max, dtype=np.int32),
+    )
+    for (lo, hi), part in zip(batches, parts, strict=True):
+        for name in ("status", "band_used", "dof_residual", "values", "indices"):
+            getattr(found, name)[lo:hi] = getattr(part, name)
+    return found
 
 
 def _object_batches(offsets: np.ndarray, n_devices: int) -> list[tuple[int, int]]:
     """Consecutive object ranges: :func:`split_range`'s share of the devices,
-    each cut further to at most :data:`_BATCH_POINTS` kept points (objects
-    whole)."""
+    each cut further to at most :data:`_BATCH_POINTS` rows (objects whole)."""
     batches = []
     for lo, hi in split_range(0, offsets.size - 1, n_devices):
         while lo < hi:
@@ -523,24 +726,21 @@ def _search_batch(
     queue: cl.CommandQueue,
     prepared: _Prepared,
     options: _Search,
-    batch: tuple[int, int],
     power: np.ndarray | None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The top-k statistics and grid indices of the objects ``batch`` (and
-    their periodograms into ``power``), on ``queue``'s device."""
-    lo, hi = batch
-    points = slice(int(prepared.offsets[lo]), int(prepared.offsets[hi]))
+    """The top-k statistics and grid indices of the objects of ``prepared``
+    (and their periodograms into the rows ``power``), on ``queue``'s device."""
     real = np.float64 if options.fp64 else np.float32
     pending: list[cl.Event] = []
     inputs = [
         upload(queue, a, pending)
         for a in (
-            *_phase_inputs(prepared.tau[points], options),
-            prepared.w[points].astype(real),
-            prepared.wu[points].astype(real),
-            prepared.band[points],
-            (prepared.offsets[lo : hi + 1] - prepared.offsets[lo]).astype(np.int32),
-            prepared.band_scale[lo:hi].astype(real),
+            *_phase_inputs(prepared.tau, options),
+            prepared.w.astype(real),
+            prepared.wu.astype(real),
+            prepared.band,
+            prepared.offsets.astype(np.int32),
+            prepared.band_scale.astype(real),
         )
     ]
     n_phase = 1 if options.fp64 else (2 if options.arbitrary else 3)
@@ -556,7 +756,7 @@ def _search_batch(
         pivot_tol=_PIVOT_TOL[options.precision],
     )
     n_bands = np.int32(prepared.band_scale.shape[1])
-    scale = prepared.f_scale[lo:hi]
+    scale = prepared.f_scale
 
     def launch(first: int, rows: int, bin_lo: int, bin_hi: int, out: cl.Buffer) -> None:
         kernel(
@@ -575,13 +775,13 @@ def _search_batch(
 
     def store(first: int, rows: int, own_lo: int, own_hi: int, block: np.ndarray) -> None:
         assert power is not None
-        objects = slice(lo + first, lo + first + rows)
+        objects = slice(first, first + rows)
         power[objects, own_lo:own_hi] = _f_statistic(block, scale[first : first + rows, None])
 
     values, indices = blocked_peaks(
         queue,
         launch,
-        hi - lo,
+        prepared.status.size,
         options.grid.nf,
         options.top_k,
         store if power is not None else None,

@@ -361,17 +361,23 @@ def lombscargle_multiband(
         for info in devices:
             require_fp64(info)
     options = _Options(
-        (nterms_base, nterms_band), ridge, precision == "fp64", top_k, catalog.n_bands
+        (nterms_base, nterms_band),
+        ridge,
+        precision == "fp64",
+        top_k,
+        catalog.n_bands,
+        regularize_by_trace,
     )
     power: np.ndarray | None = None
     if periodogram:
         columns = searched.nf + (grid.nf if positions is not None else 0)
         check_periodogram_memory(catalog.n_objects, columns, options.dtype)
         power = np.full((catalog.n_objects, searched.nf), np.nan, options.dtype)
-    prepared = _prepare(catalog, nterms_base, nterms_band, center_data, regularize_by_trace)
-    values, indices = _run(devices, prepared, searched, options, power)
+    searched_status, values, indices = _run(
+        devices, catalog, center_data, searched, options, power
+    )
     top_power, top_frequency = top_k_arrays(values, indices, searched)
-    status = banded_status(catalog, prepared.status, top_power[:, 0], use_dy=True)
+    status = banded_status(catalog, searched_status, top_power[:, 0], use_dy=True)
     if power is not None and positions is not None:
         power = power[:, positions]
     blank_failed(status, top_power, top_frequency, power)
@@ -454,21 +460,6 @@ class _Prepared:
     chi2_ref: np.ndarray
     ridge_scale: np.ndarray
 
-    def slice(self, start: int, stop: int) -> _Prepared:
-        """The objects ``start .. stop - 1`` (offsets from 0)."""
-        lo, hi = self.offsets[start], self.offsets[stop]
-        return _Prepared(
-            status=self.status[start:stop],
-            offsets=self.offsets[start : stop + 1] - lo,
-            cells=self.cells[start * self.n_bands : stop * self.n_bands + 1] - lo,
-            n_bands=self.n_bands,
-            t=self.t[lo:hi],
-            w=self.w[lo:hi],
-            wy=self.wy[lo:hi],
-            chi2_ref=self.chi2_ref[start:stop],
-            ridge_scale=self.ridge_scale[start:stop],
-        )
-
 
 def _prepare(
     catalog: Catalog, nterms_base: int, nterms_band: int, center: bool, by_trace: bool
@@ -539,14 +530,16 @@ def _centred(y: np.ndarray, weights: np.ndarray, cells: np.ndarray, center: bool
 @dataclass(frozen=True)
 class _Options:
     """What the batches of one search share: the model (``nterms``: base and
-    band harmonics; ``ridge``: reg_base and reg_band, 0 for none), the
-    arithmetic, the peaks kept and the catalog's number of bands."""
+    band harmonics; ``ridge``: reg_base and reg_band, 0 for none; ``by_trace``:
+    the ridges in units of the normal matrix's trace), the arithmetic, the
+    peaks kept and the catalog's number of bands."""
 
     nterms: tuple[int, int]
     ridge: tuple[float, float]
     fp64: bool
     top_k: int
     n_bands: int
+    by_trace: bool = True
 
     @property
     def dtype(self) -> type:
@@ -556,30 +549,38 @@ class _Options:
 
 def _run(
     devices: list[DeviceInfo],
-    prepared: _Prepared,
+    catalog: Catalog,
+    center: bool,
     grid: FrequencyGrid | FrequencyArray,
     options: _Options,
     power: np.ndarray | None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Every object's top-k standard powers (float64) and their indices into
-    ``grid`` (rising frequencies), and its periodogram into ``power`` when
-    given: batches of objects (:func:`_batches`) handed out to ``devices``."""
-    bounds = _batches(devices, np.diff(prepared.offsets), grid, options, power)
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every object's status (OK, TOO_FEW_POINTS or ZERO_VARIANCE, as
+    :func:`_prepare` gives it), top-k standard powers (float64) and their
+    indices into ``grid`` (rising frequencies), and its periodogram into
+    ``power`` when given: batches of objects (:func:`_batches`) handed out to
+    ``devices``, each prepared (``center``: centre the values) by the device
+    thread that takes it."""
+    bounds = _batches(devices, catalog.lengths, grid, options, power)
 
-    def work(info: DeviceInfo, bound: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    def work(info: DeviceInfo, bound: tuple[int, int]) -> tuple[np.ndarray, ...]:
         start, stop = bound
-        return _search(
+        prepared = _prepare(catalog.slice(start, stop), *options.nterms, center, options.by_trace)
+        found = _search(
             get_queue(info),
-            prepared.slice(start, stop),
+            prepared,
             grid,
             options,
             None if power is None else power[start:stop],
         )
+        return (prepared.status, *found)
 
-    found = run_on_devices(devices, bounds, work)
-    if not found:
-        return np.empty((0, options.top_k)), np.empty((0, options.top_k), dtype=np.int32)
-    return np.concatenate([v for v, _ in found]), np.concatenate([i for _, i in found])
+    parts = run_on_devices(devices, bounds, work)
+    if not parts:
+        top_k = options.top_k
+        return np.empty(0, np.int8), np.empty((0, top_k)), np.empty((0, top_k), np.int32)
+    status, values, indices = (np.concatenate(column) for column in zip(*parts, strict=True))
+    return status, values, indices
 
 
 def _batches(
@@ -589,10 +590,11 @@ def _batches(
     options: _Options,
     power: np.ndarray | None,
 ) -> list[tuple[int, int]]:
-    """Consecutive runs of objects (``lengths``: their searched points) whose
-    device buffers fit the smallest device; with several devices at least one
-    per device, and up to :data:`~clperiod.engine.scheduler.BATCHES_PER_DEVICE`
-    per device of at least :data:`~clperiod.periodograms.lombscargle.MIN_BATCH_PAIRS`
+    """Consecutive runs of objects (``lengths``: their rows, at least the
+    points searched) whose device buffers fit the smallest device; with
+    several devices at least one per device, and up to
+    :data:`~clperiod.engine.scheduler.BATCHES_PER_DEVICE` per device of at
+    least :data:`~clperiod.periodograms.lombscargle.MIN_BATCH_PAIRS`
     point-frequency pairs each, as :func:`clperiod.lombscargle` cuts its runs."""
     smallest = min(devices, key=lambda d: (d.global_mem, d.max_alloc))
     held = 0 if isinstance(grid, FrequencyGrid) else 8 * grid.nf

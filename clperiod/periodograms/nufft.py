@@ -15,13 +15,18 @@ Stages:
 
 1. Preparation: rows sorted in time within each object (:func:`time_sorted`);
    on a device with fp64, ``nufft_prepare`` (the standardisation of
-   ``ls_prepare``, one work-group per object) and ``nufft_points`` (one
+   ``ls_prepare``, one work-group per object; in batches with an object of
+   more than ``LONG_OBJECT`` rows the kernels of
+   ``cl_kernels/nufft_reduce.mako``, many work-groups per object) and ``nufft_points`` (one
    work-item per row: the unwrapped cell and fraction of ``xi`` and the phase
    ``e^{2 pi i f_s tt}``, from exact fma products) in
    :func:`prepare_on_device`; elsewhere the same arrays from NumPy
    (:func:`prepare`, :func:`upload_points`).
-2. :func:`spread`: the ES kernel's gather onto the periodic fine grid, one
-   work-item per cell, at harmonic 1 (data, window) and 2 (window).
+2. :func:`spread`: the ES kernel onto the periodic fine grid at harmonic 1
+   (data, window) and 2 (window): on GPUs a gather, one work-item per cell; on
+   CPUs point by point, one work-item per block of cells, with the kernel's
+   values from its piecewise polynomial (:func:`es_polynomial`,
+   :data:`SPREAD_OPTIONS`); a scatter for objects of few points on large grids.
 3. The FFT of every grid row (``clperiod.engine.fft.fft_inplace``).
 4. :func:`power`: the ``nf`` central modes divided by the kernel's Fourier
    transform (:func:`correction_factors`), then the power of the direct
@@ -69,10 +74,12 @@ __all__ = [
     "clear_for_scatter",
     "correction_factors",
     "es_kernel_params",
+    "es_polynomial",
     "fine_grid_size",
     "grid_bytes",
     "kernel_fourier_transform",
     "periodogram",
+    "polynomial_lanes",
     "power",
     "prepare",
     "prepare_on_device",
@@ -97,6 +104,10 @@ QUADRATURE_NODES = 80
 #: A batch spreads by scatter when its longest object's points times the kernel
 #: width, times this, are at most the fine grid's cells (:func:`scatters`).
 SCATTER_RATIO = 8
+#: On GPUs a batch scatters only where its longest object's points times this
+#: are at most the cells of all its objects: a scattered point takes one
+#: work-item about 1.5e-5 s, a gathered cell about 2e-10 s per object (H100).
+GPU_SCATTER_RATIO = 100_000
 #: Modes per block of the host quadrature (a block x nodes temporary).
 _QUADRATURE_BLOCK = 1 << 16
 #: Default accuracy of the powers, relative to the peak, by ``fp64``.
@@ -110,10 +121,35 @@ WORK_GROUP = {"gpu": 128, "other": 16}
 #: Periodograms longer than this are searched for peaks in chunks of it (one
 #: work-group each), whose peaks the host merges.
 PEAK_CHUNK = 1 << 16
-#: Work-group size of ``nufft_prepare`` (one group per object).
+#: Work-group size of ``nufft_prepare`` (one group per object) and of the
+#: kernels of ``cl_kernels/nufft_reduce.mako``.
 PREPARE_WG = {"gpu": 256, "other": 16}
-#: Objects longer than this get a work-group of 1024 on GPUs.
+#: A batch with an object longer than this reduces the objects' statistics in
+#: chunks of :data:`SPLIT_ROWS` rows, one work-group each (``nufft_reduce.mako``).
 LONG_OBJECT = 1 << 16
+#: Rows per work-group of ``nufft_reduce.mako``, on GPUs and on other devices.
+SPLIT_ROWS = {"gpu": 1 << 11, "other": 1 << 14}
+#: Whether each work-item of ``nufft_prepare`` reads a run of consecutive rows
+#: (CPU caches), by kind of device, else every work-group-th row (coalesced).
+PREPARE_CONTIGUOUS = {"gpu": False, "other": True}
+#: How each kind of device spreads (:func:`spread_harmonic`): ``horner``, the
+#: kernel values from :func:`es_polynomial` instead of exp and sqrt (fp64 only:
+#: evaluated in float32 the polynomial misses the fp32 bound on short light
+#: curves, 2.5e-5 of the peak for 10 points); ``blocks``,
+#: the point-major ``nufft_blocks_*`` kernels instead of the per-cell gather
+#: (devices with fp64). The GPU choice is unmeasured: the kernels as before.
+SPREAD_OPTIONS = {
+    "gpu": {"horner": False, "blocks": False},
+    "other": {"horner": True, "blocks": True},
+}
+#: Fine-grid cells per work-item of the ``nufft_blocks_*`` kernels.
+SPREAD_BLOCK = 512
+#: Work-items of ``nufft_blocks_*`` per grid row ``SPREAD`` of its blocks
+#: (``cl_kernels/nufft.mako``): a run of consecutive work-items takes blocks
+#: from this many places of the grid.
+_BLOCK_SPREAD = 16
+#: The degree of :func:`es_polynomial` is the kernel's width plus this.
+POLYNOMIAL_EXTRA_DEGREE = 1
 #: The largest float64 below 1: a cell fraction never reaches 1.
 _BELOW_ONE = float(np.nextafter(1.0, 0.0))
 #: Veltkamp's splitting constant for float64 (2**27 + 1).
@@ -161,6 +197,36 @@ def es_kernel_params(eps: float, upsampfac: float, fp64: bool = True) -> tuple[i
     else:
         beta_per_cell = 0.97 * math.pi * (1 - 1 / (2 * upsampfac))
     return width, beta_per_cell * width
+
+
+def polynomial_lanes(width: int) -> int:
+    """Columns of :func:`es_polynomial`: the vector width (4, 8 or 16) of the
+    kernels that evaluate every interval at once, at least ``width``."""
+    return next(lanes for lanes in (4, 8, 16) if lanes >= width)
+
+
+@functools.cache
+def es_polynomial(width: int, beta: float) -> np.ndarray:
+    """The ES kernel as a polynomial on each unit interval of its support.
+
+    Row ``k``, column ``i < width`` of the result is the coefficient of ``s**k``
+    of the kernel on interval ``i``: ``phi(2 d / w)`` at ``d = i + (s + 1) / 2
+    - w / 2`` for ``s`` in ``[-1, 1]``; columns ``>= width`` (up to
+    :func:`polynomial_lanes`) are zero. The degree is ``width +
+    POLYNOMIAL_EXTRA_DEGREE``: Chebyshev interpolation in float64, whose error
+    is about ``e^-beta / 2``, the size of the kernel's own cut at ``|d| = w / 2``
+    (read-only).
+    """
+    degree = width + POLYNOMIAL_EXTRA_DEGREE
+    nodes = np.cos(np.pi * (np.arange(degree + 1) + 0.5) / (degree + 1))
+    coefficients = np.zeros((degree + 1, polynomial_lanes(width)))
+    for interval in range(width):
+        z = (2 * interval + nodes + 1 - width) / width
+        values = np.exp(-beta * z * z / (1 + np.sqrt(np.maximum(0.0, 1 - z * z))))
+        chebyshev = np.polynomial.chebyshev.chebfit(nodes, values, degree)
+        coefficients[:, interval] = np.polynomial.chebyshev.cheb2poly(chebyshev)
+    coefficients.setflags(write=False)
+    return coefficients
 
 
 def _next_smooth_even(n: int) -> int:
@@ -350,21 +416,18 @@ def _cell_coordinates(step: float, tt: np.ndarray, n_grid: int) -> tuple[np.ndar
 
 
 def time_sorted(catalog: Catalog) -> Catalog:
-    """``catalog`` with each object's rows in ascending time (itself if they are)."""
-    t = catalog.t
-    if t.size < 2:
+    """``catalog`` with each object's rows in ascending time (itself if they are:
+    :attr:`clperiod.Catalog.time_ordered`)."""
+    if catalog.time_ordered:
         return catalog
-    falls = np.flatnonzero(t[1:] < t[:-1]) + 1
-    if not np.isin(falls, catalog.offsets).all():
-        owners = np.repeat(np.arange(catalog.n_objects), catalog.lengths)
-        order = np.lexsort((t, owners))
-        return dataclasses.replace(
-            catalog,
-            t=t[order],
-            y=catalog.y[order],
-            dy=None if catalog.dy is None else catalog.dy[order],
-        )
-    return catalog
+    owners = np.repeat(np.arange(catalog.n_objects), catalog.lengths)
+    order = np.lexsort((catalog.t, owners))
+    return dataclasses.replace(
+        catalog,
+        t=catalog.t[order],
+        y=catalog.y[order],
+        dy=None if catalog.dy is None else catalog.dy[order],
+    )
 
 
 @dataclass(frozen=True)
@@ -513,13 +576,90 @@ def upload_points(staging: Staging, prepared: PreparedPoints, fit_mean: bool) ->
     )
 
 
-def _prepare_work_group(queue: cl.CommandQueue, catalog: Catalog) -> int:
-    """``nufft_prepare``'s work-group: :data:`PREPARE_WG`, or on GPUs 1024 for
-    objects longer than :data:`LONG_OBJECT` rows (one group reduces each)."""
-    if not queue.device.type & cl.device_type.GPU:
-        return PREPARE_WG["other"]
-    longest = int(catalog.lengths.max()) if catalog.n_objects else 0
-    return 1024 if longest > LONG_OBJECT else PREPARE_WG["gpu"]
+def _device_kind(queue: cl.CommandQueue) -> str:
+    """The key of the per-device-kind constants: "gpu" or "other"."""
+    return "gpu" if queue.device.type & cl.device_type.GPU else "other"
+
+
+def _prepare_work_group(queue: cl.CommandQueue) -> int:
+    """``nufft_prepare``'s work-group: :data:`PREPARE_WG`."""
+    return PREPARE_WG[_device_kind(queue)]
+
+
+def _prepare_parameters(fit_mean: bool, center_data: bool, use_dy: bool) -> dict:
+    """The render parameters of the model shared by ``nufft_prepare`` and
+    ``nufft_reduce.mako``."""
+    return {
+        "use_dy": use_dy,
+        "center": fit_mean or center_data,
+        "min_points": 4 if fit_mean else 3,
+        "ok": int(Status.OK),
+        "too_few": int(Status.TOO_FEW_POINTS),
+        "zero_variance": int(Status.ZERO_VARIANCE),
+    }
+
+
+def _statistics_chunks(
+    queue: cl.CommandQueue, lengths: np.ndarray, min_points: int
+) -> np.ndarray | None:
+    """The first chunk of each object of a batch, ``(n_objects + 1,)`` int32,
+    when its statistics are reduced in chunks (``nufft_reduce.mako``: an
+    object longer than :data:`LONG_OBJECT` rows), else None.
+
+    Objects of at least ``min_points`` rows get ``ceil(rows /``
+    :data:`SPLIT_ROWS` ``)`` chunks, the others none.
+    """
+    if lengths.size == 0 or int(lengths.max()) <= LONG_OBJECT:
+        return None
+    rows = SPLIT_ROWS[_device_kind(queue)]
+    chunks = np.where(lengths >= min_points, -(-lengths // rows), 0)
+    return np.concatenate(([0], np.cumsum(chunks))).astype(np.int32)
+
+
+def _queue_split_statistics(
+    queue: cl.CommandQueue,
+    staging: Staging,
+    plan: NufftPlan,
+    parameters: dict,
+    raw: list[cl.MemoryObjectHolder],
+    objects: tuple[cl.MemoryObjectHolder, cl.MemoryObjectHolder, int],
+    chunks: tuple[cl.MemoryObjectHolder, int],
+    outputs: tuple[cl.MemoryObjectHolder, ...],
+) -> None:
+    """Queue the kernels of ``nufft_reduce.mako``: ``nufft_prepare``'s outputs
+    in many work-groups per object.
+
+    ``raw``: the device ``t, y`` (and ``dy``); ``objects``: the first rows,
+    rows and number of the objects; ``chunks``: the first chunk of each
+    object (:func:`_statistics_chunks`) and their number; ``outputs``: the
+    buffers of ``nufft_prepare``'s outputs, in its order.
+    """
+    wg = _prepare_work_group(queue)
+    extremes, sums, moments, finish = kernels.get_kernels(
+        queue.context,
+        "nufft_reduce",
+        (
+            "nufft_reduce_extremes",
+            "nufft_reduce_sums",
+            "nufft_reduce_moments",
+            "nufft_reduce_finish",
+        ),
+        real="double" if plan.fp64 else "float",
+        wg=wg,
+        **parameters,
+    )
+    starts, lengths, n_obj = objects
+    chunk_start, n_chunks = chunks
+    partials = [staging.buffer(8 * width * max(1, n_chunks)) for width in (2, 2, 3)]
+    rows = (*raw[1:], starts, lengths, chunk_start, np.int32(n_obj))
+    if n_chunks:
+        groups = ((n_chunks * wg,), (wg,))
+        extremes(queue, *groups, *rows, partials[0])
+        sums(queue, *groups, *rows, *partials[:2])
+        moments(queue, *groups, *rows, *partials)
+    finish(
+        queue, (n_obj * wg,), (wg,), *raw[:2], starts, lengths, chunk_start, *partials, *outputs
+    )
 
 
 def prepare_on_device(
@@ -539,7 +679,8 @@ def prepare_on_device(
     Parameters are those of :func:`prepare`.
     """
     _check_rows(catalog)
-    wg = _prepare_work_group(queue, catalog)
+    wg = _prepare_work_group(queue)
+    parameters = _prepare_parameters(fit_mean, center_data, use_dy)
     prepare_kernel, points_kernel = kernels.get_kernels(
         queue.context,
         "nufft",
@@ -547,12 +688,8 @@ def prepare_on_device(
         real="double" if plan.fp64 else "float",
         stage="prepare",
         wg=wg,
-        use_dy=use_dy,
-        center=fit_mean or center_data,
-        min_points=4 if fit_mean else 3,
-        ok=int(Status.OK),
-        too_few=int(Status.TOO_FEW_POINTS),
-        zero_variance=int(Status.ZERO_VARIANCE),
+        **parameters,
+        contiguous=PREPARE_CONTIGUOUS[_device_kind(queue)],
     )
     raw = [staging.upload(catalog.t), staging.upload(catalog.y)]
     if use_dy:
@@ -576,11 +713,26 @@ def prepare_on_device(
         longest=int(catalog.lengths.max(initial=0)),
     )
     lengths = staging.upload(catalog.lengths.astype(np.int32))
+    chunk_starts = _statistics_chunks(queue, catalog.lengths, parameters["min_points"])
+    chunks = (
+        None if chunk_starts is None else (staging.upload(chunk_starts), int(chunk_starts[-1]))
+    )
     status_slot = staging.result((n_obj,), np.int8)
     psd_slot = staging.result((n_obj,), np.float64)
     stats, scale, psd, status = (staging.buffer(n * n_obj) for n in (8 * 7, real, 8, 1))
     staging.send(queue)
-    if n_obj:
+    if n_obj and chunks is not None:
+        _queue_split_statistics(
+            queue,
+            staging,
+            plan,
+            parameters,
+            raw,
+            (points.starts, lengths, n_obj),
+            chunks,
+            (stats, points.n_points, points.yy, scale, psd, status),
+        )
+    elif n_obj:
         prepare_kernel(
             queue,
             (n_obj * wg,),
@@ -645,7 +797,7 @@ class GridFFT(Protocol):
 
 
 def _work_group(queue: cl.CommandQueue) -> int:
-    return WORK_GROUP["gpu" if queue.device.type & cl.device_type.GPU else "other"]
+    return WORK_GROUP[_device_kind(queue)]
 
 
 def _range(n: int, n_objects: int, wg: int) -> tuple[tuple[int, int], tuple[int, int]]:
@@ -653,15 +805,22 @@ def _range(n: int, n_objects: int, wg: int) -> tuple[tuple[int, int], tuple[int,
     return (-(-n // wg) * wg, n_objects), (wg, 1)
 
 
-def _spread_kernel(
-    queue: cl.CommandQueue, plan: NufftPlan, vectors: str, scatter: bool = False
-) -> cl.Kernel:
-    """``nufft_spread_<vectors>`` (``data_window``, ``data`` or ``window``), or
-    its ``nufft_scatter_<vectors>`` twin."""
+def _spread_options(queue: cl.CommandQueue) -> dict[str, bool]:
+    """:data:`SPREAD_OPTIONS` of the queue's device (no blocks without fp64)."""
+    options = dict(SPREAD_OPTIONS[_device_kind(queue)])
+    options["blocks"] = options["blocks"] and bool(queue.device.double_fp_config)
+    return options
+
+
+def _spread_kernel(queue: cl.CommandQueue, plan: NufftPlan, vectors: str, way: str) -> cl.Kernel:
+    """``nufft_<way>_<vectors>``: ``way`` "spread" (the gather), "scatter" or
+    "blocks", ``vectors`` "data_window", "data" or "window"."""
+    options = _spread_options(queue)
     kernel_names = tuple(
-        f"nufft_{way}_{v}"
+        f"nufft_{kind}_{v}"
         for v in ("data_window", "data", "window")
-        for way in ("spread", "scatter")
+        for kind in ("spread", "scatter", "blocks")
+        if kind != "blocks" or options["blocks"]
     )
     found = kernels.get_kernels(
         queue.context,
@@ -669,9 +828,28 @@ def _spread_kernel(
         kernel_names,
         real="double" if plan.fp64 else "float",
         stage="spread",
+        horner=options["horner"] and plan.fp64,
+        lanes=polynomial_lanes(plan.width),
+        block=SPREAD_BLOCK if options["blocks"] else 0,
     )
-    way = "scatter" if scatter else "spread"
     return dict(zip(kernel_names, found, strict=True))[f"nufft_{way}_{vectors}"]
+
+
+#: Device copies of :func:`es_polynomial`, per (context, width, beta, type).
+_DEVICE_POLYNOMIALS: dict[tuple, cl.Buffer] = {}
+_polynomials_lock = threading.Lock()
+
+
+def _device_polynomial(queue: cl.CommandQueue, plan: NufftPlan) -> cl.Buffer:
+    """:func:`es_polynomial` of the plan's kernel on the device of ``queue``,
+    in the plan's precision (uploaded once per context and kernel)."""
+    key = (queue.context, plan.width, plan.beta, plan.fp64)
+    with _polynomials_lock:
+        buffer = _DEVICE_POLYNOMIALS.get(key)
+        if buffer is None:
+            coefficients = es_polynomial(plan.width, plan.beta).astype(plan.dtype)
+            buffer = _DEVICE_POLYNOMIALS[key] = upload(queue, coefficients)
+        return buffer
 
 
 def _power_kernel(
@@ -778,10 +956,17 @@ def spread(
         spread_harmonic(queue, points, plan, grid, vectors, harmonic, n_trans, first)
 
 
-def scatters(points: DevicePoints, plan: NufftPlan) -> bool:
+def scatters(points: DevicePoints, plan: NufftPlan, device: cl.Device) -> bool:
     """Whether the batch spreads by scatter (``nufft_scatter_*``): its longest
-    object reaches at most 1 / ``SCATTER_RATIO`` of the grid's cells."""
-    return points.n_objects > 0 and points.longest * plan.width * SCATTER_RATIO <= plan.n_grid
+    object reaches at most 1 / ``SCATTER_RATIO`` of the grid's cells and, on
+    a GPU, its points times ``GPU_SCATTER_RATIO`` are at most the cells
+    of all the batch's objects (one work-item scatters an object's points one
+    after another, which pays on a GPU only for a few points or many objects)."""
+    if points.n_objects == 0 or points.longest * plan.width * SCATTER_RATIO > plan.n_grid:
+        return False
+    if device.type & cl.device_type.GPU:
+        return points.longest * GPU_SCATTER_RATIO <= points.n_objects * plan.n_grid
+    return True
 
 
 def clear_for_scatter(
@@ -793,7 +978,7 @@ def clear_for_scatter(
 ) -> None:
     """Zero the batch's ``n_trans`` transforms per object in ``grid`` when it
     :func:`scatters` (before any :func:`spread_harmonic` of the batch)."""
-    if scatters(points, plan):
+    if scatters(points, plan, queue.device):
         size = points.n_objects * n_trans * plan.n_grid * np.dtype(plan.complex_dtype).itemsize
         cl.enqueue_fill_buffer(queue, grid, np.uint32(0), 0, size)
 
@@ -812,14 +997,20 @@ def spread_harmonic(
     ``window``) of the points at ``harmonic`` times ``xi`` into transforms
     ``first``, ... of the ``n_trans`` of each object in ``grid``; its
     ``nufft_scatter_<vectors>`` twin when the batch :func:`scatters` (``grid``
-    zeroed by :func:`clear_for_scatter`)."""
-    scatter = scatters(points, plan)
-    if scatter:
+    zeroed by :func:`clear_for_scatter`), else its point-major
+    ``nufft_blocks_<vectors>`` twin where :data:`SPREAD_OPTIONS` asks for it."""
+    if scatters(points, plan, queue.device):
+        way = "scatter"
         global_size: tuple[int, ...] = (points.n_objects,)
         local_size: tuple[int, ...] | None = None
+    elif _spread_options(queue)["blocks"]:
+        way = "blocks"
+        rows = -(-plan.n_grid // (SPREAD_BLOCK * _BLOCK_SPREAD))
+        global_size, local_size = (rows * _BLOCK_SPREAD, points.n_objects), (1, 1)
     else:
+        way = "spread"
         global_size, local_size = _range(plan.n_grid, points.n_objects, _work_group(queue))
-    _spread_kernel(queue, plan, vectors, scatter)(
+    _spread_kernel(queue, plan, vectors, way)(
         queue,
         global_size,
         local_size,
@@ -834,6 +1025,8 @@ def spread_harmonic(
         np.int32(plan.n_grid),
         np.int32(plan.width),
         plan.dtype(plan.beta),
+        _device_polynomial(queue, plan),
+        np.int32(plan.width + POLYNOMIAL_EXTRA_DEGREE + 1),
         np.int32(n_trans),
         np.int32(first),
         grid,

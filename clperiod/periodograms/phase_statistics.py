@@ -452,13 +452,12 @@ def _search(
         if fp64:
             require_fp64(info)
         _work_group_size(info, statistic, fp64, arbitrary)
-    prepared = _prepare(catalog, statistic, np.float64 if fp64 else np.float32)
     rows = np.full((catalog.n_objects, searched.nf), np.nan) if periodogram else None
-    device_search = _DeviceSearch(prepared, searched, statistic, fp64, top_k)
-    values, indices = device_search.run(devices, rows)
+    device_search = _DeviceSearch(catalog, searched, statistic, fp64, top_k)
+    searched_status, values, indices = device_search.run(devices, rows)
     top_value, top_frequency = top_k_arrays(values, indices, searched)
-    status = degenerate_status(catalog, prepared.status, top_value[:, 0], statistic.weighted)
-    status[(prepared.status == Status.ZERO_VARIANCE) & (status == Status.OUT_OF_RANGE)] = (
+    status = degenerate_status(catalog, searched_status, top_value[:, 0], statistic.weighted)
+    status[(searched_status == Status.ZERO_VARIANCE) & (status == Status.OUT_OF_RANGE)] = (
         Status.ZERO_VARIANCE
     )
     statistic_rows = rows if rows is None or positions is None else rows[:, positions]
@@ -654,10 +653,11 @@ def _magnitude_bins(
 @dataclass(frozen=True)
 class _DeviceSearch:
     """One search spread over devices: consecutive batches of objects
-    (:func:`~clperiod.engine.scheduler.split_range`), each run by a
-    :class:`_DeviceRun` on the device that takes it."""
+    (:func:`~clperiod.engine.scheduler.split_range`), each prepared
+    (:func:`_prepare`) and run by a :class:`_DeviceRun` on the device that
+    takes it."""
 
-    prepared: _Prepared
+    catalog: Catalog
     searched: FrequencyGrid | FrequencyArray
     statistic: _Statistic
     fp64: bool
@@ -665,41 +665,32 @@ class _DeviceSearch:
 
     def run(
         self, devices: list[DeviceInfo], rows: np.ndarray | None
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Every object's ``top_k`` ranking values and grid indices (as
-        :meth:`_DeviceRun.peaks`); the periodograms into ``rows`` when given."""
-        n_obj = self.prepared.status.size
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every object's status (as :func:`_prepare` gives it), its ``top_k``
+        ranking values and grid indices (as :meth:`_DeviceRun.peaks`); the
+        periodograms into ``rows`` when given."""
+        n_obj = self.catalog.n_objects
         batches = split_range(0, n_obj, len(devices))
+        status = np.full(n_obj, Status.OK, dtype=np.int8)
         values = np.full((n_obj, self.top_k), -np.inf)
         indices = np.full((n_obj, self.top_k), np.iinfo(np.int32).max, dtype=np.int32)
+        dtype = np.float64 if self.fp64 else np.float32
 
-        def work(info: DeviceInfo, batch: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+        def work(info: DeviceInfo, batch: tuple[int, int]) -> tuple[np.ndarray, ...]:
             lo, hi = batch
             arbitrary = not isinstance(self.searched, FrequencyGrid)
             wg = _work_group_size(info, self.statistic, self.fp64, arbitrary)
-            part = _objects(self.prepared, lo, hi, self.statistic.kind == "ce")
+            part = _prepare(self.catalog.slice(lo, hi), self.statistic, dtype)
             device_run = _DeviceRun(
                 get_queue(info), part, self.searched, self.statistic, self.fp64, wg
             )
-            return device_run.peaks(self.top_k, None if rows is None else rows[lo:hi])
+            found = device_run.peaks(self.top_k, None if rows is None else rows[lo:hi])
+            return (part.status, *found)
 
         parts = run_on_devices(devices, batches, work)
-        for (lo, hi), (part_values, part_indices) in zip(batches, parts, strict=True):
-            values[lo:hi], indices[lo:hi] = part_values, part_indices
-        return values, indices
-
-
-def _objects(prepared: _Prepared, lo: int, hi: int, shared_constants: bool) -> _Prepared:
-    """The objects ``lo .. hi - 1`` of ``prepared`` (``shared_constants``: the
-    constants are one table for all objects, CE's, rather than a row each)."""
-    points = slice(int(prepared.offsets[lo]), int(prepared.offsets[hi]))
-    return _Prepared(
-        status=prepared.status[lo:hi],
-        offsets=prepared.offsets[lo : hi + 1] - prepared.offsets[lo],
-        tau=prepared.tau[points],
-        values=tuple(v[points] for v in prepared.values),
-        constants=prepared.constants if shared_constants else prepared.constants[lo:hi],
-    )
+        for (lo, hi), part in zip(batches, parts, strict=True):
+            status[lo:hi], values[lo:hi], indices[lo:hi] = part
+        return status, values, indices
 
 
 class _DeviceRun:

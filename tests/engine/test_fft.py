@@ -93,6 +93,31 @@ def test_host_method_matches_numpy(queue, rng, dtype, shape, isign):
     assert _relative_error(queue, rows, isign, "host") <= TOLERANCE[dtype]
 
 
+@pytest.mark.parametrize("dtype", [np.complex128, np.complex64])
+@pytest.mark.parametrize("shape", [(6000,), (3, 4096), (2, 1250)])
+@pytest.mark.parametrize("isign", [1, -1])
+def test_host_four_step_matches_numpy(queue, rng, monkeypatch, dtype, shape, isign):
+    """Rows in the four-step window (moved down to these lengths) are transformed
+    by it, to the whole transform's accuracy."""
+    monkeypatch.setattr(fft, "FOUR_STEP_MIN", 1000)
+    calls = []
+    four_step = fft._four_step
+    monkeypatch.setattr(fft, "_four_step", lambda *args: calls.append(args) or four_step(*args))
+    rows = _rows(rng, shape, dtype)
+    assert _relative_error(queue, rows, isign, "host") <= TOLERANCE[dtype]
+    assert len(calls) == 1
+
+
+def test_four_step_splits_only_long_rows_with_a_divisor_near_the_root():
+    assert fft._four_step_columns(2_000_000) == 1250  # 1250 x 1600
+    assert fft._four_step_columns(4_000_000) == 2000
+    assert fft._four_step_columns(24_000_000) == 4800
+    assert fft._four_step_columns(1 << 20) is None  # not above FOUR_STEP_MIN
+    assert fft._four_step_columns(2 * fft.FOUR_STEP_MAX) is None
+    assert fft._four_step_columns(1_048_583) is None  # a prime
+    assert fft._four_step_columns(2 * 1_048_573) is None  # 2 x a prime
+
+
 def test_host_method_keeps_the_dtype(queue, rng):
     array = cla.to_device(queue, _rows(rng, (2, 64), np.complex64))
     fft.fft_inplace(queue, array, method="host")

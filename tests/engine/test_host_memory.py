@@ -16,6 +16,7 @@ from clperiod.engine import planner as planning
 from clperiod.engine import staging
 from clperiod.io import load_example
 from clperiod.periodograms import lombscargle as LS_MODULE
+from two_devices import run_on_two_devices
 
 GRID = clperiod.FrequencyGrid.from_range(0.5, 4.0, 3000)
 
@@ -155,3 +156,64 @@ def test_an_address_space_limit_gives_results_or_a_memory_error(cpu_device, room
                           capture_output=True, text=True, timeout=300, env=dict(os.environ))
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.startswith(outcome), done.stdout
+
+
+def _address(array: np.ndarray) -> int:
+    return array.__array_interface__["data"][0]
+
+
+def test_host_pool_recycles_large_arrays_only():
+    pool = staging.HostPool(max_free_bytes=5 << 20)
+    first = pool.empty((250_000,), np.float64)  # 2 MB
+    first[:] = 2.0
+    address = _address(first)
+    view = first[10:]
+    del first
+    assert pool._take(0, 2_000_000) is None  # a view is alive
+    assert view[0] == 2.0
+    del view
+    again = pool.empty((240_000,), np.float64)
+    assert _address(again) == address and again.shape == (240_000,)
+    small = pool.empty((1000,), np.float64)
+    assert small.base is None  # ordinary memory, not pooled
+    other = pool.empty((250_000,), np.float64)
+    assert _address(other) != address
+    third = pool.empty((250_000,), np.float64)
+    addresses = [_address(a) for a in (again, other, third)]
+    del again, other, third  # 6 MB come back; 5 MB may stay: the two returned last
+    assert pool._take(0, 2_000_000) is not None and pool._take(0, 2_000_000) is not None
+    assert pool._take(0, 2_000_000) is None
+    assert len(set(addresses)) == 3
+
+
+def test_catalog_columns_are_recycled_host_memory(monkeypatch):
+    pool = staging.HostPool(max_free_bytes=64 << 20)
+    monkeypatch.setattr(clperiod.catalog, "HOST_POOL", pool)
+    rng = np.random.default_rng(2)
+    t, y, dy = np.sort(rng.uniform(0, 9, 300_000)), rng.normal(size=300_000), np.ones(300_000)
+    first = clperiod.Catalog.from_single(t, y, dy)
+    addresses = {_address(first.t), _address(first.y), _address(first.dy)}
+    del first
+    again = clperiod.Catalog.from_single(t, y, dy)
+    assert {_address(again.t), _address(again.y), _address(again.dy)} == addresses
+    np.testing.assert_array_equal(again.dy, dy)
+    assert not again.t.flags.writeable and not np.shares_memory(again.t, t)
+PINNED_CONTEXTS = r"""
+import json
+import numpy as np
+import clperiod
+from clperiod.engine.staging import PINNED_POOL
+
+first, second = clperiod.select_devices("cpu")
+array = PINNED_POOL.empty(first, (1000,), np.float64)
+print(json.dumps({"any": PINNED_POOL.owns(array), "first": PINNED_POOL.owns(array, first),
+                  "second": PINNED_POOL.owns(array, second),
+                  "pageable": PINNED_POOL.owns(np.ones(1000), first)}))
+"""
+
+
+def test_page_locked_memory_belongs_to_one_devices_context():
+    """Memory page-locked through one device's context is page-locked for that
+    device's copies only (another device copies it as pageable memory)."""
+    owned = run_on_two_devices(PINNED_CONTEXTS)
+    assert owned == {"any": True, "first": True, "second": False, "pageable": False}

@@ -26,7 +26,7 @@ def _write(path: Path, text: str) -> Path:
 @pytest.mark.parametrize(
     ("name", "n_objects", "rows", "has_dy"),
     [("ida", 1, 29, False), ("8205", 1, 3555, False), ("8205_errors", 1, 3555, True),
-     ("stripe82", 136, 7064, True)],
+     ("stripe82", 136, 7064, True), ("hat-p-7", 1, 2655, True)],
 )
 def test_load_example_shapes(name, n_objects, rows, has_dy):
     cat = load_example(name)
@@ -54,6 +54,15 @@ def test_ida_is_asteroid_243_in_jd():
     cat = load_example("ida")
     assert cat.ids.tolist() == [243]
     assert 2458600 < cat.t.min() < cat.t.max() < 2459000
+
+
+def test_hat_p_7_is_kepler_q0_short_cadence():
+    """Every fifth cadence (5 x 58.85 s) of quarter 0, BJD - 2454833, PDCSAP e-/s."""
+    cat = load_example("hat-p-7")
+    assert cat.ids.tolist() == [10666592]
+    assert 120.52 < cat.t.min() < cat.t.max() < 130.26
+    np.testing.assert_allclose(np.min(np.diff(cat.t)), 5 * 58.85 / 86400, rtol=1e-3)
+    assert 1.02e6 < np.median(cat.y) < 1.04e6 and 140 < cat.dy.min() < cat.dy.max() < 250
 
 
 def test_example_files_and_provenance(data_dir):

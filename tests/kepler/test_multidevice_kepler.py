@@ -106,6 +106,19 @@ out["search"] = compare(lambda d: list(vars(kepler.search(
     t, v, sigma, instrument=inst, period=(20.0, 200.0),
     known=known, jitter={"a": 3.0, "j": 2.3, "k": 2.7}, n_models=20000, batch=3000,
     seed=11, n_best=5, device=d)).values())[:3])
+# parameters page-locked through the first device's context go to it
+# straight; the second device stages them (for it they are pageable)
+direct = []  # (second device, uploaded straight from params) of each upload
+upload = rvmodel.ModelEvaluator._upload
+def upload_recording(self, slot, params, *args):
+    arrays = upload(self, slot, params, *args)
+    direct.append((self.info.label == devices[1].label, arrays[0] is params))
+    return arrays
+rvmodel.ModelEvaluator._upload = upload_recording
+pinned = kepler.empty_params(n, 2, device=devices[0])
+pinned[...] = params
+out["chi2_pinned"] = compare(lambda d: [kepler.chi2(t, v, sigma, pinned, device=d, **kw)])
+out["chi2_pinned"]["direct"] = sorted(set(direct))
 print(json.dumps(out))
 """
 
@@ -129,6 +142,12 @@ def test_two_devices_equal_one(two_device_runs, name, n_items):
     assert out["same"] and out["finite"] > 0.99
     assert len(out["items"]) == n_items
     assert {second for second, _, _ in out["items"]} == {False, True}
+
+
+def test_page_locked_parameters_go_straight_to_their_own_device_only(two_device_runs):
+    out = two_device_runs["chi2_pinned"]
+    assert out["same"] and out["finite"] > 0.99
+    assert out["direct"] == [[False, True], [True, False]]
 
 
 def test_two_device_items_keep_one_device_layouts(two_device_runs):

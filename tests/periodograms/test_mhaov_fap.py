@@ -1,6 +1,6 @@
 """Bootstrap false-alarm probabilities of the multi-harmonic AOV
-(MhaovResult.false_alarm_probability): the bootstrap of clperiod.periodograms.bootstrap with
-every search option of the result."""
+(MhaovResult.false_alarm_probability, its default method): the bootstrap of
+clperiod.periodograms.bootstrap with every search option of the result."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 import clperiod
 from clperiod import Catalog, FrequencyGrid, Status
 from clperiod.periodograms import mhaov as mhaov_module
-from clperiod.periodograms.bootstrap import bootstrap_fap
+from clperiod.periodograms.bootstrap import DEFAULT_RESAMPLINGS, bootstrap_fap
 
 GRID = FrequencyGrid(0.05, 0.0125, 240)
 BANDS = ("g", "r")
@@ -93,3 +93,16 @@ def test_objects_that_are_not_ok_get_nan():
     assert result.status.tolist() == [Status.OK, Status.TOO_FEW_POINTS, Status.ZERO_VARIANCE]
     fap = result.false_alarm_probability(19, seed=2)
     assert fap[0] == 1 / 20 and np.isnan(fap[1:]).all()
+
+
+def test_the_bootstrap_is_the_default_with_its_default_resamplings(monkeypatch):
+    result = clperiod.mhaov(catalog([lightcurve(10, 40, 1.0)]), GRID)
+    calls = []
+
+    def recording(catalog, search, **options):
+        calls.append(options)
+        return bootstrap_fap(catalog, search, **{**options, "n_resamplings": 3})
+
+    monkeypatch.setattr(mhaov_module, "bootstrap_fap", recording)
+    result.false_alarm_probability(seed=4)
+    assert calls[0]["n_resamplings"] == DEFAULT_RESAMPLINGS and calls[0]["seed"] == 4

@@ -12,6 +12,7 @@ nifty-ls's rule (``max(1e-5, 1e-9 Nf)`` of the peak in fp64,
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import warnings
 from types import SimpleNamespace
@@ -172,6 +173,26 @@ def test_kernel_rules_are_the_reference_rules(precision, eps, sigma):
         ref.kernel_fourier_transform(theta, width, beta),
         rtol=1e-13,
     )
+
+
+@pytest.mark.parametrize(
+    ("eps", "sigma"),
+    [(eps, 2.0) for eps in (1e-2, 1e-3, 1e-9, 1e-12, 1e-13, 1e-15)]
+    + [(eps, 1.25) for eps in (1e-5, 1e-7, 1e-9)],
+)
+def test_es_polynomial_is_the_kernel_within_its_cut(eps, sigma):
+    """On every unit interval of the support, within about the kernel's own cut
+    e^-beta at |d| = w/2 (and the float64 rounding of the widest kernels)."""
+    width, beta = nufft.es_kernel_params(eps, sigma)
+    coefficients = nufft.es_polynomial(width, beta)
+    lanes = nufft.polynomial_lanes(width)
+    assert coefficients.shape == (width + nufft.POLYNOMIAL_EXTRA_DEGREE + 1, lanes)
+    assert lanes >= width and not coefficients[:, width:].any()
+    s = np.linspace(-1, 1, 2001)
+    d = np.arange(width)[:, None] + (s + 1) / 2 - width / 2
+    values = np.polynomial.polynomial.polyval(s, coefficients[:, :width])
+    exact = ref.es_kernel(2 * d / width, beta)
+    assert np.abs(values - exact).max() <= 1.1 * np.exp(-beta) + 1e-14
 
 
 def test_width_beyond_16_cells_is_clipped_with_a_warning():
@@ -344,6 +365,40 @@ def test_device_preparation_equals_the_host_twin(
         np.testing.assert_allclose(value, expected, rtol=0, atol=atol, err_msg=name)
 
 
+@pytest.mark.parametrize("precision", ["fp64", "fp32"])
+@pytest.mark.parametrize(
+    ("fit_mean", "center_data", "use_dy"), [(True, True, True), (False, False, False)]
+)
+def test_preparation_reads_rows_strided_or_contiguous_alike(
+    cpu_device, monkeypatch, precision, fit_mean, center_data, use_dy
+):
+    """Each work-item of nufft_prepare reading every WG-th row (GPUs) or a run of
+    rows (CPUs): the same statistics up to the order of the sums, on objects
+    shorter and longer than the work-group."""
+    curves = [light_curve(n, seed=n) for n in (5, 50, 3, 1000, 17)]
+    catalog = Catalog.from_lightcurves(curves)
+    plan = nufft.NufftPlan.build(FrequencyGrid(0.01, 0.002, 500), precision)
+    queue = get_queue(cpu_device)
+    read = {}
+    for contiguous in (False, True):
+        for kind in nufft.PREPARE_CONTIGUOUS:
+            monkeypatch.setitem(nufft.PREPARE_CONTIGUOUS, kind, contiguous)
+        points, _ = on_device(cpu_device, catalog, plan, fit_mean, center_data, use_dy)
+        read[contiguous] = (points, read_points(queue, points, plan, catalog.offsets[-1]))
+    (strided, by_row), (contiguous, by_run) = read[False], read[True]
+    np.testing.assert_array_equal(strided.status, contiguous.status)
+    np.testing.assert_allclose(strided.psd_scale, contiguous.psd_scale, rtol=1e-14)
+    tolerance = 1e-14 if plan.fp64 else 1e-6
+    keep = np.repeat(by_row["n_points"] > 0, catalog.lengths)  # rows of the others unwritten
+    assert keep.sum() == catalog.offsets[-1] - (3 if fit_mean else 0)  # 3 rows: too few
+    for name, value in by_run.items():
+        expected = by_row[name]
+        if expected.size == keep.size:
+            value, expected = value[keep], expected[keep]
+        atol = 0 if name in ("cells", "n_points") else tolerance * np.nanmax(np.abs(expected))
+        np.testing.assert_allclose(value, expected, rtol=0, atol=atol, err_msg=name)
+
+
 def test_unsorted_times_are_sorted_and_wrapping_arcs_kept_unwrapped():
     """0.3 samples per peak: x goes round the box more than three times."""
     t, y, dy = light_curve(200)
@@ -402,16 +457,41 @@ MODE_CASES = [
 ]
 
 
-#: SCATTER_RATIO values that force each way of spreading.
-WAYS = {"gather": 2**62, "scatter": 0}
+#: The ways of spreading: (SCATTER_RATIO, SPREAD_OPTIONS of every kind of device,
+#: SPREAD_BLOCK); the per-cell gather and the scatter with exp and sqrt (GPUs)
+#: or the piecewise polynomial, and the point-major blocks (CPUs), also of 16 cells.
+WAYS = {
+    "gather": (2**62, {"horner": False, "blocks": False}, nufft.SPREAD_BLOCK),
+    "scatter": (0, {"horner": False, "blocks": False}, nufft.SPREAD_BLOCK),
+    "horner-gather": (2**62, {"horner": True, "blocks": False}, nufft.SPREAD_BLOCK),
+    "horner-scatter": (0, {"horner": True, "blocks": False}, nufft.SPREAD_BLOCK),
+    "blocks": (2**62, {"horner": True, "blocks": True}, nufft.SPREAD_BLOCK),
+    "blocks-16": (2**62, {"horner": True, "blocks": True}, 16),
+}
+#: Ways whose kernel values are the same exp and sqrt, or the same polynomial.
+SAME_KERNEL_VALUES = (("gather", "scatter"), ("horner-gather", "horner-scatter", "blocks"))
+
+
+@contextlib.contextmanager
+def spreading(way: str | None):
+    """Spread by ``way`` (:data:`WAYS`) on any device; None: the device's own way."""
+    if way is None:
+        yield
+        return
+    ratio, options, block = WAYS[way]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(nufft, "SCATTER_RATIO", ratio)
+        patch.setattr(nufft, "GPU_SCATTER_RATIO", ratio)
+        patch.setattr(nufft, "SPREAD_BLOCK", block)
+        for kind in nufft.SPREAD_OPTIONS:
+            patch.setitem(nufft.SPREAD_OPTIONS, kind, options)
+        yield
 
 
 @functools.cache
-def spread_case(
-    device, n, precision, spp, nf, fmin_in_df, fit_mean=True, host=False, way="gather"
-):
+def spread_case(device, n, precision, spp, nf, fmin_in_df, fit_mean=True, host=False, way=None):
     """Points prepared on the device (or on the host and uploaded) and spread
-    (by gather or by scatter)."""
+    (by a way of :data:`WAYS`, or the device's own)."""
     t, y, dy = light_curve(n)
     df = baseline_df(t, spp)
     plan = nufft.NufftPlan.build(FrequencyGrid(fmin_in_df * df, df, nf), precision)
@@ -423,9 +503,8 @@ def spread_case(
         staging.send(queue)
     grid = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, nufft.grid_bytes(points, plan))
     cl.enqueue_fill_buffer(queue, grid, np.float32(np.nan), 0, nufft.grid_bytes(points, plan))
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(nufft, "SCATTER_RATIO", WAYS[way])
-        assert nufft.scatters(points, plan) == (way == "scatter")
+    with spreading(way):
+        assert way is None or nufft.scatters(points, plan, queue.device) == way.endswith("scatter")
         nufft.spread(queue, points, plan, grid)
     shape = (points.n_transforms, plan.n_grid)
     return plan, points, prepared, grid, read(queue, grid, shape, plan.complex_dtype)
@@ -463,13 +542,15 @@ def test_spread_grid_matches_the_reference_spread(cpu_device, case, host, way):
         )
 
 
+@pytest.mark.parametrize("ways", SAME_KERNEL_VALUES, ids="=".join)
 @pytest.mark.parametrize("case", SPREAD_CASES[:4] + SPREAD_CASES[5:6])
-def test_scatter_equals_gather(cpu_device, case):
+def test_ways_with_the_same_kernel_values_agree(cpu_device, case, ways):
     """The same kernel values summed in the same order (one image per point here);
-    fp32 gathers with compensated sums, the scatter adds plainly."""
-    grids = [spread_case(cpu_device, *case, way=way)[-1] for way in WAYS]
+    fp32 gathers with compensated sums, the blocks in float64, the scatter adds plainly."""
+    grids = [spread_case(cpu_device, *case, way=way)[-1] for way in ways]
     tolerance = 1e-15 if case[1] == "fp64" else 1e-6
-    np.testing.assert_allclose(grids[1], grids[0], rtol=0, atol=tolerance * np.abs(grids[0]).max())
+    for grid in grids[1:]:
+        np.testing.assert_allclose(grid, grids[0], rtol=0, atol=tolerance * np.abs(grids[0]).max())
 
 
 def test_spread_without_fit_mean_has_two_transforms(cpu_device):

@@ -1,0 +1,76 @@
+"""The scheduler's trace hook: every call and item of run_on_devices reports
+its times to the tracer within ``tracing``, and nothing outside it."""
+
+import threading
+import time
+
+import pytest
+
+from clperiod.engine.devices import select_devices
+from clperiod.engine.scheduler import run_on_devices, tracing
+
+
+class Recorder:
+    def __init__(self):
+        self.calls, self.items = [], []
+
+    def call(self, n_items, n_devices, start, stop):
+        self.calls.append((n_items, n_devices, start, stop))
+
+    def item(self, device, index, start, stop):
+        self.items.append((device.label, index, start, stop, threading.current_thread().name))
+
+
+@pytest.fixture(scope="module")
+def device():
+    return select_devices()[0]
+
+
+def slow_square(device, x):
+    time.sleep(0.01)
+    return x * x
+
+
+def test_traced_call_reports_each_item_once_within_the_call(device):
+    recorder = Recorder()
+    with tracing(recorder):
+        out = run_on_devices([device, device], list(range(6)), slow_square)
+    assert out == [0, 1, 4, 9, 16, 25]
+    assert [(n, d) for n, d, _, _ in recorder.calls] == [(6, 2)]
+    _, _, call_start, call_stop = recorder.calls[0]
+    assert sorted(index for _, index, *_ in recorder.items) == list(range(6))
+    for label, _, start, stop, thread in recorder.items:
+        assert label == device.label
+        assert call_start <= start and stop - start >= 0.009 and stop <= call_stop
+        assert thread.startswith("clperiod-device-")
+    assert len({thread for *_, thread in recorder.items}) == 2
+
+
+def test_one_device_items_run_in_the_calling_thread_and_are_traced(device):
+    recorder = Recorder()
+    with tracing(recorder):
+        out = run_on_devices([device], [3, 4], slow_square)
+    assert out == [9, 16]
+    assert [index for _, index, *_ in recorder.items] == [0, 1]
+    assert {thread for *_, thread in recorder.items} == {threading.current_thread().name}
+
+
+def test_a_failing_item_is_traced_and_raised(device):
+    def fail_on_two(device, x):
+        if x == 2:
+            raise ValueError("item 2")
+        return x
+
+    recorder = Recorder()
+    with tracing(recorder), pytest.raises(ValueError, match="item 2"):
+        run_on_devices([device], [1, 2, 3], fail_on_two)
+    assert [index for _, index, *_ in recorder.items] == [0, 1]
+    assert len(recorder.calls) == 1
+
+
+def test_nothing_is_traced_outside_the_block(device):
+    recorder = Recorder()
+    with tracing(recorder):
+        pass
+    assert run_on_devices([device, device], [1, 2], slow_square) == [1, 4]
+    assert recorder.calls == [] and recorder.items == []
