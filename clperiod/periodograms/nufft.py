@@ -24,7 +24,7 @@ Stages:
    (data, window) and 2 (window): on GPUs a gather, one work-item per cell; on
    CPUs point by point, one work-item per block of cells, with the kernel's
    values from its piecewise polynomial (:func:`es_polynomial`,
-   :data:`SPREAD_OPTIONS`); a scatter for objects of few points on large grids.
+   ``SPREAD_OPTIONS``); a scatter for objects of few points on large grids.
 3. The FFT of every grid row (``clperiod.engine.fft.fft_inplace``).
 4. :func:`power`: the ``nf`` central modes divided by the kernel's Fourier
    transform (:func:`correction_factors`), then the power of the direct
@@ -714,7 +714,7 @@ def _range(n: int, n_objects: int, wg: int) -> tuple[tuple[int, int], tuple[int,
 
 
 def _spread_options(queue: cl.CommandQueue) -> dict[str, bool]:
-    """:data:`SPREAD_OPTIONS` of the queue's device (no blocks without fp64)."""
+    """``SPREAD_OPTIONS`` of the queue's device (no blocks without fp64)."""
     options = dict(SPREAD_OPTIONS[_kind(queue)])
     options["blocks"] = options["blocks"] and bool(queue.device.double_fp_config)
     return options
@@ -899,7 +899,7 @@ def spread_harmonic(
     ``first``, ... of the ``n_trans`` of each object in ``grid``; its
     ``nufft_scatter_<vectors>`` twin when the batch :func:`scatters` (``grid``
     zeroed by :func:`clear_for_scatter`), else its point-major
-    ``nufft_blocks_<vectors>`` twin where :data:`SPREAD_OPTIONS` asks for it."""
+    ``nufft_blocks_<vectors>`` twin where ``SPREAD_OPTIONS`` asks for it."""
     if scatters(points, plan):
         way = "scatter"
         global_size: tuple[int, ...] = (points.n_objects,)
