@@ -737,26 +737,30 @@ def _spread_kernel(queue: cl.CommandQueue, plan: NufftPlan, vectors: str, way: s
         real="double" if plan.fp64 else "float",
         stage="spread",
         horner=options["horner"],
-        lanes=polynomial_lanes(plan.width),
+        lanes=polynomial_lanes(plan.width) if options["horner"] or options["blocks"] else None,
         block=SPREAD_BLOCK if options["blocks"] else 0,
     )
     return dict(zip(kernel_names, found, strict=True))[f"nufft_{way}_{vectors}"]
 
 
 #: Device copies of :func:`es_polynomial`, per (context, width, beta, type).
-_DEVICE_POLYNOMIALS: dict[tuple, cl.Buffer] = {}
+_DEVICE_POLYNOMIALS: collections.OrderedDict[tuple, cl.Buffer] = collections.OrderedDict()
+_MAX_DEVICE_POLYNOMIALS = 8
 _polynomials_lock = threading.Lock()
 
 
 def _device_polynomial(queue: cl.CommandQueue, plan: NufftPlan) -> cl.Buffer:
-    """:func:`es_polynomial` of the plan's kernel on the device of ``queue``,
-    in the plan's precision (uploaded once per context and kernel)."""
+    """:func:`es_polynomial` of the plan's kernel on the device of ``queue``, in
+    the plan's precision, kept for the kernels of the last calls."""
     key = (queue.context, plan.width, plan.beta, plan.fp64)
     with _polynomials_lock:
         buffer = _DEVICE_POLYNOMIALS.get(key)
         if buffer is None:
             coefficients = es_polynomial(plan.width, plan.beta).astype(plan.dtype)
             buffer = _DEVICE_POLYNOMIALS[key] = upload(queue, coefficients)
+            while len(_DEVICE_POLYNOMIALS) > _MAX_DEVICE_POLYNOMIALS:
+                _DEVICE_POLYNOMIALS.popitem(last=False)
+        _DEVICE_POLYNOMIALS.move_to_end(key)
         return buffer
 
 
