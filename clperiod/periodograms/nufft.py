@@ -132,10 +132,10 @@ SPREAD_OPTIONS = {
 }
 #: Fine-grid cells per work-item of the ``nufft_blocks_*`` kernels.
 SPREAD_BLOCK = 512
-#: Work-items of ``nufft_blocks_*`` per grid row ``SPREAD`` of its blocks
-#: (``cl_kernels/nufft.mako``): a run of consecutive work-items takes blocks
-#: from this many places of the grid.
-_BLOCK_SPREAD = 16
+#: A run of consecutive work-items of ``nufft_blocks_*`` takes blocks from this
+#: many places of the grid (``cl_kernels/nufft.mako``): CPU runtimes hand each
+#: thread such runs, and the points of a light curve fill a run of blocks.
+BLOCK_INTERLEAVE = 16
 #: The degree of :func:`es_polynomial` is the kernel's width plus this.
 POLYNOMIAL_EXTRA_DEGREE = 1
 #: The largest float64 below 1: a cell fraction never reaches 1.
@@ -739,6 +739,7 @@ def _spread_kernel(queue: cl.CommandQueue, plan: NufftPlan, vectors: str, way: s
         horner=options["horner"],
         lanes=polynomial_lanes(plan.width) if options["horner"] or options["blocks"] else None,
         block=SPREAD_BLOCK if options["blocks"] else 0,
+        interleave=BLOCK_INTERLEAVE if options["blocks"] else None,
     )
     return dict(zip(kernel_names, found, strict=True))[f"nufft_{way}_{vectors}"]
 
@@ -910,8 +911,8 @@ def spread_harmonic(
         local_size: tuple[int, ...] | None = None
     elif _spread_options(queue)["blocks"]:
         way = "blocks"
-        rows = -(-plan.n_grid // (SPREAD_BLOCK * _BLOCK_SPREAD))
-        global_size, local_size = (rows * _BLOCK_SPREAD, points.n_objects), (1, 1)
+        rows = -(-plan.n_grid // (SPREAD_BLOCK * BLOCK_INTERLEAVE))
+        global_size, local_size = (rows * BLOCK_INTERLEAVE, points.n_objects), (1, 1)
     else:
         way = "spread"
         global_size, local_size = _range(plan.n_grid, points.n_objects, _work_group(queue))
@@ -931,7 +932,7 @@ def spread_harmonic(
         np.int32(plan.width),
         plan.dtype(plan.beta),
         _device_polynomial(queue, plan),
-        np.int32(plan.width + POLYNOMIAL_EXTRA_DEGREE + 1),
+        np.int32(es_polynomial(plan.width, plan.beta).shape[0]),
         np.int32(n_trans),
         np.int32(first),
         grid,
