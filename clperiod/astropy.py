@@ -858,7 +858,7 @@ class LombScargleMultiband(_AutoFrequency, _AstropyLombScargleMultiband):
         method : {"bootstrap"}
             The only method for multiband powers.
         samples_per_peak, nyquist_factor, minimum_frequency, maximum_frequency
-            The grid of the search, as :meth:`autofrequency`.
+            The grid of the search, as ``autofrequency``.
         method_kwds : mapping, optional
             ``n_bootstraps`` (default 1000) and ``random_seed`` (default a fresh
             one), as astropy's single-band bootstrap.
