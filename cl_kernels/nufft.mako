@@ -25,6 +25,8 @@
 ##                  columns (es_polynomial_functions)
 ##   block          cells per work-item of the nufft_blocks_* kernels (0: not
 ##                  built; they accumulate in double: a device with fp64)
+##   interleave     (with block) their work-items, global size a multiple of
+##                  it, take blocks from this many places of the grid in turn
 ## stage "correction" (a device with fp64): nufft_correction
 ##
 ## Grid convention (as tests/reference/nufft.py): the fine grid of n_grid
@@ -152,7 +154,7 @@ inline real_t one_term_power(
 % endif
 }
 </%def>
-<%page args="real, stage, fit_mean=None, normalization=None, write_sums=None, horner=None, lanes=None, block=None, wg=None, contiguous=None, use_dy=None, center=None, min_points=None, ok=None, too_few=None, zero_variance=None"/>
+<%page args="real, stage, fit_mean=None, normalization=None, write_sums=None, horner=None, lanes=None, block=None, interleave=None, wg=None, contiguous=None, use_dy=None, center=None, min_points=None, ok=None, too_few=None, zero_variance=None"/>
 <%namespace name="common" file="common.mako"/>
 ${common.prelude(real)}
 <% fp32 = real == "float" %>
@@ -487,13 +489,13 @@ ${spread_arguments()}
     // strips: cell b of the block at [HALO + b]; a point's w cells start at
     // most HALO cells before the block, and LANES values are added at once
     __local double strips[${2 * len(vectors)}][STRIP];
-    // work-item g takes block (g % rows) SPREAD + g / rows: neighbouring blocks,
-    // which hold the points of neighbouring times, go to distant work-items
-    // (runtimes hand out runs of consecutive work-groups to their threads)
+    // work-item g takes block (g % rows) INTERLEAVE + g / rows: neighbouring
+    // blocks, which hold the points of neighbouring times, go to distant
+    // work-items (runtimes hand out runs of consecutive work-groups to threads)
     const int n_blocks = (n_grid + BLOCK - 1) / BLOCK;
-    const int rows = (n_blocks + SPREAD - 1) / SPREAD;
+    const int rows = (n_blocks + INTERLEAVE - 1) / INTERLEAVE;
     const int g = (int) get_global_id(0);
-    const int l0 = ((g % rows) * SPREAD + g / rows) * BLOCK;
+    const int l0 = ((g % rows) * INTERLEAVE + g / rows) * BLOCK;
     const int obj = (int) get_global_id(1);
     if (l0 >= n_grid)
         return;
@@ -554,7 +556,7 @@ ${spread_arguments()}
 
 % if block:
 #define BLOCK ${block}
-#define SPREAD 16
+#define INTERLEAVE ${interleave}
 #define HALO ${lanes}
 #define STRIP (HALO + BLOCK + ${lanes})
 % endif

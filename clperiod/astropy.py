@@ -91,6 +91,7 @@ from clperiod.catalog import Catalog, Status
 from clperiod.grid import FrequencyArray, FrequencyGrid
 from clperiod.periodograms import stats
 from clperiod.periodograms.bls import Method, Objective, bls
+from clperiod.periodograms.bootstrap import DEFAULT_RESAMPLINGS, resample
 from clperiod.periodograms.inputs import check_choice
 from clperiod.periodograms.lombscargle import Algorithm, Precision, lombscargle
 from clperiod.periodograms.multiband import MAX_NTERMS as MAX_NTERMS_MULTIBAND
@@ -593,10 +594,10 @@ class LombScargleMultiband(_AutoFrequency, _AstropyLombScargleMultiband):
       the ``k``-th band, the mean of the band of the ``k``-th observation (the
       same when observation ``k`` is in band ``k``).
     * ``offset`` without ``center_data`` is an array of zeros (astropy: 0).
-    * ``false_alarm_probability``, ``false_alarm_level`` and ``distribution``
-      raise NotImplementedError, as astropy's (the bootstrap of
-      :meth:`clperiod.MultibandResult.false_alarm_probability` gives
-      false-alarm probabilities of catalog searches).
+    * ``false_alarm_probability`` and ``false_alarm_level``, which astropy
+      does not implement, are bootstraps of method "flexible" (``method=
+      "bootstrap"``, resampling within bands); ``distribution`` raises
+      NotImplementedError, as astropy's.
 
     Parameters
     ----------
@@ -829,25 +830,96 @@ class LombScargleMultiband(_AutoFrequency, _AstropyLombScargleMultiband):
         _, labels = np.broadcast_arrays(np.empty(np.shape(t_fit)), bands[:, None])
         return fit.offset(labels.ravel()) * _unit(self.y)
 
-    def false_alarm_probability(self, *args: Any, **kwargs: Any) -> Any:
-        """Not implemented (nor in astropy's multiband class)."""
-        raise NotImplementedError(
-            "false_alarm_probability is not implemented for LombScargleMultiband "
-            "(neither by astropy nor by clperiod)"
-        )
+    def false_alarm_probability(
+        self,
+        power: Any,
+        method: str = "bootstrap",
+        samples_per_peak: float = 5,
+        nyquist_factor: float = 5,
+        minimum_frequency: Any = None,
+        maximum_frequency: Any = None,
+        method_kwds: Mapping[str, Any] | None = None,
+    ) -> np.ndarray:
+        """Bootstrap false-alarm probability of peak powers of method "flexible".
 
-    def false_alarm_level(self, *args: Any, **kwargs: Any) -> Any:
-        """Not implemented (nor in astropy's multiband class)."""
-        raise NotImplementedError(
-            "false_alarm_level is not implemented for LombScargleMultiband "
-            "(neither by astropy nor by clperiod)"
+        astropy defines no false-alarm probability for its multiband class
+        (it raises NotImplementedError). clperiod resamples the light curve
+        within its bands (:func:`clperiod.periodograms.bootstrap.resample`),
+        searches every copy on the ``autofrequency`` grid of the arguments
+        and gives ``(1 + #{copies whose highest power >= power}) / (1 +
+        n_bootstraps)``: with the same seed, the value of
+        :meth:`clperiod.MultibandResult.false_alarm_probability` at the
+        observed highest power.
+
+        Parameters
+        ----------
+        power : array_like
+            Powers of method "flexible", any shape.
+        method : {"bootstrap"}
+            The only method for multiband powers.
+        samples_per_peak, nyquist_factor, minimum_frequency, maximum_frequency
+            The grid of the search, as ``autofrequency``.
+        method_kwds : mapping, optional
+            ``n_bootstraps`` (default 1000) and ``random_seed`` (default a fresh
+            one), as astropy's single-band bootstrap.
+
+        Returns
+        -------
+        ndarray
+            The probabilities, shaped as ``power``.
+        """
+        maxima = self._bootstrap_maxima(
+            method,
+            samples_per_peak,
+            nyquist_factor,
+            minimum_frequency,
+            maximum_frequency,
+            method_kwds,
         )
+        values = np.asarray(getattr(power, "value", power), dtype=np.float64)
+        exceeding = maxima.size - np.searchsorted(maxima, values, side="left")
+        return (1.0 + exceeding) / (1.0 + maxima.size)
+
+    def false_alarm_level(
+        self,
+        false_alarm_probability: Any,
+        method: str = "bootstrap",
+        samples_per_peak: float = 5,
+        nyquist_factor: float = 5,
+        minimum_frequency: Any = None,
+        maximum_frequency: Any = None,
+        method_kwds: Mapping[str, Any] | None = None,
+    ) -> np.ndarray:
+        """Power of method "flexible" with a given bootstrap false-alarm probability.
+
+        The ``1 - false_alarm_probability`` quantile of the copies' highest
+        powers (:meth:`false_alarm_probability` for the copies and the
+        parameters), as astropy's single-band bootstrap level.
+
+        Raises
+        ------
+        ValueError
+            A probability outside [0, 1], or a method other than "bootstrap".
+        """
+        probability = np.asarray(false_alarm_probability, dtype=np.float64)
+        if np.any(~((probability >= 0) & (probability <= 1))):
+            raise ValueError("false_alarm_probability must be in [0, 1]")
+        maxima = self._bootstrap_maxima(
+            method,
+            samples_per_peak,
+            nyquist_factor,
+            minimum_frequency,
+            maximum_frequency,
+            method_kwds,
+        )
+        return np.quantile(maxima, 1.0 - probability)
 
     def distribution(self, *args: Any, **kwargs: Any) -> Any:
-        """Not implemented (nor in astropy's multiband class)."""
+        """Refused: the multiband power has no known distribution at one frequency."""
         raise NotImplementedError(
-            "distribution is not implemented for LombScargleMultiband "
-            "(neither by astropy nor by clperiod)"
+            "distribution is not defined for LombScargleMultiband (nor by astropy): the "
+            "multiband power has no known single-frequency law; false_alarm_probability "
+            "and false_alarm_level give bootstrap values"
         )
 
     # ------------------------------------------------------------ helpers
@@ -976,11 +1048,16 @@ class LombScargleMultiband(_AutoFrequency, _AstropyLombScargleMultiband):
             **_method_options(sb_method, None, self.nterms_base, self.fit_mean, dy),
         )
 
-    def _grid_power(self, grid: FrequencyGrid | FrequencyArray) -> np.ndarray:
-        """The periodogram of the light curve on ``grid``, on the device, as float64."""
+    def _catalog(self) -> Catalog:
+        """The light curve as a catalog of one object with bands."""
         t, y, bands, dy = self._values()
-        catalog = Catalog.from_arrays(np.zeros(t.size, dtype=np.int64), t, y, dy, band=bands)
-        result = lombscargle_multiband(
+        return Catalog.from_arrays(np.zeros(t.size, dtype=np.int64), t, y, dy, band=bands)
+
+    def _search(
+        self, catalog: Catalog, grid: FrequencyGrid | FrequencyArray, periodogram: bool
+    ) -> Any:
+        """:func:`clperiod.lombscargle_multiband` of ``catalog`` with this model."""
+        return lombscargle_multiband(
             catalog,
             grid,
             nterms_base=self.nterms_base,
@@ -990,13 +1067,50 @@ class LombScargleMultiband(_AutoFrequency, _AstropyLombScargleMultiband):
             reg_band=self.reg_band,
             regularize_by_trace=self.regularize_by_trace,
             precision=self.precision,
-            periodogram=True,
+            periodogram=periodogram,
             device=self.device,
         )
+
+    def _bootstrap_maxima(
+        self,
+        method: str,
+        samples_per_peak: float,
+        nyquist_factor: float,
+        minimum_frequency: Any,
+        maximum_frequency: Any,
+        method_kwds: Mapping[str, Any] | None,
+    ) -> np.ndarray:
+        """The sorted highest powers of the bootstrap copies (searches that fail dropped)."""
+        if method != "bootstrap":
+            raise ValueError(
+                f"method must be 'bootstrap' for multiband powers (astropy defines none), "
+                f"got {method!r}"
+            )
+        options = dict(method_kwds or {})
+        unknown = sorted(set(options) - {"n_bootstraps", "random_seed"})
+        if unknown:
+            raise ValueError(f"unknown method_kwds {unknown}; accepted: n_bootstraps, random_seed")
+        grid = self._auto_grid(
+            samples_per_peak, nyquist_factor, minimum_frequency, maximum_frequency
+        )
+        copies = resample(
+            self._catalog(),
+            options.get("n_bootstraps", DEFAULT_RESAMPLINGS),
+            seed=options.get("random_seed"),
+            device=self.device,
+        )
+        result = self._search(copies.catalog, grid, periodogram=False)
+        maxima = np.asarray(result.power_best, dtype=np.float64)
+        return np.sort(maxima[(result.status == Status.OK) & np.isfinite(maxima)])
+
+    def _grid_power(self, grid: FrequencyGrid | FrequencyArray) -> np.ndarray:
+        """The periodogram of the light curve on ``grid``, on the device, as float64."""
+        catalog = self._catalog()
+        result = self._search(catalog, grid, periodogram=True)
         status = Status(result.status[0])
         if status != Status.OK:
             raise ValueError(
-                f"clperiod cannot evaluate this light curve ({t.size} points in "
+                f"clperiod cannot evaluate this light curve ({catalog.t.size} points in "
                 f"{catalog.n_bands} bands): {status.name}"
             )
         assert result.power is not None  # asked for with periodogram=True

@@ -304,12 +304,7 @@ class Catalog:
         if offsets[0] != 0 or offsets[-1] != n_rows or np.any(np.diff(offsets) < 0):
             raise ValueError(f"offsets must rise from 0 to the number of rows ({n_rows})")
         _check_ids(ids, np.arange(ids.size), "object")
-        repeat = _first_repeat(ids)
-        if repeat is not None:
-            raise ValueError(
-                f"duplicate object id {_show(ids[repeat[0]])} "
-                f"(objects {repeat[0]} and {repeat[1]})"
-            )
+        _check_unique_ids(ids, "objects")
         labels = _band_column(band, bands, n_rows)
         columns, scans = _owned(columns, HOST_POOL.empty)
         return _build(cls, ids, offsets, columns, nan_policy, masked, labels, bands, scans)
@@ -664,12 +659,7 @@ def _lightcurves_catalog(
     if ids.size != len(items):
         raise ValueError(f"got {ids.size} ids for {len(items)} light curves")
     _check_ids(ids, np.arange(ids.size), "light curve")
-    repeat = _first_repeat(ids)
-    if repeat is not None:
-        raise ValueError(
-            f"duplicate object id {_show(ids[repeat[0]])} (light curves {repeat[0]} "
-            f"and {repeat[1]})"
-        )
+    _check_unique_ids(ids, "light curves")
     if len({len(item) >= 3 and item[2] is not None for item in items}) > 1:
         raise ValueError("give dy for every light curve or for none")
     if len({len(item) == 4 for item in items}) > 1:
@@ -822,8 +812,10 @@ def _columns(
     return columns, masked
 
 
-#: Rows of a column that :func:`_scanned_copy` checks at a time, while they are in cache.
-_SCAN_BLOCK = 1 << 15
+#: Rows of a column that :func:`_scanned_copy` checks at a time, while they are in
+#: cache: 4 MB of float64. Blocks of 2**15 rows made the copy and checks of 10**6 rows
+#: three times slower on a 16-core GPU host (9.8 against 3.2 ms) and on 2 cores.
+_SCAN_BLOCK = 1 << 19
 
 
 @dataclass(frozen=True)
@@ -902,6 +894,15 @@ def _check_lengths(columns: dict[str, np.ndarray], where: str = "") -> None:
     if len(set(sizes.values())) > 1:
         shown = ", ".join(f"{name}={size}" for name, size in sizes.items())
         raise ValueError(f"mismatched lengths{where}: {shown}")
+
+
+def _check_unique_ids(ids: np.ndarray, items: str) -> None:
+    """Raise unless every id is unique, naming the first repeated one and its ``items``."""
+    repeat = _first_repeat(ids)
+    if repeat is not None:
+        raise ValueError(
+            f"duplicate object id {_show(ids[repeat[0]])} ({items} {repeat[0]} and {repeat[1]})"
+        )
 
 
 def _first_repeat(values: np.ndarray) -> tuple[int, int] | None:

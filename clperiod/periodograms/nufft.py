@@ -26,7 +26,7 @@ Stages:
    (data, window) and 2 (window): on GPUs a gather, one work-item per cell; on
    CPUs point by point, one work-item per block of cells, with the kernel's
    values from its piecewise polynomial (:func:`es_polynomial`,
-   :data:`SPREAD_OPTIONS`); a scatter for objects of few points on large grids.
+   ``SPREAD_OPTIONS``); a scatter for objects of few points on large grids.
 3. The FFT of every grid row (``clperiod.engine.fft.fft_inplace``).
 4. :func:`power`: the ``nf`` central modes divided by the kernel's Fourier
    transform (:func:`correction_factors`), then the power of the direct
@@ -144,10 +144,10 @@ SPREAD_OPTIONS = {
 }
 #: Fine-grid cells per work-item of the ``nufft_blocks_*`` kernels.
 SPREAD_BLOCK = 512
-#: Work-items of ``nufft_blocks_*`` per grid row ``SPREAD`` of its blocks
-#: (``cl_kernels/nufft.mako``): a run of consecutive work-items takes blocks
-#: from this many places of the grid.
-_BLOCK_SPREAD = 16
+#: A run of consecutive work-items of ``nufft_blocks_*`` takes blocks from this
+#: many places of the grid (``cl_kernels/nufft.mako``): CPU runtimes hand each
+#: thread such runs, and the points of a light curve fill a run of blocks.
+BLOCK_INTERLEAVE = 16
 #: The degree of :func:`es_polynomial` is the kernel's width plus this.
 POLYNOMIAL_EXTRA_DEGREE = 1
 #: The largest float64 below 1: a cell fraction never reaches 1.
@@ -806,7 +806,7 @@ def _range(n: int, n_objects: int, wg: int) -> tuple[tuple[int, int], tuple[int,
 
 
 def _spread_options(queue: cl.CommandQueue) -> dict[str, bool]:
-    """:data:`SPREAD_OPTIONS` of the queue's device (no blocks without fp64)."""
+    """``SPREAD_OPTIONS`` of the queue's device (no blocks without fp64)."""
     options = dict(SPREAD_OPTIONS[_device_kind(queue)])
     options["blocks"] = options["blocks"] and bool(queue.device.double_fp_config)
     return options
@@ -829,26 +829,33 @@ def _spread_kernel(queue: cl.CommandQueue, plan: NufftPlan, vectors: str, way: s
         real="double" if plan.fp64 else "float",
         stage="spread",
         horner=options["horner"] and plan.fp64,
-        lanes=polynomial_lanes(plan.width),
+        lanes=polynomial_lanes(plan.width)
+        if (options["horner"] and plan.fp64) or options["blocks"]
+        else None,
         block=SPREAD_BLOCK if options["blocks"] else 0,
+        interleave=BLOCK_INTERLEAVE if options["blocks"] else None,
     )
     return dict(zip(kernel_names, found, strict=True))[f"nufft_{way}_{vectors}"]
 
 
 #: Device copies of :func:`es_polynomial`, per (context, width, beta, type).
-_DEVICE_POLYNOMIALS: dict[tuple, cl.Buffer] = {}
+_DEVICE_POLYNOMIALS: collections.OrderedDict[tuple, cl.Buffer] = collections.OrderedDict()
+_MAX_DEVICE_POLYNOMIALS = 8
 _polynomials_lock = threading.Lock()
 
 
 def _device_polynomial(queue: cl.CommandQueue, plan: NufftPlan) -> cl.Buffer:
-    """:func:`es_polynomial` of the plan's kernel on the device of ``queue``,
-    in the plan's precision (uploaded once per context and kernel)."""
+    """:func:`es_polynomial` of the plan's kernel on the device of ``queue``, in
+    the plan's precision, kept for the kernels of the last calls."""
     key = (queue.context, plan.width, plan.beta, plan.fp64)
     with _polynomials_lock:
         buffer = _DEVICE_POLYNOMIALS.get(key)
         if buffer is None:
             coefficients = es_polynomial(plan.width, plan.beta).astype(plan.dtype)
             buffer = _DEVICE_POLYNOMIALS[key] = upload(queue, coefficients)
+            while len(_DEVICE_POLYNOMIALS) > _MAX_DEVICE_POLYNOMIALS:
+                _DEVICE_POLYNOMIALS.popitem(last=False)
+        _DEVICE_POLYNOMIALS.move_to_end(key)
         return buffer
 
 
@@ -998,15 +1005,15 @@ def spread_harmonic(
     ``first``, ... of the ``n_trans`` of each object in ``grid``; its
     ``nufft_scatter_<vectors>`` twin when the batch :func:`scatters` (``grid``
     zeroed by :func:`clear_for_scatter`), else its point-major
-    ``nufft_blocks_<vectors>`` twin where :data:`SPREAD_OPTIONS` asks for it."""
+    ``nufft_blocks_<vectors>`` twin where ``SPREAD_OPTIONS`` asks for it."""
     if scatters(points, plan, queue.device):
         way = "scatter"
         global_size: tuple[int, ...] = (points.n_objects,)
         local_size: tuple[int, ...] | None = None
     elif _spread_options(queue)["blocks"]:
         way = "blocks"
-        rows = -(-plan.n_grid // (SPREAD_BLOCK * _BLOCK_SPREAD))
-        global_size, local_size = (rows * _BLOCK_SPREAD, points.n_objects), (1, 1)
+        rows = -(-plan.n_grid // (SPREAD_BLOCK * BLOCK_INTERLEAVE))
+        global_size, local_size = (rows * BLOCK_INTERLEAVE, points.n_objects), (1, 1)
     else:
         way = "spread"
         global_size, local_size = _range(plan.n_grid, points.n_objects, _work_group(queue))
@@ -1026,7 +1033,7 @@ def spread_harmonic(
         np.int32(plan.width),
         plan.dtype(plan.beta),
         _device_polynomial(queue, plan),
-        np.int32(plan.width + POLYNOMIAL_EXTRA_DEGREE + 1),
+        np.int32(es_polynomial(plan.width, plan.beta).shape[0]),
         np.int32(n_trans),
         np.int32(first),
         grid,

@@ -399,6 +399,45 @@ def test_fast_method_refuses_what_astropy_does_not_run(rng, cpu_device):
 
 
 # }}}
+# {{{ bootstrap false alarms
+
+
+def test_bootstrap_fap_equals_the_catalog_search_bootstrap(rng, cpu_device):
+    """The bridge's FAP of the highest power is MultibandResult's bootstrap with the seed."""
+    t, y, band, dy = multiband_data(rng)
+    ours = LombScargleMultiband(t, y, band, dy, device=cpu_device)
+    frequency, power = ours.autopower(**SMALL_GRID)
+    kwds = {"n_bootstraps": 200, "random_seed": 17}
+    fap = ours.false_alarm_probability(power.max(), method_kwds=kwds, **SMALL_GRID)
+    catalog = clperiod.Catalog.from_arrays(np.zeros(t.size, dtype=np.int64), t, y, dy,
+                                           band=band)
+    grid = ours._auto_grid(5, SMALL_GRID["nyquist_factor"], SMALL_GRID["minimum_frequency"],
+                           None)
+    result = clperiod.lombscargle_multiband(catalog, grid, reg_band=ours.reg_band,
+                                            device=cpu_device)
+    np.testing.assert_allclose(result.power_best[0], power.max(), rtol=1e-12)
+    expected = result.false_alarm_probability(200, seed=17, device=cpu_device)[0]
+    assert fap == expected
+    assert fap == pytest.approx(1 / 201)  # the signal is strong
+
+
+def test_bootstrap_level_and_probability_agree(rng, cpu_device):
+    """Noise only: FAP(level(p)) is about p; FAP falls with power; shapes are kept."""
+    t, _, band, dy = multiband_data(rng)
+    y = rng.normal(0, 1, t.size) * dy
+    ours = LombScargleMultiband(t, y, band, dy, device=cpu_device)
+    kwds = {"n_bootstraps": 300, "random_seed": 5}
+    levels = ours.false_alarm_level([0.5, 0.1, 0.02], method_kwds=kwds, **SMALL_GRID)
+    assert np.all(np.diff(levels) > 0)
+    faps = ours.false_alarm_probability(levels, method_kwds=kwds, **SMALL_GRID)
+    np.testing.assert_allclose(faps, [0.5, 0.1, 0.02], atol=0.01)
+    grid_faps = ours.false_alarm_probability(np.array([[0.0, 1.0]]), method_kwds=kwds,
+                                             **SMALL_GRID)
+    assert grid_faps.shape == (1, 2)
+    np.testing.assert_allclose(grid_faps, [[1.0, 1 / 301]])
+
+
+# }}}
 # {{{ what is not supported
 
 
@@ -410,9 +449,15 @@ def test_unsupported_options_raise(rng, cpu_device):
         ours.power(frequency, method="slow")
     with pytest.raises(ValueError, match="method must be one of"):
         ours.autopower(method="slow")
-    for name in ("false_alarm_probability", "false_alarm_level", "distribution"):
-        with pytest.raises(NotImplementedError, match=name):
-            getattr(ours, name)(0.5)
+    with pytest.raises(NotImplementedError, match="distribution"):
+        ours.distribution(0.5)
+    for name in ("false_alarm_probability", "false_alarm_level"):
+        with pytest.raises(ValueError, match="method must be 'bootstrap'"):
+            getattr(ours, name)(0.5, method="baluev")
+        with pytest.raises(ValueError, match="unknown method_kwds"):
+            getattr(ours, name)(0.5, method_kwds={"samples": 3})
+    with pytest.raises(ValueError, match=r"in \[0, 1\]"):
+        ours.false_alarm_level(1.5)
     with pytest.raises(ValueError, match="reg_base or reg_band"):
         LombScargleMultiband(t, y, band, dy, reg_band=None).power(frequency)
 
