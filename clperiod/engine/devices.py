@@ -49,6 +49,7 @@ __all__ = [
     "memory_pool",
     "thread_memory_pool",
     "trim_memory_pool",
+    "has_fp64",
     "require_fp64",
     "upload",
     "write",
@@ -237,7 +238,8 @@ def _kind(device: cl.Device) -> str:
     return "other"
 
 
-def _has_fp64(device: cl.Device) -> bool:
+def has_fp64(device: cl.Device) -> bool:
+    """Whether ``device`` computes in double precision."""
     if "cl_khr_fp64" in device.extensions.split():
         return True
     try:
@@ -261,7 +263,7 @@ def _make_info(
         driver_version=device.driver_version.strip(),
         kind=_kind(device),
         is_nvidia="nvidia" in f"{platform.name} {vendor}".lower(),
-        fp64=_has_fp64(device),
+        fp64=has_fp64(device),
         global_mem=int(device.global_mem_size),
         local_mem=int(device.local_mem_size),
         max_alloc=int(device.max_mem_alloc_size),

@@ -474,7 +474,7 @@ def _start(
             )
         return Deferred.ready(assemble(results))
     _check_fp32_bins(options, searched)
-    exact = _direct_exact_bins(catalog, searched, options)
+    exact = _direct_exact_bins(devices, catalog, searched, options)
     if exact.any():
         power = (
             _result_array(devices, (catalog.n_objects, searched.nf), options)
@@ -731,6 +731,7 @@ def _run_nufft(
         lowfreq.Model(options.nterms, options.fit_mean, options.center_data, use_dy),
         plan,
         plan.frequencies if isinstance(plan, nufft_type3.Type3Plan) else plan.grid,
+        get_queue(devices[0]),
     )
     if len(pieces) == 1:
         return _run_nufft_piece(
@@ -933,7 +934,7 @@ def _one_term_search(
     nufft._check_normalization(normalization)
     model = lowfreq.Model(1, fit_mean, center_data, use_dy)
     if cutoff is None:
-        cutoff = lowfreq.nufft_cutoffs(catalog, model, plan, plan.grid)
+        cutoff = lowfreq.nufft_cutoffs(catalog, model, plan, plan.grid, get_queue(info))
     exact = lowfreq.ExactPowers(
         lambda queue, grid, points, out, norm: nufft.power(queue, grid, points, plan, out, norm),
         catalog,
@@ -983,14 +984,17 @@ def _run_direct(
     """The direct search of ``catalog`` (no deferral, no progress bar), with
     the exact powers of the low-frequency bins the kernel cannot evaluate
     (:func:`_direct_exact_bins`)."""
-    exact = _direct_exact_bins(catalog, grid, options)
+    exact = _direct_exact_bins(devices, catalog, grid, options)
     if exact.any():
         return _run_direct_exact(devices, catalog, grid, lengths, options, power, profile, exact)
     return _run_direct_sums(devices, catalog, grid, lengths, options, power, profile)
 
 
 def _direct_exact_bins(
-    catalog: Catalog, grid: FrequencyGrid | FrequencyArray, options: _Options
+    devices: list[DeviceInfo],
+    catalog: Catalog,
+    grid: FrequencyGrid | FrequencyArray,
+    options: _Options,
 ) -> lowfreq.LowFrequencyFits:
     """The low-frequency bins whose one-term normal equations are too ill
     conditioned for the direct kernel to keep ``lowfreq.DIRECT_EPS`` of the
@@ -1004,6 +1008,7 @@ def _direct_exact_bins(
         fp64=options.fp64,
         tolerance=None,
         eps=lowfreq.DIRECT_EPS[options.fp64],
+        queue=get_queue(devices[0]),
     )
 
 
@@ -1307,6 +1312,7 @@ def _run_multiterm(
         fp64=True,
         tolerance=None,
         eps=lowfreq.DIRECT_EPS[True],
+        queue=get_queue(devices[0]),
     )
 
     def work(info: DeviceInfo, bound: tuple[int, int]) -> _BatchResult:

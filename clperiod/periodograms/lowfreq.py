@@ -41,8 +41,11 @@ from typing import Any
 
 import numpy as np
 import pyopencl as cl
+import pyopencl.array as cl_array
 
 from clperiod.catalog import Catalog
+from clperiod.engine import kernels
+from clperiod.engine.devices import has_fp64
 from clperiod.grid import FrequencyGrid
 from clperiod.periodograms import nufft
 from clperiod.periodograms.inputs import NO_PEAK, segment_sum
@@ -114,6 +117,10 @@ _BLOCK_VALUES = 1 << 22
 #: Rows of one block of a long object's design (accumulated by stacking the
 #: triangular factors).
 _BLOCK_ROWS = 1 << 15
+#: Smallest pivot of a Cholesky factor of columns scaled to norm 1 that
+#: :func:`_cholesky_qr2` accepts (a condition number below about 1e6, where
+#: two passes are as accurate as Householder's).
+_CHOLESKY_PIVOT = 1e-12
 
 
 @dataclass(frozen=True)
@@ -307,11 +314,18 @@ def exact_fits(
     frequencies: np.ndarray,
     nterms: int,
     fit_mean: bool,
+    *,
+    accurate: bool = True,
 ) -> Fits:
     """The model's least-squares fit of object ``objects[i]`` at
     ``frequencies[i]`` for every ``i`` (module notes), batched over requests
     of lengths within ``_LENGTH_RATIO`` (padded with rows of weight 0;
-    requests of one length give the same values in any batch)."""
+    requests of one length give the same values in any batch).
+
+    ``accurate=False`` solves the normal equations of the stable basis
+    instead of factorizing its design where their condition allows
+    (:func:`_triangular_factor`): estimates for the cutoffs, whose relative
+    errors stay below about 1e-4."""
     n = objects.size
     power, amplification = np.full(n, np.nan), np.full(n, np.nan)
     lengths = points.lengths[objects]
@@ -326,7 +340,7 @@ def exact_fits(
         stop = min(stop, start + per_batch)
         group = order[start:stop]
         power[group], amplification[group] = _fit_group(
-            points, objects[group], frequencies[group], nterms, fit_mean
+            points, objects[group], frequencies[group], nterms, fit_mean, accurate
         )
         start = stop
     return Fits(power, amplification)
@@ -338,6 +352,7 @@ def _fit_group(
     frequencies: np.ndarray,
     nterms: int,
     fit_mean: bool,
+    accurate: bool,
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`exact_fits` of requests padded to one length (zero rows weigh
     nothing), their rows in blocks whose triangular factors are stacked."""
@@ -345,24 +360,28 @@ def _fit_group(
     lengths = points.lengths[objects]
     blocks = range(0, int(lengths.max()), _BLOCK_ROWS)
     v_max = np.zeros(objects.size)
+    rows = None
     for first in blocks:
-        cycles, inside, _ = _block(points, objects, frequencies, first)
+        rows = _block(points, objects, frequencies, first)
+        cycles, inside, _ = rows
         half = np.sin(np.pi * cycles)
         v_max = np.maximum(v_max, np.max(np.where(inside, 2 * half * half, 0.0), axis=1))
     basis = _Basis.of(v_max, nterms, fit_mean)
     factor: np.ndarray | None = None
     norms = np.zeros((objects.size, m))
     for first in blocks:
-        cycles, inside, index = _block(points, objects, frequencies, first)
+        if len(blocks) > 1 or rows is None:
+            rows = _block(points, objects, frequencies, first)
+        cycles, inside, index = rows
         sw = np.where(inside, points.sw[index], 0.0)
         design = np.stack(
             [c * sw for c in basis.columns(cycles)] + [np.where(inside, points.su[index], 0.0)],
-            axis=-1,
+            axis=1,
         )
-        norms += np.sum(design[..., :m] ** 2, axis=1)
+        norms += np.einsum("ncr,ncr->nc", design[:, :m], design[:, :m])
         if factor is not None:
-            design = np.concatenate([factor, design], axis=1)
-        factor = _triangular_factor(design)
+            design = np.concatenate([factor.transpose(0, 2, 1), design], axis=2)
+        factor = _triangular_factor(design, accurate)
     assert factor is not None
     return _power_of_factor(factor, np.sqrt(norms), basis)
 
@@ -382,10 +401,84 @@ def _block(
     return cycles, inside, index
 
 
-def _triangular_factor(design: np.ndarray) -> np.ndarray:
+def _triangular_factor(columns: np.ndarray, accurate: bool = True) -> np.ndarray:
     """The triangular factor ``R`` (``(n, c, c)``) of a stack of matrices
-    ``(n, rows, c)``, ``rows >= c``, by Householder reflections (in NumPy
-    loops over the columns: no BLAS threads for these small factorizations)."""
+    given by their columns (``(n, c, rows)``, ``rows >= c``), the last one
+    the values.
+
+    Where the model's columns scaled to norm 1 are well conditioned (below
+    about 1e6, :data:`_CHOLESKY_PIVOT`) it is Cholesky QR twice
+    (:func:`_cholesky_qr2`), or with ``accurate=False`` the Cholesky factor
+    of their Gram matrix with the values' column; elsewhere Householder
+    reflections (:func:`_householder`)."""
+    if accurate:
+        factor, ok = _cholesky_qr2_with_values(columns)
+    else:
+        norms = np.sqrt(np.einsum("ncr,ncr->nc", columns, columns))
+        scaled = columns / np.where(norms > 0, norms, 1.0)[:, :, None]
+        factor, ok = _cholesky_factor(np.matmul(scaled, scaled.transpose(0, 2, 1)))
+        factor *= norms[:, None, :]
+    if not ok.all():
+        factor[~ok] = _householder(columns[~ok].transpose(0, 2, 1))
+    return factor
+
+
+def _cholesky_qr2_with_values(columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_triangular_factor` by :func:`_cholesky_qr2` of the model's
+    columns, the values projected twice; and where it holds."""
+    values = columns[:, -1:, :]
+    q, r, ok = _cholesky_qr2(columns[:, :-1, :])
+    projection = np.matmul(q, values.transpose(0, 2, 1))
+    residual = values - np.matmul(projection.transpose(0, 2, 1), q)
+    again = np.matmul(q, residual.transpose(0, 2, 1))
+    projection += again
+    residual -= np.matmul(again.transpose(0, 2, 1), q)
+    n, c = columns.shape[:2]
+    factor = np.zeros((n, c, c))
+    factor[:, :-1, :-1] = r
+    factor[:, :-1, -1] = projection[:, :, 0]
+    factor[:, -1, -1] = np.sqrt(np.einsum("nr,nr->n", residual[:, 0], residual[:, 0]))
+    return factor, ok
+
+
+def _cholesky_qr2(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``Q`` (by columns, as ``a``), ``R`` and whether the factorization
+    holds, of a stack of matrices by their columns ``a`` (``(n, m, rows)``)
+    by Cholesky QR twice with columns scaled to norm 1: as accurate as
+    Householder's where the scaled columns' condition number is below about
+    1e6 (:data:`_CHOLESKY_PIVOT`); False elsewhere."""
+    norms = np.sqrt(np.einsum("ncr,ncr->nc", a, a))
+    scaled = a / np.where(norms > 0, norms, 1.0)[:, :, None]
+    first, ok = _cholesky_factor(np.matmul(scaled, scaled.transpose(0, 2, 1)))
+    q = np.matmul(np.linalg.inv(first).transpose(0, 2, 1), scaled)
+    second, again = _cholesky_factor(np.matmul(q, q.transpose(0, 2, 1)))
+    ok &= again
+    q = np.matmul(np.linalg.inv(second).transpose(0, 2, 1), q)
+    return q, np.matmul(second, first) * norms[:, None, :], ok
+
+
+def _cholesky_factor(gram: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Upper triangular ``R`` with ``R^T R = gram`` for a stack of Gram
+    matrices of columns of norm about 1, and whether every pivot exceeds
+    :data:`_CHOLESKY_PIVOT` (the identity stands in where one does not)."""
+    n, m, _ = gram.shape
+    r = np.zeros_like(gram)
+    ok = np.ones(n, dtype=bool)
+    for j in range(m):
+        pivot = gram[:, j, j] - np.einsum("nk,nk->n", r[:, :j, j], r[:, :j, j])
+        ok &= pivot > _CHOLESKY_PIVOT
+        diagonal = np.sqrt(np.where(ok, pivot, 1.0))
+        r[:, j, j] = diagonal
+        rest = gram[:, j, j + 1 :] - np.einsum("nk,nkc->nc", r[:, :j, j], r[:, :j, j + 1 :])
+        r[:, j, j + 1 :] = rest / diagonal[:, None]
+    r[~ok] = np.eye(m)
+    return r, ok
+
+
+def _householder(design: np.ndarray) -> np.ndarray:
+    """The triangular factor of :func:`_triangular_factor` by Householder
+    reflections (in NumPy loops over the columns: no BLAS threads for these
+    small factorizations)."""
     a = design.copy()
     columns = a.shape[2]
     for j in range(columns):
@@ -422,6 +515,90 @@ def _power_of_factor(
         determined = full_rank & (error <= _HOST_BOUND * reference)
         power = np.where(determined, explained / reference, np.nan)
     return power, np.where(determined, amplification, np.inf)
+
+
+class _DeviceLadder:
+    """The cutoffs' estimated fits (``exact_fits(..., accurate=False)``) on
+    an fp64 OpenCL device: the kernel sums each request's Gram matrix of the
+    stable basis (``cl_kernels/lowfreq.mako``), the host solves it; requests
+    whose scaled Gram matrix is not safely positive definite are fitted on
+    the host."""
+
+    def __init__(self, queue: cl.CommandQueue, points: FitPoints, nterms: int, fit_mean: bool):
+        self.queue, self.points, self.nterms, self.fit_mean = queue, points, nterms, fit_mean
+        # CPUs run a work-group's items in loops: few items, few barriers
+        cpu = queue.device.type & cl.device_type.CPU
+        self.wg = 8 if cpu else 64
+        self.arrays = [
+            cl_array.to_device(queue, np.ascontiguousarray(a))
+            for a in (points.t, points.sw, points.su, points.offsets.astype(np.int64))
+        ]
+        (self.kernel,) = kernels.get_kernels(
+            queue.context, "lowfreq", ("lowfreq_gram",), nterms=nterms, wg=self.wg
+        )
+
+    def __call__(self, objects: np.ndarray, frequencies: np.ndarray) -> Fits:
+        n, columns = objects.size, 2 * self.nterms + 2
+        upper = np.triu_indices(columns)
+        gram_d = cl_array.empty(self.queue, (n, upper[0].size), np.float64)
+        v_max_d = cl_array.empty(self.queue, n, np.float64)
+        requests = [
+            cl_array.to_device(self.queue, a)
+            for a in (objects.astype(np.int32), frequencies.astype(np.float64))
+        ]
+        self.kernel(
+            self.queue,
+            (n * self.wg,),
+            (self.wg,),
+            *(a.data for a in self.arrays),
+            *(a.data for a in requests),
+            gram_d.data,
+            v_max_d.data,
+        )
+        full = np.zeros((n, columns, columns))
+        full[:, upper[0], upper[1]] = gram_d.get()
+        full[:, upper[1], upper[0]] = full[:, upper[0], upper[1]]
+        basis = _Basis.of(v_max_d.get(), self.nterms, self.fit_mean)
+        if self.fit_mean:
+            gram = full
+        else:
+            change = _to_basis(basis)
+            gram = np.matmul(change.transpose(0, 2, 1), np.matmul(full, change))
+        m = gram.shape[1] - 1
+        norms = np.sqrt(np.maximum(np.diagonal(gram, axis1=1, axis2=2), 0.0))
+        scaled = gram / np.where(norms > 0, norms, 1.0)[:, :, None]
+        scaled /= np.where(norms > 0, norms, 1.0)[:, None, :]
+        factor, ok = _cholesky_factor(scaled)
+        factor *= norms[:, None, :]
+        power, amplification = _power_of_factor(factor, norms[:, :m], basis)
+        if not ok.all():
+            rest = exact_fits(
+                self.points,
+                objects[~ok],
+                frequencies[~ok],
+                self.nterms,
+                self.fit_mean,
+                accurate=False,
+            )
+            power[~ok], amplification[~ok] = rest.power, rest.amplification
+        return Fits(power, amplification)
+
+
+def _to_basis(basis: _Basis) -> np.ndarray:
+    """Per request, the matrix (``(n, 2 K + 2, m + 1)``) taking the
+    coefficients of the kernel's columns (``cl_kernels/lowfreq.mako``) to
+    the columns of a basis without the mean and the values."""
+    k, n = basis.nterms, basis.scale.size
+    columns = 2 * k + 2
+    change = np.zeros((n, columns, columns - 1))
+    rows = np.arange(n)
+    for j in range(k):  # the even polynomials kept: T_i - (c_i / c_p) T_p
+        kept = basis.kept[:, j]
+        change[rows, kept, j] = 1.0
+        change[rows, basis.pivot, j] = -basis.ratio[rows, kept]
+    for j in range(k + 1):  # the odd ones, then the values
+        change[:, k + 1 + j, k + j] = 1.0
+    return change
 
 
 # }}}
@@ -525,6 +702,7 @@ def low_frequency_cutoffs(
     fp64: bool,
     tolerance: float | None,
     eps: float,
+    queue: cl.CommandQueue | None = None,
 ) -> np.ndarray:
     """Per object, the frequency below which a device path's powers miss the
     accuracy bound (0: none above ``lowest``).
@@ -555,6 +733,9 @@ def low_frequency_cutoffs(
         (None: direct sums), for :func:`error_unit`.
     eps
         Accuracy bound of the powers relative to the peak.
+    queue
+        An OpenCL queue whose device has float64 to estimate the fits on
+        (:class:`_DeviceLadder`); None, or a device without float64: the host.
     """
     cutoff = np.zeros(catalog.n_objects)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -569,19 +750,50 @@ def low_frequency_cutoffs(
         use_dy=model.use_dy,
     )
     unit = error_unit(points, fp64=fp64, tolerance=tolerance)
-    active = np.flatnonzero(points.ok)
-    frequency = top[chosen]
-    reached = np.zeros(chosen.size)
-    while active.size:
-        fits = exact_fits(points, active, frequency[active], model.nterms, model.fit_mean)
-        reached[active] = np.fmax(reached[active], fits.power)
+    top = top[chosen]
+
+    def rung(objects: np.ndarray, k: np.ndarray) -> np.ndarray:
+        return top[objects] / LADDER_STEP ** k.astype(np.float64)
+
+    ladder = (
+        _DeviceLadder(queue, points, model.nterms, model.fit_mean)
+        if queue is not None and has_fp64(queue.device)
+        else None
+    )
+
+    def fit(objects: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if ladder is not None:
+            fits = ladder(objects, rung(objects, k))
+        else:
+            fits = exact_fits(
+                points, objects, rung(objects, k), model.nterms, model.fit_mean, accurate=False
+            )
         with np.errstate(invalid="ignore"):
-            error = device_error(fits.amplification, unit[active])
-            outside = ~(error <= eps * reached[active]) | np.isnan(fits.power)
-        found = active[outside]
-        cutoff[chosen[found]] = np.minimum(frequency[found] * LADDER_STEP, top[chosen[found]])
-        active = active[~outside & (frequency[active] > lowest)]
-        frequency[active] /= LADDER_STEP
+            return fits.power, device_error(fits.amplification, unit[objects])
+
+    # The bracket: the top rung and the last one (the first at or below
+    # ``lowest``); the rungs between need no fits where the last one's error
+    # is within the bound of the top one's power.
+    active = np.flatnonzero(points.ok)
+    last = np.ceil(np.log(top[active] / lowest) / math.log(LADDER_STEP)).astype(np.int64)
+    last += rung(active, last) > lowest
+    last -= (last > 1) & (rung(active, last - 1) <= lowest)
+    power, error = fit(np.concatenate([active, active]), np.concatenate([0 * last, last]))
+    reached, power_last = power[: active.size], power[active.size :]
+    with np.errstate(invalid="ignore"):
+        outside = ~(error[: active.size] <= eps * reached) | np.isnan(reached)
+        walk = ~outside & ~((error[active.size :] <= eps * reached) & ~np.isnan(power_last))
+    cutoff[chosen[active[outside]]] = top[active[outside]]
+    reached, active = reached[walk], active[walk]
+    k = np.ones(active.size, dtype=np.int64)
+    while active.size:
+        power, error = fit(active, k)
+        reached = np.fmax(reached, power)
+        with np.errstate(invalid="ignore"):
+            outside = ~(error <= eps * reached) | np.isnan(power)
+        cutoff[chosen[active[outside]]] = rung(active[outside], k[outside] - 1)
+        going = ~outside & (rung(active, k) > lowest)
+        active, reached, k = active[going], reached[going], k[going] + 1
     return cutoff
 
 
@@ -616,11 +828,15 @@ def _thinned(catalog: Catalog, most: int) -> Catalog:
 
 
 def nufft_cutoffs(
-    catalog: Catalog, model: Model, plan: Any, grid: FrequencyGrid | np.ndarray
+    catalog: Catalog,
+    model: Model,
+    plan: Any,
+    grid: FrequencyGrid | np.ndarray,
+    queue: cl.CommandQueue | None = None,
 ) -> np.ndarray:
     """:func:`low_frequency_cutoffs` of a NUFFT search on ``grid`` (``plan``:
     its type-1 or type-3 plan, whose ``fp64`` and ``eps`` give the transforms'
-    tolerance)."""
+    tolerance; ``queue``: as there)."""
     return low_frequency_cutoffs(
         catalog,
         model,
@@ -628,6 +844,7 @@ def nufft_cutoffs(
         fp64=plan.fp64,
         tolerance=plan.eps * nufft.TRANSFORM_MARGIN[plan.fp64],
         eps=plan.eps,
+        queue=queue,
     )
 
 
@@ -673,6 +890,7 @@ def low_frequency_fits(
     fp64: bool,
     tolerance: float | None,
     eps: float,
+    queue: cl.CommandQueue | None = None,
 ) -> LowFrequencyFits:
     """:func:`exact_bins` below the objects' :func:`low_frequency_cutoffs` (the
     bins a device path cannot evaluate to ``eps`` of the peak).
@@ -683,11 +901,11 @@ def low_frequency_fits(
         The objects (validated).
     grid
         The frequencies: a uniform grid, or distinct rising ones.
-    model, fp64, tolerance, eps
+    model, fp64, tolerance, eps, queue
         As :func:`low_frequency_cutoffs`.
     """
     cutoff = low_frequency_cutoffs(
-        catalog, model, lowest_positive(grid), fp64=fp64, tolerance=tolerance, eps=eps
+        catalog, model, lowest_positive(grid), fp64=fp64, tolerance=tolerance, eps=eps, queue=queue
     )
     return exact_bins(catalog, grid, model, cutoff)
 

@@ -721,6 +721,7 @@ def search(
             fp64=True,
             tolerance=None,
             eps=lowfreq.DIRECT_EPS[True],
+            queue=queue,
         )
     exact = lowfreq.exact_bins(catalog, grid, model, cutoff)
     exact_p = exact.power * prepared.yy[:, None]  # the kernel's p = chi2_ref - chi2

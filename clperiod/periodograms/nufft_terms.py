@@ -47,7 +47,7 @@ import pyopencl as cl
 
 from clperiod.catalog import Catalog
 from clperiod.engine import kernels
-from clperiod.engine.devices import DeviceInfo
+from clperiod.engine.devices import DeviceInfo, get_queue
 from clperiod.engine.planner import Buffer
 from clperiod.periodograms import lowfreq, multiterm, nufft
 
@@ -218,7 +218,11 @@ def search(
         catalog,
         plan.grid,
         model,
-        lowfreq.nufft_cutoffs(catalog, model, plan, plan.grid) if cutoff is None else cutoff,
+        (
+            lowfreq.nufft_cutoffs(catalog, model, plan, plan.grid, get_queue(info))
+            if cutoff is None
+            else cutoff
+        ),
         plan.fp64,
     )
     return nufft.search_with(

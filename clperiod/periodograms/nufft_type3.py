@@ -95,7 +95,7 @@ from numpy.polynomial import chebyshev
 from clperiod import checks
 from clperiod.catalog import Catalog
 from clperiod.engine import kernels
-from clperiod.engine.devices import DeviceInfo, upload
+from clperiod.engine.devices import DeviceInfo, get_queue, upload
 from clperiod.engine.planner import Buffer
 from clperiod.grid import FrequencyGrid
 from clperiod.periodograms import lowfreq, multiterm, nufft
@@ -455,7 +455,7 @@ def search(
     rows = int(catalog.offsets[-1])
     model = lowfreq.Model(plan.nterms, fit_mean, center_data, use_dy)
     if cutoff is None:
-        cutoff = lowfreq.nufft_cutoffs(catalog, model, plan, plan.frequencies)
+        cutoff = lowfreq.nufft_cutoffs(catalog, model, plan, plan.frequencies, get_queue(info))
     exact = lowfreq.ExactPowers(
         lambda queue, grid, points, out, norm: power(queue, grid, points, plan, out, norm),
         catalog,

@@ -12,6 +12,7 @@ from astropy.timeseries import LombScargle as AstropyLombScargle
 
 import clperiod
 from clperiod import Catalog, FrequencyGrid
+from clperiod.engine.devices import get_queue
 from clperiod.periodograms import lowfreq
 from clperiod.periodograms.multiterm import multiterm_max_power, multiterm_power
 from clperiod.periodograms.nufft import TRANSFORM_MARGIN
@@ -235,16 +236,18 @@ def short_catalog(rng, n_objects=1000):
 @pytest.mark.parametrize("nterms", [1, 2])
 def test_a_short_catalog_from_two_steps_recomputes_nothing(nterms, monkeypatch):
     """fmin = 2 df (df = 1 / (5 T)): no bin of the direct path is recomputed,
-    and deciding that costs the few exact fits of each object's ladder from
-    f T_eff = 0.75 nterms down to the grid's first frequency."""
+    and deciding that costs two estimated fits per object, the top rung of
+    its ladder (f T_eff = 0.75 nterms) and the last (the first at or below
+    the grid's first frequency), and the rungs between for the objects that
+    walk (none with one term)."""
     catalog = short_catalog(np.random.default_rng(2))
     grid = FrequencyGrid(2 * 0.2 / 100, 0.2 / 100, 5000)
     evaluated = []
     original = lowfreq.exact_fits
 
-    def counted(points, objects, *args):
-        evaluated.append(objects.size)
-        return original(points, objects, *args)
+    def counted(points, objects, frequencies, *args, **kwargs):
+        evaluated.append(frequencies)
+        return original(points, objects, frequencies, *args, **kwargs)
 
     monkeypatch.setattr(lowfreq, "exact_fits", counted)
     fits = lowfreq.low_frequency_fits(
@@ -256,9 +259,39 @@ def test_a_short_catalog_from_two_steps_recomputes_nothing(nterms, monkeypatch):
         eps=lowfreq.DIRECT_EPS[True],
     )
     assert not fits.any()
+    n = catalog.n_objects
     top = lowfreq.WALK_LIMIT * nterms / lowfreq.effective_baselines(catalog)
-    rungs = np.ceil(np.log(top / grid.fmin) / np.log(lowfreq.LADDER_STEP)) + 1
-    assert sum(evaluated) <= rungs.sum() and rungs.max() <= 6
+    np.testing.assert_array_equal(evaluated[0][:n], top)
+    last = evaluated[0][n:]
+    assert last.size == n
+    assert np.all(last <= grid.fmin) and np.all(last * lowfreq.LADDER_STEP > grid.fmin)
+    # objects whose last rung is not within the bound of the top rung's power walk
+    rungs = np.round(np.log(top / last) / np.log(lowfreq.LADDER_STEP)) + 1
+    walked = sum(f.size for f in evaluated[1:])
+    assert walked <= np.sum(rungs - 1) and (nterms > 1 or walked == 0)
+
+
+@pytest.mark.parametrize("fit_mean", [True, False])
+@pytest.mark.parametrize("nterms", [1, 2, 3])
+def test_device_estimates_equal_the_host_ones(cpu_device, nterms, fit_mean):
+    """The cutoffs' fits estimated on a device (Gram matrices summed by the
+    kernel) equal the host's, and so do the cutoffs."""
+    catalog = short_catalog(np.random.default_rng(5), n_objects=60)
+    model = lowfreq.Model(nterms, fit_mean, True, True)
+    points = lowfreq.fit_points(catalog, min_points=model.min_points, center=True, use_dy=True)
+    objects = np.flatnonzero(points.ok)
+    frequencies = np.geomspace(0.01, 2.0, objects.size) * nterms / 100
+    queue = get_queue(cpu_device)
+    host = lowfreq.exact_fits(points, objects, frequencies, nterms, fit_mean, accurate=False)
+    device = lowfreq._DeviceLadder(queue, points, nterms, fit_mean)(objects, frequencies)
+    np.testing.assert_allclose(device.power, host.power, rtol=0, atol=1e-13)
+    np.testing.assert_allclose(device.amplification, host.amplification, rtol=1e-9)
+    options = dict(fp64=True, tolerance=None, eps=lowfreq.DIRECT_EPS[True])
+    lowest = 0.02 / 100
+    np.testing.assert_array_equal(
+        lowfreq.low_frequency_cutoffs(catalog, model, lowest, queue=queue, **options),
+        lowfreq.low_frequency_cutoffs(catalog, model, lowest, **options),
+    )
 
 
 @pytest.mark.parametrize("nterms", [1, 2])
