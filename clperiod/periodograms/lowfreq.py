@@ -55,6 +55,7 @@ __all__ = [
     "DIRECT_EPS",
     "DIRECT_UNIT",
     "ERROR_MARGIN",
+    "GRAM_PIVOT",
     "LADDER_POINTS",
     "LADDER_STEP",
     "RANK_TOLERANCE",
@@ -117,6 +118,11 @@ _BLOCK_VALUES = 1 << 22
 #: Rows of one block of a long object's design (accumulated by stacking the
 #: triangular factors).
 _BLOCK_ROWS = 1 << 15
+#: Smallest Cholesky pivot of the Gram matrix of columns scaled to norm 1 at
+#: which :func:`exact_bins` of float32 searches take the device's fits from
+#: the normal equations (a condition number below about 1e3: powers within
+#: about 1e-10).
+GRAM_PIVOT = 1e-6
 #: Smallest pivot of a Cholesky factor of columns scaled to norm 1 that
 #: :func:`_cholesky_qr2` accepts (a condition number below about 1e6, where
 #: two passes are as accurate as Householder's).
@@ -457,16 +463,18 @@ def _cholesky_qr2(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return q, np.matmul(second, first) * norms[:, None, :], ok
 
 
-def _cholesky_factor(gram: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _cholesky_factor(
+    gram: np.ndarray, smallest: float = _CHOLESKY_PIVOT
+) -> tuple[np.ndarray, np.ndarray]:
     """Upper triangular ``R`` with ``R^T R = gram`` for a stack of Gram
     matrices of columns of norm about 1, and whether every pivot exceeds
-    :data:`_CHOLESKY_PIVOT` (the identity stands in where one does not)."""
+    ``smallest`` (the identity stands in where one does not)."""
     n, m, _ = gram.shape
     r = np.zeros_like(gram)
     ok = np.ones(n, dtype=bool)
     for j in range(m):
         pivot = gram[:, j, j] - np.einsum("nk,nk->n", r[:, :j, j], r[:, :j, j])
-        ok &= pivot > _CHOLESKY_PIVOT
+        ok &= pivot > smallest
         diagonal = np.sqrt(np.where(ok, pivot, 1.0))
         r[:, j, j] = diagonal
         rest = gram[:, j, j + 1 :] - np.einsum("nk,nkc->nc", r[:, :j, j], r[:, :j, j + 1 :])
@@ -517,15 +525,30 @@ def _power_of_factor(
     return power, np.where(determined, amplification, np.inf)
 
 
-class _DeviceLadder:
-    """The cutoffs' estimated fits (``exact_fits(..., accurate=False)``) on
-    an fp64 OpenCL device: the kernel sums each request's Gram matrix of the
-    stable basis (``cl_kernels/lowfreq.mako``), the host solves it; requests
-    whose scaled Gram matrix is not safely positive definite are fitted on
-    the host."""
+class _DeviceFits:
+    """Fits from the normal equations of the stable basis on an fp64 OpenCL
+    device: the kernel sums each request's Gram matrix
+    (``cl_kernels/lowfreq.mako``), the host solves it. Requests whose scaled
+    Gram matrix has a Cholesky pivot below ``smallest`` are fitted on the host
+    by :func:`exact_fits` (``accurate`` as given).
 
-    def __init__(self, queue: cl.CommandQueue, points: FitPoints, nterms: int, fit_mean: bool):
+    With the defaults these are the cutoffs' estimates
+    (``exact_fits(..., accurate=False)``); ``smallest=``:data:`GRAM_PIVOT`,
+    ``accurate=True`` gives powers within about 1e-10 of the exact ones
+    (:func:`exact_bins` of float32 searches)."""
+
+    def __init__(
+        self,
+        queue: cl.CommandQueue,
+        points: FitPoints,
+        nterms: int,
+        fit_mean: bool,
+        *,
+        smallest: float = _CHOLESKY_PIVOT,
+        accurate: bool = False,
+    ):
         self.queue, self.points, self.nterms, self.fit_mean = queue, points, nterms, fit_mean
+        self.smallest, self.accurate = smallest, accurate
         # CPUs run a work-group's items in loops: few items, few barriers
         cpu = queue.device.type & cl.device_type.CPU
         self.wg = 8 if cpu else 64
@@ -568,7 +591,7 @@ class _DeviceLadder:
         norms = np.sqrt(np.maximum(np.diagonal(gram, axis1=1, axis2=2), 0.0))
         scaled = gram / np.where(norms > 0, norms, 1.0)[:, :, None]
         scaled /= np.where(norms > 0, norms, 1.0)[:, None, :]
-        factor, ok = _cholesky_factor(scaled)
+        factor, ok = _cholesky_factor(scaled, self.smallest)
         factor *= norms[:, None, :]
         power, amplification = _power_of_factor(factor, norms[:, :m], basis)
         if not ok.all():
@@ -578,7 +601,7 @@ class _DeviceLadder:
                 frequencies[~ok],
                 self.nterms,
                 self.fit_mean,
-                accurate=False,
+                accurate=self.accurate,
             )
             power[~ok], amplification[~ok] = rest.power, rest.amplification
         return Fits(power, amplification)
@@ -756,7 +779,7 @@ def low_frequency_cutoffs(
         return top[objects] / LADDER_STEP ** k.astype(np.float64)
 
     ladder = (
-        _DeviceLadder(queue, points, model.nterms, model.fit_mean)
+        _DeviceFits(queue, points, model.nterms, model.fit_mean)
         if queue is not None and has_fp64(queue.device)
         else None
     )
@@ -849,11 +872,17 @@ def nufft_cutoffs(
 
 
 def exact_bins(
-    catalog: Catalog, grid: FrequencyGrid | np.ndarray, model: Model, cutoff: np.ndarray
+    catalog: Catalog,
+    grid: FrequencyGrid | np.ndarray,
+    model: Model,
+    cutoff: np.ndarray,
+    queue: cl.CommandQueue | None = None,
 ) -> LowFrequencyFits:
     """The bins of ``grid`` (a uniform grid, or distinct rising frequencies)
     above 0 and below each object's ``cutoff`` (:func:`low_frequency_cutoffs`),
-    and their exact powers (:func:`exact_fits`)."""
+    and their exact powers (:func:`exact_fits`); with ``queue`` (for the
+    float32 bound), from the normal equations summed on its device where
+    they are well conditioned (:class:`_DeviceFits`, :data:`GRAM_PIVOT`)."""
     n_objects = catalog.n_objects
     frequencies = leading_frequencies(grid, float(cutoff.max(initial=0.0)))
     first = int(np.searchsorted(frequencies, 0.0, side="right"))
@@ -871,13 +900,13 @@ def exact_bins(
             center=model.fit_mean or model.center_data,
             use_dy=model.use_dy,
         )
-        fits = exact_fits(
-            points,
-            np.searchsorted(chosen, objects),
-            frequencies[first + columns],
-            model.nterms,
-            model.fit_mean,
-        )
+        requests = (np.searchsorted(chosen, objects), frequencies[first + columns])
+        if queue is not None and has_fp64(queue.device):
+            fits = _DeviceFits(
+                queue, points, model.nterms, model.fit_mean, smallest=GRAM_PIVOT, accurate=True
+            )(*requests)
+        else:
+            fits = exact_fits(points, *requests, model.nterms, model.fit_mean)
         power[objects, columns] = fits.power
     return LowFrequencyFits(first, stop, power)
 
@@ -907,7 +936,7 @@ def low_frequency_fits(
     cutoff = low_frequency_cutoffs(
         catalog, model, lowest_positive(grid), fp64=fp64, tolerance=tolerance, eps=eps, queue=queue
     )
-    return exact_bins(catalog, grid, model, cutoff)
+    return exact_bins(catalog, grid, model, cutoff, None if fp64 else queue)
 
 
 # }}}
@@ -1015,7 +1044,9 @@ class ExactPowers:
         self.power(queue, grids, points, out, normalization)
         if not np.any(self.cutoff > 0):
             return
-        fits = exact_bins(self.catalog, self.grid, self.model, self.cutoff)
+        fits = exact_bins(
+            self.catalog, self.grid, self.model, self.cutoff, None if self.fp64 else queue
+        )
         if fits.any():
             dtype = np.float64 if self.fp64 else np.float32
             values = standard_to(fits.power, normalization).astype(dtype)

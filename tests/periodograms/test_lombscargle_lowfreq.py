@@ -283,7 +283,7 @@ def test_device_estimates_equal_the_host_ones(cpu_device, nterms, fit_mean):
     frequencies = np.geomspace(0.01, 2.0, objects.size) * nterms / 100
     queue = get_queue(cpu_device)
     host = lowfreq.exact_fits(points, objects, frequencies, nterms, fit_mean, accurate=False)
-    device = lowfreq._DeviceLadder(queue, points, nterms, fit_mean)(objects, frequencies)
+    device = lowfreq._DeviceFits(queue, points, nterms, fit_mean)(objects, frequencies)
     np.testing.assert_allclose(device.power, host.power, rtol=0, atol=1e-13)
     np.testing.assert_allclose(device.amplification, host.amplification, rtol=1e-9)
     options = dict(fp64=True, tolerance=None, eps=lowfreq.DIRECT_EPS[True])
@@ -465,3 +465,17 @@ def test_peaks_on_log_spaced_frequencies(cpu_device, algorithm, precision):
     assert np.max(np.abs(result.power[0] - expected)) <= BOUND[precision] * expected.max()
     assert result.frequency_best[0] == frequencies[np.argmax(expected)]
     assert_peaks_follow_the_periodogram(result)
+
+
+def test_float32_exact_bins_from_the_device_equal_the_host_ones(cpu_device):
+    """The exact bins of a float32 search may come from the device's normal
+    equations where well conditioned: within 1e-10 of the host's fits."""
+    catalog = short_catalog(np.random.default_rng(8), n_objects=80)
+    model = lowfreq.Model(2, True, True, True)
+    grid = FrequencyGrid(0.02 / 100, 0.02 / 100, 200)
+    cutoff = np.full(catalog.n_objects, 0.3 / 100)
+    host = lowfreq.exact_bins(catalog, grid, model, cutoff)
+    device = lowfreq.exact_bins(catalog, grid, model, cutoff, get_queue(cpu_device))
+    assert host.power.shape == device.power.shape and host.power.shape[1] > 5
+    np.testing.assert_array_equal(np.isnan(device.power), np.isnan(host.power))
+    np.testing.assert_allclose(device.power, host.power, rtol=0, atol=1e-10)
