@@ -59,6 +59,7 @@ __all__ = [
     "LADDER_POINTS",
     "LADDER_STEP",
     "RANK_TOLERANCE",
+    "SPREAD_ROWS",
     "WALK_LIMIT",
     "ExactPowers",
     "FitPoints",
@@ -90,6 +91,9 @@ DIRECT_UNIT = {True: 0.25, False: 1 / 16}
 #: Most points of an object in the fits that decide its cutoff (the fits of
 #: the recomputed bins take all).
 LADDER_POINTS = 4096
+#: Most rows of an object whose times give its spread in
+#: :func:`effective_baselines`.
+SPREAD_ROWS = 256
 #: Ratio of neighbouring frequencies of the ladder of :func:`low_frequency_cutoffs`.
 LADDER_STEP = 1.5
 #: Accuracy bound of the direct paths' powers relative to the peak, by
@@ -182,13 +186,20 @@ def effective_baselines(catalog: Catalog) -> np.ndarray:
     """Per object ``min(T, sqrt(12) sigma_t)`` (``T``: baseline, ``sigma_t``:
     standard deviation of the times), ``T`` for evenly spread times and less
     for times bunched in part of the baseline: the scale of the low
-    frequencies (NaN for objects without points)."""
-    lengths = catalog.lengths
+    frequencies (NaN for objects without points). ``sigma_t`` comes from at
+    most :data:`SPREAD_ROWS` rows of each object, evenly spread over its rows
+    (all of them for shorter objects), so that long objects cost little."""
+    lengths = catalog.lengths.astype(np.int64)
+    kept = np.minimum(lengths, SPREAD_ROWS)
+    owner = np.repeat(np.arange(lengths.size), kept)
+    starts = np.concatenate([[0], np.cumsum(kept)])
+    rank = np.arange(starts[-1]) - starts[owner]
+    rows = catalog.offsets[owner] + rank * lengths[owner] // np.maximum(kept[owner], 1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        t = catalog.t - np.repeat(np.nan_to_num(catalog.epochs()), lengths)
-        mean = segment_sum(t, catalog.offsets) / lengths
-        spread = segment_sum((t - np.repeat(np.nan_to_num(mean), lengths)) ** 2, catalog.offsets)
-        return np.fmin(catalog.baselines(), np.sqrt(12 * spread / lengths))
+        t = catalog.t[rows] - np.repeat(np.nan_to_num(catalog.epochs()), kept)
+        mean = segment_sum(t, starts) / kept
+        spread = segment_sum((t - np.repeat(np.nan_to_num(mean), kept)) ** 2, starts)
+        return np.fmin(catalog.baselines(), np.sqrt(12 * spread / kept))
 
 
 # {{{ exact fits

@@ -479,3 +479,18 @@ def test_float32_exact_bins_from_the_device_equal_the_host_ones(cpu_device):
     assert host.power.shape == device.power.shape and host.power.shape[1] > 5
     np.testing.assert_array_equal(np.isnan(device.power), np.isnan(host.power))
     np.testing.assert_allclose(device.power, host.power, rtol=0, atol=1e-10)
+
+
+def test_effective_baselines_read_at_most_spread_rows_per_object():
+    """All rows of short objects; an even spread of SPREAD_ROWS rows of long
+    ones, whose spread is then within 2 % of all rows'."""
+    rng = np.random.default_rng(11)
+    short = [np.sort(rng.uniform(0, 50, 30)) for _ in range(3)]
+    bunched = np.sort(np.concatenate([rng.uniform(0, 10, 9000), rng.uniform(0, 400, 1000)]))
+    curves = [(t, np.sin(t), np.ones_like(t)) for t in [*short, bunched]]
+    catalog = Catalog.from_lightcurves(curves)
+    every = [min(np.ptp(t), np.sqrt(12) * np.std(t)) for t, _, _ in curves]
+    got = lowfreq.effective_baselines(catalog)
+    np.testing.assert_allclose(got[:3], every[:3], rtol=1e-12)
+    assert got[3] < 0.5 * np.ptp(bunched)
+    np.testing.assert_allclose(got[3], every[3], rtol=0.02)
