@@ -188,7 +188,9 @@ def effective_baselines(catalog: Catalog) -> np.ndarray:
     for times bunched in part of the baseline: the scale of the low
     frequencies (NaN for objects without points). ``sigma_t`` comes from at
     most :data:`SPREAD_ROWS` rows of each object, evenly spread over its rows
-    (all of them for shorter objects), so that long objects cost little."""
+    (all of them for shorter objects), so that long objects cost little; a
+    few times far from the rest may then be missed, which lowers
+    ``sigma_t`` and raises the ladder's top (:func:`low_frequency_cutoffs`)."""
     lengths = catalog.lengths.astype(np.int64)
     kept = np.minimum(lengths, SPREAD_ROWS)
     owner = np.repeat(np.arange(lengths.size), kept)
