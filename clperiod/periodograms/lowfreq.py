@@ -93,7 +93,7 @@ DIRECT_UNIT = {True: 0.25, False: 1 / 16}
 LADDER_POINTS = 4096
 #: Most rows of an object whose times give its spread in
 #: :func:`effective_baselines`.
-SPREAD_ROWS = 256
+SPREAD_ROWS = 64
 #: Ratio of neighbouring frequencies of the ladder of :func:`low_frequency_cutoffs`.
 LADDER_STEP = 1.5
 #: Accuracy bound of the direct paths' powers relative to the peak, by

@@ -483,7 +483,7 @@ def test_float32_exact_bins_from_the_device_equal_the_host_ones(cpu_device):
 
 def test_effective_baselines_read_at_most_spread_rows_per_object():
     """All rows of short objects; an even spread of SPREAD_ROWS rows of long
-    ones: within 2 % of all rows' spread for evenly spread times, and below
+    ones: within 5 % of all rows' spread for evenly spread times, and below
     it (a higher ladder top: more conservative) where a few points lie far
     from the bunch."""
     rng = np.random.default_rng(11)
@@ -495,5 +495,5 @@ def test_effective_baselines_read_at_most_spread_rows_per_object():
     every = np.array([min(np.ptp(t), np.sqrt(12) * np.std(t)) for t, _, _ in curves])
     got = lowfreq.effective_baselines(catalog)
     np.testing.assert_allclose(got[:3], every[:3], rtol=1e-12)
-    np.testing.assert_allclose(got[3], every[3], rtol=0.02)
+    np.testing.assert_allclose(got[3], every[3], rtol=0.05)
     assert got[4] < every[4] < 0.5 * np.ptp(bunched)
