@@ -343,7 +343,7 @@ def exact_fits(
 
     ``accurate=False`` solves the normal equations of the stable basis
     instead of factorizing its design where their condition allows
-    (:func:`_triangular_factor`): estimates for the cutoffs, whose relative
+    (Cholesky QR, module notes): estimates for the cutoffs, whose relative
     errors stay below about 1e-4."""
     n = objects.size
     power, amplification = np.full(n, np.nan), np.full(n, np.nan)
@@ -771,12 +771,15 @@ def low_frequency_cutoffs(
         Accuracy bound of the powers relative to the peak.
     queue
         An OpenCL queue whose device has float64 to estimate the fits on
-        (:class:`_DeviceLadder`); None, or a device without float64: the host.
+        (Gram matrices summed by ``cl_kernels/lowfreq.mako``); None, or a
+        device without float64: the host.
     """
     cutoff = np.zeros(catalog.n_objects)
     with np.errstate(divide="ignore", invalid="ignore"):
         top = WALK_LIMIT * model.nterms / effective_baselines(catalog)
-    chosen = np.flatnonzero((catalog.lengths >= model.min_points) & (top > lowest))
+    # times all equal (T_eff = 0): no frequency is determined, the paths' NaN stand
+    usable = (catalog.lengths >= model.min_points) & np.isfinite(top)
+    chosen = np.flatnonzero(usable & (top > lowest))
     if not chosen.size:
         return cutoff
     points = fit_points(
@@ -895,7 +898,7 @@ def exact_bins(
     above 0 and below each object's ``cutoff`` (:func:`low_frequency_cutoffs`),
     and their exact powers (:func:`exact_fits`); with ``queue`` (for the
     float32 bound), from the normal equations summed on its device where
-    they are well conditioned (:class:`_DeviceFits`, :data:`GRAM_PIVOT`)."""
+    they are well conditioned (:data:`GRAM_PIVOT`)."""
     n_objects = catalog.n_objects
     frequencies = leading_frequencies(grid, float(cutoff.max(initial=0.0)))
     first = int(np.searchsorted(frequencies, 0.0, side="right"))
