@@ -742,22 +742,8 @@ class ModelEvaluator:
             name: PINNED_POOL.empty(self.info, shape, dtype)
             for name, (shape, dtype) in shapes.items()
         }
-        if out is None:
-            out = {
-                name: np.empty(shape, np.int32 if dtype is np.int32 else np.float64)
-                for name, (shape, dtype) in shapes.items()
-            }
-        results = out
         keep = []  # host arrays and copies in flight (an event dropped early
         # would wait for its copy in its destructor, holding the GIL)
-        arrived: tuple[int, int, list[cl.Event]] | None = None
-
-        def take(start: int, stop: int, copies: list[cl.Event]) -> None:
-            """Copy a batch's results out of page-locked memory once they are in."""
-            cl.wait_for_events(copies)
-            for name, value in host.items():
-                parallel_copy(results[name][start:stop], value[start:stop])
-
         batch = self.plan.batch_models
         for i, start in enumerate(range(0, n_models, batch)):
             stop = min(n_models, start + batch)
@@ -770,18 +756,19 @@ class ModelEvaluator:
                 )
             )
             self.launch(slot, stop - start, layout)
-            copies = [
-                cl.enqueue_copy(self.queue, host[name][start:stop], buffer, is_blocking=False)
-                for name, buffer in slot.results(profile).items()
-            ]
-            keep += copies
-            # the previous batch's results leave page-locked memory while this one runs
-            if arrived is not None:
-                take(*arrived)
-            arrived = (start, stop, copies)
-        if arrived is not None:
-            take(*arrived)
+            for name, buffer in slot.results(profile).items():
+                keep.append(
+                    cl.enqueue_copy(self.queue, host[name][start:stop], buffer, is_blocking=False)
+                )
         self.queue.finish()
+        if out is None:
+            out = {
+                name: value.astype(np.float64 if value.dtype != np.int32 else np.int32)
+                for name, value in host.items()
+            }
+        else:
+            for name, value in host.items():
+                np.copyto(out[name], value)
         if profile:
             out["offsets"] += self._observations.centre
         return out
