@@ -73,6 +73,7 @@ __all__ = [
     "exact_fits",
     "fit_points",
     "leading_frequencies",
+    "least_effective_baselines",
     "low_frequency_cutoffs",
     "low_frequency_fits",
     "lowest_positive",
@@ -190,7 +191,8 @@ def effective_baselines(catalog: Catalog) -> np.ndarray:
     most :data:`SPREAD_ROWS` rows of each object, evenly spread over its rows
     (all of them for shorter objects), so that long objects cost little; a
     few times far from the rest may then be missed, which lowers
-    ``sigma_t`` and raises the ladder's top (:func:`low_frequency_cutoffs`)."""
+    ``sigma_t`` and raises the ladder's top (:func:`low_frequency_cutoffs`),
+    but never below :func:`least_effective_baselines`."""
     lengths = catalog.lengths.astype(np.int64)
     kept = np.minimum(lengths, SPREAD_ROWS)
     owner = np.repeat(np.arange(lengths.size), kept)
@@ -201,7 +203,17 @@ def effective_baselines(catalog: Catalog) -> np.ndarray:
         t = catalog.t[rows] - np.repeat(np.nan_to_num(catalog.epochs()), kept)
         mean = segment_sum(t, starts) / kept
         spread = segment_sum((t - np.repeat(np.nan_to_num(mean), kept)) ** 2, starts)
-        return np.fmin(catalog.baselines(), np.sqrt(12 * spread / kept))
+        estimate = np.fmin(catalog.baselines(), np.sqrt(12 * spread / kept))
+    return np.fmax(estimate, least_effective_baselines(catalog))
+
+
+def least_effective_baselines(catalog: Catalog) -> np.ndarray:
+    """Per object the least :func:`effective_baselines` its baseline ``T``
+    and number of points ``n`` allow, ``T min(1, sqrt(6 / n))``: ``n`` times
+    over ``T`` spread least with one at each end and the rest at the mean,
+    ``sigma_t = T / sqrt(2 n)``."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return catalog.baselines() * np.fmin(1.0, np.sqrt(6.0 / catalog.lengths))
 
 
 # {{{ exact fits
@@ -775,6 +787,10 @@ def low_frequency_cutoffs(
         device without float64: the host.
     """
     cutoff = np.zeros(catalog.n_objects)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        highest = WALK_LIMIT * model.nterms / least_effective_baselines(catalog)
+    if not np.any((catalog.lengths >= model.min_points) & (highest > lowest)):
+        return cutoff  # no ladder can start above the grid's first frequency
     with np.errstate(divide="ignore", invalid="ignore"):
         top = WALK_LIMIT * model.nterms / effective_baselines(catalog)
     # times all equal (T_eff = 0): no frequency is determined, the paths' NaN stand

@@ -497,3 +497,32 @@ def test_effective_baselines_read_at_most_spread_rows_per_object():
     np.testing.assert_allclose(got[:3], every[:3], rtol=1e-12)
     np.testing.assert_allclose(got[3], every[3], rtol=0.05)
     assert got[4] < every[4] < 0.5 * np.ptp(bunched)
+
+
+def test_the_least_effective_baselines_bound_the_estimates(monkeypatch):
+    """T min(1, sqrt(6 / n)) is the least spread of n times over T (two at
+    the ends, the rest at the mean); grids that start above every ladder's
+    highest possible top need no spread at all."""
+    rng = np.random.default_rng(3)
+    t = np.concatenate([[0.0], np.full(98, 50.0), [100.0]])
+    curves = [(t, rng.normal(size=100), np.ones(100))]
+    curves += [(np.sort(rng.uniform(0, 100, 40)), rng.normal(size=40), np.ones(40))]
+    catalog = Catalog.from_lightcurves(curves)
+    least = lowfreq.least_effective_baselines(catalog)
+    np.testing.assert_allclose(least[0], np.sqrt(12) * np.std(t), rtol=1e-12)
+    assert np.all(lowfreq.effective_baselines(catalog) >= least)
+
+    def refused(catalog):
+        raise AssertionError("effective_baselines called")
+
+    monkeypatch.setattr(lowfreq, "effective_baselines", refused)
+    highest = lowfreq.WALK_LIMIT / least.min()
+    cutoff = lowfreq.low_frequency_cutoffs(
+        catalog,
+        lowfreq.Model(1, True, True, True),
+        1.01 * highest,
+        fp64=True,
+        tolerance=None,
+        eps=1e-9,
+    )
+    np.testing.assert_array_equal(cutoff, 0.0)
