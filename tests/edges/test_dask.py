@@ -115,6 +115,7 @@ def test_lombscargle_id_column_without_uncertainties(client, catalog, long_table
     assert_same_objects(out, expected)
 
 
+@pytest.mark.slow
 def test_supersmoother_matches_single_device(client, catalog, long_table) -> None:
     out = clperiod.dask.supersmoother(by_id(long_table, 2), SS_GRID, top_k=2)  # dy: auto
     table = out.compute()

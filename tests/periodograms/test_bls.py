@@ -129,6 +129,7 @@ def kepler_periods(t) -> np.ndarray:
     return np.concatenate([fine, wide])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("objective", ["likelihood", "snr"])
 def test_a_kepler_planet_host_equals_astropy(objective):
     """HAT-P-7 in Kepler's Q0 short cadence (load_example("hat-p-7"), 2655 points with
@@ -146,6 +147,7 @@ def test_a_kepler_planet_host_equals_astropy(objective):
         assert ours.period_best[0] == periods[np.argmax(theirs.power)]
 
 
+@pytest.mark.slow
 def test_a_kepler_planet_recovered():
     """HAT-P-7 b's period, depth and duration from the Kepler light curve, by the exact
     and binned searches in fp64 and fp32.

@@ -294,6 +294,7 @@ def test_device_estimates_equal_the_host_ones(cpu_device, nterms, fit_mean):
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("nterms", [1, 2])
 @pytest.mark.parametrize("algorithm, precision", PATHS)
 def test_only_the_recomputed_bins_change(monkeypatch, cpu_device, algorithm, precision, nterms):
@@ -383,6 +384,7 @@ def test_single_light_curve_functions(cpu_device):
     np.testing.assert_array_equal(maxima, each)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("precision", ["fp64", "fp32"])
 def test_direct_powers_do_not_depend_on_the_grid_length(monkeypatch, cpu_device, precision):
     """The one-term direct path merges peaks from a search of the grid's first

@@ -111,6 +111,7 @@ def test_the_grid_fap_bounds_white_noise():
     assert (fap.fap <= np.minimum(1.0, GRID.nf * fap.p_single) * (1 + 1e-12)).all()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("n_bands", "nharmonics"), [(0, 2), (3, 1)])
 def test_agrees_with_the_bootstrap_at_one_frequency(n_bands, nharmonics):
     """White noise of equal uncertainties at one frequency: the bootstrap's probabilities
