@@ -932,26 +932,20 @@ def _one_term_search(
     normal equations amplify the transforms' errors beyond the bound
     (:class:`clperiod.periodograms.lowfreq.ExactPowers`)."""
     nufft._check_normalization(normalization)
-    model = lowfreq.Model(1, fit_mean, center_data, use_dy)
-    if cutoff is None:
-        cutoff = lowfreq.nufft_cutoffs(catalog, model, plan, plan.grid, get_queue(info))
-    exact = lowfreq.ExactPowers(
+    exact = lowfreq.ExactPowers.of_batch(
         lambda queue, grid, points, out, norm: nufft.power(queue, grid, points, plan, out, norm),
         catalog,
         plan.grid,
-        model,
+        lowfreq.Model(1, fit_mean, center_data, use_dy),
+        plan,
         cutoff,
-        plan.fp64,
+        get_queue(info),
     )
     return nufft.search_with(
         info,
         catalog,
         plan,
-        nufft.Transforms(
-            per_object=3 if fit_mean else 2,
-            spread=lambda queue, points, grid: nufft.spread(queue, points, plan, grid),
-            power=exact,
-        ),
+        nufft.one_term_transforms(plan, fit_mean, exact),
         model={"fit_mean": fit_mean, "center_data": center_data, "use_dy": use_dy},
         normalization=normalization,
         top_k=top_k,
@@ -1027,40 +1021,32 @@ def _run_direct_exact(
     these objects' peaks are merged on the host, :func:`_exact_peaks`); the
     other objects as usual. Both parts sum as the whole catalog would
     (compensated or not), so the bins not replaced keep their values."""
-    n_obj, k = catalog.n_objects, options.top_k
     compensated = not options.fp64 and int(lengths.max(initial=0)) > COMPENSATE_ABOVE
-    status = np.empty(n_obj, dtype=np.int8)
-    val, idx = np.empty((n_obj, k)), np.empty((n_obj, k), np.int32)
-    psd_scale = np.empty(n_obj)
     chosen = exact.objects
-    parts: list[_BatchResult] = []
-    for rows, run in (
-        (np.setdiff1d(np.arange(n_obj), chosen), _run_direct_sums),
-        (chosen, functools.partial(_exact_peaks, exact=exact.subset(chosen))),
-    ):
-        if not rows.size:
-            continue
-        part_power: np.ndarray | None = None
-        if power is not None:
-            part_power = np.empty((rows.size, grid.nf), options.dtype)
-        result = run(
+
+    def run_with(search: Callable) -> Callable:
+        return lambda part, part_lengths, part_power: search(
             devices,
-            catalog.subset(rows),
+            part,
             grid,
-            lengths[rows],
+            part_lengths,
             options,
             part_power,
             profile,
             compensated=compensated,
         )
-        status[rows] = np.concatenate([r.status for r in result])
-        val[rows] = np.concatenate([r.val for r in result])
-        idx[rows] = np.concatenate([r.idx for r in result])
-        psd_scale[rows] = np.concatenate([r.psd_scale for r in result])
-        if power is not None and part_power is not None:
-            power[rows] = part_power
-        parts += result
-    return [_BatchResult(status, val, idx, psd_scale, summed_seconds(parts))]
+
+    return _run_parts(
+        catalog,
+        grid.nf,
+        options,
+        power,
+        lengths,
+        [
+            (np.setdiff1d(np.arange(catalog.n_objects), chosen), run_with(_run_direct_sums)),
+            (chosen, run_with(functools.partial(_exact_peaks, exact=exact.subset(chosen)))),
+        ],
+    )
 
 
 def _exact_peaks(
@@ -1262,25 +1248,50 @@ def _run_mixed(
     """The objects of ``by_nufft`` through ``by_transforms``, the others through
     ``by_sums`` (each called as ``(catalog, lengths, power, progress)``): one
     result in catalog order (``power`` rows filled from both)."""
+    return _run_parts(
+        catalog,
+        grid.nf,
+        options,
+        power,
+        lengths,
+        [
+            (np.flatnonzero(by_nufft), lambda *part: by_transforms(*part, False)),
+            (np.flatnonzero(~by_nufft), lambda *part: by_sums(*part, False)),
+        ],
+    )
+
+
+def _run_parts(
+    catalog: Catalog,
+    nf: int,
+    options: _Options,
+    power: np.ndarray | None,
+    lengths: np.ndarray,
+    parts: list[tuple[np.ndarray, Callable]],
+) -> list[_BatchResult]:
+    """Each part's objects (``(rows, run)``; empty ones skipped) searched by
+    ``run(catalog, lengths, power)`` of the rows: one result in catalog order
+    (``power`` rows filled from every part's)."""
     k = options.top_k
     status = np.empty(catalog.n_objects, dtype=np.int8)
     val, idx = np.empty((catalog.n_objects, k)), np.empty((catalog.n_objects, k), np.int32)
     psd_scale = np.empty(catalog.n_objects)
-    parts = []
-    for chosen, run in ((by_nufft, by_transforms), (~by_nufft, by_sums)):
-        rows = np.flatnonzero(chosen)
+    done: list[_BatchResult] = []
+    for rows, run in parts:
+        if not rows.size:
+            continue
         part_power: np.ndarray | None = None
         if power is not None:
-            part_power = np.empty((rows.size, grid.nf), options.dtype)
-        results = run(catalog.subset(rows), lengths[rows], part_power, False)
+            part_power = np.empty((rows.size, nf), options.dtype)
+        results = run(catalog.subset(rows), lengths[rows], part_power)
         status[rows] = np.concatenate([r.status for r in results])
         val[rows] = np.concatenate([r.val for r in results])
         idx[rows] = np.concatenate([r.idx for r in results])
         psd_scale[rows] = np.concatenate([r.psd_scale for r in results])
         if power is not None and part_power is not None:
             power[rows] = part_power
-        parts += results
-    return [_BatchResult(status, val, idx, psd_scale, summed_seconds(parts))]
+        done += results
+    return [_BatchResult(status, val, idx, psd_scale, summed_seconds(done))]
 
 
 def _run_multiterm(

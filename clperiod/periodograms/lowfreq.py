@@ -1065,6 +1065,24 @@ class ExactPowers:
     fp64: bool
     _events: list = field(default_factory=list, repr=False)
 
+    @classmethod
+    def of_batch(
+        cls,
+        power: Callable[..., None],
+        catalog: Catalog,
+        grid: FrequencyGrid | np.ndarray,
+        model: Model,
+        plan: Any,
+        cutoff: np.ndarray | None,
+        queue: cl.CommandQueue,
+    ) -> ExactPowers:
+        """The stage of a NUFFT batch searched with ``plan`` on ``grid``;
+        ``cutoff`` None: :func:`nufft_cutoffs` of the batch (fits estimated on
+        ``queue``'s device)."""
+        if cutoff is None:
+            cutoff = nufft_cutoffs(catalog, model, plan, grid, queue)
+        return cls(power, catalog, grid, model, cutoff, plan.fp64)
+
     def __call__(
         self,
         queue: cl.CommandQueue,

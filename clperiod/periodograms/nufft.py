@@ -78,6 +78,7 @@ __all__ = [
     "fine_grid_size",
     "grid_bytes",
     "kernel_fourier_transform",
+    "one_term_transforms",
     "periodogram",
     "polynomial_lanes",
     "power",
@@ -1266,19 +1267,26 @@ def search(
         info,
         catalog,
         plan,
-        Transforms(
-            per_object=3 if fit_mean else 2,
-            spread=lambda queue, points, grid: spread(queue, points, plan, grid),
-            power=lambda queue, grid, points, out, norm: power(
-                queue, grid, points, plan, out, norm
-            ),
-        ),
+        one_term_transforms(plan, fit_mean),
         model={"fit_mean": fit_mean, "center_data": center_data, "use_dy": use_dy},
         normalization=normalization,
         top_k=top_k,
         periodograms=periodograms,
         n_rows=n_rows,
         owned=owned,
+    )
+
+
+def one_term_transforms(
+    plan: NufftPlan, fit_mean: bool, power_stage: Callable[..., None] | None = None
+) -> Transforms:
+    """The one-term model's :class:`Transforms` with ``plan``; ``power_stage``
+    in place of :func:`power` (same call) if given."""
+    return Transforms(
+        per_object=3 if fit_mean else 2,
+        spread=lambda queue, points, grid: spread(queue, points, plan, grid),
+        power=power_stage
+        or (lambda queue, grid, points, out, norm: power(queue, grid, points, plan, out, norm)),
     )
 
 

@@ -212,18 +212,14 @@ def search(
     -------
     clperiod.periodograms.nufft.BatchPeaks
     """
-    model = lowfreq.Model(nterms, fit_mean, center_data, use_dy)
-    exact = lowfreq.ExactPowers(
+    exact = lowfreq.ExactPowers.of_batch(
         lambda queue, grid, points, out, norm: power(queue, grid, points, plan, nterms, out, norm),
         catalog,
         plan.grid,
-        model,
-        (
-            lowfreq.nufft_cutoffs(catalog, model, plan, plan.grid, get_queue(info))
-            if cutoff is None
-            else cutoff
-        ),
-        plan.fp64,
+        lowfreq.Model(nterms, fit_mean, center_data, use_dy),
+        plan,
+        cutoff,
+        get_queue(info),
     )
     return nufft.search_with(
         info,

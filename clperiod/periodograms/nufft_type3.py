@@ -453,16 +453,14 @@ def search(
     """
     nufft._check_normalization(normalization)
     rows = int(catalog.offsets[-1])
-    model = lowfreq.Model(plan.nterms, fit_mean, center_data, use_dy)
-    if cutoff is None:
-        cutoff = lowfreq.nufft_cutoffs(catalog, model, plan, plan.frequencies, get_queue(info))
-    exact = lowfreq.ExactPowers(
+    exact = lowfreq.ExactPowers.of_batch(
         lambda queue, grid, points, out, norm: power(queue, grid, points, plan, out, norm),
         catalog,
         plan.frequencies,
-        model,
+        lowfreq.Model(plan.nterms, fit_mean, center_data, use_dy),
+        plan,
         cutoff,
-        plan.fp64,
+        get_queue(info),
     )
     return nufft.search_with(
         info,
