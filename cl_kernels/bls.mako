@@ -16,6 +16,7 @@
 ##              "split": each 64-bit add as two 32-bit atomic adds with the carry
 ##   prefix     (binned) whether objects flagged in obj_sorted fill their bins
 ##              from prefix sums of their time-ordered points (below)
+##   batch      (binned, prefix) cycles whose boundary searches are read together
 ##   tile       (exact) points staged per local-memory tile
 ##
 ## Work decomposition: one work-group per (object, trial period); the group
@@ -54,21 +55,30 @@
 ## (cycle, bin) are a run of consecutive indices and bin b holds
 ## sum_n S(E(n, b + 1)) - S(E(n, b)): S the exclusive prefix sums of the
 ## object's points, E(n, b) the first point whose key is at least (n, b).
-## A work-item per boundary b = 1 .. K + 1 adds G(b) = sum_n S(E(n, b)) over
-## the cycles (modulo 2^64; the differences are exact), then bin b = G(b + 1)
-## - G(b) (G(K + 2) = G(1) + the total, as the keys' bins lie in 1 .. K + 1;
-## cyclic: bin K + 1 added to bin 1); padding and scan follow as for the
-## atomic fill. No atomics, and no barrier in a branch. E(n, b) starts from the
-## object's guide (the first point at or after k h, h = span / N) at the
-## edge n P + min((b - 1) width, P) and steps to the first point at or after
-## the boundary: points farther than `slack` from the edge (a bound on the
-## rounding of the key and of the edge) are placed by their time, the others
-## by their key, so the bins equal the atomic fill's bit for bit. fp32: bin b
-## of cycle n holds the points at or after the edge n P + (b - 1) width
-## (double-single, ~2^-44 relative; bin K + 1's edge is the next cycle's) and
-## before the next edge, points and edges compared as double-single times:
-## exact bins of the true phase to that precision, where the atomic fill
-## folds to ~1e-7 cycles.
+## A work-item per boundary b adds G(b) = sum_n S(E(n, b)) over the cycles
+## (modulo 2^64; differences are exact), and the padded prefix sums of the
+## bins follow from the G directly, as G(K + 2) = G(1) + the total (the keys'
+## bins lie in 1 .. K + 1): cyclic (bin K + 1 added to bin 1): sums[j] =
+## G(j + 1) + T - G(K + 1) for j = 1 .. K, sums[K + r] = T + sums[r];
+## astropy: sums[j] = G(j + 1) - G(1) for j < K, its copies of bins 1 .. pad
+## over bin K on add to sums[K - 1] (and bin K + 1 to the last where pad = 1).
+## No atomics, no separate scan, and no barrier in a branch (PoCL). E(n, b)
+## starts from the object's guide (the first point at or after k h, h =
+## span / N) at the edge n P + min((b - 1) width, P); BATCH cycles' guide
+## entries, neighbouring times and prefix sums are read together. Points
+## farther than `slack` from the edge (a bound on the rounding of the key and
+## of the edge) are placed by their time, first by its float copy where that
+## decides (within 2^-24 relative), the others by their key, so the bins equal
+## the atomic fill's bit for bit. fp32: bin b of cycle n holds the points at
+## or after the edge n P + (b - 1) width (double-single, ~2^-44 relative; bin
+## K + 1's edge is the next cycle's) and before the next edge, points and
+## edges compared as double-single times: exact bins of the true phase to
+## that precision, where the atomic fill folds to ~1e-7 cycles.
+##
+## Scan: each work-item reads a start's prefix sums once for all durations;
+## among boxes of equal value the smallest key wins, as in astropy's order.
+## fp64 compares values with one division: depth b d = U b - a V (U, V the
+## object's totals).
 ##
 ## Exact: for duration k, centres i * step_k (i < centres[period, k], numpy's
 ## arange(0, P + step, step)); a point is in the box when
@@ -90,6 +100,12 @@ ${common.argmax_pairs(wg)}
     bins_space = "__local" if binned and bins_local else "__global"
 %>
 #define WG ${wg}
+% if binned:
+// the prefix fill's first boundary: astropy's bins need G(1), the cyclic ones not
+#define FIRST_BOUNDARY ${1 if compat == "astropy" else 2}
+// cycles whose boundary searches the prefix fill issues together
+#define BATCH ${batch}
+% endif
 % if fp64:
 #define TO_REAL(x) convert_double(x)
 % else:
@@ -146,17 +162,36 @@ inline float fold(const float th, const float tl, const float fh, const float fl
 
 ## Consider the box with sums (in_uv, in_v): admissible boxes whose objective
 ## is strictly greater than the work-item's best replace it.
-<%def name="consider(in_uv, in_v, key)">
+<%def name="consider(in_uv, in_v, key, earlier_keys_first=True)">
         if (${in_v} > 0 && ${in_v} < total_v) {
             const real_t a = TO_REAL(${in_uv}), b = TO_REAL(${in_v});
+% if fp64:
+            // depth b d = c b - a d = U b - a V (c = U - a, d = V - b out of the
+            // box; U, V the object's totals): one division
+            const real_t d = whole_v - b;
+            const real_t depth = fma(whole_uv, b, -(a * whole_v));
+%   if objective == "likelihood":
+            const real_t value = 0.5 * depth * depth / (b * d * d);
+%   else:
+            const real_t value = depth / sqrt(b * d * whole_v);
+%   endif
+% else:
             const real_t c = TO_REAL(total_uv - ${in_uv}), d = TO_REAL(total_v - ${in_v});
             const real_t depth = c / d - a / b;
-% if objective == "likelihood":
+%   if objective == "likelihood":
             const real_t value = (real_t) 0.5 * b * depth * depth;
-% else:
+%   else:
             const real_t value = depth / sqrt(1 / b + 1 / d);
+%   endif
 % endif
+% if earlier_keys_first:
             if (depth ${">=" if binned else ">"} 0 && value > best) {
+% else:
+            // boxes come in another order than their keys: among equal values
+            // the smallest key wins, as it would in key order
+            if (depth ${">=" if binned else ">"} 0
+                && (value > best || (value == best && ${key} < best_key))) {
+% endif
                 best = value;
                 best_key = ${key};
                 best_uv = ${in_uv};
@@ -221,18 +256,43 @@ inline int reaches(const double t, const double n, const int b, const double bel
     return turns > n || (turns == n && bin_in_cycle(t, turns, period, width) >= b);
 }
 
+## Whether point j reaches (n, b), from its float time (within 2^-24 of tau[j],
+## relative; tau >= 0) where that decides, else from tau[j].
+inline int point_reaches(__global const float *restrict coarse,
+                         __global const double *restrict tau, const int j, const double n,
+                         const int b, const double below, const double above,
+                         const double period, const double width)
+{
+    const double t = coarse[j];
+    const double margin = t * 0x1p-23;          // t (1 - 2^-23) is exact in double
+    if (t - margin >= above)
+        return 1;
+    if (t + margin <= below)
+        return 0;
+    return reaches(tau[j], n, b, below, above, period, width);
+}
+
 ## The first of an object's `count` time-ordered points (index 0 .. count) whose
-## key is at least (n, b), from its guide entry at the boundary's edge.
-inline int first_reaching(__global const double *restrict tau, __global const int *restrict guide,
-                          const int count, const double inv_step, const double n, const int b,
-                          const double edge, const double slack, const double period,
-                          const double width)
+## key is at least (n, b), from point j (its guide entry at the boundary's edge)
+## and the float times c0, c1, c2 of points j - 1, j, j + 1 (clamped into the
+## object): j or j + 1 where those times decide, else by stepping from j.
+inline int first_reaching(__global const float *restrict coarse,
+                          __global const double *restrict tau, int j, const int count,
+                          const double c0, const double c1, const double c2, const double n,
+                          const int b, const double edge, const double slack,
+                          const double period, const double width)
 {
     const double below = edge - slack, above = edge + slack;
-    int j = guide[(int) fmin(edge * inv_step, (double) count)];
-    while (j > 0 && reaches(tau[j - 1], n, b, below, above, period, width))
+    // c (1 +- 2^-23) bounds the time of a point of float time c (exact in double)
+    if (j > 0 && j + 1 < count && c0 + c0 * 0x1p-23 <= below) {
+        if (c1 - c1 * 0x1p-23 >= above)
+            return j;
+        if (c1 + c1 * 0x1p-23 <= below && c2 - c2 * 0x1p-23 >= above)
+            return j + 1;
+    }
+    while (j > 0 && point_reaches(coarse, tau, j - 1, n, b, below, above, period, width))
         --j;
-    while (j < count && !reaches(tau[j], n, b, below, above, period, width))
+    while (j < count && !point_reaches(coarse, tau, j, n, b, below, above, period, width))
         ++j;
     return j;
 }
@@ -265,16 +325,31 @@ inline int ds_less(const float2 a, const float2 b)
     return a.x < b.x || (a.x == b.x && a.y < b.y);
 }
 
+## Whether point j lies before `edge` (its low part read only on a tie).
+inline int before(__global const float *restrict th, __global const float *restrict tl,
+                  const int j, const float2 edge)
+{
+    const float high = th[j];
+    return high < edge.x || (high == edge.x && tl[j] < edge.y);
+}
+
 ## The first of an object's `count` time-ordered points (index 0 .. count) at
-## or after `edge`, from its guide entry there.
+## or after `edge`, from point j (its guide entry there) and the high parts h0,
+## h1, h2 of points j - 1, j, j + 1 (clamped into the object): j or j + 1
+## where those decide, else by stepping from j.
 inline int first_at(__global const float *restrict th, __global const float *restrict tl,
-                    __global const int *restrict guide, const int count, const float inv_step,
+                    int j, const int count, const float h0, const float h1, const float h2,
                     const float2 edge)
 {
-    int j = guide[min((int) fmin(edge.x * inv_step, (float) count), count)];
-    while (j > 0 && !ds_less((float2) (th[j - 1], tl[j - 1]), edge))
+    if (j > 0 && j + 1 < count && h0 < edge.x) {
+        if (h1 > edge.x)
+            return j;
+        if (h1 < edge.x && h2 > edge.x)
+            return j + 1;
+    }
+    while (j > 0 && !before(th, tl, j - 1, edge))
         --j;
-    while (j < count && ds_less((float2) (th[j], tl[j]), edge))
+    while (j < count && before(th, tl, j, edge))
         ++j;
     return j;
 }
@@ -314,91 +389,217 @@ inline void add_exact(volatile ${bins_space} long *bins, const int index, const 
     }
 </%def>
 
-## The same bins from the prefix sums of the time-ordered points (header notes).
+## The same bins from the prefix sums of the time-ordered points (header notes):
+## the searches of BATCH cycles issue their reads together (guide entries, the
+## times around them, the prefix sums).
 <%def name="prefix_fill()">
         const int count = end - start;
         const long table = (long) start + obj;
+        const real_t object_inv_step = inv_step[obj];
 %   if fp64:
+        __global const float *restrict times = coarse + start;
         const double last_cycle = cycle_of(pt_tau[end - 1], period);
         const double slack = (pt_tau[end - 1] + period) * 0x1p-44;
-        const double object_inv_step = inv_step[obj];
-        for (int b = 1 + lid; b <= n_real + 1; b += WG) {
+        for (int b = FIRST_BOUNDARY + lid; b <= n_real + 1; b += WG) {
             const double offset = fmin((double) (b - 1) * width, period);
             ulong sum_uv = 0, sum_v = 0;
-            for (double n = 0; n <= last_cycle; n += 1) {
-                const int first = first_reaching(pt_tau + start, guide + table, count,
-                                                 object_inv_step, n, b, n * period + offset,
-                                                 slack, period, width);
-                sum_uv += as_ulong(pre_uv[table + first]);
-                sum_v += as_ulong(pre_v[table + first]);
+            for (double cycles = 0; cycles <= last_cycle; cycles += BATCH) {
+                int first[BATCH];
+                double c0[BATCH], c1[BATCH], c2[BATCH];
+                #pragma unroll
+                for (int u = 0; u < BATCH; ++u) {
+                    const double edge = (cycles + u) * period + offset;
+                    first[u] = guide[table + (int) fmin(edge * object_inv_step, (double) count)];
+                }
+                #pragma unroll
+                for (int u = 0; u < BATCH; ++u) {
+                    const int j = min(first[u], count - 1);
+                    c0[u] = times[max(j - 1, 0)];
+                    c1[u] = times[j];
+                    c2[u] = times[min(j + 1, count - 1)];
+                }
+                #pragma unroll
+                for (int u = 0; u < BATCH; ++u) {
+                    const double n = cycles + u;
+                    first[u] = first_reaching(times, pt_tau + start, first[u], count, c0[u],
+                                              c1[u], c2[u], n, b, n * period + offset, slack,
+                                              period, width);
+                }
+                #pragma unroll
+                for (int u = 0; u < BATCH; ++u) {
+                    if (cycles + u <= last_cycle) {
+                        const long2 before_first = pre[table + first[u]];
+                        sum_uv += as_ulong(before_first.x);
+                        sum_v += as_ulong(before_first.y);
+                    }
+                }
             }
-            bins_uv[b] = as_long(sum_uv);
-            bins_v[b] = as_long(sum_v);
+${store_boundary()}
         }
 %   else:
+        __global const float *restrict high = pt_th + start;
         const float2 last = (float2) (pt_th[end - 1], pt_tl[end - 1]);
         const float period_high = period_hi[period_index], period_low = period_lo[period_index];
-        const float object_inv_step = inv_step[obj];
-        for (int b = 1 + lid; b <= n_real + 1; b += WG) {
+        for (int b = FIRST_BOUNDARY + lid; b <= n_real + 1; b += WG) {
             const float2 offset = ds_times((float) (b - 1), width_hi, width_lo);
             ulong sum_uv = 0, sum_v = 0;
-            float2 cycle = (float2) (0.0f, 0.0f);   // n P, from n = 0 while n P <= the last point
-            for (float after = 1; !ds_less(last, cycle); after += 1) {
-                const float2 next = ds_times(after, period_high, period_low);   // (n + 1) P
-                float2 edge = b > n_real ? next : ds_add(cycle, offset);
-                if (ds_less(next, edge))
-                    edge = next;
-                const int first = first_at(pt_th + start, pt_tl + start, guide + table, count,
-                                           object_inv_step, edge);
-                sum_uv += as_ulong(pre_uv[table + first]);
-                sum_v += as_ulong(pre_v[table + first]);
-                cycle = next;
+            // cycles n from 0 while n P <= the last point
+            for (float cycles = 0; !ds_less(last, ds_times(cycles, period_high, period_low));
+                 cycles += BATCH) {
+                int first[BATCH], taken[BATCH];
+                float2 edge[BATCH];
+                float h0[BATCH], h1[BATCH], h2[BATCH];
+                #pragma unroll
+                for (int u = 0; u < BATCH; ++u) {
+                    const float2 cycle = ds_times(cycles + u, period_high, period_low);  // n P
+                    const float2 next = ds_times(cycles + u + 1, period_high, period_low);
+                    edge[u] = b > n_real ? next : ds_add(cycle, offset);
+                    if (ds_less(next, edge[u]))
+                        edge[u] = next;
+                    taken[u] = !ds_less(last, cycle);
+                    first[u] = guide[table + min((int) fmin(edge[u].x * object_inv_step,
+                                                            (float) count), count)];
+                }
+                #pragma unroll
+                for (int u = 0; u < BATCH; ++u) {
+                    const int j = min(first[u], count - 1);
+                    h0[u] = high[max(j - 1, 0)];
+                    h1[u] = high[j];
+                    h2[u] = high[min(j + 1, count - 1)];
+                }
+                #pragma unroll
+                for (int u = 0; u < BATCH; ++u)
+                    first[u] = first_at(high, pt_tl + start, first[u], count, h0[u], h1[u],
+                                        h2[u], edge[u]);
+                #pragma unroll
+                for (int u = 0; u < BATCH; ++u) {
+                    if (taken[u]) {
+                        const long2 before_first = pre[table + first[u]];
+                        sum_uv += as_ulong(before_first.x);
+                        sum_v += as_ulong(before_first.y);
+                    }
+                }
             }
-            bins_uv[b] = as_long(sum_uv);
-            bins_v[b] = as_long(sum_v);
+${store_boundary()}
         }
 %   endif
 </%def>
 
-## bins[b] = G(b + 1) - G(b) for b = 1 .. K + 1 from G(b) in bins[b], with
-## G(K + 2) = G(1) + the totals: a chunk of bins per work-item, its first from
-## the next chunk's G read before the barrier (outside any branch).
-<%def name="prefix_differences()">
-    const int per_item = (n_real + WG) / WG;
-    const int low = 1 + lid * per_item, high = min(low + per_item, n_real + 2);
-    ulong above_uv = 0, above_v = 0;
-%   if compat == "cyclic":
-    ulong last_uv = 0, last_v = 0;
-%   endif
-    if (sorted) {
-        const ulong wrap_uv = as_ulong(bins_uv[1]) + as_ulong(total_uv);
-        const ulong wrap_v = as_ulong(bins_v[1]) + as_ulong(total_v);
-        above_uv = high <= n_real + 1 ? as_ulong(bins_uv[high]) : wrap_uv;
-        above_v = high <= n_real + 1 ? as_ulong(bins_v[high]) : wrap_v;
-%   if compat == "cyclic":
-        // bin K + 1 (points folded to P and beyond) is added to bin 1
-        last_uv = wrap_uv - as_ulong(bins_uv[n_real + 1]);
-        last_v = wrap_v - as_ulong(bins_v[n_real + 1]);
-%   endif
+## G(b) of the work-item's boundary b into bins[b - 1]; G(1), G(K) and G(K + 1)
+## also into `ends` (uv, v pairs), which the prefix sums of the bins take.
+<%def name="store_boundary()">
+            bins_uv[b - 1] = as_long(sum_uv);
+            bins_v[b - 1] = as_long(sum_v);
+            const int end_slot = b == n_real + 1 ? 0 : b == 1 ? 1 : b == n_real ? 2 : -1;
+            if (end_slot >= 0) {
+                ends[2 * end_slot] = sum_uv;
+                ends[2 * end_slot + 1] = sum_v;
+            }
+</%def>
+
+## The padded inclusive prefix sums of the bins, in place, from G(b) in
+## bins[b - 1] (header notes), each entry written by one work-item.
+<%def name="prefix_sums_from_boundaries()">
+    if (lid == 0) {
+        bins_uv[0] = 0;
+        bins_v[0] = 0;
     }
-    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-    if (sorted) {
-        for (int b = high - 1; b >= low; --b) {
-            const ulong here_uv = as_ulong(bins_uv[b]), here_v = as_ulong(bins_v[b]);
 %   if compat == "cyclic":
-            const ulong moved_uv = b == 1 ? last_uv : 0, moved_v = b == 1 ? last_v : 0;
-            const int kept = b <= n_real;
-            bins_uv[b] = kept ? as_long(above_uv - here_uv + moved_uv) : 0;
-            bins_v[b] = kept ? as_long(above_v - here_v + moved_v) : 0;
+    // bins[j] = G(j + 1) + T - G(K + 1) for j = 1 .. K; bins[K + r] = T + bins[r]
+    const ulong shift_uv = as_ulong(total_uv) - ends[0], shift_v = as_ulong(total_v) - ends[1];
+    for (int j = 1 + lid; j <= n_real; j += WG) {
+        const ulong at_uv = as_ulong(bins_uv[j]) + shift_uv;
+        const ulong at_v = as_ulong(bins_v[j]) + shift_v;
+        bins_uv[j] = as_long(at_uv);
+        bins_v[j] = as_long(at_v);
+        if (j <= pad) {
+            bins_uv[n_real + j] = as_long(as_ulong(total_uv) + at_uv);
+            bins_v[n_real + j] = as_long(as_ulong(total_v) + at_v);
+        }
+    }
 %   else:
-            bins_uv[b] = as_long(above_uv - here_uv);
-            bins_v[b] = as_long(above_v - here_v);
+    // bins[j] = G(j + 1) - G(1) for j < K; bins[K - 1 + r] = bins[K - 1] + bins[r]
+    // for r = 1 .. pad (astropy's copies over bin K on); bins[K + pad] adds bin
+    // K + 1 (G(1) + T - G(K + 1)) where the copies leave it (pad = 1)
+    const ulong first_uv = ends[2], first_v = ends[3];
+    const ulong below_uv = ends[4] - first_uv, below_v = ends[5] - first_v;
+    for (int j = 1 + lid; j < n_real; j += WG) {
+        const ulong at_uv = as_ulong(bins_uv[j]) - first_uv;
+        const ulong at_v = as_ulong(bins_v[j]) - first_v;
+        bins_uv[j] = as_long(at_uv);
+        bins_v[j] = as_long(at_v);
+        if (j <= pad) {
+            const ulong copy_uv = below_uv + at_uv, copy_v = below_v + at_v;
+            bins_uv[n_real - 1 + j] = as_long(copy_uv);
+            bins_v[n_real - 1 + j] = as_long(copy_v);
+            if (j == pad) {
+                const int last_bin = pad == 1;
+                bins_uv[n_real + pad] = as_long(copy_uv + (last_bin ? first_uv
+                    + as_ulong(total_uv) - ends[0] : 0));
+                bins_v[n_real + pad] = as_long(copy_v + (last_bin ? first_v
+                    + as_ulong(total_v) - ends[1] : 0));
+            }
+        }
+    }
 %   endif
-            above_uv = here_uv;
-            above_v = here_v;
+</%def>
+
+## The padded inclusive prefix sums of the bins filled by atomic adds, for the
+## objects where `when` holds (uniform over the work-group): its barriers stay
+## outside the branches, for PoCL.
+<%def name="atomic_prefix_sums(when)">
+    if (${when}) {
+        for (int i = lid; i <= n_bins; i += WG) {
+            bins_uv[i] = 0;
+            bins_v[i] = 0;
         }
     }
     barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+    if (${when}) {
+${atomic_fill()}
+    }
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+    // wrap padding (sources and targets are disjoint)
+    for (int r = 1 + lid; (${when}) && r <= pad; r += WG) {
+%   if compat == "astropy":
+        const int target = n_real - 1 + r, source = r;
+%   else:
+        const int target = n_real + r, source = (r - 1) % n_real + 1;
+%   endif
+        bins_uv[target] = bins_uv[source];
+        bins_v[target] = bins_v[source];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+
+    // inclusive prefix sums of bins 0 .. n_bins: a chunk per work-item, then
+    // the chunks' totals (exact integers, so any order gives the same sums)
+    const int chunk = (n_bins + WG) / WG;
+    const int lo = (${when}) ? min(lid * chunk, n_bins + 1) : 0;
+    const int hi = (${when}) ? min(lo + chunk, n_bins + 1) : 0;
+    long run_uv = 0, run_v = 0;
+    for (int i = lo; i < hi; ++i) {
+        run_uv += bins_uv[i];
+        bins_uv[i] = run_uv;
+        run_v += bins_v[i];
+        bins_v[i] = run_v;
+    }
+    part[lid] = run_uv;
+    part[WG + lid] = run_v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int offset = 1; offset < WG; offset <<= 1) {
+        const long add_uv = lid >= offset ? part[lid - offset] : 0;
+        const long add_v = lid >= offset ? part[WG + lid - offset] : 0;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        part[lid] += add_uv;
+        part[WG + lid] += add_v;
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    const long base_uv = lid > 0 ? part[lid - 1] : 0;
+    const long base_v = lid > 0 ? part[WG + lid - 1] : 0;
+    for (int i = lo; i < hi; ++i) {
+        bins_uv[i] += base_uv;
+        bins_v[i] += base_v;
+    }
 </%def>
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
@@ -414,11 +615,13 @@ ${point_args()}
     const int n_durations, const int pad,
 %   if prefix:
     __global const int *restrict obj_sorted,    // per object: prefix fill (points in time order)
-    __global const long *restrict pre_uv,       // per object from obj_start + obj: the N + 1
-    __global const long *restrict pre_v,        // exclusive prefix sums of its points
+    __global const long2 *restrict pre,         // per object from obj_start + obj: the N + 1
+                                                // exclusive prefix sums of its points (uv, v)
     __global const int *restrict guide,         // and its first point at or after k h, k <= N
     __global const real_t *restrict inv_step,   // 1 / h per object (0: all times equal)
-%     if not fp64:
+%     if fp64:
+    __global const float *restrict coarse,      // per point: (float) pt_tau
+%     else:
     __global const float *restrict period_hi,   // P = period_hi + period_lo
     __global const float *restrict period_lo,
     const float width_hi, const float width_lo,
@@ -452,80 +655,48 @@ ${output_args()}
     const float scale = bin_scale[period_index];
 %   endif
 
-    for (int i = lid; i <= n_bins; i += WG) {
-        bins_uv[i] = 0;
-        bins_v[i] = 0;
-    }
-    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
 %   if prefix:
+    // the branches are uniform over the work-group, with no barrier inside
     const int sorted = obj_sorted[obj] && end > start;
+    __local ulong *ends = (__local ulong *) part;
     if (sorted) {
 ${prefix_fill()}
-    } else {
-${atomic_fill()}
     }
     barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-${prefix_differences()}
+    if (sorted) {
+${prefix_sums_from_boundaries()}
+    }
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+${atomic_prefix_sums("!sorted")}
 %   else:
-${atomic_fill()}
-    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+${atomic_prefix_sums("1")}
 %   endif
-    // wrap padding (sources and targets are disjoint)
-    for (int r = 1 + lid; r <= pad; r += WG) {
-%   if compat == "astropy":
-        const int target = n_real - 1 + r, source = r;
-%   else:
-        const int target = n_real + r, source = (r - 1) % n_real + 1;
-%   endif
-        bins_uv[target] = bins_uv[source];
-        bins_v[target] = bins_v[source];
-    }
-    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-
-    // inclusive prefix sums of bins 0 .. n_bins: a chunk per work-item, then
-    // the chunks' totals (exact integers, so any order gives the same sums)
-    const int chunk = (n_bins + WG) / WG;
-    const int lo = min(lid * chunk, n_bins + 1), hi = min(lo + chunk, n_bins + 1);
-    long run_uv = 0, run_v = 0;
-    for (int i = lo; i < hi; ++i) {
-        run_uv += bins_uv[i];
-        bins_uv[i] = run_uv;
-        run_v += bins_v[i];
-        bins_v[i] = run_v;
-    }
-    part[lid] = run_uv;
-    part[WG + lid] = run_v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int offset = 1; offset < WG; offset <<= 1) {
-        const long add_uv = lid >= offset ? part[lid - offset] : 0;
-        const long add_v = lid >= offset ? part[WG + lid - offset] : 0;
-        barrier(CLK_LOCAL_MEM_FENCE);
-        part[lid] += add_uv;
-        part[WG + lid] += add_v;
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    const long base_uv = lid > 0 ? part[lid - 1] : 0;
-    const long base_v = lid > 0 ? part[WG + lid - 1] : 0;
-    for (int i = lo; i < hi; ++i) {
-        bins_uv[i] += base_uv;
-        bins_v[i] += base_v;
-    }
     barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
 
     real_t best = REAL_NEG_INF;
     int best_key = INT_MAX;
     long best_uv = 0, best_v = 0;
-    for (int k = 0; k < n_durations; ++k) {
-        const int m = box_bins[k];
-%   if compat == "astropy":
-        const int n_starts = n_bins - m + 1;
-%   else:
-        const int n_starts = n_real;
+%   if fp64:
+    const double whole_uv = TO_REAL(total_uv), whole_v = TO_REAL(total_v);
 %   endif
-        for (int s = lid; s < n_starts; s += WG) {
-            const long in_uv = bins_uv[s + m] - bins_uv[s];
-            const long in_v = bins_v[s + m] - bins_v[s];
-${consider("in_uv", "in_v", "k * key_stride + s")}
+    // each start's prefix sums read once for all durations; astropy's boxes end
+    // by bin n_bins, the cyclic ones start before bin K
+%   if compat == "astropy":
+    const int n_starts = n_bins;
+%   else:
+    const int n_starts = n_real;
+%   endif
+    for (int s = lid; s < n_starts; s += WG) {
+        const long below_uv = bins_uv[s], below_v = bins_v[s];
+        for (int k = 0; k < n_durations; ++k) {
+            const int m = box_bins[k];
+%   if compat == "astropy":
+            if (s + m > n_bins)
+                continue;
+%   endif
+            const long in_uv = bins_uv[s + m] - below_uv;
+            const long in_v = bins_v[s + m] - below_v;
+${consider("in_uv", "in_v", "k * key_stride + s", False)}
         }
     }
 ${write_best()}
@@ -566,6 +737,9 @@ ${output_args()}
     real_t best = REAL_NEG_INF;
     int best_key = INT_MAX;
     long best_uv = 0, best_v = 0;
+%   if fp64:
+    const double whole_uv = TO_REAL(total_uv), whole_v = TO_REAL(total_v);
+%   endif
     for (int k = 0; k < n_durations; ++k) {
         const int n_centres = centres[period_index * n_durations + k];
 %   if fp64:

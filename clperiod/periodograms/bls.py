@@ -113,6 +113,8 @@ _PREFIX_WORK = 1.0
 #: Bin counts of one launch of the binned search differ at most by this factor
 #: (a launch sizes its local memory for its longest period).
 _BINS_RATIO = 2
+#: Cycles whose boundary searches the prefix fill issues together.
+_BATCH = 2
 _FIELDS = (
     "power",
     "depth",
@@ -611,9 +613,7 @@ def _prepare(catalog: Catalog, plan: _Plan, binning: str | None) -> _Prepared:
     fixed = _fixed_point(catalog.y[keep], dy, offsets, owners)
     spans = segment_reduce(np.maximum, tau, offsets)
     sorted_objects = _prefix_objects(plan, np.diff(offsets), spans, binning)
-    order = np.where(
-        sorted_objects[owners], np.lexsort((tau, owners)), _interleaved(offsets, owners)
-    )
+    order = _kernel_order(tau, offsets, owners, sorted_objects)
     tau, uv, v = tau[order], fixed.uv[order], fixed.v[order]
     return _Prepared(
         offsets=offsets.astype(np.int32),
@@ -755,6 +755,20 @@ def _fixed_point(
     )
 
 
+def _kernel_order(
+    tau: np.ndarray, offsets: np.ndarray, owners: np.ndarray, sorted_objects: np.ndarray
+) -> np.ndarray:
+    """The order of the points in the kernels: in time within the objects of
+    ``sorted_objects``, :func:`_interleaved` within the others."""
+    if sorted_objects.all():
+        return np.lexsort((tau, owners))
+    if not sorted_objects.any():
+        return _interleaved(offsets, owners)
+    return np.where(
+        sorted_objects[owners], np.lexsort((tau, owners)), _interleaved(offsets, owners)
+    )
+
+
 def _interleaved(offsets: np.ndarray, owners: np.ndarray) -> np.ndarray:
     """An order of each object's points in which neighbours are
     :data:`_INTERLEAVE` observations apart: points ``0, S, 2S, ..., 1, S + 1,
@@ -781,7 +795,8 @@ def _segment_median(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """Per-object medians as ``numpy.median`` gives them (NaN for no rows)."""
     lengths = np.diff(offsets)
     owners = np.repeat(np.arange(lengths.size), lengths)
-    ordered = values[np.lexsort((values, owners))]
+    by_value = np.argsort(values)
+    ordered = values[by_value[np.argsort(owners[by_value], kind="stable")]]
     median = np.full(lengths.size, np.nan)
     filled = np.flatnonzero(lengths)
     low = offsets[filled] + (lengths[filled] - 1) // 2
@@ -999,11 +1014,17 @@ def _search(
     sums = np.zeros((n_obj, columns, 2), dtype=np.int64)
     all_keys = np.full((n_obj, n_periods), NO_PEAK, np.int32) if options.periodogram else None
     all_sums = np.zeros((n_obj, n_periods, 2), np.int64) if options.periodogram else None
+    # every buffer before the first launch (allocating waits for the queue on
+    # some platforms), each reused by the launches in turn
+    top = _top_buffers(queue.context, max(block.rows for block in ranges) * options.top_k)
+    scratch_bytes = max(_scratch_bytes(block) for block in ranges)
+    scratch = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, scratch_bytes or 1)
+    reads: list[tuple[tuple[slice, slice], list[Any], list[Any]]] = []
     for number, block in enumerate(ranges):
         search, gather = _kernels(
             queue.context, plan, options, layout, block.local_bins, prefix, wg
         )
-        arguments = _plan_arguments(queue.context, plan, inputs, block, wg)
+        arguments = _plan_arguments(plan, inputs, block, wg, scratch)
         found = slice(number * options.top_k, (number + 1) * options.top_k)
         for first in range(0, n_obj, block.rows):
             rows = min(block.rows, n_obj - first)
@@ -1021,17 +1042,30 @@ def _search(
                 *outputs,
             )
             chosen = slice(first, first + rows)
-            top = _top_boxes(
-                queue, gather, outputs, rows, block, n_periods, options.top_k, kind, real
+            peaks = _top_boxes(
+                queue, gather, outputs, top, rows, block, n_periods, options.top_k, kind, real
             )
-            indices[chosen, found], keys[chosen, found], sums[chosen, found] = top
+            reads.append(((chosen, found), [indices, keys, sums], peaks))
             if all_keys is not None and all_sums is not None:
                 own = slice(block.own_lo, block.own_hi)
-                all_keys[chosen, own], all_sums[chosen, own] = _read_boxes(
-                    queue, outputs, rows, block
-                )
+                boxes = _read_boxes(queue, outputs, rows, block)
+                reads.append(((chosen, own), [all_keys, all_sums], boxes))
+                _settle(queue, reads)  # a periodogram's launches are not held twice
+    _settle(queue, reads)
     pending.clear()
     return _Found(indices, keys, sums, all_keys, all_sums)
+
+
+def _settle(
+    queue: cl.CommandQueue, reads: list[tuple[tuple[slice, slice], list[Any], list[Any]]]
+) -> None:
+    """Wait for the queue, then copy each read's arrays into its targets at its
+    place, and forget the reads."""
+    queue.finish()
+    for where, targets, values in reads:
+        for target, value in zip(targets, values, strict=True):
+            target[where] = value
+    reads.clear()
 
 
 @dataclass(frozen=True)
@@ -1080,14 +1114,16 @@ def _prefix_inputs(
     queue: cl.CommandQueue, prepared: _Prepared, plan: _Plan, pending: list[cl.Event]
 ) -> list[Any]:
     """The binned kernel's prefix-fill arguments (empty where no object takes
-    it): which objects, their tables, [fp32: the periods and bin width in
-    double-single]."""
+    it): which objects, their tables (the prefix sums as (uv, v) pairs), [fp64:
+    the times in float; fp32: the periods and bin width in double-single]."""
     if not (plan.binned and prepared.sorted.any()):
         return []
     tables = prepared.tables
     inv_step = tables.inv_step.astype(np.float64 if plan.fp64 else np.float32)
-    arrays = [prepared.sorted.astype(np.int32), tables.uv, tables.v, tables.guide, inv_step]
+    sums = np.column_stack([tables.uv, tables.v])
+    arrays = [prepared.sorted.astype(np.int32), sums, tables.guide, inv_step]
     if plan.fp64:
+        arrays.append(prepared.tau.astype(np.float32))
         return [upload(queue, a, pending) for a in arrays]
     width = [np.float32(part[0]) for part in split_float32(np.array([plan.width]))]
     arrays += list(split_float32(plan.periods))
@@ -1196,15 +1232,24 @@ def _kernels(
         bins_local=local_bins,
         atomics=layout.atomics,
         prefix=prefix,
+        batch=_BATCH,
         tile=_TILE,
     )
     return search, gather
 
 
+def _scratch_bytes(block: _PeriodRange) -> int:
+    """The global memory a range's launches keep their bins in (0: local memory)."""
+    if block.local_bins or block.slot_len <= 1:
+        return 0
+    return 16 * block.slot_len * block.rows * (block.hi - block.lo)
+
+
 def _plan_arguments(
-    context: cl.Context, plan: _Plan, inputs: _Inputs, block: _PeriodRange, wg: int
+    plan: _Plan, inputs: _Inputs, block: _PeriodRange, wg: int, scratch: cl.Buffer
 ) -> list[Any]:
-    """The search kernel's arguments between ``key_stride`` and the outputs."""
+    """The search kernel's arguments between ``key_stride`` and the outputs
+    (``scratch``: at least :func:`_scratch_bytes` of ``block``)."""
     part = cl.LocalMemory(16 * wg)
     n_durations = np.int32(plan.durations.size)
     if not plan.binned:
@@ -1213,35 +1258,39 @@ def _plan_arguments(
     if block.local_bins:
         bins = [cl.LocalMemory(8 * block.slot_len), cl.LocalMemory(8 * block.slot_len)]
     else:
-        groups = block.rows * (block.hi - block.lo)
-        scratch = cl.Buffer(context, cl.mem_flags.READ_WRITE, 16 * block.slot_len * groups)
         bins = [scratch, np.int32(block.slot_len)]
     pad = np.int32(plan.pad)
     return [*width, *inputs.plan, n_durations, pad, *inputs.prefix, *bins, part]
+
+
+def _top_buffers(context: cl.Context, slots: int) -> list[cl.Buffer]:
+    """Device memory for ``slots`` peaks: values, period indices, keys, sums."""
+    flags = cl.mem_flags.READ_WRITE
+    return [cl.Buffer(context, flags, nbytes * slots) for nbytes in (8, 4, 4, 16)]
 
 
 def _top_boxes(
     queue: cl.CommandQueue,
     gather: cl.Kernel,
     outputs: list[cl.Buffer],
+    top: list[cl.Buffer],
     rows: int,
     block: _PeriodRange,
     n_periods: int,
     top_k: int,
     kind: str,
     real: str,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+) -> list[np.ndarray]:
     """The top-k peaks of a launch's powers (``peaks_topk``) and their boxes
-    (``bls_gather``): period indices, keys and sums, ``(rows, top_k[, 2])``."""
+    (``bls_gather``) through the buffers ``top`` (:func:`_top_buffers`):
+    period indices, keys and sums, ``(rows, top_k[, 2])``, read without
+    waiting (valid once the queue has finished)."""
     wg = _PEAKS_WG[kind]
     (peaks,) = kernels.get_kernels(
         queue.context, "peaks", ("peaks_topk",), real=real, wg=wg, top_k=top_k
     )
     slots = rows * top_k
-    best_val = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, 8 * slots)
-    best_idx = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, 4 * slots)
-    top_box = cl.Buffer(queue.context, cl.mem_flags.WRITE_ONLY, 4 * slots)
-    top_sums = cl.Buffer(queue.context, cl.mem_flags.WRITE_ONLY, 16 * slots)
+    best_val, best_idx, top_box, top_sums = top
     row_len = block.hi - block.lo
     peaks(
         queue,
@@ -1274,20 +1323,21 @@ def _top_boxes(
     keys = np.empty((rows, top_k), np.int32)
     sums = np.empty((rows, top_k, 2), np.int64)
     for host, device in ((indices, best_idx), (keys, top_box), (sums, top_sums)):
-        cl.enqueue_copy(queue, host, device)
-    return indices, keys, sums
+        cl.enqueue_copy(queue, host, device, is_blocking=False)
+    return [indices, keys, sums]
 
 
 def _read_boxes(
     queue: cl.CommandQueue, outputs: list[cl.Buffer], rows: int, block: _PeriodRange
-) -> tuple[np.ndarray, np.ndarray]:
-    """The keys and sums of a launch's owned periods, ``(rows, n_own[, 2])``."""
+) -> list[np.ndarray]:
+    """The keys and sums of a launch's owned periods, ``(rows, n_own[, 2])``,
+    read without waiting (valid once the queue has finished)."""
     keys = np.empty((rows, block.hi - block.lo), np.int32)
     sums = np.empty((rows, block.hi - block.lo, 2), np.int64)
-    cl.enqueue_copy(queue, keys, outputs[1])
-    cl.enqueue_copy(queue, sums, outputs[2])
+    cl.enqueue_copy(queue, keys, outputs[1], is_blocking=False)
+    cl.enqueue_copy(queue, sums, outputs[2], is_blocking=False)
     own = slice(block.own_lo - block.lo, block.own_hi - block.lo)
-    return keys[:, own], sums[:, own]
+    return [keys[:, own], sums[:, own]]
 
 
 # }}}
