@@ -33,7 +33,7 @@ from clperiod.engine.devices import (
 )
 from clperiod.engine.planner import Buffer, MemoryBudget, items_that_fit
 from clperiod.engine.scheduler import run_on_devices, split_range
-from clperiod.engine.staging import PINNED_POOL, in_parts, parallel_copy
+from clperiod.engine.staging import HOST_POOL, PINNED_POOL, in_parts, parallel_copy
 from clperiod.kepler import orbits
 
 __all__ = [
@@ -761,14 +761,15 @@ class ModelEvaluator:
                     cl.enqueue_copy(self.queue, host[name][start:stop], buffer, is_blocking=False)
                 )
         self.queue.finish()
-        if out is None:
+        if out is None:  # recycled memory: new pages would fault on the first write
             out = {
-                name: value.astype(np.float64 if value.dtype != np.int32 else np.int32)
+                name: HOST_POOL.empty(
+                    value.shape, np.int32 if value.dtype == np.int32 else np.float64
+                )
                 for name, value in host.items()
             }
-        else:
-            for name, value in host.items():
-                np.copyto(out[name], value)
+        for name, value in host.items():
+            np.copyto(out[name], value)
         if profile:
             out["offsets"] += self._observations.centre
         return out
@@ -1066,9 +1067,16 @@ class MultiDeviceEvaluator:
         if len(self.evaluators) == 1:
             return self.evaluators[0](params, offsets, jitter, trend)
         n = params.shape[0]
-        out: dict[str, np.ndarray] = {"statistic": np.empty(n), "status": np.empty(n, np.int32)}
+        shapes: dict[str, tuple[tuple[int, ...], type[np.generic]]] = {
+            "statistic": ((n,), np.float64),
+            "status": ((n,), np.int32),
+        }
         if self.evaluators[0].statistic == "profile":
-            out.update(k=np.empty(n), offsets=np.empty((n, len(self.obs.instruments))))
+            shapes.update(
+                k=((n,), np.float64), offsets=((n, len(self.obs.instruments)), np.float64)
+            )
+        # recycled memory: the devices' threads would fault in new pages side by side
+        out = {name: HOST_POOL.empty(shape, dtype) for name, (shape, dtype) in shapes.items()}
 
         def work(evaluator: ModelEvaluator, item: tuple[int, int, str]) -> None:
             lo, hi, layout = item
