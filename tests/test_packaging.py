@@ -80,6 +80,7 @@ def test_wheel_metadata(dists):
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in archive.namelist())
 
 
+@pytest.mark.slow
 def test_sdist_has_sources_tests_and_scripts(dists):
     with tarfile.open(dists[0]) as sdist:
         names = {n.split("/", 1)[1] for n in sdist.getnames() if "/" in n}

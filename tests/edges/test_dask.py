@@ -123,6 +123,7 @@ def test_supersmoother_matches_single_device(client, catalog, long_table) -> Non
     assert_same_objects(table, single_device(clperiod.supersmoother, catalog, SS_GRID, top_k=2))
 
 
+@pytest.mark.slow
 def test_frequency_arrays_match_single_device(client, catalog, long_table) -> None:
     """Uneven, unsorted frequencies (uniform in period) go to the workers as given."""
     periods = np.random.default_rng(6).permutation(np.linspace(0.25, 2.0, 500))

@@ -435,6 +435,7 @@ def test_cli_info_subprocess() -> None:
     assert "selected:" in result.stdout
 
 
+@pytest.mark.slow
 def test_cli_info_json_subprocess() -> None:
     result = _run_cli("info", "--json")
     assert result.returncode == 0, result.stderr

@@ -342,6 +342,7 @@ def test_damaged_files_exit_1_with_one_line_naming_the_file(tmp_path, capsys):
         assert err.count("\n") == 1, err
 
 
+@pytest.mark.slow
 def test_figure_options_and_the_figures_written(tmp_path, capsys, monkeypatch, cpu_device):
     cat = load_example("stripe82").subset(np.arange(3))
     ids = np.repeat(np.array(["a/b", "a_b", "c" * 300]), cat.lengths)

@@ -317,6 +317,7 @@ def test_a_part_of_another_chunk_is_refused(tmp_path, input_file, monkeypatch, c
         run_catalog(_reader(input_file), _search(), tmp_path / "junk.parquet", device=cpu_device)
 
 
+@pytest.mark.slow
 def test_figures_for_chosen_or_first_objects(tmp_path, input_file, catalog, monkeypatch,
                                              cpu_device):
     import clperiod.plot
