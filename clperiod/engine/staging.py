@@ -54,6 +54,7 @@ __all__ = [
     "in_parts",
     "parallel_copy",
     "periodogram_array",
+    "serves",
 ]
 
 #: Page-locked buffers are asked for only up to this fraction of the
@@ -172,20 +173,31 @@ class PinnedPool(RecyclingPool):
 
     def owns(self, array: np.ndarray, info: DeviceInfo | None = None) -> bool:
         """Whether ``array``'s memory lies in a page-locked buffer of the pool
-        (with ``info``: one of that device's context; memory page-locked
-        through another device's context is pageable to this one's copies)."""
+        (with ``info``: one whose pages that device's copies read at the bus
+        speed, :func:`serves`)."""
         start = array.__array_interface__["data"][0]
-        context = None if info is None else get_context(info)
         with self._lock:
             return any(
                 base <= start
                 and start + array.nbytes <= base + buffer.size
-                and (context is None or buffer.context == context)
+                and (info is None or serves(buffer.context, info))
                 for base, buffer in self._buffers.items()
             )
 
     def _forget(self, block: np.ndarray) -> None:
         self._buffers.pop(block.ctypes.data, None)
+
+
+def serves(context: cl.Context, info: DeviceInfo) -> bool:
+    """Whether memory page-locked through ``context`` is page-locked for the
+    copies of device ``info``: on the NVIDIA platform for every GPU of it (the
+    driver shares a process's page-locked memory among its GPUs,
+    ``bench/results/2026-11-26_h200x2_pinned_contexts.json``), elsewhere for
+    the devices of that context only (the others copy it as pageable memory)."""
+    own = get_context(info)
+    if context == own:
+        return True
+    return info.is_nvidia and context.devices[0].platform == info.device.platform
 
 
 class HostPool(RecyclingPool):

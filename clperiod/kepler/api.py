@@ -219,10 +219,12 @@ def empty_params(n_models: int, n_planets: int, device=None) -> np.ndarray:
     :func:`loglike` and :class:`RVLikelihood` (fp64 and mixed precision on
     fp64 devices, every basis) upload parameters straight to the
     device at the bus speed, skipping a host copy; results are identical.
-    The memory is page-locked for the first device of ``device`` only: the
-    other devices of a multi-device call copy their models into their own
-    page-locked staging first, as from an ordinary array. It returns to a
-    pool when the array is garbage-collected.
+    The memory is page-locked through the first device of ``device``; the
+    other devices of a multi-device call upload from it directly where the
+    platform shares page-locked memory among its devices (NVIDIA's, see
+    :func:`clperiod.engine.staging.serves`), and elsewhere copy their models
+    into their own page-locked staging first, as from an ordinary array. It
+    returns to a pool when the array is garbage-collected.
     """
     info = select_devices(device)[0]
     return PINNED_POOL.empty(info, (int(n_models), int(n_planets), 5), np.float64)

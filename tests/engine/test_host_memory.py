@@ -217,3 +217,16 @@ def test_page_locked_memory_belongs_to_one_devices_context():
     device's copies only (another device copies it as pageable memory)."""
     owned = run_on_two_devices(PINNED_CONTEXTS)
     assert owned == {"any": True, "first": True, "second": False, "pageable": False}
+
+
+@pytest.mark.gpu
+def test_nvidia_gpus_share_page_locked_memory():
+    """On the NVIDIA platform memory page-locked through one GPU's context is page-locked
+    for every GPU's copies (two GPUs needed); elsewhere it stays the first context's only
+    (above)."""
+    gpus = [info for info in clperiod.select_devices("all") if info.is_nvidia]
+    if len(gpus) < 2:
+        pytest.skip("needs two NVIDIA GPUs")
+    array = staging.PINNED_POOL.empty(gpus[0], (1000,), np.float64)
+    assert all(staging.PINNED_POOL.owns(array, info) for info in gpus)
+    assert not staging.PINNED_POOL.owns(np.ones(1000), gpus[1])
