@@ -769,7 +769,7 @@ class ModelEvaluator:
                 for name, value in host.items()
             }
         for name, value in host.items():
-            np.copyto(out[name], value)
+            parallel_copy(out[name], value)
         if profile:
             out["offsets"] += self._observations.centre
         return out
