@@ -458,7 +458,9 @@ class Staging:
 
 
 _COPY_WORKERS = min(8, os.cpu_count() or 1)
-_COPY_PART = 1 << 17  # elements per thread at least
+# elements per thread at least: thinner parts of the batch copies of two device
+# threads at once queue for each other (bench/results/2026-11-26_h200x2_stage_parts.json)
+_COPY_PART = 1 << 18
 
 
 def in_parts(n: int, work: Callable[[int, int], None], min_part: int = _COPY_PART) -> None:
