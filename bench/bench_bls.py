@@ -68,15 +68,8 @@ def _astropy(t, y, dy, repeat: int) -> tuple[float, float, float]:
         found = list(pool.map(_astropy_best, parts))
     cold = time.perf_counter() - start
     with ProcessPoolExecutor(workers) as pool:
-        list(pool.map(_astropy_best, [(t, y, dy, PERIODS[:4])] * workers))
-        warm = min(_timed(lambda: list(pool.map(_astropy_best, parts))) for _ in range(repeat))
+        warm, _ = best_of(lambda: list(pool.map(_astropy_best, parts)), repeat)
     return cold, warm, max(found)[1]
-
-
-def _timed(run) -> float:
-    start = time.perf_counter()
-    run()
-    return time.perf_counter() - start
 
 
 def _layout(path: str) -> Layout:

@@ -732,15 +732,9 @@ class ModelEvaluator:
         real = self.real_dtype
         # page-locked result arrays: reads into pageable memory block the host
         # until the kernel is done, which would serialise the pipeline
-        shapes: dict[str, tuple[tuple[int, ...], type[np.generic]]] = {
-            "statistic": ((n_models,), real),
-            "status": ((n_models,), np.int32),
-        }
-        if profile:
-            shapes.update(k=((n_models,), real), offsets=((n_models, n_inst), real))
         host = {
             name: PINNED_POOL.empty(self.info, shape, dtype)
-            for name, (shape, dtype) in shapes.items()
+            for name, (shape, dtype) in _result_shapes(n_models, n_inst, profile, real).items()
         }
         keep = []  # host arrays and copies in flight (an event dropped early
         # would wait for its copy in its destructor, holding the GIL)
@@ -762,12 +756,8 @@ class ModelEvaluator:
                 )
         self.queue.finish()
         if out is None:  # recycled memory: new pages would fault on the first write
-            out = {
-                name: HOST_POOL.empty(
-                    value.shape, np.int32 if value.dtype == np.int32 else np.float64
-                )
-                for name, value in host.items()
-            }
+            shapes = _result_shapes(n_models, n_inst, profile, np.float64)
+            out = {name: HOST_POOL.empty(shape, dtype) for name, (shape, dtype) in shapes.items()}
         for name, value in host.items():
             parallel_copy(out[name], value)
         if profile:
@@ -915,6 +905,20 @@ class ModelEvaluator:
             slot.done = None
             result[start:stop] = host[:, :m].T[:, inverse]
         return result
+
+
+def _result_shapes(
+    n_models: int, n_inst: int, profile: bool, real: type[np.generic]
+) -> dict[str, tuple[tuple[int, ...], type[np.generic]]]:
+    """Shape and type of each result of ``n_models`` models: ``real`` values,
+    int32 statuses (``"profile"``: also ``k`` and the offsets)."""
+    shapes: dict[str, tuple[tuple[int, ...], type[np.generic]]] = {
+        "statistic": ((n_models,), real),
+        "status": ((n_models,), np.int32),
+    }
+    if profile:
+        shapes.update(k=((n_models,), real), offsets=((n_models, n_inst), real))
+    return shapes
 
 
 class _Slot:
@@ -1067,14 +1071,8 @@ class MultiDeviceEvaluator:
         if len(self.evaluators) == 1:
             return self.evaluators[0](params, offsets, jitter, trend)
         n = params.shape[0]
-        shapes: dict[str, tuple[tuple[int, ...], type[np.generic]]] = {
-            "statistic": ((n,), np.float64),
-            "status": ((n,), np.int32),
-        }
-        if self.evaluators[0].statistic == "profile":
-            shapes.update(
-                k=((n,), np.float64), offsets=((n, len(self.obs.instruments)), np.float64)
-            )
+        profile = self.evaluators[0].statistic == "profile"
+        shapes = _result_shapes(n, len(self.obs.instruments), profile, np.float64)
         # recycled memory: the devices' threads would fault in new pages side by side
         out = {name: HOST_POOL.empty(shape, dtype) for name, (shape, dtype) in shapes.items()}
 

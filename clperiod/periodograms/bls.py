@@ -1017,7 +1017,7 @@ def _search(
     # every buffer before the first launch (allocating waits for the queue on
     # some platforms), each reused by the launches in turn
     top = _top_buffers(queue.context, max(block.rows for block in ranges) * options.top_k)
-    scratch_bytes = max(_scratch_bytes(block) for block in ranges)
+    scratch_bytes = max(_scratch_bytes(plan, block) for block in ranges)
     scratch = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, scratch_bytes or 1)
     reads: list[tuple[tuple[slice, slice], list[Any], list[Any]]] = []
     for number, block in enumerate(ranges):
@@ -1238,9 +1238,10 @@ def _kernels(
     return search, gather
 
 
-def _scratch_bytes(block: _PeriodRange) -> int:
-    """The global memory a range's launches keep their bins in (0: local memory)."""
-    if block.local_bins or block.slot_len <= 1:
+def _scratch_bytes(plan: _Plan, block: _PeriodRange) -> int:
+    """The global memory a range's launches keep their bins in (0: local
+    memory, or no bins)."""
+    if not plan.binned or block.local_bins:
         return 0
     return 16 * block.slot_len * block.rows * (block.hi - block.lo)
 
