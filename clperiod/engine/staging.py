@@ -271,11 +271,13 @@ def check_periodogram_memory(n_objects: int, nf: int, dtype) -> None:
 
 def periodogram_array(devices: list[DeviceInfo], n_objects: int, nf: int, dtype) -> np.ndarray:
     """The host array of a search's periodograms, ``(n_objects, nf)``:
-    page-locked (:data:`PINNED_POOL`) when one device fills it, ordinary
-    memory otherwise."""
-    if len(devices) == 1:
+    page-locked (:data:`PINNED_POOL`) when that memory is page-locked for
+    every device that fills it (:func:`serves`), else recycled ordinary
+    memory (:data:`HOST_POOL`)."""
+    context = get_context(devices[0])
+    if all(serves(context, info) for info in devices):
         return PINNED_POOL.empty(devices[0], (n_objects, nf), dtype)
-    return np.empty((n_objects, nf), dtype=dtype)
+    return HOST_POOL.empty((n_objects, nf), dtype)
 
 
 def available_host_memory() -> int:

@@ -62,6 +62,12 @@ SLOTS = 2
 #: Below this many models per compute unit the fused kernel (one work-item
 #: per model) cannot fill the device and the split layout is used.
 FUSED_MIN_MODELS_PER_CU = 1024
+#: Launches per multi-device item at least, where every device still gets an
+#: item: each item fills and drains its device's pipeline (the first upload,
+#: the last kernel and the result copies, about three launches' time), which
+#: items of four launches paid for a quarter of the run
+#: (bench/results/2026-11-26_h200x2_kepler_host_waits.json).
+ITEM_LAUNCHES = 16
 LOCAL_SIZE = 128
 
 
@@ -739,21 +745,33 @@ class ModelEvaluator:
         keep = []  # host arrays and copies in flight (an event dropped early
         # would wait for its copy in its destructor, holding the GIL)
         batch = self.plan.batch_models
-        for i, start in enumerate(range(0, n_models, batch)):
-            stop = min(n_models, start + batch)
-            slot = self._slot(i % 2, stop - start)
-            keep.append(
-                self._upload(
-                    slot,
-                    params[start:stop],
-                    *(None if a is None else a[start:stop] for a in (offsets, jitter, trend)),
-                )
-            )
+        uploaded: tuple[_Slot, int, int] | None = None  # its kernels not queued yet
+
+        def run(slot: _Slot, start: int, stop: int) -> None:
             self.launch(slot, stop - start, layout)
             for name, buffer in slot.results(profile).items():
                 keep.append(
                     cl.enqueue_copy(self.queue, host[name][start:stop], buffer, is_blocking=False)
                 )
+
+        for i, start in enumerate(range(0, n_models, batch)):
+            stop = min(n_models, start + batch)
+            slot = self._slot(i % 2, stop - start)
+            # stage this batch while the previous one's upload completes, then
+            # queue the previous kernels before waiting for this slot's last ones
+            staged = self._stage(slot, params[start:stop])
+            if uploaded is not None:
+                run(*uploaded)
+            keep.append(
+                self._upload(
+                    slot,
+                    staged,
+                    *(None if a is None else a[start:stop] for a in (offsets, jitter, trend)),
+                )
+            )
+            uploaded = (slot, start, stop)
+        if uploaded is not None:
+            run(*uploaded)
         self.queue.finish()
         if out is None:  # recycled memory: new pages would fault on the first write
             shapes = _result_shapes(n_models, n_inst, profile, np.float64)
@@ -770,51 +788,67 @@ class ModelEvaluator:
             slot = self._slots[index] = _Slot(self, max(n, min(self.plan.batch_models, 2 * n)))
         return slot
 
-    def _upload(self, slot: _Slot, params, offsets, jitter, trend) -> list[np.ndarray]:
-        """Enqueue the copies of one batch into ``slot`` (after the slot's
-        previous kernels); returns the host arrays to keep alive."""
-        n_values = params.shape[0] * self.n_planets
+    def _stage(self, slot: _Slot, params: np.ndarray) -> np.ndarray:
+        """The batch's parameters as they are uploaded: ``params`` itself when
+        already page-locked (:func:`clperiod.kepler.empty_params`), else their
+        copy in the slot's staging memory (after its previous upload)."""
         direct = (
             self.plan.double_params
             and params.dtype == np.float64
             and params.flags.c_contiguous
             and PINNED_POOL.owns(params, self.info)
         )
-        if direct:  # already page-locked (clperiod.kepler.empty_params): no staging copy
-            arrays = [(slot.params, params)]
-        else:
-            self._stage_params(slot, params)
-            arrays = [(slot.params, slot.staging[: 5 * n_values])]
+        if direct:
+            return params
+        self._stage_params(slot, params)
+        return slot.staging[: params.size]
+
+    def _upload(self, slot: _Slot, staged: np.ndarray, offsets, jitter, trend) -> list[np.ndarray]:
+        """Enqueue the copies of one batch (parameters from :meth:`_stage`) into
+        ``slot``, once the slot's previous kernels are done; returns the host
+        arrays to keep alive."""
+        arrays = [(slot.params, staged)]
         if not self.plan.double_params:
-            arrays.append((slot.coeff, slot.staging_coeff[: 4 * n_values]))
+            arrays.append((slot.coeff, slot.staging_coeff[: 4 * (staged.size // 5)]))
         real = self.real_dtype
         for buffer, value in ((slot.offsets, offsets), (slot.jitter, jitter), (slot.trend, trend)):
             if value is not None:
                 arrays.append((buffer, np.ascontiguousarray(value, dtype=real)))
+        if slot.done is not None:
+            slot.done.wait()  # on the host: see launch()
         copy_queue = get_queue(self.info, role="copy")
-        wait = [slot.done] if slot.done is not None else None
         events = [
-            cl.enqueue_copy(copy_queue, buffer, array, is_blocking=False, wait_for=wait)
+            cl.enqueue_copy(copy_queue, buffer, array, is_blocking=False)
             for buffer, array in arrays
         ]
         copy_queue.flush()
         slot.uploaded = events
-        slot.staged = events[-1] if not direct else slot.staged  # the copy queue is in order
+        slot.staged = events[-1]  # the copy queue is in order
         return [array for _, array in arrays]
 
     def prepare(self, params, offsets=None, jitter=None, trend=None) -> _Slot:
         """Upload one batch (for benchmarks that time :meth:`launch` alone)."""
         slot = self._slot(0, params.shape[0])
-        self._upload(slot, params, offsets, jitter, trend)
+        self._upload(slot, self._stage(slot, params), offsets, jitter, trend)
         get_queue(self.info, role="copy").finish()
         slot.n = params.shape[0]
         return slot
 
     def launch(self, slot: _Slot, n: int | None = None, layout: str | None = None) -> None:
         """Enqueue the kernels for the first ``n`` models uploaded to ``slot``
-        (``layout``: ``"fused"`` or ``"split"``, by default the plan's)."""
+        (``layout``: ``"fused"`` or ``"split"``, by default the plan's), once
+        the uploads are done.
+
+        The uploads are awaited on the host, not through the kernels' wait
+        lists: NVIDIA's OpenCL returns from an enqueue whose wait list holds
+        unfinished events of another queue only when they finish, and pyopencl
+        holds the interpreter lock through kernel enqueues, so every other
+        device's thread would stall meanwhile
+        (bench/results/2026-11-26_h200x2_kepler_host_waits.json).
+        """
         n = slot.n if n is None else n
         queue, real = self.queue, self.real_dtype
+        _await_uploads(slot)
         padded = -(-n // LOCAL_SIZE) * LOCAL_SIZE
         head = self._model_args(slot, n)
         tail = [slot.out, slot.out_k, slot.out_gamma, slot.status]
@@ -827,7 +861,6 @@ class ModelEvaluator:
                 real(self._observations.log_norm),
                 *self._observations.args(),
                 *tail,
-                wait_for=slot.uploaded or None,
             )
         else:
             vel, gvel = self._velocities(slot, n, self.statistic == "profile")
@@ -843,7 +876,6 @@ class ModelEvaluator:
                 gvel,
                 *tail,
             )
-        slot.uploaded = []
 
     def _model_args(self, slot: _Slot, n: int) -> list:
         """The kernels' leading arguments: models, parameters and extras."""
@@ -865,9 +897,7 @@ class ModelEvaluator:
         uploads); returns the vel[obs][model] (and gvel) buffers."""
         queue, n_obs = self.queue, self.obs.n_obs
         vel, gvel = slot.velocity_buffers(profile)
-        cl.enqueue_fill_buffer(
-            queue, slot.status, np.int32(0), 0, n * 4, wait_for=slot.uploaded or None
-        )
+        cl.enqueue_fill_buffer(queue, slot.status, np.int32(0), 0, n * 4)
         self._kernels["rv_velocity"](
             queue,
             (-(-n // LOCAL_SIZE) * LOCAL_SIZE, -(-n_obs // VELOCITY_BLOCK)),
@@ -897,14 +927,21 @@ class ModelEvaluator:
             stop = min(n, start + self.plan.batch_models)
             m = stop - start
             slot = self._slot(0, m)
-            self._upload(slot, params[start:stop], None, None, None)
+            self._upload(slot, self._stage(slot, params[start:stop]), None, None, None)
+            _await_uploads(slot)
             vel, _ = self._velocities(slot, m, False)
-            slot.uploaded = []
             host = np.empty((n_obs, slot.padded), real)
             cl.enqueue_copy(queue, host, vel)
             slot.done = None
             result[start:stop] = host[:, :m].T[:, inverse]
         return result
+
+
+def _await_uploads(slot: _Slot) -> None:
+    """Wait on the host (without the interpreter lock) for the slot's uploads."""
+    if slot.uploaded:
+        cl.wait_for_events(slot.uploaded)
+        slot.uploaded = []
 
 
 def _result_shapes(
@@ -984,17 +1021,19 @@ def device_items(plan: Plan, n_models: int, n_devices: int) -> list[tuple[int, i
     of at least the models that fill a device of ``plan``). Each item lies
     within the full launches or within the last launch of a one-device call
     and carries that launch's layout, so that evaluating the items gives
-    every model the arithmetic of the one-device call."""
+    every model the arithmetic of the one-device call. Items hold at least
+    :data:`ITEM_LAUNCHES` launches where each device still gets one."""
     full = n_models - n_models % plan.batch_models
     runs = (
         (0, full, plan.layout_for(plan.batch_models)),
         (full, n_models, plan.layout_for(n_models - full)),
     )
     fill = FUSED_MIN_MODELS_PER_CU * plan.compute_units  # models that fill a device
+    size = max(fill, min(ITEM_LAUNCHES * plan.batch_models, full // n_devices))
     return [
         (lo, hi, layout)
         for start, stop, layout in runs
-        for lo, hi in split_range(start, stop, n_devices, fill)
+        for lo, hi in split_range(start, stop, n_devices, size)
     ]
 
 

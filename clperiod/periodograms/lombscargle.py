@@ -1744,9 +1744,15 @@ def _enqueue_batch(
                 part_val,
                 part_idx,
             )
-            wait = [pending[slot]] if pending[slot] is not None else None
+            previous = pending[slot]
+            if previous is not None:
+                # the output block's last copy, awaited on the host: on NVIDIA's
+                # OpenCL a kernel waiting for another queue's events blocks its
+                # enqueue, which pyopencl makes with the interpreter lock held
+                # (bench/results/2026-11-26_h200x2_kepler_host_waits.json)
+                previous.wait()
             done = cl.enqueue_nd_range_kernel(
-                queue, tiles, (rows * chunk.tile_count * shape.wg,), (shape.wg,), wait_for=wait
+                queue, tiles, (rows * chunk.tile_count * shape.wg,), (shape.wg,)
             )
             events["tiles_s"].append(done)
             if power is not None:

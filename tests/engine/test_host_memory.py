@@ -202,31 +202,38 @@ PINNED_CONTEXTS = r"""
 import json
 import numpy as np
 import clperiod
-from clperiod.engine.staging import PINNED_POOL
+from clperiod.engine.staging import PINNED_POOL, periodogram_array
 
 first, second = clperiod.select_devices("cpu")
 array = PINNED_POOL.empty(first, (1000,), np.float64)
 print(json.dumps({"any": PINNED_POOL.owns(array), "first": PINNED_POOL.owns(array, first),
                   "second": PINNED_POOL.owns(array, second),
-                  "pageable": PINNED_POOL.owns(np.ones(1000), first)}))
+                  "pageable": PINNED_POOL.owns(np.ones(1000), first),
+                  "periodograms_one": PINNED_POOL.owns(periodogram_array([first], 4, 1000, "f4")),
+                  "periodograms_two": PINNED_POOL.owns(
+                      periodogram_array([first, second], 4, 1000, "f4"))}))
 """
 
 
 def test_page_locked_memory_belongs_to_one_devices_context():
     """Memory page-locked through one device's context is page-locked for that
-    device's copies only (another device copies it as pageable memory)."""
+    device's copies only (another device copies it as pageable memory), so
+    periodograms that two such devices fill go to ordinary memory."""
     owned = run_on_two_devices(PINNED_CONTEXTS)
-    assert owned == {"any": True, "first": True, "second": False, "pageable": False}
+    assert owned == {"any": True, "first": True, "second": False, "pageable": False,
+                     "periodograms_one": True, "periodograms_two": False}
 
 
 @pytest.mark.gpu
 def test_nvidia_gpus_share_page_locked_memory():
     """On the NVIDIA platform memory page-locked through one GPU's context is page-locked
-    for every GPU's copies (two GPUs needed); elsewhere it stays the first context's only
-    (above)."""
+    for every GPU's copies (two GPUs needed), periodograms that both fill included;
+    elsewhere it stays the first context's only (above)."""
     gpus = [info for info in clperiod.select_devices("all") if info.is_nvidia]
     if len(gpus) < 2:
         pytest.skip("needs two NVIDIA GPUs")
     array = staging.PINNED_POOL.empty(gpus[0], (1000,), np.float64)
     assert all(staging.PINNED_POOL.owns(array, info) for info in gpus)
     assert not staging.PINNED_POOL.owns(np.ones(1000), gpus[1])
+    power = staging.periodogram_array(gpus, 4, 1000, np.float32)
+    assert all(staging.PINNED_POOL.owns(power, info) for info in gpus)

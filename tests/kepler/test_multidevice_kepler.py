@@ -109,12 +109,12 @@ out["search"] = compare(lambda d: list(vars(kepler.search(
 # parameters page-locked through the first device's context go to it
 # straight; the second device stages them (for it they are pageable)
 direct = []  # (second device, uploaded straight from params) of each upload
-upload = rvmodel.ModelEvaluator._upload
-def upload_recording(self, slot, params, *args):
-    arrays = upload(self, slot, params, *args)
-    direct.append((self.info.label == devices[1].label, arrays[0] is params))
-    return arrays
-rvmodel.ModelEvaluator._upload = upload_recording
+stage = rvmodel.ModelEvaluator._stage
+def stage_recording(self, slot, params):
+    staged = stage(self, slot, params)
+    direct.append((self.info.label == devices[1].label, staged is params))
+    return staged
+rvmodel.ModelEvaluator._stage = stage_recording
 pinned = kepler.empty_params(n, 2, device=devices[0])
 pinned[...] = params
 out["chi2_pinned"] = compare(lambda d: [kepler.chi2(t, v, sigma, pinned, device=d, **kw)])
@@ -129,8 +129,9 @@ def two_device_runs():
 
 
 @pytest.mark.parametrize("name, n_items", [
-    # 10000 models: 9000 in full launches (4 items of at least 2048), 1000 in the last
-    ("chi2_mixed", 5), ("chi2_fp64", 5), ("chi2_fp32", 5), ("loglike_double_single", 5),
+    # 10000 models: 9000 in full launches (an item per device: three launches
+    # are too few for items of ITEM_LAUNCHES), 1000 in the last
+    ("chi2_mixed", 3), ("chi2_fp64", 3), ("chi2_fp32", 3), ("loglike_double_single", 3),
     ("radial_velocity", 2 * 3),  # 8001 models, two precisions
     ("solve_fp64", 4), ("solve_fp32", 4),  # 301301 elements, items of 2^16 at least
     ("likelihood", 2 + 1),  # 7001 models: 6000 in full launches, 1001 in the last
@@ -151,11 +152,11 @@ def test_page_locked_parameters_go_straight_to_their_own_device_only(two_device_
 
 
 def test_two_device_items_keep_one_device_layouts(two_device_runs):
-    """10000 models in launches of 3000 on 2-unit devices (fill 2048): 4
-    fused items over the full launches, then the last launch's 1000 models
-    split, as a one-device call evaluates them."""
+    """10000 models in launches of 3000 on 2-unit devices (fill 2048): a
+    fused item per device over the full launches, then the last launch's 1000
+    models split, as a one-device call evaluates them."""
     items = sorted((rows, layout) for _, rows, layout in two_device_runs["chi2_mixed"]["items"])
-    assert items == [(1000, "split")] + [(2250, "fused")] * 4
+    assert items == [(1000, "split")] + [(4500, "fused")] * 2
     assert two_device_runs["chi2_mixed"]["single_items"] == 1
 
 
@@ -171,12 +172,14 @@ def test_split_range_one_device_one_item():
 
 
 @pytest.mark.parametrize("n_models, n_devices", [(10_000_000, 2), (10_000_000, 3), (600_000, 2),
-                                                 (2_000_000, 8), (5000, 2), (1 << 19, 2)])
+                                                 (2_000_000, 8), (5000, 2), (1 << 19, 2),
+                                                 (100_000_000, 2)])
 def test_device_items_follow_one_device_launches(n_models, n_devices):
     """Items cover the models in order; each lies within the full launches or
     within the last launch of a one-device call and carries that launch's
-    layout; at least a device's fill of models each; enough items per device
-    when there are enough models (132 units: an H100)."""
+    layout; at least a device's fill of models each, and of ITEM_LAUNCHES
+    launches where every device still gets an item; enough items per device
+    when there are enough launches (132 units: an H100)."""
     plan = _plan(132)
     items = device_items(plan, n_models, n_devices)
     assert items[0][0] == 0 and items[-1][1] == n_models
@@ -189,8 +192,12 @@ def test_device_items_follow_one_device_launches(n_models, n_devices):
         run = n_models - full if in_last else full
         assert layout == plan.layout_for(n_models - full if in_last else batch)
         assert hi - lo >= min(fill, run)
-    if n_models >= fill * BATCHES_PER_DEVICE * n_devices:
-        assert len(items) >= BATCHES_PER_DEVICE * n_devices
+        if not in_last:
+            assert hi - lo >= min(rvmodel.ITEM_LAUNCHES * batch, full // n_devices)
+    in_full = [item for item in items if item[1] <= full]
+    assert len(in_full) >= min(n_devices, full // fill)
+    if full >= rvmodel.ITEM_LAUNCHES * batch * BATCHES_PER_DEVICE * n_devices:
+        assert len(in_full) >= BATCHES_PER_DEVICE * n_devices
 
 
 def test_device_items_forced_layout():
