@@ -16,6 +16,8 @@ Workloads:
   :func:`clperiod.kepler.empty_params` (page-locked, no staging copy);
 * ``nufft``: ``250 x --copies`` TESS-like light curves (20,000 points) through the
   NUFFT on 10^5 frequencies;
+* ``nufft_page_locked``: the same catalog's :meth:`clperiod.Catalog.page_locked`
+  copy (page-locked through the first device: no staging copy of the columns);
 * ``multiband``, ``mhaov``, ``pdm``: ``4000 x --copies`` ZTF-like g+r objects of
   ``bench_multiband.py`` on its 10^5 frequencies (fp32; MHAOV with 2 harmonics);
 * ``bls``: ``8 x --copies`` TESS-like light curves of ``bench_bls.py`` (10^5 periods,
@@ -299,8 +301,9 @@ def _ztf_like_bands(copies: int) -> Catalog:
     return Catalog.from_arrays(ids, t, y, dy, band=band)
 
 
-def bench_nufft(repeat: int, copies: int, timeline: bool) -> dict:
-    """The NUFFT path on TESS-like light curves (20,000 points, 10^5 frequencies)."""
+def bench_nufft(repeat: int, copies: int, timeline: bool, page_locked: bool = False) -> dict:
+    """The NUFFT path on TESS-like light curves (20,000 points, 10^5 frequencies),
+    the catalog's columns in ordinary or page-locked memory."""
     rng = np.random.default_rng(5)
     n_objects, n = 250 * copies, 20_000
     t = np.sort(rng.uniform(0, 27, (n_objects, n)), axis=1).ravel() + 59000.0
@@ -308,6 +311,8 @@ def bench_nufft(repeat: int, copies: int, timeline: bool) -> dict:
     cat = Catalog.from_offsets(np.arange(n_objects), np.arange(n_objects + 1) * n, t, y,
                                np.ones_like(t))
     grid = FrequencyGrid(0.05, 1 / (5 * 27), 100_000)
+    if page_locked:
+        cat = cat.page_locked(clperiod.select_devices()[0])
     return scaling(lambda devices: lombscargle(cat, grid, algorithm="nufft", device=devices),
                    cat, grid.nf, repeat, timeline)
 
@@ -382,6 +387,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("workloads", nargs="*",
                         help="lombscargle, supersmoother, kepler, kepler_pinned, nufft, "
+                        "nufft_page_locked, "
                         "multiband, mhaov, pdm, bls, singlepulse (default: all)")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--copies", type=int, default=4)
@@ -401,6 +407,7 @@ def main() -> None:
         "kepler": lambda: bench_kepler(repeat, args.n_models, traced_too),
         "kepler_pinned": lambda: bench_kepler(repeat, args.n_models, traced_too, pinned=True),
         "nufft": lambda: bench_nufft(repeat, copies, traced_too),
+        "nufft_page_locked": lambda: bench_nufft(repeat, copies, traced_too, page_locked=True),
         "multiband": lambda: bench_multiband(repeat, copies, traced_too),
         "mhaov": lambda: bench_mhaov(repeat, copies, traced_too),
         "pdm": lambda: bench_pdm(repeat, copies, traced_too),

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from clperiod.catalog import Catalog, Status
+from clperiod.engine.staging import PINNED_POOL
 
 
 @pytest.fixture
@@ -290,6 +291,26 @@ def test_slice_is_a_view(long_format):
     np.testing.assert_array_equal(part.dy, cat.dy[cat.offsets[1]:])
     assert np.shares_memory(part.y, cat.y)
     assert cat.slice(2, 2).n_objects == 0
+
+
+def test_page_locked_copy_keeps_the_catalog(long_format, cpu_device):
+    """Page-locked copies of t, y and dy (read-only, equal); ids, offsets,
+    bands, the checked flag and a known time order unchanged."""
+    ids, t, y, dy = long_format
+    cat = Catalog.from_arrays(ids, t, y, dy, band=np.array(list("grgrgrgrg")))
+    assert cat.time_ordered
+    locked = cat.page_locked(cpu_device)
+    for name in ("t", "y", "dy"):
+        column = getattr(locked, name)
+        np.testing.assert_array_equal(column, getattr(cat, name))
+        assert PINNED_POOL.owns(column, cpu_device)
+        assert not column.flags.writeable and not np.shares_memory(column, getattr(cat, name))
+    for name in ("ids", "offsets", "band_codes"):
+        np.testing.assert_array_equal(getattr(locked, name), getattr(cat, name))
+    assert (locked.bands, locked.checked) == (cat.bands, cat.checked)
+    assert "time_ordered" in locked.__dict__ and locked.time_ordered
+    without_dy = Catalog.from_arrays(ids, t, y).page_locked(cpu_device)
+    assert without_dy.dy is None and PINNED_POOL.owns(without_dy.t, cpu_device)
 
 
 def test_constructor_checks_structure():

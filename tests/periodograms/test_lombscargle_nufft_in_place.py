@@ -1,6 +1,7 @@
 """A NUFFT search of one light curve given as arrays: its catalog copies and checks the
 columns into page-locked memory, which the device uploads from in place, and the result
-gets a copy of its own (made while the device works)."""
+gets a copy of its own (made while the device works). A catalog's page-locked copy
+(Catalog.page_locked) is uploaded in place too."""
 
 from __future__ import annotations
 
@@ -169,3 +170,20 @@ def test_relocated_copies_the_columns_and_keeps_what_is_known(cpu_device):
     assert moved.checked and "time_ordered" in moved.__dict__ and moved.time_ordered
     np.testing.assert_array_equal(moved.ids, [0])
     np.testing.assert_array_equal(moved.offsets, [0, N])
+
+
+@pytest.mark.parametrize("algorithm", ["nufft", "direct"])
+def test_a_page_locked_catalog_is_uploaded_in_place(cpu_device, staged_copies, algorithm):
+    """Catalog.page_locked: the device preparing the points uploads the columns
+    where they lie (no staging copy of them), with the results of the catalog."""
+    t, y, dy = light_curve(seed=11)
+    catalog = Catalog.from_offsets([5, 6, 7], [0, 5000, 12000, N], t, y, dy)
+    expected = search(catalog, algorithm=algorithm)
+    assert N in staged_copies
+    staged_copies.clear()
+    locked = catalog.page_locked(cpu_device)
+    assert all(PINNED_POOL.owns(c, cpu_device) for c in (locked.t, locked.y, locked.dy))
+    result = search(locked, algorithm=algorithm)
+    if cpu_device.fp64:
+        assert N not in staged_copies
+    assert_same_results(result, expected)
