@@ -10,8 +10,10 @@ import sys
 
 def run_on_two_devices(script: str) -> dict:
     """The JSON that ``script`` printed last, run with CLPERIOD_DEVICE=cpu on
-    two PoCL devices (the CPU devices only, also on a machine with GPUs)."""
-    env = dict(os.environ, POCL_DEVICES="pthread pthread", CLPERIOD_DEVICE="cpu")
+    two PoCL devices of two compute units each (the CPU devices only, also on
+    a machine with GPUs or more cores, whose item counts would differ)."""
+    env = dict(os.environ, POCL_DEVICES="pthread pthread", CLPERIOD_DEVICE="cpu",
+               POCL_MAX_PTHREAD_COUNT="2")
     env.pop("PYOPENCL_CTX", None)
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
                           text=True, timeout=600)
