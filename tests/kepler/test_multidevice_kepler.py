@@ -3,14 +3,15 @@ element by element and model by model. PoCL shows one CPU as two devices with
 POCL_DEVICES="pthread pthread"; device discovery is once per process, so the
 runs happen in a subprocess (as in test_multidevice.py)."""
 
+import itertools
 from dataclasses import replace
 
 import pytest
-from two_devices import run_on_two_devices
 
+from clperiod.engine.scheduler import BATCHES_PER_DEVICE, split_range
 from clperiod.kepler import rvmodel
 from clperiod.kepler.rvmodel import Plan, device_items, shared_choices
-from clperiod.engine.scheduler import BATCHES_PER_DEVICE, split_range
+from two_devices import run_on_two_devices
 
 # two PoCL devices, each building every kernel variant: slow on 2 cores
 pytestmark = pytest.mark.slow
@@ -183,7 +184,7 @@ def test_device_items_follow_one_device_launches(n_models, n_devices):
     plan = _plan(132)
     items = device_items(plan, n_models, n_devices)
     assert items[0][0] == 0 and items[-1][1] == n_models
-    assert all(a[1] == b[0] for a, b in zip(items, items[1:]))
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(items))
     batch, fill = rvmodel.BATCH_MODELS, rvmodel.FUSED_MIN_MODELS_PER_CU * 132
     full = n_models - n_models % batch
     for lo, hi, layout in items:
@@ -208,7 +209,8 @@ def test_device_items_forced_layout():
 def test_shared_choices(cpu_device):
     """Devices of a run share the solver and phase arithmetic: Markley only
     when all are GPUs, a double-precision phase only when all have fp64."""
-    cpu, gpu = replace(cpu_device, kind="cpu", fp64=True), replace(cpu_device, kind="gpu", fp64=True)
+    cpu = replace(cpu_device, kind="cpu", fp64=True)
+    gpu = replace(cpu_device, kind="gpu", fp64=True)
     gpu_fp32 = replace(gpu, fp64=False)
     assert shared_choices([gpu], "mixed", "auto", "auto") == ("double", "markley")
     assert shared_choices([cpu], "mixed", "auto", "auto") == ("double", "danby")
