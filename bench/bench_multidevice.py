@@ -312,7 +312,7 @@ def bench_nufft(repeat: int, copies: int, timeline: bool, page_locked: bool = Fa
                                np.ones_like(t))
     grid = FrequencyGrid(0.05, 1 / (5 * 27), 100_000)
     if page_locked:
-        cat = cat.page_locked(clperiod.select_devices()[0])
+        cat = cat.page_locked()
     return scaling(lambda devices: lombscargle(cat, grid, algorithm="nufft", device=devices),
                    cat, grid.nf, repeat, timeline)
 
