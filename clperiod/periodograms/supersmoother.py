@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -275,13 +276,20 @@ def supersmoother(
     if periodogram:
         power = periodogram_array(devices, catalog.n_objects, searched.nf, options.dtype)
         power[prepared.status != Status.OK] = np.nan
-    states = {info: _DeviceState(info) for info in devices}
+    states: dict[int, _DeviceState] = {}  # per worker thread: a device may be listed twice
     with progress_bar(progress, len(items), "supersmoother") as bar:
         results = run_on_devices(
             devices,
             items,
             lambda info, item: _run_item(
-                states[info], item, prepared, searched, options, path, power, profile
+                states.setdefault(threading.get_ident(), _DeviceState(info)),
+                item,
+                prepared,
+                searched,
+                options,
+                path,
+                power,
+                profile,
             ),
             progress=bar.update if bar is not None else None,
         )
@@ -610,8 +618,8 @@ class _Clock:
 
 
 class _DeviceState:
-    """What one device keeps between the items of a run: each object group's
-    inputs, shared by the group's frequency slabs.
+    """What one device thread keeps between the items of a run: each object
+    group's inputs, shared by the group's frequency slabs.
 
     They are released only when the device is idle (a new group after an
     item was read back, or the end of the run): releasing a buffer that

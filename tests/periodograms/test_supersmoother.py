@@ -202,6 +202,33 @@ def test_frequency_arrays_in_fp32_and_in_pieces(rng, variant, memory, monkeypatc
     np.testing.assert_array_equal(split.top_k_frequency, r64.top_k_frequency)
 
 
+def test_a_device_listed_twice_gives_each_thread_its_own_inputs(rng, monkeypatch):
+    """Two worker threads on one device keep their object groups' inputs apart
+    (a shared cache let one thread's slabs use the other's group)."""
+    _, cat = sawtooth_catalog(rng, [(30, 0.7), (81, 0.31), (128, 2.3)])
+    grid = FrequencyGrid.from_frequencies(uneven_frequencies(rng, 200))
+    whole = clperiod.supersmoother(cat, grid, periodogram=True)
+    info = clperiod.select_devices()[0]
+    small = type(info)(**{**info.__dict__, "global_mem": 1_500_000, "max_alloc": 400_000})
+    monkeypatch.setattr(ss_module, "select_devices", lambda _: [small, small])
+    monkeypatch.setattr(ss_module, "bitonic_capacity", lambda info: 64)
+    both_started = threading.Barrier(2, timeout=30)
+    states: dict[int, set[int]] = {}
+    run_item = ss_module._run_item
+
+    def recorded(state, *args, **kwargs):
+        if threading.get_ident() not in states:
+            both_started.wait()
+        states.setdefault(threading.get_ident(), set()).add(id(state))
+        return run_item(state, *args, **kwargs)
+
+    monkeypatch.setattr(ss_module, "_run_item", recorded)
+    split = clperiod.supersmoother(cat, grid, periodogram=True)
+    assert len(states) == 2 and all(len(ids) == 1 for ids in states.values())
+    assert len(set.union(*states.values())) == 2
+    np.testing.assert_array_equal(split.power, whole.power)
+
+
 def test_compat_defaults_and_fmod_phases(rng):
     lcs, cat = sawtooth_catalog(rng, [(40, 0.37)])
     grid = FrequencyGrid.from_range(0.5, 3.0, 40)
