@@ -35,3 +35,29 @@ def test_mypy_finds_nothing_in_the_package():
 
 def test_ruff_format_leaves_the_package_as_it_is():
     _run_tool("ruff", "format", "--check", "clperiod")
+
+
+def _discarded_copies(path: Path) -> list[int]:
+    """Lines of ``path`` where a non-blocking ``enqueue_copy``'s event is dropped
+    at once: pyopencl's event of a copy to or from host memory then waits for
+    the copy in its destructor, holding the GIL (every other device thread
+    stalls)."""
+    import ast
+
+    lines = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)):
+            continue
+        call = node.value
+        name = call.func.attr if isinstance(call.func, ast.Attribute) else None
+        blocking = next((k.value for k in call.keywords if k.arg == "is_blocking"), None)
+        if name == "enqueue_copy" and isinstance(blocking, ast.Constant) and not blocking.value:
+            lines.append(node.lineno)
+    return lines
+
+
+def test_no_non_blocking_copy_drops_its_event():
+    found = {str(path.relative_to(ROOT)): lines
+             for path in sorted((ROOT / "clperiod").rglob("*.py"))
+             if (lines := _discarded_copies(path))}
+    assert found == {}

@@ -580,9 +580,21 @@ def get_queue(info: DeviceInfo, profiling: bool = False, role: str = "compute") 
     context = get_context(info)
     with _cache_lock:
         if key not in _queues:
+            _forget_ended_threads()
             props = cl.command_queue_properties.PROFILING_ENABLE if profiling else 0
             _queues[key] = cl.CommandQueue(context, info.device, properties=props)
         return _queues[key]
+
+
+def _forget_ended_threads() -> None:
+    """Drop the queues and pools of threads that have ended (``_cache_lock``
+    is held): a program that starts a thread per task would otherwise keep
+    a queue and up to :data:`POOL_HELD_FRACTION` of device memory per task."""
+    alive = {thread.ident for thread in threading.enumerate()}
+    for queue_key in [k for k in _queues if k[3] not in alive]:
+        del _queues[queue_key]
+    for pool_key in [k for k in _pools if k[1] is not None and k[1] not in alive]:
+        del _pools[pool_key]
 
 
 #: Freed pool memory kept for reuse at most (fraction of the device memory);
@@ -618,6 +630,7 @@ def _pool(info: DeviceInfo, thread: object) -> cl_tools.MemoryPool:
     context = get_context(info)
     with _cache_lock:
         if (info.device, thread) not in _pools:
+            _forget_ended_threads()
             allocator = cl_tools.ImmediateAllocator(cl.CommandQueue(context, info.device))
             _pools[info.device, thread] = cl_tools.MemoryPool(allocator)
         return _pools[info.device, thread]

@@ -71,6 +71,9 @@ FOUR_STEP_MAX = 1 << 25
 Method = Literal["auto", "vkfft", "host"]
 
 _lock = threading.Lock()
+#: Held while ``sys.stdout`` is redirected (a process-wide setting): two
+#: threads redirecting at once would leave it redirected.
+_quiet = threading.Lock()
 _probes: dict[tuple[cl.Context, cl.Device], str | None] = {}
 # (queue, shape, dtype) -> plan, or the reason the host computes that transform
 _plans: collections.OrderedDict[tuple[cl.CommandQueue, tuple[int, ...], np.dtype], Any] = (
@@ -90,14 +93,15 @@ def _vkfft_app_class() -> Any:
 
 def _new_app(queue: cl.CommandQueue, shape: tuple[int, ...], dtype: np.dtype) -> Any:
     """A VkFFT in-place, unnormalised plan along the last axis; pyvkfft's own
-    diagnostics (printed on failure) are dropped, its exception is kept.
+    diagnostics (printed on failure) are dropped, its exception is kept
+    (threads plan one at a time while ``sys.stdout`` is redirected).
 
     Single-precision plans read their twiddle factors from a table computed in
     double precision (VkFFT's ``useLUT``) instead of the device's float32 sines
     and cosines, which are too coarse on some devices for the float32 accuracy
     bound of the NUFFT periodograms."""
     lut = {"useLUT": 1} if np.dtype(dtype) == np.complex64 else {}
-    with contextlib.redirect_stdout(io.StringIO()):
+    with _quiet, contextlib.redirect_stdout(io.StringIO()):
         return _vkfft_app_class()(shape, dtype, queue, ndim=1, inplace=True, norm=0, **lut)
 
 

@@ -1043,12 +1043,22 @@ def _search(
             )
             chosen = slice(first, first + rows)
             peaks = _top_boxes(
-                queue, gather, outputs, top, rows, block, n_periods, options.top_k, kind, real
+                queue,
+                gather,
+                outputs,
+                top,
+                rows,
+                block,
+                n_periods,
+                options.top_k,
+                kind,
+                real,
+                pending,
             )
             reads.append(((chosen, found), [indices, keys, sums], peaks))
             if all_keys is not None and all_sums is not None:
                 own = slice(block.own_lo, block.own_hi)
-                boxes = _read_boxes(queue, outputs, rows, block)
+                boxes = _read_boxes(queue, outputs, rows, block, pending)
                 reads.append(((chosen, own), [all_keys, all_sums], boxes))
                 _settle(queue, reads)  # a periodogram's launches are not held twice
     _settle(queue, reads)
@@ -1281,11 +1291,13 @@ def _top_boxes(
     top_k: int,
     kind: str,
     real: str,
+    pending: list[cl.Event],
 ) -> list[np.ndarray]:
     """The top-k peaks of a launch's powers (``peaks_topk``) and their boxes
     (``bls_gather``) through the buffers ``top`` (:func:`_top_buffers`):
     period indices, keys and sums, ``(rows, top_k[, 2])``, read without
-    waiting (valid once the queue has finished)."""
+    waiting (valid once the queue has finished; the copies' events go to
+    ``pending``, as a dropped one would wait for its copy holding the GIL)."""
     wg = _PEAKS_WG[kind]
     (peaks,) = kernels.get_kernels(
         queue.context, "peaks", ("peaks_topk",), real=real, wg=wg, top_k=top_k
@@ -1324,19 +1336,24 @@ def _top_boxes(
     keys = np.empty((rows, top_k), np.int32)
     sums = np.empty((rows, top_k, 2), np.int64)
     for host, device in ((indices, best_idx), (keys, top_box), (sums, top_sums)):
-        cl.enqueue_copy(queue, host, device, is_blocking=False)
+        pending.append(cl.enqueue_copy(queue, host, device, is_blocking=False))
     return [indices, keys, sums]
 
 
 def _read_boxes(
-    queue: cl.CommandQueue, outputs: list[cl.Buffer], rows: int, block: _PeriodRange
+    queue: cl.CommandQueue,
+    outputs: list[cl.Buffer],
+    rows: int,
+    block: _PeriodRange,
+    pending: list[cl.Event],
 ) -> list[np.ndarray]:
     """The keys and sums of a launch's owned periods, ``(rows, n_own[, 2])``,
-    read without waiting (valid once the queue has finished)."""
+    read without waiting (valid once the queue has finished; the copies'
+    events go to ``pending``)."""
     keys = np.empty((rows, block.hi - block.lo), np.int32)
     sums = np.empty((rows, block.hi - block.lo, 2), np.int64)
-    cl.enqueue_copy(queue, keys, outputs[1], is_blocking=False)
-    cl.enqueue_copy(queue, sums, outputs[2], is_blocking=False)
+    for host, device in ((keys, outputs[1]), (sums, outputs[2])):
+        pending.append(cl.enqueue_copy(queue, host, device, is_blocking=False))
     own = slice(block.own_lo - block.lo, block.own_hi - block.lo)
     return [keys[:, own], sums[:, own]]
 

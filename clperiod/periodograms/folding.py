@@ -12,6 +12,7 @@ are folded by an element-wise kernel and sorted with two stable passes of
 from __future__ import annotations
 
 import functools
+import threading
 from dataclasses import dataclass
 from typing import Literal, get_args
 
@@ -291,9 +292,9 @@ class FoldSorter:
         # that sort last (phase +inf, segment n_seg) and drop them afterwards.
         padded = max(total, 2 * (3 * self.info.compute_units) ** 2)
         new = dict(allocator=self.allocator)
-        phase = cl_array.empty(self.queue, padded, self.dtype, **new).fill(np.inf)
+        phase = _filled(self.queue, padded, self.dtype(np.inf), self.allocator)
         index = cl_array.zeros(self.queue, padded, np.int32, **new)
-        seg = cl_array.empty(self.queue, padded, np.int32, **new).fill(n_seg)
+        seg = _filled(self.queue, padded, np.int32(n_seg), self.allocator)
         kernel.set_args(
             *inputs.phase_args,
             inputs.starts,
@@ -308,20 +309,34 @@ class FoldSorter:
             seg.data,
         )
         cl.enqueue_nd_range_kernel(self.queue, kernel, (n_seg * self.longest,), None)
-        by_phase, by_segment = _radix_sorters(self.queue.context, inputs.real)
-        (phase, index, seg), _ = by_phase(
-            phase, index, seg, queue=self.queue, key_bits=64 if inputs.fp64 else 32, **new
-        )
-        (phase, index, seg), _ = by_segment(
-            phase, index, seg, queue=self.queue, key_bits=int(n_seg).bit_length(), **new
-        )
+        by_phase, by_segment, enqueuing = _radix_sorters(self.queue.context, inputs.real)
+        with enqueuing:
+            (phase, index, seg), _ = by_phase(
+                phase, index, seg, queue=self.queue, key_bits=64 if inputs.fp64 else 32, **new
+            )
+            (phase, index, seg), _ = by_segment(
+                phase, index, seg, queue=self.queue, key_bits=int(n_seg).bit_length(), **new
+            )
         return phase[: max(total, 1)], index[: max(total, 1)]
 
 
+def _filled(queue: cl.CommandQueue, n: int, value: np.generic, allocator) -> cl_array.Array:
+    """A new device array of ``n`` copies of ``value``, filled by a fill
+    command (``Array.fill`` sets the arguments of a kernel that every thread
+    of the context shares)."""
+    array = cl_array.empty(queue, n, value.dtype, allocator=allocator)
+    array.add_event(cl.enqueue_fill_buffer(queue, array.data, value, 0, array.nbytes))
+    return array
+
+
 @functools.cache
-def _radix_sorters(context: cl.Context, real: str) -> tuple[RadixSort, RadixSort]:
+def _radix_sorters(context: cl.Context, real: str) -> tuple[RadixSort, RadixSort, threading.Lock]:
     """Two stable radix sorts: by phase bits (order-preserving for phases >= 0), then
-    by segment. Every array the keys read must be sorted along (pyopencl rule)."""
+    by segment. Every array the keys read must be sorted along (pyopencl rule).
+
+    Their kernels belong to the context, and a launch sets a kernel's arguments
+    before it enqueues it, so threads of one context enqueue sorts one at a
+    time (the lock returned with them)."""
     args = f"{real} *phase, int *index, int *seg"
     names = ["phase", "index", "seg"]
     if real == "double":
@@ -335,4 +350,4 @@ def _radix_sorters(context: cl.Context, real: str) -> tuple[RadixSort, RadixSort
     by_segment = RadixSort(
         context, args, "(uint) seg[i]", names, key_dtype=np.uint32, bits_at_a_time=4
     )
-    return by_phase, by_segment
+    return by_phase, by_segment, threading.Lock()

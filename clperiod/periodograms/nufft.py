@@ -1354,8 +1354,9 @@ def search_with(
         powers = staging.buffer(max(1, n_obj * nf) * np.dtype(plan.dtype).itemsize)
         transforms.power(queue, grid, points, powers, "standard" if psd else normalization)
         peaks = _top_k_peaks(queue, staging, powers, n_obj, plan, top_k, owned, nf)
+        copies = []  # kept until the queue finishes: a dropped copy event waits, GIL held
         if periodograms is not None and n_obj:
-            cl.enqueue_copy(queue, periodograms, powers, is_blocking=False)
+            copies.append(cl.enqueue_copy(queue, periodograms, powers, is_blocking=False))
         queue.finish()
     staging.release()
     status, psd_scale = points.status.copy(), points.psd_scale.copy()

@@ -938,7 +938,8 @@ class _SlabRun:
 def _copy_periodogram(queue, slab, power, rows, item: _Item, row_lo, row_len, dtype) -> None:
     """Copy the owned bins of a slab into ``power[rows, k_lo:k_hi]``."""
     contiguous = len(rows) == 0 or rows[-1] - rows[0] == len(rows) - 1
-    if contiguous and row_len == power.shape[1]:
+    whole_rows = item.k_lo == 0 and item.k_hi == power.shape[1] == row_len
+    if contiguous and whole_rows:
         cl.enqueue_copy(
             queue,
             power[rows[0] : rows[0] + len(rows)] if len(rows) else power[:0],

@@ -407,6 +407,28 @@ def test_queue_is_cached_per_device_profiling_and_thread() -> None:
     assert other[0] is not plain
 
 
+def test_queues_and_pools_of_ended_threads_are_dropped() -> None:
+    """A thread's own queue and memory pool go once the thread has ended and
+    another thread asks for a new one (a thread per task leaks nothing)."""
+    info = list_devices()[0]
+    ended: list[int] = []
+
+    def task() -> None:
+        device.get_queue(info, role="per-task")
+        device.thread_memory_pool(info)
+        ended.append(threading.get_ident())
+
+    for _ in range(3):
+        thread = threading.Thread(target=task)
+        thread.start()
+        thread.join()
+    kept = device.get_queue(info, role="after the tasks")
+    assert not [k for k in device._queues if k[3] in ended and k[3] != threading.get_ident()]
+    assert not [k for k in device._pools if k[1] in ended and k[1] != threading.get_ident()]
+    assert device.get_queue(info, role="after the tasks") is kept
+    assert device.memory_pool(info) is device.memory_pool(info)
+
+
 # ----------------------------------------------------------------- report and CLI
 
 

@@ -6,6 +6,8 @@ import json
 import os
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -206,6 +208,30 @@ def test_plans_are_cached_per_queue_and_bounded(queue, monkeypatch):
     assert len(fft._plans) == fft.MAX_PLANS
     fft.method_for(queue, (1, n), np.complex64, method="vkfft")  # evicted: planned again
     assert made.count((1, n)) == 2
+
+
+def test_threads_planning_at_once_leave_stdout_as_it_was(monkeypatch, capsys):
+    """pyvkfft's diagnostics are dropped by redirecting ``sys.stdout``; threads
+    planning at once take turns, so the process's stdout is restored."""
+    entered = threading.Event()
+
+    class Talkative:
+        def __init__(self, shape, dtype, queue, **options):
+            entered.set()
+            print("VkFFT diagnostics")
+            time.sleep(0.05)  # planning releases the GIL for a while
+
+    monkeypatch.setattr(fft, "_vkfft_app_class", lambda: Talkative)
+    stdout = sys.stdout
+    first = threading.Thread(target=fft._new_app, args=(None, (16,), np.complex64))
+    first.start()
+    entered.wait(5)
+    time.sleep(0.01)
+    fft._new_app(None, (16,), np.complex128)
+    first.join()
+    assert sys.stdout is stdout
+    print("after")
+    assert capsys.readouterr().out == "after\n"
 
 
 # ------------------------------------------------------------------ without VkFFT

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pytest
 
@@ -48,6 +50,38 @@ def test_fp64_matches_numpy(rng, method, lengths):
     result = clsort.fold_and_sort(catalog, grid, method=method)
     assert result.method == method
     check(result, catalog, grid, atol=1e-11)
+
+
+def test_threads_of_one_device_enqueue_radix_sorts_in_turn(rng, monkeypatch):
+    """The radix sorts' kernels belong to the context: each thread enqueues its
+    sorts holding the context's lock, and threads sorting at once get the
+    one-thread result."""
+    catalog = Catalog.from_lightcurves(lightcurves(rng, [300, 41, 129]))
+    grid = FrequencyGrid.from_range(0.05, 5.0, 23)
+    alone = clsort.fold_and_sort(catalog, grid, method="radix")
+    sorters = clsort._radix_sorters
+    held = []
+
+    def recording(context, real):
+        by_phase, by_segment, lock = sorters(context, real)
+
+        def recorded(sort):
+            def call(*args, **kwargs):
+                held.append(lock.locked())
+                return sort(*args, **kwargs)
+
+            return call
+
+        return recorded(by_phase), recorded(by_segment), lock
+
+    monkeypatch.setattr(clsort, "_radix_sorters", recording)
+    with ThreadPoolExecutor(4) as pool:
+        runs = list(pool.map(lambda _: clsort.fold_and_sort(catalog, grid, method="radix"),
+                             range(8)))
+    assert len(held) == 16 and all(held)
+    for run in runs:
+        np.testing.assert_array_equal(run.phase, alone.phase)
+        np.testing.assert_array_equal(run.order, alone.order)
 
 
 def test_auto_switches_to_radix_beyond_local_memory(rng):
