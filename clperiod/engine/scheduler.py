@@ -83,7 +83,8 @@ def run_on_devices(
     work
         Called once per item with the device that runs it.
     progress
-        Optional callback, called with 1 after each finished item.
+        Optional callback, called with 1 after each finished item (by one
+        worker at a time).
 
     Returns
     -------
@@ -117,6 +118,7 @@ def _run(
         todo.put(index)
     out: list = [None] * len(items)
     errors: list[BaseException] = []
+    reporting = threading.Lock()  # progress callbacks (tqdm's update) need not be thread-safe
 
     def worker(device: DeviceInfo) -> None:
         while not errors:
@@ -130,7 +132,8 @@ def _run(
                 errors.append(error)
                 return
             if progress:
-                progress(1)
+                with reporting:
+                    progress(1)
 
     seen: dict[int, int] = {}
     futures = []

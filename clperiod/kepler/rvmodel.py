@@ -12,10 +12,12 @@ the models over them. The public functions live in :mod:`clperiod.kepler`.
 from __future__ import annotations
 
 import enum
+import functools
 import math
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar, cast
 
 import numpy as np
 import pyopencl as cl
@@ -572,12 +574,28 @@ def _upload_observations(
     )
 
 
+Method = TypeVar("Method", bound=Callable[..., Any])
+
+
+def _one_call_at_a_time(method: Method) -> Method:
+    """``method`` of a :class:`ModelEvaluator`, one call at a time (the calls
+    of several threads share its device buffers)."""
+
+    @functools.wraps(method)
+    def call(self, *args, **kwargs):
+        with self._calling:
+            return method(self, *args, **kwargs)
+
+    return cast(Method, call)
+
+
 class ModelEvaluator:
     """Compiled kernels and device-resident observations for one data set.
 
     Everything is fixed at construction: the plan, the kernels and the
     observations on the device. Calls only reuse (and grow) the two sets of
-    device buffers that batches go through.
+    device buffers that batches go through. Threads may share an evaluator:
+    its calls take turns, each on the calling thread's queue.
 
     Parameters
     ----------
@@ -642,35 +660,46 @@ class ModelEvaluator:
         )
         self.real_dtype = np.float64 if self.plan.real == "double" else np.float32
         self.context = get_context(self.info)
-        self.queue = get_queue(self.info)
-        names = ("rv_fused", "rv_velocity", "rv_statistic")
-        self._kernels = dict(
-            zip(
-                names,
-                kernels.get_kernels(
-                    self.context,
-                    "rvmodel",
-                    names,
-                    real=self.plan.real,
-                    phase=self.plan.phase,
-                    n_planets=n_planets,
-                    ecc_form=self.ecc_form,
-                    time_form=self.time_form,
-                    n_inst=n_inst,
-                    statistic=statistic,
-                    offsets=offsets,
-                    jitter=jitter,
-                    trend=trend,
-                    space=self.plan.memory,
-                    method=self.plan.method,
-                ),
-                strict=True,
-            )
+        self._kernel_params = dict(
+            real=self.plan.real,
+            phase=self.plan.phase,
+            n_planets=n_planets,
+            ecc_form=self.ecc_form,
+            time_form=self.time_form,
+            n_inst=n_inst,
+            statistic=statistic,
+            offsets=offsets,
+            jitter=jitter,
+            trend=trend,
+            space=self.plan.memory,
+            method=self.plan.method,
         )
+        # per calling thread: its queue and kernel objects (a launch sets a
+        # kernel's arguments before enqueuing it, so threads must not share them)
+        self._per_thread: dict[int, tuple[cl.CommandQueue, dict[str, cl.Kernel]]] = {}
+        self._calling = threading.Lock()  # calls share the slots: one at a time
         self._observations = _upload_observations(
             self.queue, obs, self.plan, self.real_dtype, statistic == "profile", jitter
         )
         self._slots: dict[int, _Slot] = {}  # the batches' device buffers, made on first use
+
+    @property
+    def queue(self) -> cl.CommandQueue:
+        """The calling thread's compute queue on the device."""
+        return self._thread_tools()[0]
+
+    @property
+    def _kernels(self) -> dict[str, cl.Kernel]:
+        return self._thread_tools()[1]
+
+    def _thread_tools(self) -> tuple[cl.CommandQueue, dict[str, cl.Kernel]]:
+        tools = self._per_thread.get(threading.get_ident())
+        if tools is None:
+            names = ("rv_fused", "rv_velocity", "rv_statistic")
+            found = kernels.get_kernels(self.context, "rvmodel", names, **self._kernel_params)
+            tools = (get_queue(self.info), dict(zip(names, found, strict=True)))
+            self._per_thread[threading.get_ident()] = tools
+        return tools
 
     # ---------------------------------------------------------------- staging
     def _stage_params(self, slot: _Slot, p: np.ndarray) -> None:
@@ -699,6 +728,7 @@ class ModelEvaluator:
             )
 
     # ---------------------------------------------------------------- launch
+    @_one_call_at_a_time
     def __call__(
         self,
         params: np.ndarray,
@@ -913,6 +943,7 @@ class ModelEvaluator:
         )
         return vel, gvel
 
+    @_one_call_at_a_time
     def velocities(self, params: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """Keplerian velocity sums ``(n_models, n_obs)`` at the observation
         times (input order), without offsets or trend; NaN for bad models.

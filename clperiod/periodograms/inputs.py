@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Generic, TypeVar, cast, get_args
 
@@ -40,11 +41,12 @@ NO_PEAK = np.iinfo(np.int32).max
 
 class Deferred(Generic[T]):
     """A result the device may still be computing: :meth:`result` waits for it
-    (once; later calls return the same object)."""
+    (once, whichever thread asks first; later calls return the same object)."""
 
     def __init__(self, finish: Callable[[], T]) -> None:
         self._finish: Callable[[], T] | None = finish
         self._value: T | None = None
+        self._finishing = threading.Lock()
 
     @classmethod
     def ready(cls, value: T) -> Deferred[T]:
@@ -53,9 +55,10 @@ class Deferred(Generic[T]):
 
     def result(self) -> T:
         """Wait for the device and return the result."""
-        if self._finish is not None:
-            self._value = self._finish()
-            self._finish = None
+        with self._finishing:
+            if self._finish is not None:
+                self._value = self._finish()
+                self._finish = None
         return cast(T, self._value)
 
 

@@ -74,3 +74,20 @@ def test_nothing_is_traced_outside_the_block(device):
         pass
     assert run_on_devices([device, device], [1, 2], slow_square) == [1, 4]
     assert recorder.calls == [] and recorder.items == []
+
+
+def test_progress_is_reported_by_one_worker_at_a_time(device):
+    """A device listed three times: three workers; the progress callback is
+    never entered by two of them at once and counts every item."""
+    inside, overlaps, counted = [0], [0], [0]
+
+    def progress(n):
+        inside[0] += 1
+        overlaps[0] += inside[0] > 1
+        time.sleep(0.002)  # a slow callback (a terminal write)
+        counted[0] += n
+        inside[0] -= 1
+
+    results = run_on_devices([device] * 3, list(range(30)), lambda d, x: x + 1, progress)
+    assert results == list(range(1, 31))
+    assert counted[0] == 30 and overlaps[0] == 0

@@ -19,6 +19,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
@@ -762,6 +763,31 @@ def test_batched_launches_equal_one_launch(monkeypatch, precision, phase):
     np.testing.assert_allclose(whole["fused"], whole["split"], rtol=rtol)
     np.testing.assert_allclose(whole["fused_profile"], whole["split_profile"], rtol=rtol,
                                atol=rtol * 100)
+
+
+def test_threads_sharing_an_evaluator_get_their_own_results(monkeypatch):
+    """Threads may share an evaluator: its calls take turns (they share its
+    device buffers), each on the calling thread's queue and kernel objects."""
+    rng = np.random.default_rng(23)
+    pb = rv_problem(rng, n_models=1500, n_obs=40)
+    monkeypatch.setattr(rvmodel, "BATCH_MODELS", 256)  # several batches per call
+    obs = Observations.build(pb["t"], pb["v"], pb["sigma"], pb["labels"], pb["t_ref"])
+    evaluator = ModelEvaluator(obs, n_planets=2, offsets=True, precision="fp64")
+    parts = [slice(k * 300, (k + 1) * 300) for k in range(5)]
+    alone = [evaluator(pb["params"][part], pb["offsets"][part])["statistic"] for part in parts]
+    tools = []
+
+    def call(part):
+        tools.append((evaluator.queue, evaluator._kernels["rv_fused"]))
+        return evaluator(pb["params"][part], pb["offsets"][part])["statistic"]
+
+    with ThreadPoolExecutor(5) as pool:
+        together = list(pool.map(call, parts * 4))
+    for k, got in enumerate(together):
+        np.testing.assert_array_equal(got, alone[k % 5])
+    queues = {id(queue) for queue, _ in tools}
+    assert len(queues) > 1 and len({id(kernel) for _, kernel in tools}) == len(queues)
+    assert id(evaluator.queue) not in queues
 
 
 # ---------------------------------------------------------- 8. bad input

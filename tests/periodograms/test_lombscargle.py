@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -16,7 +18,7 @@ from clperiod.engine import staging as staging_module
 from clperiod.engine.staging import Staging
 from clperiod.io import load_example
 from clperiod.periodograms import lombscargle as LS_MODULE
-from clperiod.periodograms.inputs import reference_times
+from clperiod.periodograms.inputs import Deferred, reference_times
 from clperiod.testing import sinusoid_lightcurve
 
 NORMALIZATIONS = ["standard", "model", "log", "psd"]
@@ -711,6 +713,20 @@ def test_lombscargle_async_queues_then_matches_the_blocking_call(rng, monkeypatc
         clperiod.lombscargle_async(cats[0], grid, method="fast")
     with pytest.raises(TypeError):
         clperiod.lombscargle_async(cats[0], grid, bogus=1)
+
+
+def test_a_deferred_result_is_finished_once_for_threads_asking_at_once():
+    calls = []
+
+    def finish():
+        calls.append(1)
+        time.sleep(0.02)  # waiting for the device releases the GIL
+        return object()
+
+    deferred = Deferred(finish)
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda _: deferred.result(), range(4)))
+    assert len(calls) == 1 and all(result is results[0] for result in results)
 
 
 def test_a_batch_that_fails_while_queuing_returns_its_buffers(rng, monkeypatch):
