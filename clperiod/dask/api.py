@@ -858,10 +858,25 @@ def _by_object_and_time(frame: pd.DataFrame, id_col: str, t_col: str) -> pd.Data
     :func:`clperiod.io.frames.catalog_from_dataframe` reads them.
     """
 
+    if _in_order(frame, id_col, t_col):
+        return frame
+
     def key(column: pd.Series) -> pd.Series:
         return column.astype(str) if column.name == id_col and column.dtype == object else column
 
     return frame.sort_values([id_col, t_col], key=key, kind="stable")
+
+
+def _in_order(frame: pd.DataFrame, id_col: str, t_col: str) -> bool:
+    """Whether the rows are already sorted by numeric id, then time (no NaN
+    among them); other ids are sorted in any case."""
+    ids = frame[id_col] if id_col in frame.columns else frame.index.get_level_values(id_col)
+    t = frame[t_col]
+    if not all(isinstance(c.dtype, np.dtype) and c.dtype.kind in "iuf" for c in (ids, t)):
+        return False
+    ids, t = np.asarray(ids), np.asarray(t)
+    same = ids[1:] == ids[:-1]
+    return bool(np.all((ids[1:] > ids[:-1]) | (same & (t[1:] >= t[:-1]))))
 
 
 def _tag_ids(results: pd.DataFrame, partition_info: dict[str, Any] | None = None) -> pd.DataFrame:

@@ -259,6 +259,25 @@ def test_noncontiguous_rows_of_a_partition_are_searched_in_time_order(long_table
     assert_same_objects(out, single_device(clperiod.lombscargle, catalog, GRID))
 
 
+def test_partitions_in_order_are_not_sorted_again(long_table) -> None:
+    """A partition already in (id, time) order is searched as it is; any other
+    is sorted by id, then time (stable), NaN times last."""
+    from clperiod.dask.api import _by_object_and_time
+
+    for frame, id_col in ((long_table, "id"), (long_table.set_index("id"), "id")):
+        assert _by_object_and_time(frame, id_col, "t") is frame
+    stable = dict(kind="stable")
+    late = long_table.iloc[np.r_[1, 0, 2:len(long_table)]]  # two times of object 0 swapped
+    backwards = long_table.iloc[::-1]
+    gap = long_table.assign(t=np.where(np.arange(len(long_table)) == 3, np.nan, long_table.t))
+    named = long_table.assign(id=long_table.id.map("star {}".format))
+    for frame in (late, backwards, gap, named):
+        got = _by_object_and_time(frame, "id", "t")
+        key = (lambda c: c.astype(str) if c.name == "id" else c) if frame is named else None
+        pd.testing.assert_frame_equal(got, frame.sort_values(["id", "t"], key=key, **stable))
+        assert got is not frame
+
+
 def test_object_split_across_partitions_is_reported_without_shuffle(client, long_table) -> None:
     """shuffle=False trusts the partitioning; the id check names a split object."""
     frame = dd.from_pandas(long_table, npartitions=3, sort=False)
