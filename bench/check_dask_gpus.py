@@ -6,15 +6,18 @@ Runs :func:`clperiod.dask.lombscargle` (``top_k=3``) on the Lomb-Scargle catalog
 frame indexed by id with known divisions, in ``--partitions`` partitions. For one worker
 and for ``--workers`` workers (default 2, one per GPU) it starts a
 ``distributed.LocalCluster`` of single-threaded worker processes without device variables,
-so that each binds itself by rank to its own device (``clperiod.dask.workers``), moves the
-frame onto the workers (``persist``), and reports:
+so that each binds itself by rank to its own device (``clperiod.dask.workers``), and
+reports, for the frame held in the workers' memory (``--source memory``: ``persist``; the
+scheduler then runs each search where its partition lies) or read by the workers from one
+Parquet file per partition in every search (``--source parquet``, as a survey pipeline
+reads its light curves; the scheduler hands each read to a free worker):
 
 * every worker's rank and device (label and PCI bus:slot of NVIDIA devices) and whether
   the workers hold distinct devices;
 * whether every object appears exactly once and its columns (frequency, power, FAP,
   top-k peaks, status) equal those of a one-device in-process search, object by object;
 * the wall time of a warm run (best of ``--repeat`` after a first run that builds the
-  kernels) and the objects per second;
+  kernels), the objects per second, and how many partitions each worker searched in it;
 
 and the ratio of the two throughputs (issue 25 asks >= 1.8 for two GPUs).
 ``--cuda-visible-devices`` also runs two ``dask worker`` processes given
@@ -34,6 +37,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -78,26 +82,46 @@ def compared(table: pd.DataFrame, expected: pd.DataFrame) -> dict:
     return {"every_object_once": once, "identical_to_one_device": same}
 
 
-def check(client, ddf, grid, expected: pd.DataFrame, n_workers: int, repeat: int) -> dict:
-    """Binding, results and warm wall time of the cluster behind ``client``."""
+def check(client, source, grid, expected: pd.DataFrame, n_workers: int, repeat: int) -> dict:
+    """Binding, results and warm wall time of the cluster behind ``client`` on the
+    frame ``source()`` gives, with the searches each worker ran in the fastest run."""
+    from distributed import get_task_stream
+
     client.wait_for_workers(n_workers, timeout=120)
     workers = list(client.run(where).values())
-    frame = ddf.persist()
+    frame = source()
 
     def search() -> pd.DataFrame:
         return clperiod.dask.lombscargle(frame, grid, dy_col="dy", top_k=TOP_K).compute()
 
     table = search()  # builds the kernels on every worker
-    times = []
+    times, placements = [], []
     for _ in range(repeat):
-        started = time.perf_counter()
-        table = search()
-        times.append(time.perf_counter() - started)
+        with get_task_stream(client) as stream:
+            started = time.perf_counter()
+            table = search()
+            times.append(time.perf_counter() - started)
+        placements.append(searches_per_worker(stream.data))
     wall = min(times)
     return {"n_workers": n_workers, "workers": workers,
             "distinct_devices": len({w["pci"] for w in workers}) == len(workers),
-            **compared(table, expected), "warm_s": wall,
+            **compared(table, expected), "warm_s": wall, "runs_s": times,
+            "searches_per_worker": placements[times.index(wall)],
             "objects_per_s": len(expected) / wall}
+
+
+def searches_per_worker(tasks: list[dict]) -> dict:
+    """Partitions searched by each worker, and their compute seconds."""
+    out: dict = {}
+    for task in tasks:
+        key = task["key"][0] if isinstance(task["key"], tuple) else task["key"]
+        if "search_partition" not in str(key):
+            continue
+        entry = out.setdefault(task["worker"], {"partitions": 0, "compute_s": 0.0})
+        entry["partitions"] += 1
+        entry["compute_s"] += sum(step["stop"] - step["start"]
+                                  for step in task["startstops"] if step["action"] == "compute")
+    return out
 
 
 def local_cluster(n_workers: int):
@@ -107,7 +131,7 @@ def local_cluster(n_workers: int):
                         dashboard_address=None)
 
 
-def visible_devices_rule(ddf, grid, expected, repeat: int) -> dict:
+def visible_devices_rule(source, grid, expected, repeat: int) -> dict:
     """Two ``dask worker`` processes with ``CUDA_VISIBLE_DEVICES`` rotated."""
     from distributed import Client, LocalCluster
 
@@ -120,7 +144,7 @@ def visible_devices_rule(ddf, grid, expected, repeat: int) -> dict:
             for rank, visible in enumerate(("0,1", "1,0"))]
         try:
             with Client(cluster) as client:
-                return check(client, ddf, grid, expected, 2, repeat)
+                return check(client, source, grid, expected, 2, repeat)
         finally:
             for worker in workers:
                 worker.terminate()
@@ -135,6 +159,9 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=8)
     parser.add_argument("--workers", type=int, default=2, help="workers of the scaled run")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--source", choices=("memory", "parquet"), default="memory",
+                        help="the frame persisted on the workers, or read from Parquet files "
+                             "in every search")
     parser.add_argument("--cuda-visible-devices", action="store_true",
                         help="also check two workers bound by CUDA_VISIBLE_DEVICES")
     parser.add_argument("--out", help="write the JSON here")
@@ -150,22 +177,34 @@ def main() -> None:
     frame = pd.DataFrame({"id": np.repeat(catalog.ids, catalog.lengths), "t": catalog.t,
                           "y": catalog.y, "dy": catalog.dy}).set_index("id")
     ddf = dd.from_pandas(frame, npartitions=args.partitions, sort=True)
+    folder = tempfile.TemporaryDirectory()
+    if args.source == "parquet":
+        ddf.to_parquet(folder.name)
+
+        def source():
+            return dd.read_parquet(folder.name, index="id", calculate_divisions=True)
+    else:
+
+        def source():
+            return ddf.persist()
+
     out = {"date": datetime.date.today().isoformat(), "command": " ".join(sys.argv),
            "devices": [d.label for d in clperiod.select_devices("all")],
            "reference_device": device[0].label, "n_objects": catalog.n_objects,
            "n_points": int(catalog.lengths.sum()), "nf": args.nf, "top_k": TOP_K,
-           "partitions": args.partitions}
+           "partitions": args.partitions, "source": args.source}
     for variable in ("CLPERIOD_DEVICE", "PYOPENCL_CTX", "CUDA_VISIBLE_DEVICES"):
         os.environ.pop(variable, None)  # the workers bind themselves
     for n_workers in (1, args.workers):
         with local_cluster(n_workers) as cluster, Client(cluster) as client:
-            out[f"local_cluster_{n_workers}_workers"] = check(client, ddf, grid, expected,
+            out[f"local_cluster_{n_workers}_workers"] = check(client, source, grid, expected,
                                                               n_workers, args.repeat)
     one, many = (out[f"local_cluster_{n}_workers"]["warm_s"] for n in (1, args.workers))
     out["throughput_ratio"] = one / many
     if args.cuda_visible_devices:
-        out["cuda_visible_devices_rule"] = visible_devices_rule(ddf, grid, expected,
+        out["cuda_visible_devices_rule"] = visible_devices_rule(source, grid, expected,
                                                                 args.repeat)
+    folder.cleanup()
     text = json.dumps(out, indent=1)
     print(text)
     if args.out:
