@@ -90,7 +90,9 @@ def run_on_devices(
     -------
     list
         ``work`` results in the order of ``items``. The first exception raised
-        by any worker is re-raised after all workers stopped.
+        by any worker (or by ``progress``) is re-raised after all workers
+        stopped; an interrupt of the caller (KeyboardInterrupt) lets the
+        workers finish the items under way, start no other, and is re-raised.
     """
     tracer = _tracer
     if tracer is not None:
@@ -128,22 +130,38 @@ def _run(
                 return
             try:
                 out[index] = work(device, items[index])
+                if progress:
+                    with reporting:
+                        progress(1)
             except BaseException as error:  # re-raised in the caller
                 errors.append(error)
                 return
-            if progress:
-                with reporting:
-                    progress(1)
 
     seen: dict[int, int] = {}
     futures = []
     for device in devices:
         slot = seen[device.device.int_ptr] = seen.get(device.device.int_ptr, -1) + 1
         futures.append(_worker(device, slot).submit(worker, device))
-    concurrent.futures.wait(futures)
+    try:
+        concurrent.futures.wait(futures)
+    except BaseException as interrupt:  # KeyboardInterrupt: stop after the items under way
+        errors.append(interrupt)
+        _wait_through_interrupts(futures)
+        raise
     if errors:
         raise errors[0]
     return out
+
+
+def _wait_through_interrupts(futures: list[concurrent.futures.Future]) -> None:
+    """Wait for ``futures`` even if interrupted again (their items are under way
+    on the devices and write into the caller's arrays)."""
+    while True:
+        try:
+            concurrent.futures.wait(futures)
+            return
+        except KeyboardInterrupt:
+            continue
 
 
 def _traced(

@@ -17,6 +17,7 @@ memory (new memory costs a page fault per page on first write).
 from __future__ import annotations
 
 import collections
+import concurrent.futures
 import contextlib
 import ctypes
 import os
@@ -45,6 +46,7 @@ __all__ = [
     "HOST_POOL_MIN_BYTES",
     "HostPool",
     "PINNED_FRACTION",
+    "PINNED_FREE_FRACTION",
     "PINNED_POOL",
     "PinnedPool",
     "RecyclingPool",
@@ -84,7 +86,7 @@ class RecyclingPool:
         # blocks whose arrays died, not yet in _free: a finalizer only appends
         # here (atomic), as it may run inside any allocation, even while this
         # thread holds the lock (a garbage collection in _take)
-        self._returned: collections.deque[tuple[int, np.ndarray]] = collections.deque()
+        self._returned: collections.deque[tuple[int | None, np.ndarray]] = collections.deque()
 
     def _hand_out(
         self, key: int, block: np.ndarray, nbytes: int, shape: tuple[int, ...], dtype: np.dtype
@@ -106,8 +108,21 @@ class RecyclingPool:
             return free.pop(min(fits, key=lambda i: free[i].nbytes))
 
     def _give_back(self, key: int, block: np.ndarray) -> None:
-        """Finalizer of a handed-out array: its block is free again."""
-        self._returned.append((key, block))
+        """Finalizer of a handed-out array: its block is free again (a block
+        larger than the pool keeps in all goes back to the system at once)."""
+        if self._max_free_bytes is not None and block.nbytes > self._max_free_bytes:
+            self._drop_oversized(block)
+        else:
+            self._returned.append((key, block))
+
+    def release_free(self) -> None:
+        """Hand every free block back to the system."""
+        with self._lock:
+            self._file_returned()
+            for free in self._free.values():
+                for block in free:
+                    self._forget(block)
+            self._free.clear()
 
     def _file_returned(self) -> None:
         """Move the blocks given back into the free lists, keeping the newest
@@ -115,6 +130,9 @@ class RecyclingPool:
         (the lock is held)."""
         while self._returned:
             key, block = self._returned.popleft()
+            if key is None:
+                self._forget(block)
+                continue
             free = self._free.setdefault(key, [])
             free.append(block)
             for dropped in free[: -self._max_free]:
@@ -135,6 +153,11 @@ class RecyclingPool:
     def _forget(self, block: np.ndarray) -> None:
         """A block leaves the pool (the lock is held)."""
 
+    def _drop_oversized(self, block: np.ndarray) -> None:
+        """A returned block too large to keep (from a finalizer, which may run
+        while this thread holds the lock: it must not take it); ordinary
+        memory goes when its last reference does."""
+
 
 class PinnedPool(RecyclingPool):
     """Page-locked host arrays, recycled across calls.
@@ -145,8 +168,8 @@ class PinnedPool(RecyclingPool):
     (a block is the host mapping of one buffer; free lists per context).
     """
 
-    def __init__(self, max_free: int = 8):
-        super().__init__(max_free)
+    def __init__(self, max_free: int = 8, max_free_bytes: int | None = None):
+        super().__init__(max_free, max_free_bytes)
         self._buffers: dict[int, cl.Buffer] = {}  # mapping address -> buffer (kept alive)
 
     def empty(self, info: DeviceInfo, shape: tuple[int, ...], dtype) -> np.ndarray:
@@ -162,7 +185,9 @@ class PinnedPool(RecyclingPool):
         mapped = self._take(key, nbytes)
         if mapped is None:
             if nbytes > PINNED_FRACTION * available_host_memory():
-                return np.empty(shape, dtype=dtype)
+                self.release_free()  # free page-locked blocks count as taken
+                if nbytes > PINNED_FRACTION * available_host_memory():
+                    return np.empty(shape, dtype=dtype)
             try:
                 mapped, buffer = _pinned_block(info, context, nbytes)
             except (cl.Error, MemoryError):
@@ -186,6 +211,9 @@ class PinnedPool(RecyclingPool):
 
     def _forget(self, block: np.ndarray) -> None:
         self._buffers.pop(block.ctypes.data, None)
+
+    def _drop_oversized(self, block: np.ndarray) -> None:
+        self._returned.append((None, block))  # forgotten, not filed, under the lock
 
 
 def serves(context: cl.Context, info: DeviceInfo) -> bool:
@@ -241,8 +269,24 @@ def _pinned_block(
     return mapped, buffer
 
 
+#: Most bytes of free page-locked blocks :data:`PINNED_POOL` keeps: this
+#: fraction of the host's physical memory (page-locked memory cannot be
+#: swapped out).
+PINNED_FREE_FRACTION = 1 / 16
+
+
+def _physical_memory() -> int | None:
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):  # no sysconf (Windows)
+        return None
+
+
+_physical = _physical_memory()
 #: The process-wide pool used for returned periodograms and upload staging.
-PINNED_POOL = PinnedPool()
+PINNED_POOL = PinnedPool(
+    max_free_bytes=None if _physical is None else int(PINNED_FREE_FRACTION * _physical)
+)
 
 #: Smallest array that :class:`HostPool` recycles (smaller ones are recycled by malloc).
 HOST_POOL_MIN_BYTES = 1 << 20
@@ -259,6 +303,9 @@ def check_periodogram_memory(n_objects: int, nf: int, dtype) -> None:
     computes anything)."""
     nbytes = n_objects * nf * np.dtype(dtype).itemsize
     available = available_host_memory()
+    if nbytes > available:
+        PINNED_POOL.release_free()  # free page-locked blocks count as taken
+        available = available_host_memory()
     if nbytes > available:
         raise MemoryError(
             f"the periodograms of {n_objects} objects x {nf} frequencies ({np.dtype(dtype)}) "
@@ -469,11 +516,15 @@ def in_parts(n: int, work: Callable[[int, int], None], min_part: int = _COPY_PAR
     """``work(lo, hi)`` over near-equal parts of ``range(n)``: the first in this
     thread, the others on ``clperiod.engine.workers`` threads (NumPy lets go of the
     interpreter in its loops); all in this thread when ``n`` is below two
-    parts of ``min_part``."""
+    parts of ``min_part``. Returns, or raises, once every part has stopped
+    (the parts write into the caller's memory)."""
     parts = max(1, min(_COPY_WORKERS, n // min_part))
     bounds = [n * k // parts for k in range(parts + 1)]
     others = [workers.submit(work, bounds[k], bounds[k + 1]) for k in range(1, parts)]
-    work(bounds[0], bounds[1])  # the first part in this thread
+    try:
+        work(bounds[0], bounds[1])  # the first part in this thread
+    finally:
+        concurrent.futures.wait(others)
     for job in others:
         job.result()
 

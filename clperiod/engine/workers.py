@@ -47,6 +47,7 @@ class SerialQueue:
         self._lock = threading.Lock()
         self._running = False
         self._last: concurrent.futures.Future | None = None
+        self._current: concurrent.futures.Future | None = None  # the job running
         _queues.add(self)
 
     def submit(self, function: Callable[..., Any], *args: Any) -> concurrent.futures.Future:
@@ -61,11 +62,17 @@ class SerialQueue:
         return future
 
     def join(self) -> None:
-        """Wait until every job queued so far has run (whatever its outcome)."""
+        """Wait until every job queued so far has run (whatever its outcome) or
+        been cancelled."""
         with self._lock:
-            last = self._last
-        if last is not None:
-            concurrent.futures.wait([last])
+            waited = [job for job in (self._last, self._current) if job is not None]
+        concurrent.futures.wait(waited)
+
+    def cancel(self) -> None:
+        """Cancel the jobs that have not started."""
+        with self._lock:
+            for future, _, _ in self._jobs:
+                future.cancel()
 
     def _drain(self) -> None:
         while True:
@@ -74,14 +81,18 @@ class SerialQueue:
                     self._running = False
                     return
                 future, function, args = self._jobs.popleft()
-            if not future.set_running_or_notify_cancel():
-                continue
+                if not future.set_running_or_notify_cancel():
+                    continue
+                self._current = future
             try:
                 result = function(*args)
             except BaseException as error:  # handed to whoever waits on the future
                 future.set_exception(error)
             else:
                 future.set_result(result)
+            finally:
+                with self._lock:
+                    self._current = None
 
 
 def _after_fork_in_child() -> None:
@@ -92,7 +103,7 @@ def _after_fork_in_child() -> None:
         serial._jobs.clear()
         serial._lock = threading.Lock()
         serial._running = False
-        serial._last = None
+        serial._last = serial._current = None
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)

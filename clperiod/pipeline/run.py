@@ -635,13 +635,13 @@ def _search_chunks(
             pending.append(hand_over(last, final=True))
         written += _done(pending, most_pending=0)
     except BaseException:
-        # a bad row or a failed search: keep the chunk in flight if it finishes
-        if begun is not None:
-            with contextlib.suppress(Exception):
-                hand_over(begun)
-        # the writer finishes (its jobs use the appender) before the appender
-        writer.join()
-        appender.join()
+        try:
+            # a bad row or a failed search: keep the chunk in flight if it finishes
+            if begun is not None:
+                with contextlib.suppress(Exception):
+                    hand_over(begun)
+        finally:
+            _settle_writes(writer, appender)
         raise
     return _Tally(
         n_objects,
@@ -651,6 +651,26 @@ def _search_chunks(
         tuple(path for done in written for path in done.figures),
         dict(sum((done.grid_warnings for done in written), Counter())),
     )
+
+
+def _settle_writes(writer: SerialQueue, appender: SerialQueue) -> None:
+    """Wait for the queued writes (the writer's jobs use the appender, so the
+    writer goes first). An interrupt while waiting cancels the writes not
+    started and still waits for those under way, through further interrupts:
+    nothing may write once the run's outputs are unlocked."""
+    try:
+        writer.join()
+        appender.join()
+    except KeyboardInterrupt:
+        writer.cancel()
+        appender.cancel()
+        while True:
+            try:
+                writer.join()
+                appender.join()
+                return
+            except KeyboardInterrupt:
+                continue
 
 
 def _plot_ids(figures: _Figures | None, catalog: Catalog, objects_before: int) -> np.ndarray:

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 
 import numpy as np
 import pyopencl as cl
@@ -184,6 +185,44 @@ def test_host_pool_recycles_large_arrays_only():
     assert pool._take(0, 2_000_000) is not None and pool._take(0, 2_000_000) is not None
     assert pool._take(0, 2_000_000) is None
     assert len(set(addresses)) == 3
+
+
+def test_blocks_beyond_what_a_pool_keeps_go_back_at_once(cpu_device):
+    """A returned block larger than the bytes a pool keeps is not kept (ordinary
+    memory at once, page-locked memory at the pool's next use); release_free
+    hands back every free page-locked block."""
+    pool = staging.HostPool(max_free_bytes=1 << 20)
+    large = pool.empty((300_000,), np.float64)  # 2.4 MB
+    del large
+    assert not pool._returned and pool._take(0, 2_400_000) is None
+    pinned = staging.PinnedPool(max_free_bytes=1 << 20)
+    large = pinned.empty(cpu_device, (300_000,), np.float64)
+    assert pinned.owns(large)
+    address = _address(large)
+    del large
+    small = pinned.empty(cpu_device, (1000,), np.float64)  # files what came back
+    key = clperiod.engine.devices.get_context(cpu_device).int_ptr
+    assert address not in pinned._buffers and pinned._take(key, 2_400_000) is None
+    kept = [pinned.empty(cpu_device, (50_000,), np.float64) for _ in range(2)]  # 400 kB each
+    del kept, small
+    pinned.release_free()
+    assert not pinned._buffers and not pinned._free
+
+
+def test_parts_finish_before_a_failed_part_is_raised(monkeypatch):
+    """in_parts raises only once every part has stopped writing."""
+    monkeypatch.setattr(staging, "_COPY_WORKERS", 4)
+    done = []
+
+    def work(lo, hi):
+        if lo == 0:
+            raise KeyboardInterrupt
+        time.sleep(0.05)
+        done.append(lo)
+
+    with pytest.raises(KeyboardInterrupt):
+        staging.in_parts(4 * staging._COPY_PART, work)
+    assert len(done) == 3
 
 
 def test_catalog_columns_are_recycled_host_memory(monkeypatch):

@@ -7,6 +7,7 @@ import time
 import pytest
 
 from clperiod.engine.devices import select_devices
+from clperiod.engine import scheduler
 from clperiod.engine.scheduler import run_on_devices, tracing
 
 
@@ -91,3 +92,43 @@ def test_progress_is_reported_by_one_worker_at_a_time(device):
     results = run_on_devices([device] * 3, list(range(30)), lambda d, x: x + 1, progress)
     assert results == list(range(1, 31))
     assert counted[0] == 30 and overlaps[0] == 0
+
+
+def test_an_interrupted_call_starts_no_other_item_and_waits_for_those_under_way(
+    device, monkeypatch
+):
+    """Ctrl-C while devices work: the workers finish the items under way, take no
+    other, and the interrupt reaches the caller once they have stopped."""
+    started, finished = [], []
+
+    def slow(device, x):
+        started.append(x)
+        time.sleep(0.05)
+        finished.append(x)
+        return x
+
+    waits = []
+    original = scheduler.concurrent.futures.wait
+
+    def interrupted_once(futures, *args, **kwargs):
+        waits.append(1)
+        if len(waits) == 1:
+            time.sleep(0.02)
+            raise KeyboardInterrupt
+        return original(futures, *args, **kwargs)
+
+    monkeypatch.setattr(scheduler.concurrent.futures, "wait", interrupted_once)
+    with pytest.raises(KeyboardInterrupt):
+        run_on_devices([device] * 2, list(range(40)), slow)
+    monkeypatch.undo()
+    assert len(started) <= 4 and sorted(started) == sorted(finished)
+    time.sleep(0.2)
+    assert len(started) <= 4
+
+
+def test_a_failing_progress_callback_is_raised(device):
+    def progress(n):
+        raise RuntimeError("the terminal is gone")
+
+    with pytest.raises(RuntimeError, match="terminal is gone"):
+        run_on_devices([device] * 2, list(range(4)), lambda d, x: x, progress)

@@ -50,6 +50,19 @@ def test_join_waits_for_every_queued_job():
     workers.SerialQueue().join()  # nothing queued: returns at once
 
 
+def test_cancel_drops_the_jobs_not_started_and_join_waits_for_the_one_running():
+    done = []
+    serial = workers.SerialQueue()
+    running = threading.Event()
+    first = serial.submit(lambda: (running.set(), time.sleep(0.1), done.append(0)))
+    later = [serial.submit(done.append, k) for k in (1, 2)]
+    running.wait(10)
+    serial.cancel()
+    serial.join()
+    assert done == [0] and first.done() and all(f.cancelled() for f in later)
+    assert serial.submit(done.append, 3).result(timeout=10) is None and done == [0, 3]
+
+
 def test_idle_workers_are_reused():
     workers.submit(time.sleep, 0).result(timeout=10)
     time.sleep(0.05)  # the worker is idle again

@@ -245,6 +245,41 @@ def test_a_run_stopped_before_its_output_is_in_place_searches_the_last_chunk_aga
     assert not work_directory(output).exists()
 
 
+def test_a_second_interrupt_still_waits_for_the_writes_under_way(tmp_path, input_file,
+                                                                 monkeypatch, cpu_device):
+    """Ctrl-C, then Ctrl-C again while the run hands over its last chunk: the run
+    cancels the writes not started, waits for the one under way and only then
+    unlocks its outputs and raises; it resumes to the full output."""
+    reference = run_catalog(_reader(input_file), _search(), tmp_path / "ref.parquet",
+                            device=cpu_device, progress=False)
+    write, wait_for = pipeline._write, pipeline._wait_for
+    writing, waits = [], []
+
+    def slow_write(*args, **kwargs):
+        writing.append(1)
+        time.sleep(0.3)
+        result = write(*args, **kwargs)
+        writing.pop()
+        return result
+
+    def interrupted(*args, **kwargs):
+        waits.append(1)
+        if len(waits) >= 3:
+            raise KeyboardInterrupt
+        return wait_for(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "_write", slow_write)
+    monkeypatch.setattr(pipeline, "_wait_for", interrupted)
+    output = tmp_path / "out.parquet"
+    with pytest.raises(KeyboardInterrupt):
+        run_catalog(_reader(input_file), _search(), output, device=cpu_device, progress=False)
+    assert not writing and len(waits) == 4
+    assert not list(tmp_path.glob(".*.tmp-*")) and not list(tmp_path.glob(".*.lock"))
+    monkeypatch.undo()
+    run = run_catalog(_reader(input_file), _search(), output, device=cpu_device, progress=False)
+    assert run.n_resumed >= 1 and pq.read_table(output).equals(pq.read_table(reference.output))
+
+
 def test_work_directory_of_other_settings_is_refused(tmp_path, input_file, monkeypatch,
                                                      cpu_device):
     output = tmp_path / "out.parquet"
