@@ -175,6 +175,12 @@ def _unsafe_plan(device: cl.Device, app: Any) -> str | None:
     return None
 
 
+def _short_of_memory(error: Exception) -> bool:
+    """Whether a plan failed for want of device memory, which later calls may have."""
+    text = str(error).upper()
+    return isinstance(error, cl.MemoryError) or "ALLOCAT" in text or "OUT_OF_RESOURCES" in text
+
+
 def _plan(queue: cl.CommandQueue, shape: tuple[int, ...], dtype: np.dtype) -> Any:
     """The cached VkFFT plan for this transform, or a string: why the host does it."""
     key = (queue, shape, dtype)
@@ -194,6 +200,8 @@ def _plan(queue: cl.CommandQueue, shape: tuple[int, ...], dtype: np.dtype) -> An
                 FFTWarning,
                 stacklevel=3,
             )
+            if _short_of_memory(error):
+                return plan  # not kept: the next call plans again
         else:
             plan = _unsafe_plan(queue.device, app) or app
     with _lock:

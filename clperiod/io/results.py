@@ -28,12 +28,12 @@ writes a float64, exactly).
 periodograms never have to be in memory at once.
 
 Every file is written under a temporary name next to it and moved into place
-(``os.replace``) when complete. A temporary is a new file with an
-unpredictable name, ``.<name>.tmp-<pid>-<random>``, created with
-``O_CREAT | O_EXCL | O_NOFOLLOW`` (:func:`exclusive_temporary`): a file or
-symbolic link that another user placed in a shared directory is never
-opened, let alone overwritten. A write that fails, the final rename
-included, removes its temporary.
+(``os.replace``) when complete and on the disk (:func:`durable_replace`). A
+temporary is a new file with an unpredictable name,
+``.<name>.tmp-<pid>-<random>``, created with ``O_CREAT | O_EXCL | O_NOFOLLOW``
+(:func:`exclusive_temporary`): a file or symbolic link that another user
+placed in a shared directory is never opened, let alone overwritten. A write
+that fails, the final rename included, removes its temporary.
 """
 
 from __future__ import annotations
@@ -64,6 +64,7 @@ __all__ = [
     "PeriodogramWriter",
     "ResultsWriter",
     "atomic_path",
+    "durable_replace",
     "exclusive_temporary",
     "is_temporary",
     "periodogram_format",
@@ -196,7 +197,7 @@ class ResultsWriter:
             if self._sink is not None:
                 self._sink.close()
             if kind is None and self._sink is not None:
-                os.replace(self._temporary, self.path)
+                durable_replace(self._temporary, self.path)
                 return
         self._temporary.unlink(missing_ok=True)
 
@@ -306,7 +307,7 @@ class PeriodogramWriter:
         with _discarded_on_error(self._temporary):
             self._close_sink()
             if kind is None:
-                os.replace(self._temporary, self.path)
+                durable_replace(self._temporary, self.path)
                 return
         self._temporary.unlink(missing_ok=True)
 
@@ -447,7 +448,26 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     temporary = exclusive_temporary(path)
     with _discarded_on_error(temporary):
         yield temporary
-        os.replace(temporary, path)
+        durable_replace(temporary, path)
+
+
+def durable_replace(temporary: Path, path: Path) -> None:
+    """Move the complete file ``temporary`` onto ``path`` so that a power loss
+    or system crash leaves the old file or the complete new one: the data
+    reach the disk (``fsync``) before the rename, and the rename before the
+    call returns (``fsync`` of the directory, where the system allows it)."""
+    with open(temporary, "rb") as written:
+        os.fsync(written.fileno())
+    os.replace(temporary, path)
+    try:
+        directory = os.open(path.parent, os.O_RDONLY)
+    except OSError:  # directories cannot be opened here (Windows)
+        return
+    try:
+        with contextlib.suppress(OSError):  # nor synced on some file systems
+            os.fsync(directory)
+    finally:
+        os.close(directory)
 
 
 # ---------------------------------------------------------------------- helpers

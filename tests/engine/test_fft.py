@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import subprocess
@@ -260,6 +261,31 @@ def test_failed_plan_warns_and_the_host_computes(queue, rng, monkeypatch):
     with pytest.warns(fft.FFTWarning, match="FAILED_TO_ALLOCATE"):
         error = _relative_error(queue, rows, 1, "auto")
     assert error <= TOLERANCE[np.complex64]
+
+
+def test_a_plan_short_of_memory_is_tried_again_and_other_failures_are_kept(queue, monkeypatch):
+    made = []
+
+    def app(queue, shape, dtype):
+        made.append(shape)
+        if len(made) == 1:
+            raise RuntimeError("VKFFT_ERROR_FAILED_TO_ALLOCATE")
+        if shape[0] == 3:
+            raise RuntimeError("VKFFT_ERROR_UNSUPPORTED_RADIX")
+        return SimpleNamespace(nb_axis_upload=[3], use_bluestein_fft=[False])
+
+    monkeypatch.setattr(fft, "unavailable_reason", lambda queue: None)
+    monkeypatch.setattr(fft, "_new_app", app)
+    monkeypatch.setattr(fft, "_is_cpu", lambda device: False)
+    monkeypatch.setattr(fft, "_plans", collections.OrderedDict())
+    n = _long_smooth_length(queue.device)
+    with pytest.warns(fft.FFTWarning, match="ALLOCATE"):
+        assert fft.method_for(queue, (1, n), np.complex64) == "host"
+    assert fft.method_for(queue, (1, n), np.complex64) == "vkfft"
+    with pytest.warns(fft.FFTWarning, match="RADIX"):
+        assert fft.method_for(queue, (3, n), np.complex64) == "host"
+    assert fft.method_for(queue, (3, n), np.complex64) == "host"
+    assert made == [(1, n), (1, n), (3, n)]
 
 
 # ------------------------------------------------------------------ bad input

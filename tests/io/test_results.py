@@ -6,6 +6,7 @@ import json
 import os
 import re
 import stat
+from pathlib import Path
 
 import h5py
 import numpy as np
@@ -175,6 +176,32 @@ def test_atomic_path_keeps_the_old_file_on_error(tmp_path):
     with atomic_path(target) as temporary:
         temporary.write_text("new")
     assert target.read_text() == "new"
+
+
+@pytest.mark.parametrize("writer", ["results", "periodograms", "atomic_path"])
+def test_outputs_reach_the_disk_before_and_after_their_rename(tmp_path, result, writer,
+                                                             monkeypatch):
+    """The complete temporary is synced before it replaces the output, and its
+    directory after (a power loss leaves the old file or the whole new one)."""
+    events = []
+    fsync, replace = os.fsync, os.replace
+    monkeypatch.setattr(os, "fsync", lambda fd: events.append(
+        ("fsync", os.path.realpath(f"/proc/self/fd/{fd}"))) or fsync(fd))
+    monkeypatch.setattr(os, "replace", lambda a, b: events.append(("replace", str(b)))
+                        or replace(a, b))
+    target = tmp_path / {"results": "r.parquet", "periodograms": "p.npy",
+                         "atomic_path": "t.txt"}[writer]
+    if writer == "results":
+        write_results(target, result)
+    elif writer == "periodograms":
+        write_periodograms(target, result)
+    else:
+        with atomic_path(target) as temporary:
+            temporary.write_text("new")
+    kinds = [kind for kind, _ in events]
+    assert kinds == ["fsync", "replace", "fsync"]
+    assert is_temporary(Path(events[0][1])) and events[1][1] == str(target)
+    assert events[2][1] == str(tmp_path)
 
 
 def _plant_links(directory, name, victim):
