@@ -638,9 +638,15 @@ def _pool(info: DeviceInfo, thread: object) -> cl_tools.MemoryPool:
 
 def trim_memory_pool(info: DeviceInfo, pool: cl_tools.MemoryPool | None = None) -> None:
     """Free the unused memory of ``pool`` (default :func:`memory_pool`) if it
-    holds more than ``POOL_HELD_FRACTION`` of the device memory."""
+    holds more than ``POOL_HELD_FRACTION`` of the device memory, or all pools
+    of the device (the process-wide one and the threads') together hold more
+    than twice that (many threads, each keeping memory for its next call)."""
     pool = memory_pool(info) if pool is None else pool
-    if pool.managed_bytes - pool.active_bytes > POOL_HELD_FRACTION * info.global_mem:
+    limit = POOL_HELD_FRACTION * info.global_mem
+    with _cache_lock:
+        pools = [held for (device, _), held in _pools.items() if device == info.device]
+    together = sum(held.managed_bytes - held.active_bytes for held in pools)
+    if pool.managed_bytes - pool.active_bytes > limit or together > 2 * limit:
         pool.free_held()
 
 

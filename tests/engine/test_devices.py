@@ -429,6 +429,31 @@ def test_queues_and_pools_of_ended_threads_are_dropped() -> None:
     assert device.memory_pool(info) is device.memory_pool(info)
 
 
+def test_many_threads_pools_together_keep_at_most_a_quarter_of_the_device() -> None:
+    """Each thread's pool keeps what its last call freed, up to 1/8 of the device
+    memory; once the device's pools together hold more than 1/4, a pool trimmed
+    at the end of an item gives its memory back."""
+    info = dataclasses.replace(list_devices()[0], global_mem=8 << 20)  # 1/8: 1 MiB
+    held: list[int] = []
+    all_hold = threading.Barrier(3, timeout=30)
+
+    def call() -> None:
+        pool = device.thread_memory_pool(info)
+        pool.allocate(900 << 10).release()  # 0.9 MiB freed into the thread's pool
+        all_hold.wait()
+        all_hold.wait()  # every pool holds its block now
+        device.trim_memory_pool(info, pool)
+        held.append(pool.managed_bytes - pool.active_bytes)
+        all_hold.wait()
+
+    threads = [threading.Thread(target=call) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(held) == 3 and min(held) == 0
+
+
 # ----------------------------------------------------------------- report and CLI
 
 
