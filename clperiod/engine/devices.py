@@ -319,10 +319,38 @@ def _probe_all() -> _Discovery:
 def _discover() -> _Discovery:
     """Probe once per process (thread-safe) and return the cached outcome."""
     global _discovery
+    _refuse_in_forked_child()
     with _discovery_lock:
         if _discovery is None:
             _discovery = _probe_all()
         return _discovery
+
+
+#: Set in a child forked after this process had started OpenCL.
+_forked_after_opencl = False
+
+
+def _note_fork_in_child() -> None:
+    """An OpenCL runtime's threads and driver state do not survive ``fork``:
+    its calls in the child wait forever (PoCL) or fail. Remember that the
+    parent had started one, and start the caches' locks afresh."""
+    global _forked_after_opencl, _discovery_lock, _cache_lock
+    _forked_after_opencl = _forked_after_opencl or _discovery is not None or bool(_contexts)
+    _discovery_lock, _cache_lock = threading.Lock(), threading.Lock()
+
+
+os.register_at_fork(after_in_child=_note_fork_in_child)
+
+
+def _refuse_in_forked_child() -> None:
+    if _forked_after_opencl:
+        raise RuntimeError(
+            "clperiod cannot use OpenCL in a process forked after its parent used "
+            "OpenCL: the runtime does not survive fork (its calls would wait "
+            "forever). Start worker processes with multiprocessing's 'spawn' or "
+            "'forkserver' method (multiprocessing.get_context('spawn')), or use "
+            "clperiod only in the workers"
+        )
 
 
 def _no_device_message(found: _Discovery) -> str:
@@ -555,6 +583,7 @@ def get_context(info: DeviceInfo) -> cl.Context:
     Probe contexts are released after probing, so that a process pinned to one
     GPU does not hold memory on the others.
     """
+    _refuse_in_forked_child()
     with _cache_lock:
         if info.device not in _contexts:
             _contexts[info.device] = cl.Context([info.device])

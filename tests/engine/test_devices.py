@@ -454,6 +454,43 @@ def test_many_threads_pools_together_keep_at_most_a_quarter_of_the_device() -> N
     assert len(held) == 3 and min(held) == 0
 
 
+FORKED = r"""
+import json, multiprocessing, sys
+import numpy as np
+import clperiod
+
+def search(_):
+    t = np.linspace(0.0, 30.0, 100)
+    grid = clperiod.FrequencyGrid.from_range(0.1, 2.0, 50)
+    try:
+        return float(clperiod.lombscargle(t, grid, np.sin(t)).frequency_best[0])
+    except RuntimeError as error:
+        return str(error)
+
+fork = multiprocessing.get_context("fork")
+with fork.Pool(1) as pool:
+    before = pool.map(search, [0])[0]
+in_parent = search(0)
+with fork.Pool(1) as pool:
+    after = pool.map(search, [0])[0]
+print(json.dumps({"before": before, "parent": in_parent, "after": after}))
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="fork start method")
+def test_a_child_forked_after_opencl_started_is_told_to_spawn():
+    """OpenCL does not survive fork (PoCL's calls wait forever in the child):
+    a child forked before the parent used OpenCL searches; one forked after
+    gets an error that names the remedy."""
+    done = subprocess.run([sys.executable, "-c", FORKED], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["before"] == found["parent"] and isinstance(found["parent"], float)
+    assert "forked after its parent used OpenCL" in found["after"]
+    assert "spawn" in found["after"]
+
+
 # ----------------------------------------------------------------- report and CLI
 
 
