@@ -934,14 +934,19 @@ class _Prefetch:
         return self._iterate()
 
     def __exit__(self, *exc: object) -> None:
+        """Stop the reader and wait for it, through further interrupts (the
+        caller closes the items next, which must not be running)."""
         self._stop.set()
         if self._job is None:
             return
         while True:
-            with contextlib.suppress(queue.Empty):
-                self._queue.get_nowait()  # frees a reader waiting on the full queue
-            if not concurrent.futures.wait([self._job], timeout=0.05).not_done:
-                return
+            try:
+                with contextlib.suppress(queue.Empty):
+                    self._queue.get_nowait()  # frees a reader waiting on the full queue
+                if not concurrent.futures.wait([self._job], timeout=0.05).not_done:
+                    return
+            except KeyboardInterrupt:
+                continue
 
     def _run(self) -> None:
         try:

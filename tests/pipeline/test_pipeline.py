@@ -751,3 +751,30 @@ def test_periodogram_groups_are_written_as_they_finish(tmp_path, input_file, mon
 
     with h5py.File(run.periodogram) as handle:
         np.testing.assert_array_equal(handle["power"][:], np.load(reference.periodogram))
+
+
+def test_the_reader_is_waited_for_through_a_second_interrupt(monkeypatch):
+    """Leaving the prefetch stops its reader thread and waits for it even when
+    interrupted again (the items are closed next and must not be running)."""
+    import concurrent.futures
+
+    def slow_items():
+        for k in range(3):
+            time.sleep(0.05)
+            yield k
+
+    prefetch = pipeline._Prefetch(slow_items(), {"read_s": 0.0})
+    items = prefetch.__enter__()
+    assert next(items) == 0
+    wait, calls = concurrent.futures.wait, []
+
+    def interrupted(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+        return wait(*args, **kwargs)
+
+    monkeypatch.setattr(concurrent.futures, "wait", interrupted)
+    prefetch.__exit__(None, None, None)
+    monkeypatch.undo()
+    assert prefetch._job.done() and len(calls) >= 2
