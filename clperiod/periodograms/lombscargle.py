@@ -440,7 +440,7 @@ def _start(
         raise ValueError(
             f"multi-term periodograms (nterms={options.nterms}) of the direct path need evenly "
             "spaced frequencies; use algorithm='nufft' (or 'auto'), or for one light curve "
-            "clperiod.multiterm_power"
+            "clperiod.periodograms.multiterm.multiterm_power"
         )
     plan, by_nufft = _nufft_choice(
         searched, catalog, lengths, options, precision, algorithm, eps, devices

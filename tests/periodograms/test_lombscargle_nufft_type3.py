@@ -12,6 +12,8 @@ Light curves start at raw MJD epochs unless noted.
 
 from __future__ import annotations
 
+import importlib
+
 import functools
 
 import numpy as np
@@ -551,8 +553,11 @@ def test_bad_input_is_an_error():
     grid = FrequencyGrid.from_frequencies(array_of("log", np.ptp(t), 5.0, 100))
     with pytest.raises(ValueError, match="eps must be a finite number"):
         lombscargle(t, grid, y, dy, algorithm="nufft", eps=0.0)
-    with pytest.raises(ValueError, match=r"nterms=2.*direct path need evenly spaced"):
+    with pytest.raises(ValueError, match=r"nterms=2.*direct path need evenly spaced") as refused:
         lombscargle(t, grid, y, dy, nterms=2)
+    named = str(refused.value).split()[-1]  # the function it points to exists
+    module, _, function = named.rpartition(".")
+    assert callable(getattr(importlib.import_module(module), function))
     with pytest.raises(ValueError, match="no frequency above 0"):
         lombscargle(t, FrequencyGrid.from_frequencies([0.0, 0.0]), y, dy, algorithm="nufft")
     for bad, error, message in (([0.1, -0.2], ValueError, "finite and >= 0"),
