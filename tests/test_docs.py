@@ -89,3 +89,103 @@ def test_documentation_builds_without_warnings(tmp_path):
         capture_output=True, text=True, cwd=ROOT, env=env)
     assert build.returncode == 0, f"sphinx-build -W failed:\n{build.stdout}\n{build.stderr}"
     assert (tmp_path / "html" / "api" / "clperiod.html").is_file()
+
+
+PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)
+
+
+def _resolve(dotted: str):
+    """The object a dotted clperiod name denotes (ImportError/AttributeError if none)."""
+    import importlib
+
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            found = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for name in parts[cut:]:
+            found = getattr(found, name)
+        return found
+    raise ImportError(dotted)
+
+
+def clperiod_uses(source: str) -> list[tuple[int, str, list[str]]]:
+    """(line, dotted name, keywords) of every clperiod name a code block uses:
+    its imports, attribute chains on them, and the keywords of calls to them."""
+    import ast
+
+    tree = ast.parse(source)
+    aliases: dict[str, str] = {}
+    uses = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "clperiod":
+                    local = alias.asname or alias.name.split(".")[0]
+                    aliases[local] = alias.name if alias.asname else "clperiod"
+                    uses.append((node.lineno, alias.name, []))
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("clperiod"):
+            for alias in node.names:
+                aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+                uses.append((node.lineno, f"{node.module}.{alias.name}", []))
+
+    def dotted(expression) -> str | None:
+        if isinstance(expression, ast.Name):
+            return aliases.get(expression.id)
+        if isinstance(expression, ast.Attribute):
+            base = dotted(expression.value)
+            return None if base is None else f"{base}.{expression.attr}"
+        return None
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and (name := dotted(node.func)):
+            uses.append((node.lineno, name, [k.arg for k in node.keywords if k.arg]))
+        elif isinstance(node, ast.Attribute) and (name := dotted(node)):
+            uses.append((node.lineno, name, []))
+    return uses
+
+
+def test_the_example_checker_finds_names_and_keywords():
+    uses = clperiod_uses(
+        "import clperiod\nfrom clperiod.io import load_example as load\n"
+        "cat = load('stripe82')\n"
+        "r = clperiod.lombscargle(cat, grid, top_k=3, bogus=1)\n"
+        "clperiod.no_such_function(cat)\n"
+    )
+    assert (4, "clperiod.lombscargle", ["top_k", "bogus"]) in uses
+    assert (3, "clperiod.io.load_example", []) in uses
+    with pytest.raises(AttributeError):
+        _resolve("clperiod.no_such_function")
+    assert _resolve("clperiod.io.load_example").__name__ == "load_example"
+
+
+@pytest.mark.parametrize("page", markdown_files(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_code_examples_name_what_exists(page):
+    """Every clperiod function, class and module a page's Python examples use
+    exists, and every keyword they pass is one the callable takes."""
+    import inspect
+
+    problems = []
+    text = page.read_text()
+    for block in PYTHON_BLOCK.finditer(text):
+        first_line = text.count("\n", 0, block.start(1)) + 1
+        for line, name, keywords in clperiod_uses(block.group(1)):
+            where = f"{page.relative_to(ROOT)}:{first_line + line - 1}"
+            try:
+                found = _resolve(name)
+            except (ImportError, AttributeError) as error:
+                problems.append(f"{where}: {name} does not exist ({error})")
+                continue
+            if not keywords or not callable(found):
+                continue
+            try:
+                parameters = inspect.signature(found).parameters.values()
+            except (TypeError, ValueError):
+                continue
+            if any(p.kind is p.VAR_KEYWORD for p in parameters):
+                continue
+            unknown = set(keywords) - {p.name for p in parameters}
+            if unknown:
+                problems.append(f"{where}: {name} takes no keyword {sorted(unknown)}")
+    assert problems == []
