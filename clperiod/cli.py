@@ -149,14 +149,35 @@ def _pulse_output(args: argparse.Namespace) -> Path:
     return first.with_name(base + FORMATS[args.format or "singlepulse"])
 
 
+def _refuse_overwriting(
+    outputs: dict[str, Any], inputs: list[Any], defaulted: bool = False
+) -> None:
+    """Raise a ValueError when an output (by option) is one of the input files:
+    clperiod never overwrites its input (``defaulted``: the path was derived
+    from the input, so the remedy is -o)."""
+    for option, output in outputs.items():
+        if output is None:
+            continue
+        for given in inputs:
+            if (
+                given is not None
+                and Path(given).exists()
+                and Path(output).resolve() == Path(given).resolve()
+            ):
+                remedy = "name the output with -o" if defaulted else "choose another path"
+                raise ValueError(
+                    f"{option} {output} is the input {given}, which clperiod never "
+                    f"overwrites; {remedy}"
+                )
+
+
 def _run_singlepulse(args: argparse.Namespace) -> int:
     """Search a DM x time array for single pulses; write the candidates and a summary."""
     from clperiod.singlepulse import files as pulsefiles
 
     try:
         output = _pulse_output(args)
-        if any(output.resolve() == Path(path).resolve() for path in args.inputs):
-            raise ValueError(f"the output {output} would overwrite an input; pass -o")
+        _refuse_overwriting({"-o": output}, args.inputs, defaulted=args.output is None)
         data, dm, tsamp = _read_pulse_input(args)
         from clperiod.singlepulse import search
 
@@ -482,8 +503,9 @@ def _run_search(args: argparse.Namespace) -> int:
 
     output = _search_output(args)
     try:
-        if output.resolve() == Path(args.input).resolve():
-            raise ValueError(f"the output {output} would overwrite the input; pass -o")
+        inputs = [args.input, args.frequencies_file, args.periods_file]
+        _refuse_overwriting({"-o": output}, inputs, defaulted=args.output is None)
+        _refuse_overwriting({"--periodogram": args.periodogram}, inputs)
         if args.needs_bands and args.band_col is None:
             raise ValueError(
                 f"{args.command} models each band: name the band label column with --band-col"
@@ -1224,8 +1246,7 @@ def _run_rv_search(args: argparse.Namespace) -> int:
 
     output = _rv_output(args, args.data, ".planets.csv")
     try:
-        if output.resolve() == Path(args.data).resolve():
-            raise ValueError(f"the output {output} would overwrite the input; pass -o")
+        _refuse_overwriting({"-o": output}, [args.data], defaulted=args.output is None)
         data = io.read_rv(args.data)
         planets, last = _search_planets(data, args)
         _write_planets(output, planets, last)
@@ -1255,6 +1276,9 @@ def _run_rv_evaluate(args: argparse.Namespace) -> int:
 
     output = _rv_output(args, args.params, f".{args.statistic}.npy")
     try:
+        _refuse_overwriting(
+            {"-o": output}, [args.data, args.params], defaulted=args.output is None
+        )
         if output.suffix not in (".npy", ".csv", ".txt"):
             raise ValueError(f"the output {output} must end in .npy, .csv or .txt")
         data = io.read_rv(args.data)

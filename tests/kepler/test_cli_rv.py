@@ -104,7 +104,9 @@ def test_evaluate_matches_the_library(tmp_path, capsys, cpu_device):
         (["evaluate", "{data}", "{good}", "-o", "{tmp}/out.fits"], "must end in .npy, .csv"),
         (["search", "{data}", "--period", "0", "10"], "period range must be positive"),
         (["search", "{data}", "--period", "1", "10", "--planets", "0"], "--planets must be >= 1"),
-        (["search", "{data}", "--period", "1", "10", "-o", "{data}"], "would overwrite the input"),
+        (["search", "{data}", "--period", "1", "10", "-o", "{data}"], "is the input .*overwrites"),
+        (["evaluate", "{data}", "{good}", "-o", "{good}"], "-o .*good.txt is the input"),
+        (["evaluate", "{data}", "{good}", "-o", "{data}"], "is the input .*never overwrites"),
     ],
 )
 def test_bad_rv_input_exits_1_with_a_message(one_planet, tmp_path, capsys, argv, message):

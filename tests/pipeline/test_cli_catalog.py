@@ -122,7 +122,8 @@ def test_version_and_mutually_exclusive_bounds(capsys):
         (["--nf", "10", "--fmin", "1", "--min-period", "0"], "--min-period must be > 0"),
         (["--df", "0.1"], "--df needs --fmin and --nf"),
         (["--t-col", "mjd"], r"no column\(s\) \['mjd'\]"),
-        (["-o", STRIPE82], "would overwrite the input"),
+        (["-o", STRIPE82], "is the input .*never overwrites; choose another path"),
+        (["--periodogram", STRIPE82], "--periodogram .* is the input"),
         (["--fmin", "1", "--fmax", "0.5", "--nf", "10"], "fmax must be > fmin"),
     ],
 )

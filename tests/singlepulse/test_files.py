@@ -344,7 +344,7 @@ def test_cli_input_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
         ([dat, "--tsamp", "1e-3"], "from the .inf files"),
         ([tmp_path / "gone.dat"], "gone.dat: no PRESTO metadata file"),
         ([npy, "--tsamp", "1e-3", "--dm-start", "0", "--dm-step", "1", "-o", npy],
-         "would overwrite an input"),
+         "which clperiod never overwrites"),
     ]
     for argv, message in cases:
         status, out, err = _cli(capsys, *argv)
