@@ -1139,9 +1139,9 @@ class BoxLeastSquares(_AstropyBoxLeastSquares):
     * a box needs an observation inside and one outside; astropy's
       ``"fast"`` asks for weights ``>= DBL_EPSILON`` instead, the same unless
       ``dy`` exceeds about 6.7e7 in the unit of ``y``;
-    * light curves the search cannot evaluate (fewer than two points,
-      constant values, equal times) raise ValueError, as do non-finite
-      values and ``dy <= 0``.
+    * light curves the search cannot evaluate (fewer than three points,
+      which astropy searches, constant values, equal times) raise
+      ValueError, as do non-finite values and ``dy <= 0``.
 
     Parameters
     ----------

@@ -86,8 +86,9 @@ Method = Literal["binned", "exact", "fast", "slow"]
 Precision = Literal["fp64", "fp32"]
 #: astropy's method names for the two searches.
 _METHODS = {"binned": "binned", "fast": "binned", "exact": "exact", "slow": "exact"}
-#: Fewest observations of a searched object: one in transit, one out.
-MIN_POINTS = 2
+#: Fewest observations of a searched object: more than the box model's two
+#: levels (in and out of transit), which two points always fit exactly.
+MIN_POINTS = 3
 #: Most peaks kept per object.
 MAX_TOP_K = 64
 #: Per object, the fixed-point sums of ``|u v|`` and of ``v`` stay below

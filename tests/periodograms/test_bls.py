@@ -534,9 +534,13 @@ def test_statuses_and_no_admissible_box():
         result.compute_stats(0)
     with pytest.raises(IndexError):
         result.model(3, [0.0])
-    alone = clperiod.bls(Catalog.from_arrays([0, 0, 0, 1, 1], [0.0, 1, 2, 0, 0.5],
-                                             [0.0, 1, 0, 0, 1]), [1.0], 0.2, periodogram=True)
-    assert alone.status[0] == Status.TOO_FEW_POINTS and alone.status[1] == Status.OK
+    alone = clperiod.bls(Catalog.from_arrays([0, 0, 0, 1, 1, 1, 2, 2], [0.0, 1, 2, 0, 0.5, 0.7, 0, 0.5],
+                                             [0.0, 1, 0, 0, 1, 0, 0, 1]), [1.0], 0.2,
+                         periodogram=True)
+    # object 2: two points, which the box's two levels always fit exactly
+    np.testing.assert_array_equal(alone.status, [Status.TOO_FEW_POINTS, Status.OK,
+                                                 Status.TOO_FEW_POINTS])
+    assert np.isnan(alone.depth_snr_best[2])
 
 
 def test_an_empty_catalog_gives_an_empty_result():
