@@ -534,8 +534,8 @@ def test_statuses_and_no_admissible_box():
         result.compute_stats(0)
     with pytest.raises(IndexError):
         result.model(3, [0.0])
-    alone = clperiod.bls(Catalog.from_arrays([0, 0, 0, 1, 1, 1, 2, 2], [0.0, 1, 2, 0, 0.5, 0.7, 0, 0.5],
-                                             [0.0, 1, 0, 0, 1, 0, 0, 1]), [1.0], 0.2,
+    ids, t = [0, 0, 0, 1, 1, 1, 2, 2], [0.0, 1, 2, 0, 0.5, 0.7, 0, 0.5]
+    alone = clperiod.bls(Catalog.from_arrays(ids, t, [0.0, 1, 0, 0, 1, 0, 0, 1]), [1.0], 0.2,
                          periodogram=True)
     # object 2: two points, which the box's two levels always fit exactly
     np.testing.assert_array_equal(alone.status, [Status.TOO_FEW_POINTS, Status.OK,
