@@ -1016,6 +1016,12 @@ def _open_work(work: Path, settings: dict[str, Any], restart: bool) -> dict[str,
         return None
     manifest = json.loads(manifest_path.read_text())
     differences = _differences(manifest.get("settings", {}), settings)
+    if differences and not any(work.glob("part-*")):
+        # a run of other settings that wrote no part (its search refused an
+        # option, say): nothing to resume, nothing lost
+        remove_path(work)
+        work.mkdir(parents=True)
+        return None
     if differences:
         shown = "; ".join(differences[:6])
         raise ValueError(

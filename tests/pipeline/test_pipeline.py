@@ -280,6 +280,20 @@ def test_a_second_interrupt_still_waits_for_the_writes_under_way(tmp_path, input
     assert run.n_resumed >= 1 and pq.read_table(output).equals(pq.read_table(reference.output))
 
 
+def test_a_run_that_wrote_no_part_does_not_block_other_settings(tmp_path, input_file,
+                                                                cpu_device):
+    """A run whose search refused an option wrote no part: the corrected run (other
+    settings) starts afresh instead of being refused; once a part exists, other
+    settings are refused (below)."""
+    output = tmp_path / "out.parquet"
+    bad = PeriodSearch("lombscargle", _search().grid, {"top_k": 0})
+    with pytest.raises(ValueError, match="top_k"):
+        run_catalog(_reader(input_file), bad, output, device=cpu_device, progress=False)
+    assert [p.name for p in work_directory(output).iterdir()] == ["manifest.json"]
+    run = run_catalog(_reader(input_file), _search(), output, device=cpu_device, progress=False)
+    assert run.n_resumed == 0 and run.n_objects == 24 and not work_directory(output).exists()
+
+
 def test_work_directory_of_other_settings_is_refused(tmp_path, input_file, monkeypatch,
                                                      cpu_device):
     output = tmp_path / "out.parquet"
