@@ -16,6 +16,7 @@ import argparse
 import csv
 import json
 import lzma
+import os
 import sys
 import warnings
 import zlib
@@ -1522,12 +1523,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns
     -------
     int
-        Exit status (0 on success).
+        Exit status (0 on success; 141, as for SIGPIPE, when the reader of the
+        output went away, as ``| head`` does).
     """
     args = build_parser().parse_args(argv)
-    with warnings.catch_warnings():
-        warnings.showwarning = _show_warning
-        return args.func(args)
+    try:
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            return args.func(args)
+    except BrokenPipeError:
+        # stdout's reader is gone: no traceback, and no second error when Python
+        # flushes stdout at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 def _show_warning(message: Warning | str, category: type[Warning], *_: Any, **__: Any) -> None:

@@ -433,3 +433,13 @@ def test_band_options_errors(tmp_path, capsys, extra, message):
                           "-o", tmp_path / "out.parquet", *extra)
     assert status == 1
     assert re.search(message, err), err
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly():
+    """`clperiod info | head -0`: the reader closes the pipe first; the command ends
+    with status 141 (as for SIGPIPE) and no traceback."""
+    process = subprocess.Popen([sys.executable, "-m", "clperiod", "info", "--json"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process.stdout.close()  # before the command writes anything
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 141 and b"Traceback" not in err, err.decode()[-2000:]
