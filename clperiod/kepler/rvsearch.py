@@ -105,6 +105,9 @@ def search(
 ) -> SearchResult:
     """Random search over (P, e, w, M0) of one planet, K and offsets solved.
 
+    The velocities must outnumber the fitted parameters (five and an offset
+    per instrument).
+
     Parameters
     ----------
     t, v_obs, sigma, instrument
@@ -142,6 +145,12 @@ def search(
     if t_ref is None:
         t_ref = 0.5 * (float(np.min(t_arr)) + float(np.max(t_arr))) if t_arr.size else 0.0
     obs = Observations.build(t, v_obs, sigma, instrument, t_ref)
+    fitted = 5 + len(obs.instruments)  # P, e, w, M0 searched; K and the offsets solved
+    if obs.n_obs <= fitted:
+        raise ValueError(
+            f"the search fits {fitted} parameters (P, K, e, w, M0 and an offset per "
+            f"instrument) and needs more velocities than that; got {obs.n_obs}"
+        )
     p_lo, p_hi = _check_range("period", period, 0.0, math.inf)
     if p_lo <= 0:
         raise ValueError(f"period range must be positive, got {period!r}")

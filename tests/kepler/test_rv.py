@@ -1126,3 +1126,6 @@ def test_search_bad_ranges_raise():
         kepler.search(t, v, s, period=(1.0, 10.0), known=np.zeros(5), n_models=10)
     with pytest.raises(ValueError, match="differ in length"):
         kepler.search(t, v[:-1], s, period=(1.0, 10.0), n_models=10)
+    with pytest.raises(ValueError, match="fits 6 parameters .* got 6"):
+        kepler.search(t[:6], v[:6], s[:6], period=(1.0, 10.0), n_models=10)
+    kepler.search(t[:7], v[:7], s[:7], period=(1.0, 10.0), n_models=10)  # one left over
