@@ -562,6 +562,12 @@ def exclusive_temporary(path: str | os.PathLike[str]) -> Path:
             os.close(os.open(candidate, flags, 0o666))
         except FileExistsError:  # 2**-64 for a name this process did not make
             continue
+        except FileNotFoundError as error:
+            if path.parent.is_dir():
+                raise
+            raise FileNotFoundError(
+                f"cannot write {path}: the directory {path.parent} does not exist"
+            ) from error
         return candidate
 
 

@@ -204,6 +204,12 @@ def test_outputs_reach_the_disk_before_and_after_their_rename(tmp_path, result, 
     assert events[2][1] == str(tmp_path)
 
 
+def test_a_missing_directory_is_named(tmp_path):
+    with pytest.raises(FileNotFoundError, match="the directory .*nowhere does not exist"):
+        with atomic_path(tmp_path / "nowhere" / "out.txt"):
+            pass
+
+
 def _plant_links(directory, name, victim):
     """Symbolic links at the names an attacker could guess: the old
     ``.<name>.tmp-<pid>`` and every small counter of the hidden names."""
