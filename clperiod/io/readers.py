@@ -203,6 +203,8 @@ class CatalogReader:
     ------
     FileNotFoundError
         No such file.
+    IsADirectoryError
+        The path is a directory.
     ValueError
         Unknown layout or grouping, a missing or repeated column (the message
         lists the columns found), or bad limits.
@@ -230,6 +232,11 @@ class CatalogReader:
         bands: Any = None,
     ) -> None:
         self.path = Path(path)
+        if self.path.is_dir():
+            raise IsADirectoryError(
+                f"{self.path} is a directory: give one catalog file (for a directory of "
+                "Parquet files, clperiod.dask reads it with dask.dataframe.read_parquet)"
+            )
         if not self.path.is_file():
             raise FileNotFoundError(f"{self.path}: no such file")
         if layout != "auto" and layout not in LAYOUTS:

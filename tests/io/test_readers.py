@@ -464,6 +464,8 @@ def test_missing_columns_name_the_file(tmp_path):
         open_catalog(tmp_path / "a.parquet", y_col="t", dy_col="err")
     with pytest.raises(FileNotFoundError, match="no such file"):
         open_catalog(tmp_path / "absent.csv")
+    with pytest.raises(IsADirectoryError, match="is a directory: give one catalog file"):
+        open_catalog(tmp_path)
     (tmp_path / "bad.parquet").write_text("not parquet")
     with pytest.raises(ValueError, match="not a readable Parquet file"):
         open_catalog(tmp_path / "bad.parquet")
