@@ -16,6 +16,7 @@ import argparse
 import csv
 import json
 import lzma
+import math
 import os
 import sys
 import warnings
@@ -722,7 +723,7 @@ def _add_grid_arguments(parser: argparse.ArgumentParser) -> None:
     high = grid.add_mutually_exclusive_group()
     high.add_argument("--fmax", type=float, help="upper frequency bound")
     high.add_argument("--min-period", type=float, help="shortest period (--fmax = 1 / it)")
-    grid.add_argument("--nf", type=int, help="number of frequencies")
+    grid.add_argument("--nf", type=_count, help="number of frequencies (1e5 or 100000)")
     grid.add_argument("--df", type=float, help="frequency step (with --fmin and --nf)")
     listed = grid.add_mutually_exclusive_group()
     listed.add_argument(
@@ -771,16 +772,18 @@ def _add_run_arguments(parser: argparse.ArgumentParser, kernel_options: tuple[st
     )
     run.add_argument(
         "--chunk-rows",
-        type=int,
+        type=_count,
         default=DEFAULT_CHUNK_ROWS,
         help=f"observations read and searched at a time (default {DEFAULT_CHUNK_ROWS:,})",
     )
     run.add_argument(
-        "--chunk-objects", type=int, help="at most this many objects per chunk (default: no limit)"
+        "--chunk-objects",
+        type=_count,
+        help="at most this many objects per chunk (default: no limit)",
     )
     run.add_argument(
         "--first-chunk-rows",
-        type=int,
+        type=_count,
         default=FIRST_CHUNK_ROWS,
         help="observations of the first chunk; each next chunk may hold twice "
         f"as many, up to --chunk-rows (default {FIRST_CHUNK_ROWS:,}; 0: no ramp)",
@@ -1394,7 +1397,7 @@ def _add_rv_search(commands: argparse._SubParsersAction) -> None:
     )
     search.add_argument(
         "--n-models",
-        type=int,
+        type=_count,
         default=1_000_000,
         metavar="N",
         help="trial orbits per search (default 1,000,000)",
@@ -1510,6 +1513,21 @@ def build_parser() -> argparse.ArgumentParser:
     for add_command in _COMMANDS:
         add_command(subparsers)
     return parser
+
+
+def _count(text: str) -> int:
+    """A whole number, also written like 1e5 or 100_000 (argparse type)."""
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value == int(value)):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number")
+    return int(value)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -443,3 +443,13 @@ def test_a_reader_that_goes_away_ends_the_command_quietly():
     process.stdout.close()  # before the command writes anything
     _, err = process.communicate(timeout=120)
     assert process.returncode == 141 and b"Traceback" not in err, err.decode()[-2000:]
+
+
+def test_counts_may_be_written_like_1e5(capsys):
+    parser = cli.build_parser()
+    args = parser.parse_args(["lombscargle", "x.csv", "--nf", "1e5", "--chunk-rows", "2_000"])
+    assert args.nf == 100_000 and args.chunk_rows == 2000
+    for bad in ("2.5", "1e400", "ten"):
+        with pytest.raises(SystemExit) as stopped:
+            parser.parse_args(["lombscargle", "x.csv", "--nf", bad])
+        assert stopped.value.code == 2 and "is not a whole number" in capsys.readouterr().err
