@@ -536,9 +536,9 @@ def _checked_durations(durations: Any, shortest_period: float) -> np.ndarray:
         raise ValueError(f"durations must be finite and > 0, got {values}")
     if not values.max() < shortest_period:
         raise ValueError(
-            f"the longest duration ({values.max()}) must be shorter than the shortest "
-            f"period ({shortest_period}): the maximum transit duration must be shorter "
-            "than the minimum period"
+            f"the longest duration ({values.max():.6g}) must be shorter than the shortest "
+            f"period searched ({shortest_period:.6g}): search longer periods only (a lower "
+            "maximum frequency; --min-period on the command line) or give shorter durations"
         )
     return values
 
