@@ -908,10 +908,18 @@ def _warn_grid(grid: FrequencyGrid | FrequencyArray, grid_warnings: dict[str, in
     if not grid_warnings:
         return
     counts = ", ".join(f"{count} with {name}" for name, count in grid_warnings.items())
+    remedies = []
+    if any("coarse_step" in name for name in grid_warnings):
+        remedies.append("a finer step (more samples per peak) resolves their peaks")
+    if any("low_fmax" in name for name in grid_warnings):
+        remedies.append(
+            "a higher fmax (a shorter minimum period) reaches the frequencies their "
+            "sampling resolves, if such periods are wanted"
+        )
     warnings.warn(
         f"the grid ({grid.nf:,} frequencies from {grid.fmin:.6g} to {grid.fmax:.6g}) does "
-        f"not resolve every object: {counts} (see the grid_warning column); a finer step "
-        "(more samples per peak) or a higher fmax (a shorter minimum period) fixes it",
+        f"not resolve every object: {counts} (see the grid_warning column); "
+        + "; ".join(remedies),
         GridResolutionWarning,
         stacklevel=4,
     )  # the caller of run_catalog
