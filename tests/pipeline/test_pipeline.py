@@ -792,3 +792,15 @@ def test_the_reader_is_waited_for_through_a_second_interrupt(monkeypatch):
     prefetch.__exit__(None, None, None)
     monkeypatch.undo()
     assert prefetch._job.done() and len(calls) >= 2
+
+
+def test_grid_warnings_give_the_remedies_of_the_kinds_found():
+    grid = clperiod.FrequencyGrid.from_range(0.5, 4.0, 100)
+    with pytest.warns(pipeline.GridResolutionWarning) as caught:
+        pipeline._warn_grid(grid, {"low_fmax": 3})
+    text = str(caught[0].message)
+    assert "3 with low_fmax" in text and "a higher fmax" in text and "finer step" not in text
+    with pytest.warns(pipeline.GridResolutionWarning) as caught:
+        pipeline._warn_grid(grid, {"coarse_step": 2})
+    text = str(caught[0].message)
+    assert "finer step" in text and "higher fmax" not in text
