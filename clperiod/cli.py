@@ -564,10 +564,13 @@ def _run_search(args: argparse.Namespace) -> int:
     facts = [args.command, f"{grid.nf:,} frequencies from {grid.fmin:.6g} to {grid.fmax:.6g}"]
     facts += [args.precision] if hasattr(args, "precision") else []
     summary = (
-        f"{run.n_objects} objects in {run.n_chunks} chunk(s) written to {run.output} "
-        f"({', '.join([*facts, *run.devices])}"
+        f"{_plural(run.n_objects, 'object')} in {run.n_chunks} chunk(s) written to "
+        f"{run.output} ({', '.join([*facts, *run.devices])}"
     )
     summary += f"; {run.n_resumed} chunk(s) resumed)" if run.n_resumed else ")"
+    if run.statuses:
+        causes = ", ".join(f"{count} {name}" for name, count in sorted(run.statuses.items()))
+        summary += f"; {_plural(sum(run.statuses.values()), 'object')} without a result ({causes})"
     if reader.grouping == "sort":
         summary += "; input rows sorted by id"
     if run.periodogram is not None:
@@ -576,6 +579,10 @@ def _run_search(args: argparse.Namespace) -> int:
         summary += f"; {len(set(run.figures))} figure(s) written to {args.plot}"
     print(summary)
     return 0
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count:,} {noun}" + ("" if count == 1 else "s")
 
 
 def _plot_labels(args: argparse.Namespace, reader: Any) -> Any:

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from clperiod.catalog import Catalog, catalog_of, is_lightcurve_list
+from clperiod.catalog import Catalog, Status, catalog_of, is_lightcurve_list
 from clperiod.engine import workers
 from clperiod.engine.devices import select_devices
 from clperiod.engine.staging import available_host_memory
@@ -281,6 +281,9 @@ class CatalogRun:
         Objects per :class:`~clperiod.grid.GridWarning` name that the grid
         does not resolve (empty when it resolves every object; a
         :class:`GridResolutionWarning` is issued otherwise).
+    statuses : dict of str to int
+        Objects per status name other than OK (their results are NaN; the
+        ``status_name`` column says which).
     """
 
     output: Path
@@ -293,6 +296,7 @@ class CatalogRun:
     devices: list[str]
     timings: dict[str, float]
     grid_warnings: dict[str, int] = field(default_factory=dict)
+    statuses: dict[str, int] = field(default_factory=dict)
 
 
 class GridResolutionWarning(UserWarning):
@@ -504,6 +508,7 @@ def _run_locked(
         [d.label for d in devices],
         timings,
         tally.grid_warnings,
+        tally.statuses,
     )
 
 
@@ -552,10 +557,12 @@ class _Searched:
 
 @dataclass(frozen=True)
 class _Written:
-    """What writing a chunk gave: its figures and its objects per grid warning."""
+    """What writing a chunk gave: its figures, and its objects per grid warning
+    and per status other than OK."""
 
     figures: tuple[Path, ...]
     grid_warnings: Counter[str]
+    statuses: Counter[str]
 
 
 @dataclass(frozen=True)
@@ -568,6 +575,7 @@ class _Tally:
     plotted: frozenset[str]  # ids of the objects chosen to plot (resumed chunks included)
     figures: tuple[Path, ...]
     grid_warnings: dict[str, int]  # objects per GridWarning name
+    statuses: dict[str, int]  # objects per status name other than OK
 
 
 def _first_chunk(chunks: Iterator[CatalogChunk], timings: dict[str, float]) -> CatalogChunk:
@@ -650,6 +658,7 @@ def _search_chunks(
         frozenset(plotted),
         tuple(path for done in written for path in done.figures),
         dict(sum((done.grid_warnings for done in written), Counter())),
+        dict(sum((done.statuses for done in written), Counter())),
     )
 
 
@@ -823,7 +832,11 @@ def _write(
         appended.result()
     timings["write_s"] += time.perf_counter() - started
     _advance(bar, chunk.n_rows)
-    return _Written(tuple(figures), _grid_warning_counts(joined["grid_warning"]))
+    return _Written(
+        tuple(figures),
+        _grid_warning_counts(joined["grid_warning"]),
+        _status_counts(joined["status_name"]),
+    )
 
 
 def _draw(figures: _Figures | None, plot_job: tuple | None) -> list[Path]:
@@ -843,10 +856,13 @@ def _copy_part(plan: _Plan, chunk: CatalogChunk, output: ResultsWriter, bar: Any
     table = _read_part(plan.work / _result_part(chunk.index))
     output.write(table)
     _advance(bar, chunk.n_rows)
-    names = (
-        table.column("grid_warning").to_pylist() if "grid_warning" in table.column_names else []
+
+    def column(name: str) -> list:
+        return table.column(name).to_pylist() if name in table.column_names else []
+
+    return _Written(
+        (), _grid_warning_counts(column("grid_warning")), _status_counts(column("status_name"))
     )
-    return _Written((), _grid_warning_counts(names))
 
 
 def _advance(bar: Any, n: int) -> None:
@@ -864,6 +880,11 @@ def _grid_warning_counts(names: Any) -> Counter[str]:
         if count:
             counts[key] = count
     return counts
+
+
+def _status_counts(names: Any) -> Counter[str]:
+    """Objects per status name other than OK of a chunk's ``status_name`` column."""
+    return Counter(str(name) for name in names if name != Status.OK.name)
 
 
 def _finished(plan: _Plan, chunk: CatalogChunk) -> bool:

@@ -454,3 +454,16 @@ def test_counts_may_be_written_like_1e5(capsys):
         with pytest.raises(SystemExit) as stopped:
             parser.parse_args(["lombscargle", "x.csv", "--nf", bad])
         assert stopped.value.code == 2 and "is not a whole number" in capsys.readouterr().err
+
+
+def test_the_summary_counts_the_objects_without_a_result(tmp_path, capsys, cpu_device):
+    rng = np.random.default_rng(4)
+    t = np.sort(rng.uniform(0, 30, 60))
+    rows = [(1, ti, np.sin(ti), 0.1) for ti in t] + [(2, 0.0, 1.0, 0.1), (2, 1.0, 2.0, 0.1)]
+    path = tmp_path / "two.csv"
+    path.write_text("id,t,y,dy\n" + "".join(f"{i},{ti},{yi},{di}\n" for i, ti, yi, di in rows))
+    status, text, _ = _cli(capsys, "lombscargle", path, "--fmin", 0.1, "--fmax", 2, "--nf", 500,
+                           "-o", tmp_path / "out.csv", "--no-progress",
+                           "--device", cpu_device.label.split()[0])
+    assert status == 0 and text.startswith("2 objects in 1 chunk(s)")
+    assert text.rstrip().endswith("; 1 object without a result (1 TOO_FEW_POINTS)")
