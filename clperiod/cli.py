@@ -276,6 +276,16 @@ def _search_grid(args: argparse.Namespace) -> Any:
     from clperiod.grid import FrequencyGrid
     from clperiod.pipeline import AutoGrid
 
+    automatic = {
+        "--samples-per-peak": args.samples_per_peak,
+        "--nyquist-factor": args.nyquist_factor,
+    }
+    shaping = [option for option, value in automatic.items() if value is not None]
+    if shaping and (args.nf is not None or args.frequencies_file or args.periods_file):
+        raise ValueError(
+            f"{' and '.join(shaping)} shape the automatic grid, which --nf or a file of "
+            "frequencies or periods replaces: give one or the other"
+        )
     if args.frequencies_file is not None or args.periods_file is not None:
         return _grid_from_file(args)
     fmin = _frequency_bound(args.fmin, args.max_period, "--max-period")
@@ -283,7 +293,12 @@ def _search_grid(args: argparse.Namespace) -> Any:
     if args.nf is None:
         if args.df is not None:
             raise ValueError("--df needs --fmin and --nf")
-        return AutoGrid(args.samples_per_peak, args.nyquist_factor, fmin, fmax)
+        return AutoGrid(
+            5 if args.samples_per_peak is None else args.samples_per_peak,
+            5 if args.nyquist_factor is None else args.nyquist_factor,
+            fmin,
+            fmax,
+        )
     if fmin is None or (fmax is None) == (args.df is None):
         raise ValueError(
             "--nf needs --fmin (or --max-period) and one of --fmax (or --min-period) or --df"
@@ -512,6 +527,12 @@ def _run_search(args: argparse.Namespace) -> int:
             raise ValueError(
                 f"{args.command} models each band: name the band label column with --band-col"
             )
+        if args.no_dy and args.dy_col != "auto":
+            raise ValueError("--no-dy ignores uncertainties and --dy-col names them: give one")
+        if args.plot_ids and not args.plot:
+            raise ValueError("--plot-ids chooses the objects that --plot DIR draws: give --plot")
+        if getattr(args, "compat", None) == "astropy" and args.method == "exact":
+            raise ValueError("--compat reproduces astropy's binned search, not --method exact")
         reader = catalog_files.open_catalog(
             args.input,
             layout=args.layout,
@@ -747,13 +768,11 @@ def _add_grid_arguments(parser: argparse.ArgumentParser) -> None:
     grid.add_argument(
         "--samples-per-peak",
         type=float,
-        default=5,
         help="automatic grid: points across a peak of width 1/T (default 5)",
     )
     grid.add_argument(
         "--nyquist-factor",
         type=float,
-        default=5,
         help="automatic grid: multiple of the average Nyquist frequency (default 5)",
     )
 
@@ -869,7 +888,9 @@ def _add_supersmoother(subparsers: argparse._SubParsersAction) -> None:
         "--alpha", type=float, default=9.0, help="bass enhancement in [0, 10] (default 9)"
     )
     options.add_argument(
-        "--compat", action="store_true", help="reproduce the reference GPU code (see the README)"
+        "--compat",
+        action="store_true",
+        help="reproduce the reference GPU code (docs/guide/supersmoother.md)",
     )
     options.add_argument(
         "--periodic",

@@ -106,6 +106,7 @@ def test_bls_duration_range(tmp_path, capsys, cpu_device):
     (("--duration-range", 0.05, 0.02, 3), "0 < DMIN <= DMAX"),
     (("--duration-range", 0.02, 0.05, 2.5), "N must be a whole number"),
     (("--durations", 0.3), "duration"),
+    (("--durations", 0.02, "--compat", "--method", "exact"), "not --method exact"),
 ])
 def test_bls_bad_durations(tmp_path, capsys, cpu_device, arguments, message):
     status, _, err = _cli(capsys, "bls", UGRIZ, *COLUMNS, *GRID_OPTIONS, *arguments, "-o",
