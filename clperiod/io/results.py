@@ -474,11 +474,17 @@ def durable_replace(temporary: Path, path: Path) -> None:
 
 
 def _format(path: Any, fmt: str | None, formats: dict[str, tuple[str, ...]], what: str) -> str:
+    suffix = Path(path).suffix.lower()
     if fmt is not None:
         if fmt not in formats:
             raise ValueError(f"unknown {what} format {fmt!r}; choose one of {tuple(formats)}")
+        implied = [name for name, suffixes in formats.items() if suffix in suffixes]
+        if implied and implied[0] != fmt:
+            raise ValueError(
+                f"the {what} format {fmt!r} disagrees with the suffix of {str(path)!r} "
+                f"({implied[0]}); give a matching path or format"
+            )
         return fmt
-    suffix = Path(path).suffix.lower()
     for name, suffixes in formats.items():
         if suffix in suffixes:
             return name

@@ -62,6 +62,9 @@ def test_formats_from_suffix_or_name():
         result_format("a.txt")
     with pytest.raises(ValueError, match="unknown periodogram format 'fits'"):
         periodogram_format("a.npy", "fits")
+    with pytest.raises(ValueError, match=r"format 'csv' disagrees with the suffix of 'x\.parquet'"):
+        result_format("x.parquet", "csv")
+    assert result_format("x.parquet", "parquet") == "parquet"
 
 
 def test_periodograms_in_every_format(tmp_path, result):
