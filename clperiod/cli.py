@@ -747,12 +747,20 @@ def _add_grid_arguments(parser: argparse.ArgumentParser) -> None:
     )
     low = grid.add_mutually_exclusive_group()
     low.add_argument("--fmin", type=float, help="lowest frequency (cycles per time unit)")
-    low.add_argument("--max-period", type=float, help="longest period (--fmin = 1 / it)")
+    low.add_argument(
+        "--max-period", type=float, help="longest period, in the time unit (--fmin = 1 / it)"
+    )
     high = grid.add_mutually_exclusive_group()
-    high.add_argument("--fmax", type=float, help="upper frequency bound")
-    high.add_argument("--min-period", type=float, help="shortest period (--fmax = 1 / it)")
+    high.add_argument(
+        "--fmax", type=float, help="upper frequency bound (cycles per time unit), excluded"
+    )
+    high.add_argument(
+        "--min-period", type=float, help="shortest period, in the time unit (--fmax = 1 / it)"
+    )
     grid.add_argument("--nf", type=_count, help="number of frequencies (1e5 or 100000)")
-    grid.add_argument("--df", type=float, help="frequency step (with --fmin and --nf)")
+    grid.add_argument(
+        "--df", type=float, help="frequency step, cycles per time unit (with --fmin and --nf)"
+    )
     listed = grid.add_mutually_exclusive_group()
     listed.add_argument(
         "--frequencies-file",
