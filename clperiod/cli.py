@@ -18,6 +18,7 @@ import json
 import lzma
 import math
 import os
+import re
 import sys
 import warnings
 import zlib
@@ -47,10 +48,49 @@ _ERRORS = (
 
 
 def _fail(exc: BaseException) -> int:
-    """Print ``exc`` as one line on stderr; exit status 1."""
+    """Print ``exc`` as one line on stderr, in the options' names; exit status 1."""
     message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-    print(f"clperiod: error: {' '.join(str(message).split())}", file=sys.stderr)
+    print(f"clperiod: error: {_in_option_names(' '.join(str(message).split()))}", file=sys.stderr)
     return 1
+
+
+#: Library parameter names whose command-line options are named otherwise.
+_SYNONYMS = {
+    "nan_policy='omit'": "--nan-policy omit",
+    "nan_policy='mask'": "--nan-policy mask",
+    "n_bins": "--bins",
+    "n_covers": "--covers",
+    "maximum_frequency": "--fmax",
+    "minimum_frequency": "--fmin",
+}
+
+
+def _in_option_names(text: str) -> str:
+    """``text`` with the library's parameter names that the command line has as
+    options written as those options (``nterms_base`` -> ``--nterms-base``)."""
+    names = dict(_SYNONYMS)
+    for dest, option in _option_names(build_parser()).items():
+        if "_" in dest:
+            names.setdefault(dest, option)
+    alternatives = "|".join(map(re.escape, sorted(names, key=len, reverse=True)))
+    # not within a word, a dotted name or a path, nor before "(" or a suffix
+    pattern = re.compile(rf"(?<![\w./\\-])({alternatives})(?![\w(]|\.\w)")
+    return pattern.sub(lambda match: names[match.group(1)], text)
+
+
+def _option_names(parser: argparse.ArgumentParser) -> dict[str, str]:
+    """The first long option string of every option of ``parser`` and its
+    subcommands, by destination."""
+    found: dict[str, str] = {}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for command in action.choices.values():
+                found.update(_option_names(command))
+        else:
+            long = [option for option in action.option_strings if option.startswith("--")]
+            if long:
+                found.setdefault(action.dest, long[0])
+    return found
 
 
 def _device_facts(selected: set[str]) -> list[dict[str, Any]]:

@@ -92,8 +92,8 @@ def test_options_of_other_searches_are_refused(tmp_path, capsys, option):
 
 @pytest.mark.parametrize(("option", "message"), [
     (("--nharmonics", 9), "nharmonics must be"),
-    (("--fit-harmonics", 2), "fit_harmonics=2 needs a catalog with bands"),
-    (("--min-points", 3), "min_points must be"),
+    (("--fit-harmonics", 2), "--fit-harmonics=2 needs a catalog with bands"),
+    (("--min-points", 3), "--min-points must be"),
 ])
 def test_bad_options_name_the_option(tmp_path, capsys, cpu_device, option, message):
     status, _, err = _cli(capsys, "mhaov", UGRIZ, *COLUMNS, *GRID_OPTIONS, *option, "-o",

@@ -123,4 +123,4 @@ def test_bad_model_options_name_the_option(tmp_path, capsys, cpu_device):
                           *GRID_OPTIONS, "--nterms-base", 5, "-o", tmp_path / "res.csv",
                           "--no-progress", *_device(cpu_device))
     assert status == 1
-    assert err.startswith("clperiod: error: nterms_base must be")
+    assert err.startswith("clperiod: error: --nterms-base must be")

@@ -429,7 +429,7 @@ def test_band_col_pools_the_bands_of_single_band_searches(tmp_path, capsys):
     (["--band-col", "band"], r"no column\(s\) \['band'\]"),
     (["--band-col", "filter", "--bands", "g"],
      r"band label 'r' \(not in bands \['g'\]\) in object .* at row 1 of that object"),
-    (["--bands", "g"], "no band_col"),
+    (["--bands", "g"], "no --band-col"),
 ])
 def test_band_options_errors(tmp_path, capsys, extra, message):
     source = _banded_csv(tmp_path / "banded.csv")
@@ -471,3 +471,14 @@ def test_the_summary_counts_the_objects_without_a_result(tmp_path, capsys, cpu_d
                            "--device", cpu_device.label.split()[0])
     assert status == 0 and text.startswith("2 objects in 1 chunk(s)")
     assert text.rstrip().endswith("; 1 object without a result (1 TOO_FEW_POINTS)")
+
+
+def test_errors_name_the_options_not_the_library_parameters():
+    assert cli._in_option_names("nterms_base must be in [0, 4], got 5") == (
+        "--nterms-base must be in [0, 4], got 5")
+    assert cli._in_option_names("rows with NaN (nan_policy='omit' drops such rows)") == (
+        "rows with NaN (--nan-policy omit drops such rows)")
+    assert cli._in_option_names("n_bins must be >= 2; see clperiod.pdm(n_bins=...)") == (
+        "--bins must be >= 2; see clperiod.pdm(--bins=...)")
+    assert cli._in_option_names("an id top_kx and a path /a/top_k.csv stay") == (
+        "an id top_kx and a path /a/top_k.csv stay")
