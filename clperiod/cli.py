@@ -756,7 +756,12 @@ def _add_input_arguments(parser: argparse.ArgumentParser) -> None:
     read.add_argument(
         "--nested-col", help="nested Parquet: the list<struct> column of observations"
     )
-    read.add_argument("--delimiter", default=",", help="CSV field separator (default ,)")
+    read.add_argument(
+        "--delimiter",
+        type=_delimiter,
+        default=",",
+        help="CSV field separator (default ,; '\\t' for a tab)",
+    )
     read.add_argument(
         "--nan-policy",
         choices=("raise", "omit"),
@@ -1589,6 +1594,11 @@ def build_parser() -> argparse.ArgumentParser:
     for add_command in _COMMANDS:
         add_command(subparsers)
     return parser
+
+
+def _delimiter(text: str) -> str:
+    """A CSV separator; ``\\t`` as typed in a shell stands for a tab (argparse type)."""
+    return "\t" if text == "\\t" else text
 
 
 def _count(text: str) -> int:

@@ -454,6 +454,7 @@ def test_counts_may_be_written_like_1e5(capsys):
     parser = cli.build_parser()
     args = parser.parse_args(["lombscargle", "x.csv", "--nf", "1e5", "--chunk-rows", "2_000"])
     assert args.nf == 100_000 and args.chunk_rows == 2000
+    assert parser.parse_args(["lombscargle", "x.csv", "--delimiter", "\\t"]).delimiter == "\t"
     for bad in ("2.5", "1e400", "ten"):
         with pytest.raises(SystemExit) as stopped:
             parser.parse_args(["lombscargle", "x.csv", "--nf", bad])
