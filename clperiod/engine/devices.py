@@ -605,7 +605,9 @@ def get_queue(info: DeviceInfo, profiling: bool = False, role: str = "compute") 
         give distinct queues, the OpenCL analogue of CUDA streams, so copies
         can overlap kernels.
     """
-    key = (info.device, profiling, role, threading.get_ident())
+    # current_thread() registers a thread that threading did not start, so
+    # _forget_ended_threads sees it alive
+    key = (info.device, profiling, role, threading.current_thread().ident)
     context = get_context(info)
     with _cache_lock:
         if key not in _queues:
@@ -652,7 +654,7 @@ def thread_memory_pool(info: DeviceInfo) -> cl_tools.MemoryPool:
     of this thread's in-order queue (:func:`get_queue`) still use it: the
     next buffer it hands out is used by later commands of the same queue.
     """
-    return _pool(info, threading.get_ident())
+    return _pool(info, threading.current_thread().ident)
 
 
 def _pool(info: DeviceInfo, thread: object) -> cl_tools.MemoryPool:

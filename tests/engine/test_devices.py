@@ -429,6 +429,30 @@ def test_queues_and_pools_of_ended_threads_are_dropped() -> None:
     assert device.memory_pool(info) is device.memory_pool(info)
 
 
+def test_a_thread_that_threading_did_not_start_keeps_its_queue() -> None:
+    """A thread started by _thread (or C code) is not listed by threading until
+    it asks for a queue; from then on its queue is kept while it lives."""
+    import _thread
+
+    info = list_devices()[0]
+    got, done = [], threading.Event()
+    release = threading.Event()
+
+    def foreign() -> None:
+        got.append(device.get_queue(info, role="foreign"))
+        done.set()
+        release.wait(30)
+        got.append(device.get_queue(info, role="foreign"))
+        done.set()
+
+    _thread.start_new_thread(foreign, ())
+    assert done.wait(30)
+    done.clear()
+    device.get_queue(info, role="asked meanwhile")  # a new queue: ended threads are swept
+    release.set()
+    assert done.wait(30) and got[0] is got[1]
+
+
 def test_many_threads_pools_together_keep_at_most_a_quarter_of_the_device() -> None:
     """Each thread's pool keeps what its last call freed, up to 1/8 of the device
     memory; once the device's pools together hold more than 1/4, a pool trimmed
