@@ -25,7 +25,7 @@ import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import fields
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 __all__ = ["build_parser", "main"]
 
@@ -1583,9 +1583,17 @@ def _version() -> str:
         return "0+unknown"
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, whose errors are one line and where to find the
+    options, not the whole usage (the subcommands' parsers are of this class)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (`{self.prog} --help` lists the options)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``clperiod`` argument parser with one subparser per command."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="clperiod",
         description="Period searches and time-domain kernels on any OpenCL device.",
     )
@@ -1593,6 +1601,16 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for add_command in _COMMANDS:
         add_command(subparsers)
+    return parser
+
+
+def _chosen_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Any:
+    """The parser of the (sub)command that ``args`` chose."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            chosen = getattr(args, action.dest, None)
+            if chosen in action.choices:
+                return _chosen_parser(action.choices[chosen], args)
     return parser
 
 
@@ -1630,7 +1648,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         Exit status (0 on success; 141, as for SIGPIPE, when the reader of the
         output went away, as ``| head`` does).
     """
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # named by the (sub)command they were given to
+        _chosen_parser(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning

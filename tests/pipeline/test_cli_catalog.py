@@ -483,3 +483,19 @@ def test_errors_name_the_options_not_the_library_parameters():
         "--bins must be >= 2; see clperiod.pdm(--bins=...)")
     assert cli._in_option_names("an id top_kx and a path /a/top_k.csv stay") == (
         "an id top_kx and a path /a/top_k.csv stay")
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["lombscargle", "x.csv", "--nf", "ten"],
+     "clperiod lombscargle: error: argument --nf: 'ten' is not a whole number"),
+    (["lombscargle", "x.csv", "--bogus", "1"],
+     "clperiod lombscargle: error: unrecognized arguments: --bogus 1"),
+    (["rv", "evaluate", "a.txt", "b.npy", "--bogus"],
+     "clperiod rv evaluate: error: unrecognized arguments: --bogus"),
+])
+def test_argument_errors_are_one_line_of_the_command_they_were_given_to(capsys, argv, message):
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(argv)
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2 and err.count("\n") == 1 and "usage:" not in err
+    assert err.startswith(message) and "--help` lists the options" in err
