@@ -274,9 +274,11 @@ def _add_singlepulse(subparsers: argparse._SubParsersAction) -> None:
         help="output format (default: from the suffix of OUT, else singlepulse)",
     )
     dms = parser.add_mutually_exclusive_group()
-    dms.add_argument("--dm-start", type=float, help=".npy: DM of the first row")
+    dms.add_argument("--dm-start", type=float, help=".npy: DM of the first row (pc cm^-3)")
     dms.add_argument("--dm-file", help=".npy: text file with the DM of each row")
-    parser.add_argument("--dm-step", type=float, help=".npy: DM step between rows")
+    parser.add_argument(
+        "--dm-step", type=float, help=".npy: DM step between rows (pc cm^-3; with --dm-start)"
+    )
     parser.add_argument("--tsamp", type=float, help=".npy: sampling time (s)")
     parser.add_argument(
         "--max-width", type=int, default=32, help="widest boxcar in samples (default 32)"
@@ -286,20 +288,20 @@ def _add_singlepulse(subparsers: argparse._SubParsersAction) -> None:
         "--plan",
         choices=("dit", "full"),
         default="dit",
-        help="boxcar widths: decimation-in-time plan or every width",
+        help="boxcar widths: decimation-in-time plan (default) or every width",
     )
     parser.add_argument(
         "--snr-mode",
         choices=("approx", "exact"),
         default="approx",
-        help="boxcar noise normalisation",
+        help="boxcar noise normalisation: approximate (default) or exact",
     )
     parser.add_argument("--robust", action="store_true", help="outlier-resistant noise statistics")
     parser.add_argument(
         "--nan-policy",
         choices=("raise", "mask"),
         default="raise",
-        help="non-finite samples: error, or mask them",
+        help="non-finite samples: error (default), or mask them",
     )
     parser.add_argument(
         "--no-cluster",
@@ -1525,14 +1527,16 @@ def _add_rv_evaluate(commands: argparse._SubParsersAction) -> None:
         f"{', '.join(repr(b) for b in BASES)} (default {BASES[0]!r})",
     )
     evaluate.add_argument(
-        "--offsets", metavar="VALUES", help="instrument offsets: label=value,... or one number"
+        "--offsets",
+        metavar="VALUES",
+        help="instrument offsets, in the unit of the velocities: label=value,... or one number",
     )
     evaluate.add_argument(
         "--trend",
         nargs=2,
         type=float,
         metavar=("DVDT", "CURV"),
-        help="add dvdt (t - t_ref) + curv (t - t_ref)^2",
+        help="add dvdt (t - t_ref) + curv (t - t_ref)^2 (velocity per time unit and per its square)",
     )
     evaluate.add_argument(
         "--t-ref", type=float, default=0.0, help="reference epoch of M0 and of --trend (default 0)"
@@ -1546,8 +1550,8 @@ def _add_rv_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--jitter",
         metavar="VALUES",
-        help="jitter added to the uncertainties in quadrature: label=value,... "
-        "or one number for every instrument",
+        help="jitter added to the uncertainties in quadrature, in the unit of the "
+        "velocities: label=value,... or one number for every instrument",
     )
     parser.add_argument(
         "--precision",
