@@ -1536,7 +1536,7 @@ def _add_rv_evaluate(commands: argparse._SubParsersAction) -> None:
         nargs=2,
         type=float,
         metavar=("DVDT", "CURV"),
-        help="add dvdt (t - t_ref) + curv (t - t_ref)^2 (velocity per time unit and per its square)",
+        help="add dvdt (t - t_ref) + curv (t - t_ref)^2 (velocity per time unit, per its square)",
     )
     evaluate.add_argument(
         "--t-ref", type=float, default=0.0, help="reference epoch of M0 and of --trend (default 0)"
