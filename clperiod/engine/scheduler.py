@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Protocol, TypeVar
 
 from clperiod.engine.devices import DeviceInfo
+from clperiod.engine.workers import through_interrupts
 
 __all__ = ["BATCHES_PER_DEVICE", "Tracer", "run_on_devices", "split_range", "tracing"]
 
@@ -146,22 +147,12 @@ def _run(
         concurrent.futures.wait(futures)
     except BaseException as interrupt:  # KeyboardInterrupt: stop after the items under way
         errors.append(interrupt)
-        _wait_through_interrupts(futures)
+        # the items under way write into the caller's arrays
+        through_interrupts(lambda: concurrent.futures.wait(futures))
         raise
     if errors:
         raise errors[0]
     return out
-
-
-def _wait_through_interrupts(futures: list[concurrent.futures.Future]) -> None:
-    """Wait for ``futures`` even if interrupted again (their items are under way
-    on the devices and write into the caller's arrays)."""
-    while True:
-        try:
-            concurrent.futures.wait(futures)
-            return
-        except KeyboardInterrupt:
-            continue
 
 
 def _traced(

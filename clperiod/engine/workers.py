@@ -17,7 +17,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["SerialQueue", "submit"]
+__all__ = ["SerialQueue", "submit", "through_interrupts"]
 
 #: Workers at most; more than any number of concurrent runs needs (each holds
 #: at most three at once), so a job never waits for a worker.
@@ -37,6 +37,18 @@ def submit(function: Callable[..., Any], *args: Any) -> concurrent.futures.Futur
                 MAX_WORKERS, thread_name_prefix="clperiod-worker"
             )
         return _pool.submit(function, *args)
+
+
+def through_interrupts(wait: Callable[[], Any]) -> None:
+    """Call ``wait`` until it returns, again whenever an interrupt
+    (KeyboardInterrupt) stops it: for waits on work that still writes into
+    memory or files the caller is about to give up."""
+    while True:
+        try:
+            wait()
+            return
+        except KeyboardInterrupt:
+            continue
 
 
 class SerialQueue:

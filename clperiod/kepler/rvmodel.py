@@ -574,6 +574,9 @@ def _upload_observations(
     )
 
 
+#: The evaluator's kernels.
+_KERNELS = ("rv_fused", "rv_velocity", "rv_statistic")
+
 Method = TypeVar("Method", bound=Callable[..., Any])
 
 
@@ -674,10 +677,9 @@ class ModelEvaluator:
             space=self.plan.memory,
             method=self.plan.method,
         )
-        # per calling thread: its queue and kernel objects (a launch sets a
-        # kernel's arguments before enqueuing it, so threads must not share them)
-        self._per_thread: dict[int, tuple[cl.CommandQueue, dict[str, cl.Kernel]]] = {}
         self._calling = threading.Lock()  # calls share the slots: one at a time
+        # built now, so that a build error surfaces here
+        kernels.get_kernels(self.context, "rvmodel", _KERNELS, **self._kernel_params)
         self._observations = _upload_observations(
             self.queue, obs, self.plan, self.real_dtype, statistic == "profile", jitter
         )
@@ -686,20 +688,14 @@ class ModelEvaluator:
     @property
     def queue(self) -> cl.CommandQueue:
         """The calling thread's compute queue on the device."""
-        return self._thread_tools()[0]
+        return get_queue(self.info)
 
     @property
     def _kernels(self) -> dict[str, cl.Kernel]:
-        return self._thread_tools()[1]
-
-    def _thread_tools(self) -> tuple[cl.CommandQueue, dict[str, cl.Kernel]]:
-        tools = self._per_thread.get(threading.get_ident())
-        if tools is None:
-            names = ("rv_fused", "rv_velocity", "rv_statistic")
-            found = kernels.get_kernels(self.context, "rvmodel", names, **self._kernel_params)
-            tools = (get_queue(self.info), dict(zip(names, found, strict=True)))
-            self._per_thread[threading.get_ident()] = tools
-        return tools
+        """The calling thread's kernel objects (a launch sets a kernel's
+        arguments before enqueuing it, so threads must not share them)."""
+        found = kernels.get_kernels(self.context, "rvmodel", _KERNELS, **self._kernel_params)
+        return dict(zip(_KERNELS, found, strict=True))
 
     # ---------------------------------------------------------------- staging
     def _stage_params(self, slot: _Slot, p: np.ndarray) -> None:

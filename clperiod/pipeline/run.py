@@ -667,19 +667,17 @@ def _settle_writes(writer: SerialQueue, appender: SerialQueue) -> None:
     writer goes first). An interrupt while waiting cancels the writes not
     started and still waits for those under way, through further interrupts:
     nothing may write once the run's outputs are unlocked."""
-    try:
+
+    def join() -> None:
         writer.join()
         appender.join()
+
+    try:
+        join()
     except KeyboardInterrupt:
         writer.cancel()
         appender.cancel()
-        while True:
-            try:
-                writer.join()
-                appender.join()
-                return
-            except KeyboardInterrupt:
-                continue
+        workers.through_interrupts(join)
 
 
 def _plot_ids(figures: _Figures | None, catalog: Catalog, objects_before: int) -> np.ndarray:
@@ -966,16 +964,18 @@ class _Prefetch:
         """Stop the reader and wait for it, through further interrupts (the
         caller closes the items next, which must not be running)."""
         self._stop.set()
-        if self._job is None:
+        job = self._job
+        if job is None:
             return
-        while True:
-            try:
+
+        def drain() -> None:
+            while True:
                 with contextlib.suppress(queue.Empty):
                     self._queue.get_nowait()  # frees a reader waiting on the full queue
-                if not concurrent.futures.wait([self._job], timeout=0.05).not_done:
+                if not concurrent.futures.wait([job], timeout=0.05).not_done:
                     return
-            except KeyboardInterrupt:
-                continue
+
+        workers.through_interrupts(drain)
 
     def _run(self) -> None:
         try:

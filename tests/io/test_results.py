@@ -181,6 +181,17 @@ def test_atomic_path_keeps_the_old_file_on_error(tmp_path):
     assert target.read_text() == "new"
 
 
+def _write_with(writer: str, target, result) -> None:
+    """Write ``target`` through one of the safe writers."""
+    if writer == "results":
+        write_results(target, result)
+    elif writer == "periodograms":
+        write_periodograms(target, result)
+    else:
+        with atomic_path(target) as temporary:
+            temporary.write_text("complete")
+
+
 @pytest.mark.parametrize("writer", ["results", "periodograms", "atomic_path"])
 def test_outputs_reach_the_disk_before_and_after_their_rename(tmp_path, result, writer,
                                                              monkeypatch):
@@ -194,13 +205,7 @@ def test_outputs_reach_the_disk_before_and_after_their_rename(tmp_path, result, 
                         or replace(a, b))
     target = tmp_path / {"results": "r.parquet", "periodograms": "p.npy",
                          "atomic_path": "t.txt"}[writer]
-    if writer == "results":
-        write_results(target, result)
-    elif writer == "periodograms":
-        write_periodograms(target, result)
-    else:
-        with atomic_path(target) as temporary:
-            temporary.write_text("new")
+    _write_with(writer, target, result)
     kinds = [kind for kind, _ in events]
     assert kinds == ["fsync", "replace", "fsync"]
     assert is_temporary(Path(events[0][1])) and events[1][1] == str(target)
@@ -276,13 +281,7 @@ def test_a_failed_final_rename_leaves_no_temporary(tmp_path, result, writer):
     target = tmp_path / {"results": "r.csv", "periodograms": "p.h5", "atomic_path": "t"}[writer]
     target.mkdir()
     with pytest.raises(IsADirectoryError):
-        if writer == "results":
-            write_results(target, result)
-        elif writer == "periodograms":
-            write_periodograms(target, result)
-        else:
-            with atomic_path(target) as temporary:
-                temporary.write_text("complete")
+        _write_with(writer, target, result)
     assert [p.name for p in tmp_path.iterdir()] == [target.name]
 
 
