@@ -39,9 +39,11 @@ phase-binned statistics, BLS's best-box fields after ``power``).
 
 Exactly once: an object that appears twice in a nested partition raises a
 ValueError naming it. In a frame that was not shuffled here, an object split
-over several partitions is found by a final check on the output ids
-(``check_ids``), which raises a ValueError naming the object and the
-partitions. Task retries never duplicate rows: each output partition is the
+over several partitions is found by ``check_ids``: with the id as the index and
+known divisions, each search checks that its ids lie within its partition's
+divisions (divisions that do not describe the rows could split an object);
+otherwise a final check on the output ids raises a ValueError naming the object
+and the partitions. Task retries never duplicate rows: each output partition is the
 result of exactly one successful task. A worker that dies has its tasks
 rescheduled by the Dask scheduler (up to the configured
 ``distributed.scheduler.allowed-failures`` times); tasks that raise are
@@ -201,12 +203,14 @@ def lombscargle(
         row per object and is not shuffled. False: the frame is known to be
         partitioned by id.
     check_ids
-        Check that no object appears in two partitions. The check gathers the
-        output ids of all partitions in one task, so every output partition
-        waits for the whole catalog. None (default): check unless the frame
-        was shuffled here (a shuffle guarantees it); set False for frames
-        known to be partitioned by id (LSDB, Parquet files that never cut an
-        object) to stream the output.
+        Check that no object appears in two partitions. With the id as the
+        index and known divisions, each search checks that its partition's
+        ids lie within the partition's divisions (no extra task; the output
+        streams); otherwise the check gathers the output ids of all
+        partitions in one task, so every output partition waits for the
+        whole catalog. None (default): check unless the frame was shuffled
+        here (a shuffle guarantees it); set False for frames known to be
+        partitioned by id (LSDB, Parquet files that never cut an object).
     device
         A device selection string (see :func:`clperiod.select_devices`)
         used by every worker; default: each worker's own device
@@ -554,10 +558,13 @@ class _Frame:
 @dataclass(frozen=True)
 class _Partitioning:
     """Whether a frame is shuffled by id before the search, and whether the
-    output ids are checked across partitions after it."""
+    output ids are checked across partitions: against the frame's
+    ``divisions`` within each search (the id is the index and the divisions
+    are known), or by gathering them after the searches."""
 
     shuffle: bool
     check_ids: bool
+    divisions: tuple[Any, ...] | None = None
 
     @classmethod
     def build(
@@ -571,7 +578,10 @@ class _Partitioning:
             shuffle = layout.nested_col is None and not by_index and ddf.npartitions > 1
         if check_ids is None:
             check_ids = not shuffle
-        return cls(bool(shuffle), bool(check_ids))
+        divisions = None
+        if check_ids and not shuffle and layout.id_in_index and ddf.known_divisions:
+            divisions = tuple(ddf.divisions)
+        return cls(bool(shuffle), bool(check_ids), divisions)
 
 
 # ---------------------------------------------------------------------- grid
@@ -662,6 +672,11 @@ def _map_search(
     meta = _meta(id_dtype, top_k, fap_method, search)
     if partitioning.shuffle:
         ddf = ddf.shuffle(on_index=True) if layout.id_in_index else ddf.shuffle(on=layout.id_col)
+    import dask
+
+    # the divisions travel once to each worker, not in every task
+    divisions = partitioning.divisions
+    bounds = None if divisions is None else dask.delayed(divisions, pure=True)
     results = ddf.map_partitions(
         _search_partition,
         search,
@@ -672,10 +687,11 @@ def _map_search(
         device,
         options,
         meta,
+        bounds,
         meta=meta,
         clear_divisions=True,
     )
-    if not partitioning.check_ids:
+    if not partitioning.check_ids or divisions is not None:
         return results
     import pandas as pd
 
@@ -812,9 +828,11 @@ def _search_partition(
     device: str | None,
     options: dict[str, Any],
     meta: pd.DataFrame,
+    divisions: tuple[Any, ...] | None,
     partition_info: dict[str, Any] | None = None,
 ) -> pd.DataFrame:
-    """Search one partition on this worker's device; one output row per object."""
+    """Search one partition on this worker's device; one output row per object
+    (its ids checked against the frame's ``divisions`` where given)."""
     if len(frame) == 0:
         return meta.copy()
     number = partition_info["number"] if partition_info is not None else 0
@@ -822,11 +840,31 @@ def _search_partition(
         catalog = _partition_catalog(frame, layout, nan_policy)
     except (TypeError, ValueError) as error:
         raise type(error)(f"partition {number}: {error}") from error
+    if divisions is not None:
+        _check_within_divisions(frame.index, divisions, number)
     result = search(catalog, grid, device=worker_device() if device is None else device, **options)
     import pandas as pd
 
     return pd.DataFrame(result_columns(result, fap_method=fap_method)).astype(
         meta.dtypes.to_dict()
+    )
+
+
+def _check_within_divisions(ids: pd.Index, divisions: tuple[Any, ...], number: int) -> None:
+    """ValueError naming an id of partition ``number`` outside its divisions
+    (from ``divisions[number]`` up to the next, which only the last partition
+    includes). Partitions within their divisions share no id."""
+    low, high = divisions[number], divisions[number + 1]
+    last = number + 2 == len(divisions)
+    if ids.min() >= low and (ids.max() <= high if last else ids.max() < high):
+        return
+    outside = (ids < low) | ((ids > high) if last else (ids >= high))
+    raise ValueError(
+        f"partition {number}: object id {show_id(ids[np.asarray(outside)][0])} lies outside "
+        f"the partition's divisions ({show_id(low)} to {show_id(high)}, "
+        f"{'inclusive' if last else 'exclusive'}): the frame's divisions do not describe its "
+        "rows, so an object may be split over partitions; let clperiod.dask shuffle the "
+        "frame by id (shuffle=True)"
     )
 
 

@@ -294,7 +294,8 @@ def test_object_split_across_partitions_is_reported_without_shuffle(client, long
 def test_divisions_that_share_an_id_are_checked(client, catalog, long_table) -> None:
     """Parquet files holding ids 0-2 and 2-3 give divisions (0, 2, 3) with id 2
     in both partitions: indexed frames are not shuffled, and the id check
-    (on by default for them) catches it; shuffle=True mends it."""
+    (on by default for them) catches id 2 in partition 0, outside its
+    divisions; shuffle=True mends it."""
     table = long_table.set_index("id")
     cut = catalog.ids[catalog.n_objects // 2]
     rows = int(np.flatnonzero(table.index == cut)[3])
@@ -302,10 +303,48 @@ def test_divisions_that_share_an_id_are_checked(client, catalog, long_table) -> 
     frame = dd.from_map(lambda part: part, parts,
                         divisions=(catalog.ids[0], cut, catalog.ids[-1]))
     assert frame.known_divisions
-    with pytest.raises(ValueError, match=rf"object id {cut} appears in partitions \[0, 1\]"):
+    with pytest.raises(ValueError, match=rf"partition 0: object id {cut} lies outside the "
+                                         r"partition's divisions .*shuffle=True"):
         clperiod.dask.lombscargle(frame, GRID).compute()
     mended = clperiod.dask.lombscargle(frame, GRID, shuffle=True).compute()
     assert_same_objects(mended, single_device(clperiod.lombscargle, catalog, GRID))
+
+
+def test_divisions_are_checked_at_both_ends(catalog, long_table) -> None:
+    """An id below its partition's first division, or at the next partition's
+    first division, is named; the last partition includes its last division."""
+    table = long_table.set_index("id")
+    ids = catalog.ids
+    middle = ids[catalog.n_objects // 2]
+    parts = [table.loc[:middle - 1], table.loc[middle:]]
+    exact = dd.from_map(lambda part: part, parts, divisions=(ids[0], middle, ids[-1]))
+    expected = single_device(clperiod.lombscargle, catalog, GRID)
+    assert_same_objects(clperiod.dask.lombscargle(exact, GRID).compute(scheduler="sync"),
+                        expected)
+    for divisions, number, named in (((ids[0], ids[1], ids[-1]), 0, ids[1]),
+                                     ((ids[0], middle + 1, ids[-1]), 1, middle),
+                                     ((ids[0], middle, ids[-2]), 1, ids[-1])):
+        frame = dd.from_map(lambda part: part, parts, divisions=divisions)
+        with pytest.raises(ValueError, match=rf"partition {number}: object id {named} lies "
+                                             "outside"):
+            clperiod.dask.lombscargle(frame, GRID).compute(scheduler="sync")
+
+
+def test_known_divisions_stream_the_output(catalog, long_table) -> None:
+    """With the id as the index and known divisions the check runs within each
+    search: an output partition needs only its own search, and no task gathers
+    the ids; without divisions one task gathers them all."""
+    def first_partition(out: dd.DataFrame) -> tuple[list[int], bool]:
+        keys = [key for key in out.partitions[0].optimize().__dask_graph__()
+                if isinstance(key, tuple)]
+        searched = sorted({key[1] for key in keys if "_search_partition" in key[0]})
+        return searched, any("customreduction" in key[0] for key in keys)
+
+    indexed = clperiod.dask.lombscargle(by_id(long_table, 3), GRID)
+    assert first_partition(indexed) == ([0], False)
+    unknown = by_id(long_table, 3).clear_divisions()
+    checked = clperiod.dask.lombscargle(unknown, GRID, shuffle=False)
+    assert first_partition(checked) == ([0, 1, 2], True)
 
 
 def test_partitions_take_the_column_types_of_dataframes(long_table) -> None:
