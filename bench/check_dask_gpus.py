@@ -5,12 +5,13 @@ Runs :func:`clperiod.dask.lombscargle` (``top_k=3``) on the Lomb-Scargle catalog
 ``--copies`` times: 16,000 objects by default; ``--nf`` frequencies, default 2x10^5) as a
 frame indexed by id with known divisions, in ``--partitions`` partitions. For one worker
 and for ``--workers`` workers (default 2, one per GPU) it starts a
-``distributed.LocalCluster`` of single-threaded worker processes without device variables,
-so that each binds itself by rank to its own device (``clperiod.dask.workers``), and
-reports, for the frame held in the workers' memory (``--source memory``: ``persist``; the
-scheduler then runs each search where its partition lies) or read by the workers from one
-Parquet file per partition in every search (``--source parquet``, as a survey pipeline
-reads its light curves; the scheduler hands each read to a free worker):
+``distributed.LocalCluster`` of worker processes (one thread each, or
+``--threads-per-worker``) without device variables, so that each binds itself by rank to
+its own device (``clperiod.dask.workers``), and reports, for the frame held in the workers' memory
+(``--source memory``: ``persist``; the scheduler then runs each search where its partition
+lies) or read by the workers from one Parquet file per partition in every search
+(``--source parquet``, as a survey pipeline reads its light curves; the scheduler hands
+each read to a free worker):
 
 * every worker's rank and device (label and PCI bus:slot of NVIDIA devices) and whether
   the workers hold distinct devices;
@@ -124,10 +125,10 @@ def searches_per_worker(tasks: list[dict]) -> dict:
     return out
 
 
-def local_cluster(n_workers: int):
+def local_cluster(n_workers: int, threads: int = 1):
     from distributed import LocalCluster
 
-    return LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+    return LocalCluster(n_workers=n_workers, threads_per_worker=threads, processes=True,
                         dashboard_address=None)
 
 
@@ -158,6 +159,9 @@ def main() -> None:
     parser.add_argument("--nf", type=int, default=200_000)
     parser.add_argument("--partitions", type=int, default=8)
     parser.add_argument("--workers", type=int, default=2, help="workers of the scaled run")
+    parser.add_argument("--threads-per-worker", type=int, default=1,
+                        help="threads of each worker (two let one partition's host work "
+                             "overlap another's device work)")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--source", choices=("memory", "parquet"), default="memory",
                         help="the frame persisted on the workers, or read from Parquet files "
@@ -192,11 +196,13 @@ def main() -> None:
            "devices": [d.label for d in clperiod.select_devices("all")],
            "reference_device": device[0].label, "n_objects": catalog.n_objects,
            "n_points": int(catalog.lengths.sum()), "nf": args.nf, "top_k": TOP_K,
-           "partitions": args.partitions, "source": args.source}
+           "partitions": args.partitions, "source": args.source,
+           "threads_per_worker": args.threads_per_worker}
     for variable in ("CLPERIOD_DEVICE", "PYOPENCL_CTX", "CUDA_VISIBLE_DEVICES"):
         os.environ.pop(variable, None)  # the workers bind themselves
     for n_workers in (1, args.workers):
-        with local_cluster(n_workers) as cluster, Client(cluster) as client:
+        cluster = local_cluster(n_workers, args.threads_per_worker)
+        with cluster, Client(cluster) as client:
             out[f"local_cluster_{n_workers}_workers"] = check(client, source, grid, expected,
                                                               n_workers, args.repeat)
     one, many = (out[f"local_cluster_{n}_workers"]["warm_s"] for n in (1, args.workers))

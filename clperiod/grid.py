@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import enum
 import math
+import threading
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -400,7 +402,25 @@ def supported_frequencies(catalog: Catalog) -> np.ndarray:
     ``1 / (2 dt)`` for times on a lattice (every spacing of distinct times
     within 1 % of a multiple of the shortest, ``dt``), ``inf`` for irregular
     times (no Nyquist limit), NaN with fewer than two distinct times.
+    Remembered (read-only) for as long as ``catalog`` lives, so it can be
+    computed while the device searches.
     """
+    with _supported_lock:
+        known = _supported.get(catalog)
+    if known is None:
+        known = _supported_frequencies(catalog)
+        known.flags.writeable = False
+        with _supported_lock:
+            known = _supported.setdefault(catalog, known)
+    return known
+
+
+_supported: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_supported_lock = threading.Lock()
+
+
+def _supported_frequencies(catalog: Catalog) -> np.ndarray:
+    """:func:`supported_frequencies`, computed."""
     lengths, starts = catalog.lengths, catalog.offsets[:-1]
     several = lengths >= 2
     supported = np.full(catalog.n_objects, np.nan)

@@ -112,6 +112,11 @@ def test_supported_frequencies_lattice_irregular_and_degenerate():
     np.testing.assert_array_equal(supported_frequencies(catalog),
                                   [0.25, np.nan, np.nan, np.inf, np.nan, 1.0])
 
+    remembered = supported_frequencies(catalog)
+    assert remembered is supported_frequencies(catalog)
+    with pytest.raises(ValueError, match="read-only"):
+        remembered[0] = 1.0
+
 
 def test_evenly_sampled_data_are_not_flagged_below_their_nyquist_frequency():
     t = np.arange(0, 30, 0.02)

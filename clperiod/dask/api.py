@@ -56,6 +56,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -64,7 +65,7 @@ import numpy as np
 from clperiod import checks
 from clperiod.catalog import NAN_POLICIES, Catalog, fixed_bands
 from clperiod.dask.workers import worker_device
-from clperiod.grid import FrequencyArray, FrequencyGrid
+from clperiod.grid import FrequencyArray, FrequencyGrid, supported_frequencies
 from clperiod.io.chunks import show_id
 from clperiod.io.formats import struct_fields
 from clperiod.io.frames import catalog_from_dataframe
@@ -81,6 +82,7 @@ from clperiod.periodograms.phase_statistics import MAX_TOP_K as _PS_MAX_TOP_K
 from clperiod.periodograms.phase_statistics import aov as _aov
 from clperiod.periodograms.phase_statistics import conditional_entropy as _conditional_entropy
 from clperiod.periodograms.phase_statistics import pdm as _pdm
+from clperiod.periodograms.stats import catalog_time_spread
 from clperiod.periodograms.supersmoother import MAX_TOP_K as _SS_MAX_TOP_K
 from clperiod.periodograms.supersmoother import supersmoother as _supersmoother
 from clperiod.pipeline.run import AutoGrid
@@ -842,12 +844,28 @@ def _search_partition(
         raise type(error)(f"partition {number}: {error}") from error
     if divisions is not None:
         _check_within_divisions(frame.index, divisions, number)
-    result = search(catalog, grid, device=worker_device() if device is None else device, **options)
+    with ThreadPoolExecutor(1, thread_name_prefix="clperiod-columns") as helper:
+        inputs = helper.submit(_column_inputs, catalog, search, options, fap_method)
+        result = search(
+            catalog, grid, device=worker_device() if device is None else device, **options
+        )
+        inputs.result()
     import pandas as pd
 
     return pd.DataFrame(result_columns(result, fap_method=fap_method)).astype(
         meta.dtypes.to_dict()
     )
+
+
+def _column_inputs(
+    catalog: Catalog, search: Callable[..., Any], options: dict[str, Any], fap_method: str | None
+) -> None:
+    """Compute what the output columns need of ``catalog`` (both remembered for
+    as long as it lives), while the device searches: the frequencies its
+    sampling supports (grid warnings) and Lomb-Scargle's false-alarm inputs."""
+    supported_frequencies(catalog)
+    if search is _lombscargle and fap_method not in (None, "townsend"):
+        catalog_time_spread(catalog, options.get("method", "generalized") == "generalized")
 
 
 def _check_within_divisions(ids: pd.Index, divisions: tuple[Any, ...], number: int) -> None:

@@ -347,6 +347,28 @@ def test_known_divisions_stream_the_output(catalog, long_table) -> None:
     assert first_partition(checked) == ([0, 1, 2], True)
 
 
+def test_output_columns_reuse_the_inputs_computed_during_the_search(catalog, monkeypatch) -> None:
+    """What the output columns need of a partition's catalog (grid warnings,
+    Lomb-Scargle's false-alarm inputs) is computed beside the search and not
+    again by the columns."""
+    from clperiod.dask.api import _column_inputs
+    from clperiod.periodograms import stats
+
+    copy = catalog.subset(np.arange(catalog.n_objects))
+    result = clperiod.lombscargle(copy, GRID)
+    expected = result_columns(result)
+    _column_inputs(copy, clperiod.lombscargle, {}, "baluev")
+
+    def recomputed(*args, **kwargs):
+        raise AssertionError("computed again")
+
+    monkeypatch.setattr(clperiod.grid, "_supported_frequencies", recomputed)
+    monkeypatch.setattr(stats, "_time_spread", recomputed)
+    got = result_columns(result)
+    for name, values in expected.items():
+        np.testing.assert_array_equal(got[name], values)
+
+
 def test_partitions_take_the_column_types_of_dataframes(long_table) -> None:
     """Datetime times become MJD, as in clperiod.io.frames; a missing id is named."""
     head = long_table.iloc[:200]
