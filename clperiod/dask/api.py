@@ -672,6 +672,9 @@ def _map_search(
     top_k = check_top_k(options.get("top_k", 1), max_top_k)
     id_dtype = ddf.index.dtype if layout.id_in_index else ddf.dtypes[layout.id_col]
     meta = _meta(id_dtype, top_k, fap_method, search)
+    needed = _needed_columns(layout)
+    if set(ddf.columns) != set(needed):
+        ddf = ddf[needed]  # Parquet and other readers then load only these
     if partitioning.shuffle:
         ddf = ddf.shuffle(on_index=True) if layout.id_in_index else ddf.shuffle(on=layout.id_col)
     import dask
@@ -707,6 +710,18 @@ def _map_search(
         split_every=False,
     )
     return results.map_partitions(_after_check, n_objects, meta=meta)
+
+
+def _needed_columns(layout: _Layout) -> list[str]:
+    """The columns of the frame that the searches read."""
+    names = [] if layout.id_in_index else [layout.id_col]
+    if layout.nested_col is not None:
+        names.append(layout.nested_col)
+    else:
+        names.extend(layout.fields)
+        if layout.band_col is not None:
+            names.append(layout.band_col)
+    return list(dict.fromkeys(names))
 
 
 def _check_options(search: Callable[..., Any], options: dict[str, Any]) -> None:

@@ -369,6 +369,26 @@ def test_output_columns_reuse_the_inputs_computed_during_the_search(catalog, mon
         np.testing.assert_array_equal(got[name], values)
 
 
+def test_searches_read_only_the_columns_they_need(client, catalog, long_table,
+                                                  tmp_path) -> None:
+    """Columns the search does not use are neither read from Parquet nor
+    shuffled; the results do not change."""
+    wide = long_table.assign(ra=1.5, flag="x")
+    dd.from_pandas(wide, npartitions=3).to_parquet(tmp_path)
+    out = clperiod.dask.lombscargle(dd.read_parquet(tmp_path), GRID, dy_col="dy")
+
+    def operations(expr):
+        yield expr
+        for operand in expr.operands:
+            if hasattr(operand, "operands"):
+                yield from operations(operand)
+
+    reads = [expr for expr in operations(out.optimize(fuse=False).expr)
+             if type(expr).__name__.startswith("ReadParquet")]
+    assert reads and all(sorted(expr.columns) == ["dy", "id", "t", "y"] for expr in reads)
+    assert_same_objects(out.compute(), single_device(clperiod.lombscargle, catalog, GRID))
+
+
 def test_partitions_take_the_column_types_of_dataframes(long_table) -> None:
     """Datetime times become MJD, as in clperiod.io.frames; a missing id is named."""
     head = long_table.iloc[:200]
