@@ -206,7 +206,7 @@ def lombscargle(
         partitioned by id.
     check_ids
         Check that no object appears in two partitions. With the id as the
-        index and known divisions, each search checks that its partition's
+        index (not categorical) and known divisions, each search checks that its partition's
         ids lie within the partition's divisions (no extra task; the output
         streams); otherwise the check gathers the output ids of all
         partitions in one task, so every output partition waits for the
@@ -580,8 +580,12 @@ class _Partitioning:
             shuffle = layout.nested_col is None and not by_index and ddf.npartitions > 1
         if check_ids is None:
             check_ids = not shuffle
+        import pandas as pd
+
         divisions = None
-        if check_ids and not shuffle and layout.id_in_index and ddf.known_divisions:
+        # categorical ids order by their categories, which need not compare
+        ordered = not isinstance(ddf.index.dtype, pd.CategoricalDtype)
+        if check_ids and not shuffle and layout.id_in_index and ddf.known_divisions and ordered:
             divisions = tuple(ddf.divisions)
         return cls(bool(shuffle), bool(check_ids), divisions)
 

@@ -330,6 +330,22 @@ def test_divisions_are_checked_at_both_ends(catalog, long_table) -> None:
             clperiod.dask.lombscargle(frame, GRID).compute(scheduler="sync")
 
 
+def test_categorical_ids_with_known_divisions_are_gathered(long_table) -> None:
+    """Categorical ids, whose categories need not compare, are checked by
+    gathering them, as without divisions; the results are those of string ids."""
+    names = long_table.assign(id=long_table["id"].map("star {:04d}".format))
+    frames = [names, names.assign(id=names["id"].astype("category"))]
+    outs = []
+    for frame in frames:
+        indexed = dd.from_pandas(frame.set_index("id"), npartitions=3)
+        assert indexed.known_divisions
+        outs.append(clperiod.dask.lombscargle(indexed, GRID).compute(scheduler="sync"))
+    strings, categorical = outs
+    assert categorical["id"].is_unique
+    pd.testing.assert_frame_equal(categorical.astype({"id": str}).reset_index(drop=True),
+                                  strings.astype({"id": str}).reset_index(drop=True))
+
+
 def test_known_divisions_stream_the_output(catalog, long_table) -> None:
     """With the id as the index and known divisions the check runs within each
     search: an output partition needs only its own search, and no task gathers
