@@ -20,6 +20,8 @@ import enum
 import functools
 import operator
 import sys
+import threading
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeGuard
@@ -554,6 +556,24 @@ class Catalog:
                 low[filled] = np.minimum.reduceat(self.t, starts)
                 high[filled] = np.maximum.reduceat(self.t, starts)
         return low, high
+
+
+def remembered(catalog: Catalog, key: Any, compute: Callable[[], Any]) -> Any:
+    """``compute()``, computed once per ``key`` and remembered for as long as
+    ``catalog`` lives (its arrays are read-only), so it can be computed ahead,
+    e.g. while a device searches. Thread-safe: two first callers may both
+    compute; the first result is kept."""
+    with _remembered_lock:
+        known = _remembered.setdefault(catalog, {})
+        if key in known:
+            return known[key]
+    value = compute()
+    with _remembered_lock:
+        return known.setdefault(key, value)
+
+
+_remembered: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_remembered_lock = threading.Lock()
 
 
 # ---------------------------------------------------------------------- lists

@@ -22,15 +22,13 @@ from __future__ import annotations
 
 import enum
 import math
-import threading
-import weakref
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from clperiod import checks
-from clperiod.catalog import Catalog, is_lightcurve_list, mask_of, refuse_masked
+from clperiod.catalog import Catalog, is_lightcurve_list, mask_of, refuse_masked, remembered
 
 MAX_NF = 2**31 - 1  # frequency indices are int32 on the device
 #: Shortest period, in days, that the default grid of catalog runs reaches:
@@ -405,18 +403,13 @@ def supported_frequencies(catalog: Catalog) -> np.ndarray:
     Remembered (read-only) for as long as ``catalog`` lives, so it can be
     computed while the device searches.
     """
-    with _supported_lock:
-        known = _supported.get(catalog)
-    if known is None:
-        known = _supported_frequencies(catalog)
-        known.flags.writeable = False
-        with _supported_lock:
-            known = _supported.setdefault(catalog, known)
-    return known
 
+    def read_only() -> np.ndarray:
+        supported = _supported_frequencies(catalog)
+        supported.flags.writeable = False
+        return supported
 
-_supported: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_supported_lock = threading.Lock()
+    return remembered(catalog, "supported_frequencies", read_only)
 
 
 def _supported_frequencies(catalog: Catalog) -> np.ndarray:

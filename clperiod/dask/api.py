@@ -76,13 +76,13 @@ from clperiod.periodograms.bls import bls as _bls
 from clperiod.periodograms.inputs import check_top_k
 from clperiod.periodograms.lombscargle import MAX_TOP_K as _LS_MAX_TOP_K
 from clperiod.periodograms.lombscargle import lombscargle as _lombscargle
+from clperiod.periodograms.lombscargle import remember_fap_inputs
 from clperiod.periodograms.mhaov import mhaov as _mhaov
 from clperiod.periodograms.multiband import lombscargle_multiband as _lombscargle_multiband
 from clperiod.periodograms.phase_statistics import MAX_TOP_K as _PS_MAX_TOP_K
 from clperiod.periodograms.phase_statistics import aov as _aov
 from clperiod.periodograms.phase_statistics import conditional_entropy as _conditional_entropy
 from clperiod.periodograms.phase_statistics import pdm as _pdm
-from clperiod.periodograms.stats import catalog_time_spread
 from clperiod.periodograms.supersmoother import MAX_TOP_K as _SS_MAX_TOP_K
 from clperiod.periodograms.supersmoother import supersmoother as _supersmoother
 from clperiod.pipeline.run import AutoGrid
@@ -883,8 +883,8 @@ def _column_inputs(
     as long as it lives), while the device searches: the frequencies its
     sampling supports (grid warnings) and Lomb-Scargle's false-alarm inputs."""
     supported_frequencies(catalog)
-    if search is _lombscargle and fap_method not in (None, "townsend"):
-        catalog_time_spread(catalog, options.get("method", "generalized") == "generalized")
+    if search is _lombscargle:
+        remember_fap_inputs(catalog, fap_method, **options)
 
 
 def _check_within_divisions(ids: pd.Index, divisions: tuple[Any, ...], number: int) -> None:

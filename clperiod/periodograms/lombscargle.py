@@ -176,6 +176,16 @@ class LombScargleResult(PeakResults):
         return np.where(ok, fap, np.nan)
 
 
+def remember_fap_inputs(catalog: Catalog, fap_method: str | None, **options: Any) -> None:
+    """Compute what :meth:`LombScargleResult.false_alarm_probability` with
+    ``fap_method`` needs of ``catalog`` for a :func:`lombscargle` search with
+    ``options`` (remembered for as long as the catalog lives), e.g. while the
+    device searches."""
+    if fap_method not in (None, "townsend"):
+        method = options.get("method", "generalized")
+        stats.catalog_time_spread(catalog, weighted=method == "generalized")
+
+
 def lombscargle(
     cat_or_t: Catalog | np.ndarray,
     grid: FrequencyGrid | FrequencyArray,

@@ -46,8 +46,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import threading
-import weakref
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cache
@@ -58,7 +56,7 @@ from scipy import optimize
 from scipy.special import betainc, betaincinv, gammaincc, gammainccinv, gammaln, xlogy
 
 from clperiod import checks
-from clperiod.catalog import Catalog, catalog_of, refuse_masked
+from clperiod.catalog import Catalog, catalog_of, refuse_masked, remembered
 from clperiod.periodograms.inputs import segment_sum
 from clperiod.periodograms.standardize import standardize
 
@@ -354,20 +352,12 @@ def catalog_time_spread(catalog: Catalog, weighted: bool = True) -> tuple[np.nda
     weighted : bool
         Weight the variance with ``dy**-2`` (when the catalog has ``dy``).
     """
-    key = weighted and catalog.dy is not None
-    with _spread_lock:
-        known = _spreads.setdefault(catalog, {})
-        if key in known:
-            return known[key]
-    spread = _time_spread(
-        catalog.offsets, catalog.t, catalog.dy if key else None, with_variance=True
+    weights = catalog.dy if weighted else None
+    return remembered(
+        catalog,
+        ("time_spread", weights is not None),
+        lambda: _time_spread(catalog.offsets, catalog.t, weights, with_variance=True),
     )
-    with _spread_lock:
-        return known.setdefault(key, spread)
-
-
-_spreads: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_spread_lock = threading.Lock()
 
 
 def false_alarm_level(

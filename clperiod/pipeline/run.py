@@ -11,6 +11,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import dataclasses
+import functools
 import inspect
 import itertools
 import json
@@ -47,7 +48,7 @@ from clperiod.io.results import (
 from clperiod.io.results import periodogram_format as _periodogram_format
 from clperiod.io.tables import result_columns
 from clperiod.periodograms.inputs import Deferred
-from clperiod.periodograms.stats import catalog_time_spread
+from clperiod.periodograms.lombscargle import remember_fap_inputs
 from clperiod.pipeline.runlock import locked_outputs
 
 __all__ = [
@@ -759,15 +760,11 @@ def _wait_for(
     """A begun chunk's results, once its search is done, and the search of its
     objects to plot (figures need their periodograms)."""
     search = plan.search
-    if (
-        search.algorithm == "lombscargle"
-        and not plan.periodograms
-        and search.fap_method not in (None, "townsend")
-    ):
+    if search.algorithm == "lombscargle" and not plan.periodograms:
         # the fap column's inputs, while the device works (after the next chunk
         # is queued, so they never delay it)
-        weighted = search.options.get("method", "generalized") == "generalized"
-        writer.submit(catalog_time_spread, begun.chunk.catalog, weighted)
+        inputs = functools.partial(remember_fap_inputs, **search.options)
+        writer.submit(inputs, begun.chunk.catalog, search.fap_method)
     started = time.perf_counter()
     results = [deferred.result() for deferred in begun.searches]
     plot_job = _plot_job(plan, begun.chunk.catalog, begun.plot_ids)
