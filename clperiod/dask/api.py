@@ -206,9 +206,9 @@ def lombscargle(
         partitioned by id.
     check_ids
         Check that no object appears in two partitions. With the id as the
-        index (not categorical) and known divisions, each search checks that its partition's
-        ids lie within the partition's divisions (no extra task; the output
-        streams); otherwise the check gathers the output ids of all
+        index (not categorical) and known divisions, each search checks that
+        its partition's ids lie within the partition's divisions (no extra
+        task; the output streams); otherwise the check gathers the output ids of all
         partitions in one task, so every output partition waits for the
         whole catalog. None (default): check unless the frame was shuffled
         here (a shuffle guarantees it); set False for frames known to be
