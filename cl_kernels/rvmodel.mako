@@ -24,6 +24,10 @@
 ##   trend       0, 1, 2: polynomial degree in (t - t_ref), trend[model][2]
 ##   space       "constant" | "local" | "global": where observations are read
 ##   method      "danby" | "markley": Kepler solver (kepler.mako)
+##   result      "float" | "double": type of the results out, out_k and
+##               out_gamma ("double" with real == "float" rounds nothing:
+##               the float values are stored exactly, so the host need not
+##               widen them)
 ##
 ## Layouts (Ford 2009 sec. 4.4): ``rv_fused`` computes everything with one
 ## work-item per model; ``rv_velocity`` (one work-item per model and block
@@ -47,10 +51,11 @@
 ## This runs once per model and planet, outside the loop over observations.
 <%namespace name="common" file="common.mako"/>
 <%namespace name="kepler" file="kepler.mako"/>
-% if phase in ("double", "float_device") and real == "float":
+% if (phase in ("double", "float_device") or result == "double") and real == "float":
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 % endif
 ${common.prelude(real)}
+typedef ${result} result_t;
 ${kepler.solver(real)}
 ${kepler.markley(real)}
 % if phase in ("double", "float_device"):
@@ -295,12 +300,12 @@ ${planet_velocities()}
     if (!(den > 0) && state == MODEL_OK)
         state = MODEL_DEGENERATE;
     const bool good = state == MODEL_OK;
-    out[model] = good ? base - num * k_hat : (real_t) NAN;
-    out_k[model] = good ? k_hat : (real_t) NAN;
+    out[model] = (result_t) (good ? base - num * k_hat : (real_t) NAN);
+    out_k[model] = (result_t) (good ? k_hat : (real_t) NAN);
 #pragma unroll
     for (int i = 0; i < N_INST; ++i)
-        out_gamma[model * N_INST + i] = good && sum_a[i] > 0
-            ? (sum_b[i] - k_hat * sum_g[i]) / sum_a[i] : (real_t) NAN;
+        out_gamma[model * N_INST + i] = (result_t) (good && sum_a[i] > 0
+            ? (sum_b[i] - k_hat * sum_g[i]) / sum_a[i] : (real_t) NAN);
 % else:
     chi -= chi_c;
   % if log_variances:
@@ -308,10 +313,10 @@ ${planet_velocities()}
   % endif
     const bool good = state == MODEL_OK;
   % if statistic == "loglike":
-    out[model] = good ? (real_t) -0.5 * (chi + ${"logs + " if log_variances else ""}log_norm)
-                      : (real_t) NAN;
+    out[model] = (result_t) (good
+        ? (real_t) -0.5 * (chi + ${"logs + " if log_variances else ""}log_norm) : (real_t) NAN);
   % else:
-    out[model] = good ? chi : (real_t) NAN;
+    out[model] = (result_t) (good ? chi : (real_t) NAN);
   % endif
 % endif
     status[model] = state;
@@ -384,9 +389,9 @@ __kernel void rv_fused(
 ${model_args()}
     const real_t log_norm,
 ${observation_args()}
-    __global real_t *restrict out,
-    __global real_t *restrict out_k,
-    __global real_t *restrict out_gamma,
+    __global result_t *restrict out,
+    __global result_t *restrict out_k,
+    __global result_t *restrict out_gamma,
     __global int *restrict status)
 {
 ${load_observations()}
@@ -438,9 +443,9 @@ ${observation_args()}
     const long stride,
     __global const real_t *restrict vel,
     __global const real_t *restrict gvel,
-    __global real_t *restrict out,
-    __global real_t *restrict out_k,
-    __global real_t *restrict out_gamma,
+    __global result_t *restrict out,
+    __global result_t *restrict out_k,
+    __global result_t *restrict out_gamma,
     __global int *restrict status)
 {
 ${load_observations()}

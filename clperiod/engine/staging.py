@@ -5,7 +5,8 @@
 ``RLIMIT_AS``); :func:`check_periodogram_memory` refuses periodograms larger
 than that with a :class:`MemoryError` naming the size. Transfers go through
 page-locked memory, which copies at the full bus speed: returned periodograms
-and upload blocks come from :data:`PINNED_POOL`, recycled page-locked arrays
+and model results (:func:`result_array`) and upload blocks come from
+:data:`PINNED_POOL`, recycled page-locked arrays
 that are only asked for while they stay well below the available memory
 (ordinary pageable memory otherwise, and when page-locking is refused);
 :class:`Staging` holds one batch's device buffers and its page-locked block;
@@ -24,7 +25,7 @@ import os
 import resource
 import threading
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,7 @@ __all__ = [
     "in_parts",
     "parallel_copy",
     "periodogram_array",
+    "result_array",
     "serves",
 ]
 
@@ -317,14 +319,20 @@ def check_periodogram_memory(n_objects: int, nf: int, dtype) -> None:
 
 
 def periodogram_array(devices: list[DeviceInfo], n_objects: int, nf: int, dtype) -> np.ndarray:
-    """The host array of a search's periodograms, ``(n_objects, nf)``:
-    page-locked (:data:`PINNED_POOL`) when that memory is page-locked for
-    every device that fills it (:func:`serves`), else recycled ordinary
-    memory (:data:`HOST_POOL`)."""
+    """The host array of a search's periodograms, ``(n_objects, nf)``
+    (:func:`result_array`)."""
+    return result_array(devices, (n_objects, nf), dtype)
+
+
+def result_array(devices: Sequence[DeviceInfo], shape: tuple[int, ...], dtype) -> np.ndarray:
+    """A host array that ``devices`` copy results into: page-locked
+    (:data:`PINNED_POOL`) when that memory is page-locked for every one of
+    them (:func:`serves`), so that their copies run at the bus speed and
+    overlap their kernels, else recycled ordinary memory (:data:`HOST_POOL`)."""
     context = get_context(devices[0])
     if all(serves(context, info) for info in devices):
-        return PINNED_POOL.empty(devices[0], (n_objects, nf), dtype)
-    return HOST_POOL.empty((n_objects, nf), dtype)
+        return PINNED_POOL.empty(devices[0], shape, dtype)
+    return HOST_POOL.empty(shape, dtype)
 
 
 def available_host_memory() -> int:

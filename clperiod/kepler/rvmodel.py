@@ -35,7 +35,7 @@ from clperiod.engine.devices import (
 )
 from clperiod.engine.planner import Buffer, MemoryBudget, items_that_fit
 from clperiod.engine.scheduler import run_on_devices, split_range
-from clperiod.engine.staging import HOST_POOL, PINNED_POOL, in_parts, parallel_copy
+from clperiod.engine.staging import PINNED_POOL, in_parts, parallel_copy, result_array
 from clperiod.kepler import orbits
 
 __all__ = [
@@ -261,6 +261,13 @@ class Plan:
         planet's phase at the origin themselves (phases ``"double"`` and
         ``"float_device"``); else the host computes it (``"ds"``, ``"float"``)."""
         return self.phase in ("double", "float_device")
+
+    @property
+    def result(self) -> str:
+        """The type the kernels write results in: ``"double"`` on devices
+        that do double arithmetic (the float values stored exactly), so that
+        they copy straight into the float64 arrays returned; else ``real``."""
+        return "double" if self.real == "double" or self.double_params else "float"
 
     def layout_for(self, n_models: int) -> str:
         """The fused layout (one work-item per model, Ford's second
@@ -662,6 +669,7 @@ class ModelEvaluator:
             statistic=statistic,
         )
         self.real_dtype = np.float64 if self.plan.real == "double" else np.float32
+        self.result_dtype = np.float64 if self.plan.result == "double" else np.float32
         self.context = get_context(self.info)
         self._kernel_params = dict(
             real=self.plan.real,
@@ -676,6 +684,7 @@ class ModelEvaluator:
             trend=trend,
             space=self.plan.memory,
             method=self.plan.method,
+            result=self.plan.result,
         )
         self._calling = threading.Lock()  # calls share the slots: one at a time
         # built now, so that a build error surfaces here
@@ -750,7 +759,8 @@ class ModelEvaluator:
             launch's from the plan (:meth:`Plan.layout_for`).
         out
             Arrays to write the results into (as returned, ``n_models``
-            rows); by default new ones.
+            rows); by default new ones (:func:`~clperiod.engine.staging.result_array`).
+            The devices copy straight into page-locked ones.
 
         Returns
         -------
@@ -761,13 +771,26 @@ class ModelEvaluator:
         n_models = params.shape[0]
         n_inst = len(self.obs.instruments)
         profile = self.statistic == "profile"
-        real = self.real_dtype
-        # page-locked result arrays: reads into pageable memory block the host
-        # until the kernel is done, which would serialise the pipeline
-        host = {
-            name: PINNED_POOL.empty(self.info, shape, dtype)
-            for name, (shape, dtype) in _result_shapes(n_models, n_inst, profile, real).items()
-        }
+        if out is None:
+            shapes = _result_shapes(n_models, n_inst, profile, np.float64)
+            out = {
+                name: result_array([self.info], shape, dtype)
+                for name, (shape, dtype) in shapes.items()
+            }
+        # results go to page-locked memory: reads into pageable memory block
+        # the host until the kernel is done, which would serialise the
+        # pipeline; straight into ``out`` where it is such memory of the
+        # kernels' result type, else through page-locked staging
+        direct = self.result_dtype == np.float64 and all(
+            PINNED_POOL.owns(array, self.info) for array in out.values()
+        )
+        host = out
+        if not direct:
+            shapes = _result_shapes(n_models, n_inst, profile, self.result_dtype)
+            host = {
+                name: PINNED_POOL.empty(self.info, shape, dtype)
+                for name, (shape, dtype) in shapes.items()
+            }
         keep = []  # host arrays and copies in flight (an event dropped early
         # would wait for its copy in its destructor, holding the GIL)
         batch = self.plan.batch_models
@@ -799,11 +822,9 @@ class ModelEvaluator:
         if uploaded is not None:
             run(*uploaded)
         self.queue.finish()
-        if out is None:  # recycled memory: new pages would fault on the first write
-            shapes = _result_shapes(n_models, n_inst, profile, np.float64)
-            out = {name: HOST_POOL.empty(shape, dtype) for name, (shape, dtype) in shapes.items()}
-        for name, value in host.items():
-            parallel_copy(out[name], value)
+        if not direct:
+            for name, value in host.items():
+                parallel_copy(out[name], value)
         if profile:
             out["offsets"] += self._observations.centre
         return out
@@ -990,6 +1011,7 @@ class _Slot:
 
     def __init__(self, ev: ModelEvaluator, capacity: int) -> None:
         ctx, size = ev.context, np.dtype(ev.real_dtype).itemsize
+        result_size = np.dtype(ev.result_dtype).itemsize
         n_inst = len(ev.obs.instruments)
         profile = ev.statistic == "profile"
         mf = cl.mem_flags
@@ -1014,9 +1036,9 @@ class _Slot:
         self.offsets = buf(capacity * n_inst if ev.has_offsets else 1, size)
         self.jitter = buf(capacity * n_inst if ev.has_jitter else 1, size)
         self.trend = buf(capacity * 2 if ev.trend else 1, size)
-        self.out = buf(capacity, size)
-        self.out_k = buf(capacity if profile else 1, size)
-        self.out_gamma = buf(capacity * n_inst if profile else 1, size)
+        self.out = buf(capacity, result_size)
+        self.out_k = buf(capacity if profile else 1, result_size)
+        self.out_gamma = buf(capacity * n_inst if profile else 1, result_size)
         self.status = buf(capacity, 4)
         self._size = size
         self._velocity: tuple[cl.Buffer, cl.Buffer] | None = None
@@ -1139,8 +1161,10 @@ class MultiDeviceEvaluator:
         n = params.shape[0]
         profile = self.evaluators[0].statistic == "profile"
         shapes = _result_shapes(n, len(self.obs.instruments), profile, np.float64)
-        # recycled memory: the devices' threads would fault in new pages side by side
-        out = {name: HOST_POOL.empty(shape, dtype) for name, (shape, dtype) in shapes.items()}
+        out = {
+            name: result_array(self.devices, shape, dtype)
+            for name, (shape, dtype) in shapes.items()
+        }
 
         def work(evaluator: ModelEvaluator, item: tuple[int, int, str]) -> None:
             lo, hi, layout = item

@@ -237,7 +237,9 @@ def warning_free_variants():
             offsets=statistic != "profile" and i % 2 == 0, n_planets=1 + i % 2,
             n_inst=1 + 2 * (i % 2), ecc_form=("e_w", "secosw_sesinw")[i // 2 % 2],
             time_form=("m0", "tp", "tc")[i % 3], space=("constant", "local", "global")[i % 3],
-            method=("danby", "markley")[i // 3 % 2])))
+            method=("danby", "markley")[i // 3 % 2],
+            result="double" if real == "double" or phase in ("double", "float_device")
+            else "float")))
     kepler = [("kepler", dict(real=real, method=method))
               for real in ("double", "float") for method in ("danby", "markley")]
     return rv + kepler

@@ -444,6 +444,54 @@ def test_page_locked_params_upload_directly(monkeypatch, basis):
     assert staged
 
 
+@pytest.mark.parametrize("statistic", ["chi2", "profile"])
+def test_results_copy_straight_into_page_locked_arrays(monkeypatch, statistic):
+    """Where the kernels write float64 (any precision on a device with fp64),
+    the device copies the results straight into the page-locked arrays it
+    returns, with no host copy; the float32 values of precision="mixed" come
+    back exactly. Pageable ``out`` arrays, and float32 results (double-single
+    phases), go through page-locked staging and give the same numbers."""
+    from clperiod.engine.staging import PINNED_POOL
+
+    rng = np.random.default_rng(96)
+    pb = rv_problem(rng, n_models=700, n_obs=40)
+    monkeypatch.setattr(rvmodel, "BATCH_MODELS", 256)  # several batches per call
+    obs = Observations.build(pb["t"], pb["v"], pb["sigma"], pb["labels"], pb["t_ref"])
+    params = kepler.empty_params(700, 2)  # page-locked: no parameter staging either
+    params[...] = pb["params"]
+    copies = []
+    original = rvmodel.parallel_copy
+    monkeypatch.setattr(rvmodel, "parallel_copy",
+                        lambda dest, src: copies.append(dest.shape) or original(dest, src))
+
+    def run(phase, out=None):
+        evaluator = ModelEvaluator(obs, n_planets=2, statistic=statistic, precision="mixed",
+                                   phase_arithmetic=phase, offsets=statistic == "chi2")
+        offsets = pb["offsets"] if statistic == "chi2" else None
+        return evaluator, evaluator(params, offsets, out=out)
+
+    evaluator, direct = run("double")
+    assert evaluator.result_dtype == np.float64 and copies == []
+    assert all(PINNED_POOL.owns(a, evaluator.info) for a in direct.values())
+    floats = {name: a for name, a in direct.items() if name != "status"}
+    assert all(np.isfinite(a).all() for a in floats.values())
+    for name, a in floats.items():
+        if name == "offsets":  # the host adds each instrument's mean velocity
+            continue
+        np.testing.assert_array_equal(a.astype(np.float32).astype(np.float64), a, err_msg=name)
+    pageable = {name: np.full_like(a, -1) for name, a in direct.items()}
+    _, staged = run("double", out=pageable)
+    assert len(copies) == len(direct) and all(staged[k] is pageable[k] for k in direct)
+    for name in direct:
+        np.testing.assert_array_equal(staged[name], direct[name], err_msg=name)
+    copies.clear()
+    evaluator, ds = run("double_single")
+    result_copies = [shape for shape in copies if shape[0] == 700]  # not parameter staging
+    assert evaluator.result_dtype == np.float32 and len(result_copies) == len(direct)
+    assert all(ds[name].dtype == direct[name].dtype for name in direct)
+    np.testing.assert_allclose(ds["statistic"], direct["statistic"], rtol=1e-5)
+
+
 @pytest.mark.parametrize("precision, phase, bound", [
     ("fp64", "auto", 1e-12), ("mixed", "double", 2.5e-4), ("mixed", "double_single", 2.5e-4),
     ("fp32", "auto", 2.5e-4)])
