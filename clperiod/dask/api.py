@@ -797,7 +797,14 @@ def _meta(
     id_dtype: Any, top_k: int, fap_method: str | None, search: Callable[..., Any]
 ) -> pd.DataFrame:
     """The empty output frame: the columns of ``result_columns`` for no objects
-    of ``search``."""
+    of ``search`` (a copy of the one built for the first such call)."""
+    return _built_meta(id_dtype, top_k, fap_method, search).copy()
+
+
+@functools.lru_cache(maxsize=64)
+def _built_meta(
+    id_dtype: Any, top_k: int, fap_method: str | None, search: Callable[..., Any]
+) -> pd.DataFrame:
     import pandas as pd
 
     meta = pd.DataFrame(result_columns(_NoObjects(top_k, search), fap_method=fap_method))

@@ -405,6 +405,26 @@ def test_searches_read_only_the_columns_they_need(client, catalog, long_table,
     assert_same_objects(out.compute(), single_device(clperiod.lombscargle, catalog, GRID))
 
 
+def test_output_metadata_is_built_once_and_handed_out_as_copies(long_table) -> None:
+    """Building the lazy output reuses the empty output frame of an earlier call
+    with the same id type, top_k, false-alarm method and search, as a copy: a
+    change to one call's metadata reaches no other."""
+    from clperiod.dask import api
+
+    api._built_meta.cache_clear()
+    frame = dd.from_pandas(long_table, npartitions=2)
+    first = clperiod.dask.lombscargle(frame, GRID, dy_col="dy", top_k=2)._meta
+    again = api._meta(np.dtype(np.int64), 2, "baluev", api._lombscargle)
+    assert api._built_meta.cache_info().hits == 1
+    assert again is not first
+    pd.testing.assert_frame_equal(again, first)
+    again["period"] = again["period"].astype("float32")
+    assert api._meta(np.dtype(np.int64), 2, "baluev", api._lombscargle)["period"].dtype \
+        == np.float64
+    other = clperiod.dask.lombscargle(frame, GRID, dy_col="dy", top_k=3)._meta
+    assert [c for c in other.columns if c not in first.columns] == ["period_3", "power_3"]
+
+
 def test_partitions_take_the_column_types_of_dataframes(long_table) -> None:
     """Datetime times become MJD, as in clperiod.io.frames; a missing id is named."""
     head = long_table.iloc[:200]
