@@ -878,8 +878,9 @@ def _run_nufft_piece(
     on_cpus = all(info.kind == "cpu" for info in devices)
     target = CPU_NUFFT_BATCH_BYTES if on_cpus else None
     buffers = _nufft_buffers(plan, options)
-    threads, batches = _nufft_threads(devices, buffers, lengths, budget)
+    threads = _nufft_threads(devices, buffers, lengths, budget)
     # at least one batch per device thread, so that every thread has work
+    batches = len(devices) * threads
     per_batch = -(-lengths.size // batches) if batches > 1 else None
     bounds = batch_bounds(
         lengths,
@@ -930,31 +931,19 @@ def _run_nufft_piece(
 #: Batches a GPU searches at once in a NUFFT search, each on its own device
 #: thread and queue: one batch's host work and uploads overlap another's kernels.
 NUFFT_GPU_THREADS = 2
-#: Batches per device thread of a NUFFT search on GPUs, where they hold at
-#: least :data:`NUFFT_GPU_MIN_BATCH_BYTES` of device buffers each.
-NUFFT_GPU_BATCHES_PER_THREAD = 2
-#: Fewest bytes of device buffers worth a batch of their own on a GPU.
-NUFFT_GPU_MIN_BATCH_BYTES = 1 << 30
 
 
 def _nufft_threads(
     devices: list[DeviceInfo], buffers: list[Any], lengths: np.ndarray, budget: MemoryBudget
-) -> tuple[int, int]:
-    """Device threads per device and batches wanted for a NUFFT search of
-    objects of ``lengths`` points: on GPUs :data:`NUFFT_GPU_THREADS` where the
-    longest object fits that share of ``budget``, and
-    :data:`NUFFT_GPU_BATCHES_PER_THREAD` per thread, none smaller than
-    :data:`NUFFT_GPU_MIN_BATCH_BYTES`; elsewhere one thread and one batch per
-    device."""
-    if any(info.kind == "cpu" for info in devices):
-        return 1, len(devices)
+) -> int:
+    """Device threads per device of a NUFFT search of objects of ``lengths``
+    points: :data:`NUFFT_GPU_THREADS` on GPUs where the longest object fits
+    that share of ``budget``, else one."""
+    if any(info.kind == "cpu" for info in devices) or lengths.size < 2:
+        return 1
     longest = int(lengths.max(initial=0))
     fits = held_bytes(buffers, 1, longest) <= budget.total // NUFFT_GPU_THREADS
-    threads = NUFFT_GPU_THREADS if fits else 1
-    whole = held_bytes(buffers, lengths.size, int(lengths.sum()))
-    worth = max(1, whole // NUFFT_GPU_MIN_BATCH_BYTES)
-    wanted = len(devices) * threads * NUFFT_GPU_BATCHES_PER_THREAD
-    return threads, max(len(devices) * threads, min(wanted, worth))
+    return NUFFT_GPU_THREADS if fits else 1
 
 
 def _one_term_search(

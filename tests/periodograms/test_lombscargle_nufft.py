@@ -287,10 +287,10 @@ def test_every_device_gets_a_batch_and_the_results_do_not_change(rng, monkeypatc
         np.testing.assert_array_equal(getattr(two, name), getattr(one, name))
 
 
-def test_gpus_search_several_batches_at_once_with_unchanged_results(rng, monkeypatch):
+def test_gpus_search_two_batches_at_once_with_unchanged_results(rng, monkeypatch):
     """On GPUs each device runs NUFFT_GPU_THREADS batches at once (a thread and
-    queue each) in a share of its memory, several batches per thread where they
-    are large enough; on CPUs one batch per device. The results equal one batch's."""
+    queue each) in a share of its memory, where the longest object fits that
+    share; on CPUs one batch per device. The results equal one batch's."""
     cat = Catalog.from_lightcurves([simulated(rng, n=200 + 30 * k) for k in range(7)])
     grid = FrequencyGrid(0.01, 0.002, 3000)
     plan = nufft.NufftPlan.build(grid)
@@ -299,16 +299,13 @@ def test_gpus_search_several_batches_at_once_with_unchanged_results(rng, monkeyp
     cpu = clperiod.select_devices()[0]
     gpu = type(cpu)(**{**cpu.__dict__, "kind": "gpu"})
     need = LS_MODULE.held_bytes(buffers, 1, int(lengths.max()))
-    whole = LS_MODULE.held_bytes(buffers, lengths.size, int(lengths.sum()))
     roomy = LS_MODULE.MemoryBudget(total=1 << 40, max_alloc=1 << 30, device="x")
     tight = LS_MODULE.MemoryBudget(total=need + need // 2, max_alloc=1 << 30, device="x")
-    monkeypatch.setattr(LS_MODULE, "NUFFT_GPU_MIN_BATCH_BYTES", 1)
-    assert LS_MODULE._nufft_threads([gpu], buffers, lengths, roomy) == (2, 4)
-    assert LS_MODULE._nufft_threads([gpu, gpu], buffers, lengths, roomy) == (2, 8)
-    assert LS_MODULE._nufft_threads([gpu], buffers, lengths, tight) == (1, 2)
-    assert LS_MODULE._nufft_threads([cpu, cpu], buffers, lengths, roomy) == (1, 2)
-    monkeypatch.setattr(LS_MODULE, "NUFFT_GPU_MIN_BATCH_BYTES", whole // 3 + 1)
-    assert LS_MODULE._nufft_threads([gpu], buffers, lengths, roomy) == (2, 2)
+    assert LS_MODULE._nufft_threads([gpu], buffers, lengths, roomy) == 2
+    assert LS_MODULE._nufft_threads([gpu, gpu], buffers, lengths, roomy) == 2
+    assert LS_MODULE._nufft_threads([gpu], buffers, lengths, tight) == 1
+    assert LS_MODULE._nufft_threads([gpu], buffers, lengths[:1], roomy) == 1
+    assert LS_MODULE._nufft_threads([cpu, cpu], buffers, lengths, roomy) == 1
 
     one = lombscargle(cat, grid, algorithm="nufft", top_k=2, periodogram=True)
     seen = []
@@ -318,9 +315,9 @@ def test_gpus_search_several_batches_at_once_with_unchanged_results(rng, monkeyp
         seen.append((len(devices), list(bounds)))
         return original(devices, bounds, work, **kwargs)
 
-    monkeypatch.setattr(LS_MODULE, "_nufft_threads", lambda devices, *args: (2, 5))
+    monkeypatch.setattr(LS_MODULE, "_nufft_threads", lambda devices, *args: 2)
     monkeypatch.setattr(LS_MODULE, "run_on_devices", spy)
-    many = lombscargle(cat, grid, algorithm="nufft", top_k=2, periodogram=True)
-    assert seen and seen[0][0] == 2 and len(seen[0][1]) >= 4
+    two = lombscargle(cat, grid, algorithm="nufft", top_k=2, periodogram=True)
+    assert seen and seen[0][0] == 2 and [stop - start for start, stop in seen[0][1]] == [4, 3]
     for name in ("frequency_best", "power_best", "top_k_frequency", "top_k_power", "power"):
-        np.testing.assert_array_equal(getattr(many, name), getattr(one, name))
+        np.testing.assert_array_equal(getattr(two, name), getattr(one, name))
