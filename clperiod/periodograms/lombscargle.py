@@ -878,7 +878,7 @@ def _run_nufft_piece(
     on_cpus = all(info.kind == "cpu" for info in devices)
     target = CPU_NUFFT_BATCH_BYTES if on_cpus else None
     buffers = _nufft_buffers(plan, options)
-    threads = _nufft_threads(devices, buffers, lengths, budget)
+    threads = _nufft_threads(devices, buffers, lengths, budget, _staged(devices, catalog))
     # at least one batch per device thread, so that every thread has work
     batches = len(devices) * threads
     per_batch = -(-lengths.size // batches) if batches > 1 else None
@@ -928,18 +928,38 @@ def _run_nufft_piece(
         )
 
 
+def _staged(devices: list[DeviceInfo], catalog: Catalog) -> bool:
+    """Whether some device copies the light curves into page-locked staging
+    memory before uploading them: it prepares the points on the host (no
+    fp64), or a column lies in ordinary memory (:meth:`Catalog.page_locked`)."""
+    columns = [catalog.t, catalog.y] + ([] if catalog.dy is None else [catalog.dy])
+    return not all(
+        info.fp64 and all(PINNED_POOL.owns(column, info) for column in columns)
+        for info in devices
+    )
+
+
 #: Batches a GPU searches at once in a NUFFT search, each on its own device
 #: thread and queue: one batch's host work and uploads overlap another's kernels.
 NUFFT_GPU_THREADS = 2
 
 
 def _nufft_threads(
-    devices: list[DeviceInfo], buffers: list[Any], lengths: np.ndarray, budget: MemoryBudget
+    devices: list[DeviceInfo],
+    buffers: list[Any],
+    lengths: np.ndarray,
+    budget: MemoryBudget,
+    staged: bool,
 ) -> int:
     """Device threads per device of a NUFFT search of objects of ``lengths``
     points: :data:`NUFFT_GPU_THREADS` on GPUs where the longest object fits
-    that share of ``budget``, else one."""
+    that share of ``budget``, else one. With several devices, only where the
+    light curves are not ``staged`` (:func:`_staged`): the staging copies of
+    more threads contend for the host's memory and lose
+    (``bench/results/2026-11-26_h100x2_nufft_threads.json``)."""
     if any(info.kind == "cpu" for info in devices) or lengths.size < 2:
+        return 1
+    if staged and len(devices) > 1:
         return 1
     longest = int(lengths.max(initial=0))
     fits = held_bytes(buffers, 1, longest) <= budget.total // NUFFT_GPU_THREADS

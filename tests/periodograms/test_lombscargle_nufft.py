@@ -290,7 +290,8 @@ def test_every_device_gets_a_batch_and_the_results_do_not_change(rng, monkeypatc
 def test_gpus_search_two_batches_at_once_with_unchanged_results(rng, monkeypatch):
     """On GPUs each device runs NUFFT_GPU_THREADS batches at once (a thread and
     queue each) in a share of its memory, where the longest object fits that
-    share; on CPUs one batch per device. The results equal one batch's."""
+    share, and with several GPUs where the light curves need no staging copy;
+    on CPUs one batch per device. The results equal one batch's."""
     cat = Catalog.from_lightcurves([simulated(rng, n=200 + 30 * k) for k in range(7)])
     grid = FrequencyGrid(0.01, 0.002, 3000)
     plan = nufft.NufftPlan.build(grid)
@@ -301,11 +302,15 @@ def test_gpus_search_two_batches_at_once_with_unchanged_results(rng, monkeypatch
     need = LS_MODULE.held_bytes(buffers, 1, int(lengths.max()))
     roomy = LS_MODULE.MemoryBudget(total=1 << 40, max_alloc=1 << 30, device="x")
     tight = LS_MODULE.MemoryBudget(total=need + need // 2, max_alloc=1 << 30, device="x")
-    assert LS_MODULE._nufft_threads([gpu], buffers, lengths, roomy) == 2
-    assert LS_MODULE._nufft_threads([gpu, gpu], buffers, lengths, roomy) == 2
-    assert LS_MODULE._nufft_threads([gpu], buffers, lengths, tight) == 1
-    assert LS_MODULE._nufft_threads([gpu], buffers, lengths[:1], roomy) == 1
-    assert LS_MODULE._nufft_threads([cpu, cpu], buffers, lengths, roomy) == 1
+    threads = LS_MODULE._nufft_threads
+    assert threads([gpu], buffers, lengths, roomy, True) == 2
+    assert threads([gpu, gpu], buffers, lengths, roomy, False) == 2
+    assert threads([gpu, gpu], buffers, lengths, roomy, True) == 1  # staging copies contend
+    assert threads([gpu], buffers, lengths, tight, False) == 1
+    assert threads([gpu], buffers, lengths[:1], roomy, False) == 1
+    assert threads([cpu, cpu], buffers, lengths, roomy, False) == 1
+    assert LS_MODULE._staged([cpu], cat)
+    assert LS_MODULE._staged([cpu], cat.page_locked(cpu.device)) != cpu.fp64
 
     one = lombscargle(cat, grid, algorithm="nufft", top_k=2, periodogram=True)
     seen = []
