@@ -116,7 +116,7 @@ RANK_TOLERANCE = 1e3 * float(np.finfo(np.float64).eps)
 _HOST_BOUND = 1e-11
 _EPS64 = float(np.finfo(np.float64).eps)
 _EPS = {True: _EPS64, False: float(np.finfo(np.float32).eps)}
-#: Longest over shortest object of a batch of exact fits.
+#: Ratio of the lengths that exact fits are padded to (:func:`_padded_lengths`).
 _LENGTH_RATIO = 1.25
 #: Most values of one batch of design matrices (32 MiB of float64).
 _BLOCK_VALUES = 1 << 22
@@ -350,8 +350,9 @@ def exact_fits(
 ) -> Fits:
     """The model's least-squares fit of object ``objects[i]`` at
     ``frequencies[i]`` for every ``i`` (module notes), batched over requests
-    of lengths within ``_LENGTH_RATIO`` (padded with rows of weight 0;
-    requests of one length give the same values in any batch).
+    padded with rows of weight 0 to the same length (:func:`_padded_lengths`,
+    which depends on the object's length alone, so that a request gives the
+    same values in any batch, on any device, in any catalog).
 
     ``accurate=False`` solves the normal equations of the stable basis
     instead of factorizing its design where their condition allows
@@ -359,22 +360,31 @@ def exact_fits(
     errors stay below about 1e-4."""
     n = objects.size
     power, amplification = np.full(n, np.nan), np.full(n, np.nan)
-    lengths = points.lengths[objects]
-    order = np.argsort(lengths, kind="stable")
-    ordered = lengths[order]
+    padded = _padded_lengths(points.lengths[objects])
+    order = np.argsort(padded, kind="stable")
+    ordered = padded[order]
     columns = _unknowns(nterms, fit_mean) + 1
     start = 0
     while start < n:
-        stop = int(np.searchsorted(ordered, _LENGTH_RATIO * ordered[start], side="right"))
-        longest = int(ordered[stop - 1])
-        per_batch = max(1, _BLOCK_VALUES // (columns * min(longest, _BLOCK_ROWS)))
+        rows = int(ordered[start])
+        stop = int(np.searchsorted(ordered, rows, side="right"))
+        per_batch = max(1, _BLOCK_VALUES // (columns * min(rows, _BLOCK_ROWS)))
         stop = min(stop, start + per_batch)
         group = order[start:stop]
         power[group], amplification[group] = _fit_group(
-            points, objects[group], frequencies[group], nterms, fit_mean, accurate
+            points, objects[group], frequencies[group], nterms, fit_mean, accurate, rows
         )
         start = stop
     return Fits(power, amplification)
+
+
+def _padded_lengths(lengths: np.ndarray) -> np.ndarray:
+    """The rows that requests of objects of ``lengths`` points are padded to:
+    the least ``ceil(_LENGTH_RATIO**k)`` at least as long (at least 1), a
+    function of the length alone."""
+    n = np.maximum(lengths.astype(np.int64), 1)
+    k = np.ceil(np.log(n) / np.log(_LENGTH_RATIO))
+    return np.maximum(np.ceil(_LENGTH_RATIO**k).astype(np.int64), n)
 
 
 def _fit_group(
@@ -384,16 +394,16 @@ def _fit_group(
     nterms: int,
     fit_mean: bool,
     accurate: bool,
+    padded: int,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`exact_fits` of requests padded to one length (zero rows weigh
-    nothing), their rows in blocks whose triangular factors are stacked."""
+    """:func:`exact_fits` of requests padded to ``padded`` rows (zero rows
+    weigh nothing), their rows in blocks whose triangular factors are stacked."""
     m = _unknowns(nterms, fit_mean)
-    lengths = points.lengths[objects]
-    blocks = range(0, int(lengths.max()), _BLOCK_ROWS)
+    blocks = range(0, padded, _BLOCK_ROWS)
     v_max = np.zeros(objects.size)
     rows = None
     for first in blocks:
-        rows = _block(points, objects, frequencies, first)
+        rows = _block(points, objects, frequencies, first, padded)
         cycles, inside, _ = rows
         half = np.sin(np.pi * cycles)
         v_max = np.maximum(v_max, np.max(np.where(inside, 2 * half * half, 0.0), axis=1))
@@ -402,7 +412,7 @@ def _fit_group(
     norms = np.zeros((objects.size, m))
     for first in blocks:
         if len(blocks) > 1 or rows is None:
-            rows = _block(points, objects, frequencies, first)
+            rows = _block(points, objects, frequencies, first, padded)
         cycles, inside, index = rows
         sw = np.where(inside, points.sw[index], 0.0)
         design = np.stack(
@@ -418,13 +428,14 @@ def _fit_group(
 
 
 def _block(
-    points: FitPoints, objects: np.ndarray, frequencies: np.ndarray, first: int
+    points: FitPoints, objects: np.ndarray, frequencies: np.ndarray, first: int, padded: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Rows ``first .. first + _BLOCK_ROWS - 1`` of the requests: their phases
-    (cycles in ``[-1/2, 1/2]``), whether they are points of the request's
-    object, and the points' indices (0 for the padding)."""
+    """Rows ``first .. first + _BLOCK_ROWS - 1`` (of ``padded``) of the
+    requests: their phases (cycles in ``[-1/2, 1/2]``), whether they are
+    points of the request's object, and the points' indices (0 for the
+    padding)."""
     lengths = points.lengths[objects]
-    j = np.arange(first, min(first + _BLOCK_ROWS, int(lengths.max())))
+    j = np.arange(first, min(first + _BLOCK_ROWS, padded))
     inside = j[None, :] < lengths[:, None]
     index = np.where(inside, points.offsets[objects, None] + j[None, :], 0)
     cycles = frequencies[:, None] * points.t[index]

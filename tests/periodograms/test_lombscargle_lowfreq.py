@@ -84,6 +84,27 @@ def test_exact_fits_match_the_extended_precision_reference(nterms, fit_mean, cen
     np.testing.assert_allclose(fits.power, expected, rtol=0, atol=1e-13)
 
 
+@pytest.mark.parametrize("nterms", [1, 3])
+def test_exact_fits_of_an_object_do_not_depend_on_the_other_requests(nterms):
+    """A request's fit is the same to the last bit alone or batched with
+    requests of other objects, shorter or longer (so that batches, devices
+    and catalogs of any make-up give one object the same exact powers)."""
+    rng = np.random.default_rng(40 + nterms)
+    lengths = [37, 90, 100, 109, 120, 400]
+    curves = [(np.sort(rng.uniform(0, 60, n)), rng.normal(size=n), rng.uniform(0.1, 0.3, n))
+              for n in lengths]
+    points = lowfreq.fit_points(Catalog.from_lightcurves(curves), min_points=2 * nterms + 2,
+                                center=True, use_dy=True)
+    frequencies = rng.uniform(0.002, 0.05, 6)
+    objects = np.arange(6)
+    together = lowfreq.exact_fits(points, objects, frequencies, nterms, True).power
+    for k in objects:
+        alone = lowfreq.exact_fits(points, objects[k : k + 1], frequencies[k : k + 1], nterms,
+                                   True).power
+        assert alone[0] == together[k], (k, alone[0] - together[k])
+    assert np.all(np.isfinite(together))
+
+
 def test_frequency_zero_is_not_determined():
     rng = np.random.default_rng(3)
     t = np.sort(rng.uniform(0, 10, 30))
