@@ -735,28 +735,18 @@ def _run_nufft(
     reserved = power.nbytes if power is not None else 0
     budget = MemoryBudget.of(smallest, host_reserved=reserved)
     pieces = _nufft_pieces(plan, lengths, options, budget)
+    if len(pieces) == 1:  # each batch finds its objects' cutoffs on its device
+        return _run_nufft_piece(
+            devices, plan, None, catalog, lengths, options, power, budget, progress, profile, None
+        )
     use_dy = options.method == "generalized" and catalog.dy is not None
-    cutoff = lowfreq.nufft_cutoffs(
+    cutoff = lowfreq.nufft_cutoffs(  # once for all the pieces
         catalog,
         lowfreq.Model(options.nterms, options.fit_mean, options.center_data, use_dy),
         plan,
         plan.frequencies if isinstance(plan, nufft_type3.Type3Plan) else plan.grid,
         get_queue(devices[0]),
     )
-    if len(pieces) == 1:
-        return _run_nufft_piece(
-            devices,
-            plan,
-            None,
-            catalog,
-            lengths,
-            options,
-            power,
-            budget,
-            progress,
-            profile,
-            cutoff,
-        )
     nf, k = _plan_nf(plan), options.top_k
     found: list[list[_BatchResult]] = []
     for start, stop in pieces:
@@ -870,11 +860,12 @@ def _run_nufft_piece(
     budget: MemoryBudget,
     progress: bool,
     profile: bool,
-    cutoff: np.ndarray,
+    cutoff: np.ndarray | None,
 ) -> list[_BatchResult]:
     """:func:`_run_nufft` on one grid (``owned``: the piece's bins, see
     :func:`clperiod.periodograms.nufft.search`; ``cutoff``: per object, the
-    frequency below which bins take exact powers)."""
+    frequency below which bins take exact powers, by default found by each
+    batch)."""
     on_cpus = all(info.kind == "cpu" for info in devices)
     target = CPU_NUFFT_BATCH_BYTES if on_cpus else None
     buffers = _nufft_buffers(plan, options)
@@ -917,7 +908,7 @@ def _run_nufft_piece(
             periodograms=None if power is None else power[start:stop],
             n_rows=fft_rows if info.kind != "cpu" else 0,
             owned=owned,
-            cutoff=cutoff[start:stop],
+            cutoff=None if cutoff is None else cutoff[start:stop],
         )
         seconds = {"nufft_s": time.perf_counter() - started} if profile else {}
         return _BatchResult(peaks.status, peaks.values, peaks.indices, peaks.psd_scale, seconds)

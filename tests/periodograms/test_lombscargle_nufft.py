@@ -14,7 +14,7 @@ import clperiod
 from clperiod import Catalog, FrequencyGrid, Status, lombscargle
 from clperiod.io import load_example
 from clperiod.periodograms import lombscargle as LS_MODULE
-from clperiod.periodograms import nufft
+from clperiod.periodograms import lowfreq, nufft
 from clperiod.testing import sinusoid_lightcurve
 
 NORMALIZATIONS = ["standard", "model", "log", "psd"]
@@ -291,10 +291,13 @@ def test_gpus_search_two_batches_at_once_with_unchanged_results(rng, monkeypatch
     """On GPUs each device runs NUFFT_GPU_THREADS batches at once (a thread and
     queue each) in a share of its memory, where the longest object fits that
     share, and with several GPUs where the light curves need no staging copy;
-    on CPUs one batch per device. The results equal one batch's."""
+    on CPUs one batch per device. The results, exact low-frequency bins
+    included, equal one batch's."""
     cat = Catalog.from_lightcurves([simulated(rng, n=200 + 30 * k) for k in range(7)])
-    grid = FrequencyGrid(0.01, 0.002, 3000)
+    grid = FrequencyGrid(0.0005, 0.0005, 3000)  # every object has exact low-frequency bins
     plan = nufft.NufftPlan.build(grid)
+    cutoffs = lowfreq.nufft_cutoffs(cat, lowfreq.Model(1, True, True, True), plan, grid)
+    assert np.all(cutoffs > grid.fmin)  # found per batch, on the batch's device
     buffers = nufft.batch_buffers(plan, True, 2)
     lengths = cat.lengths
     cpu = clperiod.select_devices()[0]
