@@ -350,9 +350,9 @@ def exact_fits(
 ) -> Fits:
     """The model's least-squares fit of object ``objects[i]`` at
     ``frequencies[i]`` for every ``i`` (module notes), batched over requests
-    padded with rows of weight 0 to the same length (:func:`_padded_lengths`,
-    which depends on the object's length alone, so that a request gives the
-    same values in any batch, on any device, in any catalog).
+    padded with rows of weight 0 to the same length, which depends on the
+    object's length alone (powers of ``1.25``), so that a request gives the
+    same values in any batch, on any device, in any catalog.
 
     ``accurate=False`` solves the normal equations of the stable basis
     instead of factorizing its design where their condition allows
