@@ -977,14 +977,13 @@ def _one_term_search(
     normal equations amplify the transforms' errors beyond the bound
     (:class:`clperiod.periodograms.lowfreq.ExactPowers`)."""
     nufft._check_normalization(normalization)
-    exact = lowfreq.ExactPowers.of_batch(
+    exact = lowfreq.ExactPowers(
         lambda queue, grid, points, out, norm: nufft.power(queue, grid, points, plan, out, norm),
         catalog,
         plan.grid,
         lowfreq.Model(1, fit_mean, center_data, use_dy),
         plan,
         cutoff,
-        get_queue(info),
     )
     return nufft.search_with(
         info,

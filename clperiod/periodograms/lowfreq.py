@@ -1048,8 +1048,9 @@ def standard_to(z: np.ndarray, normalization: str) -> np.ndarray:
 class ExactPowers:
     """The power stage of a NUFFT search (``nufft.Transforms.power``), then
     the copies of the exact powers of each object's bins below its cutoff
-    (:func:`exact_bins`, computed while the device works) over the
-    transforms'.
+    (:func:`exact_bins`) over the transforms'; the cutoffs (unless given) and
+    the exact powers are computed on the host once the transforms are
+    queued, while the device works.
 
     Attributes
     ----------
@@ -1062,37 +1063,21 @@ class ExactPowers:
         Its frequencies: a uniform grid, or distinct rising ones.
     model
         The periodogram's model.
+    plan
+        The batch's type-1 or type-3 plan (its ``fp64`` is the powers'
+        precision).
     cutoff
-        Per object of the batch (:func:`low_frequency_cutoffs`).
-    fp64
-        The powers' precision.
+        Per object of the batch (:func:`low_frequency_cutoffs`); None: its
+        :func:`nufft_cutoffs`, found when the stage is queued.
     """
 
     power: Callable[..., None]
     catalog: Catalog
     grid: FrequencyGrid | np.ndarray
     model: Model
-    cutoff: np.ndarray
-    fp64: bool
+    plan: Any
+    cutoff: np.ndarray | None = None
     _events: list = field(default_factory=list, repr=False)
-
-    @classmethod
-    def of_batch(
-        cls,
-        power: Callable[..., None],
-        catalog: Catalog,
-        grid: FrequencyGrid | np.ndarray,
-        model: Model,
-        plan: Any,
-        cutoff: np.ndarray | None,
-        queue: cl.CommandQueue,
-    ) -> ExactPowers:
-        """The stage of a NUFFT batch searched with ``plan`` on ``grid``;
-        ``cutoff`` None: :func:`nufft_cutoffs` of the batch (fits estimated on
-        ``queue``'s device)."""
-        if cutoff is None:
-            cutoff = nufft_cutoffs(catalog, model, plan, grid, queue)
-        return cls(power, catalog, grid, model, cutoff, plan.fp64)
 
     def __call__(
         self,
@@ -1103,13 +1088,16 @@ class ExactPowers:
         normalization: str,
     ) -> None:
         self.power(queue, grids, points, out, normalization)
+        if self.cutoff is None:  # the ladder's fits estimated on queue's device
+            self.cutoff = nufft_cutoffs(self.catalog, self.model, self.plan, self.grid, queue)
         if not np.any(self.cutoff > 0):
             return
+        fp64 = self.plan.fp64
         fits = exact_bins(
-            self.catalog, self.grid, self.model, self.cutoff, None if self.fp64 else queue
+            self.catalog, self.grid, self.model, self.cutoff, None if fp64 else queue
         )
         if fits.any():
-            dtype = np.float64 if self.fp64 else np.float32
+            dtype = np.float64 if fp64 else np.float32
             values = standard_to(fits.power, normalization).astype(dtype)
             nf = self.grid.nf if isinstance(self.grid, FrequencyGrid) else self.grid.size
             self._events += write_rows(

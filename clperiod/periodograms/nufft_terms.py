@@ -47,7 +47,7 @@ import pyopencl as cl
 
 from clperiod.catalog import Catalog
 from clperiod.engine import kernels
-from clperiod.engine.devices import DeviceInfo, get_queue
+from clperiod.engine.devices import DeviceInfo
 from clperiod.engine.planner import Buffer
 from clperiod.periodograms import lowfreq, multiterm, nufft
 
@@ -212,14 +212,13 @@ def search(
     -------
     clperiod.periodograms.nufft.BatchPeaks
     """
-    exact = lowfreq.ExactPowers.of_batch(
+    exact = lowfreq.ExactPowers(
         lambda queue, grid, points, out, norm: power(queue, grid, points, plan, nterms, out, norm),
         catalog,
         plan.grid,
         lowfreq.Model(nterms, fit_mean, center_data, use_dy),
         plan,
         cutoff,
-        get_queue(info),
     )
     return nufft.search_with(
         info,

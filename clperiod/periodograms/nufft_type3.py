@@ -95,7 +95,7 @@ from numpy.polynomial import chebyshev
 from clperiod import checks
 from clperiod.catalog import Catalog
 from clperiod.engine import kernels
-from clperiod.engine.devices import DeviceInfo, get_queue, upload
+from clperiod.engine.devices import DeviceInfo, upload
 from clperiod.engine.planner import Buffer
 from clperiod.grid import FrequencyGrid
 from clperiod.periodograms import lowfreq, multiterm, nufft
@@ -453,14 +453,13 @@ def search(
     """
     nufft._check_normalization(normalization)
     rows = int(catalog.offsets[-1])
-    exact = lowfreq.ExactPowers.of_batch(
+    exact = lowfreq.ExactPowers(
         lambda queue, grid, points, out, norm: power(queue, grid, points, plan, out, norm),
         catalog,
         plan.frequencies,
         lowfreq.Model(plan.nterms, fit_mean, center_data, use_dy),
         plan,
         cutoff,
-        get_queue(info),
     )
     return nufft.search_with(
         info,
