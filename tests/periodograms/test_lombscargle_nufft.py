@@ -300,8 +300,8 @@ def test_gpus_search_two_batches_at_once_with_unchanged_results(rng, monkeypatch
     assert np.all(cutoffs > grid.fmin)  # found per batch, on the batch's device
     buffers = nufft.batch_buffers(plan, True, 2)
     lengths = cat.lengths
-    cpu = clperiod.select_devices()[0]
-    gpu = type(cpu)(**{**cpu.__dict__, "kind": "gpu"})
+    info = clperiod.select_devices()[0]
+    cpu, gpu = (type(info)(**{**info.__dict__, "kind": kind}) for kind in ("cpu", "gpu"))
     need = LS_MODULE.held_bytes(buffers, 1, int(lengths.max()))
     roomy = LS_MODULE.MemoryBudget(total=1 << 40, max_alloc=1 << 30, device="x")
     tight = LS_MODULE.MemoryBudget(total=need + need // 2, max_alloc=1 << 30, device="x")
@@ -312,8 +312,8 @@ def test_gpus_search_two_batches_at_once_with_unchanged_results(rng, monkeypatch
     assert threads([gpu], buffers, lengths, tight, False) == 1
     assert threads([gpu], buffers, lengths[:1], roomy, False) == 1
     assert threads([cpu, cpu], buffers, lengths, roomy, False) == 1
-    assert LS_MODULE._staged([cpu], cat)
-    assert LS_MODULE._staged([cpu], cat.page_locked(cpu.device)) != cpu.fp64
+    assert LS_MODULE._staged([info], cat)
+    assert LS_MODULE._staged([info], cat.page_locked(info.device)) != info.fp64
 
     one = lombscargle(cat, grid, algorithm="nufft", top_k=2, periodogram=True)
     seen = []
