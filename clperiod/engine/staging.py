@@ -56,7 +56,6 @@ __all__ = [
     "check_periodogram_memory",
     "in_parts",
     "parallel_copy",
-    "periodogram_array",
     "result_array",
     "serves",
 ]
@@ -318,14 +317,9 @@ def check_periodogram_memory(n_objects: int, nf: int, dtype) -> None:
         )
 
 
-def periodogram_array(devices: list[DeviceInfo], n_objects: int, nf: int, dtype) -> np.ndarray:
-    """The host array of a search's periodograms, ``(n_objects, nf)``
-    (:func:`result_array`)."""
-    return result_array(devices, (n_objects, nf), dtype)
-
-
 def result_array(devices: Sequence[DeviceInfo], shape: tuple[int, ...], dtype) -> np.ndarray:
-    """A host array that ``devices`` copy results into: page-locked
+    """A host array that ``devices`` copy results (periodograms, model
+    statistics) into: page-locked
     (:data:`PINNED_POOL`) when that memory is page-locked for every one of
     them (:func:`serves`), so that their copies run at the bus speed and
     overlap their kernels, else recycled ordinary memory (:data:`HOST_POOL`)."""

@@ -58,7 +58,7 @@ from clperiod.engine.staging import (
     PINNED_POOL,
     Staging,
     check_periodogram_memory,
-    periodogram_array,
+    result_array,
 )
 from clperiod.grid import FrequencyArray, FrequencyGrid, search_grid, split_float32
 from clperiod.periodograms import lowfreq, multiterm, nufft, nufft_terms, nufft_type3, stats
@@ -457,7 +457,7 @@ def _start(
     )
     if by_nufft.any() or options.nterms > 1:
         power = (
-            _result_array(devices, (catalog.n_objects, searched.nf), options)
+            result_array(devices, (catalog.n_objects, searched.nf), options.dtype)
             if periodogram
             else None
         )
@@ -487,7 +487,7 @@ def _start(
     exact = _direct_exact_bins(devices, catalog, searched, options)
     if exact.any():
         power = (
-            _result_array(devices, (catalog.n_objects, searched.nf), options)
+            result_array(devices, (catalog.n_objects, searched.nf), options.dtype)
             if periodogram
             else None
         )
@@ -504,7 +504,9 @@ def _start(
     defer = defer and len(devices) == 1 and not progress
     batches = _plan(devices, shape, lengths, searched, options, 0.5 if defer else 1.0)
     power = (
-        _result_array(devices, (catalog.n_objects, searched.nf), options) if periodogram else None
+        result_array(devices, (catalog.n_objects, searched.nf), options.dtype)
+        if periodogram
+        else None
     )
 
     def batch_work(info: DeviceInfo, batch: Batch) -> _QueuedBatch:
@@ -1664,13 +1666,6 @@ def _grid_arguments(
     if options.fp64:
         return [staging.upload(values)]
     return [staging.upload(part) for part in split_float32(values)]
-
-
-def _result_array(devices: list[DeviceInfo], shape: tuple[int, int], options: _Options):
-    """Host array for the periodograms (:func:`~clperiod.engine.staging.periodogram_array`):
-    recycled page-locked memory when one device runs everything (copies then
-    run at bus speed and land in place), ordinary memory otherwise."""
-    return periodogram_array(devices, *shape, options.dtype)
 
 
 @dataclass(frozen=True)

@@ -57,7 +57,7 @@ from clperiod.engine.devices import (
 )
 from clperiod.engine.planner import Buffer, MemoryBudget, batch_bounds, held_bytes, items_that_fit
 from clperiod.engine.scheduler import run_on_devices
-from clperiod.engine.staging import check_periodogram_memory, periodogram_array
+from clperiod.engine.staging import check_periodogram_memory, result_array
 from clperiod.grid import FrequencyArray, FrequencyGrid, search_grid
 from clperiod.io.chunks import show_id
 from clperiod.periodograms.folding import FoldInputs, FoldSorter, bitonic_capacity
@@ -274,7 +274,7 @@ def supersmoother(
     )
     power = None
     if periodogram:
-        power = periodogram_array(devices, catalog.n_objects, searched.nf, options.dtype)
+        power = result_array(devices, (catalog.n_objects, searched.nf), options.dtype)
         power[prepared.status != Status.OK] = np.nan
     states: dict[int, _DeviceState] = {}  # per worker thread: a device may be listed twice
     with progress_bar(progress, len(items), "supersmoother") as bar:

@@ -241,16 +241,16 @@ PINNED_CONTEXTS = r"""
 import json
 import numpy as np
 import clperiod
-from clperiod.engine.staging import PINNED_POOL, periodogram_array
+from clperiod.engine.staging import PINNED_POOL, result_array
 
 first, second = clperiod.select_devices("cpu")
 array = PINNED_POOL.empty(first, (1000,), np.float64)
 print(json.dumps({"any": PINNED_POOL.owns(array), "first": PINNED_POOL.owns(array, first),
                   "second": PINNED_POOL.owns(array, second),
                   "pageable": PINNED_POOL.owns(np.ones(1000), first),
-                  "periodograms_one": PINNED_POOL.owns(periodogram_array([first], 4, 1000, "f4")),
+                  "periodograms_one": PINNED_POOL.owns(result_array([first], (4, 1000), "f4")),
                   "periodograms_two": PINNED_POOL.owns(
-                      periodogram_array([first, second], 4, 1000, "f4"))}))
+                      result_array([first, second], (4, 1000), "f4"))}))
 """
 
 
@@ -274,5 +274,5 @@ def test_nvidia_gpus_share_page_locked_memory():
     array = staging.PINNED_POOL.empty(gpus[0], (1000,), np.float64)
     assert all(staging.PINNED_POOL.owns(array, info) for info in gpus)
     assert not staging.PINNED_POOL.owns(np.ones(1000), gpus[1])
-    power = staging.periodogram_array(gpus, 4, 1000, np.float32)
+    power = staging.result_array(gpus, (4, 1000), np.float32)
     assert all(staging.PINNED_POOL.owns(power, info) for info in gpus)
