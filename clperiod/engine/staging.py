@@ -54,6 +54,7 @@ __all__ = [
     "Staging",
     "available_host_memory",
     "check_periodogram_memory",
+    "copies_in_place",
     "in_parts",
     "parallel_copy",
     "result_array",
@@ -317,6 +318,13 @@ def check_periodogram_memory(n_objects: int, nf: int, dtype) -> None:
         )
 
 
+def copies_in_place(array: np.ndarray, info: DeviceInfo) -> bool:
+    """Whether device ``info`` copies to or from ``array`` where it lies, at the
+    bus speed and beside its kernels: C-contiguous, in memory that
+    :data:`PINNED_POOL` page-locked for it (:func:`serves`)."""
+    return array.flags.c_contiguous and PINNED_POOL.owns(array, info)
+
+
 def result_array(devices: Sequence[DeviceInfo], shape: tuple[int, ...], dtype) -> np.ndarray:
     """A host array that ``devices`` copy results (periodograms, model
     statistics) into: page-locked
@@ -459,7 +467,7 @@ class Staging:
         """Copy the inputs into page-locked memory and queue their uploads (an
         input already in page-locked memory of this device's context,
         :meth:`PinnedPool.owns`, is uploaded from where it lies)."""
-        in_place = [self._pinned(array) for array, _ in self._inputs]
+        in_place = [copies_in_place(array, self.info) for array, _ in self._inputs]
         sizes = [
             0 if pinned else a.nbytes
             for (a, _), pinned in zip(self._inputs, in_place, strict=True)
@@ -480,11 +488,6 @@ class Staging:
             self.events.append(cl.enqueue_copy(queue, buffer, staged, is_blocking=False))
         for k, (shape, dtype) in enumerate(self._outputs, start=len(self._inputs)):
             self.results.append(block[starts[k] : starts[k] + sizes[k]].view(dtype).reshape(shape))
-
-    def _pinned(self, array: np.ndarray) -> bool:
-        """Whether ``array`` can be uploaded from where it lies: C-contiguous, in
-        page-locked memory of this device's context."""
-        return array.flags.c_contiguous and PINNED_POOL.owns(array, self.info)
 
     @contextlib.contextmanager
     def guard(self, *queues: cl.CommandQueue) -> Iterator[Staging]:

@@ -35,7 +35,13 @@ from clperiod.engine.devices import (
 )
 from clperiod.engine.planner import Buffer, MemoryBudget, items_that_fit
 from clperiod.engine.scheduler import run_on_devices, split_range
-from clperiod.engine.staging import PINNED_POOL, in_parts, parallel_copy, result_array
+from clperiod.engine.staging import (
+    PINNED_POOL,
+    copies_in_place,
+    in_parts,
+    parallel_copy,
+    result_array,
+)
 from clperiod.kepler import orbits
 
 __all__ = [
@@ -782,7 +788,7 @@ class ModelEvaluator:
         # pipeline; straight into ``out`` where it is such memory of the
         # kernels' result type, else through page-locked staging
         direct = self.result_dtype == np.float64 and all(
-            PINNED_POOL.owns(array, self.info) for array in out.values()
+            copies_in_place(array, self.info) for array in out.values()
         )
         host = out
         if not direct:
@@ -842,8 +848,7 @@ class ModelEvaluator:
         direct = (
             self.plan.double_params
             and params.dtype == np.float64
-            and params.flags.c_contiguous
-            and PINNED_POOL.owns(params, self.info)
+            and copies_in_place(params, self.info)
         )
         if direct:
             return params

@@ -58,6 +58,7 @@ from clperiod.engine.staging import (
     PINNED_POOL,
     Staging,
     check_periodogram_memory,
+    copies_in_place,
     result_array,
 )
 from clperiod.grid import FrequencyArray, FrequencyGrid, search_grid, split_float32
@@ -927,7 +928,7 @@ def _staged(devices: list[DeviceInfo], catalog: Catalog) -> bool:
     fp64), or a column lies in ordinary memory (:meth:`Catalog.page_locked`)."""
     columns = [catalog.t, catalog.y] + ([] if catalog.dy is None else [catalog.dy])
     return not all(
-        info.fp64 and all(PINNED_POOL.owns(column, info) for column in columns) for info in devices
+        info.fp64 and all(copies_in_place(column, info) for column in columns) for info in devices
     )
 
 
