@@ -7,6 +7,7 @@ import pytest
 
 import clperiod
 from clperiod import Catalog, FrequencyGrid
+from clperiod.periodograms.inputs import band_order
 
 IDS = np.array([7, 7, 7, 7, 3, 3, 9, 9, 9])
 T = np.array([0.0, 1.0, 2.5, 3.0, 10.0, 11.0, 5.0, 6.0, 8.0])
@@ -214,3 +215,17 @@ def test_single_band_searches_pool_the_bands():
     )
     np.testing.assert_array_equal(banded_result.power, pooled.power)
     assert banded_result.period[0] == pytest.approx(3.1, rel=1e-2)
+
+
+@pytest.mark.parametrize("n_bands", [1, 2, 6])
+def test_band_order_is_a_stable_sort_by_object_and_band(n_bands):
+    """The searches' counting sort of each object's rows band by band equals
+    NumPy's stable lexsort, empty objects and empty bands included."""
+    rng = np.random.default_rng(n_bands)
+    lengths = rng.integers(0, 12, 40)
+    lengths[[0, 7]] = 0
+    codes = rng.integers(0, n_bands, lengths.sum()).astype(np.int16)
+    owners = np.repeat(np.arange(lengths.size), lengths)
+    counts = np.bincount(owners * n_bands + codes, minlength=lengths.size * n_bands)
+    order = band_order(counts.reshape(-1, n_bands), owners, codes)
+    np.testing.assert_array_equal(order, np.lexsort((codes, owners)))

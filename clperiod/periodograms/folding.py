@@ -157,7 +157,8 @@ class FoldInputs:
     phase inputs of :meth:`~clperiod.FrequencyGrid.phase_inputs` (or the
     float32 pairs of the times and of the frequencies,
     :func:`clperiod.grid.split_float32`). ``arbitrary`` says which
-    (the kernels' render parameter).
+    (the kernels' render parameter). With ``pending``, the uploads are only
+    queued, as :func:`clperiod.engine.devices.upload` queues them.
     """
 
     def __init__(
@@ -167,8 +168,9 @@ class FoldInputs:
         grid: FrequencyGrid | FrequencyArray,
         fp64: bool,
         compat: bool = False,
+        pending: list[cl.Event] | None = None,
     ):
-        self.queue = queue
+        self.queue, self.pending = queue, pending
         self.fp64, self.compat = fp64, compat
         self.arbitrary = not isinstance(grid, FrequencyGrid)
         self.real = "double" if fp64 else "float"
@@ -189,7 +191,7 @@ class FoldInputs:
         self.lengths = self.upload(catalog.lengths.astype(np.int32))
 
     def upload(self, array: np.ndarray) -> cl.Buffer:
-        return upload(self.queue, array)
+        return upload(self.queue, array, self.pending)
 
 
 class FoldSorter:

@@ -18,6 +18,7 @@ __all__ = [
     "Deferred",
     "PeakResults",
     "as_catalog",
+    "band_order",
     "banded_status",
     "blank_failed",
     "check_choice",
@@ -261,6 +262,31 @@ def _varies(catalog: Catalog, objects: np.ndarray, use_dy: bool) -> np.ndarray:
         variance = segment_sum(w * centred * centred, sub.offsets) / total
         second = segment_sum(w * y * y, sub.offsets) / total
     return variance > (64 * np.finfo(np.float64).eps) ** 2 * second
+
+
+def band_order(counts: np.ndarray, owners: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """Row indices that put each object's rows band by band, keeping their
+    order within a band: ``np.lexsort((codes, owners))`` for rows grouped by
+    object, as a counting sort (one pass over the rows per band).
+
+    ``counts`` is :meth:`clperiod.Catalog.band_counts`, ``owners`` each row's
+    object (non-decreasing) and ``codes`` its band code. Every object's rows
+    keep their place in the catalog: only their order within it changes.
+    """
+    n_objects, n_bands = counts.shape
+    order = np.arange(owners.size)
+    if n_bands == 1:
+        return order
+    cells = counts.ravel()
+    # first output row of each (object, band) cell, less the rows of that band
+    # in earlier objects: the j-th row of band b goes to shift[object, b] + j
+    shift = (np.cumsum(cells) - cells).reshape(n_objects, n_bands) - (
+        np.cumsum(counts, axis=0) - counts
+    )
+    for band in range(n_bands):
+        rows = np.flatnonzero(codes == band)
+        order[shift[owners[rows], band] + np.arange(rows.size)] = rows
+    return order
 
 
 def segment_sum(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:

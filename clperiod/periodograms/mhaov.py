@@ -38,6 +38,7 @@ from clperiod.grid import FrequencyArray, FrequencyGrid, search_grid, split_floa
 from clperiod.periodograms.bootstrap import DEFAULT_RESAMPLINGS, bootstrap_fap
 from clperiod.periodograms.inputs import (
     PeakResults,
+    band_order,
     banded_status,
     blank_failed,
     check_choice,
@@ -333,10 +334,11 @@ def analytic_fap(result: MhaovResult) -> AnalyticFap:
     ok = result.status == Status.OK
     catalog = result.catalog
     dy = catalog.dy if result.use_errors else None
-    flat = _band_values(catalog, result.band_used, dy)[1].flat.reshape(result.band_used.shape)
+    counts = catalog.band_counts()
+    flat = _band_values(catalog, counts, result.band_used, dy)[1].flat.reshape(counts.shape)
     varying = result.band_used & ~flat
     dof_model = 2 * result.fit_harmonics * varying.sum(axis=1)
-    residual = catalog.band_counts() - 2 * result.fit_harmonics - 1
+    residual = counts - 2 * result.fit_harmonics - 1
     dof_residual = np.where(varying, residual, 0).sum(axis=1)
     p_single = np.full(catalog.n_objects, np.nan)
     ratio = result.power_best[ok] * result.dof_model / result.dof_residual[ok]
@@ -559,7 +561,7 @@ def _prepare(catalog: Catalog, nharmonics: int, fewest: int, weighted: bool) -> 
     counts = catalog.band_counts()
     used = (counts >= fewest) & ~_invalid_objects(catalog, owners, dy)[:, None]
     status = np.where(used.any(axis=1), Status.OK, Status.TOO_FEW_POINTS).astype(np.int8)
-    order, values = _band_values(catalog, used, dy)
+    order, values = _band_values(catalog, counts, used, dy)
     flat = values.flat.reshape(n_obj, n_bands)
     status[(status == Status.OK) & (flat | ~used).all(axis=1)] = Status.ZERO_VARIANCE
     adds = used & ~flat & (status == Status.OK)[:, None]
@@ -592,15 +594,15 @@ def _rows(catalog: Catalog) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _band_values(
-    catalog: Catalog, used: np.ndarray, dy: np.ndarray | None
+    catalog: Catalog, counts: np.ndarray, used: np.ndarray, dy: np.ndarray | None
 ) -> tuple[np.ndarray, Standardized]:
-    """The rows of the ``used`` bands (per object and band), sorted by object
-    and band, and their values standardized band by band (``flat`` per band)."""
+    """The rows of the ``used`` bands (per object and band; ``counts``: the
+    catalog's :meth:`~clperiod.Catalog.band_counts`), sorted by object and
+    band, and their values standardized band by band (``flat`` per band)."""
     owners, codes = _rows(catalog)
-    order = np.lexsort((codes, owners))
+    order = band_order(counts, owners, codes)
     order = order[used[owners[order], codes[order]]]
-    counts = np.where(used, catalog.band_counts(), 0).ravel()
-    cell_offsets = np.concatenate([[0], np.cumsum(counts)])
+    cell_offsets = np.concatenate([[0], np.cumsum(np.where(used, counts, 0).ravel())])
     values = standardize(catalog.y[order], None if dy is None else dy[order], cell_offsets, True)
     return order, values
 

@@ -42,6 +42,7 @@ from clperiod.periodograms import multiterm
 from clperiod.periodograms.bootstrap import DEFAULT_RESAMPLINGS, bootstrap_fap
 from clperiod.periodograms.inputs import (
     PeakResults,
+    band_order,
     banded_status,
     blank_failed,
     check_choice,
@@ -466,64 +467,63 @@ def _prepare(
 ) -> _Prepared:
     """The kernel's inputs for ``catalog`` (see :class:`_Prepared`); ``by_trace``:
     the ridges are in units of the normal matrix's trace."""
-    counts = catalog.band_counts()
-    bands_present = (counts > 0).sum(axis=1)
-    status = np.full(catalog.n_objects, Status.OK, dtype=np.int8)
-    too_few = catalog.lengths < min_points(nterms_base, nterms_band, bands_present)
-    status[too_few | (catalog.lengths == 0)] = Status.TOO_FEW_POINTS
-    codes = (
-        np.zeros(catalog.t.size, dtype=np.int16)
-        if catalog.band_codes is None
-        else catalog.band_codes.astype(np.int16)
+    n_objects, n_bands, lengths = catalog.n_objects, catalog.n_bands, catalog.lengths
+    owners = np.repeat(np.arange(n_objects), lengths)
+    codes = np.zeros(owners.size, np.int16) if catalog.band_codes is None else catalog.band_codes
+    counts = np.bincount(owners * n_bands + codes, minlength=n_objects * n_bands).reshape(
+        n_objects, n_bands
     )
-    owners = np.repeat(np.arange(catalog.n_objects), catalog.lengths)
+    status = np.full(n_objects, Status.OK, dtype=np.int8)
+    too_few = lengths < min_points(nterms_base, nterms_band, (counts > 0).sum(axis=1))
+    status[too_few | (lengths == 0)] = Status.TOO_FEW_POINTS
+    # from here on each object's rows band by band (objects keep their rows' place)
+    rows = band_order(counts, owners, codes)
+    y, offsets = catalog.y[rows], catalog.offsets
     with np.errstate(all="ignore"):
-        weights = np.ones_like(catalog.y) if catalog.dy is None else catalog.dy**-2.0
-        values = _centred(catalog.y, weights, owners * catalog.n_bands + codes, center)
-        total = segment_sum(weights, catalog.offsets)
-        w = weights / np.repeat(total, catalog.lengths)
+        weights = np.ones_like(y) if catalog.dy is None else catalog.dy[rows] ** -2.0
+        values = _centred(y, weights, counts.ravel(), center)
+        total = segment_sum(weights, offsets)
+        w = weights / np.repeat(total, lengths)
         ridge_scale = (
             np.full(total.shape, 2.0 + nterms_base + nterms_band) if by_trace else 1 / total
         )
-        square = segment_sum(w * values * values, catalog.offsets)
-        flat = ~(square > _RESOLUTION**2 * segment_sum(w * catalog.y**2, catalog.offsets))
-        scale = np.repeat(np.sqrt(np.where(flat, 1.0, square)), catalog.lengths)
-        scaled = values / scale
-        chi2_ref = segment_sum(w * scaled * scaled, catalog.offsets)
+        square = segment_sum(w * values * values, offsets)
+        flat = ~(square > _RESOLUTION**2 * segment_sum(w * y * y, offsets))
+        scaled = values / np.repeat(np.sqrt(np.where(flat, 1.0, square)), lengths)
+        chi2_ref = segment_sum(w * scaled * scaled, offsets)
     status[(status == Status.OK) & flat] = Status.ZERO_VARIANCE
     ok = status == Status.OK
-    keep = np.repeat(ok, catalog.lengths)
-    first = np.repeat(segment_reduce(np.minimum, catalog.t, catalog.offsets), catalog.lengths)
-    offsets = np.concatenate([[0], np.cumsum(np.where(ok, catalog.lengths, 0))])
-    n_bands = catalog.n_bands
-    cell = (owners * n_bands + codes)[keep]
-    order = np.argsort(cell, kind="stable")  # each object's points band by band
-    sizes = np.bincount(cell, minlength=catalog.n_objects * n_bands)
+    kept = np.where(ok, lengths, 0)
+    t = catalog.t[rows] - np.repeat(segment_reduce(np.minimum, catalog.t, offsets), lengths)
+    wy = w * scaled
+    if not ok.all():
+        keep = np.repeat(ok, lengths)
+        t, w, wy = t[keep], w[keep], wy[keep]
     return _Prepared(
         status=status,
-        offsets=offsets.astype(np.int32),
-        cells=np.concatenate([[0], np.cumsum(sizes)]).astype(np.int32),
+        offsets=np.concatenate([[0], np.cumsum(kept)]).astype(np.int32),
+        cells=np.concatenate([[0], np.cumsum(np.where(ok[:, None], counts, 0))]).astype(np.int32),
         n_bands=n_bands,
-        t=(catalog.t - first)[keep][order],
-        w=w[keep][order],
-        wy=(w * scaled)[keep][order],
+        t=t,
+        w=w,
+        wy=wy,
         chi2_ref=np.where(ok, chi2_ref, np.nan),
         ridge_scale=ridge_scale,
     )
 
 
-def _centred(y: np.ndarray, weights: np.ndarray, cells: np.ndarray, center: bool) -> np.ndarray:
-    """``y`` less the weighted mean of its cell (object and band), twice for
-    the digits the first pass loses; ``y`` itself without ``center``."""
+def _centred(y: np.ndarray, weights: np.ndarray, sizes: np.ndarray, center: bool) -> np.ndarray:
+    """``y`` (its rows in runs of ``sizes``, one per object and band) less the
+    weighted mean of its run, twice for the digits the first pass loses;
+    ``y`` itself without ``center``."""
     if not center:
         return y
-    cell_index, cells = np.unique(cells, return_inverse=True)
-    size = cell_index.size
+    runs = np.concatenate([[0], np.cumsum(sizes)])
+    total = segment_sum(weights, runs)
     centred = y
     for _ in range(2):
-        total = np.bincount(cells, weights, minlength=size)
-        means = np.bincount(cells, weights * centred, minlength=size) / total
-        centred = centred - means[cells]
+        means = segment_sum(weights * centred, runs) / total
+        centred = centred - np.repeat(means, sizes)
     return centred
 
 

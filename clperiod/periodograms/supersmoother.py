@@ -24,8 +24,9 @@ top-k peaks on the device. Only the peaks come back unless the full
 periodograms are requested. Each device keeps its object group's inputs from
 item to item (:class:`_DeviceState`); slabs and batch buffers come from the
 calling thread's memory pool (:func:`clperiod.engine.devices.thread_memory_pool`),
-which outlives the call, so repeated searches allocate nothing and release
-nothing while another device computes.
+which outlives the call and is trimmed only once every device is idle, so
+items and repeated searches allocate nothing and release nothing while
+another device computes.
 """
 
 from __future__ import annotations
@@ -619,18 +620,22 @@ class _Clock:
 
 class _DeviceState:
     """What one device thread keeps between the items of a run: each object
-    group's inputs, shared by the group's frequency slabs.
+    group's inputs, shared by the group's frequency slabs, and the thread's
+    memory pool, whose slabs and batch buffers serve item after item.
 
-    They are released only when the device is idle (a new group after an
-    item was read back, or the end of the run): releasing a buffer that
-    queued kernels still use waits for them (NVIDIA) while holding the GIL,
-    which would stall the other devices' threads.
+    Inputs are released only when the device is idle (a new group after an
+    item was read back, or the end of the run), and the pool is trimmed only
+    at the end of the run: releasing a buffer that queued kernels still use
+    waits for them (NVIDIA), and freeing device memory takes long, both while
+    holding the GIL, which would stall the other devices' threads.
     """
 
     def __init__(self, info: DeviceInfo):
         self.info = info
+        self.pool = thread_memory_pool(info)  # of the thread that runs the items
         self.group_key: tuple[int, int] | None = None
         self.group_inputs: tuple | None = None
+        self.pending: list[cl.Event] = []  # the group's uploads
 
     def inputs(
         self,
@@ -643,6 +648,10 @@ class _DeviceState:
         key = (item.obj_lo, item.obj_hi)
         if key != self.group_key:
             self.group_inputs = None
+            # the uploads are only queued: the item's first kernels wait for them,
+            # and its blocking read of the peaks has passed them before they go
+            pending: list[cl.Event] = []
+            self.pending = pending
             queue, dtype = get_queue(self.info), options.dtype
             group = prepared.catalog.slice(*key)
             rows = slice(
@@ -653,18 +662,20 @@ class _DeviceState:
                 key,
                 (
                     group,
-                    FoldInputs(queue, group, grid, options.fp64, options.compat),
-                    upload(queue, prepared.y[rows].astype(dtype)),
-                    upload(queue, prepared.w[rows].astype(dtype)),
-                    upload(queue, prepared.chi0[item.obj_lo : item.obj_hi].astype(dtype)),
+                    FoldInputs(queue, group, grid, options.fp64, options.compat, pending),
+                    upload(queue, prepared.y[rows].astype(dtype), pending),
+                    upload(queue, prepared.w[rows].astype(dtype), pending),
+                    upload(queue, prepared.chi0[item.obj_lo : item.obj_hi].astype(dtype), pending),
                 ),
             )
         assert self.group_inputs is not None  # set with group_key
         return self.group_inputs
 
     def release(self) -> None:
-        """Free the group's inputs (call when the device is idle)."""
+        """Free the group's inputs and trim the pool (call when every device is idle)."""
         self.group_key = self.group_inputs = None
+        self.pending.clear()
+        trim_memory_pool(self.info, self.pool)
 
 
 def _run_item(
@@ -698,7 +709,6 @@ def _run_item(
             )
     result = _ItemResult(val, idx, run.device_bytes, run.clock.seconds)
     run.release()  # the queue is drained: the item's buffers go back to the pool
-    trim_memory_pool(state.info, run.pool)
     return result
 
 
@@ -726,7 +736,7 @@ class _SlabRun:
         )
         self.context = get_context(state.info)
         self.queue = get_queue(state.info)
-        self.pool = thread_memory_pool(state.info)
+        self.pool = state.pool
         self.clock = _Clock(self.queue, profile)
         self.dtype = dtype = options.dtype
         s = np.dtype(dtype).itemsize

@@ -412,6 +412,36 @@ def test_repeated_searches_reuse_the_thread_pool(rng):
     assert other[0] is not pool and clperiod.engine.devices.thread_memory_pool(info) is pool
 
 
+def test_pools_are_trimmed_only_once_every_device_is_idle(rng, monkeypatch):
+    """Freeing device memory holds the GIL and would stall the other devices'
+    threads: the worker threads' pools are trimmed after their last item,
+    never between items."""
+    _, cat = sawtooth_catalog(rng, [(40, 0.4), (55, 0.7), (70, 1.3)])
+    grid = FrequencyGrid.from_range(0.2, 4.0, 400)
+    info = clperiod.select_devices()[0]
+    monkeypatch.setattr(ss_module, "select_devices", lambda _: [info, info])
+    events: list[tuple[str, object]] = []
+    run_item = ss_module._run_item
+
+    def item(state, *args, **kwargs):
+        result = run_item(state, *args, **kwargs)
+        events.append(("item", state.pool))
+        return result
+
+    monkeypatch.setattr(ss_module, "_run_item", item)
+    monkeypatch.setattr(ss_module, "trim_memory_pool",
+                        lambda info, pool: events.append(("trim", pool)))
+    split = clperiod.supersmoother(cat, grid)
+    kinds = [kind for kind, _ in events]
+    n_items = kinds.count("item")
+    assert n_items == 4  # two frequency slabs per device thread
+    assert kinds == ["item"] * n_items + ["trim"] * (len(kinds) - n_items)
+    pools = {id(pool) for kind, pool in events if kind == "item"}
+    assert {id(pool) for kind, pool in events if kind == "trim"} == pools
+    whole = clperiod.supersmoother(cat, grid, device=info)
+    np.testing.assert_array_equal(split.top_k_power, whole.top_k_power)
+
+
 # {{{ units: scale and offset invariance
 
 
