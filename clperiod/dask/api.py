@@ -42,11 +42,11 @@ ValueError naming it. In a frame that was not shuffled here, an object split
 over several partitions is found by ``check_ids``: with the id as the index and
 known divisions, each search checks that its ids lie within its partition's
 divisions (divisions that do not describe the rows could split an object);
-otherwise a final check on the output ids raises a ValueError naming the object
-and the partitions. Task retries never duplicate rows: each output partition is the
-result of exactly one successful task. A worker that dies has its tasks
-rescheduled by the Dask scheduler (up to the configured
-``distributed.scheduler.allowed-failures`` times); tasks that raise are
+otherwise a check that gathers the ids of every input partition raises a
+ValueError naming the object and the partitions. Task retries never duplicate
+rows: each output partition is the result of exactly one successful task. A
+worker that dies has its tasks rescheduled by the Dask scheduler (up to the
+configured ``distributed.scheduler.allowed-failures`` times); tasks that raise are
 retried when computed with ``retries=``, e.g. ``out.compute(retries=2)``
 (``dask.annotate`` is ignored by Dask DataFrame's query planner).
 """
@@ -208,11 +208,12 @@ def lombscargle(
         Check that no object appears in two partitions. With the id as the
         index (not categorical) and known divisions, each search checks that
         its partition's ids lie within the partition's divisions (no extra
-        task; the output streams); otherwise the check gathers the output ids of all
-        partitions in one task, so every output partition waits for the
-        whole catalog. None (default): check unless the frame was shuffled
-        here (a shuffle guarantees it); set False for frames known to be
-        partitioned by id (LSDB, Parquet files that never cut an object).
+        task; the output streams); otherwise the check gathers the ids of all
+        input partitions in one task, so every output partition waits for
+        every partition to be read (not searched). None (default): check
+        unless the frame was shuffled here (a shuffle guarantees it); set
+        False for frames known to be partitioned by id (LSDB, Parquet files
+        that never cut an object).
     device
         A device selection string (see :func:`clperiod.select_devices`)
         used by every worker; default: each worker's own device
@@ -661,7 +662,7 @@ def _map_search(
     options: dict[str, Any],
 ) -> dd.DataFrame:
     """The lazy output frame: the shuffle by id, one search task per partition,
-    then the id check (as ``partitioning`` says)."""
+    and the id check (as ``partitioning`` says)."""
     if not isinstance(grid, (FrequencyGrid, FrequencyArray)):
         raise TypeError(
             f"grid must be a FrequencyGrid, FrequencyArray or AutoGrid, got {type(grid).__name__}"
@@ -704,8 +705,12 @@ def _map_search(
         return results
     import pandas as pd
 
-    tagged = results.map_partitions(
-        _tag_ids, meta=pd.DataFrame({"id": meta["id"], "partition": np.zeros(0, np.int64)})
+    # the ids of the input partitions, not of the results: an output partition
+    # computed alone then waits for the other partitions' ids, not their searches
+    tagged = ddf.map_partitions(
+        _partition_ids,
+        layout,
+        meta=pd.DataFrame({"id": meta["id"], "partition": np.zeros(0, np.int64)}),
     )
     n_objects = tagged.reduction(
         chunk=_same,
@@ -961,11 +966,15 @@ def _in_order(frame: pd.DataFrame, id_col: str, t_col: str) -> bool:
     return bool(np.all((ids[1:] > ids[:-1]) | (same & (t[1:] >= t[:-1]))))
 
 
-def _tag_ids(results: pd.DataFrame, partition_info: dict[str, Any] | None = None) -> pd.DataFrame:
+def _partition_ids(
+    frame: pd.DataFrame, layout: _Layout, partition_info: dict[str, Any] | None = None
+) -> pd.DataFrame:
+    """The distinct object ids of one input partition, with its number."""
     import pandas as pd
 
     number = partition_info["number"] if partition_info is not None else 0
-    return pd.DataFrame({"id": results["id"], "partition": np.int64(number)})
+    ids = frame.index if layout.id_in_index else frame[layout.id_col]
+    return pd.DataFrame({"id": pd.unique(ids), "partition": np.int64(number)})
 
 
 def _same(frame: pd.DataFrame) -> pd.DataFrame:
