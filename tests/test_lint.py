@@ -29,6 +29,7 @@ def test_ruff_finds_nothing_in_the_package():
     _run_tool("ruff", "check", "--no-fix", "--output-format=concise", "clperiod")
 
 
+@pytest.mark.slow
 def test_mypy_finds_nothing_in_the_package():
     _run_tool("mypy", "clperiod")
 

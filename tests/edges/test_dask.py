@@ -135,6 +135,7 @@ def test_frequency_arrays_match_single_device(client, catalog, long_table) -> No
     assert_same_objects(out, single_device(clperiod.supersmoother, catalog, grid))
 
 
+@pytest.mark.slow
 def test_uncertainties_are_used_by_default(client, catalog, long_table) -> None:
     """dy_col="auto": the column dy weights the search, as on the command line;
     None searches without weights."""

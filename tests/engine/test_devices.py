@@ -501,6 +501,7 @@ print(json.dumps({"before": before, "parent": in_parent, "after": after}))
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform != "linux", reason="fork start method")
 def test_a_child_forked_after_opencl_started_is_told_to_spawn():
     """OpenCL does not survive fork (PoCL's calls wait forever in the child):

@@ -159,6 +159,7 @@ def test_fp32_where_phases_bunch_together():
         assert np.max(np.abs(fp32.power - fp64.power)) < 2e-5
 
 
+@pytest.mark.slow
 def test_fp32_lowest_bins_below_the_lowest_autofrequency():
     """Below f T = 0.1 the normal equations are ill conditioned (the fp32 error
     grew like 1e-7 / (f T)^2): those bins take exact least-squares powers, so
