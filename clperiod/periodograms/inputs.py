@@ -26,6 +26,7 @@ __all__ = [
     "degenerate_status",
     "progress_bar",
     "reference_times",
+    "row_cells",
     "segment_max",
     "segment_reduce",
     "segment_sum",
@@ -264,14 +265,22 @@ def _varies(catalog: Catalog, objects: np.ndarray, use_dy: bool) -> np.ndarray:
     return variance > (64 * np.finfo(np.float64).eps) ** 2 * second
 
 
+def row_cells(catalog: Catalog) -> tuple[np.ndarray, np.ndarray]:
+    """The object and the band code of every row (code 0 without bands)."""
+    owners = np.repeat(np.arange(catalog.n_objects), catalog.lengths)
+    codes = np.zeros(owners.size, np.int16) if catalog.band_codes is None else catalog.band_codes
+    return owners, codes
+
+
 def band_order(counts: np.ndarray, owners: np.ndarray, codes: np.ndarray) -> np.ndarray:
     """Row indices that put each object's rows band by band, keeping their
     order within a band: ``np.lexsort((codes, owners))`` for rows grouped by
     object, as a counting sort (one pass over the rows per band).
 
-    ``counts`` is :meth:`clperiod.Catalog.band_counts`, ``owners`` each row's
-    object (non-decreasing) and ``codes`` its band code. Every object's rows
-    keep their place in the catalog: only their order within it changes.
+    ``counts`` is :meth:`clperiod.Catalog.band_counts`, ``owners`` and
+    ``codes`` each row's object and band code (:func:`row_cells`). Every
+    object's rows keep their place in the catalog: only their order within
+    it changes.
     """
     n_objects, n_bands = counts.shape
     order = np.arange(owners.size)

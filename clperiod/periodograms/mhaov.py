@@ -44,6 +44,7 @@ from clperiod.periodograms.inputs import (
     check_choice,
     check_top_k,
     reference_times,
+    row_cells,
     top_k_arrays,
 )
 from clperiod.periodograms.multiterm import blocked_peaks
@@ -556,7 +557,7 @@ class _Prepared:
 def _prepare(catalog: Catalog, nharmonics: int, fewest: int, weighted: bool) -> _Prepared:
     """The kernel's inputs for ``catalog`` (see :class:`_Prepared`)."""
     n_obj, n_bands = catalog.n_objects, catalog.n_bands
-    owners, codes = _rows(catalog)
+    owners, codes = row_cells(catalog)
     dy = catalog.dy if weighted else None
     counts = catalog.band_counts()
     used = (counts >= fewest) & ~_invalid_objects(catalog, owners, dy)[:, None]
@@ -586,20 +587,13 @@ def _prepare(catalog: Catalog, nharmonics: int, fewest: int, weighted: bool) -> 
     )
 
 
-def _rows(catalog: Catalog) -> tuple[np.ndarray, np.ndarray]:
-    """The object and the band code of every row (code 0 without bands)."""
-    owners = np.repeat(np.arange(catalog.n_objects), catalog.lengths)
-    codes = np.zeros(owners.size, np.int16) if catalog.band_codes is None else catalog.band_codes
-    return owners, codes
-
-
 def _band_values(
     catalog: Catalog, counts: np.ndarray, used: np.ndarray, dy: np.ndarray | None
 ) -> tuple[np.ndarray, Standardized]:
     """The rows of the ``used`` bands (per object and band; ``counts``: the
     catalog's :meth:`~clperiod.Catalog.band_counts`), sorted by object and
     band, and their values standardized band by band (``flat`` per band)."""
-    owners, codes = _rows(catalog)
+    owners, codes = row_cells(catalog)
     order = band_order(counts, owners, codes)
     order = order[used[owners[order], codes[order]]]
     cell_offsets = np.concatenate([[0], np.cumsum(np.where(used, counts, 0).ravel())])

@@ -47,6 +47,7 @@ from clperiod.periodograms.inputs import (
     blank_failed,
     check_choice,
     check_top_k,
+    row_cells,
     segment_reduce,
     segment_sum,
     top_k_arrays,
@@ -468,16 +469,12 @@ def _prepare(
     """The kernel's inputs for ``catalog`` (see :class:`_Prepared`); ``by_trace``:
     the ridges are in units of the normal matrix's trace."""
     n_objects, n_bands, lengths = catalog.n_objects, catalog.n_bands, catalog.lengths
-    owners = np.repeat(np.arange(n_objects), lengths)
-    codes = np.zeros(owners.size, np.int16) if catalog.band_codes is None else catalog.band_codes
-    counts = np.bincount(owners * n_bands + codes, minlength=n_objects * n_bands).reshape(
-        n_objects, n_bands
-    )
+    counts = catalog.band_counts()
     status = np.full(n_objects, Status.OK, dtype=np.int8)
     too_few = lengths < min_points(nterms_base, nterms_band, (counts > 0).sum(axis=1))
     status[too_few | (lengths == 0)] = Status.TOO_FEW_POINTS
     # from here on each object's rows band by band (objects keep their rows' place)
-    rows = band_order(counts, owners, codes)
+    rows = band_order(counts, *row_cells(catalog))
     y, offsets = catalog.y[rows], catalog.offsets
     with np.errstate(all="ignore"):
         weights = np.ones_like(y) if catalog.dy is None else catalog.dy[rows] ** -2.0
