@@ -26,6 +26,7 @@ periodograms returned the output blocks fit and copies overlap compute.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -147,6 +148,7 @@ def batch_bounds(
     target: int | None = None,
     max_items: int | None = None,
     max_units: int | None = None,
+    workers: int = 1,
     item: str = "object",
     unit: str = "points",
 ) -> list[tuple[int, int]]:
@@ -171,6 +173,12 @@ def batch_bounds(
         size; default, and at most, ``budget.total``).
     max_items, max_units
         Most items and units of a batch of several items (default: no limit).
+    workers
+        Threads that share the batches. Where the limits cut the run into
+        more batches than ``workers`` and not a multiple of them, it is cut
+        again into the next multiple of batches of about equal units (where
+        those fit), so that the threads finish together instead of one
+        running the last batch alone.
     item, unit
         What an item and its unit are called, for messages.
 
@@ -194,6 +202,7 @@ def batch_bounds(
     if max_units is not None:
         rules.append(_Rule(0, 1, max_units))
     reaches = [rule.reach(units_before) for rule in rules]
+
     bounds: list[tuple[int, int]] = []
     start, n_items = 0, len(sizes)
     while start < n_items:
@@ -209,7 +218,28 @@ def batch_bounds(
             )
         bounds.append((start, stop))
         start = stop
+    if len(bounds) > workers and len(bounds) % workers:
+        even = _even_bounds(units_before, -(-len(bounds) // workers) * workers)
+        if all(_within(start, stop, reaches) for start, stop in even):
+            bounds = even
     return bounds
+
+
+def _within(start: int, stop: int, reaches: list[Callable[[int], int]]) -> bool:
+    """Whether items ``[start, stop)`` form a batch that every rule allows (one
+    item always does)."""
+    return stop - start == 1 or all(stop <= reach(start) for reach in reaches)
+
+
+def _even_bounds(units_before: np.ndarray, batches: int) -> list[tuple[int, int]]:
+    """Up to ``batches`` consecutive runs of items of about equal units
+    (``units_before``: units before each item), each cut at the first item
+    boundary at or past its share."""
+    n_items = len(units_before) - 1
+    shares = units_before[-1] * np.arange(1, batches) / batches
+    cuts = np.searchsorted(units_before, shares)
+    edges = np.unique(np.clip(np.concatenate([[0], cuts, [n_items]]), 0, n_items))
+    return list(itertools.pairwise(edges.tolist()))
 
 
 def items_that_fit(
@@ -401,6 +431,7 @@ def plan_batches(
     top_k: int,
     periodogram: bool,
     min_batches: int = 1,
+    workers: int = 1,
 ) -> list[Batch]:
     """Split ``len(lengths)`` objects into batches of a tiled frequency kernel.
 
@@ -428,6 +459,8 @@ def plan_batches(
     min_batches
         Split into at least this many batches of about equal points (when
         there are enough objects), so that several devices share the work.
+    workers
+        Devices that share the batches (:func:`batch_bounds`).
 
     Returns
     -------
@@ -446,7 +479,13 @@ def plan_batches(
     max_objects = budget.max_alloc // (shape.owned * real_bytes) if periodogram else None
     share = -(-int(np.sum(lengths)) // max(1, min_batches))  # points per batch at most
     bounds = batch_bounds(
-        lengths, buffers, budget, target=budget.total // 2, max_items=max_objects, max_units=share
+        lengths,
+        buffers,
+        budget,
+        target=budget.total // 2,
+        max_items=max_objects,
+        max_units=share,
+        workers=workers,
     )
     batches = []
     for start, stop in bounds:

@@ -882,6 +882,7 @@ def _run_nufft_piece(
         dataclasses.replace(budget, total=budget.total // threads),
         target=target,
         max_items=per_batch,
+        workers=batches,
     )
     use_dy = options.method == "generalized" and catalog.dy is not None
     search: functools.partial[nufft.BatchPeaks]
@@ -1361,6 +1362,7 @@ def _run_multiterm(
         lengths,
         multiterm.batch_buffers(options.top_k),
         MemoryBudget.of(smallest, host_reserved=reserved),
+        workers=len(devices),
     )
     use_dy = options.method == "generalized" and catalog.dy is not None
     cutoff = lowfreq.low_frequency_cutoffs(
@@ -1631,6 +1633,7 @@ def _plan(devices, shape, lengths, grid, options, share: float) -> list[Batch]:
         top_k=options.top_k,
         periodogram=options.periodogram,
         min_batches=_min_batches(len(devices), int(lengths.sum()) * grid.nf),
+        workers=len(devices),
     )
 
 

@@ -73,6 +73,60 @@ def test_batch_limits_on_items_and_units():
                         max_units=10) == [(0, 1), (1, 2), (2, 3)]
 
 
+def test_batches_shared_by_workers_are_recut_into_a_multiple_of_them():
+    """Memory cuts 20 equal items into 7 + 7 + 6: two workers get four batches
+    of five (not one worker running the third batch alone); a cut that is a
+    multiple already, or no more batches than workers, is kept."""
+    sizes, points = np.full(20, 5), [Buffer("x", per_unit=1)]
+    budget = MemoryBudget(35, 10**6, "d")
+    assert batch_bounds(sizes, points, budget) == [(0, 7), (7, 14), (14, 20)]
+    assert batch_bounds(sizes, points, budget, workers=2) == [(0, 5), (5, 10), (10, 15), (15, 20)]
+    assert batch_bounds(sizes, points, budget, workers=3) == [(0, 7), (7, 14), (14, 20)]
+    assert batch_bounds(sizes, points, budget, workers=4) == [(0, 7), (7, 14), (14, 20)]
+    assert batch_bounds(sizes, points, MemoryBudget(50, 10**6, "d"), workers=2) == [
+        (0, 10), (10, 20)]
+
+
+def test_recut_batches_fit_and_balance_the_units():
+    """Random ragged items and budgets: with workers the batches still cover
+    every item once and fit; where memory cut more batches than workers and
+    the even cut fits, each batch is within an item of an equal share of
+    the units, and there are a multiple of the workers when the items are
+    equal."""
+    rng = np.random.default_rng(23)
+    recut = 0
+    for trial in range(300):
+        equal = trial % 2 == 0
+        n = int(rng.integers(10, 60))
+        sizes = np.full(n, int(rng.integers(1, 30))) if equal else rng.integers(0, 30, n)
+        buffers = [Buffer("x", per_unit=int(rng.integers(1, 5)), per_item=int(rng.integers(0, 9)))]
+        budget = MemoryBudget(int(rng.integers(150, 800)), 10**6, "d")
+        workers = int(rng.integers(2, 5))
+        try:
+            greedy = batch_bounds(sizes, buffers, budget)
+        except MemoryError:
+            continue
+        bounds = batch_bounds(sizes, buffers, budget, workers=workers)
+        assert bounds[0][0] == 0 and bounds[-1][1] == n, trial
+        assert all(a[1] == b[0] and a[0] < a[1] for a, b in zip(bounds, bounds[1:])), trial
+        assert all(_fits(buffers, budget, budget.total, stop - start, int(sizes[start:stop].sum()))
+                   for start, stop in bounds), trial
+        if len(greedy) <= workers or len(greedy) % workers == 0:
+            assert bounds == greedy, trial
+            continue
+        if bounds == greedy:  # the even cut would not fit
+            continue
+        recut += 1
+        batches = -(-len(greedy) // workers) * workers
+        assert len(bounds) <= batches, trial
+        share, largest = sizes.sum() / batches, int(sizes.max())
+        assert all(abs(int(sizes[start:stop].sum()) - share) <= largest
+                   for start, stop in bounds), trial
+        if equal:
+            assert len(bounds) == batches, trial
+    assert recut > 60
+
+
 def test_an_item_too_large_for_the_device_is_a_memory_error_naming_it():
     budget = MemoryBudget(1000, 400, "tiny device")
     sizes = np.array([10, 10, 90, 10])

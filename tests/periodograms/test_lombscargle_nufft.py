@@ -183,6 +183,30 @@ def test_small_memory_budget_splits_the_catalog(rng, monkeypatch):
     np.testing.assert_array_equal(split.top_k_frequency, full.top_k_frequency)
 
 
+def test_batches_cut_by_memory_are_shared_evenly_by_the_device_threads(rng, monkeypatch):
+    """Memory cuts ten objects into three batches; two device threads get
+    four of about equal points instead, with the results of one batch."""
+    cat = Catalog.from_lightcurves([simulated(rng, n=200, period=1 + 0.1 * k) for k in range(10)])
+    grid = FrequencyGrid(0.02, 0.01, 3000)
+    whole = lombscargle(cat, grid, algorithm="nufft", periodogram=True, top_k=2)
+    info = clperiod.select_devices()[0]
+    small = type(info)(**{**info.__dict__, "global_mem": 6_000_000, "max_alloc": 2_000_000})
+    monkeypatch.setattr(LS_MODULE, "select_devices", lambda _: [small, small])
+    cuts = []
+    original = LS_MODULE.batch_bounds
+
+    def recorded(*args, **kwargs):
+        cuts.append((original(*args, **{**kwargs, "workers": 1}), original(*args, **kwargs)))
+        return cuts[-1][1]
+
+    monkeypatch.setattr(LS_MODULE, "batch_bounds", recorded)
+    shared = lombscargle(cat, grid, algorithm="nufft", periodogram=True, top_k=2)
+    assert cuts == [([(0, 4), (4, 8), (8, 10)], [(0, 3), (3, 5), (5, 8), (8, 10)])]
+    np.testing.assert_array_equal(shared.power, whole.power)
+    np.testing.assert_array_equal(shared.top_k_frequency, whole.top_k_frequency)
+    np.testing.assert_array_equal(shared.top_k_power, whole.top_k_power)
+
+
 def test_peaks_of_long_periodograms_merged_from_chunks_are_the_same(rng, monkeypatch):
     cat = Catalog.from_lightcurves([simulated(rng, n=n) for n in (300, 2, 500)])
     grid = FrequencyGrid(0.0, 0.004, 1000)
@@ -315,7 +339,7 @@ def test_gpus_search_two_batches_at_once_with_unchanged_results(rng, monkeypatch
     assert LS_MODULE._staged([info], cat)
     assert LS_MODULE._staged([info], cat.page_locked(info.device)) != info.fp64
 
-    one = lombscargle(cat, grid, algorithm="nufft", top_k=2, periodogram=True)
+    one = lombscargle(cat, grid, algorithm="nufft", top_k=2, periodogram=True, device=info)
     seen = []
     original = LS_MODULE.run_on_devices
 
@@ -325,7 +349,7 @@ def test_gpus_search_two_batches_at_once_with_unchanged_results(rng, monkeypatch
 
     monkeypatch.setattr(LS_MODULE, "_nufft_threads", lambda devices, *args: 2)
     monkeypatch.setattr(LS_MODULE, "run_on_devices", spy)
-    two = lombscargle(cat, grid, algorithm="nufft", top_k=2, periodogram=True)
+    two = lombscargle(cat, grid, algorithm="nufft", top_k=2, periodogram=True, device=info)
     assert seen and seen[0][0] == 2 and [stop - start for start, stop in seen[0][1]] == [4, 3]
     for name in ("frequency_best", "power_best", "top_k_frequency", "top_k_power", "power"):
         np.testing.assert_array_equal(getattr(two, name), getattr(one, name))
