@@ -202,7 +202,6 @@ def batch_bounds(
     if max_units is not None:
         rules.append(_Rule(0, 1, max_units))
     reaches = [rule.reach(units_before) for rule in rules]
-
     bounds: list[tuple[int, int]] = []
     start, n_items = 0, len(sizes)
     while start < n_items:
@@ -431,7 +430,6 @@ def plan_batches(
     top_k: int,
     periodogram: bool,
     min_batches: int = 1,
-    workers: int = 1,
 ) -> list[Batch]:
     """Split ``len(lengths)`` objects into batches of a tiled frequency kernel.
 
@@ -459,9 +457,6 @@ def plan_batches(
     min_batches
         Split into at least this many batches of about equal points (when
         there are enough objects), so that several devices share the work.
-    workers
-        Devices that share the batches (:func:`batch_bounds`).
-
     Returns
     -------
     list of Batch
@@ -479,13 +474,7 @@ def plan_batches(
     max_objects = budget.max_alloc // (shape.owned * real_bytes) if periodogram else None
     share = -(-int(np.sum(lengths)) // max(1, min_batches))  # points per batch at most
     bounds = batch_bounds(
-        lengths,
-        buffers,
-        budget,
-        target=budget.total // 2,
-        max_items=max_objects,
-        max_units=share,
-        workers=workers,
+        lengths, buffers, budget, target=budget.total // 2, max_items=max_objects, max_units=share
     )
     batches = []
     for start, stop in bounds:

@@ -1633,7 +1633,6 @@ def _plan(devices, shape, lengths, grid, options, share: float) -> list[Batch]:
         top_k=options.top_k,
         periodogram=options.periodogram,
         min_batches=_min_batches(len(devices), int(lengths.sum()) * grid.nf),
-        workers=len(devices),
     )
 
 

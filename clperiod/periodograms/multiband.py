@@ -603,7 +603,7 @@ def _batches(
         per_device = -(-points * grid.nf // (len(devices) * MIN_BATCH_PAIRS))
         share = max(1, -(-points // (len(devices) * min(BATCHES_PER_DEVICE, max(1, per_device)))))
     buffers = [*multiterm.batch_buffers(options.top_k), Buffer("bands", per_unit=2)]
-    return batch_bounds(lengths, buffers, budget, max_units=share, workers=len(devices))
+    return batch_bounds(lengths, buffers, budget, max_units=share)
 
 
 class _PhaseInputs:
