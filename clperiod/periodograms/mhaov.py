@@ -336,7 +336,8 @@ def analytic_fap(result: MhaovResult) -> AnalyticFap:
     catalog = result.catalog
     dy = catalog.dy if result.use_errors else None
     counts = catalog.band_counts()
-    flat = _band_values(catalog, counts, result.band_used, dy)[1].flat.reshape(counts.shape)
+    cells = row_cells(catalog)
+    flat = _band_values(catalog, cells, counts, result.band_used, dy)[1].flat.reshape(counts.shape)
     varying = result.band_used & ~flat
     dof_model = 2 * result.fit_harmonics * varying.sum(axis=1)
     residual = counts - 2 * result.fit_harmonics - 1
@@ -562,7 +563,7 @@ def _prepare(catalog: Catalog, nharmonics: int, fewest: int, weighted: bool) -> 
     counts = catalog.band_counts()
     used = (counts >= fewest) & ~_invalid_objects(catalog, owners, dy)[:, None]
     status = np.where(used.any(axis=1), Status.OK, Status.TOO_FEW_POINTS).astype(np.int8)
-    order, values = _band_values(catalog, counts, used, dy)
+    order, values = _band_values(catalog, (owners, codes), counts, used, dy)
     flat = values.flat.reshape(n_obj, n_bands)
     status[(status == Status.OK) & (flat | ~used).all(axis=1)] = Status.ZERO_VARIANCE
     adds = used & ~flat & (status == Status.OK)[:, None]
@@ -588,12 +589,18 @@ def _prepare(catalog: Catalog, nharmonics: int, fewest: int, weighted: bool) -> 
 
 
 def _band_values(
-    catalog: Catalog, counts: np.ndarray, used: np.ndarray, dy: np.ndarray | None
+    catalog: Catalog,
+    cells: tuple[np.ndarray, np.ndarray],
+    counts: np.ndarray,
+    used: np.ndarray,
+    dy: np.ndarray | None,
 ) -> tuple[np.ndarray, Standardized]:
-    """The rows of the ``used`` bands (per object and band; ``counts``: the
-    catalog's :meth:`~clperiod.Catalog.band_counts`), sorted by object and
-    band, and their values standardized band by band (``flat`` per band)."""
-    owners, codes = row_cells(catalog)
+    """The rows of the ``used`` bands (per object and band; ``cells``: the
+    rows' objects and bands, :func:`~clperiod.periodograms.inputs.row_cells`;
+    ``counts``: the catalog's :meth:`~clperiod.Catalog.band_counts`), sorted
+    by object and band, and their values standardized band by band (``flat``
+    per band)."""
+    owners, codes = cells
     order = band_order(counts, owners, codes)
     order = order[used[owners[order], codes[order]]]
     cell_offsets = np.concatenate([[0], np.cumsum(np.where(used, counts, 0).ravel())])
