@@ -947,14 +947,23 @@ def _nufft_threads(
 ) -> int:
     """Device threads per device of a NUFFT search of objects of ``lengths``
     points: :data:`NUFFT_GPU_THREADS` on GPUs where the longest object fits
-    that share of ``budget``, else one. With several devices, only where the
-    light curves are not ``staged`` (:func:`_staged`): the staging copies of
-    more threads contend for the host's memory and lose
-    (``bench/results/2026-11-26_h100x2_nufft_threads.json``)."""
+    that share of ``budget``, else one.
+
+    With several devices and ``staged`` light curves (:func:`_staged`), one
+    thread per device where each device's share of the objects fits one
+    batch: the threads would all copy into staging memory at the start, and
+    those copies contend for the host's memory
+    (``bench/results/2026-11-26_h100x2_nufft_threads.json``). Where a share
+    takes several batches, a second thread copies the next batch while the
+    device searches the last
+    (``bench/results/2026-11-26_h100x2_nufft_batches_session30.json``).
+    """
     if any(info.kind == "cpu" for info in devices) or lengths.size < 2:
         return 1
     if staged and len(devices) > 1:
-        return 1
+        share = -(-lengths.size // len(devices))
+        if len(batch_bounds(lengths, buffers, budget, max_items=share)) <= len(devices):
+            return 1
     longest = int(lengths.max(initial=0))
     fits = held_bytes(buffers, 1, longest) <= budget.total // NUFFT_GPU_THREADS
     return NUFFT_GPU_THREADS if fits else 1

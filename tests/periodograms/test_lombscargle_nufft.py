@@ -314,9 +314,9 @@ def test_every_device_gets_a_batch_and_the_results_do_not_change(rng, monkeypatc
 def test_gpus_search_two_batches_at_once_with_unchanged_results(rng, monkeypatch):
     """On GPUs each device runs NUFFT_GPU_THREADS batches at once (a thread and
     queue each) in a share of its memory, where the longest object fits that
-    share, and with several GPUs where the light curves need no staging copy;
-    on CPUs one batch per device. The results, exact low-frequency bins
-    included, equal one batch's."""
+    share, and with several GPUs where the light curves need no staging copy
+    or a device's share takes several batches; on CPUs one batch per device.
+    The results, exact low-frequency bins included, equal one batch's."""
     cat = Catalog.from_lightcurves([simulated(rng, n=200 + 30 * k) for k in range(7)])
     grid = FrequencyGrid(0.0005, 0.0005, 3000)  # every object has exact low-frequency bins
     plan = nufft.NufftPlan.build(grid)
@@ -333,6 +333,10 @@ def test_gpus_search_two_batches_at_once_with_unchanged_results(rng, monkeypatch
     assert threads([gpu], buffers, lengths, roomy, True) == 2
     assert threads([gpu, gpu], buffers, lengths, roomy, False) == 2
     assert threads([gpu, gpu], buffers, lengths, roomy, True) == 1  # staging copies contend
+    # ... unless a device's share takes several batches: a second thread copies the next
+    several = LS_MODULE.MemoryBudget(total=2 * need + 1, max_alloc=1 << 30, device="x")
+    assert len(LS_MODULE.batch_bounds(lengths, buffers, several, max_items=4)) > 2
+    assert threads([gpu, gpu], buffers, lengths, several, True) == 2
     assert threads([gpu], buffers, lengths, tight, False) == 1
     assert threads([gpu], buffers, lengths[:1], roomy, False) == 1
     assert threads([cpu, cpu], buffers, lengths, roomy, False) == 1
