@@ -1363,7 +1363,8 @@ def _run_multiterm(
 ) -> list[_BatchResult]:
     """The direct multi-term search (``nterms > 1``) of ``catalog``
     (:func:`clperiod.periodograms.multiterm.search`) in batches of objects that
-    fit the smallest device; ``lengths`` are the points of each object that is
+    fit the smallest device, with several devices at least one per device
+    (:func:`batch_points`); ``lengths`` are the points of each object that is
     searched (0 for too few points)."""
     smallest = min(devices, key=lambda d: (d.global_mem, d.max_alloc))
     reserved = power.nbytes if power is not None else 0
@@ -1371,7 +1372,7 @@ def _run_multiterm(
         lengths,
         multiterm.batch_buffers(options.top_k),
         MemoryBudget.of(smallest, host_reserved=reserved),
-        workers=len(devices),
+        max_units=batch_points(len(devices), int(lengths.sum()), grid.nf),
     )
     use_dy = options.method == "generalized" and catalog.dy is not None
     cutoff = lowfreq.low_frequency_cutoffs(
@@ -1656,6 +1657,17 @@ def _min_batches(n_devices: int, pairs: int) -> int:
         return 1
     per_device = -(-pairs // (n_devices * MIN_BATCH_PAIRS))
     return n_devices * max(1, min(BATCHES_PER_DEVICE, per_device))
+
+
+def batch_points(n_devices: int, points: int, nf: int) -> int | None:
+    """The most points of a batch of a run of ``points`` points searched on
+    ``nf`` frequencies, so that ``n_devices`` devices share it: the run in at
+    least one batch per device, up to :data:`BATCHES_PER_DEVICE` per device
+    of at least :data:`MIN_BATCH_PAIRS` point-frequency pairs each, as
+    :func:`_plan` cuts it (None, no limit, for one device)."""
+    if n_devices == 1:
+        return None
+    return max(1, -(-points // _min_batches(n_devices, points * nf)))
 
 
 def _point_order(grid: FrequencyGrid | FrequencyArray, fp64: bool) -> tuple[list, list]:

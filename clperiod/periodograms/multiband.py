@@ -35,7 +35,7 @@ from clperiod.engine.devices import (
     upload,
 )
 from clperiod.engine.planner import Buffer, MemoryBudget, batch_bounds
-from clperiod.engine.scheduler import BATCHES_PER_DEVICE, run_on_devices
+from clperiod.engine.scheduler import run_on_devices
 from clperiod.engine.staging import check_periodogram_memory
 from clperiod.grid import FrequencyArray, FrequencyGrid, search_grid, split_float32
 from clperiod.periodograms import multiterm
@@ -52,7 +52,7 @@ from clperiod.periodograms.inputs import (
     segment_sum,
     top_k_arrays,
 )
-from clperiod.periodograms.lombscargle import MIN_BATCH_PAIRS
+from clperiod.periodograms.lombscargle import batch_points
 from clperiod.periodograms.multiband_fit import DEFAULT_REG_BAND, MultibandFit
 
 Precision = Literal["fp64", "fp32"]
@@ -589,19 +589,13 @@ def _batches(
 ) -> list[tuple[int, int]]:
     """Consecutive runs of objects (``lengths``: their rows, at least the
     points searched) whose device buffers fit the smallest device; with
-    several devices at least one per device, and up to
-    :data:`~clperiod.engine.scheduler.BATCHES_PER_DEVICE` per device of at
-    least :data:`~clperiod.periodograms.lombscargle.MIN_BATCH_PAIRS`
-    point-frequency pairs each, as :func:`clperiod.lombscargle` cuts its runs."""
+    several devices at least one per device, as :func:`clperiod.lombscargle`
+    cuts its runs (:func:`~clperiod.periodograms.lombscargle.batch_points`)."""
     smallest = min(devices, key=lambda d: (d.global_mem, d.max_alloc))
     held = 0 if isinstance(grid, FrequencyGrid) else 8 * grid.nf
     reserved = 0 if power is None else power.nbytes
     budget = MemoryBudget.of(smallest, held=held, host_reserved=reserved)
-    share = None
-    if len(devices) > 1:
-        points = int(lengths.sum())
-        per_device = -(-points * grid.nf // (len(devices) * MIN_BATCH_PAIRS))
-        share = max(1, -(-points // (len(devices) * min(BATCHES_PER_DEVICE, max(1, per_device)))))
+    share = batch_points(len(devices), int(lengths.sum()), grid.nf)
     buffers = [*multiterm.batch_buffers(options.top_k), Buffer("bands", per_unit=2)]
     return batch_bounds(lengths, buffers, budget, max_units=share)
 

@@ -139,3 +139,8 @@ def test_lombscargle_splits_small_runs_once_per_device():
     assert ls_module._min_batches(2, pairs) == 2
     assert ls_module._min_batches(2, 2 * pairs + 1) == 4
     assert ls_module._min_batches(3, 100 * pairs) == 3 * BATCHES_PER_DEVICE
+    # the same cut as most points per batch (the multi-term and multiband searches)
+    assert ls_module.batch_points(1, 10**6, 10**9) is None
+    assert ls_module.batch_points(2, 1001, 1) == 501
+    assert ls_module.batch_points(2, 10**6, 10**7) == 10**6 // (2 * BATCHES_PER_DEVICE)
+    assert ls_module.batch_points(3, 10**6, 10**9) == -(-10**6 // (3 * BATCHES_PER_DEVICE))

@@ -244,6 +244,31 @@ def test_direct_blocks_of_bins_and_objects_give_the_same_results(catalog, monkey
         np.testing.assert_array_equal(split.top_k_power, whole.top_k_power)
 
 
+def test_direct_search_on_several_devices_gives_each_a_batch(catalog, monkeypatch):
+    """Two devices share a direct multi-term search that fits one batch: its
+    460 points in batches of at most 230 (three: objects are not split), with
+    one device's results."""
+    import clperiod
+    from clperiod.periodograms import lombscargle as ls_module
+
+    whole = lombscargle(catalog, GRID, nterms=2, periodogram=True, top_k=4)
+    info = clperiod.select_devices()[0]
+    monkeypatch.setattr(ls_module, "select_devices", lambda _: [info, info])
+    seen = []
+    original = ls_module.run_on_devices
+
+    def spy(devices, bounds, work, **kwargs):
+        seen.append(list(bounds))
+        return original(devices, bounds, work, **kwargs)
+
+    monkeypatch.setattr(ls_module, "run_on_devices", spy)
+    shared = lombscargle(catalog, GRID, nterms=2, periodogram=True, top_k=4)
+    assert seen == [[(0, 1), (1, 2), (2, 3)]]
+    np.testing.assert_array_equal(shared.power, whole.power)
+    np.testing.assert_array_equal(shared.top_k_frequency, whole.top_k_frequency)
+    np.testing.assert_array_equal(shared.top_k_power, whole.top_k_power)
+
+
 @pytest.mark.parametrize("algorithm", ["direct", "nufft"])
 @pytest.mark.parametrize("nterms", [2, 3])
 def test_statuses_follow_the_unknowns_of_the_model(rng, algorithm, nterms):
