@@ -68,6 +68,7 @@ def test_every_result_file_is_indexed():
     assert not named - present, f"indexed but absent: {sorted(named - present)}"
 
 
+@pytest.mark.slow
 def test_performance_plot_is_drawn_from_a_result(tmp_path):
     pytest.importorskip("matplotlib")
     output = tmp_path / "performance.png"

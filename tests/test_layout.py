@@ -164,6 +164,7 @@ def test_graph_reader_sees_lazy_relative_and_type_checking_imports(tmp_path):
     assert sources - set(MODULES) == {"clperiod.stats"}
 
 
+@pytest.mark.slow
 def test_imports_name_modules_at_their_paths():
     # an old path (clperiod.stats) would import, with a DeprecationWarning, through
     # clperiod._moved: the package itself uses the new ones

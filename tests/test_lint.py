@@ -57,6 +57,7 @@ def _discarded_copies(path: Path) -> list[int]:
     return lines
 
 
+@pytest.mark.slow
 def test_no_non_blocking_copy_drops_its_event():
     found = {str(path.relative_to(ROOT)): lines
              for path in sorted((ROOT / "clperiod").rglob("*.py"))

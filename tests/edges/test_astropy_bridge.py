@@ -250,6 +250,7 @@ def test_townsend_uses_the_autofrequency_grid_size(data):
                                                                                  rel=1e-14)
 
 
+@pytest.mark.slow
 def test_bootstrap_resamplings_on_the_device_equal_astropys(data, cpu_device):
     t, y, dy = data
     ours = LombScargle(t, y * u.mag, dy * u.mag, device=cpu_device)
@@ -274,6 +275,7 @@ def test_bootstrap_resamplings_on_the_device_equal_astropys(data, cpu_device):
                                                  method_kwds=kwds))
 
 
+@pytest.mark.slow
 def test_uncentred_false_alarms_use_the_zero_mean_null(data, cpu_device):
     """astropy raises NotImplementedError here; clperiod's null is zero-mean noise (dH = 0)."""
     t, y, dy = data

@@ -133,6 +133,7 @@ def test_quantities_and_times_as_astropy(rng, cpu_device):
                                rtol=1e-9)
 
 
+@pytest.mark.slow
 def test_power_without_trace_scaling_matches_astropy(rng, cpu_device):
     """regularize_by_trace=False: astropy's ridges in the units of dy**-2, with and
     without dy and with dy in other units (each a different ridge)."""

@@ -72,6 +72,7 @@ def test_without_a_band_column_it_is_the_single_band_statistic(tmp_path, capsys,
     assert '"options": {"nharmonics": 2, "precision": "fp32", "top_k": 1}' in search
 
 
+@pytest.mark.slow
 def test_figures_fold_each_band(tmp_path, capsys, cpu_device):
     status, text, _ = _cli(capsys, "mhaov", UGRIZ, *COLUMNS, "--band-col", "band",
                            *GRID_OPTIONS, "-o", tmp_path / "res.csv", "--plot",

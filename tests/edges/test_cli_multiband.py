@@ -78,6 +78,7 @@ def test_the_literature_periods_as_the_guide_finds_them(tmp_path, capsys, cpu_de
     np.testing.assert_allclose(table["period"], list(PERIODS.values()), rtol=2e-5)
 
 
+@pytest.mark.slow
 def test_figures_fold_each_band(tmp_path, capsys, cpu_device):
     status, text, _ = _cli(capsys, "lombscargle-multiband", UGRIZ, *COLUMNS, "--band-col",
                            "band", *GRID_OPTIONS, "-o", tmp_path / "res.csv", "--plot",

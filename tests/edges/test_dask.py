@@ -173,6 +173,7 @@ def nested_table(catalog: Catalog) -> tuple[pd.DataFrame, Catalog]:
     return frame, reference
 
 
+@pytest.mark.slow
 def test_nested_layout_matches_single_device(client, catalog) -> None:
     frame, reference = nested_table(catalog)
     assert frame["lc"].isna().tolist()[-2:] == [False, True]
@@ -188,6 +189,7 @@ def test_nested_layout_matches_single_device(client, catalog) -> None:
     assert_same_objects(table, single_device(clperiod.lombscargle, reference, GRID))
 
 
+@pytest.mark.slow
 def test_automatic_grid_is_resolved_on_the_whole_frame(client, catalog, long_table) -> None:
     """An AutoGrid is resolved over the frame, objects straddling partitions included."""
     auto = clperiod.pipeline.AutoGrid(maximum_frequency=2.0)
@@ -581,6 +583,7 @@ def test_multiband_arguments_are_checked_at_once(banded_table) -> None:
         clperiod.dask.lombscargle_multiband(frame, GRID, band_col="band", top_k=65)
 
 
+@pytest.mark.slow
 def test_mhaov_matches_single_device(client, catalog, banded_table) -> None:
     """With band_col each object's bands enter the multiband statistic as in one call;
     without it, the single-band statistic of the pooled rows."""

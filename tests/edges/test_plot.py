@@ -172,6 +172,7 @@ def test_a_frequency_array_is_drawn_along_frequency(catalog, cpu_device):
     np.testing.assert_allclose(fap, 0.01, rtol=1e-8)
 
 
+@pytest.mark.slow
 def test_plot_objects_saves_one_figure_per_object(result, catalog, tmp_path, monkeypatch):
     drawn = {}
     original = plot_result

@@ -113,6 +113,7 @@ def test_bls_draws_the_box_model_on_the_fold(transits, cpu_device, tmp_path):
     assert "box model in black" in bottom.get_title()
 
 
+@pytest.mark.slow
 def test_plot_objects_writes_the_new_results(transits, catalog, cpu_device, tmp_path):
     pdm = clperiod.pdm(catalog, GRID, periodogram=True, device=cpu_device)
     assert [p.name for p in plot_objects(pdm, catalog, [6], tmp_path)] == ["6.png"]

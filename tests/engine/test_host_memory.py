@@ -254,6 +254,7 @@ print(json.dumps({"any": PINNED_POOL.owns(array), "first": PINNED_POOL.owns(arra
 """
 
 
+@pytest.mark.slow
 def test_page_locked_memory_belongs_to_one_devices_context():
     """Memory page-locked through one device's context is page-locked for that
     device's copies only (another device copies it as pageable memory), so

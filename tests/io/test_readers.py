@@ -585,6 +585,7 @@ def test_bad_options(tmp_path):
             CatalogReader(tmp_path / "head.csv", grouping=grouping_option).read()
 
 
+@pytest.mark.slow
 def test_optional_dependencies_are_imported_only_when_used(tmp_path, monkeypatch):
     import subprocess
     import sys
@@ -806,6 +807,7 @@ def _random_csv(n: int = 60_000) -> bytes:
     return ("id,t,y,dy\n" + rows).encode()
 
 
+@pytest.mark.slow
 def test_damaged_compressed_files_name_the_file_and_line(tmp_path):
     packed = gzip.compress(_random_csv())
     (tmp_path / "cut.csv.gz").write_bytes(packed[: len(packed) // 2])

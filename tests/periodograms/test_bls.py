@@ -264,6 +264,7 @@ def ragged_catalog():
 
 
 @pytest.mark.parametrize("method", ["binned", "exact"])
+@pytest.mark.slow
 def test_a_ragged_catalog_equals_its_objects_alone(method):
     catalog, curves = ragged_catalog()
     periods = PERIODS[::5] if method == "exact" else PERIODS
@@ -283,6 +284,7 @@ def test_a_ragged_catalog_equals_its_objects_alone(method):
 
 @pytest.mark.parametrize(("method", "compat"),
                          [("binned", None), ("binned", "astropy"), ("exact", None)])
+@pytest.mark.slow
 def test_devices_give_the_results_of_one(monkeypatch, cpu_device, method, compat):
     """Objects spread over two workers of one device, the second with 8 KiB of local
     memory (so more period ranges, and more peak columns per object, than the first): the
@@ -575,6 +577,7 @@ def test_bad_arguments():
 
 
 @pytest.mark.parametrize("method", ["fast", "slow"])
+@pytest.mark.slow
 def test_points_on_bin_and_box_edges_fall_as_in_astropy(method):
     """A regular cadence of 0.01 and periods on multiples of it put points on the edges
     of bins (0.005) and boxes: fp64 folds with astropy's roundings, so each falls on

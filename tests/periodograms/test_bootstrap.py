@@ -155,6 +155,7 @@ def reference_fap(cat: Catalog, n: int, seed: int, **model) -> np.ndarray:
     return np.array(faps)
 
 
+@pytest.mark.slow
 def test_fap_equals_a_numpy_bootstrap_with_the_same_draws():
     model = dict(nterms_base=1, nterms_band=0)
     cat = catalog([lightcurve(4, 30, 0.55), lightcurve(5, 36, 0.3), lightcurve(6, 30, 3.0)])
@@ -175,6 +176,7 @@ def test_a_strong_sinusoid_has_the_smallest_fap_and_noise_does_not():
     np.testing.assert_array_equal(boot.power_best, result.power_best)
 
 
+@pytest.mark.slow
 def test_faps_of_pure_noise_are_uniform():
     n_objects, n = 150, 39
     cat = catalog([lightcurve(100 + k, 30, 0.0) for k in range(n_objects)])

@@ -177,6 +177,7 @@ def _result_reference(result, power, method):
 
 
 @pytest.mark.parametrize("ls_method", ["generalized", "standard"])
+@pytest.mark.slow
 def test_result_equals_per_object_loop(rng, ls_method, monkeypatch):
     flat = (np.arange(20.0), np.full(20, 3.0), np.ones(20))  # ZERO_VARIANCE
     cat = _catalog(rng)

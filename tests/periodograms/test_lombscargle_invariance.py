@@ -228,6 +228,7 @@ def test_fp32_psd_periodogram_outside_float32_is_an_error():
        with_dy=st.booleans(), a=scales(), b_over_std=offsets())
 @example(nterms=2, normalization="standard", centred=(True, True), with_dy=True, a=1.0,
          b_over_std=1e14)
+@pytest.mark.slow
 def test_multiterm_is_invariant(nterms, normalization, centred, with_dy, a, b_over_std):
     fit_mean, center_data = centred
     if not (fit_mean or center_data):

@@ -85,6 +85,7 @@ def test_fp32_follows_fp64_and_the_reference(rng, nterms_base, nterms_band):
     assert fp32.status[0] == Status.OK and fp32.power_best.dtype == np.float64
 
 
+@pytest.mark.slow
 def test_fp32_keeps_raw_mjd_and_jd_epochs_over_1e5_frequencies(rng):
     """The same light curve on relative, MJD and JD epochs; 1e5 frequencies up to 18/day
     (f t up to 2e4 cycles, which plain float32 products would resolve to ~1e-3)."""
@@ -135,6 +136,7 @@ def test_fp32_follows_fp64_with_absolute_ridges(rng, dy_scale):
     np.testing.assert_allclose(fp32.power[0], fp64.power[0], rtol=0, atol=FP32_ATOL)
 
 
+@pytest.mark.slow
 def test_fp32_phases_of_bins_beyond_the_first_block():
     """Grids of more than 2**22 frequencies run in blocks of bins; fp32's phase inputs
     follow each block's first bin, so the bin numbers stay exact in float32."""

@@ -90,6 +90,7 @@ def test_the_guide_example_finds_the_literature_periods(capsys):
     assert capsys.readouterr().out.split() == printed.split()
 
 
+@pytest.mark.slow
 def test_one_term_finds_the_rrc_period_and_the_rrab_alias(stars):
     """One term each: the nearly sinusoidal RRc star (27887) peaks at its period, the
     RRab star (1096833) at the alias one sidereal day below its frequency (P = 1.2504 d),

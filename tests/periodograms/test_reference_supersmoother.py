@@ -507,6 +507,7 @@ def test_best_frequency_first_strict_maximum(power, index):
     assert ref.best_frequency(power, freqs) == freqs[index]
 
 
+@pytest.mark.slow
 def test_agrees_with_jakevdp_supersmoother(rng):
     """Qualitative cross-check (spec §2.4: not bit-compatible): same best period."""
     jvp = pytest.importorskip("supersmoother")

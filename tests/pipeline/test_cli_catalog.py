@@ -440,6 +440,7 @@ def test_band_options_errors(tmp_path, capsys, extra, message):
     assert re.search(message, err), err
 
 
+@pytest.mark.slow
 def test_a_reader_that_goes_away_ends_the_command_quietly():
     """`clperiod info | head -0`: the reader closes the pipe first; the command ends
     with status 141 (as for SIGPIPE) and no traceback."""

@@ -245,6 +245,7 @@ def test_a_run_stopped_before_its_output_is_in_place_searches_the_last_chunk_aga
     assert not work_directory(output).exists()
 
 
+@pytest.mark.slow
 def test_a_second_interrupt_still_waits_for_the_writes_under_way(tmp_path, input_file,
                                                                  monkeypatch, cpu_device):
     """Ctrl-C, then Ctrl-C again while the run hands over its last chunk: the run

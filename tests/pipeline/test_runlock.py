@@ -31,6 +31,7 @@ def _holder(path) -> subprocess.Popen:
     return process
 
 
+@pytest.mark.slow
 def test_a_locked_output_is_refused_until_its_holder_dies(tmp_path):
     output = tmp_path / "out.parquet"
     holder = _holder(output)

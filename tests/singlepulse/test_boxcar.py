@@ -257,6 +257,7 @@ def test_search_does_not_depend_on_units(dtype, scale, robust):
 @settings(max_examples=25, deadline=None)
 @given(log_scale=st.floats(-30, 30), dtype=st.sampled_from([np.float32, np.float64]),
        mode=st.sampled_from(["approx", "exact"]))
+@pytest.mark.slow
 def test_search_is_invariant_to_scale(log_scale, dtype, mode):
     """Property: data scaled by 1e-30 ... 1e30 give the same candidates, SNRs,
     noise of every width and statistics in the data's units."""
