@@ -457,6 +457,7 @@ def plan_batches(
     min_batches
         Split into at least this many batches of about equal points (when
         there are enough objects), so that several devices share the work.
+
     Returns
     -------
     list of Batch
